@@ -1,0 +1,48 @@
+# ptxgen: C11, no GPU or CUDA driver needed to build or to generate.
+CC      ?= cc
+CUDA    ?= /usr/local/cuda
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
+INC     := -Iinclude -Iemit -Igen -Itemplates -Irunner -isystem $(CUDA)/include
+LDLIBS  := -ldl -lm -lpthread
+
+LIB_SRC := $(wildcard emit/*.c gen/*.c templates/*.c)
+RUN_SRC := $(wildcard runner/*.c)
+LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(RUN_SRC))
+TESTS   := $(patsubst tests/%.c,build/tests/%,$(wildcard tests/test_*.c))
+
+all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host
+
+build/%.o: %.c $(wildcard */*.h) emit/ops.def
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC $(INC) -c $< -o $@
+
+build/libptxgen.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+build/libptxgen.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+ptxgen: build/cli/main.o build/libptxgen.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+build/example_host: build/examples/host_app.o build/libptxgen.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+build/tests/%: tests/%.c build/libptxgen.a
+	@mkdir -p build/tests
+	$(CC) $(WARN) $(CFLAGS) $(INC) $< -o $@ build/libptxgen.a $(LDLIBS)
+
+# The test suite: unit tests, every default config through ptxas, CLI errors,
+# plan refusals, and the no-driver path. Ends with "N passed, N failed".
+test: all $(TESTS)
+	@bash tests/run_all.sh
+
+# check over the shape matrix on a GPU; one clear line where there is none
+gpu-test: all
+	@bash tests/gpu_matrix.sh
+
+clean:
+	rm -rf build ptxgen
+
+.PHONY: all test gpu-test clean

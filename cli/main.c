@@ -1,0 +1,165 @@
+/* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ptxgen.h"
+#include "arch.h"
+#include "attn.h"
+#include "check.h"
+
+typedef struct {
+    ptxgen_request req;
+    const char *out, *manifest;
+    int list, plan, help;
+    RunOpts run;
+} Cli;
+
+static int usage_error(const char *fmt, const char *a) {
+    fputs("ptxgen: ", stderr);
+    fprintf(stderr, fmt, a);
+    fputs(" (see ptxgen --help)\n", stderr);
+    return 2;
+}
+
+static void print_help(void) {
+    puts("usage: ptxgen --arch ARCH --kernel KERNEL [--dtype bf16|fp16] [--hdim D] [--causal]\n"
+         "              [--tile key=val,...] [-o FILE] [--plan] [--manifest FILE]\n"
+         "       ptxgen --list\n"
+         "       ptxgen check|bench --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
+         "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
+         "              [--iters N] [--warmup N] [--device N]\n"
+         "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
+         "check runs the kernel on the CUDA device against a float64 CPU reference (exit 1 on failure);\n"
+         "bench reports the median of --iters CUDA-event timings and TFLOP/s.");
+}
+
+static void print_list(void) {
+    puts("kernels:\n  attn_fwd   FlashAttention-2 forward (mma.sync m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE");
+    puts("  (attn_bwd, mla_fwd, mla_bwd: not implemented yet)");
+    puts("archs (all have mma.sync):");
+    for (int i = 0; i < arch_count(); i++) {
+        const ArchInfo *a = arch_at(i);
+        printf("  %-8s PTX %s, smem/block %d B opt-in%s%s\n", a->name, a->ptx_version, a->smem_block_optin,
+               a->families & FAM_WGMMA ? ", wgmma" : "", a->families & FAM_TCGEN05 ? ", tcgen05 (TMEM 512 cols)" : "");
+    }
+    puts("tile keys for attn_fwd (defaults: d<=128 bm=128,bn=64,warps=4; d=256 bm=128,bn=64,warps=8, or\n"
+         "bm=64,bn=64,warps=4 on 99 KB archs):");
+    Buf b = {0};
+    tile_list(attn_fwd_keys, attn_fwd_nkeys, &b);
+    fputs(b.s, stdout);
+    buf_free(&b);
+}
+
+static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "ptxgen: %s needs an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
+        return 2;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* Flags that take a value; returns 1 if flag was one of them. */
+static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
+    struct { const char *name; int *dst; long lo, hi; } ints[] = {
+        {"--hdim", &c->req.hdim, 1, 1024}, {"--b", &c->run.b, 1, 65535}, {"--sq", &c->run.s_q, 1, INT_MAX / 2},
+        {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
+        {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000},
+        {"--device", &c->run.device, 0, 64}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
+    const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest};
+    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest"};
+    for (size_t i = 0; i < 6; i++)
+        if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
+    if (!strcmp(f, "--seed")) {
+        char *end;
+        c->run.seed = strtoull(v, &end, 0);
+        *rc = *end || !*v ? usage_error("--seed needs an integer, got '%s'", v) : 0;
+        return 1;
+    }
+    if (!strcmp(f, "--scale")) {
+        char *end;
+        c->run.scale = strtod(v, &end);
+        *rc = *end || !*v || !(c->run.scale > 0) ? usage_error("--scale needs a positive number, got '%s'", v) : 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_args(Cli *c, int argc, char **argv, int first) {
+    for (int i = first; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--causal")) c->req.causal = 1;
+        else if (!strcmp(f, "--list")) c->list = 1;
+        else if (!strcmp(f, "--plan")) c->plan = 1;
+        else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
+        else {
+            int rc;
+            if (i + 1 >= argc && value_flag(c, f, "", &rc)) return usage_error("%s needs a value", f);
+            if (!value_flag(c, f, argv[i + 1 < argc ? i + 1 : i], &rc)) return usage_error("unknown argument '%s'", f);
+            if (rc) return rc;
+            i++;
+        }
+    }
+    return 0;
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) { fprintf(stderr, "ptxgen: cannot write %s: %s\n", path, strerror(errno)); return 1; }
+    int bad = fputs(text, f) < 0;
+    if (path) bad |= fclose(f) != 0;
+    else bad |= fflush(f) != 0;
+    if (bad) { fprintf(stderr, "ptxgen: write to %s failed\n", path ? path : "stdout"); return 1; }
+    return 0;
+}
+
+static int do_plan(const Cli *c) {
+    char err[512];
+    int fits;
+    char *text = ptxgen_plan_request(&c->req, &fits, err, sizeof err);
+    if (!text) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
+    fputs(text, stdout);
+    free(text);
+    if (!fits) fprintf(stderr, "ptxgen: plan refused: %s\n", err);
+    return fits ? 0 : 2;
+}
+
+static int do_emit(const Cli *c) {
+    if (!c->req.arch) return usage_error("%s", "--arch is required");
+    if (!c->req.kernel) return usage_error("%s", "--kernel is required");
+    if (c->plan) return do_plan(c);
+    char err[512];
+    ptxgen_set *s;
+    int rc = ptxgen_build(&c->req, &s, err, sizeof err);
+    if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
+    if (c->manifest) {
+        char *json = ptxgen_manifest_json(s);
+        rc = write_text(c->manifest, json);
+        free(json);
+    }
+    if (!rc && (c->out || !c->manifest)) rc = write_text(c->out, ptxgen_ptx(s));
+    ptxgen_free(s);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    Cli c = {.run = {.b = 1, .s_q = 1024, .s_k = 1024, .h_q = 8, .h_kv = 8, .seed = 1, .iters = 30, .warmup = 5}};
+    int mode = 0; /* 0 emit, 1 check, 2 bench */
+    if (argc > 1 && !strcmp(argv[1], "check")) mode = 1;
+    if (argc > 1 && !strcmp(argv[1], "bench")) mode = 2;
+    int rc = parse_args(&c, argc, argv, mode ? 2 : 1);
+    if (rc) return rc;
+    if (c.help) { print_help(); return 0; }
+    if (c.list) { print_list(); return 0; }
+    if (!mode) return do_emit(&c);
+    if (!c.req.kernel) return usage_error("%s", "--kernel is required");
+    c.run.req = c.req;
+    return mode == 1 ? run_check(&c.run) : run_bench(&c.run);
+}

@@ -1,0 +1,53 @@
+#include "buf.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    b->s = s;
+    b->cap = cap;
+}
+
+void buf_printf(Buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void buf_puts(Buf *b, const char *s) {
+    size_t n = strlen(s);
+    buf_reserve(b, n);
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+void buf_append(Buf *b, const Buf *src) {
+    if (src->len) buf_puts(b, src->s);
+}
+
+char *buf_take(Buf *b) {
+    if (!b->s) buf_reserve(b, 0), b->s[0] = 0;
+    char *s = b->s;
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void buf_free(Buf *b) {
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}

@@ -1,0 +1,71 @@
+/* PTX emission: typed virtual registers (ptxas allocates the real ones),
+ * labels, guard predicates, and instructions checked against the op table in
+ * ops.def. Generators never paste instruction text; they call e_ins(). */
+#ifndef PTXGEN_EMIT_H
+#define PTXGEN_EMIT_H
+#include <stdint.h>
+#include "buf.h"
+
+typedef enum { RC_PRED, RC_B32, RC_B64, RC_F32, RC_COUNT } RegClass;
+typedef struct { uint8_t cls; uint32_t id; } Reg;
+
+typedef enum {
+#define OP(name, text, sig) OP_##name,
+#include "ops.def"
+#undef OP
+    OP_COUNT
+} Op;
+
+typedef enum { K_NONE, K_REG, K_IMM, K_IMMX, K_FIMM, K_ADDR, K_VEC, K_LABEL, K_SREG, K_SYM } OpndKind;
+
+#define VEC_MAX 8
+typedef struct {
+    uint8_t kind, n;
+    Reg r;              /* K_REG; K_ADDR base (unless sym) */
+    int64_t imm;        /* K_IMM/K_IMMX value; K_ADDR byte offset */
+    float f;            /* K_FIMM */
+    const char *name;   /* K_SREG / K_SYM text; K_ADDR symbol base */
+    Reg v[VEC_MAX];     /* K_VEC */
+} Opnd;
+
+typedef struct {
+    Buf body;
+    uint32_t nregs[RC_COUNT];
+    int nlabels;
+    int ninstr;
+} Emit;
+
+Reg  e_reg(Emit *e, RegClass c);
+int  e_label(Emit *e);                 /* a new label id */
+void e_place(Emit *e, int label);      /* the label's position */
+void e_comment(Emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One instruction. guard: a predicate register or (Reg){0xff, 0} for none. */
+void e_insn(Emit *e, Reg guard, int neg, Op op, int n, const Opnd *ops);
+/* The declarations of every register used so far, for the top of the body. */
+void e_decls(const Emit *e, Buf *out);
+void e_free(Emit *e);
+
+/* Operand constructors. */
+Opnd R(Reg r);
+Opnd I(int64_t v);
+Opnd IX(uint32_t v);                   /* integer immediate printed in hex */
+Opnd FI(float f);                      /* printed exactly: 0fXXXXXXXX */
+Opnd A(Reg base, int64_t off);         /* [base+off] */
+Opnd AS(const char *sym);              /* [sym] */
+Opnd L(int label);
+Opnd SR(const char *sreg);             /* "%tid.x" */
+Opnd SYM(const char *sym);
+Opnd V(int n, const Reg *regs);
+Opnd V2(Reg a, Reg b);
+Opnd V4(Reg a, Reg b, Reg c, Reg d);
+
+#define NOGUARD ((Reg){0xff, 0})
+#define OPNDS(...) (int)(sizeof((Opnd[]){__VA_ARGS__}) / sizeof(Opnd)), (Opnd[]){__VA_ARGS__}
+/* INS(e, ADD_U32, R(d), R(a), I(4))  ->  add.u32 %r.., %r.., 4; */
+#define INS(e, op, ...) e_insn((e), NOGUARD, 0, OP_##op, OPNDS(__VA_ARGS__))
+#define INS0(e, op) e_insn((e), NOGUARD, 0, OP_##op, 0, NULL)
+/* INSP(e, p, 0, op, ...)  ->  @%p op ...;   INSP(e, p, 1, ...) -> @!%p */
+#define INSP(e, p, neg, op, ...) e_insn((e), (p), (neg), OP_##op, OPNDS(__VA_ARGS__))
+
+const char *op_text(Op op);
+#endif

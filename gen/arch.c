@@ -1,0 +1,25 @@
+#include "arch.h"
+#include <string.h>
+
+/* Shared-memory opt-in limits: sm_80 163 KB, sm_86/89/120 99 KB (101,376 B),
+ * sm_90/100/103 227 KB (232,448 B); 1 KB per block reserved by the system. */
+static const ArchInfo arches[] = {
+    {"sm_80", 80, "7.0", 166912, 167936, 1024, 65536, 255, 2048, 32, 0, FAM_MMA_SYNC},
+    {"sm_86", 86, "7.1", 101376, 102400, 1024, 65536, 255, 1536, 16, 0, FAM_MMA_SYNC},
+    {"sm_89", 89, "7.8", 101376, 102400, 1024, 65536, 255, 1536, 24, 0, FAM_MMA_SYNC},
+    {"sm_90", 90, "7.8", 232448, 233472, 1024, 65536, 255, 2048, 32, 0, FAM_MMA_SYNC},
+    {"sm_90a", 90, "8.0", 232448, 233472, 1024, 65536, 255, 2048, 32, 0, FAM_MMA_SYNC | FAM_WGMMA},
+    {"sm_100a", 100, "8.6", 232448, 233472, 1024, 65536, 255, 2048, 32, 512, FAM_MMA_SYNC | FAM_TCGEN05},
+    {"sm_103a", 103, "8.8", 232448, 233472, 1024, 65536, 255, 2048, 32, 512, FAM_MMA_SYNC | FAM_TCGEN05},
+    {"sm_120", 120, "8.7", 101376, 102400, 1024, 65536, 255, 1536, 32, 0, FAM_MMA_SYNC},
+    {"sm_120a", 120, "8.7", 101376, 102400, 1024, 65536, 255, 1536, 32, 0, FAM_MMA_SYNC},
+};
+
+int arch_count(void) { return (int)(sizeof arches / sizeof arches[0]); }
+const ArchInfo *arch_at(int i) { return &arches[i]; }
+
+const ArchInfo *arch_find(const char *name) {
+    for (int i = 0; i < arch_count(); i++)
+        if (!strcmp(arches[i].name, name)) return &arches[i];
+    return NULL;
+}

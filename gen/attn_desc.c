@@ -1,0 +1,91 @@
+/* attn_fwd (mma.sync family): tile keys and defaults, the resource plan, and
+ * the launch ABI. */
+#include "attn.h"
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+const TileKey attn_fwd_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {64, 128}, 2, "query rows per CTA"},
+    {"bn", offsetof(AttnTile, bn), {32, 64, 128}, 3, "key/value rows per main-loop step"},
+    {"warps", offsetof(AttnTile, warps), {4, 8}, 2, "warps per CTA (each owns bm/warps query rows: 16 or 32)"},
+};
+const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0]);
+
+const char *dtype_name(DType t) { return t == DT_FP16 ? "fp16" : "bf16"; }
+
+/* 32 query rows per warp keeps the tensor cores ahead of shared-memory
+ * bandwidth (each warp re-reads K and V from shared memory). At d=128 the
+ * bn=64 step spills under ptxas 13.0, so bn=32; d=256 drops to 16 rows per
+ * warp to keep the output accumulator in registers. */
+AttnTile attn_fwd_default_tile(const ArchInfo *a, int d) {
+    if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){128, 64, 8} : (AttnTile){64, 64, 4};
+    return (AttnTile){128, d >= 128 ? 32 : 64, 4};
+}
+
+int attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    const AttnTile *t = &d->tile;
+    int rows = t->bm / t->warps;
+    if (rows != 16 && rows != 32) {
+        snprintf(err, errlen, "tile bm=%d with warps=%d gives %d query rows per warp; the mma.sync attn_fwd needs 16 or 32",
+                 t->bm, t->warps, rows);
+        return 1;
+    }
+    int threads = 32 * t->warps, cpr = d->d / 8;
+    if (threads % cpr || t->bn % (threads / cpr) || t->bm % (threads / cpr)) {
+        snprintf(err, errlen, "tile bn=%d/bm=%d cannot be copied by %d threads in whole rows of d=%d", t->bn, t->bm, threads, d->d);
+        return 1;
+    }
+    return 0;
+}
+
+void attn_fwd_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    int mt = t->bm / t->warps / 16;
+    *p = (Plan){.threads = 32 * t->warps};
+    int q = plan_add_region(p, "Q", t->bm * d->d * 2, 128, "query tile, swizzled; read every step");
+    plan_add_region(p, "K", t->bn * d->d * 2, 128, "key tile; next tile lands during P V");
+    plan_add_region(p, "V", t->bn * d->dv * 2, 128, "value tile; lands during Q K^T");
+    plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging, reuses Q after the loop");
+    /* live per thread at the peak (during P V): O accumulator, P fragments,
+     * the S tile being consumed, softmax state, addresses */
+    int o = mt * (d->dv / 8) * 4, s = mt * (t->bn / 8) * 4, pfrag = mt * (t->bn / 16) * 4;
+    p->regs_est = o + s / 2 + pfrag + 4 * mt + 40;
+    char what[96];
+    snprintf(what, sizeof what, "attn_fwd d=%d bm=%d bn=%d warps=%d", d->d, t->bm, t->bn, t->warps);
+    plan_finish(p, d->arch, what);
+}
+
+static void add(KernelSpec *ks, ParamSpec p) { ks->params[ks->nparams++] = p; }
+
+static void add_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
+                       const char *dtype, int strided) {
+    add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
+    if (!strided) return;
+    static const char *const dims[3] = {"b", "s", "h"};
+    static const char *const names[][3] = {
+        {"q_stride_b", "q_stride_s", "q_stride_h"}, {"k_stride_b", "k_stride_s", "k_stride_h"},
+        {"v_stride_b", "v_stride_s", "v_stride_h"}, {"o_stride_b", "o_stride_s", "o_stride_h"}};
+    int which = name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : name[0] == 'v' ? 2 : 3;
+    for (int i = 0; i < 3; i++)
+        add(ks, (ParamSpec){names[which][i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL, name, dims[i]});
+}
+
+void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s", dt, d->d, d->tile.bm, d->tile.bn,
+             d->tile.warps, d->causal ? "_causal" : "");
+    add_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
+    add_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
+    add_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
+    add_tensor(ks, "o", PR_OUT, "attention output", "[b, s_q, h_q, dv]", dt, 1);
+    add_tensor(ks, "lse", PR_OUT, "log-sum-exp of the scaled scores, natural log, +inf for rows with no valid key; contiguous",
+               "[b, h_q, s_q]", "fp32", 0);
+    static const char *const sizes[] = {"s_q", "s_k", "h_q", "h_kv"};
+    for (int i = 0; i < 4; i++) add(ks, (ParamSpec){sizes[i], PT_U32, PR_SIZE, "problem size", NULL, NULL, sizes[i], NULL});
+    add(ks, (ParamSpec){"softmax_scale", PT_F32, PR_SCALE, "S = softmax_scale * Q K^T (natural units)", NULL, NULL, NULL, NULL});
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", d->tile.bm);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}

@@ -1,0 +1,278 @@
+/* attn_fwd, mma.sync family: FlashAttention-2 forward.
+ *
+ *   for each CTA (query block m, head h, batch b):
+ *     load Q_m; O = 0; m_i = -inf; l_i = 0
+ *     for each key block n (unmasked blocks first, then the ragged/causal ones):
+ *       S = Q_m K_n^T                     (mask where needed)
+ *       m_new = max(m_i, rowmax S); P = exp(scale*(S - m_new))
+ *       l_i = e^(m_i - m_new) l_i + rowsum P;  O = e^(m_i - m_new) O + P V_n
+ *     O /= l_i;  lse = scale*m_i + log l_i
+ *
+ * Each warp owns bm/warps query rows. K_{n+1} streams into shared memory
+ * while P V_n runs, V_n while Q K_n^T runs (one buffer each, FA2's schedule).
+ * The inner loop is attn_step() below. */
+#include "attn.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "../templates/epilogue.h"
+#include "../templates/softmax.h"
+
+typedef struct {
+    const AttnDesc *d;
+    int mt, threads;
+    SmemTile sq, sk, sv, so;
+    Reg s_q, s_k, off;                /* off = s_k - s_q: the causal diagonal */
+    Reg m_start, warp_row0;           /* first query row of the CTA; of the warp within it */
+    Reg q_base, k_base, v_base;
+    Reg q_rs, k_rs, v_rs;             /* row strides in bytes */
+    Reg scale_log2, zero;
+    TileLoader ld;                    /* Q, K and V tiles share one loader: same row width */
+    LdsmBases fq, fk, fv;
+    Acc o;
+    RowStats rows;
+} Fwd;
+
+/* ptr + 2 * (b * stride_b + h * stride_h) */
+static Reg head_base(Kctx *k, const char *t, Reg b, Reg h) {
+    Emit *e = &k->e;
+    char sb[24], sh[24];
+    snprintf(sb, sizeof sb, "%s_stride_b", t);
+    snprintf(sh, sizeof sh, "%s_stride_h", t);
+    Reg p = kc_ptr(k, t), b64 = e_reg(e, RC_B64), h64 = e_reg(e, RC_B64), off = e_reg(e, RC_B64);
+    INS(e, CVT_U64_U32, R(b64), R(b));
+    INS(e, CVT_U64_U32, R(h64), R(h));
+    INS(e, MUL_LO_U64, R(off), R(b64), R(kc_u64(k, sb)));
+    INS(e, MUL_LO_U64, R(h64), R(h64), R(kc_u64(k, sh)));
+    INS(e, ADD_U64, R(off), R(off), R(h64));
+    INS(e, MUL_LO_U64, R(off), R(off), I(2));
+    INS(e, ADD_U64, R(p), R(p), R(off));
+    return p;
+}
+
+/* the row stride in bytes; the runner guarantees it fits 32 bits */
+static Reg row_stride_bytes(Kctx *k, const char *t) {
+    char name[24];
+    snprintf(name, sizeof name, "%s_stride_s", t);
+    Reg s64 = kc_u64(k, name), r = e_reg(&k->e, RC_B32);
+    INS(&k->e, CVT_U32_U64, R(r), R(s64));
+    INS(&k->e, SHL_B32, R(r), R(r), I(1));
+    return r;
+}
+
+/* batch and head of this CTA */
+static void cta_coords(Kctx *k, Reg *b, Reg *h) {
+    *b = e_reg(&k->e, RC_B32);
+    *h = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(*h), SR("%ctaid.y"));
+    INS(&k->e, MOV_B32, R(*b), SR("%ctaid.z"));
+}
+
+static void setup_problem(Kctx *k, Fwd *f) {
+    Emit *e = &k->e;
+    Reg mblk = e_reg(e, RC_B32), b, h, group = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
+    cta_coords(k, &b, &h);
+    f->s_q = kc_u32(k, "s_q");
+    f->s_k = kc_u32(k, "s_k");
+    INS(e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    INS(e, DIV_U32, R(kvh), R(h), R(group));
+    f->m_start = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+    f->off = e_reg(e, RC_B32);
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    f->warp_row0 = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
+
+    f->q_base = head_base(k, "q", b, h);
+    f->k_base = head_base(k, "k", b, kvh);
+    f->v_base = head_base(k, "v", b, kvh);
+    f->q_rs = row_stride_bytes(k, "q");
+    f->k_rs = row_stride_bytes(k, "k");
+    f->v_rs = row_stride_bytes(k, "v");
+
+    f->scale_log2 = kc_f32(k, "softmax_scale");
+    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->zero = e_reg(e, RC_F32);
+    INS(e, MOV_F32, R(f->zero), FI(0.0f));
+}
+
+/* Key blocks [0, n_full) need no mask; [n_full, n_max) do; none past n_max is visible. */
+static void block_range(Kctx *k, Fwd *f, Reg n_full, Reg n_max) {
+    Emit *e = &k->e;
+    int bn = f->d->tile.bn;
+    INS(e, ADD_U32, R(n_max), R(f->s_k), I(bn - 1));
+    INS(e, DIV_U32, R(n_max), R(n_max), I(bn));
+    INS(e, DIV_U32, R(n_full), R(f->s_k), I(bn));
+    if (!f->d->causal) return;
+    Reg last = e_reg(e, RC_B32), first = e_reg(e, RC_B32);
+    /* the CTA's last row sees keys < min(m_start + bm, s_q) + off */
+    INS(e, ADD_U32, R(last), R(f->m_start), I(f->d->tile.bm));
+    INS(e, MIN_U32, R(last), R(last), R(f->s_q));
+    INS(e, ADD_S32, R(last), R(last), R(f->off));
+    INS(e, MAX_S32, R(last), R(last), I(0));
+    INS(e, ADD_U32, R(last), R(last), I(bn - 1));
+    INS(e, DIV_U32, R(last), R(last), I(bn));
+    INS(e, MIN_U32, R(n_max), R(n_max), R(last));
+    /* its first row sees keys < m_start + off + 1 */
+    INS(e, ADD_S32, R(first), R(f->m_start), R(f->off));
+    INS(e, ADD_S32, R(first), R(first), I(1));
+    INS(e, MAX_S32, R(first), R(first), I(0));
+    INS(e, DIV_U32, R(first), R(first), I(bn));
+    INS(e, MIN_U32, R(n_full), R(n_full), R(first));
+    INS(e, MIN_U32, R(n_full), R(n_full), R(n_max));
+}
+
+/* For each row this lane holds: how many columns from its first column in
+ * this key block (n_start + 2t) are visible. Recomputed per masked block
+ * rather than kept live through the unmasked loop. */
+static void row_room(Kctx *k, Fwd *f, Reg n_start, Reg *room) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(col0), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(col0), R(col0), I(2), R(n_start));
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, ADD_U32, R(row), R(f->m_start), R(f->warp_row0));
+    INS(e, ADD_U32, R(row), R(row), R(g));
+    INS(e, ADD_S32, R(row), R(row), R(f->off));
+    for (int r = 0; r < 2 * f->mt; r++) {
+        room[r] = e_reg(e, RC_B32);
+        if (f->d->causal) {
+            /* key j visible to row i iff j <= i + off, and j < s_k */
+            INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
+            INS(e, MIN_S32, R(room[r]), R(room[r]), R(f->s_k));
+            INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
+        } else {
+            INS(e, SUB_S32, R(room[r]), R(f->s_k), R(col0));
+        }
+    }
+}
+
+static void fragment_bases(Kctx *k, Fwd *f) {
+    Emit *e = &k->e;
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), qrow = e_reg(e, RC_B32), krow = e_reg(e, RC_B32), ksel = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(l15), R(k->lane), I(15));
+    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
+    INS(e, ADD_U32, R(qrow), R(l15), R(f->warp_row0));
+    ldsm_bases(k, &f->fq, f->sq, qrow, hi);        /* A of S = Q K^T: rows of Q */
+    ldsm_bases(k, &f->fv, f->sv, l15, hi);         /* B of O = P V, transposed */
+    /* B of S = Q K^T: lanes 0-15 address keys 0-7 (two k halves), 16-31 keys 8-15 */
+    INS(e, AND_B32, R(krow), R(k->lane), I(7));
+    INS(e, SHL_B32, R(hi), R(hi), I(3));
+    INS(e, OR_B32, R(krow), R(krow), R(hi));
+    INS(e, SHR_U32, R(ksel), R(k->lane), I(3));
+    INS(e, AND_B32, R(ksel), R(ksel), I(1));
+    ldsm_bases(k, &f->fk, f->sk, krow, ksel);
+}
+
+static void sync_tiles(Kctx *k) {
+    INS(&k->e, CP_ASYNC_WAIT, I(0));
+    INS(&k->e, BAR_SYNC, I(0));
+}
+
+/* One key block: the inner loop of the kernel. */
+static void attn_step(Kctx *k, Fwd *f, Reg n, Reg n_max, int masked) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bn = d->tile.bn;
+    Reg n_start = e_reg(e, RC_B32), next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
+    e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
+    sync_tiles(k);                               /* K_n landed; everyone is done with V_{n-1} */
+    INS(e, MUL_LO_U32, R(n_start), R(n), I(bn));
+    tl_issue(k, &f->ld, f->sv, f->v_base, f->v_rs, n_start, f->s_k);
+    INS0(e, CP_ASYNC_COMMIT);
+
+    Acc s;
+    acc_new(k, &s, f->mt, bn / 8);
+    mma_abt(k, &s, &f->fq, &f->fk, d->d / 16, d->dtype, f->zero);     /* S = Q K^T */
+    if (masked) {
+        Reg room[4];
+        row_room(k, f, n_start, room);
+        softmax_mask(k, &s, room);
+    }
+    softmax_update(k, &s, &f->rows, &f->o, f->scale_log2);
+    Reg *p = pack_a_from_acc(k, &s, d->dtype);
+
+    sync_tiles(k);                               /* V_n landed; everyone is done with K_n */
+    int skip = e_label(e);
+    INS(e, ADD_U32, R(next), R(n), I(1));
+    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    INS(e, MUL_LO_U32, R(next), R(next), I(bn));
+    tl_issue(k, &f->ld, f->sk, f->k_base, f->k_rs, next, f->s_k);
+    INS0(e, CP_ASYNC_COMMIT);
+    e_place(e, skip);
+
+    mma_ab_trans(k, &f->o, p, bn / 16, &f->fv, d->dtype);              /* O += P V */
+    free(p);
+    acc_free(&s);
+}
+
+static void key_loop(Kctx *k, Fwd *f, Reg n, Reg end, Reg n_max, int masked) {
+    Emit *e = &k->e;
+    int top = e_label(e), done = e_label(e);
+    Reg p = e_reg(e, RC_PRED);
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(n), R(end));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    attn_step(k, f, n, n_max, masked);
+    INS(e, ADD_U32, R(n), R(n), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+/* Output addresses are formed here, not kept live through the key loop. */
+static void epilogue(Kctx *k, Fwd *f) {
+    Emit *e = &k->e;
+    Reg lse[4], b, h, rows_left = e_reg(e, RC_B32), o_rows = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
+    softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    sync_tiles(k);                               /* O staging reuses Q's shared memory */
+    acc_to_smem(k, &f->o, f->d->dtype, f->so, f->warp_row0);
+    INS(e, BAR_SYNC, I(0));
+    cta_coords(k, &b, &h);
+    Reg o_rs = row_stride_bytes(k, "o"), lse_base = kc_ptr(k, "lse");
+    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+    INS(e, MUL_WIDE_U32, R(o_rows), R(f->m_start), R(o_rs));
+    INS(e, ADD_U64, R(o_rows), R(o_rows), R(head_base(k, "o", b, h)));
+    smem_to_global(k, f->so, f->threads, o_rows, o_rs, rows_left);
+    /* lse[b][h][m_start + r] */
+    INS(e, MAD_LO_U32, R(row), R(b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, MAD_LO_U32, R(row), R(row), R(f->s_q), R(f->m_start));
+    INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
+    rows_to_global_f32(k, f->mt, lse, f->warp_row0, lse_base, rows_left);
+}
+
+void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Emit *e = &kc.e;
+    Fwd f = {.d = d, .mt = d->tile.bm / d->tile.warps / 16, .threads = 32 * d->tile.warps};
+    f.sq = (SmemTile){d->tile.bm, d->d, p->region[0].offset};
+    f.sk = (SmemTile){d->tile.bn, d->d, p->region[1].offset};
+    f.sv = (SmemTile){d->tile.bn, d->dv, p->region[2].offset};
+    f.so = (SmemTile){d->tile.bm, d->dv, p->region[3].offset};
+    setup_problem(&kc, &f);
+
+    Reg zero_u = kc_imm32(&kc, 0);
+    tl_init(&kc, &f.ld, d->d, d->tile.bm > d->tile.bn ? d->tile.bm : d->tile.bn, f.threads);
+    e_comment(e, "prologue: Q_m and K_0 in flight");
+    tl_issue(&kc, &f.ld, f.sq, f.q_base, f.q_rs, f.m_start, f.s_q);
+    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
+    INS0(e, CP_ASYNC_COMMIT);
+
+    fragment_bases(&kc, &f);
+    acc_new(&kc, &f.o, f.mt, d->dv / 8);
+    acc_fill(&kc, &f.o, 0.0f);
+    rows_init(&kc, &f.rows, f.mt);
+
+    Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
+    block_range(&kc, &f, n_full, n_max);
+    INS(e, MOV_B32, R(n), I(0));
+    key_loop(&kc, &f, n, n_full, n_max, 0);
+    key_loop(&kc, &f, n, n_max, n_max, 1);
+    epilogue(&kc, &f);
+
+    kctx_finish(&kc, module);
+    acc_free(&f.o);
+    rows_free(&f.rows);
+}

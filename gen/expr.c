@@ -1,0 +1,99 @@
+#include "expr.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *s;
+    const ExprVar *vars;
+    int nvars;
+    char *err;
+    size_t errlen;
+    int failed;
+} Parser;
+
+static long long parse_sum(Parser *p);
+
+static void fail(Parser *p, const char *what) {
+    if (!p->failed) snprintf(p->err, p->errlen, "launch expression: %s at '%s'", what, p->s);
+    p->failed = 1;
+}
+
+static void skip_ws(Parser *p) { while (isspace((unsigned char)*p->s)) p->s++; }
+
+static int accept(Parser *p, char c) {
+    skip_ws(p);
+    if (*p->s != c) return 0;
+    p->s++;
+    return 1;
+}
+
+static long long lookup(Parser *p, const char *name, size_t len) {
+    for (int i = 0; i < p->nvars; i++)
+        if (strlen(p->vars[i].name) == len && !strncmp(p->vars[i].name, name, len)) return p->vars[i].value;
+    fail(p, "unknown size name");
+    return 0;
+}
+
+static long long divide(Parser *p, long long a, long long b, int ceil) {
+    if (b == 0) { fail(p, "division by zero"); return 0; }
+    return ceil ? (a + b - 1) / b : a / b;
+}
+
+static long long call(Parser *p, const char *fn, size_t len) {
+    long long a = parse_sum(p), b = 0;
+    if (!accept(p, ',')) { fail(p, "expected ','"); return 0; }
+    b = parse_sum(p);
+    if (!accept(p, ')')) { fail(p, "expected ')'"); return 0; }
+    if (len == 4 && !strncmp(fn, "cdiv", 4)) return divide(p, a, b, 1);
+    if (len == 3 && !strncmp(fn, "min", 3)) return a < b ? a : b;
+    if (len == 3 && !strncmp(fn, "max", 3)) return a > b ? a : b;
+    fail(p, "unknown function");
+    return 0;
+}
+
+static long long parse_atom(Parser *p) {
+    skip_ws(p);
+    if (accept(p, '(')) {
+        long long v = parse_sum(p);
+        if (!accept(p, ')')) fail(p, "expected ')'");
+        return v;
+    }
+    if (isdigit((unsigned char)*p->s)) {
+        long long v = 0;
+        while (isdigit((unsigned char)*p->s)) v = v * 10 + (*p->s++ - '0');
+        return v;
+    }
+    const char *id = p->s;
+    while (isalnum((unsigned char)*p->s) || *p->s == '_') p->s++;
+    size_t len = (size_t)(p->s - id);
+    if (!len) { fail(p, "expected a number or name"); return 0; }
+    if (accept(p, '(')) return call(p, id, len);
+    return lookup(p, id, len);
+}
+
+static long long parse_product(Parser *p) {
+    long long v = parse_atom(p);
+    for (;;) {
+        if (accept(p, '*')) v *= parse_atom(p);
+        else if (accept(p, '/')) v = divide(p, v, parse_atom(p), 0);
+        else return v;
+    }
+}
+
+static long long parse_sum(Parser *p) {
+    long long v = parse_product(p);
+    for (;;) {
+        if (accept(p, '+')) v += parse_product(p);
+        else if (accept(p, '-')) v -= parse_product(p);
+        else return v;
+    }
+}
+
+int expr_eval(const char *text, const ExprVar *vars, int nvars, long long *out, char *err, size_t errlen) {
+    Parser p = {text, vars, nvars, err, errlen, 0};
+    *out = parse_sum(&p);
+    skip_ws(&p);
+    if (*p.s) fail(&p, "unexpected text");
+    return p.failed;
+}

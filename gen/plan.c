@@ -1,0 +1,69 @@
+#include "plan.h"
+#include <stdio.h>
+#include <string.h>
+
+int plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note) {
+    int off = (p->smem_bytes + align - 1) / align * align;
+    p->region[p->nregions++] = (SmemRegion){name, off, bytes, note};
+    p->smem_bytes = off + bytes;
+    return off;
+}
+
+void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note) {
+    SmemRegion base = p->region[over];
+    p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note};
+    if (base.offset + bytes > p->smem_bytes) p->smem_bytes = base.offset + bytes;
+}
+
+static int min_i(int a, int b) { return a < b ? a : b; }
+
+static void occupancy(Plan *p, const ArchInfo *a) {
+    /* registers are handed out per warp in units of 256 */
+    int regs_warp = (p->regs_est * 32 + 255) / 256 * 256;
+    int warps = (p->threads + 31) / 32;
+    int by_regs = a->regs_sm / (regs_warp * warps);
+    int by_smem = a->smem_sm / (p->smem_bytes + a->smem_reserved);
+    int by_threads = a->threads_sm / p->threads;
+    int n = min_i(min_i(by_regs, by_smem), min_i(by_threads, a->ctas_sm));
+    p->ctas_per_sm = n;
+    p->occ_limiter = n == by_regs ? "registers" : n == by_smem ? "shared memory" : n == by_threads ? "threads" : "blocks";
+}
+
+void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
+    p->ok = 0;
+    if (p->smem_bytes > a->smem_block_optin) {
+        snprintf(p->verdict, sizeof p->verdict,
+                 "%s needs %d B (%.1f KB) of shared memory per block; %s allows %d B (%.1f KB) with opt-in",
+                 what, p->smem_bytes, p->smem_bytes / 1024.0, a->name, a->smem_block_optin, a->smem_block_optin / 1024.0);
+        return;
+    }
+    if (p->regs_est > a->regs_thread) {
+        snprintf(p->verdict, sizeof p->verdict,
+                 "%s keeps about %d registers per thread live (accumulators + fragments); %s allows %d, so it would spill",
+                 what, p->regs_est, a->name, a->regs_thread);
+        return;
+    }
+    occupancy(p, a);
+    if (p->ctas_per_sm < 1) {
+        snprintf(p->verdict, sizeof p->verdict, "%s does not fit one block per SM on %s (limited by %s)",
+                 what, a->name, p->occ_limiter);
+        return;
+    }
+    p->ok = 1;
+    snprintf(p->verdict, sizeof p->verdict, "fits: %d B shared memory of %d, ~%d registers of %d, %d CTA(s)/SM (limited by %s)",
+             p->smem_bytes, a->smem_block_optin, p->regs_est, a->regs_thread, p->ctas_per_sm, p->occ_limiter);
+}
+
+void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
+    buf_printf(out, "shared memory (dynamic, per CTA) on %s:\n", a->name);
+    buf_printf(out, "  %-10s %8s %8s  %s\n", "region", "offset", "bytes", "note");
+    for (int i = 0; i < p->nregions; i++) {
+        const SmemRegion *r = &p->region[i];
+        buf_printf(out, "  %-10s %8d %8d  %s\n", r->name, r->offset, r->bytes, r->note ? r->note : "");
+    }
+    buf_printf(out, "  %-10s %8s %8d  of %d opt-in (+%d reserved)\n", "total", "", p->smem_bytes, a->smem_block_optin, a->smem_reserved);
+    buf_printf(out, "threads per CTA:        %d\n", p->threads);
+    buf_printf(out, "registers (estimate):   %d per thread of %d\n", p->regs_est, a->regs_thread);
+    if (p->ok) buf_printf(out, "CTAs per SM:            %d (limited by %s)\n", p->ctas_per_sm, p->occ_limiter);
+    buf_printf(out, "verdict:                %s%s\n", p->ok ? "" : "REFUSED: ", p->verdict);
+}

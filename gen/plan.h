@@ -1,0 +1,33 @@
+/* The resource plan of one kernel: shared-memory regions with offsets (the
+ * emitted kernel uses exactly these), a register estimate, occupancy, and a
+ * verdict that names the budget a config breaks. */
+#ifndef PTXGEN_PLAN_H
+#define PTXGEN_PLAN_H
+#include "arch.h"
+#include "../emit/buf.h"
+
+#define MAX_REGIONS 8
+typedef struct {
+    const char *name;
+    int offset, bytes;
+    const char *note;
+} SmemRegion;
+
+typedef struct {
+    SmemRegion region[MAX_REGIONS];
+    int nregions;
+    int smem_bytes;        /* dynamic shared memory per CTA */
+    int regs_est;          /* registers per thread, estimated from live tiles */
+    int threads;
+    int ctas_per_sm;
+    const char *occ_limiter;
+    int ok;
+    char verdict[320];     /* "fits" or the broken budget with the numbers */
+} Plan;
+
+int  plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note);  /* returns offset */
+void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note); /* reuses region `over` */
+/* Checks smem and registers against the arch, computes CTAs/SM; sets ok/verdict. */
+void plan_finish(Plan *p, const ArchInfo *a, const char *what);
+void plan_print(const Plan *p, const ArchInfo *a, Buf *out);
+#endif

@@ -1,0 +1,62 @@
+/* ptxgen public C API: generate a kernel set (PTX text + launch ABI) from a
+ * request, read its plan and manifest, and compute launch dimensions for a
+ * problem. Generation needs no GPU and no CUDA driver. */
+#ifndef PTXGEN_H
+#define PTXGEN_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *arch;     /* "sm_90", "sm_100a", ... (required) */
+    const char *kernel;   /* "attn_fwd" (required) */
+    const char *dtype;    /* "bf16" (default) or "fp16" */
+    int hdim;             /* head dim d; 0 = 128 */
+    int causal;           /* bottom-right aligned causal mask */
+    const char *tile;     /* "bm=128,bn=64,warps=4"; NULL or "" = defaults for (arch, d) */
+} ptxgen_request;
+
+typedef struct ptxgen_set ptxgen_set;
+
+/* Return codes: 0 ok; 2 the request is invalid or its plan is refused (err
+ * names the constraint and the numbers). */
+int  ptxgen_build(const ptxgen_request *req, ptxgen_set **out, char *err, size_t errlen);
+void ptxgen_free(ptxgen_set *s);
+
+/* The plan table for any well-formed request, including one whose plan is
+ * refused (then *fits = 0 and err holds the verdict). NULL if the request is
+ * malformed (err says why). Caller frees. */
+char *ptxgen_plan_request(const ptxgen_request *req, int *fits, char *err, size_t errlen);
+
+const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
+char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
+char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
+
+/* Kernels in launch order. */
+int  ptxgen_num_kernels(const ptxgen_set *s);
+const char *ptxgen_entry(const ptxgen_set *s, int k);
+
+typedef enum { PTXGEN_PARAM_PTR, PTXGEN_PARAM_U32, PTXGEN_PARAM_U64, PTXGEN_PARAM_F32 } ptxgen_param_type;
+typedef enum { PTXGEN_ROLE_IN, PTXGEN_ROLE_OUT, PTXGEN_ROLE_SIZE, PTXGEN_ROLE_STRIDE, PTXGEN_ROLE_SCALE } ptxgen_param_role;
+typedef struct {
+    const char *name;
+    ptxgen_param_type type;
+    ptxgen_param_role role;
+    const char *meaning, *shape, *dtype;
+    const char *of;       /* strides: the tensor; sizes: the size name */
+    const char *dim;      /* strides: "b", "s" or "h" */
+} ptxgen_param;
+int ptxgen_num_params(const ptxgen_set *s, int k);
+int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *out);
+
+/* Problem sizes by name: "b", "s_q", "s_k", "h_q", "h_kv". */
+typedef struct { const char *name; long long value; } ptxgen_size;
+int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
+                       unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

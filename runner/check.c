@@ -1,0 +1,197 @@
+#include "check.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device.h"
+#include "problem.h"
+#include "ref.h"
+#include "verify.h"
+
+typedef struct {
+    Device *dev;
+    DevInfo info;
+    ptxgen_set *set;
+    DevModule *mod;
+    DevFunc *fn;
+    DevFuncAttrs attrs;
+    unsigned grid[3], block[3], smem;
+    Problem pb;
+    char arch[16];
+} Session;
+
+static int fail(const char *what, const char *err) {
+    fprintf(stderr, "ptxgen: %s: %s\n", what, err);
+    return 1;
+}
+
+static int validate_shape(const RunOpts *o) {
+    const char *bad = o->b < 1 ? "--b" : o->s_q < 1 ? "--sq" : o->s_k < 1 ? "--sk" : o->h_q < 1 ? "--hq" : o->h_kv < 1 ? "--hkv" : NULL;
+    if (bad) { fprintf(stderr, "ptxgen: %s must be >= 1\n", bad); return 2; }
+    if (o->h_q % o->h_kv) { fprintf(stderr, "ptxgen: h_q (%d) must be a multiple of h_kv (%d)\n", o->h_q, o->h_kv); return 2; }
+    if (o->pad < 0 || o->pad % 8) { fprintf(stderr, "ptxgen: --pad must be a non-negative multiple of 8 (rows stay 16-byte aligned)\n"); return 2; }
+    if (o->h_q > 65535 || o->b > 65535) { fprintf(stderr, "ptxgen: h_q and b must be <= 65535 (grid y/z limit)\n"); return 2; }
+    if (!(o->scale >= 0) || isinf(o->scale)) { fprintf(stderr, "ptxgen: --scale must be a finite positive number\n"); return 2; }
+    return 0;
+}
+
+static int open_session(Session *ss, const RunOpts *o) {
+    char err[2048];
+    if (dev_open(&ss->dev, o->device, err, sizeof err)) return fail("device", err);
+    if (dev_info(ss->dev, &ss->info, err, sizeof err)) return fail("device", err);
+    ptxgen_request rq = o->req;
+    if (!rq.arch) {
+        snprintf(ss->arch, sizeof ss->arch, "sm_%d%d", ss->info.cc_major, ss->info.cc_minor);
+        rq.arch = ss->arch;
+    }
+    int rc = ptxgen_build(&rq, &ss->set, err, sizeof err);
+    if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
+    char dump[256];
+    snprintf(dump, sizeof dump, "/tmp/%s.ptx", ptxgen_entry(ss->set, 0));
+    if (dev_load_ptx(ss->dev, ptxgen_ptx(ss->set), dump, &ss->mod, err, sizeof err) ||
+        dev_get_func(ss->mod, ptxgen_entry(ss->set, 0), &ss->fn, err, sizeof err) ||
+        dev_func_attrs(ss->fn, &ss->attrs, err, sizeof err))
+        return fail("load", err);
+    return 0;
+}
+
+static int setup_problem(Session *ss, const RunOpts *o) {
+    char err[1024];
+    Problem *p = &ss->pb;
+    int d = o->req.hdim ? o->req.hdim : 128;
+    *p = (Problem){.b = o->b, .s_q = o->s_q, .s_k = o->s_k, .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .dv = d,
+                   .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
+                   .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d))};
+    ptxgen_size sizes[] = {{"b", o->b}, {"s_q", o->s_q}, {"s_k", o->s_k}, {"h_q", o->h_q}, {"h_kv", o->h_kv}};
+    if (ptxgen_launch_dims(ss->set, 0, sizes, 5, ss->grid, ss->block, &ss->smem, err, sizeof err)) {
+        fprintf(stderr, "ptxgen: %s\n", err);
+        return 2;
+    }
+    if ((int)ss->smem > ss->info.max_smem_optin) {
+        fprintf(stderr, "ptxgen: kernel needs %u B shared memory; %s allows %d B\n", ss->smem, ss->info.name, ss->info.max_smem_optin);
+        return 2;
+    }
+    if (dev_set_dyn_smem(ss->fn, (int)ss->smem, err, sizeof err)) return fail("launch setup", err);
+    if (problem_init(p, ss->dev, o->seed, o->pad, err, sizeof err)) return fail("inputs", err);
+    if (problem_args(p, ss->set, 0, err, sizeof err)) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
+    return 0;
+}
+
+static int launch(Session *ss) {
+    char err[1024];
+    if (dev_launch(ss->fn, ss->grid, ss->block, ss->smem, ss->pb.args, err, sizeof err)) return fail("launch", err);
+    return 0;
+}
+
+static void close_session(Session *ss) {
+    if (ss->dev) problem_free(&ss->pb, ss->dev);
+    if (ss->mod) dev_unload(ss->mod);
+    ptxgen_free(ss->set);
+    if (ss->dev) dev_close(ss->dev);
+}
+
+static void print_kernel(const Session *ss) {
+    printf("device: %s (sm_%d%d, %d SMs)\n", ss->info.name, ss->info.cc_major, ss->info.cc_minor, ss->info.sm_count);
+    printf("kernel: %s\n  registers %d, local (spill/stack) %d B, static smem %d B, dynamic smem %u B, grid %ux%ux%u, block %u\n",
+           ptxgen_entry(ss->set, 0), ss->attrs.num_regs, ss->attrs.local_bytes, ss->attrs.static_smem, ss->smem,
+           ss->grid[0], ss->grid[1], ss->grid[2], ss->block[0]);
+}
+
+static int judge(Session *ss, const RunOpts *o) {
+    Problem *p = &ss->pb;
+    char err[1024];
+    size_t no = (size_t)p->b * p->s_q * p->h_q * p->dv, nl = (size_t)p->b * p->h_q * p->s_q;
+    uint16_t *o_raw = malloc(p->o.elems * 2), *o_out = malloc(no * 2);
+    float *lse = malloc(nl * 4);
+    double *o_ref = malloc(no * 8), *lse_ref = malloc(nl * 8);
+    if (!o_raw || !o_out || !lse || !o_ref || !lse_ref) { fputs("ptxgen: out of host memory\n", stderr); exit(1); }
+    int rc = dev_download(ss->dev, o_raw, p->o.dev, p->o.elems * 2, err, sizeof err) ||
+             dev_download(ss->dev, lse, p->lse.dev, nl * 4, err, sizeof err);
+    if (rc) { fail("download", err); goto out; }
+    /* gather the strided output into [b, s_q, h_q, dv] */
+    for (size_t i = 0, bi = 0; bi < (size_t)p->b; bi++)
+        for (int s = 0; s < p->s_q; s++)
+            for (int h = 0; h < p->h_q; h++, i += (size_t)p->dv)
+                memcpy(&o_out[i], &o_raw[bi * p->o.stride_b + s * p->o.stride_s + h * p->o.stride_h], (size_t)p->dv * 2);
+    RefAttn ra = {p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->dv, o->req.causal, p->scale};
+    ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, o_ref, lse_ref, 0);
+    double tol_o = p->dt == DT_FP16 ? 2.5e-3 : 5e-3;
+    VerifyResult vo = verify_u16(o_out, p->dt, o_ref, no, tol_o), vl = verify_f32(lse, lse_ref, nl, 1e-4);
+    verify_print("o", &vo, tol_o);
+    verify_print("lse", &vl, 1e-4);
+    rc = !(vo.pass && vl.pass);
+out:
+    free(o_raw), free(o_out), free(lse), free(o_ref), free(lse_ref);
+    return rc;
+}
+
+int run_check(const RunOpts *o) {
+    int rc = validate_shape(o);
+    if (rc) return rc;
+    Session ss = {0};
+    char err[1024];
+    rc = open_session(&ss, o);
+    if (!rc) rc = setup_problem(&ss, o);
+    if (!rc) {
+        print_kernel(&ss);
+        printf("shape: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s pad=%d seed=%llu\n", o->b, o->s_q, o->s_k, o->h_q, o->h_kv,
+               ss.pb.d, o->req.causal ? " causal" : "", o->pad, (unsigned long long)o->seed);
+        rc = problem_poison_outputs(&ss.pb, ss.dev, err, sizeof err) ? fail("poison", err) : launch(&ss);
+        if (!rc && dev_sync(ss.dev, err, sizeof err)) rc = fail("kernel", err);
+        if (!rc) rc = judge(&ss, o);
+        if (!rc && ss.attrs.local_bytes > 0) {
+            printf("FAIL: %d B of local memory (spills) in a generated kernel\n", ss.attrs.local_bytes);
+            rc = 1;
+        }
+        printf("%s\n", rc ? "check: FAIL" : "check: PASS");
+    }
+    close_session(&ss);
+    return rc;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static double attn_flops(const RunOpts *o) {
+    int d = o->req.hdim ? o->req.hdim : 128;
+    double f = 4.0 * o->b * o->h_q * (double)o->s_q * o->s_k * d;
+    return o->req.causal ? f / 2 : f;
+}
+
+static int time_runs(Session *ss, const RunOpts *o, float *ms) {
+    char err[1024];
+    DevEvent *e0 = NULL, *e1 = NULL;
+    int rc = dev_event_new(ss->dev, &e0, err, sizeof err) || dev_event_new(ss->dev, &e1, err, sizeof err);
+    for (int i = 0; !rc && i < o->warmup; i++) rc = launch(ss);
+    for (int i = 0; !rc && i < o->iters; i++)
+        rc = dev_event_record(e0, err, sizeof err) || launch(ss) || dev_event_record(e1, err, sizeof err) ||
+             dev_event_ms(e0, e1, &ms[i], err, sizeof err);
+    if (rc && err[0]) fail("bench", err);
+    if (e0) dev_event_free(e0);
+    if (e1) dev_event_free(e1);
+    return rc;
+}
+
+int run_bench(const RunOpts *o) {
+    int rc = validate_shape(o);
+    if (rc) return rc;
+    if (o->iters < 1) { fprintf(stderr, "ptxgen: --iters must be >= 1\n"); return 2; }
+    Session ss = {0};
+    float *ms = calloc((size_t)o->iters, sizeof *ms);
+    rc = open_session(&ss, o);
+    if (!rc) rc = setup_problem(&ss, o);
+    if (!rc) rc = time_runs(&ss, o, ms);
+    if (!rc) {
+        qsort(ms, (size_t)o->iters, sizeof *ms, cmp_float);
+        float med = ms[o->iters / 2];
+        print_kernel(&ss);
+        printf("bench: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n",
+               o->b, o->s_q, o->s_k, o->h_q, o->h_kv, ss.pb.d, o->req.causal ? " causal" : "", med, ms[0],
+               ms[o->iters - 1], o->iters, attn_flops(o) / (med * 1e-3) / 1e12);
+    }
+    free(ms);
+    close_session(&ss);
+    return rc;
+}

@@ -1,0 +1,21 @@
+/* check and bench: generate a kernel, load it on a device, run it on fresh
+ * random data, and judge it against the float64 reference or time it. */
+#ifndef PTXGEN_CHECK_H
+#define PTXGEN_CHECK_H
+#include <stdint.h>
+#include "ptxgen.h"
+
+typedef struct {
+    ptxgen_request req;     /* arch may be NULL: taken from the device */
+    int b, s_q, s_k, h_q, h_kv;
+    double scale;           /* 0: 1/sqrt(d) */
+    uint64_t seed;
+    int pad;                /* extra elements per head row: exercises runtime strides */
+    int iters, warmup;      /* bench */
+    int device;             /* CUDA ordinal */
+} RunOpts;
+
+/* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */
+int run_check(const RunOpts *o);
+int run_bench(const RunOpts *o);
+#endif

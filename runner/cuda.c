@@ -1,0 +1,428 @@
+/* CUDA Driver API backend for device.h. libcuda is opened with dlopen inside
+ * dev_open, so the generator builds and runs (and still emits PTX) on machines
+ * without a GPU or driver; only running kernels needs one. cuda.h is used for
+ * types and enums only, never for linking. */
+#include "device.h"
+
+#include <ctype.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* dlsym hands back void *; POSIX guarantees function pointers share its size
+ * and representation, which the memcpy in resolve() relies on. */
+_Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must fit in void *");
+
+/* One row per entry point: field, exported name, fallback name, parameters.
+ * Exported names are what cuda.h (CUDA 13) #defines the API names to; the
+ * unsuffixed exports of those are older ABIs with different semantics. The
+ * fallback exists only where a pre-12.8 driver lacks the _v2 export and the
+ * older entry point has the same signature and meaning. */
+#define CUDA_SYMS(X)                                                                                  \
+    X(Init, "cuInit", NULL, (unsigned int))                                                           \
+    X(GetErrorName, "cuGetErrorName", NULL, (CUresult, const char **))                                \
+    X(GetErrorString, "cuGetErrorString", NULL, (CUresult, const char **))                            \
+    X(DeviceGetCount, "cuDeviceGetCount", NULL, (int *))                                              \
+    X(DeviceGet, "cuDeviceGet", NULL, (CUdevice *, int))                                              \
+    X(DeviceGetName, "cuDeviceGetName", NULL, (char *, int, CUdevice))                                \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, (int *, CUdevice_attribute, CUdevice))        \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL, (size_t *, CUdevice))                              \
+    X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL, (CUcontext *, CUdevice))                    \
+    X(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL, (CUdevice))                            \
+    X(CtxSetCurrent, "cuCtxSetCurrent", NULL, (CUcontext))                                            \
+    X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                               \
+    X(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL,                                                   \
+      (CUmodule *, const void *, unsigned int, CUjit_option *, void **))                              \
+    X(ModuleUnload, "cuModuleUnload", NULL, (CUmodule))                                               \
+    X(ModuleGetFunction, "cuModuleGetFunction", NULL, (CUfunction *, CUmodule, const char *))         \
+    X(FuncGetAttribute, "cuFuncGetAttribute", NULL, (int *, CUfunction_attribute, CUfunction))        \
+    X(FuncSetAttribute, "cuFuncSetAttribute", NULL, (CUfunction, CUfunction_attribute, int))          \
+    X(MemAlloc, "cuMemAlloc_v2", NULL, (CUdeviceptr *, size_t))                                       \
+    X(MemFree, "cuMemFree_v2", NULL, (CUdeviceptr))                                                   \
+    X(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL, (CUdeviceptr, const void *, size_t))                       \
+    X(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL, (void *, CUdeviceptr, size_t))                             \
+    X(MemsetD8, "cuMemsetD8_v2", NULL, (CUdeviceptr, unsigned char, size_t))                          \
+    X(LaunchKernel, "cuLaunchKernel", NULL,                                                           \
+      (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,              \
+       unsigned int, unsigned int, CUstream, void **, void **))                                       \
+    X(EventCreate, "cuEventCreate", NULL, (CUevent *, unsigned int))                                  \
+    X(EventRecord, "cuEventRecord", NULL, (CUevent, CUstream))                                        \
+    X(EventSynchronize, "cuEventSynchronize", NULL, (CUevent))                                        \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", (float *, CUevent, CUevent))   \
+    X(EventDestroy, "cuEventDestroy_v2", NULL, (CUevent))
+
+#define AS_FIELD(field, name, alt, params) CUresult (*field) params;
+typedef struct { CUDA_SYMS(AS_FIELD) } Api;
+#define AS_ROW(field, name, alt, params) { name, alt, offsetof(Api, field) },
+static const struct { const char *name, *alt; size_t off; } kSyms[] = { CUDA_SYMS(AS_ROW) };
+
+struct Device { void *lib; Api api; CUdevice dev; CUcontext ctx; };
+/* A module owns the DevFuncs taken from it: device.h has no per-function free,
+ * and a CUfunction is dead once its module is unloaded anyway. */
+struct DevModule { Device *d; CUmodule mod; DevFunc *funcs; };
+struct DevFunc { Device *d; CUfunction fn; DevFunc *next; };
+struct DevEvent { Device *d; CUevent ev; };
+
+enum { LOG_CAP = 16384 };   /* JIT logs past this are truncated by the driver */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int say(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !errlen) return -1;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The one place driver failures are worded; returns 0 for CUDA_SUCCESS so that
+ * callers can chain checks with ||. */
+static int drv(const Device *d, CUresult r, const char *call, const char *ctx, char *err, size_t errlen)
+{
+    const char *name = NULL, *text = NULL;
+    if (r == CUDA_SUCCESS) return 0;
+    if (d->api.GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_<unknown>";
+    if (d->api.GetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "unrecognized CUresult";
+    return say(err, errlen, "%s failed: %s: %s (CUresult %d)%s%s%s", call, name, text, (int)r,
+               ctx ? " [" : "", ctx ? ctx : "", ctx ? "]" : "");
+}
+
+/* Re-binding per call keeps stream 0 and allocations on our context even when
+ * the caller hops threads or another library made a different device current. */
+static int bind(const Device *d, char *err, size_t errlen)
+{
+    return drv(d, d->api.CtxSetCurrent(d->ctx), "cuCtxSetCurrent", NULL, err, errlen);
+}
+
+static int open_lib(Device *d, char *err, size_t errlen)
+{
+    char first[512];
+    const char *e;
+    if ((d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) return 0;
+    e = dlerror();   /* keep the first reason: it names the soname users install */
+    snprintf(first, sizeof first, "%s", e ? e : "unknown dlopen error");
+    if ((d->lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL))) return 0;
+    return say(err, errlen, "no CUDA driver: libcuda.so.1 not found (%s)", first);
+}
+
+static int resolve(Device *d, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof kSyms / sizeof kSyms[0]; i++) {
+        void *p = dlsym(d->lib, kSyms[i].name);
+        if (!p && kSyms[i].alt) p = dlsym(d->lib, kSyms[i].alt);
+        if (!p) return say(err, errlen, "CUDA driver lacks symbol %s (driver older than the CUDA 13 headers?)",
+                           kSyms[i].name);
+        memcpy((char *)&d->api + kSyms[i].off, &p, sizeof p);
+    }
+    return 0;
+}
+
+/* The primary context, not a private one, so that PyTorch or any other user of
+ * the driver in this process shares allocations and modules with us. */
+static int attach(Device *d, int ordinal, char *err, size_t errlen)
+{
+    int n = 0;
+    if (drv(d, d->api.Init(0), "cuInit", NULL, err, errlen) ||
+        drv(d, d->api.DeviceGetCount(&n), "cuDeviceGetCount", NULL, err, errlen))
+        return -1;
+    if (ordinal < 0 || ordinal >= n)
+        return say(err, errlen, "device ordinal %d out of range (%d CUDA device%s)", ordinal, n, n == 1 ? "" : "s");
+    if (drv(d, d->api.DeviceGet(&d->dev, ordinal), "cuDeviceGet", NULL, err, errlen) ||
+        drv(d, d->api.PrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain", NULL, err, errlen))
+        return -1;
+    return bind(d, err, errlen);
+}
+
+int dev_open(Device **out, int ordinal, char *err, size_t errlen)
+{
+    Device *d = calloc(1, sizeof *d);
+    *out = NULL;
+    if (!d) return say(err, errlen, "dev_open: out of memory");
+    if (open_lib(d, err, errlen) || resolve(d, err, errlen) || attach(d, ordinal, err, errlen)) {
+        dev_close(d);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* Destructors have no err channel; a failure here follows a sticky context
+ * error that an earlier call has already reported, so it is dropped. */
+void dev_close(Device *d)
+{
+    if (!d) return;
+    if (d->ctx) (void)d->api.PrimaryCtxRelease(d->dev);
+    if (d->lib) dlclose(d->lib);
+    free(d);
+}
+
+static int dattr(const Device *d, CUdevice_attribute a, int *v, const char *what, char *err, size_t errlen)
+{
+    return drv(d, d->api.DeviceGetAttribute(v, a, d->dev), "cuDeviceGetAttribute", what, err, errlen);
+}
+
+int dev_info(Device *d, DevInfo *info, char *err, size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    if (drv(d, d->api.DeviceGetName(info->name, (int)sizeof info->name - 1, d->dev), "cuDeviceGetName", NULL, err, errlen) ||
+        dattr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major, "COMPUTE_CAPABILITY_MAJOR", err, errlen) ||
+        dattr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info->cc_minor, "COMPUTE_CAPABILITY_MINOR", err, errlen) ||
+        dattr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->sm_count, "MULTIPROCESSOR_COUNT", err, errlen) ||
+        dattr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &info->max_smem_optin,
+              "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", err, errlen))
+        return -1;
+    return drv(d, d->api.DeviceTotalMem(&info->total_mem, d->dev), "cuDeviceTotalMem", NULL, err, errlen);
+}
+
+/* ptxas logs are multi-line; err is one line, so lines are joined by " | ". */
+static void one_line(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    if (!cap) return;
+    for (; *src && n + 1 < cap; src++) {
+        if (*src != '\n' && *src != '\r') { dst[n++] = *src; continue; }
+        while (src[1] == '\n' || src[1] == '\r') src++;
+        if (!src[1]) break;
+        for (const char *s = " | "; *s && n + 1 < cap; s++) dst[n++] = *s;
+    }
+    dst[n] = '\0';
+}
+
+/* The repro must assemble for the target the module declares, not the host's. */
+static void ptx_target(const char *ptx, char *out, size_t cap)
+{
+    const char *t = strstr(ptx, ".target");
+    size_t n = 0;
+    if (t)
+        for (t += strlen(".target"); *t == ' ' || *t == '\t'; t++) {}
+    while (t && n + 1 < cap && (isalnum((unsigned char)*t) || *t == '_')) out[n++] = *t++;
+    out[n] = '\0';
+    if (!n) snprintf(out, cap, "sm_XX");
+}
+
+static int dump_ptx(const char *path, const char *ptx)
+{
+    FILE *f = fopen(path, "w");
+    int bad;
+    if (!f) return -1;
+    bad = fputs(ptx, f) < 0;
+    return (fclose(f) != 0 || bad) ? -1 : 0;
+}
+
+/* The dump path and repro go last but are budgeted first, so a small err
+ * buffer loses the middle of the JIT log rather than where the PTX went. */
+static void jit_fail(const Device *d, CUresult r, const char *ptx, const char *dump_path, const char *log,
+                     char *err, size_t errlen)
+{
+    char tail[2 * 4096 + 128] = "", arch[64];
+    size_t used, tl;
+    if (dump_path && dump_ptx(dump_path, ptx) == 0) {
+        ptx_target(ptx, arch, sizeof arch);
+        snprintf(tail, sizeof tail, "; PTX dumped to %s; repro: ptxas -arch=%s %s", dump_path, arch, dump_path);
+    } else if (dump_path) {
+        snprintf(tail, sizeof tail, "; could not dump PTX to %s: %s", dump_path, strerror(errno));
+    }
+    drv(d, r, "cuModuleLoadDataEx", NULL, err, errlen);
+    if (!err || !errlen) return;
+    used = strlen(err);
+    tl = strlen(tail);
+    if (log[0] && used + 2 + tl + 1 < errlen) {
+        memcpy(err + used, ": ", 3);
+        used += 2;
+        one_line(err + used, errlen - used - tl, log);
+        used += strlen(err + used);
+    }
+    snprintf(err + used, errlen - used, "%s", tail);
+}
+
+int dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
+{
+    char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP);
+    DevModule *m = calloc(1, sizeof *m);
+    CUjit_option opt[] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
+    /* sizes leave one byte spare so the calloc'd NUL survives a full log */
+    void *val[] = { info, (void *)(uintptr_t)(LOG_CAP - 1), elog, (void *)(uintptr_t)(LOG_CAP - 1), (void *)(uintptr_t)1 };
+    int rc = -1;
+    CUresult r;
+    *out = NULL;
+    if (!info || !elog || !m) {
+        say(err, errlen, "dev_load_ptx: out of memory");
+    } else if (bind(d, err, errlen) == 0) {
+        r = d->api.ModuleLoadDataEx(&m->mod, ptx, (unsigned)(sizeof opt / sizeof opt[0]), opt, val);
+        if (r != CUDA_SUCCESS) {
+            jit_fail(d, r, ptx, dump_path, elog, err, errlen);
+        } else {
+            if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
+            m->d = d;
+            *out = m;
+            m = NULL;
+            rc = 0;
+        }
+    }
+    free(m);
+    free(info);
+    free(elog);
+    return rc;
+}
+
+void dev_unload(DevModule *m)
+{
+    if (!m) return;
+    while (m->funcs) {
+        DevFunc *next = m->funcs->next;
+        free(m->funcs);
+        m->funcs = next;
+    }
+    (void)m->d->api.ModuleUnload(m->mod);   /* see dev_close on dropped statuses */
+    free(m);
+}
+
+int dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen)
+{
+    DevFunc *f = calloc(1, sizeof *f);
+    *out = NULL;
+    if (!f) return say(err, errlen, "dev_get_func: out of memory");
+    if (drv(m->d, m->d->api.ModuleGetFunction(&f->fn, m->mod, entry), "cuModuleGetFunction", entry, err, errlen)) {
+        free(f);
+        return -1;
+    }
+    f->d = m->d;
+    f->next = m->funcs;
+    m->funcs = f;
+    *out = f;
+    return 0;
+}
+
+static int fattr(const DevFunc *f, CUfunction_attribute a, int *v, const char *what, char *err, size_t errlen)
+{
+    return drv(f->d, f->d->api.FuncGetAttribute(v, a, f->fn), "cuFuncGetAttribute", what, err, errlen);
+}
+
+int dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    return (fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS, &a->num_regs, "NUM_REGS", err, errlen) ||
+            fattr(f, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &a->local_bytes, "LOCAL_SIZE_BYTES", err, errlen) ||
+            fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a->static_smem, "SHARED_SIZE_BYTES", err, errlen) ||
+            fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a->max_threads, "MAX_THREADS_PER_BLOCK", err, errlen) ||
+            fattr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a->max_dyn_smem,
+                  "MAX_DYNAMIC_SHARED_SIZE_BYTES", err, errlen)) ? -1 : 0;
+}
+
+int dev_set_dyn_smem(DevFunc *f, int dyn_smem, char *err, size_t errlen)
+{
+    char ctx[64];
+    CUresult r = f->d->api.FuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn_smem);
+    snprintf(ctx, sizeof ctx, "MAX_DYNAMIC_SHARED_SIZE_BYTES = %d", dyn_smem);
+    return drv(f->d, r, "cuFuncSetAttribute", ctx, err, errlen);
+}
+
+/* Byte counts go into the message because most failures here are sizes. */
+static int mem_check(const Device *d, CUresult r, const char *call, size_t bytes, char *err, size_t errlen)
+{
+    char ctx[48];
+    snprintf(ctx, sizeof ctx, "%zu bytes", bytes);
+    return drv(d, r, call, ctx, err, errlen);
+}
+
+int dev_alloc(Device *d, DevPtr *p, size_t bytes, char *err, size_t errlen)
+{
+    CUdeviceptr v = 0;
+    *p = 0;
+    if (bind(d, err, errlen) || mem_check(d, d->api.MemAlloc(&v, bytes), "cuMemAlloc", bytes, err, errlen))
+        return -1;
+    *p = (DevPtr)v;
+    return 0;
+}
+
+/* 0 is accepted so cleanup paths can free unconditionally. */
+int dev_free(Device *d, DevPtr p, char *err, size_t errlen)
+{
+    if (!p) return 0;
+    return (bind(d, err, errlen) || drv(d, d->api.MemFree((CUdeviceptr)p), "cuMemFree", NULL, err, errlen)) ? -1 : 0;
+}
+
+int dev_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    return (bind(d, err, errlen) ||
+            mem_check(d, d->api.MemcpyHtoD((CUdeviceptr)dst, src, bytes), "cuMemcpyHtoD", bytes, err, errlen)) ? -1 : 0;
+}
+
+int dev_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen)
+{
+    return (bind(d, err, errlen) ||
+            mem_check(d, d->api.MemcpyDtoH(dst, (CUdeviceptr)src, bytes), "cuMemcpyDtoH", bytes, err, errlen)) ? -1 : 0;
+}
+
+int dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen)
+{
+    return (bind(d, err, errlen) ||
+            mem_check(d, d->api.MemsetD8((CUdeviceptr)dst, v, bytes), "cuMemsetD8", bytes, err, errlen)) ? -1 : 0;
+}
+
+/* Only configuration errors show up here; faults inside the kernel surface
+ * at the next synchronizing call (dev_sync, dev_download, dev_event_ms). */
+int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
+               void **args, char *err, size_t errlen)
+{
+    char ctx[128];
+    CUresult r;
+    if (bind(f->d, err, errlen)) return -1;
+    r = f->d->api.LaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem,
+                               (CUstream)0, args, NULL);
+    if (r == CUDA_SUCCESS) return 0;
+    snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u dyn_smem %u", grid[0], grid[1], grid[2],
+             block[0], block[1], block[2], dyn_smem);
+    return drv(f->d, r, "cuLaunchKernel", ctx, err, errlen);
+}
+
+int dev_sync(Device *d, char *err, size_t errlen)
+{
+    return (bind(d, err, errlen) || drv(d, d->api.CtxSynchronize(), "cuCtxSynchronize",
+                                        "may report a fault from an earlier launch", err, errlen)) ? -1 : 0;
+}
+
+int dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen)
+{
+    DevEvent *v = calloc(1, sizeof *v);
+    *e = NULL;
+    if (!v) return say(err, errlen, "dev_event_new: out of memory");
+    if (bind(d, err, errlen) || drv(d, d->api.EventCreate(&v->ev, CU_EVENT_DEFAULT), "cuEventCreate", NULL, err, errlen)) {
+        free(v);
+        return -1;
+    }
+    v->d = d;
+    *e = v;
+    return 0;
+}
+
+void dev_event_free(DevEvent *e)
+{
+    if (!e) return;
+    (void)e->d->api.EventDestroy(e->ev);   /* see dev_close on dropped statuses */
+    free(e);
+}
+
+int dev_event_record(DevEvent *e, char *err, size_t errlen)
+{
+    return (bind(e->d, err, errlen) ||
+            drv(e->d, e->d->api.EventRecord(e->ev, (CUstream)0), "cuEventRecord", NULL, err, errlen)) ? -1 : 0;
+}
+
+int dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen)
+{
+    const Device *d = stop->d;
+    *ms = 0.0f;
+    if (drv(d, d->api.EventSynchronize(stop->ev), "cuEventSynchronize", NULL, err, errlen)) return -1;
+    return drv(d, d->api.EventElapsedTime(ms, start->ev, stop->ev), "cuEventElapsedTime", NULL, err, errlen);
+}

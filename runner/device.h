@@ -1,0 +1,63 @@
+/* The device interface the runner launches through. Today one backend: the
+ * CUDA Driver API loaded with dlopen at run time (runner/cuda.c). A CPU
+ * interpreter ("sim") will implement the same calls later. */
+#ifndef PTXGEN_DEVICE_H
+#define PTXGEN_DEVICE_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint64_t DevPtr;          /* device address; 0 is never a valid buffer */
+typedef struct Device Device;     /* opaque */
+typedef struct DevModule DevModule;
+typedef struct DevFunc DevFunc;
+typedef struct DevEvent DevEvent;
+
+typedef struct {
+    int num_regs;           /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+    int local_bytes;        /* LOCAL_SIZE_BYTES: > 0 means spills or stack */
+    int static_smem;        /* SHARED_SIZE_BYTES */
+    int max_threads;        /* MAX_THREADS_PER_BLOCK */
+    int max_dyn_smem;       /* MAX_DYNAMIC_SHARED_SIZE_BYTES after opt-in */
+} DevFuncAttrs;
+
+typedef struct {
+    char name[256];
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_smem_optin;     /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    size_t total_mem;
+} DevInfo;
+
+/* Every call returns 0 on success; otherwise non-zero with a one-line message
+ * (naming the failing driver call and its CUresult name) in err. */
+int  dev_open(Device **out, int ordinal, char *err, size_t errlen);   /* "no CUDA driver" when libcuda cannot be loaded */
+void dev_close(Device *d);
+int  dev_info(Device *d, DevInfo *info, char *err, size_t errlen);
+
+/* Loads PTX with cuModuleLoadDataEx and JIT info/error log buffers. On failure
+ * the PTX is written to dump_path (if non-NULL) and err holds the JIT error log
+ * and the dump path. */
+int  dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen);
+void dev_unload(DevModule *m);
+int  dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen);
+int  dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen);
+/* Opts the function into dyn_smem bytes of dynamic shared memory (needed above 48 KB). */
+int  dev_set_dyn_smem(DevFunc *f, int dyn_smem, char *err, size_t errlen);
+
+int  dev_alloc(Device *d, DevPtr *p, size_t bytes, char *err, size_t errlen);
+int  dev_free(Device *d, DevPtr p, char *err, size_t errlen);
+int  dev_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
+int  dev_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen);
+int  dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen);
+
+/* args: array of pointers to each parameter value, in the kernel's parameter order. */
+int  dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
+                void **args, char *err, size_t errlen);
+int  dev_sync(Device *d, char *err, size_t errlen);   /* cuCtxSynchronize: surfaces async launch faults */
+
+int  dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen);
+void dev_event_free(DevEvent *e);
+int  dev_event_record(DevEvent *e, char *err, size_t errlen);
+int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen); /* syncs stop */
+
+#endif

@@ -1,0 +1,149 @@
+/* float64 attention forward reference, one (b, h, i) row at a time. */
+#define _POSIX_C_SOURCE 200809L
+#include "ref.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct {
+    const RefAttn *p;
+    const float *q, *k, *v;
+    double *o, *lse;
+    long row0, row1;            /* rows [row0, row1) in lse order (b, h, i) */
+} AttnJob;
+
+static void *xmalloc(size_t n)
+{
+    void *ptr = malloc(n ? n : 1);
+    if (!ptr) {
+        fprintf(stderr, "ref: out of memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return ptr;
+}
+
+/* Four partial sums break the add dependency chain so the loop pipelines. */
+static double dot_df(const double *a, const float *b, int n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        s0 += a[j] * b[j];
+        s1 += a[j + 1] * b[j + 1];
+        s2 += a[j + 2] * b[j + 2];
+        s3 += a[j + 3] * b[j + 3];
+    }
+    for (; j < n; j++)
+        s0 += a[j] * b[j];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* Keys visible to query i: a prefix [0, n) of the key sequence. */
+static int visible_keys(const RefAttn *p, int i)
+{
+    if (!p->causal)
+        return p->s_k;
+    long n = (long)i + p->s_k - p->s_q + 1;
+    if (n < 0)
+        n = 0;
+    return n > p->s_k ? p->s_k : (int)n;
+}
+
+/* Fills s[0..n) with scaled scores; returns their maximum. */
+static double row_scores(const AttnJob *jb, const double *qd, size_t kbase,
+                         size_t kstride, int n, double *s)
+{
+    const RefAttn *p = jb->p;
+    double mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        s[j] = p->scale * dot_df(qd, jb->k + kbase + (size_t)j * kstride, p->d);
+        if (s[j] > mx)
+            mx = s[j];
+    }
+    return mx;
+}
+
+static void attn_row(const AttnJob *jb, long row, double *scratch)
+{
+    const RefAttn *p = jb->p;
+    int i = (int)(row % p->s_q);
+    int h = (int)((row / p->s_q) % p->h_q);
+    size_t b = (size_t)(row / ((long)p->s_q * p->h_q));
+    int hk = h / (p->h_q / p->h_kv);
+    double *s = scratch, *qd = scratch + p->s_k, *acc = qd + p->d;
+    double *orow = jb->o + (((b * p->s_q + i) * p->h_q) + h) * (size_t)p->dv;
+    int n = visible_keys(p, i);
+
+    const float *qrow = jb->q + (((b * p->s_q + i) * p->h_q) + h) * (size_t)p->d;
+    for (int c = 0; c < p->d; c++)
+        qd[c] = qrow[c];
+    for (int c = 0; c < p->dv; c++)
+        acc[c] = 0.0;
+
+    size_t kv_row = (b * p->s_k) * p->h_kv + hk;       /* key 0's (b, j, hk) index */
+    double mx = row_scores(jb, qd, kv_row * p->d, (size_t)p->h_kv * p->d, n, s);
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        double w = exp(s[j] - mx);
+        const float *vr = jb->v + (kv_row + (size_t)j * p->h_kv) * p->dv;
+        sum += w;
+        for (int c = 0; c < p->dv; c++)
+            acc[c] += w * vr[c];
+    }
+    /* No visible key: the contract's empty softmax is LSE = +inf, O = 0. */
+    jb->lse[row] = n ? mx + log(sum) : INFINITY;
+    for (int c = 0; c < p->dv; c++)
+        orow[c] = n ? acc[c] / sum : 0.0;
+}
+
+static void *attn_worker(void *arg)
+{
+    const AttnJob *jb = arg;
+    const RefAttn *p = jb->p;
+    double *scratch = xmalloc(sizeof(double) * ((size_t)p->s_k + p->d + p->dv));
+    for (long r = jb->row0; r < jb->row1; r++)
+        attn_row(jb, r, scratch);
+    free(scratch);
+    return NULL;
+}
+
+static int pick_threads(int nthreads, long rows)
+{
+    if (nthreads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        nthreads = ncpu > 0 ? (int)ncpu : 1;
+    }
+    if (nthreads > rows)
+        nthreads = (int)rows;
+    return nthreads < 1 ? 1 : nthreads;
+}
+
+void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
+                  double *o, double *lse, int nthreads)
+{
+    long rows = (long)p->b * p->h_q * p->s_q;
+    if (rows <= 0)
+        return;
+    int nt = pick_threads(nthreads, rows);
+    AttnJob *jobs = xmalloc(sizeof *jobs * (size_t)nt);
+    pthread_t *tids = xmalloc(sizeof *tids * (size_t)nt);
+    int *started = xmalloc(sizeof *started * (size_t)nt);
+    for (int t = 0; t < nt; t++) {
+        long r0 = (long)((long long)rows * t / nt), r1 = (long)((long long)rows * (t + 1) / nt);
+        jobs[t] = (AttnJob){ p, q, k, v, o, lse, r0, r1 };
+        /* The caller's thread takes chunk 0, and any chunk a thread can't start for. */
+        started[t] = t > 0 && pthread_create(&tids[t], NULL, attn_worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t])
+            attn_worker(&jobs[t]);
+    for (int t = 0; t < nt; t++)
+        if (started[t])
+            pthread_join(tids[t], NULL);
+    free(started);
+    free(tids);
+    free(jobs);
+}

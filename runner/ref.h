@@ -1,0 +1,16 @@
+/* float64 CPU references. Inputs are the already-rounded element values as
+ * float, contiguous [b, s, h, d]; outputs double. Threaded with pthreads. */
+#ifndef PTXGEN_REF_H
+#define PTXGEN_REF_H
+
+typedef struct {
+    int b, s_q, s_k, h_q, h_kv, d, dv;
+    int causal;                 /* bottom-right aligned: key j visible to query i iff j <= i + s_k - s_q */
+    double scale;               /* softmax scale (natural) */
+} RefAttn;
+
+/* o: [b, s_q, h_q, dv]; lse: [b, h_q, s_q] natural log, +inf for rows with no
+ * valid key (whose o row is 0). nthreads <= 0: use all online CPUs. */
+void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
+                  double *o, double *lse, int nthreads);
+#endif

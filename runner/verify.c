@@ -1,0 +1,125 @@
+/* Judging a kernel output against the float64 reference (KERNELS.md "Judging a result"). */
+#include "verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One view over both output kinds so the judging rules live in one place. */
+typedef struct {
+    const uint16_t *u16;
+    const float *f32;
+    DType t;
+} OutView;
+
+static int out_poisoned(const OutView *ov, size_t i)
+{
+    if (ov->u16)
+        return ov->u16[i] == POISON_U16;
+    uint32_t bits;
+    memcpy(&bits, &ov->f32[i], sizeof bits);
+    return bits == POISON_U32;
+}
+
+static double out_value(const OutView *ov, size_t i)
+{
+    return ov->u16 ? (double)dt_to_f32(ov->t, ov->u16[i]) : (double)ov->f32[i];
+}
+
+/* rms over finite refs sets the scale for the per-element outlier test. */
+static void ref_norms(const double *ref, size_t n, double *sumsq, double *rms)
+{
+    double s = 0.0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(ref[i])) {
+            s += ref[i] * ref[i];
+            cnt++;
+        }
+    }
+    *sumsq = s;
+    *rms = cnt ? sqrt(s / (double)cnt) : 0.0;
+}
+
+static void mark_bad(VerifyResult *r, size_t i, double out, double ref)
+{
+    if (r->first_bad >= 0)
+        return;
+    r->first_bad = (long)i;
+    r->first_out = out;
+    r->first_ref = ref;
+}
+
+/* Classifies element i; adds its squared error to *diff2. */
+static void judge_one(VerifyResult *r, const OutView *ov, const double *ref, size_t i,
+                      double limit, double *diff2)
+{
+    double out = out_value(ov, i);
+    if (out_poisoned(ov, i)) {
+        r->n_unwritten++;
+        mark_bad(r, i, out, ref[i]);
+        return;
+    }
+    if (!isfinite(ref[i])) {
+        /* An infinite ref (empty LSE row) is only met by the same infinity;
+         * a NaN ref can't be judged and so never passes. */
+        if (!(out == ref[i])) {
+            r->n_bad_nonfinite++;
+            mark_bad(r, i, out, ref[i]);
+        }
+        return;
+    }
+    if (!isfinite(out)) {
+        r->n_bad_nonfinite++;
+        mark_bad(r, i, out, ref[i]);
+        return;
+    }
+    double e = fabs(out - ref[i]);
+    *diff2 += e * e;
+    if (e > r->max_abs)
+        r->max_abs = e;
+    if (e > limit)
+        mark_bad(r, i, out, ref[i]);
+}
+
+static VerifyResult verify_view(const OutView *ov, const double *ref, size_t n, double tol)
+{
+    VerifyResult r = { 0.0, 0.0, 0, 0, -1, 0.0, 0.0, 0 };
+    double refsq, rms, diff2 = 0.0;
+    ref_norms(ref, n, &refsq, &rms);
+    /* A zero reference makes relative measures meaningless; fall back to absolute. */
+    double scale = rms > 0.0 ? rms : 1.0;
+    double limit = 50.0 * tol * scale;
+    for (size_t i = 0; i < n; i++)
+        judge_one(&r, ov, ref, i, limit, &diff2);
+    r.rel_l2 = refsq > 0.0 ? sqrt(diff2) / sqrt(refsq) : sqrt(diff2);
+    r.pass = r.n_unwritten == 0 && r.n_bad_nonfinite == 0 && r.first_bad == -1 &&
+             !isnan(r.rel_l2) && r.rel_l2 <= tol;
+    return r;
+}
+
+VerifyResult verify_u16(const uint16_t *out, DType t, const double *ref, size_t n, double tol)
+{
+    OutView ov = { out, NULL, t };
+    return verify_view(&ov, ref, n, tol);
+}
+
+VerifyResult verify_f32(const float *out, const double *ref, size_t n, double tol)
+{
+    OutView ov = { NULL, out, DT_BF16 };
+    return verify_view(&ov, ref, n, tol);
+}
+
+void verify_print(const char *name, const VerifyResult *r, double tol)
+{
+    printf("  %s: rel_l2=%.3e (tol %.1e) max_abs=%.3e", name, r->rel_l2, tol, r->max_abs);
+    if (r->pass) {
+        printf(" ok\n");
+        return;
+    }
+    printf(" FAIL unwritten=%zu nonfinite=%zu", r->n_unwritten, r->n_bad_nonfinite);
+    if (r->first_bad >= 0)
+        printf(" first bad index %ld: out %.9g ref %.9g", r->first_bad, r->first_out,
+               r->first_ref);
+    printf("\n");
+}

@@ -1,0 +1,29 @@
+/* The kernel being emitted: its emitter, launch spec and the per-thread
+ * registers every template needs (thread, lane, warp, shared base). */
+#ifndef PTXGEN_KCTX_H
+#define PTXGEN_KCTX_H
+#include "../emit/emit.h"
+#include "../gen/kernel.h"
+
+#define SMEM_SYM "ptxgen_smem"
+
+typedef struct {
+    Emit e;
+    const KernelSpec *spec;
+    Reg smem;     /* 32-bit shared-window address of the dynamic shared memory */
+    Reg tid, lane, warp;
+} Kctx;
+
+void kctx_begin(Kctx *k, const KernelSpec *spec);
+/* Kernel parameters by name from the spec (a name the spec lacks is a generator bug).
+ * Pointers come back as global-window addresses. */
+Reg  kc_ptr(Kctx *k, const char *name);
+Reg  kc_u32(Kctx *k, const char *name);
+Reg  kc_u64(Kctx *k, const char *name);
+Reg  kc_f32(Kctx *k, const char *name);
+Reg  kc_imm32(Kctx *k, int64_t v);        /* a register holding a constant */
+/* Appends the finished entry (signature, directives, declarations, body) to module. */
+void kctx_finish(Kctx *k, Buf *module);
+/* Module header: .version, .target, .address_size and the dynamic smem symbol. */
+void module_header(Buf *module, const ArchInfo *a);
+#endif

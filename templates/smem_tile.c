@@ -1,0 +1,76 @@
+#include "smem_tile.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads) {
+    Emit *e = &k->e;
+    *tl = (TileLoader){.cols = cols, .threads = threads, .cpr = cols / 8};
+    if (threads % tl->cpr || max_rows % (threads / tl->cpr)) {
+        fprintf(stderr, "ptxgen internal: %d threads cannot tile %dx%d evenly\n", threads, max_rows, cols);
+        abort();
+    }
+    tl->rpp = threads / tl->cpr;
+    tl->row0 = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(tl->row0), R(k->tid), I(tl->cpr));
+    Reg col = e_reg(e, RC_B32);
+    INS(e, REM_U32, R(col), R(k->tid), I(tl->cpr));
+    tl->col64 = e_reg(e, RC_B64);
+    INS(e, MUL_WIDE_U32, R(tl->col64), R(col), I(16));
+    for (int i = 0; i < max_rows / tl->rpp; i++) {
+        int pat = (i * tl->rpp) & 7;
+        if (tl->have[pat]) continue;
+        /* dst = smem + row0*rb + 16*swz(row0 + pat, col) */
+        Reg r = e_reg(e, RC_B32), c = e_reg(e, RC_B32), d = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(r), R(tl->row0), I(pat));
+        INS(e, XOR_B32, R(c), R(col), R(r));
+        INS(e, AND_B32, R(c), R(c), I(7));
+        INS(e, AND_B32, R(r), R(col), I(~7));
+        INS(e, OR_B32, R(c), R(c), R(r));
+        INS(e, MAD_LO_U32, R(d), R(tl->row0), I(cols * 2), R(k->smem));
+        INS(e, MAD_LO_U32, R(d), R(c), I(16), R(d));
+        tl->dst[pat] = d;
+        tl->have[pat] = 1;
+    }
+}
+
+void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows) {
+    Emit *e = &k->e;
+    if (t.cols != tl->cols || t.rows % tl->rpp) {
+        fprintf(stderr, "ptxgen internal: loader for %d columns given a %dx%d tile\n", tl->cols, t.rows, t.cols);
+        abort();
+    }
+    Reg rb = e_reg(e, RC_B32), src0 = e_reg(e, RC_B64), last = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(rb), R(row_start), R(tl->row0));
+    INS(e, ADD_U64, R(src0), R(base), R(tl->col64));
+    INS(e, SUB_U32, R(last), R(nrows), I(1));
+    for (int rows = 0; rows < t.rows; rows += tl->rpp) {
+        Reg rr = e_reg(e, RC_B32), rc = e_reg(e, RC_B32), sz = e_reg(e, RC_B32);
+        Reg p = e_reg(e, RC_PRED), src = e_reg(e, RC_B64);
+        INS(e, ADD_U32, R(rr), R(rb), I(rows));
+        INS(e, SETP_LT_U32, R(p), R(rr), R(nrows));
+        INS(e, MIN_U32, R(rc), R(rr), R(last));
+        INS(e, SELP_B32, R(sz), I(16), I(0), R(p));
+        INS(e, MAD_WIDE_U32, R(src), R(rc), R(stride_bytes), R(src0));
+        INS(e, CP_ASYNC_CG_16, A(tl->dst[rows & 7], t.off + (int64_t)rows * tile_row_bytes(t)), A(src, 0), I(16), R(sz));
+    }
+}
+
+void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel) {
+    Emit *e = &k->e;
+    lb->t = t;
+    Reg row_addr = e_reg(e, RC_B32), l7 = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(row_addr), R(lane_row), I(tile_row_bytes(t)), R(k->smem));
+    INS(e, ADD_U32, R(row_addr), R(row_addr), I(t.off));
+    INS(e, AND_B32, R(l7), R(k->lane), I(7));
+    for (int j = 0; j < 4; j++) {
+        Reg c = e_reg(e, RC_B32);
+        lb->base[j] = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(c), R(sel), I(2 * j));
+        INS(e, XOR_B32, R(c), R(c), R(l7));
+        INS(e, MAD_LO_U32, R(lb->base[j]), R(c), I(16), R(row_addr));
+    }
+}
+
+Opnd ldsm_addr(const LdsmBases *lb, int row_off, int kk) {
+    return A(lb->base[kk & 3], (int64_t)row_off * tile_row_bytes(lb->t) + 128 * (kk >> 2));
+}

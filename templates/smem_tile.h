@@ -1,0 +1,43 @@
+/* A tile of 16-bit elements in shared memory: rows of `cols` elements, each
+ * row cut into 16-byte chunks, chunk c of row r stored at chunk
+ * (c & ~7) | ((c ^ r) & 7). Eight consecutive rows read at one logical chunk
+ * (what ldmatrix and cp.async do) then hit eight different 16-byte bank groups,
+ * so neither the async copies nor the fragment loads conflict. */
+#ifndef PTXGEN_SMEM_TILE_H
+#define PTXGEN_SMEM_TILE_H
+#include "kctx.h"
+
+typedef struct { int rows, cols, off; } SmemTile;
+
+static inline int tile_row_bytes(SmemTile t) { return t.cols * 2; }
+static inline int swz_chunk(int row, int chunk) { return (chunk & ~7) | ((chunk ^ row) & 7); }
+
+/* Global -> shared copies of whole tiles with cp.async (16 B per copy),
+ * spread over `threads` threads. Rows past the tensor's end are zero-filled
+ * and their addresses clamped, so no byte outside the tensor is read. One
+ * loader serves every tile with the same row width: the per-thread state is
+ * the same and the tile's offset is an immediate. */
+typedef struct {
+    int cols, threads;
+    int cpr, rpp;           /* chunks per row, rows per pass */
+    Reg row0;               /* first row of this thread */
+    Reg col64;              /* this thread's chunk offset in bytes (b64) */
+    Reg dst[8];             /* shared address by (pass rows % 8) pattern */
+    int have[8];
+} TileLoader;
+
+/* max_rows: the most rows any tile issued through it has. */
+void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads);
+/* Copies rows [row_start, row_start + t.rows) of a tensor whose row r begins at
+ * base + r * stride_bytes into t; rows >= nrows are zero-filled. Adds to the
+ * current cp.async group (the caller commits). */
+void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
+
+/* ldmatrix addressing: lane L points at tile row (lane_row + row_off) and
+ * logical chunk 2*kk + sel. Since every row offset used is a multiple of 8,
+ * (row & 7) == (lane & 7) and the swizzle folds into four per-lane bases. */
+typedef struct { SmemTile t; Reg base[4]; } LdsmBases;
+
+void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel);
+Opnd ldsm_addr(const LdsmBases *lb, int row_off, int kk);
+#endif

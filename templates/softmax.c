@@ -1,0 +1,108 @@
+#include "softmax.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void rows_init(Kctx *k, RowStats *rs, int mt) {
+    rs->mt = mt;
+    rs->m = malloc(sizeof(Reg) * (size_t)(2 * mt));
+    rs->l = malloc(sizeof(Reg) * (size_t)(2 * mt));
+    if (!rs->m || !rs->l) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    for (int r = 0; r < 2 * mt; r++) {
+        rs->m[r] = e_reg(&k->e, RC_F32);
+        rs->l[r] = e_reg(&k->e, RC_F32);
+        INS(&k->e, MOV_F32, R(rs->m[r]), FI(-INFINITY));
+        INS(&k->e, MOV_F32, R(rs->l[r]), FI(0.0f));
+    }
+}
+
+void rows_free(RowStats *rs) {
+    free(rs->m);
+    free(rs->l);
+}
+
+void softmax_mask(Kctx *k, Acc *s, const Reg *room) {
+    Emit *e = &k->e;
+    for (int i = 0; i < s->mt; i++)
+        for (int j = 0; j < s->nt; j++)
+            for (int c = 0; c < 4; c++) {
+                Reg p = e_reg(e, RC_PRED);
+                INS(e, SETP_GT_S32, R(p), R(room[2 * i + (c >> 1)]), I(8 * j + (c & 1)));
+                INS(e, SELP_F32, R(ACC(s, i, j, c)), R(ACC(s, i, j, c)), FI(-INFINITY), R(p));
+            }
+}
+
+/* x = op(x, shfl_xor(x, 1)); x = op(x, shfl_xor(x, 2)): the 4 lanes of a quad agree. */
+static void quad_allreduce(Kctx *k, Reg x, Op op) {
+    for (int mask = 1; mask <= 2; mask <<= 1) {
+        Reg t = e_reg(&k->e, RC_F32);
+        INS(&k->e, SHFL_BFLY, R(t), R(x), I(mask), I(31), I(-1));
+        e_insn(&k->e, NOGUARD, 0, op, OPNDS(R(x), R(x), R(t)));
+    }
+}
+
+/* m * scale_log2, but 0 for a row that has seen no valid key yet: exp2(-inf - 0)
+ * then gives 0 instead of the NaN of (-inf) - (-inf). */
+static Reg scaled_max(Kctx *k, Reg m, Reg scale_log2) {
+    Emit *e = &k->e;
+    Reg ms = e_reg(e, RC_F32);
+    Reg none = e_reg(e, RC_PRED);
+    INS(e, MUL_F32, R(ms), R(m), R(scale_log2));
+    INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
+    INS(e, SELP_F32, R(ms), FI(0.0f), R(ms), R(none));
+    return ms;
+}
+
+static void update_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h) {
+    Emit *e = &k->e;
+    Reg *m = &rs->m[2 * i + h], *l = &rs->l[2 * i + h];
+    Reg mx = e_reg(e, RC_F32);
+    INS(e, MAX_F32, R(mx), R(*m), R(ACC(s, i, 0, 2 * h)));
+    for (int j = 0; j < s->nt; j++)
+        for (int c = 2 * h; c < 2 * h + 2; c++)
+            if (j || c != 2 * h) INS(e, MAX_F32, R(mx), R(mx), R(ACC(s, i, j, c)));
+    quad_allreduce(k, mx, OP_MAX_F32);
+    Reg ms = scaled_max(k, mx, scale_log2), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32);
+    INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));
+    INS(e, FMA_F32, R(alpha), R(*m), R(scale_log2), R(neg_ms));
+    INS(e, EX2_F32, R(alpha), R(alpha));
+    INS(e, MOV_F32, R(*m), R(mx));
+    Reg sum = e_reg(e, RC_F32);
+    INS(e, MOV_F32, R(sum), FI(0.0f));
+    for (int j = 0; j < s->nt; j++)
+        for (int c = 2 * h; c < 2 * h + 2; c++) {
+            Reg x = ACC(s, i, j, c);
+            INS(e, FMA_F32, R(x), R(x), R(scale_log2), R(neg_ms));
+            INS(e, EX2_F32, R(x), R(x));
+            INS(e, ADD_F32, R(sum), R(sum), R(x));
+        }
+    INS(e, FMA_F32, R(*l), R(*l), R(alpha), R(sum));
+    for (int j = 0; j < o->nt; j++)
+        for (int c = 2 * h; c < 2 * h + 2; c++) INS(e, MUL_F32, R(ACC(o, i, j, c)), R(ACC(o, i, j, c)), R(alpha));
+}
+
+void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2) {
+    for (int i = 0; i < s->mt; i++)
+        for (int h = 0; h < 2; h++) update_row(k, s, rs, o, scale_log2, i, h);
+}
+
+void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse) {
+    Emit *e = &k->e;
+    for (int r = 0; r < 2 * rs->mt; r++) {
+        Reg l = rs->l[r], inv = e_reg(e, RC_F32), empty = e_reg(e, RC_PRED);
+        quad_allreduce(k, l, OP_ADD_F32);
+        INS(e, SETP_EQ_F32, R(empty), R(l), FI(0.0f));
+        INS(e, RCP_F32, R(inv), R(l));
+        INS(e, SELP_F32, R(inv), FI(0.0f), R(inv), R(empty));
+        for (int j = 0; j < o->nt; j++)
+            for (int c = 2 * (r & 1); c < 2 * (r & 1) + 2; c++)
+                INS(e, MUL_F32, R(ACC(o, r >> 1, j, c)), R(ACC(o, r >> 1, j, c)), R(inv));
+        /* lse = ln 2 * (m * scale_log2 + log2 l) */
+        Reg ms = scaled_max(k, rs->m[r], scale_log2);
+        lse[r] = e_reg(e, RC_F32);
+        INS(e, LG2_F32, R(lse[r]), R(l));
+        INS(e, ADD_F32, R(lse[r]), R(lse[r]), R(ms));
+        INS(e, MUL_F32, R(lse[r]), R(lse[r]), FI((float)M_LN2));
+        INS(e, SELP_F32, R(lse[r]), FI(INFINITY), R(lse[r]), R(empty));
+    }
+}

@@ -1,0 +1,76 @@
+#include "warp_mma.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+void acc_new(Kctx *k, Acc *a, int mt, int nt) {
+    *a = (Acc){mt, nt, malloc(sizeof(Reg) * (size_t)(mt * nt * 4))};
+    if (!a->r) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    for (int i = 0; i < mt * nt * 4; i++) a->r[i] = e_reg(&k->e, RC_F32);
+}
+
+void acc_fill(Kctx *k, Acc *a, float v) {
+    for (int i = 0; i < a->mt * a->nt * 4; i++) INS(&k->e, MOV_F32, R(a->r[i]), FI(v));
+}
+
+void acc_free(Acc *a) {
+    free(a->r);
+    a->r = NULL;
+}
+
+static Op mma_op(DType dt) { return dt == DT_FP16 ? OP_MMA_F16 : OP_MMA_BF16; }
+
+static void mma(Kctx *k, DType dt, Acc *c, int i, int j, const Reg *a, Reg b0, Reg b1, int fresh, Reg zero) {
+    Opnd d = V4(ACC(c, i, j, 0), ACC(c, i, j, 1), ACC(c, i, j, 2), ACC(c, i, j, 3));
+    Opnd cin = fresh ? V4(zero, zero, zero, zero) : d;
+    e_insn(&k->e, NOGUARD, 0, mma_op(dt), OPNDS(d, V4(a[0], a[1], a[2], a[3]), V2(b0, b1), cin));
+}
+
+static void ldsm_x4(Kctx *k, Op op, Reg *r, Opnd addr) {
+    for (int i = 0; i < 4; i++) r[i] = e_reg(&k->e, RC_B32);
+    e_insn(&k->e, NOGUARD, 0, op, OPNDS(V4(r[0], r[1], r[2], r[3]), addr));
+}
+
+void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero) {
+    Reg af[8][4], bf[4];
+    for (int kk = 0; kk < ksteps; kk++) {
+        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4, af[i], ldsm_addr(a, 16 * i, kk));
+        for (int nn = 0; nn < c->nt / 2; nn++) {
+            /* one x4 load: b fragments of n tiles 2nn and 2nn+1 */
+            ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(b, 16 * nn, kk));
+            for (int i = 0; i < c->mt; i++) {
+                mma(k, dt, c, i, 2 * nn, af[i], bf[0], bf[1], kk == 0, zero);
+                mma(k, dt, c, i, 2 * nn + 1, af[i], bf[2], bf[3], kk == 0, zero);
+            }
+        }
+    }
+}
+
+Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt) {
+    int ks = c->nt / 2;
+    Reg *p = malloc(sizeof(Reg) * (size_t)(c->mt * ks * 4));
+    if (!p) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    Op cvt = dt == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    for (int i = 0; i < c->mt; i++)
+        for (int kk = 0; kk < ks; kk++)
+            for (int q = 0; q < 4; q++) {
+                /* a0..a3 = (rows g | g+8) x (k tile 2kk | 2kk+1); the lower column goes low */
+                int j = 2 * kk + (q >> 1), lo = (q & 1) * 2;
+                Reg r = e_reg(&k->e, RC_B32);
+                e_insn(&k->e, NOGUARD, 0, cvt, OPNDS(R(r), R(ACC(c, i, j, lo + 1)), R(ACC(c, i, j, lo))));
+                p[(i * ks + kk) * 4 + q] = r;
+            }
+    return p;
+}
+
+void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt) {
+    Reg bf[4];
+    for (int kk = 0; kk < ksteps; kk++)
+        for (int nn = 0; nn < c->nt / 2; nn++) {
+            ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(b, 16 * kk, nn));
+            for (int i = 0; i < c->mt; i++) {
+                const Reg *ai = &a[(i * ksteps + kk) * 4];
+                mma(k, dt, c, i, 2 * nn, ai, bf[0], bf[1], 0, bf[0]);
+                mma(k, dt, c, i, 2 * nn + 1, ai, bf[2], bf[3], 0, bf[0]);
+            }
+        }
+}

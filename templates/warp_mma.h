@@ -1,0 +1,25 @@
+/* Warp-level tensor-core tiles with mma.sync.m16n8k16: an accumulator of
+ * mt x nt tiles of 16x8 fp32 (4 registers per lane each, fragment map of
+ * PTX_FACTS 2.2), fed by ldmatrix from swizzled shared tiles. */
+#ifndef PTXGEN_WARP_MMA_H
+#define PTXGEN_WARP_MMA_H
+#include "smem_tile.h"
+#include "ptxgen_dtype.h"
+
+typedef struct { int mt, nt; Reg *r; } Acc;
+#define ACC(a, i, j, c) ((a)->r[(((i) * (a)->nt + (j)) << 2) + (c)])
+
+void acc_new(Kctx *k, Acc *a, int mt, int nt);
+void acc_fill(Kctx *k, Acc *a, float v);
+void acc_free(Acc *a);
+
+/* C = A B^T, k running over ksteps x 16: A rows (16 per m tile) from a [m][k]
+ * tile, B rows (the n of C) from an [n][k] tile. C starts from zero. */
+void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero);
+/* The A operand of the next product from C (C's columns become k):
+ * mt x (nt/2) x 4 registers of packed 16-bit pairs, in dtype dt. */
+Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt);
+/* C += A B: A given as packed fragments (mt x ksteps x 4), B read transposed
+ * from a [k][n] tile. */
+void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt);
+#endif

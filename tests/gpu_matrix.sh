@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make gpu-test: ptxgen check over a shape matrix on the CUDA device.
+# Ragged lengths, GQA/MQA, causal with s_q != s_k (incl. rows that see no key),
+# runtime strides (--pad), bf16 and fp16, every head dim.
+set -u
+cd "$(dirname "$0")/.."
+if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
+    if grep -q "no CUDA driver" /tmp/ptxgen_probe.txt; then
+        echo "gpu-test: skipped: no CUDA driver on this machine"
+        exit 0
+    fi
+fi
+pass=0; fail=0; seed=100
+run() {   # run <label> <args...>
+    local label=$1; shift
+    seed=$((seed + 1))
+    if out=$(./ptxgen check --kernel attn_fwd --seed $seed "$@" 2>&1); then
+        pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | grep -E '^  (o|lse):' | tr -s ' ' | tr '\n' ' ')"
+    else
+        fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | sed 's/^/    /'
+    fi
+}
+shapes=("1 1" "77 130" "130 77" "1000 1000" "4099 4099" "77 1000" "1000 77")
+for d in 64 128 256; do
+  for dt in bf16 fp16; do
+    for c in "" "--causal"; do
+      for sh in "${shapes[@]}"; do
+        set -- $sh
+        [ "$dt" = fp16 ] && [ "$1" = 4099 ] && continue
+        run "d=$d $dt ${c:-full} s_q=$1 s_k=$2 hq=4 hkv=4" --hdim $d --dtype $dt $c --sq $1 --sk $2 --hq 4 --hkv 4
+      done
+    done
+  done
+  run "d=$d GQA 8:1 causal s=1000/1537 pad=8" --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+  run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
+done
+for t in "bm=128,bn=64,warps=4" "bm=64,bn=64,warps=4" "bm=128,bn=128,warps=8" "bm=128,bn=32,warps=4" "bm=64,bn=32,warps=4"; do
+  run "d=128 tile $t causal s=777/1000" --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+done
+echo "gpu-test: $pass passed, $fail failed"
+[ $fail -eq 0 ]

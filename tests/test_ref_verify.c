@@ -1,0 +1,437 @@
+/* Self-check of the host-side pieces every kernel test leans on: element
+ * conversions, the generator, the float64 attention reference and the judge. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostdata.h"
+#include "ref.h"
+#include "verify.h"
+
+static int n_pass, n_fail;
+
+static void check(int ok, const char *name, const char *fmt, ...)
+{
+    if (ok) {
+        printf("PASS %s\n", name);
+        n_pass++;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL %s: ", name);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    n_fail++;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* ---- conversions ---- */
+
+static void check_bits(const char *name, uint16_t got, uint16_t want)
+{
+    check(got == want, name, "got 0x%04X want 0x%04X", got, want);
+}
+
+static void test_known_values(void)
+{
+    check_bits("bf16 1.0", f32_to_bf16(1.0f), 0x3F80);
+    check_bits("bf16 -2.5", f32_to_bf16(-2.5f), 0xC020);
+    check_bits("bf16 tie to even down", f32_to_bf16(bits_f32(0x3F808000u)), 0x3F80);
+    check_bits("bf16 tie to even up", f32_to_bf16(bits_f32(0x3F818000u)), 0x3F82);
+    check_bits("bf16 above tie", f32_to_bf16(bits_f32(0x3F808001u)), 0x3F81);
+    check_bits("bf16 max rounds to inf", f32_to_bf16(bits_f32(0x7F7FFFFFu)), 0x7F80);
+    check_bits("fp16 1.0", f32_to_fp16(1.0f), 0x3C00);
+    check_bits("fp16 -2.5", f32_to_fp16(-2.5f), 0xC100);
+    check_bits("fp16 65504", f32_to_fp16(65504.0f), 0x7BFF);
+    check_bits("fp16 65519", f32_to_fp16(65519.0f), 0x7BFF);
+    check_bits("fp16 65520 -> inf", f32_to_fp16(65520.0f), 0x7C00);
+    check_bits("fp16 -1e6 -> -inf", f32_to_fp16(-1e6f), 0xFC00);
+    check_bits("fp16 tie to even down", f32_to_fp16(1.0f + 0x1p-11f), 0x3C00);
+    check_bits("fp16 tie to even up", f32_to_fp16(1.0f + 0x3p-11f), 0x3C02);
+    check_bits("fp16 1e-8 underflows to 0", f32_to_fp16(1e-8f), 0x0000);
+    check_bits("fp16 -1e-8 -> -0", f32_to_fp16(-1e-8f), 0x8000);
+    check_bits("fp16 6e-8 -> min subnormal", f32_to_fp16(6e-8f), 0x0001);
+    check_bits("fp16 1e-5 subnormal", f32_to_fp16(1e-5f), 0x00A8);
+    check_bits("fp16 half min subnormal tie -> 0", f32_to_fp16(0x1p-25f), 0x0000);
+    check_bits("fp16 1.5 ulp subnormal tie -> 2", f32_to_fp16(0x3p-25f), 0x0002);
+    check_bits("fp16 2.5 ulp subnormal tie -> 2", f32_to_fp16(0x5p-25f), 0x0002);
+    check_bits("fp16 subnormal rounds to min normal", f32_to_fp16(0x7FFp-25f), 0x0400);
+    float sub = fp16_to_f32(0x00A8);
+    check(sub == 168.0f * 0x1p-24f, "fp16 subnormal decode", "got %.9g", (double)sub);
+}
+
+static void test_nan(void)
+{
+    float snan = bits_f32(0x7F800001u);
+    check(isnan(bf16_to_f32(f32_to_bf16(NAN))), "bf16 NaN stays NaN", "lost");
+    check(isnan(bf16_to_f32(f32_to_bf16(snan))), "bf16 low-payload NaN stays NaN",
+          "got 0x%04X", f32_to_bf16(snan));
+    check(isnan(fp16_to_f32(f32_to_fp16(NAN))), "fp16 NaN stays NaN", "lost");
+    check(isnan(fp16_to_f32(f32_to_fp16(snan))) && (f32_to_fp16(snan) & 0x0200),
+          "fp16 low-payload NaN quiet", "got 0x%04X", f32_to_fp16(snan));
+    check(isnan(dt_to_f32(DT_BF16, POISON_U16)) && isnan(dt_to_f32(DT_FP16, POISON_U16)),
+          "poison decodes as NaN", "not NaN");
+}
+
+/* Every finite code decodes and re-encodes to itself. */
+static void test_exhaustive_roundtrip(DType t, const char *name)
+{
+    long bad = -1;
+    for (uint32_t h = 0; h < 0x10000u && bad < 0; h++) {
+        float x = dt_to_f32(t, (uint16_t)h);
+        if (!isnan(x) && f32_to_dt(t, x) != h)
+            bad = (long)h;
+    }
+    check(bad < 0, name, "code 0x%04lX does not round-trip", bad);
+}
+
+/* Magnitude of a code, with the code after the largest finite one standing in
+ * for the virtual next binade (where overflow rounds). */
+static double code_mag(DType t, uint32_t m)
+{
+    uint32_t inf = t == DT_FP16 ? 0x7C00u : 0x7F80u;
+    if (m == inf)
+        return t == DT_FP16 ? 65536.0 : ldexp(1.0, 128);
+    return (double)dt_to_f32(t, (uint16_t)m);
+}
+
+/* Independent of the encoder's arithmetic: the result must be a nearest code,
+ * the even one on ties. */
+static int nearest_even_ok(DType t, float x)
+{
+    uint32_t inf = t == DT_FP16 ? 0x7C00u : 0x7F80u;
+    uint32_t m = f32_to_dt(t, x) & 0x7FFFu;
+    double ax = fabs((double)x);
+    if (m > inf)
+        return 0;
+    double e = fabs(ax - code_mag(t, m));
+    double up = m < inf ? fabs(code_mag(t, m + 1) - ax) : INFINITY;
+    double dn = m > 0 ? fabs(ax - code_mag(t, m - 1)) : INFINITY;
+    if (e > up || e > dn)
+        return 0;
+    return (e < up && e < dn) || (m & 1u) == 0;
+}
+
+static void test_random_rounding(DType t, const char *name)
+{
+    Rng r;
+    rng_seed(&r, 7);
+    float bad = 0.0f;
+    int ok = 1;
+    for (int n = 0; n < 1000000 && ok; n++) {
+        uint32_t u = (uint32_t)rng_u64(&r);
+        if (n & 1)   /* exactly-halfway patterns, which random bits rarely hit */
+            u = (u & 0xFFFF0000u) | (t == DT_FP16 ? (u & 0xE000u) | 0x1000u : 0x8000u);
+        if (n & 2)   /* exponents near fp16's range, subnormals and overflow included */
+            u = (u & 0x807FFFFFu) | ((uint32_t)(98 + (n >> 2) % 48) << 23);
+        float x = bits_f32(u);
+        if (isnan(x) || isinf(x))
+            continue;
+        ok = nearest_even_ok(t, x);
+        bad = x;
+    }
+    check(ok, name, "x=%a not rounded to nearest even", (double)bad);
+}
+
+/* ---- Rng ---- */
+
+static void test_rng(void)
+{
+    Rng r, r2;
+    rng_seed(&r, 12345);
+    rng_seed(&r2, 12345);
+    int same = 1;
+    for (int i = 0; i < 100; i++)
+        same &= rng_normal(&r) == rng_normal(&r2);
+    check(same, "rng deterministic per seed", "sequences differ");
+
+    const int n = 100000;
+    double s = 0, s2 = 0, umin = 1, umax = 0;
+    for (int i = 0; i < n; i++) {
+        double x = rng_normal(&r), u = rng_uniform(&r);
+        s += x;
+        s2 += x * x;
+        umin = u < umin ? u : umin;
+        umax = u > umax ? u : umax;
+    }
+    double mean = s / n, var = s2 / n - mean * mean;
+    check(fabs(mean) < 0.02 && fabs(var - 1.0) < 0.03, "rng normal mean/var",
+          "mean %.4f var %.4f", mean, var);
+    check(umin >= 0.0 && umax < 1.0 && umax > 0.99 && umin < 0.01, "rng uniform range",
+          "min %.6f max %.6f", umin, umax);
+}
+
+/* ---- attention reference ---- */
+
+static float *rand_floats(Rng *r, size_t n)
+{
+    float *a = malloc(sizeof *a * n);
+    if (!a) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = bf16_to_f32(f32_to_bf16((float)rng_normal(r)));
+    return a;
+}
+
+/* Straightforward textbook softmax, no max shift (inputs are small), one
+ * element at a time with the full index arithmetic spelled out. */
+static void naive_attn(const RefAttn *p, const float *q, const float *k, const float *v,
+                       double *o, double *lse)
+{
+    int grp = p->h_q / p->h_kv;
+    for (int b = 0; b < p->b; b++)
+    for (int h = 0; h < p->h_q; h++)
+    for (int i = 0; i < p->s_q; i++) {
+        double z = 0.0;
+        double *orow = &o[((size_t)(b * p->s_q + i) * p->h_q + h) * p->dv];
+        for (int c = 0; c < p->dv; c++)
+            orow[c] = 0.0;
+        for (int j = 0; j < p->s_k; j++) {
+            if (p->causal && j - i > p->s_k - p->s_q)
+                continue;
+            double dot = 0.0;
+            for (int c = 0; c < p->d; c++)
+                dot += (double)q[((size_t)(b * p->s_q + i) * p->h_q + h) * p->d + c] *
+                       (double)k[((size_t)(b * p->s_k + j) * p->h_kv + h / grp) * p->d + c];
+            double w = exp(p->scale * dot);
+            z += w;
+            for (int c = 0; c < p->dv; c++)
+                orow[c] += w * v[((size_t)(b * p->s_k + j) * p->h_kv + h / grp) * p->dv + c];
+        }
+        for (int c = 0; c < p->dv; c++)
+            orow[c] = z > 0 ? orow[c] / z : 0.0;
+        lse[((size_t)b * p->h_q + h) * p->s_q + i] = z > 0 ? log(z) : INFINITY;
+    }
+}
+
+static double max_rel_diff(const double *a, const double *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (isinf(a[i]) || isinf(b[i])) {
+            if (a[i] != b[i])
+                return INFINITY;
+            continue;
+        }
+        double d = fabs(a[i] - b[i]) / (fabs(b[i]) + 1e-300);
+        if (fabs(a[i] - b[i]) > 1e-13 && d > worst)
+            worst = d;
+    }
+    return worst;
+}
+
+typedef struct { float *q, *k, *v; double *o, *lse, *o2, *lse2; size_t no, nl; } AttnBufs;
+
+static AttnBufs attn_alloc(const RefAttn *p, Rng *r)
+{
+    AttnBufs a;
+    a.q = rand_floats(r, (size_t)p->b * p->s_q * p->h_q * p->d);
+    a.k = rand_floats(r, (size_t)p->b * p->s_k * p->h_kv * p->d);
+    a.v = rand_floats(r, (size_t)p->b * p->s_k * p->h_kv * p->dv);
+    a.no = (size_t)p->b * p->s_q * p->h_q * p->dv;
+    a.nl = (size_t)p->b * p->h_q * p->s_q;
+    a.o = calloc(a.no, sizeof(double));
+    a.o2 = calloc(a.no, sizeof(double));
+    a.lse = calloc(a.nl, sizeof(double));
+    a.lse2 = calloc(a.nl, sizeof(double));
+    if (!a.o || !a.o2 || !a.lse || !a.lse2) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return a;
+}
+
+static void attn_free(AttnBufs *a)
+{
+    free(a->q); free(a->k); free(a->v);
+    free(a->o); free(a->o2); free(a->lse); free(a->lse2);
+}
+
+static void test_ref_vs_naive(const char *name, RefAttn p, int nthreads)
+{
+    Rng r;
+    rng_seed(&r, 99);
+    AttnBufs a = attn_alloc(&p, &r);
+    ref_attn_fwd(&p, a.q, a.k, a.v, a.o, a.lse, nthreads);
+    naive_attn(&p, a.q, a.k, a.v, a.o2, a.lse2);
+    double eo = max_rel_diff(a.o, a.o2, a.no), el = max_rel_diff(a.lse, a.lse2, a.nl);
+    check(eo < 1e-12 && el < 1e-12, name, "max rel diff o %.3e lse %.3e", eo, el);
+    attn_free(&a);
+}
+
+/* s_q > s_k with causal: the first s_q - s_k rows see no key. */
+static void test_empty_rows(void)
+{
+    RefAttn p = { 1, 5, 3, 2, 1, 4, 4, 1, 0.5 };
+    Rng r;
+    rng_seed(&r, 5);
+    AttnBufs a = attn_alloc(&p, &r);
+    ref_attn_fwd(&p, a.q, a.k, a.v, a.o, a.lse, 3);
+    int ok = 1;
+    for (int h = 0; h < p.h_q; h++)
+        for (int i = 0; i < 2; i++) {
+            ok &= a.lse[h * p.s_q + i] == INFINITY;
+            for (int c = 0; c < p.dv; c++)
+                ok &= a.o[((size_t)i * p.h_q + h) * p.dv + c] == 0.0;
+        }
+    for (int h = 0; h < p.h_q; h++)
+        ok &= isfinite(a.lse[h * p.s_q + 2]);
+    check(ok, "causal s_q>s_k empty rows lse=+inf o=0", "wrong empty-row output");
+    attn_free(&a);
+    test_ref_vs_naive("causal s_q>s_k matches naive", p, 2);
+}
+
+static void test_thread_equality(void)
+{
+    RefAttn p = { 2, 37, 53, 4, 2, 20, 12, 1, 0.2 };
+    Rng r;
+    rng_seed(&r, 3);
+    AttnBufs a = attn_alloc(&p, &r);
+    ref_attn_fwd(&p, a.q, a.k, a.v, a.o, a.lse, 1);
+    int ok = 1;
+    int counts[] = { 7, 0, 1000 };
+    for (int t = 0; t < 3; t++) {
+        ref_attn_fwd(&p, a.q, a.k, a.v, a.o2, a.lse2, counts[t]);
+        ok &= memcmp(a.o, a.o2, a.no * sizeof(double)) == 0;
+        ok &= memcmp(a.lse, a.lse2, a.nl * sizeof(double)) == 0;
+    }
+    check(ok, "ref single vs multi thread identical", "outputs differ");
+    attn_free(&a);
+    test_ref_vs_naive("GQA d!=dv multi-thread matches naive", p, 5);
+}
+
+static void test_ref(void)
+{
+    RefAttn p = { 1, 3, 5, 2, 1, 4, 4, 0, 0.5 };
+    test_ref_vs_naive("ref tiny non-causal", p, 1);
+    p.causal = 1;
+    test_ref_vs_naive("ref tiny causal", p, 2);
+    test_empty_rows();
+    test_thread_equality();
+}
+
+/* ---- verify ---- */
+
+static double *rand_ref(size_t n)
+{
+    Rng r;
+    rng_seed(&r, 42);
+    double *ref = malloc(sizeof *ref * n);
+    if (!ref) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        ref[i] = rng_normal(&r);
+    return ref;
+}
+
+static void test_verify_u16(void)
+{
+    const size_t n = 4096;
+    double *ref = rand_ref(n);
+    uint16_t *out = malloc(sizeof *out * n);
+    if (!out)
+        exit(1);
+    for (size_t i = 0; i < n; i++)
+        out[i] = f32_to_bf16((float)ref[i]);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 5e-3);
+    check(v.pass && v.first_bad == -1, "verify bf16 close match passes", "rel %.3e", v.rel_l2);
+    verify_print("bf16 close", &v, 5e-3);
+
+    out[100] = POISON_U16;
+    v = verify_u16(out, DT_BF16, ref, n, 5e-3);
+    check(!v.pass && v.n_unwritten == 1 && v.first_bad == 100, "verify catches poison",
+          "pass %d unwritten %zu first %ld", v.pass, v.n_unwritten, v.first_bad);
+
+    for (size_t i = 0; i < n; i++)
+        out[i] = f32_to_fp16((float)ref[i]);
+    v = verify_u16(out, DT_FP16, ref, n, 2.5e-3);
+    check(v.pass, "verify fp16 close match passes", "rel %.3e", v.rel_l2);
+    free(out);
+    free(ref);
+}
+
+static void test_verify_f32(void)
+{
+    const size_t n = 100000;
+    const double tol = 5e-3;
+    double *ref = rand_ref(n);
+    float *out = malloc(sizeof *out * n);
+    if (!out)
+        exit(1);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)(ref[i] * (1.0 + 1e-4 * ((i % 7) - 3.0)));
+    VerifyResult v = verify_f32(out, ref, n, tol);
+    check(v.pass, "verify f32 close match passes", "rel %.3e", v.rel_l2);
+
+    float keep = out[777];
+    out[777] = NAN;
+    v = verify_f32(out, ref, n, tol);
+    check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 777, "verify catches NaN",
+          "pass %d nonfinite %zu first %ld", v.pass, v.n_bad_nonfinite, v.first_bad);
+
+    /* 100 x tol x rms on one of 1e5 elements: rel_l2 ~ tol/3 alone would pass. */
+    out[777] = (float)(ref[777] + 100.0 * tol);
+    v = verify_f32(out, ref, n, tol);
+    check(!v.pass && v.rel_l2 < tol && v.first_bad == 777, "verify catches one outlier",
+          "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
+    out[777] = keep;
+
+    uint32_t poison = POISON_U32;
+    memcpy(&out[5], &poison, sizeof poison);
+    v = verify_f32(out, ref, n, tol);
+    check(!v.pass && v.n_unwritten == 1 && v.first_bad == 5, "verify catches f32 poison",
+          "pass %d unwritten %zu", v.pass, v.n_unwritten);
+    free(out);
+    free(ref);
+}
+
+static void test_verify_inf(void)
+{
+    double ref[4] = { 1.5, INFINITY, -0.5, 2.0 };
+    float out[4] = { 1.5f, INFINITY, -0.5f, 2.0f };
+    VerifyResult v = verify_f32(out, ref, 4, 1e-4);
+    check(v.pass, "verify matching +inf passes", "rel %.3e nonfinite %zu", v.rel_l2,
+          v.n_bad_nonfinite);
+    out[1] = 3.0f;
+    v = verify_f32(out, ref, 4, 1e-4);
+    check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 1, "verify finite vs +inf fails",
+          "pass %d", v.pass);
+    out[1] = -INFINITY;
+    v = verify_f32(out, ref, 4, 1e-4);
+    check(!v.pass && v.n_bad_nonfinite == 1, "verify -inf vs +inf fails", "pass %d", v.pass);
+    out[1] = INFINITY;
+    out[3] = INFINITY;
+    v = verify_f32(out, ref, 4, 1e-4);
+    check(!v.pass && v.first_bad == 3, "verify inf vs finite fails", "pass %d", v.pass);
+}
+
+int main(void)
+{
+    test_known_values();
+    test_nan();
+    test_exhaustive_roundtrip(DT_BF16, "bf16 all codes round-trip");
+    test_exhaustive_roundtrip(DT_FP16, "fp16 all codes round-trip");
+    test_random_rounding(DT_BF16, "bf16 random floats round to nearest even");
+    test_random_rounding(DT_FP16, "fp16 random floats round to nearest even");
+    test_rng();
+    test_ref();
+    test_verify_u16();
+    test_verify_f32();
+    test_verify_inf();
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail != 0;
+}
