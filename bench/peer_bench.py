@@ -114,10 +114,11 @@ def main():
     ap.add_argument("--ptxgen", default="./ptxgen")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--tile", default=None)
-    ap.add_argument("--quick", action="store_true", help="only d=128 s=4096 non-causal")
+    ap.add_argument("--quick", action="store_true", help="one shape: --d (default 128), s=4096, non-causal")
+    ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    shapes = [(128, 4096, False)] if args.quick else [
+    shapes = [(args.d, 4096, False)] if args.quick else [
         (d, s, c) for d in (64, 128) for s in (1024, 4096, 16384) for c in (False, True)]
     print(f"# GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}  tile {args.tile or 'default'}")
     print("| d | s | b x h | causal | ours TFLOP/s | FA2 | cuDNN | ours/FA2 | ours/cuDNN | regs | spill B | rel err vs FA2 | entry |")

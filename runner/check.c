@@ -139,9 +139,12 @@ int run_check(const RunOpts *o) {
         rc = problem_poison_outputs(&ss.pb, ss.dev, err, sizeof err) ? fail("poison", err) : launch(&ss);
         if (!rc && dev_sync(ss.dev, err, sizeof err)) rc = fail("kernel", err);
         if (!rc) rc = judge(&ss, o);
+        /* a spill in a default config is a bug; a chosen tile may trade spills for speed */
+        int default_tile = !o->req.tile || !o->req.tile[0];
         if (!rc && ss.attrs.local_bytes > 0) {
-            printf("FAIL: %d B of local memory (spills) in a generated kernel\n", ss.attrs.local_bytes);
-            rc = 1;
+            printf("%s: %d B of local memory (spills) in %s\n", default_tile ? "FAIL" : "warning", ss.attrs.local_bytes,
+                   default_tile ? "a default config" : "this tile config");
+            rc = default_tile;
         }
         printf("%s\n", rc ? "check: FAIL" : "check: PASS");
     }

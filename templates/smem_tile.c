@@ -58,19 +58,19 @@ void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, R
 void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel) {
     Emit *e = &k->e;
     lb->t = t;
-    Reg row_addr = e_reg(e, RC_B32), l7 = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(row_addr), R(lane_row), I(tile_row_bytes(t)), R(k->smem));
-    INS(e, ADD_U32, R(row_addr), R(row_addr), I(t.off));
-    INS(e, AND_B32, R(l7), R(k->lane), I(7));
-    for (int j = 0; j < 4; j++) {
-        Reg c = e_reg(e, RC_B32);
-        lb->base[j] = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(c), R(sel), I(2 * j));
-        INS(e, XOR_B32, R(c), R(c), R(l7));
-        INS(e, MAD_LO_U32, R(lb->base[j]), R(c), I(16), R(row_addr));
-    }
+    lb->base = e_reg(e, RC_B32);
+    Reg c = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(c), R(k->lane), I(7));
+    INS(e, XOR_B32, R(c), R(c), R(sel));
+    INS(e, MAD_LO_U32, R(lb->base), R(lane_row), I(tile_row_bytes(t)), R(k->smem));
+    INS(e, MAD_LO_U32, R(lb->base), R(c), I(16), R(lb->base));
 }
 
-Opnd ldsm_addr(const LdsmBases *lb, int row_off, int kk) {
-    return A(lb->base[kk & 3], (int64_t)row_off * tile_row_bytes(lb->t) + 128 * (kk >> 2));
+Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk) {
+    Reg a = lb->base;
+    if (kk & 3) {
+        a = e_reg(&k->e, RC_B32);
+        INS(&k->e, XOR_B32, R(a), R(lb->base), I(32 * (kk & 3)));
+    }
+    return A(a, lb->t.off + (int64_t)row_off * tile_row_bytes(lb->t) + 128 * (kk >> 2));
 }

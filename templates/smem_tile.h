@@ -34,10 +34,13 @@ void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads);
 void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
 
 /* ldmatrix addressing: lane L points at tile row (lane_row + row_off) and
- * logical chunk 2*kk + sel. Since every row offset used is a multiple of 8,
- * (row & 7) == (lane & 7) and the swizzle folds into four per-lane bases. */
-typedef struct { SmemTile t; Reg base[4]; } LdsmBases;
+ * logical chunk 2*kk + sel. Every row offset used is a multiple of 8, so
+ * (row & 7) == (lane & 7) and the swizzled chunk is
+ *   8*(kk >> 2) + ((2*(kk & 3) + sel) ^ (lane & 7)).
+ * Rows start 128-byte aligned, so the (kk & 3) part is an XOR of 32*(kk & 3)
+ * on one per-lane base: one register per operand instead of four. */
+typedef struct { SmemTile t; Reg base; } LdsmBases;
 
 void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel);
-Opnd ldsm_addr(const LdsmBases *lb, int row_off, int kk);
+Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk);
 #endif

@@ -33,10 +33,10 @@ static void ldsm_x4(Kctx *k, Op op, Reg *r, Opnd addr) {
 void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero) {
     Reg af[8][4], bf[4];
     for (int kk = 0; kk < ksteps; kk++) {
-        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4, af[i], ldsm_addr(a, 16 * i, kk));
+        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4, af[i], ldsm_addr(k, a, 16 * i, kk));
         for (int nn = 0; nn < c->nt / 2; nn++) {
             /* one x4 load: b fragments of n tiles 2nn and 2nn+1 */
-            ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(b, 16 * nn, kk));
+            ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(k, b, 16 * nn, kk));
             for (int i = 0; i < c->mt; i++) {
                 mma(k, dt, c, i, 2 * nn, af[i], bf[0], bf[1], kk == 0, zero);
                 mma(k, dt, c, i, 2 * nn + 1, af[i], bf[2], bf[3], kk == 0, zero);
@@ -66,7 +66,7 @@ void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b,
     Reg bf[4];
     for (int kk = 0; kk < ksteps; kk++)
         for (int nn = 0; nn < c->nt / 2; nn++) {
-            ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(b, 16 * kk, nn));
+            ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(k, b, 16 * kk, nn));
             for (int i = 0; i < c->mt; i++) {
                 const Reg *ai = &a[(i * ksteps + kk) * 4];
                 mma(k, dt, c, i, 2 * nn, ai, bf[0], bf[1], 0, bf[0]);
