@@ -128,23 +128,32 @@ static void block_range(Kctx *k, Fwd *f, Reg n_full, Reg n_max) {
  * rather than kept live through the unmasked loop. */
 static void row_room(Kctx *k, Fwd *f, Reg n_start, Reg *room) {
     Emit *e = &k->e;
-    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
+    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), s_k = kc_u32(k, "s_k");
     INS(e, AND_B32, R(col0), R(k->lane), I(3));
     INS(e, MAD_LO_U32, R(col0), R(col0), I(2), R(n_start));
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, ADD_U32, R(row), R(f->m_start), R(f->warp_row0));
-    INS(e, ADD_U32, R(row), R(row), R(g));
-    INS(e, ADD_S32, R(row), R(row), R(f->off));
-    for (int r = 0; r < 2 * f->mt; r++) {
-        room[r] = e_reg(e, RC_B32);
-        if (f->d->causal) {
-            /* key j visible to row i iff j <= i + off, and j < s_k */
-            INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
-            INS(e, MIN_S32, R(room[r]), R(room[r]), R(f->s_k));
-            INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
-        } else {
-            INS(e, SUB_S32, R(room[r]), R(f->s_k), R(col0));
+    if (!f->d->causal) {
+        for (int r = 0; r < 2 * f->mt; r++) {
+            room[r] = e_reg(e, RC_B32);
+            INS(e, SUB_S32, R(room[r]), R(s_k), R(col0));
         }
+        return;
+    }
+    /* row + s_k - s_q, formed from the CTA and lane ids: nothing kept live for it */
+    Reg t = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, MOV_B32, R(row), SR("%ctaid.x"));
+    INS(e, MUL_LO_U32, R(row), R(row), I(f->d->tile.bm));
+    INS(e, SHR_U32, R(t), R(k->tid), I(5));
+    INS(e, MAD_LO_U32, R(row), R(t), I(16 * f->mt), R(row));
+    INS(e, ADD_U32, R(row), R(row), R(g));
+    INS(e, ADD_U32, R(row), R(row), R(s_k));
+    INS(e, SUB_U32, R(row), R(row), R(kc_u32(k, "s_q")));
+    for (int r = 0; r < 2 * f->mt; r++) {
+        /* key j visible to row i iff j <= i + s_k - s_q, and j < s_k */
+        room[r] = e_reg(e, RC_B32);
+        INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
+        INS(e, MIN_S32, R(room[r]), R(room[r]), R(s_k));
+        INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
     }
 }
 

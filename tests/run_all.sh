@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# make test: the CPU test suite (no GPU or CUDA driver needed; ptxas on PATH).
+#   1. the C tests, build/tests/test_* (each counted by its own summary line)
+#   2. every default config through ptxas: arch x dtype x d x causal, no spills
+#   3. the command line: errors, plan refusals, --list, --manifest, -o, and the
+#      no-driver path of check and of tests/gpu_matrix.sh
+# Prints one line per test (PASS name / FAIL name: why), then exactly one line
+# "N passed, N failed"; exits non-zero if anything failed.
+# PTXGEN_TEST_JOBS sets the number of parallel ptxas workers (default 2).
+set -u
+cd "$(dirname "$0")/.."
+
+ARCHS="sm_80 sm_86 sm_89 sm_90 sm_90a sm_100a sm_103a sm_120 sm_120a"
+DTYPES="bf16 fp16"
+HDIMS="64 128 256"
+JOBS=${PTXGEN_TEST_JOBS:-2}
+
+n_pass=0
+n_fail=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ptxgen_test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+export TMP
+
+pass() { echo "PASS $1"; n_pass=$((n_pass + 1)); }
+fail() { echo "FAIL $1: $2"; n_fail=$((n_fail + 1)); }
+skip() { echo "SKIP $1: $2"; }
+section() { echo "== $1"; }
+one_line() { tr '\n' ' ' <"$1" | cut -c1-300; }   # a file's text on one line, for messages
+
+# run_cli ARGS...: runs ./ptxgen; stdout in $TMP/out, stderr in $TMP/err, exit status in $rc
+run_cli() {
+    timeout 120 ./ptxgen "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+}
+
+# crashed NAME: true (and counts a failure) if the last run_cli hung or died of a signal
+crashed() {
+    if [ "$rc" -eq 124 ]; then fail "$1" "hung (killed after 120 s)"; return 0; fi
+    if [ "$rc" -ge 128 ]; then fail "$1" "crashed: exit $rc (signal $((rc - 128))): $(one_line "$TMP/err")"; return 0; fi
+    return 1
+}
+
+# ---- 1. C tests ----
+
+# c_test NAME: runs build/tests/NAME. One whose last line is "N passed, N failed"
+# adds its own counts; any other counts as one test that passes on exit 0.
+c_test() {
+    local name=$1 bin=build/tests/$1 out rc last
+    if [ ! -x "$bin" ]; then fail "$name" "$bin is not built (make test builds it)"; return; fi
+    out=$(timeout 300 "$bin" 2>&1)
+    rc=$?
+    last=$(printf '%s\n' "$out" | tail -n 1)
+    if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        printf '%s\n' "$out" | sed '$d'
+        echo "-- $name: $last (exit $rc)"
+        n_pass=$((n_pass + BASH_REMATCH[1]))
+        n_fail=$((n_fail + BASH_REMATCH[2]))
+        if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then fail "$name" "exit $rc with no failed check"; fi
+        if [ "$rc" -eq 0 ] && [ "${BASH_REMATCH[2]}" -ne 0 ]; then fail "$name" "exit 0 despite failed checks"; fi
+    elif [ "$rc" -eq 0 ]; then
+        pass "$name: $last"
+    else
+        fail "$name" "exit $rc: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-300)"
+    fi
+}
+
+c_tests() {
+    section "C tests"
+    local src
+    for src in tests/test_*.c; do c_test "$(basename "$src" .c)"; done
+}
+
+# ---- 2. ptxas over every default config ----
+
+# ptxas_job ARCH DTYPE D CAUSAL(0|1): generates one config and assembles it;
+# writes "PASS name" or "FAIL name: why" to its .res file (runs in a worker).
+ptxas_job() {
+    local arch=$1 dt=$2 d=$3 causal=$4 flag="" kind=noncausal
+    if [ "$causal" = 1 ]; then flag=--causal; kind=causal; fi
+    local name="ptxas $arch $dt d=$d $kind" base=$TMP/ptxas/${arch}_${dt}_${d}_${causal}
+    if ! timeout 120 ./ptxgen --arch "$arch" --kernel attn_fwd --dtype "$dt" --hdim "$d" $flag -o "$base.ptx" \
+        >"$base.gen" 2>&1; then
+        echo "FAIL $name: ptxgen: $(one_line "$base.gen")" >"$base.res"
+        return 0
+    fi
+    if ! timeout 300 ptxas -arch="$arch" -v "$base.ptx" -o /dev/null >"$base.log" 2>&1; then
+        local msg
+        msg=$(grep -m 3 -i error "$base.log" | tr '\n' ' ' | cut -c1-300)
+        echo "FAIL $name: ptxas: ${msg:-$(one_line "$base.log")}" >"$base.res"
+        return 0
+    fi
+    local props bad regs
+    props=$(grep 'bytes stack frame' "$base.log")
+    bad=$(printf '%s\n' "$props" | grep -v '^ *0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads$')
+    regs=$(grep -o 'Used [0-9]* registers' "$base.log" | head -n 1)
+    if [ -z "$props" ]; then
+        echo "FAIL $name: no 'bytes stack frame' line in ptxas -v output" >"$base.res"
+    elif [ -n "$bad" ]; then
+        echo "FAIL $name: stack or spills: $(printf '%s' "$bad" | tr -s ' \n' ' ')" >"$base.res"
+    else
+        echo "PASS $name ($regs, no spills)" >"$base.res"
+    fi
+}
+export -f ptxas_job one_line
+
+ptxas_configs() {   # one "arch dtype d causal" line per config
+    local a t d c
+    for a in $ARCHS; do for t in $DTYPES; do for d in $HDIMS; do for c in 0 1; do
+        echo "$a $t $d $c"
+    done; done; done; done
+}
+
+ptxas_matrix() {
+    local start=$SECONDS n=0 a t d c res
+    section "ptxas: every default config, $JOBS workers"
+    mkdir -p "$TMP/ptxas"
+    ptxas_configs | xargs -P "$JOBS" -n 4 bash -c 'ptxas_job "$@"' _
+    while read -r a t d c; do
+        n=$((n + 1))
+        res=$TMP/ptxas/${a}_${t}_${d}_${c}.res
+        if [ ! -s "$res" ]; then fail "ptxas $a $t d=$d causal=$c" "the job left no result"; continue; fi
+        cat "$res"
+        case $(head -c 4 "$res") in
+            PASS) n_pass=$((n_pass + 1)) ;;
+            *) n_fail=$((n_fail + 1)) ;;
+        esac
+    done < <(ptxas_configs)
+    echo "-- ptxas: $n configs in $((SECONDS - start)) s"
+}
+
+# ---- 3. the command line ----
+
+# usage_error NAME PHRASE... -- ARGS...: ptxgen ARGS must exit 2 with exactly one
+# line on stderr that contains every PHRASE.
+usage_error() {
+    local name=$1 phrases=() p lines
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do phrases+=("$1"); shift; done
+    shift
+    run_cli "$@"
+    crashed "$name" && return
+    lines=$(grep -c '' "$TMP/err")
+    if [ "$rc" -ne 2 ]; then fail "$name" "exit $rc, want 2; stderr: $(one_line "$TMP/err")"; return; fi
+    if [ "$lines" -ne 1 ]; then fail "$name" "$lines lines on stderr, want 1: $(one_line "$TMP/err")"; return; fi
+    for p in "${phrases[@]}"; do
+        if ! grep -qF -- "$p" "$TMP/err"; then fail "$name" "stderr lacks \"$p\": $(one_line "$TMP/err")"; return; fi
+    done
+    pass "$name"
+}
+
+cli_errors() {
+    section "command-line errors (exit 2, one line on stderr)"
+    local fwd=(--arch sm_90 --kernel attn_fwd)
+    usage_error "cli unknown flag" "unknown" "--bogus" -- --bogus
+    usage_error "cli unknown arch" "unknown arch" "sm_99" -- --arch sm_99 --kernel attn_fwd
+    usage_error "cli unknown kernel" "unknown kernel" "nosuch" -- --arch sm_90 --kernel nosuch
+    usage_error "cli attn_bwd not implemented" "attn_bwd" "not implemented" -- --arch sm_90 --kernel attn_bwd
+    usage_error "cli bad dtype" "dtype" "fp8" -- "${fwd[@]}" --dtype fp8
+    usage_error "cli bad hdim 96" "head dim 96" -- "${fwd[@]}" --hdim 96
+    usage_error "cli bad hdim 100" "head dim 100" -- "${fwd[@]}" --hdim 100
+    usage_error "cli unknown tile key" "unknown tile key" "bx" "bm, bn, warps" -- "${fwd[@]}" --tile bx=64
+    usage_error "cli bad tile value" "48" "64|128" -- "${fwd[@]}" --tile bm=48
+    usage_error "cli malformed tile" "'bm'" "key=value" -- "${fwd[@]}" --tile bm
+    usage_error "cli missing --arch" "--arch" "required" -- --kernel attn_fwd
+    usage_error "cli missing --kernel" "--kernel" "required" -- --arch sm_90
+    usage_error "cli --hdim abc" "--hdim" "abc" -- "${fwd[@]}" --hdim abc
+    usage_error "cli --arch missing its value" "--arch" "needs a value" -- --kernel attn_fwd --arch
+    usage_error "cli --hdim missing its value" "--hdim" "needs a value" -- "${fwd[@]}" --hdim
+    usage_error "check h_q not a multiple of h_kv" "multiple" -- check --kernel attn_fwd --hq 8 --hkv 3
+    usage_error "check --sq 0" "--sq" -- check --kernel attn_fwd --sq 0
+}
+
+# expect_output NAME PATTERN...: every extended regex PATTERN matches a line of stdout+stderr
+expect_output() {
+    local name=$1 p
+    shift
+    for p in "$@"; do
+        if ! cat "$TMP/out" "$TMP/err" | grep -qE -- "$p"; then
+            fail "$name" "output lacks /$p/: $(one_line "$TMP/err")"
+            return 1
+        fi
+    done
+}
+
+# expect_rc NAME WANT: the last run_cli exited WANT (and did not crash)
+expect_rc() {
+    crashed "$1" && return 1
+    if [ "$rc" -ne "$2" ]; then fail "$1" "exit $rc, want $2: $(one_line "$TMP/err")"; return 1; fi
+}
+
+plan_tests() {
+    section "plans"
+    local name="plan d=256 bm=128 warps=8 refused on sm_86 (shared memory)"
+    run_cli --arch sm_86 --kernel attn_fwd --hdim 256 --tile bm=128,bn=64,warps=8 --plan
+    expect_rc "$name" 2 && expect_output "$name" 101376 131072 "shared memory" && pass "$name"
+
+    name="emit of the same config refused (exit 2, one line)"
+    usage_error "$name" 101376 131072 -- --arch sm_86 --kernel attn_fwd --hdim 256 --tile bm=128,bn=64,warps=8
+
+    name="plan d=256 bm=128 warps=4 refused on sm_90 (registers)"
+    run_cli --arch sm_90 --kernel attn_fwd --hdim 256 --tile bm=128,bn=64,warps=4 --plan
+    expect_rc "$name" 2 && expect_output "$name" "registers" && pass "$name"
+
+    name="plan of a fitting config: table of Q, K, V, O and verdict"
+    run_cli --arch sm_90 --kernel attn_fwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^ +Q +[0-9]+ +[0-9]+' '^ +K +[0-9]+ +[0-9]+' '^ +V +[0-9]+ +[0-9]+' \
+        '^ +O +[0-9]+ +[0-9]+' '^verdict: +fits' && pass "$name"
+}
+
+list_test() {
+    local name="--list names attn_fwd, sm_100a and the tile keys"
+    run_cli --list
+    expect_rc "$name" 0 && expect_output "$name" attn_fwd sm_100a '^ +bm ' '^ +bn ' '^ +warps ' && pass "$name"
+}
+
+manifest_tests() {
+    local name="--manifest writes valid JSON" m=$TMP/manifest.json
+    run_cli --arch sm_90 --kernel attn_fwd --hdim 128 --manifest "$m"
+    expect_rc "$name" 0 || return
+    if ! python3 -m json.tool "$m" >"$TMP/json.log" 2>&1; then fail "$name" "$(one_line "$TMP/json.log")"; return; fi
+    pass "$name"
+    name="manifest params and grid (d=128 default tile)"
+    if python3 - "$m" >"$TMP/json.log" 2>&1 <<'EOF'; then pass "$name"; else fail "$name" "$(one_line "$TMP/json.log")"; fi
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+names = {p["name"] for p in k["params"]}
+missing = [n for n in "q k v o lse s_q s_k h_q h_kv softmax_scale q_stride_s".split() if n not in names]
+if missing:
+    sys.exit("params lack " + ", ".join(missing))
+if k["grid"] != ["cdiv(s_q, 128)", "h_q", "b"]:
+    sys.exit("grid is %s" % k["grid"])
+EOF
+}
+
+stdout_vs_file_test() {
+    local name="PTX on stdout and with -o is identical"
+    run_cli --arch sm_90 --kernel attn_fwd --causal -o "$TMP/file.ptx"
+    expect_rc "$name" 0 || return
+    run_cli --arch sm_90 --kernel attn_fwd --causal
+    expect_rc "$name" 0 || return
+    if ! grep -q '\.entry' "$TMP/out"; then fail "$name" "no .entry in the PTX"; return; fi
+    if cmp -s "$TMP/out" "$TMP/file.ptx"; then pass "$name"; else fail "$name" "the texts differ"; fi
+}
+
+# Sets have_driver=1 where check ran on a device.
+have_driver=0
+no_driver_tests() {
+    section "check without a CUDA driver"
+    local name="check without a driver says 'no CUDA driver'"
+    run_cli check --kernel attn_fwd
+    crashed "$name" && return
+    if [ "$rc" -ne 0 ] && grep -q "no CUDA driver" "$TMP/err"; then
+        pass "$name"
+    elif [ "$rc" -eq 0 ] && grep -q "check: PASS" "$TMP/out"; then
+        have_driver=1
+        pass "check on this machine's device (a driver is present)"
+    else
+        fail "$name" "exit $rc: $(one_line "$TMP/err")"
+    fi
+
+    name="gpu_matrix.sh skips without a driver"
+    if [ "$have_driver" = 1 ]; then skip "$name" "a driver is present: run make gpu-test"; return; fi
+    timeout 120 bash tests/gpu_matrix.sh >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    crashed "$name" && return
+    if [ "$rc" -eq 0 ] && grep -q "^gpu-test: skipped" "$TMP/out"; then pass "$name"
+    else fail "$name" "exit $rc: $(one_line "$TMP/out") $(one_line "$TMP/err")"; fi
+}
+
+main() {
+    if [ ! -x ./ptxgen ]; then
+        fail "ptxgen built" "./ptxgen is missing (run make)"
+        echo "$n_pass passed, $n_fail failed"
+        exit 1
+    fi
+    c_tests
+    ptxas_matrix
+    cli_errors
+    plan_tests
+    section "outputs"
+    list_test
+    manifest_tests
+    stdout_vs_file_test
+    no_driver_tests
+    echo "-- suite time: ${SECONDS} s"
+    echo "$n_pass passed, $n_fail failed"
+    [ "$n_fail" -eq 0 ]
+}
+
+main
