@@ -44,8 +44,8 @@ static void print_list(void) {
         printf("  %-8s PTX %s, smem/block %d B opt-in%s%s\n", a->name, a->ptx_version, a->smem_block_optin,
                a->families & FAM_WGMMA ? ", wgmma" : "", a->families & FAM_TCGEN05 ? ", tcgen05 (TMEM 512 cols)" : "");
     }
-    puts("tile keys for attn_fwd (defaults: d<=128 bm=128,bn=64,warps=4; d=256 bm=128,bn=64,warps=8, or\n"
-         "bm=64,bn=64,warps=4 on 99 KB archs):");
+    puts("tile keys for attn_fwd (defaults: d=64 bm=128,bn=64,warps=4; d=128 bm=128,bn=32,warps=4;\n"
+         "d=256 bm=128,bn=64,warps=8, or bm=64,bn=64,warps=4 on 99 KB archs):");
     Buf b = {0};
     tile_list(attn_fwd_keys, attn_fwd_nkeys, &b);
     fputs(b.s, stdout);
@@ -101,7 +101,8 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
         else {
             int rc;
-            if (i + 1 >= argc && value_flag(c, f, "", &rc)) return usage_error("%s needs a value", f);
+            Cli probe = *c;   /* only asks whether f takes a value */
+            if (i + 1 >= argc && value_flag(&probe, f, "1", &rc)) return usage_error("%s needs a value", f);
             if (!value_flag(c, f, argv[i + 1 < argc ? i + 1 : i], &rc)) return usage_error("unknown argument '%s'", f);
             if (rc) return rc;
             i++;

@@ -28,10 +28,15 @@ static int accept(Parser *p, char c) {
     return 1;
 }
 
+static void fail_name(Parser *p, const char *what, const char *name, size_t len) {
+    if (!p->failed) snprintf(p->err, p->errlen, "launch expression: %s '%.*s'", what, (int)len, name);
+    p->failed = 1;
+}
+
 static long long lookup(Parser *p, const char *name, size_t len) {
     for (int i = 0; i < p->nvars; i++)
         if (strlen(p->vars[i].name) == len && !strncmp(p->vars[i].name, name, len)) return p->vars[i].value;
-    fail(p, "unknown size name");
+    fail_name(p, "unknown size name", name, len);
     return 0;
 }
 
@@ -48,7 +53,7 @@ static long long call(Parser *p, const char *fn, size_t len) {
     if (len == 4 && !strncmp(fn, "cdiv", 4)) return divide(p, a, b, 1);
     if (len == 3 && !strncmp(fn, "min", 3)) return a < b ? a : b;
     if (len == 3 && !strncmp(fn, "max", 3)) return a > b ? a : b;
-    fail(p, "unknown function");
+    fail_name(p, "unknown function", fn, len);
     return 0;
 }
 

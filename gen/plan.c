@@ -1,8 +1,17 @@
 #include "plan.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+static void room_for_region(const Plan *p) {
+    if (p->nregions >= MAX_REGIONS) {
+        fprintf(stderr, "ptxgen internal: more than %d shared-memory regions\n", MAX_REGIONS);
+        abort();
+    }
+}
+
 int plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note) {
+    room_for_region(p);
     int off = (p->smem_bytes + align - 1) / align * align;
     p->region[p->nregions++] = (SmemRegion){name, off, bytes, note};
     p->smem_bytes = off + bytes;
@@ -10,6 +19,7 @@ int plan_add_region(Plan *p, const char *name, int bytes, int align, const char 
 }
 
 void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note) {
+    room_for_region(p);
     SmemRegion base = p->region[over];
     p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note};
     if (base.offset + bytes > p->smem_bytes) p->smem_bytes = base.offset + bytes;
@@ -31,6 +41,10 @@ static void occupancy(Plan *p, const ArchInfo *a) {
 
 void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
     p->ok = 0;
+    if (p->threads < 1 || p->regs_est < 1) {
+        fprintf(stderr, "ptxgen internal: plan for %s has no threads or registers\n", what);
+        abort();
+    }
     if (p->smem_bytes > a->smem_block_optin) {
         snprintf(p->verdict, sizeof p->verdict,
                  "%s needs %d B (%.1f KB) of shared memory per block; %s allows %d B (%.1f KB) with opt-in",

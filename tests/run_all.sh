@@ -8,7 +8,7 @@
 # "N passed, N failed"; exits non-zero if anything failed.
 # PTXGEN_TEST_JOBS sets the number of parallel ptxas workers (default 2).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 ARCHS="sm_80 sm_86 sm_89 sm_90 sm_90a sm_100a sm_103a sm_120 sm_120a"
 DTYPES="bf16 fp16"

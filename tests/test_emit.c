@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "emit.h"
 #include "expr.h"
 #include "tilecfg.h"
@@ -18,24 +19,6 @@
 #include "arch.h"
 #include "ptxgen.h"
 
-static int n_pass, n_fail;
-
-static void check(int ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        n_pass++;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL %s: ", name);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    n_fail++;
-}
 
 /* s with tabs and newlines made visible, for failure messages */
 static const char *show(const char *s)
@@ -458,6 +441,5 @@ int main(void)
     test_plan_regions();
     test_plan_finish();
     test_api();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail != 0;
+    return check_summary();
 }

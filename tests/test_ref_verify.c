@@ -6,27 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "hostdata.h"
 #include "ref.h"
 #include "verify.h"
 
-static int n_pass, n_fail;
-
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-    if (ok) {
-        printf("PASS %s\n", name);
-        n_pass++;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL %s: ", name);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    n_fail++;
-}
 
 static float bits_f32(uint32_t u)
 {
@@ -432,6 +416,5 @@ int main(void)
     test_verify_u16();
     test_verify_f32();
     test_verify_inf();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail != 0;
+    return check_summary();
 }
