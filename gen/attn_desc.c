@@ -14,10 +14,11 @@ const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0])
 
 const char *dtype_name(DType t) { return t == DT_FP16 ? "fp16" : "bf16"; }
 
-/* 32 query rows per warp keeps the tensor cores ahead of shared-memory
- * bandwidth (each warp re-reads K and V from shared memory). At d=128 the
- * bn=64 step spills under ptxas 13.0, so bn=32; d=256 drops to 16 rows per
- * warp to keep the output accumulator in registers. */
+/* Chosen from H200 sweeps (BENCHMARKS.md): 32 query rows per warp keeps the
+ * tensor cores ahead of shared-memory bandwidth (each warp re-reads K and V
+ * from shared memory). At d=128 the faster bn=64 step spills under ptxas
+ * 13.0, so bn=32; d=256 drops to 16 rows per warp to keep the output
+ * accumulator in registers (bm=64 where 128 KB of shared memory is not there). */
 AttnTile attn_fwd_default_tile(const ArchInfo *a, int d) {
     if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){128, 64, 8} : (AttnTile){64, 64, 4};
     return (AttnTile){128, d >= 128 ? 32 : 64, 4};
