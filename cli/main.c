@@ -145,7 +145,7 @@ static int do_emit(const Cli *c) {
         rc = write_text(c->manifest, json);
         free(json);
     }
-    if (!rc && (c->out || !c->manifest)) rc = write_text(c->out, ptxgen_ptx(s));
+    if (!rc) rc = write_text(c->out, ptxgen_ptx(s));   /* PTX always: stdout unless -o */
     ptxgen_free(s);
     return rc;
 }
