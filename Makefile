@@ -3,11 +3,11 @@ CC      ?= cc
 CUDA    ?= /usr/local/cuda
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
-INC     := -Iinclude -Iemit -Igen -Itemplates -Irunner -isystem $(CUDA)/include
+INC     := -Iinclude -Iemit -Igen -Itemplates -Irunner -Irunner/sim -isystem $(CUDA)/include
 LDLIBS  := -ldl -lm -lpthread
 
 LIB_SRC := $(wildcard emit/*.c gen/*.c templates/*.c)
-RUN_SRC := $(wildcard runner/*.c)
+RUN_SRC := $(wildcard runner/*.c runner/sim/*.c)
 LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(RUN_SRC))
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(wildcard tests/test_*.c))
 

@@ -27,12 +27,17 @@ static void print_help(void) {
     puts("usage: ptxgen --arch ARCH --kernel KERNEL [--dtype bf16|fp16] [--hdim D] [--causal]\n"
          "              [--tile key=val,...] [-o FILE] [--plan] [--manifest FILE]\n"
          "       ptxgen --list\n"
-         "       ptxgen check|bench --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
+         "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
          "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
-         "              [--iters N] [--warmup N] [--device N]\n"
+         "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
-         "check runs the kernel on the CUDA device against a float64 CPU reference (exit 1 on failure);\n"
-         "bench reports the median of --iters CUDA-event timings and TFLOP/s.");
+         "check runs the kernel on a device against a float64 CPU reference (exit 1 on failure): the GPU\n"
+         "through the CUDA driver (default), or --device sim, the CPU interpreter of the emitted PTX, which\n"
+         "also catches races, uninitialised or out-of-bounds memory and missing waits; --stats prints its\n"
+         "instruction, bank-conflict and sector counters; --ptx runs a (hand-edited) variant of the\n"
+         "generated PTX in its place. xcheck runs the same PTX and inputs on the GPU and on the sim and\n"
+         "compares them with each other. bench reports the median of --iters CUDA-event timings and\n"
+         "TFLOP/s (GPU only).");
 }
 
 static void print_list(void) {
@@ -64,19 +69,30 @@ static int parse_int(const char *flag, const char *v, long lo, long hi, int *out
     return 0;
 }
 
+/* --device sim | cuda | cuda:N | N (a CUDA ordinal) */
+static int parse_device(const char *v, RunOpts *r) {
+    r->device = 0;
+    if (!strcmp(v, "sim") || !strcmp(v, "cuda")) { r->device_kind = v; return 0; }
+    r->device_kind = "cuda";
+    return parse_int("--device", !strncmp(v, "cuda:", 5) ? v + 5 : v, 0, 64, &r->device);
+}
+
 /* Flags that take a value; returns 1 if flag was one of them. */
 static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     struct { const char *name; int *dst; long lo, hi; } ints[] = {
         {"--hdim", &c->req.hdim, 1, 1024}, {"--b", &c->run.b, 1, 65535}, {"--sq", &c->run.s_q, 1, INT_MAX / 2},
         {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
-        {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000},
-        {"--device", &c->run.device, 0, 64}};
+        {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
-    const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest};
-    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest"};
-    for (size_t i = 0; i < 6; i++)
+    const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file};
+    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
+    if (!strcmp(f, "--device")) {
+        *rc = parse_device(v, &c->run);
+        return 1;
+    }
     if (!strcmp(f, "--seed")) {
         char *end;
         c->run.seed = strtoull(v, &end, 0);
@@ -98,6 +114,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         if (!strcmp(f, "--causal")) c->req.causal = 1;
         else if (!strcmp(f, "--list")) c->list = 1;
         else if (!strcmp(f, "--plan")) c->plan = 1;
+        else if (!strcmp(f, "--stats")) c->run.stats = 1;
         else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
         else {
             int rc;
@@ -152,9 +169,10 @@ static int do_emit(const Cli *c) {
 
 int main(int argc, char **argv) {
     Cli c = {.run = {.b = 1, .s_q = 1024, .s_k = 1024, .h_q = 8, .h_kv = 8, .seed = 1, .iters = 30, .warmup = 5}};
-    int mode = 0; /* 0 emit, 1 check, 2 bench */
-    if (argc > 1 && !strcmp(argv[1], "check")) mode = 1;
-    if (argc > 1 && !strcmp(argv[1], "bench")) mode = 2;
+    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck */
+    const char *modes[] = {"check", "bench", "xcheck"};
+    for (int i = 0; i < 3; i++)
+        if (argc > 1 && !strcmp(argv[1], modes[i])) mode = i + 1;
     int rc = parse_args(&c, argc, argv, mode ? 2 : 1);
     if (rc) return rc;
     if (c.help) { print_help(); return 0; }
@@ -162,5 +180,5 @@ int main(int argc, char **argv) {
     if (!mode) return do_emit(&c);
     if (!c.req.kernel) return usage_error("%s", "--kernel is required");
     c.run.req = c.req;
-    return mode == 1 ? run_check(&c.run) : run_bench(&c.run);
+    return mode == 1 ? run_check(&c.run) : mode == 2 ? run_bench(&c.run) : run_xcheck(&c.run);
 }

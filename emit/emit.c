@@ -15,6 +15,7 @@ static const char *const rc_prefix[RC_COUNT] = {"%p", "%r", "%rd", "%f"};
 static const char *const rc_type[RC_COUNT] = {".pred", ".b32", ".b64", ".f32"};
 
 const char *op_text(Op op) { return op_info[op].text; }
+const char *op_sig(Op op) { return op_info[op].sig; }
 
 Reg e_reg(Emit *e, RegClass c) { return (Reg){(uint8_t)c, e->nregs[c]++}; }
 int e_label(Emit *e) { return e->nlabels++; }

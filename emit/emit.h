@@ -68,4 +68,5 @@ Opnd V4(Reg a, Reg b, Reg c, Reg d);
 #define INSP(e, p, neg, op, ...) e_insn((e), (p), (neg), OP_##op, OPNDS(__VA_ARGS__))
 
 const char *op_text(Op op);
+const char *op_sig(Op op);     /* the signature letters above, destination first */
 #endif

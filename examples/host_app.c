@@ -51,7 +51,7 @@ int main(void) {
     char err[2048];
     Device *dev;
     DevInfo info;
-    if (dev_open(&dev, 0, err, sizeof err)) return die("device", err);
+    if (dev_open(&dev, "cuda", 0, err, sizeof err)) return die("device", err);
     if (dev_info(dev, &info, err, sizeof err)) return die("device", err);
     char arch[16];
     snprintf(arch, sizeof arch, "sm_%d%d", info.cc_major, info.cc_minor);

@@ -12,10 +12,15 @@ typedef struct {
     uint64_t seed;
     int pad;                /* extra elements per head row: exercises runtime strides */
     int iters, warmup;      /* bench */
+    const char *device_kind;   /* "cuda" (NULL) or "sim" */
     int device;             /* CUDA ordinal */
+    int stats;              /* print the sim's counters after check */
+    const char *ptx_file;   /* run this PTX instead of the generated text (same entry and parameters) */
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */
 int run_check(const RunOpts *o);
 int run_bench(const RunOpts *o);
+/* The same kernel and inputs on the GPU and on the sim, compared with each other. */
+int run_xcheck(const RunOpts *o);
 #endif

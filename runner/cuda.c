@@ -2,7 +2,7 @@
  * dev_open, so the generator builds and runs (and still emits PTX) on machines
  * without a GPU or driver; only running kernels needs one. cuda.h is used for
  * types and enums only, never for linking. */
-#include "device.h"
+#include "device_impl.h"
 
 #include <ctype.h>
 #include <cuda.h>
@@ -62,12 +62,17 @@ typedef struct { CUDA_SYMS(AS_FIELD) } Api;
 #define AS_ROW(field, name, alt, params) { name, alt, offsetof(Api, field) },
 static const struct { const char *name, *alt; size_t off; } kSyms[] = { CUDA_SYMS(AS_ROW) };
 
-struct Device { void *lib; Api api; CUdevice dev; CUcontext ctx; };
+typedef struct CuDev CuDev;
+typedef struct CuMod CuMod;
+typedef struct CuFunc CuFunc;
+typedef struct CuEvt CuEvt;
+
+struct CuDev { struct Device base; void *lib; Api api; CUdevice dev; CUcontext ctx; };
 /* A module owns the DevFuncs taken from it: device.h has no per-function free,
  * and a CUfunction is dead once its module is unloaded anyway. */
-struct DevModule { Device *d; CUmodule mod; DevFunc *funcs; };
-struct DevFunc { Device *d; CUfunction fn; DevFunc *next; };
-struct DevEvent { Device *d; CUevent ev; };
+struct CuMod { struct DevModule base; CuDev *d; CUmodule mod; CuFunc *funcs; };
+struct CuFunc { struct DevFunc base; CuDev *d; CUfunction fn; CuFunc *next; };
+struct CuEvt { struct DevEvent base; CuDev *d; CUevent ev; };
 
 enum { LOG_CAP = 16384 };   /* JIT logs past this are truncated by the driver */
 
@@ -86,7 +91,7 @@ static int say(char *err, size_t errlen, const char *fmt, ...)
 
 /* The one place driver failures are worded; returns 0 for CUDA_SUCCESS so that
  * callers can chain checks with ||. */
-static int drv(const Device *d, CUresult r, const char *call, const char *ctx, char *err, size_t errlen)
+static int drv(const CuDev *d, CUresult r, const char *call, const char *ctx, char *err, size_t errlen)
 {
     const char *name = NULL, *text = NULL;
     if (r == CUDA_SUCCESS) return 0;
@@ -98,12 +103,12 @@ static int drv(const Device *d, CUresult r, const char *call, const char *ctx, c
 
 /* Re-binding per call keeps stream 0 and allocations on our context even when
  * the caller hops threads or another library made a different device current. */
-static int bind(const Device *d, char *err, size_t errlen)
+static int bind(const CuDev *d, char *err, size_t errlen)
 {
     return drv(d, d->api.CtxSetCurrent(d->ctx), "cuCtxSetCurrent", NULL, err, errlen);
 }
 
-static int open_lib(Device *d, char *err, size_t errlen)
+static int open_lib(CuDev *d, char *err, size_t errlen)
 {
     char first[512];
     const char *e;
@@ -114,7 +119,7 @@ static int open_lib(Device *d, char *err, size_t errlen)
     return say(err, errlen, "no CUDA driver: libcuda.so.1 not found (%s)", first);
 }
 
-static int resolve(Device *d, char *err, size_t errlen)
+static int resolve(CuDev *d, char *err, size_t errlen)
 {
     for (size_t i = 0; i < sizeof kSyms / sizeof kSyms[0]; i++) {
         void *p = dlsym(d->lib, kSyms[i].name);
@@ -128,7 +133,7 @@ static int resolve(Device *d, char *err, size_t errlen)
 
 /* The primary context, not a private one, so that PyTorch or any other user of
  * the driver in this process shares allocations and modules with us. */
-static int attach(Device *d, int ordinal, char *err, size_t errlen)
+static int attach(CuDev *d, int ordinal, char *err, size_t errlen)
 {
     int n = 0;
     if (drv(d, d->api.Init(0), "cuInit", NULL, err, errlen) ||
@@ -142,36 +147,42 @@ static int attach(Device *d, int ordinal, char *err, size_t errlen)
     return bind(d, err, errlen);
 }
 
-int dev_open(Device **out, int ordinal, char *err, size_t errlen)
+static void cu_close(Device *d_);
+static const DevOps kCudaOps;
+
+int cuda_open(Device **out, int ordinal, char *err, size_t errlen)
 {
-    Device *d = calloc(1, sizeof *d);
+    CuDev *d = calloc(1, sizeof *d);
     *out = NULL;
     if (!d) return say(err, errlen, "dev_open: out of memory");
+    d->base.ops = &kCudaOps;
     if (open_lib(d, err, errlen) || resolve(d, err, errlen) || attach(d, ordinal, err, errlen)) {
-        dev_close(d);
+        cu_close(&d->base);
         return -1;
     }
-    *out = d;
+    *out = &d->base;
     return 0;
 }
 
 /* Destructors have no err channel; a failure here follows a sticky context
  * error that an earlier call has already reported, so it is dropped. */
-void dev_close(Device *d)
+static void cu_close(Device *d_)
 {
+    CuDev *d = (CuDev *)d_;
     if (!d) return;
     if (d->ctx) (void)d->api.PrimaryCtxRelease(d->dev);
     if (d->lib) dlclose(d->lib);
     free(d);
 }
 
-static int dattr(const Device *d, CUdevice_attribute a, int *v, const char *what, char *err, size_t errlen)
+static int dattr(const CuDev *d, CUdevice_attribute a, int *v, const char *what, char *err, size_t errlen)
 {
     return drv(d, d->api.DeviceGetAttribute(v, a, d->dev), "cuDeviceGetAttribute", what, err, errlen);
 }
 
-int dev_info(Device *d, DevInfo *info, char *err, size_t errlen)
+static int cu_info(Device *d_, DevInfo *info, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     memset(info, 0, sizeof *info);
     if (drv(d, d->api.DeviceGetName(info->name, (int)sizeof info->name - 1, d->dev), "cuDeviceGetName", NULL, err, errlen) ||
         dattr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major, "COMPUTE_CAPABILITY_MAJOR", err, errlen) ||
@@ -220,7 +231,7 @@ static int dump_ptx(const char *path, const char *ptx)
 
 /* The dump path and repro go last but are budgeted first, so a small err
  * buffer loses the middle of the JIT log rather than where the PTX went. */
-static void jit_fail(const Device *d, CUresult r, const char *ptx, const char *dump_path, const char *log,
+static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *dump_path, const char *log,
                      char *err, size_t errlen)
 {
     char tail[2 * 4096 + 128] = "", arch[64];
@@ -244,10 +255,11 @@ static void jit_fail(const Device *d, CUresult r, const char *ptx, const char *d
     snprintf(err + used, errlen - used, "%s", tail);
 }
 
-int dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
+static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP);
-    DevModule *m = calloc(1, sizeof *m);
+    CuMod *m = calloc(1, sizeof *m);
     CUjit_option opt[] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
     /* sizes leave one byte spare so the calloc'd NUL survives a full log */
@@ -264,7 +276,8 @@ int dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **
         } else {
             if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
             m->d = d;
-            *out = m;
+            m->base.dev = &d->base;
+            *out = &m->base;
             m = NULL;
             rc = 0;
         }
@@ -275,11 +288,12 @@ int dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **
     return rc;
 }
 
-void dev_unload(DevModule *m)
+static void cu_unload(DevModule *m_)
 {
+    CuMod *m = (CuMod *)m_;
     if (!m) return;
     while (m->funcs) {
-        DevFunc *next = m->funcs->next;
+        CuFunc *next = m->funcs->next;
         free(m->funcs);
         m->funcs = next;
     }
@@ -287,9 +301,10 @@ void dev_unload(DevModule *m)
     free(m);
 }
 
-int dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen)
+static int cu_get_func(DevModule *m_, const char *entry, DevFunc **out, char *err, size_t errlen)
 {
-    DevFunc *f = calloc(1, sizeof *f);
+    CuMod *m = (CuMod *)m_;
+    CuFunc *f = calloc(1, sizeof *f);
     *out = NULL;
     if (!f) return say(err, errlen, "dev_get_func: out of memory");
     if (drv(m->d, m->d->api.ModuleGetFunction(&f->fn, m->mod, entry), "cuModuleGetFunction", entry, err, errlen)) {
@@ -297,19 +312,21 @@ int dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size
         return -1;
     }
     f->d = m->d;
+    f->base.dev = &m->d->base;
     f->next = m->funcs;
     m->funcs = f;
-    *out = f;
+    *out = &f->base;
     return 0;
 }
 
-static int fattr(const DevFunc *f, CUfunction_attribute a, int *v, const char *what, char *err, size_t errlen)
+static int fattr(const CuFunc *f, CUfunction_attribute a, int *v, const char *what, char *err, size_t errlen)
 {
     return drv(f->d, f->d->api.FuncGetAttribute(v, a, f->fn), "cuFuncGetAttribute", what, err, errlen);
 }
 
-int dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen)
+static int cu_func_attrs(DevFunc *f_, DevFuncAttrs *a, char *err, size_t errlen)
 {
+    CuFunc *f = (CuFunc *)f_;
     memset(a, 0, sizeof *a);
     return (fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS, &a->num_regs, "NUM_REGS", err, errlen) ||
             fattr(f, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &a->local_bytes, "LOCAL_SIZE_BYTES", err, errlen) ||
@@ -319,8 +336,9 @@ int dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen)
                   "MAX_DYNAMIC_SHARED_SIZE_BYTES", err, errlen)) ? -1 : 0;
 }
 
-int dev_set_dyn_smem(DevFunc *f, int dyn_smem, char *err, size_t errlen)
+static int cu_set_dyn_smem(DevFunc *f_, int dyn_smem, char *err, size_t errlen)
 {
+    CuFunc *f = (CuFunc *)f_;
     char ctx[64];
     CUresult r = f->d->api.FuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn_smem);
     snprintf(ctx, sizeof ctx, "MAX_DYNAMIC_SHARED_SIZE_BYTES = %d", dyn_smem);
@@ -328,15 +346,16 @@ int dev_set_dyn_smem(DevFunc *f, int dyn_smem, char *err, size_t errlen)
 }
 
 /* Byte counts go into the message because most failures here are sizes. */
-static int mem_check(const Device *d, CUresult r, const char *call, size_t bytes, char *err, size_t errlen)
+static int mem_check(const CuDev *d, CUresult r, const char *call, size_t bytes, char *err, size_t errlen)
 {
     char ctx[48];
     snprintf(ctx, sizeof ctx, "%zu bytes", bytes);
     return drv(d, r, call, ctx, err, errlen);
 }
 
-int dev_alloc(Device *d, DevPtr *p, size_t bytes, char *err, size_t errlen)
+static int cu_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     CUdeviceptr v = 0;
     *p = 0;
     if (bind(d, err, errlen) || mem_check(d, d->api.MemAlloc(&v, bytes), "cuMemAlloc", bytes, err, errlen))
@@ -346,35 +365,40 @@ int dev_alloc(Device *d, DevPtr *p, size_t bytes, char *err, size_t errlen)
 }
 
 /* 0 is accepted so cleanup paths can free unconditionally. */
-int dev_free(Device *d, DevPtr p, char *err, size_t errlen)
+static int cu_free(Device *d_, DevPtr p, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     if (!p) return 0;
     return (bind(d, err, errlen) || drv(d, d->api.MemFree((CUdeviceptr)p), "cuMemFree", NULL, err, errlen)) ? -1 : 0;
 }
 
-int dev_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen)
+static int cu_upload(Device *d_, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     return (bind(d, err, errlen) ||
             mem_check(d, d->api.MemcpyHtoD((CUdeviceptr)dst, src, bytes), "cuMemcpyHtoD", bytes, err, errlen)) ? -1 : 0;
 }
 
-int dev_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen)
+static int cu_download(Device *d_, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     return (bind(d, err, errlen) ||
             mem_check(d, d->api.MemcpyDtoH(dst, (CUdeviceptr)src, bytes), "cuMemcpyDtoH", bytes, err, errlen)) ? -1 : 0;
 }
 
-int dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen)
+static int cu_fill_u8(Device *d_, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     return (bind(d, err, errlen) ||
             mem_check(d, d->api.MemsetD8((CUdeviceptr)dst, v, bytes), "cuMemsetD8", bytes, err, errlen)) ? -1 : 0;
 }
 
 /* Only configuration errors show up here; faults inside the kernel surface
  * at the next synchronizing call (dev_sync, dev_download, dev_event_ms). */
-int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
+static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
                void **args, char *err, size_t errlen)
 {
+    CuFunc *f = (CuFunc *)f_;
     char ctx[128];
     CUresult r;
     if (bind(f->d, err, errlen)) return -1;
@@ -386,15 +410,17 @@ int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsi
     return drv(f->d, r, "cuLaunchKernel", ctx, err, errlen);
 }
 
-int dev_sync(Device *d, char *err, size_t errlen)
+static int cu_sync(Device *d_, char *err, size_t errlen)
 {
+    CuDev *d = (CuDev *)d_;
     return (bind(d, err, errlen) || drv(d, d->api.CtxSynchronize(), "cuCtxSynchronize",
                                         "may report a fault from an earlier launch", err, errlen)) ? -1 : 0;
 }
 
-int dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen)
+static int cu_event_new(Device *d_, DevEvent **e, char *err, size_t errlen)
 {
-    DevEvent *v = calloc(1, sizeof *v);
+    CuDev *d = (CuDev *)d_;
+    CuEvt *v = calloc(1, sizeof *v);
     *e = NULL;
     if (!v) return say(err, errlen, "dev_event_new: out of memory");
     if (bind(d, err, errlen) || drv(d, d->api.EventCreate(&v->ev, CU_EVENT_DEFAULT), "cuEventCreate", NULL, err, errlen)) {
@@ -402,27 +428,46 @@ int dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen)
         return -1;
     }
     v->d = d;
-    *e = v;
+    v->base.dev = &d->base;
+    *e = &v->base;
     return 0;
 }
 
-void dev_event_free(DevEvent *e)
+static void cu_event_free(DevEvent *e_)
 {
+    CuEvt *e = (CuEvt *)e_;
     if (!e) return;
     (void)e->d->api.EventDestroy(e->ev);   /* see dev_close on dropped statuses */
     free(e);
 }
 
-int dev_event_record(DevEvent *e, char *err, size_t errlen)
+static int cu_event_record(DevEvent *e_, char *err, size_t errlen)
 {
+    CuEvt *e = (CuEvt *)e_;
     return (bind(e->d, err, errlen) ||
             drv(e->d, e->d->api.EventRecord(e->ev, (CUstream)0), "cuEventRecord", NULL, err, errlen)) ? -1 : 0;
 }
 
-int dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen)
+static int cu_event_ms(DevEvent *start_, DevEvent *stop_, float *ms, char *err, size_t errlen)
 {
-    const Device *d = stop->d;
+    CuEvt *start = (CuEvt *)start_;
+    CuEvt *stop = (CuEvt *)stop_;
+    const CuDev *d = stop->d;
     *ms = 0.0f;
     if (drv(d, d->api.EventSynchronize(stop->ev), "cuEventSynchronize", NULL, err, errlen)) return -1;
     return drv(d, d->api.EventElapsedTime(ms, start->ev, stop->ev), "cuEventElapsedTime", NULL, err, errlen);
 }
+
+static int cu_stats(Device *d, FILE *out, char *err, size_t errlen)
+{
+    (void)d, (void)out;
+    return say(err, errlen, "instruction and memory counters come from the sim device only (--device sim)");
+}
+
+static const DevOps kCudaOps = {
+    .name = "cuda", .close = cu_close, .info = cu_info, .load_ptx = cu_load_ptx, .unload = cu_unload,
+    .get_func = cu_get_func, .func_attrs = cu_func_attrs, .set_dyn_smem = cu_set_dyn_smem, .alloc = cu_alloc,
+    .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .launch = cu_launch,
+    .sync = cu_sync, .event_new = cu_event_new, .event_free = cu_event_free, .event_record = cu_event_record,
+    .event_ms = cu_event_ms, .stats = cu_stats,
+};

@@ -1,9 +1,10 @@
-/* The device interface the runner launches through. Today one backend: the
- * CUDA Driver API loaded with dlopen at run time (runner/cuda.c). A CPU
- * interpreter ("sim") will implement the same calls later. */
+/* The device interface the runner launches through. Two backends behind it:
+ * "cuda", the Driver API loaded with dlopen at run time (runner/cuda.c), and
+ * "sim", the CPU interpreter of our PTX (runner/sim/), which needs no GPU. */
 #ifndef PTXGEN_DEVICE_H
 #define PTXGEN_DEVICE_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef uint64_t DevPtr;          /* device address; 0 is never a valid buffer */
@@ -30,7 +31,10 @@ typedef struct {
 
 /* Every call returns 0 on success; otherwise non-zero with a one-line message
  * (naming the failing driver call and its CUresult name) in err. */
-int  dev_open(Device **out, int ordinal, char *err, size_t errlen);   /* "no CUDA driver" when libcuda cannot be loaded */
+/* kind "cuda": ordinal picks the GPU; "no CUDA driver" when libcuda cannot be
+ * loaded. kind "sim": the PTX interpreter; ordinal must be 0. */
+int  dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errlen);
+const char *dev_kind(const Device *d);
 void dev_close(Device *d);
 int  dev_info(Device *d, DevInfo *info, char *err, size_t errlen);
 
@@ -59,5 +63,8 @@ int  dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen);
 void dev_event_free(DevEvent *e);
 int  dev_event_record(DevEvent *e, char *err, size_t errlen);
 int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen); /* syncs stop */
+
+/* Prints the counters gathered since the last launch (sim only; cuda says so). */
+int  dev_print_stats(Device *d, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,9 @@
 # make test: the CPU test suite (no GPU or CUDA driver needed; ptxas on PATH).
 #   1. the C tests, build/tests/test_* (each counted by its own summary line)
 #   2. every default config through ptxas: arch x dtype x d x causal, no spills
-#   3. the command line: errors, plan refusals, --list, --manifest, -o, and the
+#   3. the sim device: attn_fwd at small ragged shapes against the reference,
+#      generated PTX with planted bugs refused, planted-bug files, counters
+#   4. the command line: errors, plan refusals, --list, --manifest, -o, and the
 #      no-driver path of check and of tests/gpu_matrix.sh
 # Prints one line per test (PASS name / FAIL name: why), then exactly one line
 # "N passed, N failed"; exits non-zero if anything failed.
@@ -128,7 +130,68 @@ ptxas_matrix() {
     echo "-- ptxas: $n configs in $((SECONDS - start)) s"
 }
 
-# ---- 3. the command line ----
+# ---- 3. the sim device ----
+
+# sim_check NAME ARGS...: check on the sim must pass
+sim_check() {
+    local name=$1
+    shift
+    run_cli check --kernel attn_fwd --device sim "$@"
+    expect_rc "$name" 0 && expect_output "$name" '^check: PASS' && pass "$name"
+}
+
+# sim_mutant NAME SED_SCRIPT PHRASE: the generated PTX, edited by SED_SCRIPT, must be refused naming PHRASE
+sim_mutant() {
+    local name=$1 script=$2 phrase=$3 args=(--kernel attn_fwd --hdim 64 --sq 77 --sk 300 --hq 2 --hkv 1)
+    ./ptxgen --arch sm_90 "${args[@]:0:4}" | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --arch sm_90 "${args[@]:0:4}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim "${args[@]}" --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
+sim_tests() {
+    local start=$SECONDS d t c shape f
+    section "sim device: attn_fwd at small ragged shapes against the float64 reference"
+    for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do
+        for shape in "--sq 1 --sk 130 --hq 4 --hkv 2" "--sq 77 --sk 130 --hq 2 --hkv 1" \
+                     "--sq 130 --sk 77 --hq 3 --hkv 3" "--b 2 --sq 200 --sk 333 --hq 2 --hkv 1 --pad 8"; do
+            sim_check "sim d=$d $t ${c:-noncausal} $shape" --hdim $d --dtype $t $c $shape --seed $((RANDOM + 1))
+        done
+    done; done; done
+    sim_check "sim sm_86 d=256 (99 KB tile)" --arch sm_86 --hdim 256 --sq 77 --sk 130 --causal
+    sim_check "sim sm_100a d=128" --arch sm_100a --hdim 128 --sq 77 --sk 130
+    sim_check "sim sm_120 d=64 MQA" --arch sm_120 --hdim 64 --sq 100 --sk 70 --hq 4 --hkv 1 --causal
+    sim_check "sim tile bm=64,bn=32,warps=4" --hdim 128 --tile bm=64,bn=32,warps=4 --sq 150 --sk 77 --causal
+    sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
+    sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal
+
+    section "sim device: generated PTX with a planted bug is refused"
+    sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
+    sim_mutant "sim mutant: wait_group 1 instead of 0" 's/cp.async.wait_group 0/cp.async.wait_group 1/' "is still filling it"
+    sim_mutant "sim mutant: first bar.sync dropped" '0,/bar.sync/{/bar.sync/d}' "missing bar.sync"
+    sim_mutant "sim mutant: every bar.sync dropped" '/bar.sync/d' "shared-memory race"
+    sim_mutant "sim mutant: O stored 64 KB off" 's/st.global.v4.b32 \[%rd\([0-9]*\)\]/st.global.v4.b32 [%rd\1+65536]/' \
+        "out-of-bounds global store"
+    sim_mutant "sim mutant: ldmatrix 8 B off alignment" '0,/ldmatrix/{/ldmatrix/s/\]/+8]/}' "misaligned 16-byte shared load"
+
+    section "sim device: planted-bug PTX files assemble (the bugs are invisible to ptxas)"
+    for f in tests/sim/*.ptx; do
+        if ptxas -arch=sm_80 "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
+        else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
+    done
+
+    section "sim device: counters and refusals"
+    run_cli check --kernel attn_fwd --device sim --hdim 64 --sq 77 --sk 130 --stats
+    expect_rc "sim --stats" 0 && expect_output "sim --stats" '^ +tensor \(mma\) +[0-9]+' 'shared memory: [0-9]+ requests' \
+        'bank-conflict wavefronts [0-9]+' 'global memory: [0-9]+ requests, [0-9]+ sectors' && pass "sim --stats"
+    usage_error "--stats needs the sim" "--stats" "sim" -- check --kernel attn_fwd --stats
+    usage_error "bench refuses the sim" "bench needs a GPU" -- bench --kernel attn_fwd --device sim
+    usage_error "--device bogus" "--device" -- check --kernel attn_fwd --device gpu7
+    usage_error "--ptx missing file" "cannot read" -- check --kernel attn_fwd --device sim --ptx /nonexistent.ptx
+    echo "-- sim: $((SECONDS - start)) s"
+}
+
+# ---- 4. the command line ----
 
 # usage_error NAME PHRASE... -- ARGS...: ptxgen ARGS must exit 2 with exactly one
 # line on stderr that contains every PHRASE.
@@ -275,6 +338,7 @@ main() {
     fi
     c_tests
     ptxas_matrix
+    sim_tests
     cli_errors
     plan_tests
     section "outputs"

@@ -12,7 +12,7 @@ int main(void)
     DevInfo info;
     static const char want[] = "no CUDA driver";
 
-    if (dev_open(&d, 0, err, sizeof err) != 0) {
+    if (dev_open(&d, "cuda", 0, err, sizeof err) != 0) {
         if (strncmp(err, want, sizeof want - 1) == 0) {
             printf("ok no-driver path: %s\n", err);
             return 0;

@@ -1,0 +1,58 @@
+/* Dispatch from the device.h calls to the backend that opened the device. */
+#include <string.h>
+#include "device_impl.h"
+
+int dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!kind || !strcmp(kind, "cuda")) return cuda_open(out, ordinal, err, errlen);
+    if (!strcmp(kind, "sim")) {
+        if (ordinal != 0) {
+            snprintf(err, errlen, "the sim device has one ordinal, 0 (got %d)", ordinal);
+            return -1;
+        }
+        return sim_open(out, err, errlen);
+    }
+    snprintf(err, errlen, "unknown device kind '%s' (cuda or sim)", kind);
+    return -1;
+}
+
+const char *dev_kind(const Device *d) { return d->ops->name; }
+void dev_close(Device *d) { if (d) d->ops->close(d); }
+int dev_info(Device *d, DevInfo *i, char *err, size_t n) { return d->ops->info(d, i, err, n); }
+int dev_load_ptx(Device *d, const char *ptx, const char *dump, DevModule **m, char *err, size_t n)
+{
+    return d->ops->load_ptx(d, ptx, dump, m, err, n);
+}
+void dev_unload(DevModule *m) { if (m) m->dev->ops->unload(m); }
+int dev_get_func(DevModule *m, const char *entry, DevFunc **f, char *err, size_t n)
+{
+    return m->dev->ops->get_func(m, entry, f, err, n);
+}
+int dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t n) { return f->dev->ops->func_attrs(f, a, err, n); }
+int dev_set_dyn_smem(DevFunc *f, int bytes, char *err, size_t n) { return f->dev->ops->set_dyn_smem(f, bytes, err, n); }
+int dev_alloc(Device *d, DevPtr *p, size_t bytes, char *err, size_t n) { return d->ops->alloc(d, p, bytes, err, n); }
+int dev_free(Device *d, DevPtr p, char *err, size_t n) { return d->ops->free(d, p, err, n); }
+int dev_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t n)
+{
+    return d->ops->upload(d, dst, src, bytes, err, n);
+}
+int dev_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t n)
+{
+    return d->ops->download(d, dst, src, bytes, err, n);
+}
+int dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t n)
+{
+    return d->ops->fill_u8(d, dst, v, bytes, err, n);
+}
+int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args, char *err,
+               size_t n)
+{
+    return f->dev->ops->launch(f, grid, block, dyn_smem, args, err, n);
+}
+int dev_sync(Device *d, char *err, size_t n) { return d->ops->sync(d, err, n); }
+int dev_event_new(Device *d, DevEvent **e, char *err, size_t n) { return d->ops->event_new(d, e, err, n); }
+void dev_event_free(DevEvent *e) { if (e) e->dev->ops->event_free(e); }
+int dev_event_record(DevEvent *e, char *err, size_t n) { return e->dev->ops->event_record(e, err, n); }
+int dev_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t n) { return b->dev->ops->event_ms(a, b, ms, err, n); }
+int dev_print_stats(Device *d, FILE *out, char *err, size_t n) { return d->ops->stats(d, out, err, n); }

@@ -1,0 +1,185 @@
+/* The sim device's core types: a PTX module parsed from text, the state of
+ * one CTA while it runs, and the counters. The pipeline is
+ *   sim_parse.c (text -> SimModule) -> sim_exec.c (schedule warps, control)
+ *   -> sim_alu.c (per-lane arithmetic) / sim_mem.c (memory, shadows, cp.async)
+ *   / sim_warp.c (warp collectives: ldmatrix, mma, shfl) -> sim_stats.c.
+ * sim_device.c wires it behind device.h. */
+#ifndef PTXGEN_SIM_H
+#define PTXGEN_SIM_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "emit.h"
+
+/* ---- parsed module ---- */
+typedef enum { SO_REG, SO_IMM, SO_SREG, SO_ADDR, SO_VEC, SO_LABEL, SO_SYM } SimOpndKind;
+typedef enum {
+    SR_TID_X, SR_TID_Y, SR_TID_Z, SR_NTID_X, SR_NTID_Y, SR_NTID_Z, SR_CTAID_X, SR_CTAID_Y, SR_CTAID_Z,
+    SR_NCTAID_X, SR_NCTAID_Y, SR_NCTAID_Z, SR_LANEID, SR_WARPID, SR_COUNT
+} SimSreg;
+typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED } SimSpace;
+
+typedef struct {
+    uint8_t kind;       /* SimOpndKind */
+    uint8_t space;      /* SO_ADDR/SO_SYM with a symbol base: where the symbol lives */
+    uint8_t n;          /* SO_VEC: element count */
+    int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
+    int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */
+} SimOpnd;
+
+enum { SIM_MAX_OPNDS = 6 };
+typedef struct {
+    uint16_t op;        /* Op from emit/ops.def: the emitter's vocabulary is the sim's */
+    uint8_t nops;
+    uint8_t cls;        /* SimClass, for counters */
+    int32_t guard;      /* predicate slot, -1 for none */
+    uint8_t guard_neg;
+    int32_t line;       /* 1-based line in the module text */
+    SimOpnd o[SIM_MAX_OPNDS];
+} SimInsn;
+
+typedef struct { char name[64]; int bytes, offset; } SimParam;
+typedef struct { char name[64]; int align, size, offset, is_extern; } SimShared;
+
+typedef struct {
+    char name[128];
+    SimParam *params;
+    int nparams, param_bytes;
+    SimInsn *code;
+    int ncode;
+    int32_t *vec;       /* register slots of vector operands */
+    int nvec;
+    int nslots;
+    uint8_t *slot_bits; /* 1 (pred), 32 or 64 per slot */
+    char **slot_name;   /* for messages: the declared name of a slot's register family */
+    int maxntid;        /* 0 when not declared */
+} SimFunc;
+
+typedef struct {
+    char *text;         /* the module text, one NUL-terminated string per line */
+    char **lines;
+    int nlines;
+    char target[32];
+    SimFunc *funcs;
+    int nfuncs;
+    SimShared *shared;
+    int nshared;
+    int static_smem;    /* bytes of non-extern .shared; the dynamic window starts here (aligned) */
+    int dyn_align;
+} SimModule;
+
+/* Parses PTX text. Anything outside the subset is an error naming line and text. */
+int  sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen);
+void sim_module_free(SimModule *m);
+const SimFunc *sim_find(const SimModule *m, const char *entry);
+
+/* ---- counters ---- */
+typedef enum {
+    CL_INT, CL_FP32, CL_SFU, CL_CONVERT, CL_MOVE, CL_COMPARE, CL_TENSOR, CL_LDMATRIX, CL_SHARED, CL_GLOBAL,
+    CL_ASYNC, CL_PARAM, CL_SHUFFLE, CL_BARRIER, CL_CONTROL, CL_COUNT
+} SimClass;
+
+typedef struct {
+    uint64_t warp_insns[CL_COUNT], lane_insns[CL_COUNT];
+    uint64_t smem_requests, smem_wavefronts, smem_ideal;   /* loads, stores, ldmatrix, cp.async writes */
+    uint64_t gmem_requests, gmem_sectors, gmem_bytes;      /* bytes the active lanes asked for */
+    uint64_t ctas, warps;
+} SimStats;
+
+const char *sim_class_name(int cls);
+int  sim_class_of(Op op);
+void sim_stats_print(const SimStats *s, const char *entry, FILE *out);
+/* Shared-memory wavefronts for one warp request: lanes_per_phase lanes of
+ * width bytes go through the 32 banks together; a bank serves one 4-byte word
+ * per wavefront, and lanes reading the same word share it. phases: the
+ * conflict-free count (one wavefront per phase with an active lane). */
+int  sim_smem_wavefronts(const uint32_t *addr, uint32_t mask, int width, int lanes_per_phase, int *phases);
+int  sim_gmem_sectors(const uint64_t *addr, uint32_t mask, int width);
+
+/* ---- global memory: the device's allocations ---- */
+typedef struct { uint64_t base; size_t size; uint8_t *data; } SimBuf;
+typedef struct {
+    SimBuf *bufs;       /* sorted by base */
+    int n, cap;
+    uint64_t next;      /* next base address to hand out */
+} SimHeap;
+
+SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes);   /* the buffer holding all of it, or NULL */
+/* Describes where addr lies relative to the nearest buffer, for error messages. */
+void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap);
+
+/* ---- one CTA in flight ---- */
+enum { WS_RUN, WS_BAR, WS_DONE };
+enum { SM_WRITTEN = 1, SM_PENDING = 2 };
+
+typedef struct {
+    uint32_t lane;      /* issuing lane */
+    uint32_t dst;       /* shared address */
+    uint32_t group;     /* per-lane commit-group index */
+    int32_t line;
+    uint8_t data[16];
+} SimCopy;
+
+typedef struct {
+    uint64_t *r;            /* [slot][32] register values */
+    uint32_t pc[32];
+    uint32_t live;          /* lanes that have not exited */
+    int state, bar_id, wait_line, exit_line;
+    uint32_t *vc;           /* vector clock over the CTA's warps: orders shared accesses */
+    uint32_t committed[32]; /* cp.async groups committed per lane */
+    SimCopy *copies;        /* cp.async in flight */
+    int ncopies, capcopies;
+    uint64_t steps;
+} SimWarp;
+
+typedef struct { int arrived, expected; uint32_t waiting; } SimBarrier;
+
+typedef struct Sim Sim;
+typedef struct {
+    Sim *sim;
+    const SimModule *mod;
+    const SimFunc *f;
+    unsigned cta[3], grid[3], block[3];
+    int nthreads, nwarps;
+    SimWarp *w;
+    uint8_t *smem, *sflag;          /* data and SM_* flags per byte */
+    uint32_t smem_size;
+    uint32_t *wclk, *rclk;          /* per 4-byte word: writer's clock; each warp's last read clock */
+    uint8_t *wwarp;
+    int32_t *wline;
+    const uint8_t *params;
+    SimBarrier bar[16];
+    int failed;
+    uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
+} SimCta;
+
+struct Sim {
+    SimHeap heap;
+    SimStats stats;
+    char *err;
+    size_t errlen;
+    uint64_t max_steps;     /* per warp: catches a spin that never ends */
+};
+
+/* Runs the whole grid; returns 0, or -1 with the first error in sim->err. */
+int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
+               unsigned dyn_smem, void **args);
+
+/* ---- shared by the exec files ---- */
+/* The one place errors are worded: the PTX line and its text, the CTA and the thread. */
+void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane);
+void     sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v);
+static inline int sim_warp_id(const SimCta *c, const SimWarp *w) { return (int)(w - c->w); }
+
+int  sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */
+int  sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */
+int  sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec); /* 1 if op handled */
+
+/* Shared memory through the checker: bounds, alignment, never-written and
+ * in-flight bytes, and races between warps not ordered by a barrier. */
+uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
+uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
+uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store);
+void     sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups);
+#endif

@@ -1,0 +1,264 @@
+/* The sim behind device.h: allocations are host buffers at synthetic device
+ * addresses (with unmapped gaps between them, so an overrun is caught, not
+ * absorbed by a neighbour), modules are parsed PTX, and a launch interprets
+ * the whole grid before it returns. It has no clock: events refuse. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device_impl.h"
+#include "sim.h"
+
+typedef struct SimFn SimFn;
+typedef struct {
+    struct Device base;
+    Sim sim;
+    char last_entry[128];
+} SimDev;
+typedef struct {
+    struct DevModule base;
+    SimDev *d;
+    SimModule *m;
+    SimFn *funcs;
+} SimMod;
+struct SimFn {
+    struct DevFunc base;
+    SimMod *m;
+    const SimFunc *f;
+    int dyn_optin;
+    SimFn *next;
+};
+
+enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20, DEFAULT_DYN_SMEM = 48 * 1024 };
+
+static int say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void sd_close(Device *d_)
+{
+    SimDev *d = (SimDev *)d_;
+    for (int i = 0; i < d->sim.heap.n; i++) free(d->sim.heap.bufs[i].data);
+    free(d->sim.heap.bufs);
+    free(d);
+}
+
+static int sd_info(Device *d, DevInfo *info, char *err, size_t errlen)
+{
+    (void)d, (void)err, (void)errlen;
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "ptxgen sim (CPU PTX interpreter)");
+    info->cc_major = 9, info->cc_minor = 0, info->sm_count = 1;
+    info->max_smem_optin = 232448;
+    return 0;
+}
+
+static int sd_load(Device *d_, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
+{
+    SimDev *d = (SimDev *)d_;
+    SimMod *m = calloc(1, sizeof *m);
+    *out = NULL;
+    if (!m) return say(err, errlen, "sim: out of memory");
+    if (sim_parse(ptx, &m->m, err, errlen)) {
+        FILE *f = dump_path ? fopen(dump_path, "w") : NULL;
+        if (f) {
+            fputs(ptx, f);
+            fclose(f);
+            size_t n = strlen(err);
+            snprintf(err + n, errlen - n, "; PTX dumped to %s", dump_path);
+        }
+        free(m);
+        return -1;
+    }
+    m->d = d, m->base.dev = d_;
+    *out = &m->base;
+    return 0;
+}
+
+static void sd_unload(DevModule *m_)
+{
+    SimMod *m = (SimMod *)m_;
+    while (m->funcs) {
+        SimFn *n = m->funcs->next;
+        free(m->funcs);
+        m->funcs = n;
+    }
+    sim_module_free(m->m);
+    free(m);
+}
+
+static int sd_get_func(DevModule *m_, const char *entry, DevFunc **out, char *err, size_t errlen)
+{
+    SimMod *m = (SimMod *)m_;
+    const SimFunc *f = sim_find(m->m, entry);
+    *out = NULL;
+    if (!f) return say(err, errlen, "sim: the module has no .entry named %s", entry);
+    SimFn *fn = calloc(1, sizeof *fn);
+    if (!fn) return say(err, errlen, "sim: out of memory");
+    *fn = (SimFn){.base = {.dev = m->base.dev}, .m = m, .f = f, .dyn_optin = DEFAULT_DYN_SMEM, .next = m->funcs};
+    m->funcs = fn;
+    *out = &fn->base;
+    return 0;
+}
+
+static int sd_attrs(DevFunc *f_, DevFuncAttrs *a, char *err, size_t errlen)
+{
+    SimFn *f = (SimFn *)f_;
+    (void)err, (void)errlen;
+    /* registers are ptxas's business; the sim runs virtual registers and never spills */
+    *a = (DevFuncAttrs){.num_regs = 0, .local_bytes = 0, .static_smem = f->m->m->static_smem,
+                        .max_threads = f->f->maxntid ? f->f->maxntid : 1024, .max_dyn_smem = f->dyn_optin};
+    return 0;
+}
+
+static int sd_set_dyn(DevFunc *f_, int bytes, char *err, size_t errlen)
+{
+    SimFn *f = (SimFn *)f_;
+    if (bytes < 0 || bytes + f->m->m->static_smem > 232448)
+        return say(err, errlen, "sim: %d B dynamic shared memory exceeds 227 KB per CTA", bytes);
+    f->dyn_optin = bytes;
+    return 0;
+}
+
+/* ---- memory ---- */
+static int sd_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errlen)
+{
+    SimHeap *h = &((SimDev *)d_)->sim.heap;
+    *p = 0;
+    if (!bytes) return say(err, errlen, "sim: zero-byte allocation");
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 16;
+        SimBuf *nb = realloc(h->bufs, (size_t)h->cap * sizeof *nb);
+        if (!nb) return say(err, errlen, "sim: out of memory");
+        h->bufs = nb;
+    }
+    uint8_t *data = malloc(bytes);
+    if (!data) return say(err, errlen, "sim: cannot allocate %zu bytes", bytes);
+    memset(data, 0xFF, bytes);   /* fresh device memory is garbage; all-ones reads as NaN */
+    if (!h->next) h->next = HEAP_BASE;
+    h->bufs[h->n++] = (SimBuf){h->next, bytes, data};   /* addresses only grow: bufs stays sorted */
+    *p = h->next;
+    h->next += (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN + HEAP_GAP;
+    return 0;
+}
+
+static int sd_free(Device *d_, DevPtr p, char *err, size_t errlen)
+{
+    SimHeap *h = &((SimDev *)d_)->sim.heap;
+    if (!p) return 0;
+    for (int i = 0; i < h->n; i++)
+        if (h->bufs[i].base == p) {
+            free(h->bufs[i].data);
+            memmove(&h->bufs[i], &h->bufs[i + 1], (size_t)(h->n - i - 1) * sizeof *h->bufs);
+            h->n--;
+            return 0;
+        }
+    return say(err, errlen, "sim: free of 0x%llx, which is not an allocation", (unsigned long long)p);
+}
+
+static uint8_t *host_span(SimDev *d, DevPtr p, size_t bytes, const char *what, char *err, size_t errlen)
+{
+    SimBuf *b = sim_heap_find(&d->sim.heap, p, bytes);
+    if (!b) say(err, errlen, "sim: %s of %zu bytes at 0x%llx is outside every allocation", what, bytes, (unsigned long long)p);
+    return b ? b->data + (p - b->base) : NULL;
+}
+
+static int sd_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    uint8_t *h = host_span((SimDev *)d, dst, bytes, "upload", err, errlen);
+    if (!h) return -1;
+    memcpy(h, src, bytes);
+    return 0;
+}
+
+static int sd_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen)
+{
+    uint8_t *h = host_span((SimDev *)d, src, bytes, "download", err, errlen);
+    if (!h) return -1;
+    memcpy(dst, h, bytes);
+    return 0;
+}
+
+static int sd_fill(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen)
+{
+    uint8_t *h = host_span((SimDev *)d, dst, bytes, "fill", err, errlen);
+    if (!h) return -1;
+    memset(h, v, bytes);
+    return 0;
+}
+
+/* ---- launch ---- */
+static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
+                     char *err, size_t errlen)
+{
+    SimFn *f = (SimFn *)f_;
+    SimDev *d = f->m->d;
+    if ((int)dyn_smem > f->dyn_optin)
+        return say(err, errlen, "sim: launch asks for %u B dynamic shared memory; the function is opted in to %d B",
+                   dyn_smem, f->dyn_optin);
+    d->sim.err = err, d->sim.errlen = errlen;
+    snprintf(d->last_entry, sizeof d->last_entry, "%s", f->f->name);
+    return sim_launch(&d->sim, f->m->m, f->f, grid, block, dyn_smem, args);
+}
+
+static int sd_sync(Device *d, char *err, size_t errlen)
+{
+    (void)d, (void)err, (void)errlen;
+    return 0;   /* launches finish before they return */
+}
+
+static int sd_event_new(Device *d, DevEvent **e, char *err, size_t errlen)
+{
+    (void)d;
+    *e = NULL;
+    return say(err, errlen, "the sim device does not time kernels: bench needs a GPU (--device cuda)");
+}
+
+static void sd_event_free(DevEvent *e) { (void)e; }
+
+static int sd_event_record(DevEvent *e, char *err, size_t errlen)
+{
+    (void)e;
+    return say(err, errlen, "the sim device has no events");
+}
+
+static int sd_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t errlen)
+{
+    (void)a, (void)b;
+    *ms = 0;
+    return say(err, errlen, "the sim device has no events");
+}
+
+static int sd_stats(Device *d_, FILE *out, char *err, size_t errlen)
+{
+    SimDev *d = (SimDev *)d_;
+    if (!d->last_entry[0]) return say(err, errlen, "sim: no kernel has run yet");
+    sim_stats_print(&d->sim.stats, d->last_entry, out);
+    return 0;
+}
+
+static const DevOps kSimOps = {
+    .name = "sim", .close = sd_close, .info = sd_info, .load_ptx = sd_load, .unload = sd_unload,
+    .get_func = sd_get_func, .func_attrs = sd_attrs, .set_dyn_smem = sd_set_dyn, .alloc = sd_alloc,
+    .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .launch = sd_launch,
+    .sync = sd_sync, .event_new = sd_event_new, .event_free = sd_event_free, .event_record = sd_event_record,
+    .event_ms = sd_event_ms, .stats = sd_stats,
+};
+
+int sim_open(Device **out, char *err, size_t errlen)
+{
+    SimDev *d = calloc(1, sizeof *d);
+    *out = NULL;
+    if (!d) return say(err, errlen, "sim: out of memory");
+    d->base.ops = &kSimOps;
+    d->sim.max_steps = 1ull << 27;
+    const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
+    if (env && atoll(env) > 0) d->sim.max_steps = (uint64_t)atoll(env);
+    *out = &d->base;
+    return 0;
+}

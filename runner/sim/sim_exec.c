@@ -1,0 +1,297 @@
+/* Runs a grid on the sim: CTA by CTA, warp by warp. A warp executes in
+ * lockstep: every lane has its own PC and the warp issues the lowest PC among
+ * its live lanes, with the lanes standing there as the active mask, so lanes
+ * that branched ahead wait at the reconvergence point of structured code.
+ * Warps take turns one instruction at a time, so a write one warp makes
+ * without a barrier is usually already there when another warp reads: the
+ * race checker then names the missing bar.sync. A CTA whose live warps all
+ * wait is a deadlock, reported with where each warp stands. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sim.h"
+
+void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt, ...)
+{
+    if (c->failed) return;
+    c->failed = 1;
+    char msg[1024], where[384] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (in) {
+        const char *t = c->mod->lines[in->line - 1];
+        while (*t == ' ' || *t == '\t') t++;
+        snprintf(where, sizeof where, " at PTX line %d (\"%.200s\")", in->line, t);
+    }
+    char who[96] = "";
+    if (lane >= 0) snprintf(who, sizeof who, ", thread %d (warp %d, lane %d)", warp * 32 + lane, warp, lane);
+    else if (warp >= 0) snprintf(who, sizeof who, ", warp %d", warp);
+    snprintf(c->sim->err, c->sim->errlen, "sim: %s%s in %s, CTA (%u,%u,%u)%s", msg, where, c->f->name, c->cta[0],
+             c->cta[1], c->cta[2], who);
+}
+
+static uint32_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
+{
+    unsigned t = (unsigned)sim_warp_id(c, w) * 32 + (unsigned)lane;
+    switch (id) {
+    case SR_TID_X: return t % c->block[0];
+    case SR_TID_Y: return t / c->block[0] % c->block[1];
+    case SR_TID_Z: return t / (c->block[0] * c->block[1]);
+    case SR_NTID_X: case SR_NTID_Y: case SR_NTID_Z: return c->block[id - SR_NTID_X];
+    case SR_CTAID_X: case SR_CTAID_Y: case SR_CTAID_Z: return c->cta[id - SR_CTAID_X];
+    case SR_NCTAID_X: case SR_NCTAID_Y: case SR_NCTAID_Z: return c->grid[id - SR_NCTAID_X];
+    case SR_LANEID: return (uint32_t)lane;
+    default: return (uint32_t)sim_warp_id(c, w);
+    }
+}
+
+uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
+{
+    switch (o->kind) {
+    case SO_REG: return w->r[(size_t)o->reg * 32 + (size_t)lane];
+    case SO_SREG: return sreg(c, w, lane, (int)o->imm);
+    default: return (uint64_t)o->imm;   /* immediates; symbols are their address in their space */
+    }
+}
+
+void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v)
+{
+    int bits = f->slot_bits[o->reg];
+    w->r[(size_t)o->reg * 32 + (size_t)lane] = bits == 64 ? v : bits == 32 ? (uint32_t)v : (v & 1);
+}
+
+/* ---- barriers ---- */
+static void release(SimCta *c, SimBarrier *b)
+{
+    uint32_t join[32] = {0};
+    for (int i = 0; i < c->nwarps; i++)
+        if (b->waiting >> i & 1)
+            for (int k = 0; k < c->nwarps; k++)
+                if (c->w[i].vc[k] > join[k]) join[k] = c->w[i].vc[k];
+    for (int i = 0; i < c->nwarps; i++)
+        if (b->waiting >> i & 1) {
+            memcpy(c->w[i].vc, join, (size_t)c->nwarps * sizeof *join);
+            c->w[i].vc[i]++;
+            c->w[i].state = WS_RUN;
+        }
+    b->arrived = 0, b->waiting = 0;
+}
+
+static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active)
+{
+    int wid = sim_warp_id(c, w);
+    if (exec != w->live || active != w->live) {
+        sim_fail(c, wid, -1, in, "bar.sync in divergent code: lanes 0x%08x of live 0x%08x arrive", exec, w->live);
+        return;
+    }
+    uint64_t id = sim_read(c, w, &in->o[0], 0);
+    int threads = in->nops > 1 ? (int)sim_read(c, w, &in->o[1], 0) : c->nwarps * 32;
+    if (id >= 16 || threads <= 0 || threads % 32 || threads > c->nwarps * 32) {
+        sim_fail(c, wid, -1, in, "bad barrier: id %llu, thread count %d (ids 0-15; counts multiples of 32 up to %d)",
+                 (unsigned long long)id, threads, c->nwarps * 32);
+        return;
+    }
+    SimBarrier *b = &c->bar[id];
+    if (b->arrived && b->expected != threads / 32) {
+        sim_fail(c, wid, -1, in, "barrier %d awaited with %d threads here but %d by the warps already there", (int)id,
+                 threads, b->expected * 32);
+        return;
+    }
+    b->expected = threads / 32;
+    b->arrived++;
+    b->waiting |= 1u << wid;
+    w->state = WS_BAR, w->bar_id = (int)id, w->wait_line = in->line;
+    if (b->arrived == b->expected) release(c, b);
+}
+
+/* ---- one warp instruction ---- */
+static uint32_t guard_mask(const SimWarp *w, const SimInsn *in, uint32_t active)
+{
+    if (in->guard < 0) return active;
+    uint32_t m = 0;
+    const uint64_t *p = &w->r[(size_t)in->guard * 32];
+    for (int l = 0; l < 32; l++)
+        if ((active >> l & 1) && ((p[l] & 1) != in->guard_neg)) m |= 1u << l;
+    return m;
+}
+
+static void advance(SimWarp *w, uint32_t lanes)
+{
+    for (int l = 0; l < 32; l++)
+        if (lanes >> l & 1) w->pc[l]++;
+}
+
+static void branch(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active)
+{
+    if (in->op == OP_BRA_UNI && exec && exec != active) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "bra.uni taken by lanes 0x%08x of active 0x%08x: the branch is not uniform",
+                 exec, active);
+        return;
+    }
+    for (int l = 0; l < 32; l++)
+        if (exec >> l & 1) w->pc[l] = (uint32_t)in->o[0].imm;
+    advance(w, active & ~exec);
+}
+
+static void step(SimCta *c, SimWarp *w)
+{
+    uint32_t pc = UINT32_MAX, active = 0;
+    for (int l = 0; l < 32; l++)
+        if ((w->live >> l & 1) && w->pc[l] <= pc) {
+            if (w->pc[l] < pc) pc = w->pc[l], active = 0;
+            active |= 1u << l;
+        }
+    if (pc >= (uint32_t)c->f->ncode) {
+        sim_fail(c, sim_warp_id(c, w), -1, NULL, "warp ran past the last instruction without ret");
+        return;
+    }
+    const SimInsn *in = &c->f->code[pc];
+    uint32_t exec = guard_mask(w, in, active);
+    c->sim->stats.warp_insns[in->cls]++;
+    c->sim->stats.lane_insns[in->cls] += (uint64_t)__builtin_popcount(exec);
+    switch (in->op) {
+    case OP_BRA: case OP_BRA_UNI: branch(c, w, in, exec, active); return;
+    case OP_RET:
+        w->live &= ~exec;
+        advance(w, active & ~exec);
+        if (!w->live) w->state = WS_DONE, w->exit_line = in->line;
+        return;
+    case OP_BAR_SYNC:
+        advance(w, active);
+        bar_arrive(c, w, in, exec, active);
+        return;
+    default:
+        if (exec && !sim_alu(c, w, in, exec) && !sim_mem(c, w, in, exec) && !sim_collective(c, w, in, exec))
+            sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s", op_text((Op)in->op));
+        advance(w, active);
+    }
+}
+
+static void run_step(SimCta *c, SimWarp *w)
+{
+    step(c, w);
+    if (++w->steps > c->sim->max_steps && !c->failed)
+        sim_fail(c, sim_warp_id(c, w), -1, &c->f->code[w->pc[__builtin_ctz(w->live)]],
+                 "warp executed %llu instructions without finishing (endless loop?)",
+                 (unsigned long long)c->sim->max_steps);
+}
+
+static void report_deadlock(SimCta *c)
+{
+    char msg[1536];
+    size_t n = (size_t)snprintf(msg, sizeof msg, "deadlock: no warp can run (a barrier that not every warp reaches);");
+    for (int i = 0; i < c->nwarps && n < sizeof msg; i++) {
+        const SimWarp *w = &c->w[i];
+        if (w->state == WS_BAR)
+            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d waits at bar.sync %d (PTX line %d, %d of %d warps arrived);",
+                                  i, w->bar_id, w->wait_line, c->bar[w->bar_id].arrived, c->bar[w->bar_id].expected);
+        else
+            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d exited (PTX line %d);", i, w->exit_line);
+    }
+    sim_fail(c, -1, -1, NULL, "%s", msg);
+}
+
+static void run_cta(SimCta *c)
+{
+    for (;;) {
+        int ran = 0, done = 0;
+        for (int i = 0; i < c->nwarps && !c->failed; i++) {
+            if (c->w[i].state == WS_RUN) ran = 1, run_step(c, &c->w[i]);
+            done += c->w[i].state == WS_DONE;
+        }
+        if (c->failed || done == c->nwarps) return;
+        if (!ran) { report_deadlock(c); return; }
+    }
+}
+
+/* ---- launch ---- */
+static void reset_cta(SimCta *c)
+{
+    size_t words = c->smem_size / 4;
+    memset(c->sflag, 0, c->smem_size);
+    memset(c->smem, 0xA5, c->smem_size);
+    memset(c->wclk, 0, words * sizeof *c->wclk);
+    memset(c->wwarp, 0, words);
+    memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
+    memset(c->bar, 0, sizeof c->bar);
+    for (int i = 0; i < c->nwarps; i++) {
+        SimWarp *w = &c->w[i];
+        int lanes = c->nthreads - i * 32 < 32 ? c->nthreads - i * 32 : 32;
+        /* registers start as all-ones (NaN as f32) so a use before any write shows */
+        memset(w->r, 0xFF, (size_t)c->f->nslots * 32 * sizeof *w->r);
+        memset(w->pc, 0, sizeof w->pc);
+        memset(w->vc, 0, (size_t)c->nwarps * sizeof *w->vc);
+        memset(w->committed, 0, sizeof w->committed);
+        w->vc[i] = 1;
+        w->live = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+        w->state = WS_RUN, w->ncopies = 0, w->steps = 0;
+    }
+}
+
+static int cta_alloc(SimCta *c)
+{
+    size_t words = c->smem_size / 4 + 1;
+    c->smem = malloc(c->smem_size + 16), c->sflag = malloc(c->smem_size + 16);
+    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wline = malloc(words * sizeof *c->wline);
+    c->rclk = malloc(words * (size_t)c->nwarps * sizeof *c->rclk);
+    c->w = calloc((size_t)c->nwarps, sizeof *c->w);
+    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wline || !c->rclk || !c->w) return -1;
+    for (int i = 0; i < c->nwarps; i++) {
+        c->w[i].r = malloc((size_t)(c->f->nslots ? c->f->nslots : 1) * 32 * sizeof *c->w[i].r);
+        c->w[i].vc = malloc(32 * sizeof *c->w[i].vc);
+        if (!c->w[i].r || !c->w[i].vc) return -1;
+    }
+    return 0;
+}
+
+static void cta_free(SimCta *c)
+{
+    for (int i = 0; c->w && i < c->nwarps; i++) free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
+    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wline), free(c->rclk);
+}
+
+static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
+                        unsigned dyn_smem)
+{
+    unsigned long threads = (unsigned long)block[0] * block[1] * block[2];
+    const char *bad = NULL;
+    if (!grid[0] || !grid[1] || !grid[2] || grid[1] > 65535 || grid[2] > 65535) bad = "grid dimensions must be >= 1 (y, z <= 65535)";
+    else if (!threads || threads > 1024) bad = "a CTA holds 1 to 1024 threads";
+    else if (f->maxntid && threads > (unsigned long)f->maxntid) bad = "block exceeds the entry's .maxntid";
+    else if ((unsigned long)m->static_smem + dyn_smem > 232448) bad = "shared memory exceeds 227 KB per CTA";
+    if (!bad) return 0;
+    snprintf(sim->err, sim->errlen, "sim: launch of %s with grid %ux%ux%u block %ux%ux%u dyn smem %u: %s", f->name,
+             grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem, bad);
+    return -1;
+}
+
+int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
+               unsigned dyn_smem, void **args)
+{
+    if (check_launch(sim, m, f, grid, block, dyn_smem)) return -1;
+    uint8_t *params = calloc(1, (size_t)f->param_bytes + 8);
+    for (int i = 0; params && i < f->nparams; i++) memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
+    SimCta c = {.sim = sim, .mod = m, .f = f, .params = params};
+    memcpy(c.grid, grid, sizeof c.grid);
+    memcpy(c.block, block, sizeof c.block);
+    c.nthreads = (int)(block[0] * block[1] * block[2]);
+    c.nwarps = (c.nthreads + 31) / 32;
+    uint32_t dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
+    c.smem_size = (dyn_at + dyn_smem + 3) & ~3u;
+    memset(&sim->stats, 0, sizeof sim->stats);
+    int rc = !params || cta_alloc(&c) ? (snprintf(sim->err, sim->errlen, "sim: out of host memory"), -1) : 0;
+    for (unsigned z = 0; !rc && z < grid[2]; z++)
+        for (unsigned y = 0; !rc && y < grid[1]; y++)
+            for (unsigned x = 0; !rc && x < grid[0]; x++) {
+                c.cta[0] = x, c.cta[1] = y, c.cta[2] = z;
+                reset_cta(&c);
+                run_cta(&c);
+                sim->stats.ctas++, sim->stats.warps += (uint64_t)c.nwarps;
+                rc = c.failed ? -1 : 0;
+            }
+    cta_free(&c);
+    free(params);
+    return rc;
+}

@@ -1,0 +1,302 @@
+/* Memory on the sim, with the checks a GPU does not make:
+ * - global: every access inside one registered buffer, naturally aligned;
+ * - shared: inside the CTA's window, aligned, never reading a byte nothing
+ *   wrote, never touching bytes a cp.async is still filling, and no two warps
+ *   touching a word (one of them writing) without a barrier ordering them;
+ * - cp.async: the data lands at the issuing thread's wait_group, not before;
+ *   until then its destination is marked in flight and any access is an error.
+ * Races use vector clocks (one entry per warp, joined at barriers), so named
+ * barriers and, later, mbarrier phases order accesses the same way. */
+#include <stdlib.h>
+#include <string.h>
+#include "sim.h"
+
+/* ---- global heap lookup ---- */
+SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes)
+{
+    int lo = 0, hi = h->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        SimBuf *b = &h->bufs[mid];
+        if (addr < b->base) hi = mid - 1;
+        else if (addr >= b->base + b->size) lo = mid + 1;
+        else return addr + bytes <= b->base + b->size ? b : NULL;
+    }
+    return NULL;
+}
+
+void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap)
+{
+    const SimBuf *best = NULL;
+    for (int i = 0; i < h->n; i++)
+        if (h->bufs[i].base <= addr) best = &h->bufs[i];
+    if (!best) { snprintf(out, cap, "below every buffer"); return; }
+    if (addr < best->base + best->size)
+        snprintf(out, cap, "runs past the end of the %zu-byte buffer at 0x%llx", best->size, (unsigned long long)best->base);
+    else
+        snprintf(out, cap, "%llu bytes past the end of the %zu-byte buffer at 0x%llx",
+                 (unsigned long long)(addr - best->base - best->size), best->size, (unsigned long long)best->base);
+}
+
+uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
+{
+    const char *what = store ? "store" : "load";
+    if (addr % (uint64_t)bytes) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "misaligned %d-byte global %s at 0x%llx", bytes, what, (unsigned long long)addr);
+        return c->scratch;
+    }
+    SimBuf *b = sim_heap_find(&c->sim->heap, addr, (size_t)bytes);
+    if (b) return b->data + (addr - b->base);
+    char where[160];
+    sim_heap_describe(&c->sim->heap, addr, where, sizeof where);
+    sim_fail(c, sim_warp_id(c, w), lane, in, "out-of-bounds global %s of %d bytes at 0x%llx (%s)", what, bytes,
+             (unsigned long long)addr, where);
+    return c->scratch;
+}
+
+/* ---- shared memory checker ---- */
+static int smem_in_range(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, const char *what)
+{
+    if ((uint64_t)addr + (uint64_t)bytes > c->smem_size) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "out-of-bounds shared %s of %d bytes at 0x%x (the CTA has %u bytes)", what,
+                 bytes, addr, c->smem_size);
+        return 0;
+    }
+    if (addr % (uint32_t)bytes) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "misaligned %d-byte shared %s at 0x%x", bytes, what, addr);
+        return 0;
+    }
+    return 1;
+}
+
+/* The in-flight copy covering addr, and the thread that issued it. */
+static const SimCopy *copy_covering(const SimCta *c, uint32_t addr, int *thread)
+{
+    for (int i = 0; i < c->nwarps; i++)
+        for (int k = 0; k < c->w[i].ncopies; k++)
+            if (addr - c->w[i].copies[k].dst < 16) {
+                *thread = i * 32 + (int)c->w[i].copies[k].lane;
+                return &c->w[i].copies[k];
+            }
+    return NULL;
+}
+
+static int not_in_flight(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, const char *what)
+{
+    for (int i = 0; i < bytes; i++)
+        if (c->sflag[addr + (uint32_t)i] & SM_PENDING) {
+            int thread = -1;
+            const SimCopy *cp = copy_covering(c, addr + (uint32_t)i, &thread);
+            sim_fail(c, sim_warp_id(c, w), lane, in,
+                     "%s shared memory at 0x%x while the cp.async at PTX line %d (thread %d) is still filling it: "
+                     "missing cp.async.wait_group (or it waits on too few groups)",
+                     what, addr + (uint32_t)i, cp ? cp->line : 0, thread);
+            return 0;
+        }
+    return 1;
+}
+
+static int ordered_after_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t word, const char *what)
+{
+    int wid = sim_warp_id(c, w), writer = c->wwarp[word];
+    if (writer == wid || c->wclk[word] <= w->vc[writer]) return 1;
+    sim_fail(c, wid, lane, in,
+             "shared-memory race: %s word 0x%x that warp %d wrote at PTX line %d with no barrier in between "
+             "(missing bar.sync)", what, word * 4, writer, c->wline[word]);
+    return 0;
+}
+
+static int ordered_after_reads(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t word)
+{
+    int wid = sim_warp_id(c, w);
+    const uint32_t *r = &c->rclk[(size_t)word * (size_t)c->nwarps];
+    for (int k = 0; k < c->nwarps; k++)
+        if (k != wid && r[k] > w->vc[k]) {
+            sim_fail(c, wid, lane, in,
+                     "shared-memory race: overwrites word 0x%x that warp %d read with no barrier in between "
+                     "(missing bar.sync before the buffer is reused)", word * 4, k);
+            return 0;
+        }
+    return 1;
+}
+
+uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    if (!smem_in_range(c, w, lane, in, addr, bytes, "load") || !not_in_flight(c, w, lane, in, addr, bytes, "reads"))
+        return c->scratch;
+    for (int i = 0; i < bytes; i++)
+        if (!(c->sflag[addr + (uint32_t)i] & SM_WRITTEN)) {
+            sim_fail(c, sim_warp_id(c, w), lane, in, "reads shared memory at 0x%x that nothing has written (if another warp writes it later, a bar.sync is missing)",
+                     addr + (uint32_t)i);
+            return c->scratch;
+        }
+    int wid = sim_warp_id(c, w);
+    for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++) {
+        if (!ordered_after_write(c, w, lane, in, wd, "reads")) return c->scratch;
+        c->rclk[(size_t)wd * (size_t)c->nwarps + (size_t)wid] = w->vc[wid];
+    }
+    return c->smem + addr;
+}
+
+/* The checks of a write, without performing it: cp.async runs them at issue. */
+static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    if (!smem_in_range(c, w, lane, in, addr, bytes, "store") || !not_in_flight(c, w, lane, in, addr, bytes, "writes"))
+        return 0;
+    for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
+        if (!ordered_after_write(c, w, lane, in, wd, "overwrites") || !ordered_after_reads(c, w, lane, in, wd)) return 0;
+    return 1;
+}
+
+static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, int line)
+{
+    int wid = sim_warp_id(c, w);
+    for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] = SM_WRITTEN;
+    for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
+        c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wline[wd] = line;
+}
+
+uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    if (!smem_write_ok(c, w, lane, in, addr, bytes)) return c->scratch;
+    smem_mark_written(c, w, addr, bytes, in->line);
+    return c->smem + addr;
+}
+
+/* ---- cp.async ---- */
+static uint64_t addr_of(const SimWarp *w, const SimOpnd *o, int lane)
+{
+    return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm;
+}
+
+static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
+{
+    uint32_t dst = (uint32_t)addr_of(w, &in->o[0], lane);
+    uint64_t src = addr_of(w, &in->o[1], lane);
+    uint32_t n = (uint32_t)sim_read(c, w, &in->o[3], lane);
+    if (n > 16) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the 16-byte copy", n);
+        return;
+    }
+    if (src % 16) { sim_gmem(c, w, lane, in, src, 16, 0); return; }   /* reports the misalignment */
+    SimCopy cp = {.lane = (uint32_t)lane, .dst = dst, .group = w->committed[lane], .line = in->line};
+    if (n) memcpy(cp.data, sim_gmem(c, w, lane, in, src, (int)n, 0), n);   /* bytes past n are zero-filled */
+    if (c->failed || !smem_write_ok(c, w, lane, in, dst, 16)) return;
+    for (int i = 0; i < 16; i++) c->sflag[dst + (uint32_t)i] |= SM_PENDING;
+    if (w->ncopies == w->capcopies) {
+        w->capcopies = w->capcopies ? 2 * w->capcopies : 256;
+        w->copies = realloc(w->copies, (size_t)w->capcopies * sizeof *w->copies);
+        if (!w->copies) { fputs("ptxgen: out of memory in the sim\n", stderr); exit(1); }
+    }
+    w->copies[w->ncopies++] = cp;
+}
+
+/* Lands every copy of this lane outside its keep_groups most recent groups. */
+void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
+{
+    uint32_t done_below = w->committed[lane] > keep_groups ? w->committed[lane] - keep_groups : 0;
+    int k = 0;
+    for (int i = 0; i < w->ncopies; i++) {
+        SimCopy *cp = &w->copies[i];
+        if (cp->lane == (uint32_t)lane && cp->group < done_below) {
+            memcpy(c->smem + cp->dst, cp->data, 16);
+            smem_mark_written(c, w, cp->dst, 16, cp->line);
+        } else {
+            w->copies[k++] = *cp;
+        }
+    }
+    w->ncopies = k;
+}
+
+/* ---- instructions ---- */
+static void count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width)
+{
+    int phases, wf = sim_smem_wavefronts(addr, exec, width, width == 16 ? 8 : width == 8 ? 16 : 32, &phases);
+    c->sim->stats.smem_requests++;
+    c->sim->stats.smem_wavefronts += (uint64_t)wf;
+    c->sim->stats.smem_ideal += (uint64_t)phases;
+}
+
+static void count_gmem(SimCta *c, const uint64_t *addr, uint32_t exec, int width)
+{
+    c->sim->stats.gmem_requests++;
+    c->sim->stats.gmem_sectors += (uint64_t)sim_gmem_sectors(addr, exec, width);
+    c->sim->stats.gmem_bytes += (uint64_t)width * (uint64_t)__builtin_popcount(exec);
+}
+
+static void ld_param(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int bytes)
+{
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t off = addr_of(w, &in->o[1], l), v = 0;
+        if (in->o[1].space != SPACE_PARAM || off + (uint64_t)bytes > (uint64_t)c->f->param_bytes) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "ld.param outside the parameter block");
+            return;
+        }
+        memcpy(&v, c->params + off, (size_t)bytes);
+        sim_write(w, c->f, &in->o[0], l, v);
+    }
+}
+
+/* st.shared / ld.shared / st.global of one register or a vector of them. */
+static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int shared, int store)
+{
+    const SimOpnd *ao = &in->o[store ? 0 : 1], *vo = &in->o[store ? 1 : 0];
+    int n = vo->kind == SO_VEC ? vo->n : 1, width = 4 * n;
+    uint32_t sa[32];
+    uint64_t ga[32];
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t a = addr_of(w, ao, l);
+        sa[l] = (uint32_t)a, ga[l] = a;
+        uint8_t *p = !shared ? sim_gmem(c, w, l, in, a, width, store)
+                   : store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
+        for (int k = 0; k < n && !c->failed; k++) {
+            SimOpnd e = {.kind = SO_REG, .reg = vo->kind == SO_VEC ? c->f->vec[vo->reg + k] : vo->reg};
+            if (vo->kind != SO_VEC) e = *vo;
+            if (store) {
+                uint32_t v = (uint32_t)sim_read(c, w, &e, l);
+                memcpy(p + 4 * k, &v, 4);
+            } else {
+                uint32_t v;
+                memcpy(&v, p + 4 * k, 4);
+                sim_write(w, c->f, &e, l, v);
+            }
+        }
+    }
+    if (shared) count_smem(c, sa, exec, width);
+    else count_gmem(c, ga, exec, width);
+}
+
+static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    uint32_t sa[32];
+    uint64_t ga[32];
+    for (int l = 0; l < 32 && !c->failed; l++)
+        if (exec >> l & 1) {
+            sa[l] = (uint32_t)addr_of(w, &in->o[0], l), ga[l] = addr_of(w, &in->o[1], l);
+            cp_async_issue(c, w, in, l);
+        }
+    count_smem(c, sa, exec, 16);
+    count_gmem(c, ga, exec, 16);
+}
+
+int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    switch (in->op) {
+    case OP_LD_PARAM_U64: ld_param(c, w, in, exec, 8); return 1;
+    case OP_LD_PARAM_U32: case OP_LD_PARAM_F32: ld_param(c, w, in, exec, 4); return 1;
+    case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 1); return 1;
+    case OP_ST_SHARED_B32: case OP_ST_SHARED_V4_B32: transfer(c, w, in, exec, 1, 1); return 1;
+    case OP_LD_SHARED_V4_B32: transfer(c, w, in, exec, 1, 0); return 1;
+    case OP_CP_ASYNC_CG_16: cp_async(c, w, in, exec); return 1;
+    case OP_CP_ASYNC_COMMIT:
+        for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
+        return 1;
+    case OP_CP_ASYNC_WAIT:
+        for (int l = 0; l < 32; l++)
+            if (exec >> l & 1) sim_async_wait(c, w, l, (uint32_t)in->o[0].imm);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,121 @@
+/* The sim device against small PTX files (tests/sim/ (*.ptx)) that assemble with
+ * ptxas but carry one planted bug each: the sim must refuse every one with
+ * the message its header names, and run the correct one to the right bytes.
+ * Header lines: "// expect: ok" or "// expect: <text in the error>",
+ * "// block: N", "// smem: BYTES". Every file has the entry
+ * k(.param .u64 in, .param .u64 out) over 1024-byte buffers, and the correct
+ * kernel writes out[t] = in[(t + 32) % 64] in 16-byte units.
+ * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
+ * default; --device cuda runs the correct ones on a GPU instead. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "device.h"
+
+enum { BYTES = 1024 };
+
+typedef struct { char expect[256]; unsigned block, smem; } Header;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void header(const char *text, Header *h)
+{
+    const char *e = strstr(text, "// expect: "), *b = strstr(text, "// block: "), *s = strstr(text, "// smem: ");
+    h->expect[0] = 0;
+    if (e) sscanf(e + 11, "%255[^\n]", h->expect);
+    h->block = b ? (unsigned)atoi(b + 10) : 0;
+    h->smem = s ? (unsigned)atoi(s + 9) : 0;
+}
+
+/* Runs the file's kernel; 0 with *err empty on success, else the error text. */
+static int run(Device *dev, const char *ptx, const Header *h, uint8_t *in, uint8_t *out, char *err, size_t errlen)
+{
+    DevModule *m = NULL;
+    DevFunc *f = NULL;
+    DevPtr din = 0, dout = 0;
+    unsigned grid[3] = {1, 1, 1}, block[3] = {h->block, 1, 1};
+    int rc = dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
+             dev_set_dyn_smem(f, (int)h->smem, err, errlen) || dev_alloc(dev, &din, BYTES, err, errlen) ||
+             dev_alloc(dev, &dout, BYTES, err, errlen) || dev_upload(dev, din, in, BYTES, err, errlen) ||
+             dev_fill_u8(dev, dout, 0xFF, BYTES, err, errlen);
+    if (!rc) {
+        void *args[] = {&din, &dout};
+        rc = dev_launch(f, grid, block, h->smem, args, err, errlen) || dev_sync(dev, err, errlen) ||
+             dev_download(dev, out, dout, BYTES, err, errlen);
+    }
+    char ignore[256];
+    if (din) dev_free(dev, din, ignore, sizeof ignore);
+    if (dout) dev_free(dev, dout, ignore, sizeof ignore);
+    dev_unload(m);
+    return rc;
+}
+
+static void one(Device *dev, const char *path, int gpu)
+{
+    char name[256], err[2048] = "";
+    const char *base = strrchr(path, '/');
+    snprintf(name, sizeof name, "sim %s", base ? base + 1 : path);
+    char *ptx = slurp(path);
+    Header h;
+    if (!ptx) { check(0, name, "cannot read %s", path); return; }
+    header(ptx, &h);
+    int want_ok = !strcmp(h.expect, "ok");
+    if (gpu && !want_ok) { free(ptx); return; }   /* a GPU does not catch these: that is the point */
+    uint8_t in[BYTES], out[BYTES];
+    for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
+    int rc = run(dev, ptx, &h, in, out, err, sizeof err);
+    if (!want_ok) {
+        check(rc && strstr(err, h.expect) != NULL, name, "wanted an error containing \"%s\", got %s: %s", h.expect,
+              rc ? "error" : "success", err);
+        if (rc) printf("  %s\n", err);
+    } else if (rc) {
+        check(0, name, "%s", err);
+    } else {
+        int bad = -1;
+        for (int i = 0; i < BYTES && bad < 0; i++)
+            if (out[i] != in[(i + 512) % BYTES]) bad = i;
+        check(bad < 0, name, "byte %d is 0x%02x, wanted 0x%02x", bad, bad < 0 ? 0 : out[bad], bad < 0 ? 0 : in[(bad + 512) % BYTES]);
+    }
+    free(ptx);
+}
+
+int main(int argc, char **argv)
+{
+    int first = 1, gpu = argc > 2 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda");
+    if (gpu) first = 3;
+    char err[512];
+    Device *dev;
+    if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
+    srand(12345);
+    if (first < argc) {
+        for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
+    } else {
+        /* the directory, so that a file added there is tested without an edit here */
+        DIR *d = opendir("tests/sim");
+        struct dirent *e;
+        int n = 0;
+        char path[512];
+        while (d && (e = readdir(d)))
+            if (strstr(e->d_name, ".ptx")) {
+                snprintf(path, sizeof path, "tests/sim/%s", e->d_name);
+                one(dev, path, gpu), n++;
+            }
+        if (d) closedir(d);
+        check(n >= 10, "sim planted-bug files found", "only %d files in tests/sim", n);
+    }
+    dev_close(dev);
+    return check_summary();
+}
