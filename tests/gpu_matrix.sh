@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make gpu-test: ptxgen check over a shape matrix on the CUDA device.
 # Ragged lengths, GQA/MQA, causal with s_q != s_k (incl. rows that see no key),
-# runtime strides (--pad), bf16 and fp16, every head dim.
+# runtime strides (--pad), bf16 and fp16, every head dim. Then xcheck: the same
+# PTX and inputs on the GPU and on the sim, compared element by element, and
+# the sim's planted-bug suite's correct kernel run on the GPU.
 set -u
 cd "$(dirname "$0")/.."
 if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
@@ -11,11 +13,12 @@ if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_
     fi
 fi
 pass=0; fail=0; seed=100
-run() {   # run <label> <args...>
+mode=check
+run() {   # run <label> <args...>: ptxgen $mode
     local label=$1; shift
     seed=$((seed + 1))
-    if out=$(./ptxgen check --kernel attn_fwd --seed $seed "$@" 2>&1); then
-        pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | grep -E '^  (o|lse):' | tr -s ' ' | tr '\n' ' ')"
+    if out=$(./ptxgen $mode --kernel attn_fwd --seed $seed "$@" 2>&1); then
+        pass=$((pass + 1)); echo "PASS $mode $label :: $(echo "$out" | grep -E '^  (.*o|.*lse|sim vs gpu):' | tr -s ' ' | tr '\n' ' ')"
     else
         fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | sed 's/^/    /'
     fi
@@ -37,5 +40,20 @@ done
 for t in "bm=128,bn=64,warps=4" "bm=64,bn=64,warps=4" "bm=128,bn=128,warps=8" "bm=128,bn=32,warps=4" "bm=64,bn=32,warps=4"; do
   run "d=128 tile $t causal s=777/1000" --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
 done
+mode=xcheck
+for d in 64 128 256; do
+  for dt in bf16 fp16; do
+    for c in "" "--causal"; do
+      run "d=$d $dt ${c:-full} s_q=77 s_k=130" --hdim $d --dtype $dt $c --sq 77 --sk 130 --hq 2 --hkv 1
+      run "d=$d $dt ${c:-full} s_q=300 s_k=517 GQA pad=8" --hdim $d --dtype $dt $c --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
+    done
+  done
+done
+run "d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --hdim 128 --tile bm=64,bn=32,warps=4 --causal --sq 150 --sk 77
+if out=$(build/tests/test_sim --device cuda 2>&1) && echo "$out" | grep -q "^PASS sim good.ptx"; then
+    pass=$((pass + 1)); echo "PASS test_sim good.ptx on the GPU"
+else
+    fail=$((fail + 1)); echo "FAIL test_sim good.ptx on the GPU"; echo "$out" | sed 's/^/    /'
+fi
 echo "gpu-test: $pass passed, $fail failed"
 [ $fail -eq 0 ]
