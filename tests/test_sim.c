@@ -2,9 +2,10 @@
  * ptxas but carry one planted bug each: the sim must refuse every one with
  * the message its header names, and run the correct one to the right bytes.
  * Header lines: "// expect: ok" or "// expect: <text in the error>",
- * "// block: N", "// smem: BYTES". Every file has the entry
- * k(.param .u64 in, .param .u64 out) over 1024-byte buffers, and the correct
- * kernel writes out[t] = in[(t + 32) % 64] in 16-byte units.
+ * "// block: N", "// smem: BYTES", and for correct kernels "// check: atomics"
+ * (see atomics_ok) or by default the rotation out[t] = in[(t + 32) % 64] in
+ * 16-byte units. Every file has the entry k(.param .u64 in, .param .u64 out)
+ * over 1024-byte buffers.
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
@@ -15,7 +16,7 @@
 
 enum { BYTES = 1024 };
 
-typedef struct { char expect[256]; unsigned block, smem; } Header;
+typedef struct { char expect[256]; unsigned block, smem; int atomics; } Header;
 
 static char *slurp(const char *path)
 {
@@ -38,6 +39,23 @@ static void header(const char *text, Header *h)
     if (e) sscanf(e + 11, "%255[^\n]", h->expect);
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
+    h->atomics = strstr(text, "// check: atomics") != NULL;
+}
+
+/* atomics.ptx: u32 counter 64, f32 counter 64.0, the 64 atom results a
+ * permutation of 0..63, and in[0..256) copied twice (scalar and v4 loads). */
+static int atomics_ok(const uint8_t *in, const uint8_t *out, char *why, size_t cap)
+{
+    uint32_t u[256];
+    float f;
+    int seen[64] = {0};
+    memcpy(u, out, sizeof u);
+    memcpy(&f, out + 4, 4);
+    if (u[0] != 64 || f != 64.0f) return snprintf(why, cap, "counters %u and %g, want 64", u[0], (double)f), 0;
+    for (int i = 0; i < 64; i++)
+        if (u[8 + i] >= 64 || seen[u[8 + i]]++) return snprintf(why, cap, "atom results are not a permutation"), 0;
+    if (memcmp(out + 320, in, 256) || memcmp(out + 576, in, 256)) return snprintf(why, cap, "loaded values differ"), 0;
+    return 1;
 }
 
 /* Runs the file's kernel; 0 with *err empty on success, else the error text. */
@@ -83,6 +101,9 @@ static void one(Device *dev, const char *path, int gpu)
         if (rc) printf("  %s\n", err);
     } else if (rc) {
         check(0, name, "%s", err);
+    } else if (h.atomics) {
+        char why[128] = "";
+        check(atomics_ok(in, out, why, sizeof why), name, "%s", why);
     } else {
         int bad = -1;
         for (int i = 0; i < BYTES && bad < 0; i++)

@@ -158,7 +158,7 @@ static void step(SimCta *c, SimWarp *w)
         advance(w, active & ~exec);
         if (!w->live) w->state = WS_DONE, w->exit_line = in->line;
         return;
-    case OP_BAR_SYNC:
+    case OP_BAR_SYNC: case OP_BAR_SYNC_N:
         advance(w, active);
         bar_arrive(c, w, in, exec, active);
         return;

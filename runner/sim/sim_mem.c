@@ -238,7 +238,34 @@ static void ld_param(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     }
 }
 
-/* st.shared / ld.shared / st.global of one register or a vector of them. */
+/* Atomics are trivially atomic here: CTAs run one after another and a warp's
+ * lanes in lane order. The old value of atom goes to its destination. */
+static void atomic_add(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int is_atom = in->op == OP_ATOM_GLOBAL_ADD_U32;
+    const SimOpnd *ao = &in->o[is_atom], *vo = &in->o[is_atom + 1];
+    uint64_t ga[32];
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        ga[l] = addr_of(w, ao, l);
+        uint8_t *p = sim_gmem(c, w, l, in, ga[l], 4, 1);
+        uint32_t old, add = (uint32_t)sim_read(c, w, vo, l), sum;
+        memcpy(&old, p, 4);
+        if (is_atom) {
+            sum = old + add;
+            sim_write(w, c->f, &in->o[0], l, old);
+        } else {
+            float a, b;
+            memcpy(&a, &old, 4), memcpy(&b, &add, 4);
+            a += b;
+            memcpy(&sum, &a, 4);
+        }
+        memcpy(p, &sum, 4);
+    }
+    count_gmem(c, ga, exec, 4);
+}
+
+/* ld/st of shared or global memory, one register or a vector of them. */
 static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int shared, int store)
 {
     const SimOpnd *ao = &in->o[store ? 0 : 1], *vo = &in->o[store ? 1 : 0];
@@ -287,6 +314,8 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case OP_LD_PARAM_U64: ld_param(c, w, in, exec, 8); return 1;
     case OP_LD_PARAM_U32: case OP_LD_PARAM_F32: ld_param(c, w, in, exec, 4); return 1;
     case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 1); return 1;
+    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 0); return 1;
+    case OP_RED_GLOBAL_ADD_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
     case OP_ST_SHARED_B32: case OP_ST_SHARED_V4_B32: transfer(c, w, in, exec, 1, 1); return 1;
     case OP_LD_SHARED_V4_B32: transfer(c, w, in, exec, 1, 0); return 1;
     case OP_CP_ASYNC_CG_16: cp_async(c, w, in, exec); return 1;
