@@ -4,14 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-static uint32_t f32_bits(float x)
+uint32_t f32_bits(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
 
-static float bits_f32(uint32_t u)
+float bits_f32(uint32_t u)
 {
     float x;
     memcpy(&x, &u, sizeof x);

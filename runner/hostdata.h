@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include "ptxgen_dtype.h"
 
+uint32_t f32_bits(float x);          /* the IEEE bits of x, and back */
+float    bits_f32(uint32_t u);
 uint16_t f32_to_bf16(float x);
 float    bf16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float x);      /* IEEE binary16, RNE, overflow -> inf, subnormals kept */

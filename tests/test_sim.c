@@ -13,6 +13,7 @@
 #include <string.h>
 #include "check.h"
 #include "device.h"
+#include "sim.h"
 
 enum { BYTES = 1024 };
 
@@ -113,6 +114,35 @@ static void one(Device *dev, const char *path, int gpu)
     free(ptx);
 }
 
+/* The counters' arithmetic on access patterns with known answers. */
+static void counter_units(void)
+{
+    uint32_t a[32];
+    uint64_t g[32];
+    int ph, wf;
+    for (int l = 0; l < 32; l++) a[l] = 4u * (uint32_t)l;
+    wf = sim_smem_wavefronts(a, 0xFFFFFFFFu, 4, 32, &ph);
+    check(wf == 1 && ph == 1, "smem: 32 consecutive words take 1 wavefront", "%d wavefronts, %d phases", wf, ph);
+    for (int l = 0; l < 32; l++) a[l] = 128u * (uint32_t)l;
+    wf = sim_smem_wavefronts(a, 0xFFFFFFFFu, 4, 32, &ph);
+    check(wf == 32, "smem: a 128-byte stride is a 32-way bank conflict", "%d wavefronts", wf);
+    for (int l = 0; l < 32; l++) a[l] = 64;
+    wf = sim_smem_wavefronts(a, 0xFFFFFFFFu, 4, 32, &ph);
+    check(wf == 1, "smem: one word read by every lane is a broadcast", "%d wavefronts", wf);
+    for (int l = 0; l < 32; l++) a[l] = 16u * (uint32_t)l;
+    wf = sim_smem_wavefronts(a, 0xFFFFFFFFu, 16, 8, &ph);
+    check(wf == 4 && ph == 4, "smem: 16-byte lanes take 4 conflict-free phases", "%d wavefronts, %d phases", wf, ph);
+    for (int l = 0; l < 32; l++) a[l] = 256u * (uint32_t)(l & 7) + 16u * (uint32_t)(l >> 3);
+    wf = sim_smem_wavefronts(a, 0xFFFFFFFFu, 16, 8, &ph);
+    check(wf == 32, "smem: 8 rows of 256 B, unswizzled, conflict 8 ways per phase", "%d wavefronts", wf);
+    for (int l = 0; l < 32; l++) g[l] = 0x1000 + 4u * (uint64_t)l;
+    check(sim_gmem_sectors(g, 0xFFFFFFFFu, 4) == 4, "gmem: 128 contiguous bytes are 4 sectors", "%d",
+          sim_gmem_sectors(g, 0xFFFFFFFFu, 4));
+    for (int l = 0; l < 32; l++) g[l] = 0x1000 + 64u * (uint64_t)l;
+    check(sim_gmem_sectors(g, 0x0000FFFFu, 4) == 16, "gmem: 16 lanes 64 B apart touch 16 sectors", "%d",
+          sim_gmem_sectors(g, 0x0000FFFFu, 4));
+}
+
 int main(int argc, char **argv)
 {
     int first = 1, gpu = argc > 2 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda");
@@ -121,6 +151,7 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
+    if (!gpu) counter_units();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

@@ -3,24 +3,11 @@
  * .lo/.wide pick halves, f32 ops round to nearest even (.ftz where the op says
  * so), min/max return the non-NaN operand, setp on floats is ordered. */
 #include <math.h>
-#include <string.h>
 #include "hostdata.h"
 #include "sim.h"
 
-static float F(uint64_t u)
-{
-    uint32_t b = (uint32_t)u;
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-static uint64_t U(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
+static float F(uint64_t u) { return bits_f32((uint32_t)u); }
+static uint64_t U(float x) { return f32_bits(x); }
 
 static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
 

@@ -42,14 +42,6 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
     c->sim->stats.smem_requests++, c->sim->stats.smem_wavefronts += (uint64_t)wf, c->sim->stats.smem_ideal += (uint64_t)phases;
 }
 
-static float F(uint64_t u)
-{
-    uint32_t b = (uint32_t)u;
-    float x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 static double half_of(uint64_t reg, int hi, DType dt) { return dt_to_f32(dt, (uint16_t)(reg >> (hi ? 16 : 0))); }
 
 /* Products of bf16/f16 are exact in double and the 16-term sum nearly so;
@@ -65,7 +57,7 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
                 A[g + 8 * (r & 1)][8 * (r >> 1) + 2 * t + half] = half_of(v, half, dt);
             }
             for (int r = 0; r < 2; r++) B[8 * r + 2 * t + half][g] = half_of(*lane_reg(w, vec_reg(c, &in->o[2], r), l), half, dt);
-            for (int r = 0; r < 2; r++) C[g + 8 * r][2 * t + half] = F(*lane_reg(w, vec_reg(c, &in->o[3], 2 * r + half), l));
+            for (int r = 0; r < 2; r++) C[g + 8 * r][2 * t + half] = bits_f32((uint32_t)*lane_reg(w, vec_reg(c, &in->o[3], 2 * r + half), l));
         }
     }
     for (int l = 0; l < 32; l++) {
@@ -74,10 +66,7 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
             int row = g + 8 * (k >> 1), col = 2 * t + (k & 1);
             double acc = C[row][col];
             for (int kk = 0; kk < 16; kk++) acc += A[row][kk] * B[kk][col];
-            float f = (float)acc;
-            uint32_t bits;
-            memcpy(&bits, &f, sizeof bits);
-            *lane_reg(w, vec_reg(c, &in->o[0], k), l) = bits;
+            *lane_reg(w, vec_reg(c, &in->o[0], k), l) = f32_bits((float)acc);
         }
     }
 }
