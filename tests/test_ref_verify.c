@@ -11,14 +11,6 @@
 #include "ref.h"
 #include "verify.h"
 
-
-static float bits_f32(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* ---- conversions ---- */
 
 static void check_bits(const char *name, uint16_t got, uint16_t want)
