@@ -41,8 +41,7 @@ static double dot_df(const double *a, const float *b, int n)
     return (s0 + s1) + (s2 + s3);
 }
 
-/* Keys visible to query i: a prefix [0, n) of the key sequence. */
-static int visible_keys(const RefAttn *p, int i)
+int ref_visible_keys(const RefAttn *p, int i)
 {
     if (!p->causal)
         return p->s_k;
@@ -75,7 +74,7 @@ static void attn_row(const AttnJob *jb, long row, double *scratch)
     int hk = h / (p->h_q / p->h_kv);
     double *s = scratch, *qd = scratch + p->s_k, *acc = qd + p->d;
     double *orow = jb->o + (((b * p->s_q + i) * p->h_q) + h) * (size_t)p->dv;
-    int n = visible_keys(p, i);
+    int n = ref_visible_keys(p, i);
 
     const float *qrow = jb->q + (((b * p->s_q + i) * p->h_q) + h) * (size_t)p->d;
     for (int c = 0; c < p->d; c++)

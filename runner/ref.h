@@ -13,4 +13,11 @@ typedef struct {
  * valid key (whose o row is 0). nthreads <= 0: use all online CPUs. */
 void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
                   double *o, double *lse, int nthreads);
+/* Gradients of sum(dout * O) (KERNELS.md attn_bwd): dq [b, s_q, h_q, d],
+ * dk [b, s_k, h_kv, d] and dv [b, s_k, h_kv, dv], the last two summed over the
+ * query heads of each kv head. Needs no forward outputs: P is recomputed. */
+void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
+                  double *dq, double *dk, double *dv, int nthreads);
+/* Keys visible to query i: a prefix [0, n) of the key sequence. */
+int ref_visible_keys(const RefAttn *p, int i);
 #endif

@@ -298,6 +298,58 @@ static void test_ref(void)
     test_thread_equality();
 }
 
+/* ---- backward: gradients against central differences of the forward ---- */
+
+static double loss(const RefAttn *p, const AttnBufs *a, const float *dout)
+{
+    ref_attn_fwd(p, a->q, a->k, a->v, a->o2, a->lse2, 1);
+    double l = 0;
+    for (size_t i = 0; i < a->no; i++) l += a->o2[i] * dout[i];
+    return l;
+}
+
+/* d loss / d x[i] by a central difference over the float input itself. */
+static double numeric_grad(const RefAttn *p, AttnBufs *a, const float *dout, float *x, size_t i)
+{
+    float keep = x[i], hi = keep + 1e-2f, lo = keep - 1e-2f;
+    x[i] = hi;
+    double lh = loss(p, a, dout);
+    x[i] = lo;
+    double ll = loss(p, a, dout);
+    x[i] = keep;
+    return (lh - ll) / ((double)hi - (double)lo);
+}
+
+static void test_ref_bwd_case(const char *name, RefAttn p)
+{
+    Rng r;
+    rng_seed(&r, 7);
+    AttnBufs a = attn_alloc(&p, &r);
+    float *dout = rand_floats(&r, a.no);
+    size_t nq = (size_t)p.b * p.s_q * p.h_q * p.d, nk = (size_t)p.b * p.s_k * p.h_kv * p.d,
+           nv = (size_t)p.b * p.s_k * p.h_kv * p.dv;
+    double *dq = calloc(nq, 8), *dk = calloc(nk, 8), *dv = calloc(nv, 8);
+    ref_attn_bwd(&p, a.q, a.k, a.v, dout, dq, dk, dv, 3);
+    double worst = 0;
+    struct { float *x; double *g; size_t n; } t[3] = {{a.q, dq, nq}, {a.k, dk, nk}, {a.v, dv, nv}};
+    for (int w = 0; w < 3; w++)
+        for (int s = 0; s < 12; s++) {
+            size_t i = (size_t)(rng_u64(&r) % t[w].n);
+            double num = numeric_grad(&p, &a, dout, t[w].x, i), err = fabs(num - t[w].g[i]) / (fabs(num) + 0.05);
+            if (err > worst) worst = err;
+        }
+    check(worst < 2e-3, name, "worst relative gap to the central difference %.3e", worst);
+    free(dout), free(dq), free(dk), free(dv);
+    attn_free(&a);
+}
+
+static void test_ref_bwd(void)
+{
+    test_ref_bwd_case("ref bwd vs central differences: MHA non-causal", (RefAttn){1, 5, 7, 2, 2, 8, 8, 0, 0.4});
+    test_ref_bwd_case("ref bwd vs central differences: GQA causal s_q<s_k d!=dv", (RefAttn){2, 4, 9, 4, 2, 8, 6, 1, 0.35});
+    test_ref_bwd_case("ref bwd vs central differences: causal s_q>s_k (empty rows)", (RefAttn){1, 9, 4, 3, 1, 6, 6, 1, 0.5});
+}
+
 /* ---- verify ---- */
 
 static double *rand_ref(size_t n)
@@ -405,6 +457,7 @@ int main(void)
     test_random_rounding(DT_FP16, "fp16 random floats round to nearest even");
     test_rng();
     test_ref();
+    test_ref_bwd();
     test_verify_u16();
     test_verify_f32();
     test_verify_inf();

@@ -1,0 +1,137 @@
+/* float64 attention backward reference, in two passes that each parallelise
+ * without sharing writes:
+ *   1. per query row (b, h, i): P from the scores, delta = dO . O, dq_i;
+ *      the row's lse and delta are kept for pass 2.
+ *   2. per key row (b, hk, j): dk_j and dv_j summed over every query head of
+ *      the group and every query that sees key j, recomputing s_ij and dP_ij. */
+#define _POSIX_C_SOURCE 200809L
+#include "ref.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const RefAttn *p;
+    const float *q, *k, *v, *dout;
+    double *dq, *dk, *dv, *lse, *delta;
+    long r0, r1;
+    void (*row)(const void *job, long r, double *scratch);
+} BwdJob;
+
+static double dot_ff(const float *a, const float *b, int n)
+{
+    double s = 0;
+    for (int c = 0; c < n; c++) s += (double)a[c] * b[c];
+    return s;
+}
+
+static int first_query(const RefAttn *p, int j)   /* the first query that sees key j */
+{
+    if (!p->causal) return 0;
+    long i = (long)j - (p->s_k - p->s_q);
+    return i < 0 ? 0 : (int)i;
+}
+
+static size_t qi(const RefAttn *p, size_t b, int i, int h) { return ((b * p->s_q + (size_t)i) * p->h_q + (size_t)h); }
+static size_t ki(const RefAttn *p, size_t b, int j, int hk) { return ((b * p->s_k + (size_t)j) * p->h_kv + (size_t)hk); }
+
+static void query_row(const void *job, long r, double *scratch)
+{
+    const BwdJob *jb = job;
+    const RefAttn *p = jb->p;
+    int i = (int)(r % p->s_q), h = (int)(r / p->s_q % p->h_q), hk = h / (p->h_q / p->h_kv);
+    size_t b = (size_t)(r / ((long)p->s_q * p->h_q)), row = qi(p, b, i, h);
+    const float *q = jb->q + row * (size_t)p->d, *dout = jb->dout + row * (size_t)p->dv;
+    double *s = scratch, *o = scratch + p->s_k, *dq = jb->dq + row * (size_t)p->d;
+    int n = ref_visible_keys(p, i);
+    double mx = -INFINITY, sum = 0, delta = 0;
+    for (int j = 0; j < n; j++) {
+        s[j] = p->scale * dot_ff(q, jb->k + ki(p, b, j, hk) * (size_t)p->d, p->d);
+        if (s[j] > mx) mx = s[j];
+    }
+    for (int j = 0; j < n; j++) sum += exp(s[j] - mx);
+    double lse = n ? mx + log(sum) : INFINITY;
+    memset(o, 0, sizeof(double) * (size_t)p->dv);
+    for (int j = 0; j < n; j++) {
+        const float *v = jb->v + ki(p, b, j, hk) * (size_t)p->dv;
+        s[j] = exp(s[j] - lse);   /* now P */
+        for (int c = 0; c < p->dv; c++) o[c] += s[j] * v[c];
+    }
+    for (int c = 0; c < p->dv; c++) delta += dout[c] * o[c];
+    memset(dq, 0, sizeof(double) * (size_t)p->d);
+    for (int j = 0; j < n; j++) {
+        const float *k = jb->k + ki(p, b, j, hk) * (size_t)p->d, *v = jb->v + ki(p, b, j, hk) * (size_t)p->dv;
+        double ds = s[j] * (dot_ff(dout, v, p->dv) - delta);
+        for (int c = 0; c < p->d; c++) dq[c] += p->scale * ds * k[c];
+    }
+    size_t lrow = ((b * p->h_q + (size_t)h) * p->s_q + (size_t)i);
+    jb->lse[lrow] = lse, jb->delta[lrow] = delta;
+}
+
+static void key_row(const void *job, long r, double *scratch)
+{
+    const BwdJob *jb = job;
+    const RefAttn *p = jb->p;
+    (void)scratch;
+    int j = (int)(r % p->s_k), hk = (int)(r / p->s_k % p->h_kv), group = p->h_q / p->h_kv;
+    size_t b = (size_t)(r / ((long)p->s_k * p->h_kv)), row = ki(p, b, j, hk);
+    const float *k = jb->k + row * (size_t)p->d, *v = jb->v + row * (size_t)p->dv;
+    double *dk = jb->dk + row * (size_t)p->d, *dv = jb->dv + row * (size_t)p->dv;
+    memset(dk, 0, sizeof(double) * (size_t)p->d);
+    memset(dv, 0, sizeof(double) * (size_t)p->dv);
+    for (int h = hk * group; h < (hk + 1) * group; h++)
+        for (int i = first_query(p, j); i < p->s_q; i++) {
+            size_t qrow = qi(p, b, i, h), lrow = ((b * p->h_q + (size_t)h) * p->s_q + (size_t)i);
+            const float *q = jb->q + qrow * (size_t)p->d, *dout = jb->dout + qrow * (size_t)p->dv;
+            double pij = exp(p->scale * dot_ff(q, k, p->d) - jb->lse[lrow]);
+            double ds = pij * (dot_ff(dout, v, p->dv) - jb->delta[lrow]);
+            for (int c = 0; c < p->d; c++) dk[c] += p->scale * ds * q[c];
+            for (int c = 0; c < p->dv; c++) dv[c] += pij * dout[c];
+        }
+}
+
+static void *worker(void *arg)
+{
+    BwdJob *jb = arg;
+    double *scratch = malloc(sizeof(double) * ((size_t)jb->p->s_k + (size_t)jb->p->dv + 1));
+    if (!scratch) abort();
+    for (long r = jb->r0; r < jb->r1; r++) jb->row(jb, r, scratch);
+    free(scratch);
+    return NULL;
+}
+
+static void run_rows(BwdJob proto, long rows, int nthreads)
+{
+    if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > rows) nthreads = rows > 0 ? (int)rows : 1;
+    BwdJob jobs[256];
+    pthread_t tid[256];
+    int started[256] = {0};
+    if (nthreads > 256) nthreads = 256;
+    for (int t = 0; t < nthreads; t++) {
+        jobs[t] = proto;
+        jobs[t].r0 = rows * t / nthreads, jobs[t].r1 = rows * (t + 1) / nthreads;
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < nthreads; t++)
+        if (!started[t]) worker(&jobs[t]);
+    for (int t = 0; t < nthreads; t++)
+        if (started[t]) pthread_join(tid[t], NULL);
+}
+
+void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
+                  double *dk, double *dv, int nthreads)
+{
+    size_t rows = (size_t)p->b * p->h_q * p->s_q;
+    double *lse = malloc(sizeof(double) * (rows ? rows : 1)), *delta = malloc(sizeof(double) * (rows ? rows : 1));
+    if (!lse || !delta) abort();
+    BwdJob proto = {p, q, k, v, dout, dq, dk, dv, lse, delta, 0, 0, query_row};
+    run_rows(proto, (long)rows, nthreads);
+    proto.row = key_row;
+    run_rows(proto, (long)p->b * p->h_kv * p->s_k, nthreads);
+    free(lse), free(delta);
+}
