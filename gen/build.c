@@ -144,13 +144,38 @@ int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *o) {
     return 0;
 }
 
+int ptxgen_num_workspaces(const ptxgen_set *s) { return s->ks.nws; }
+
+int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out) {
+    if (i < 0 || i >= s->ks.nws) return 2;
+    const WorkspaceSpec *w = &s->ks.ws[i];
+    *out = (ptxgen_workspace){w->name, w->bytes, w->zero, w->meaning};
+    return 0;
+}
+
+static int size_vars(const ptxgen_size *sizes, int nsizes, ExprVar *vars) {
+    int n = nsizes < 16 ? nsizes : 16;
+    for (int i = 0; i < n; i++) vars[i] = (ExprVar){sizes[i].name, sizes[i].value};
+    return n;
+}
+
+int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes, int nsizes, unsigned long long *bytes,
+                           char *err, size_t errlen) {
+    if (i < 0 || i >= s->ks.nws) { snprintf(err, errlen, "no workspace %d", i); return 2; }
+    ExprVar vars[16];
+    long long v;
+    if (expr_eval(s->ks.ws[i].bytes, vars, size_vars(sizes, nsizes, vars), &v, err, errlen)) return 2;
+    if (v < 1) { snprintf(err, errlen, "workspace %s = %s = %lld bytes", s->ks.ws[i].name, s->ks.ws[i].bytes, v); return 2; }
+    *bytes = (unsigned long long)v;
+    return 0;
+}
+
 int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
                        unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
     if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
     const KernelSpec *ks = &s->ks.k[k];
     ExprVar vars[16];
-    int n = nsizes < 16 ? nsizes : 16;
-    for (int i = 0; i < n; i++) vars[i] = (ExprVar){sizes[i].name, sizes[i].value};
+    int n = size_vars(sizes, nsizes, vars);
     for (int i = 0; i < 3; i++) {
         long long v;
         if (expr_eval(ks->grid[i], vars, n, &v, err, errlen)) return 2;

@@ -9,7 +9,7 @@
 #include "plan.h"
 
 typedef enum { PT_PTR, PT_U32, PT_U64, PT_F32 } ParamType;
-typedef enum { PR_IN, PR_OUT, PR_SIZE, PR_STRIDE, PR_SCALE } ParamRole;
+typedef enum { PR_IN, PR_OUT, PR_SIZE, PR_STRIDE, PR_SCALE, PR_WORKSPACE } ParamRole;
 
 typedef struct {
     const char *name;      /* "q", "s_q", "q_stride_s", "softmax_scale" */
@@ -18,7 +18,7 @@ typedef struct {
     const char *meaning;
     const char *shape;     /* tensors: "[b, s_q, h_q, d]" */
     const char *dtype;     /* tensors: "bf16" / "fp16" / "fp32" */
-    const char *of;        /* strides: the tensor; sizes: the problem size name */
+    const char *of;        /* strides: the tensor; sizes: the problem size name; workspaces: the workspace */
     const char *dim;       /* strides: the dimension ("b", "s", "h") */
 } ParamSpec;
 
@@ -32,7 +32,17 @@ typedef struct {
     unsigned dyn_smem;
 } KernelSpec;
 
+/* Scratch memory a kernel set needs between its kernels (the host allocates
+ * it; the manifest says how much and whether it must start zeroed). */
+typedef struct {
+    const char *name;
+    char bytes[128];       /* expression over problem sizes */
+    int zero;              /* must be zero-filled before the first kernel */
+    const char *meaning;
+} WorkspaceSpec;
+
 #define MAX_KERNELS 4
+#define MAX_WORKSPACES 4
 typedef struct {
     char kernel[32];       /* "attn_fwd" */
     const ArchInfo *arch;
@@ -40,6 +50,8 @@ typedef struct {
     char *ptx;             /* the module text */
     KernelSpec k[MAX_KERNELS];
     int nk;
+    WorkspaceSpec ws[MAX_WORKSPACES];
+    int nws;
     Plan plan;
 } KernelSet;
 

@@ -1,6 +1,6 @@
 #include "manifest.h"
 
-static const char *const role_names[] = {"input", "output", "size", "stride", "scale"};
+static const char *const role_names[] = {"input", "output", "size", "stride", "scale", "workspace"};
 
 static void json_str(Buf *b, const char *s) {
     buf_puts(b, "\"");
@@ -28,7 +28,7 @@ static void write_param(Buf *b, const ParamSpec *p, int last) {
     field(b, "meaning", p->meaning);
     field(b, "shape", p->shape);
     field(b, "dtype", p->dtype);
-    field(b, p->role == PR_STRIDE ? "tensor" : "size", p->of);
+    field(b, p->role == PR_STRIDE ? "tensor" : p->role == PR_WORKSPACE ? "workspace" : "size", p->of);
     field(b, "dim", p->dim);
     buf_printf(b, "}%s\n", last ? "" : ",");
 }
@@ -59,5 +59,14 @@ void manifest_write(const KernelSet *s, const char *constants_json, Buf *b) {
     buf_puts(b, "  \"expression_ops\": [\"+\", \"-\", \"*\", \"/\", \"cdiv\", \"min\", \"max\"],\n");
     buf_puts(b, "  \"launch_order\": \"kernels are launched in the order listed, on one stream\",\n  \"kernels\": [\n");
     for (int i = 0; i < s->nk; i++) write_kernel(b, &s->k[i], i + 1 == s->nk);
-    buf_puts(b, "  ],\n  \"workspaces\": []\n}\n");
+    buf_puts(b, "  ],\n  \"workspaces\": [");
+    for (int i = 0; i < s->nws; i++) {
+        buf_puts(b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        json_str(b, s->ws[i].name);
+        field(b, "bytes", s->ws[i].bytes);
+        buf_printf(b, ", \"zero_init\": %s", s->ws[i].zero ? "true" : "false");
+        field(b, "meaning", s->ws[i].meaning);
+        buf_puts(b, "}");
+    }
+    buf_puts(b, s->nws ? "\n  ]\n}\n" : "]\n}\n");
 }

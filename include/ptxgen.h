@@ -39,13 +39,14 @@ int  ptxgen_num_kernels(const ptxgen_set *s);
 const char *ptxgen_entry(const ptxgen_set *s, int k);
 
 typedef enum { PTXGEN_PARAM_PTR, PTXGEN_PARAM_U32, PTXGEN_PARAM_U64, PTXGEN_PARAM_F32 } ptxgen_param_type;
-typedef enum { PTXGEN_ROLE_IN, PTXGEN_ROLE_OUT, PTXGEN_ROLE_SIZE, PTXGEN_ROLE_STRIDE, PTXGEN_ROLE_SCALE } ptxgen_param_role;
+typedef enum { PTXGEN_ROLE_IN, PTXGEN_ROLE_OUT, PTXGEN_ROLE_SIZE, PTXGEN_ROLE_STRIDE, PTXGEN_ROLE_SCALE,
+               PTXGEN_ROLE_WORKSPACE } ptxgen_param_role;
 typedef struct {
     const char *name;
     ptxgen_param_type type;
     ptxgen_param_role role;
     const char *meaning, *shape, *dtype;
-    const char *of;       /* strides: the tensor; sizes: the size name */
+    const char *of;       /* strides: the tensor; sizes: the size name; workspaces: the workspace */
     const char *dim;      /* strides: "b", "s" or "h" */
 } ptxgen_param;
 int ptxgen_num_params(const ptxgen_set *s, int k);
@@ -55,6 +56,19 @@ int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *out);
 typedef struct { const char *name; long long value; } ptxgen_size;
 int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
+
+/* Workspaces: device scratch the host allocates once per problem and passes to
+ * every kernel parameter with role WORKSPACE and that name. */
+typedef struct {
+    const char *name;
+    const char *bytes;    /* size expression over the problem sizes */
+    int zero_init;        /* fill with zeros before launching the set */
+    const char *meaning;
+} ptxgen_workspace;
+int ptxgen_num_workspaces(const ptxgen_set *s);
+int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out);
+int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes, int nsizes, unsigned long long *bytes,
+                           char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

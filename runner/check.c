@@ -13,9 +13,8 @@ typedef struct {
     DevInfo info;
     ptxgen_set *set;
     DevModule *mod;
-    DevFunc *fn;
-    DevFuncAttrs attrs;
-    unsigned grid[3], block[3], smem;
+    struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], smem; } k[4];   /* the set, in launch order */
+    int nk;
     Problem pb;
     char arch[16];
 } Session;
@@ -72,10 +71,12 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     }
     rc = dev_load_ptx(ss->dev, text ? text : ptxgen_ptx(ss->set), dump, &ss->mod, err, sizeof err);
     free(text);
-    if (rc ||
-        dev_get_func(ss->mod, ptxgen_entry(ss->set, 0), &ss->fn, err, sizeof err) ||
-        dev_func_attrs(ss->fn, &ss->attrs, err, sizeof err))
-        return fail("load", err);
+    if (rc) return fail("load", err);
+    ss->nk = ptxgen_num_kernels(ss->set);
+    for (int i = 0; i < ss->nk; i++)
+        if (dev_get_func(ss->mod, ptxgen_entry(ss->set, i), &ss->k[i].fn, err, sizeof err) ||
+            dev_func_attrs(ss->k[i].fn, &ss->k[i].attrs, err, sizeof err))
+            return fail("load", err);
     return 0;
 }
 
@@ -86,24 +87,34 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     *p = (Problem){.b = o->b, .s_q = o->s_q, .s_k = o->s_k, .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .dv = d,
                    .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
                    .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d))};
-    ptxgen_size sizes[] = {{"b", o->b}, {"s_q", o->s_q}, {"s_k", o->s_k}, {"h_q", o->h_q}, {"h_kv", o->h_kv}};
-    if (ptxgen_launch_dims(ss->set, 0, sizes, 5, ss->grid, ss->block, &ss->smem, err, sizeof err)) {
-        fprintf(stderr, "ptxgen: %s\n", err);
-        return 2;
+    ptxgen_size sizes[5];
+    int ns = problem_sizes(p, sizes);
+    for (int i = 0; i < ss->nk; i++) {
+        if (ptxgen_launch_dims(ss->set, i, sizes, ns, ss->k[i].grid, ss->k[i].block, &ss->k[i].smem, err, sizeof err)) {
+            fprintf(stderr, "ptxgen: %s\n", err);
+            return 2;
+        }
+        if ((int)ss->k[i].smem > ss->info.max_smem_optin) {
+            fprintf(stderr, "ptxgen: %s needs %u B shared memory; %s allows %d B\n", ptxgen_entry(ss->set, i),
+                    ss->k[i].smem, ss->info.name, ss->info.max_smem_optin);
+            return 2;
+        }
+        if (dev_set_dyn_smem(ss->k[i].fn, (int)ss->k[i].smem, err, sizeof err)) return fail("launch setup", err);
     }
-    if ((int)ss->smem > ss->info.max_smem_optin) {
-        fprintf(stderr, "ptxgen: kernel needs %u B shared memory; %s allows %d B\n", ss->smem, ss->info.name, ss->info.max_smem_optin);
-        return 2;
-    }
-    if (dev_set_dyn_smem(ss->fn, (int)ss->smem, err, sizeof err)) return fail("launch setup", err);
-    if (problem_init(p, ss->dev, o->seed, o->pad, err, sizeof err)) return fail("inputs", err);
-    if (problem_args(p, ss->set, 0, err, sizeof err)) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
+    if (problem_init(p, ss->dev, o->seed, o->pad, err, sizeof err) || problem_workspaces(p, ss->dev, ss->set, err, sizeof err))
+        return fail("inputs", err);
+    for (int i = 0; i < ss->nk; i++)
+        if (problem_args(p, ss->set, i, err, sizeof err)) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
     return 0;
 }
 
+/* One run of the set: zeroed workspaces, then every kernel in manifest order. */
 static int launch(Session *ss) {
     char err[1024];
-    if (dev_launch(ss->fn, ss->grid, ss->block, ss->smem, ss->pb.args, err, sizeof err)) return fail("launch", err);
+    if (problem_zero_workspaces(&ss->pb, ss->dev, err, sizeof err)) return fail("workspace", err);
+    for (int i = 0; i < ss->nk; i++)
+        if (dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err, sizeof err))
+            return fail("launch", err);
     return 0;
 }
 
@@ -116,9 +127,18 @@ static void close_session(Session *ss) {
 
 static void print_kernel(const Session *ss) {
     printf("device: %s (sm_%d%d, %d SMs)\n", ss->info.name, ss->info.cc_major, ss->info.cc_minor, ss->info.sm_count);
-    printf("kernel: %s\n  registers %d, local (spill/stack) %d B, static smem %d B, dynamic smem %u B, grid %ux%ux%u, block %u\n",
-           ptxgen_entry(ss->set, 0), ss->attrs.num_regs, ss->attrs.local_bytes, ss->attrs.static_smem, ss->smem,
-           ss->grid[0], ss->grid[1], ss->grid[2], ss->block[0]);
+    for (int i = 0; i < ss->nk; i++)
+        printf("kernel: %s\n  registers %d, local (spill/stack) %d B, static smem %d B, dynamic smem %u B, grid %ux%ux%u, "
+               "block %u\n", ptxgen_entry(ss->set, i), ss->k[i].attrs.num_regs, ss->k[i].attrs.local_bytes,
+               ss->k[i].attrs.static_smem, ss->k[i].smem, ss->k[i].grid[0], ss->k[i].grid[1], ss->k[i].grid[2],
+               ss->k[i].block[0]);
+}
+
+/* Local memory (spills or stack) over the set's kernels. */
+static int local_bytes(const Session *ss) {
+    int n = 0;
+    for (int i = 0; i < ss->nk; i++) n += ss->k[i].attrs.local_bytes;
+    return n;
 }
 
 /* A run's outputs gathered into [b, s_q, h_q, dv] and [b, h_q, s_q]. */
@@ -194,8 +214,8 @@ int run_check(const RunOpts *o) {
         if (o->stats && dev_print_stats(ss.dev, stdout, err, sizeof err)) rc = fail("stats", err);
         /* a spill in a default config is a bug; a chosen tile may trade spills for speed */
         int default_tile = !o->req.tile || !o->req.tile[0];
-        if (!rc && ss.attrs.local_bytes > 0) {
-            printf("%s: %d B of local memory (spills) in %s\n", default_tile ? "FAIL" : "warning", ss.attrs.local_bytes,
+        if (!rc && local_bytes(&ss) > 0) {
+            printf("%s: %d B of local memory (spills) in %s\n", default_tile ? "FAIL" : "warning", local_bytes(&ss),
                    default_tile ? "a default config" : "this tile config");
             rc = default_tile;
         }

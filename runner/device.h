@@ -64,7 +64,7 @@ void dev_event_free(DevEvent *e);
 int  dev_event_record(DevEvent *e, char *err, size_t errlen);
 int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen); /* syncs stop */
 
-/* Prints the counters gathered since the last launch (sim only; cuda says so). */
+/* Prints the counters summed over every launch so far (sim only; cuda says so). */
 int  dev_print_stats(Device *d, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -57,6 +57,33 @@ int problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen) {
            dev_fill_u8(dev, p->lse.dev, 0xFF, p->lse.elems * 4, err, errlen);
 }
 
+int problem_sizes(const Problem *p, ptxgen_size out[5]) {
+    const ptxgen_size s[5] = {{"b", p->b}, {"s_q", p->s_q}, {"s_k", p->s_k}, {"h_q", p->h_q}, {"h_kv", p->h_kv}};
+    memcpy(out, s, sizeof s);
+    return 5;
+}
+
+int problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, size_t errlen) {
+    ptxgen_size sizes[5];
+    int ns = problem_sizes(p, sizes);
+    p->nws = ptxgen_num_workspaces(s);
+    for (int i = 0; i < p->nws; i++) {
+        ptxgen_workspace w;
+        unsigned long long bytes;
+        ptxgen_workspace_info(s, i, &w);
+        if (ptxgen_workspace_bytes(s, i, sizes, ns, &bytes, err, errlen)) return 1;
+        p->ws[i].name = w.name, p->ws[i].bytes = (size_t)bytes, p->ws[i].zero = w.zero_init;
+        if (dev_alloc(dev, &p->ws[i].dev, p->ws[i].bytes, err, errlen)) return 1;
+    }
+    return 0;
+}
+
+int problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen) {
+    for (int i = 0; i < p->nws; i++)
+        if (p->ws[i].zero && dev_fill_u8(dev, p->ws[i].dev, 0, p->ws[i].bytes, err, errlen)) return 1;
+    return 0;
+}
+
 static Tensor *tensor_named(Problem *p, const char *name) {
     Tensor *all[] = {&p->q, &p->k, &p->v, &p->o, &p->lse};
     for (int i = 0; i < 5; i++)
@@ -65,10 +92,15 @@ static Tensor *tensor_named(Problem *p, const char *name) {
 }
 
 static int size_named(const Problem *p, const char *name, uint64_t *v) {
-    const struct { const char *n; int v; } sizes[] = {
-        {"b", p->b}, {"s_q", p->s_q}, {"s_k", p->s_k}, {"h_q", p->h_q}, {"h_kv", p->h_kv}};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(sizes[i].n, name)) { *v = (uint64_t)sizes[i].v; return 0; }
+    ptxgen_size sizes[5];
+    for (int i = 0, n = problem_sizes(p, sizes); i < n; i++)
+        if (!strcmp(sizes[i].name, name)) { *v = (uint64_t)sizes[i].value; return 0; }
+    return 1;
+}
+
+static int workspace_named(const Problem *p, const char *name, uint64_t *v) {
+    for (int i = 0; i < p->nws; i++)
+        if (!strcmp(p->ws[i].name, name)) { *v = p->ws[i].dev; return 0; }
     return 1;
 }
 
@@ -95,6 +127,8 @@ int problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t 
             v = t->dev;
         } else if (pi.role == PTXGEN_ROLE_SIZE) {
             if (size_named(p, pi.of, &v)) { snprintf(err, errlen, "runner has no size '%s'", pi.of); return 1; }
+        } else if (pi.role == PTXGEN_ROLE_WORKSPACE) {
+            if (workspace_named(p, pi.of, &v)) { snprintf(err, errlen, "runner has no workspace '%s'", pi.of); return 1; }
         } else if (pi.role == PTXGEN_ROLE_STRIDE) {
             Tensor *t = tensor_named(p, pi.of);
             if (!t || stride_of(t, pi.dim, &v, err, errlen)) return 1;
@@ -105,8 +139,8 @@ int problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t 
             snprintf(err, errlen, "%s = %llu does not fit u32", pi.name, (unsigned long long)v);
             return 1;
         }
-        p->argv[i] = v;   /* little-endian: a u32/f32 parameter reads the low bytes */
-        p->args[i] = &p->argv[i];
+        p->argv[kernel][i] = v;   /* little-endian: a u32/f32 parameter reads the low bytes */
+        p->args[kernel][i] = &p->argv[kernel][i];
     }
     return 0;
 }
@@ -120,4 +154,6 @@ void problem_free(Problem *p, Device *dev) {
         all[i]->host = NULL;
         all[i]->dev = 0;
     }
+    for (int i = 0; i < p->nws; i++)
+        if (p->ws[i].dev) dev_free(dev, p->ws[i].dev, err, sizeof err), p->ws[i].dev = 0;
 }

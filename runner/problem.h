@@ -24,14 +24,22 @@ typedef struct {
     DType dt;
     float scale;
     Tensor q, k, v, o, lse;
-    uint64_t argv[64];           /* parameter values, 8-byte slots */
-    void *args[64];
+    uint64_t argv[4][64];        /* per kernel of the set: parameter values, 8-byte slots */
+    void *args[4][64];
+    struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
+    int nws;
 } Problem;
 
 /* Allocates and fills Q, K, V with N(0,1) values; O and LSE allocated. */
 int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen);
 int  problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen);
-/* Fills args in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
+/* Allocates the set's workspaces at this problem's sizes. */
+int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, size_t errlen);
+/* Zero-fills the workspaces the manifest marks zero_init: before every launch of the set. */
+int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
+/* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
 int  problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t errlen);
+/* The problem sizes by name, for launch dimensions and workspace sizes. */
+int  problem_sizes(const Problem *p, ptxgen_size out[5]);
 void problem_free(Problem *p, Device *dev);
 #endif

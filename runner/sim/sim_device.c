@@ -12,7 +12,7 @@ typedef struct SimFn SimFn;
 typedef struct {
     struct Device base;
     Sim sim;
-    char last_entry[128];
+    char launched[256];   /* the entries run so far, for the stats header */
 } SimDev;
 typedef struct {
     struct DevModule base;
@@ -202,7 +202,8 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
         return say(err, errlen, "sim: launch asks for %u B dynamic shared memory; the function is opted in to %d B",
                    dyn_smem, f->dyn_optin);
     d->sim.err = err, d->sim.errlen = errlen;
-    snprintf(d->last_entry, sizeof d->last_entry, "%s", f->f->name);
+    size_t n = strlen(d->launched);
+    if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
     return sim_launch(&d->sim, f->m->m, f->f, grid, block, dyn_smem, args);
 }
 
@@ -237,8 +238,8 @@ static int sd_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t er
 static int sd_stats(Device *d_, FILE *out, char *err, size_t errlen)
 {
     SimDev *d = (SimDev *)d_;
-    if (!d->last_entry[0]) return say(err, errlen, "sim: no kernel has run yet");
-    sim_stats_print(&d->sim.stats, d->last_entry, out);
+    if (!d->launched[0]) return say(err, errlen, "sim: no kernel has run yet");
+    sim_stats_print(&d->sim.stats, d->launched, out);
     return 0;
 }
 

@@ -280,7 +280,6 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
     c.nwarps = (c.nthreads + 31) / 32;
     uint32_t dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
     c.smem_size = (dyn_at + dyn_smem + 3) & ~3u;
-    memset(&sim->stats, 0, sizeof sim->stats);
     int rc = !params || cta_alloc(&c) ? (snprintf(sim->err, sim->errlen, "sim: out of host memory"), -1) : 0;
     for (unsigned z = 0; !rc && z < grid[2]; z++)
         for (unsigned y = 0; !rc && y < grid[1]; y++)
