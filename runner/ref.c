@@ -12,7 +12,6 @@ typedef struct {
     const RefAttn *p;
     const float *q, *k, *v;
     double *o, *lse;
-    long row0, row1;            /* rows [row0, row1) in lse order (b, h, i) */
 } AttnJob;
 
 static void *xmalloc(size_t n)
@@ -98,51 +97,61 @@ static void attn_row(const AttnJob *jb, long row, double *scratch)
         orow[c] = n ? acc[c] / sum : 0.0;
 }
 
-static void *attn_worker(void *arg)
+/* Rows [r0, r1) in lse order (b, h, i). */
+static void attn_rows(void *ctx, long r0, long r1)
 {
-    const AttnJob *jb = arg;
+    const AttnJob *jb = ctx;
     const RefAttn *p = jb->p;
     double *scratch = xmalloc(sizeof(double) * ((size_t)p->s_k + p->d + p->dv));
-    for (long r = jb->row0; r < jb->row1; r++)
+    for (long r = r0; r < r1; r++)
         attn_row(jb, r, scratch);
     free(scratch);
+}
+
+typedef struct {
+    void (*fn)(void *ctx, long r0, long r1);
+    void *ctx;
+    long r0, r1;
+} Chunk;
+
+static void *run_chunk(void *arg)
+{
+    const Chunk *c = arg;
+    c->fn(c->ctx, c->r0, c->r1);
     return NULL;
 }
 
-static int pick_threads(int nthreads, long rows)
+void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, long r1), void *ctx)
 {
+    if (rows <= 0)
+        return;
     if (nthreads <= 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         nthreads = ncpu > 0 ? (int)ncpu : 1;
     }
-    if (nthreads > rows)
-        nthreads = (int)rows;
-    return nthreads < 1 ? 1 : nthreads;
-}
-
-void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
-                  double *o, double *lse, int nthreads)
-{
-    long rows = (long)p->b * p->h_q * p->s_q;
-    if (rows <= 0)
-        return;
-    int nt = pick_threads(nthreads, rows);
-    AttnJob *jobs = xmalloc(sizeof *jobs * (size_t)nt);
+    int nt = nthreads > rows ? (int)rows : nthreads;
+    Chunk *chunks = xmalloc(sizeof *chunks * (size_t)nt);
     pthread_t *tids = xmalloc(sizeof *tids * (size_t)nt);
     int *started = xmalloc(sizeof *started * (size_t)nt);
     for (int t = 0; t < nt; t++) {
-        long r0 = (long)((long long)rows * t / nt), r1 = (long)((long long)rows * (t + 1) / nt);
-        jobs[t] = (AttnJob){ p, q, k, v, o, lse, r0, r1 };
+        chunks[t] = (Chunk){fn, ctx, (long)((long long)rows * t / nt), (long)((long long)rows * (t + 1) / nt)};
         /* The caller's thread takes chunk 0, and any chunk a thread can't start for. */
-        started[t] = t > 0 && pthread_create(&tids[t], NULL, attn_worker, &jobs[t]) == 0;
+        started[t] = t > 0 && pthread_create(&tids[t], NULL, run_chunk, &chunks[t]) == 0;
     }
     for (int t = 0; t < nt; t++)
         if (!started[t])
-            attn_worker(&jobs[t]);
+            run_chunk(&chunks[t]);
     for (int t = 0; t < nt; t++)
         if (started[t])
             pthread_join(tids[t], NULL);
     free(started);
     free(tids);
-    free(jobs);
+    free(chunks);
+}
+
+void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
+                  double *o, double *lse, int nthreads)
+{
+    AttnJob job = { p, q, k, v, o, lse };
+    ref_parallel_rows((long)p->b * p->h_q * p->s_q, nthreads, attn_rows, &job);
 }

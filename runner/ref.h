@@ -18,6 +18,9 @@ void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float 
  * query heads of each kv head. Needs no forward outputs: P is recomputed. */
 void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
                   double *dq, double *dk, double *dv, int nthreads);
+/* Calls fn over [0, rows) cut into nthreads contiguous chunks (<= 0: all online
+ * CPUs), one thread each; the caller's thread takes the first. */
+void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, long r1), void *ctx);
 /* Keys visible to query i: a prefix [0, n) of the key sequence. */
 int ref_visible_keys(const RefAttn *p, int i);
 #endif

@@ -8,17 +8,13 @@
 #include "ref.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct {
     const RefAttn *p;
     const float *q, *k, *v, *dout;
     double *dq, *dk, *dv, *lse, *delta;
-    long r0, r1;
-    void (*row)(const void *job, long r, double *scratch);
 } BwdJob;
 
 static double dot_ff(const float *a, const float *b, int n)
@@ -38,9 +34,8 @@ static int first_query(const RefAttn *p, int j)   /* the first query that sees k
 static size_t qi(const RefAttn *p, size_t b, int i, int h) { return ((b * p->s_q + (size_t)i) * p->h_q + (size_t)h); }
 static size_t ki(const RefAttn *p, size_t b, int j, int hk) { return ((b * p->s_k + (size_t)j) * p->h_kv + (size_t)hk); }
 
-static void query_row(const void *job, long r, double *scratch)
+static void query_row(const BwdJob *jb, long r, double *scratch)
 {
-    const BwdJob *jb = job;
     const RefAttn *p = jb->p;
     int i = (int)(r % p->s_q), h = (int)(r / p->s_q % p->h_q), hk = h / (p->h_q / p->h_kv);
     size_t b = (size_t)(r / ((long)p->s_q * p->h_q)), row = qi(p, b, i, h);
@@ -71,11 +66,9 @@ static void query_row(const void *job, long r, double *scratch)
     jb->lse[lrow] = lse, jb->delta[lrow] = delta;
 }
 
-static void key_row(const void *job, long r, double *scratch)
+static void key_row(const BwdJob *jb, long r)
 {
-    const BwdJob *jb = job;
     const RefAttn *p = jb->p;
-    (void)scratch;
     int j = (int)(r % p->s_k), hk = (int)(r / p->s_k % p->h_kv), group = p->h_q / p->h_kv;
     size_t b = (size_t)(r / ((long)p->s_k * p->h_kv)), row = ki(p, b, j, hk);
     const float *k = jb->k + row * (size_t)p->d, *v = jb->v + row * (size_t)p->dv;
@@ -93,34 +86,18 @@ static void key_row(const void *job, long r, double *scratch)
         }
 }
 
-static void *worker(void *arg)
+static void query_rows(void *job, long r0, long r1)
 {
-    BwdJob *jb = arg;
-    double *scratch = malloc(sizeof(double) * ((size_t)jb->p->s_k + (size_t)jb->p->dv + 1));
+    const BwdJob *jb = job;
+    double *scratch = malloc(sizeof(double) * ((size_t)jb->p->s_k + (size_t)jb->p->dv));
     if (!scratch) abort();
-    for (long r = jb->r0; r < jb->r1; r++) jb->row(jb, r, scratch);
+    for (long r = r0; r < r1; r++) query_row(jb, r, scratch);
     free(scratch);
-    return NULL;
 }
 
-static void run_rows(BwdJob proto, long rows, int nthreads)
+static void key_rows(void *job, long r0, long r1)
 {
-    if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (nthreads < 1) nthreads = 1;
-    if (nthreads > rows) nthreads = rows > 0 ? (int)rows : 1;
-    BwdJob jobs[256];
-    pthread_t tid[256];
-    int started[256] = {0};
-    if (nthreads > 256) nthreads = 256;
-    for (int t = 0; t < nthreads; t++) {
-        jobs[t] = proto;
-        jobs[t].r0 = rows * t / nthreads, jobs[t].r1 = rows * (t + 1) / nthreads;
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, worker, &jobs[t]) == 0;
-    }
-    for (int t = 0; t < nthreads; t++)
-        if (!started[t]) worker(&jobs[t]);
-    for (int t = 0; t < nthreads; t++)
-        if (started[t]) pthread_join(tid[t], NULL);
+    for (long r = r0; r < r1; r++) key_row(job, r);
 }
 
 void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
@@ -129,9 +106,8 @@ void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float 
     size_t rows = (size_t)p->b * p->h_q * p->s_q;
     double *lse = malloc(sizeof(double) * (rows ? rows : 1)), *delta = malloc(sizeof(double) * (rows ? rows : 1));
     if (!lse || !delta) abort();
-    BwdJob proto = {p, q, k, v, dout, dq, dk, dv, lse, delta, 0, 0, query_row};
-    run_rows(proto, (long)rows, nthreads);
-    proto.row = key_row;
-    run_rows(proto, (long)p->b * p->h_kv * p->s_k, nthreads);
+    BwdJob job = {p, q, k, v, dout, dq, dk, dv, lse, delta};
+    ref_parallel_rows((long)rows, nthreads, query_rows, &job);
+    ref_parallel_rows((long)p->b * p->h_kv * p->s_k, nthreads, key_rows, &job);
     free(lse), free(delta);
 }
