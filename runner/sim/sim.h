@@ -170,6 +170,7 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
 void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane);
 void     sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v);
+uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane);   /* an SO_ADDR operand: base register (if any) + offset */
 static inline int sim_warp_id(const SimCta *c, const SimWarp *w) { return (int)(w - c->w); }
 
 int  sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */
@@ -182,4 +183,7 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store);
 void     sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups);
+/* Counts one shared-memory request of width bytes per lane in exec (16-byte
+ * lanes go 8 to a phase, as ldmatrix rows do; 8-byte 16; 4-byte 32). */
+void     sim_count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width);
 #endif

@@ -56,6 +56,11 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
     }
 }
 
+uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane)
+{
+    return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm;
+}
+
 void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v)
 {
     int bits = f->slot_bits[o->reg];

@@ -164,15 +164,8 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 }
 
 /* ---- cp.async ---- */
-static uint64_t addr_of(const SimWarp *w, const SimOpnd *o, int lane)
+static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src)
 {
-    return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm;
-}
-
-static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
-{
-    uint32_t dst = (uint32_t)addr_of(w, &in->o[0], lane);
-    uint64_t src = addr_of(w, &in->o[1], lane);
     uint32_t n = (uint32_t)sim_read(c, w, &in->o[3], lane);
     if (n > 16) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the 16-byte copy", n);
@@ -209,7 +202,7 @@ void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
 }
 
 /* ---- instructions ---- */
-static void count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width)
+void sim_count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width)
 {
     int phases, wf = sim_smem_wavefronts(addr, exec, width, width == 16 ? 8 : width == 8 ? 16 : 32, &phases);
     c->sim->stats.smem_requests++;
@@ -228,7 +221,7 @@ static void ld_param(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
 {
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t off = addr_of(w, &in->o[1], l), v = 0;
+        uint64_t off = sim_addr(w, &in->o[1], l), v = 0;
         if (in->o[1].space != SPACE_PARAM || off + (uint64_t)bytes > (uint64_t)c->f->param_bytes) {
             sim_fail(c, sim_warp_id(c, w), l, in, "ld.param outside the parameter block");
             return;
@@ -247,7 +240,7 @@ static void atomic_add(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     uint64_t ga[32];
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        ga[l] = addr_of(w, ao, l);
+        ga[l] = sim_addr(w, ao, l);
         uint8_t *p = sim_gmem(c, w, l, in, ga[l], 4, 1);
         uint32_t old, add = (uint32_t)sim_read(c, w, vo, l), sum;
         memcpy(&old, p, 4);
@@ -274,13 +267,12 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     uint64_t ga[32];
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t a = addr_of(w, ao, l);
+        uint64_t a = sim_addr(w, ao, l);
         sa[l] = (uint32_t)a, ga[l] = a;
         uint8_t *p = !shared ? sim_gmem(c, w, l, in, a, width, store)
                    : store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
         for (int k = 0; k < n && !c->failed; k++) {
-            SimOpnd e = {.kind = SO_REG, .reg = vo->kind == SO_VEC ? c->f->vec[vo->reg + k] : vo->reg};
-            if (vo->kind != SO_VEC) e = *vo;
+            SimOpnd e = vo->kind == SO_VEC ? (SimOpnd){.kind = SO_REG, .reg = c->f->vec[vo->reg + k]} : *vo;
             if (store) {
                 uint32_t v = (uint32_t)sim_read(c, w, &e, l);
                 memcpy(p + 4 * k, &v, 4);
@@ -291,7 +283,7 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
             }
         }
     }
-    if (shared) count_smem(c, sa, exec, width);
+    if (shared) sim_count_smem(c, sa, exec, width);
     else count_gmem(c, ga, exec, width);
 }
 
@@ -301,10 +293,10 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     uint64_t ga[32];
     for (int l = 0; l < 32 && !c->failed; l++)
         if (exec >> l & 1) {
-            sa[l] = (uint32_t)addr_of(w, &in->o[0], l), ga[l] = addr_of(w, &in->o[1], l);
-            cp_async_issue(c, w, in, l);
+            sa[l] = (uint32_t)sim_addr(w, &in->o[0], l), ga[l] = sim_addr(w, &in->o[1], l);
+            cp_async_issue(c, w, in, l, sa[l], ga[l]);
         }
-    count_smem(c, sa, exec, 16);
+    sim_count_smem(c, sa, exec, 16);
     count_gmem(c, ga, exec, 16);
 }
 

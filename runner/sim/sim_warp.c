@@ -27,7 +27,7 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
     uint32_t addr[32] = {0}, providers = nmat == 4 ? 0xFFFFFFFFu : (1u << (8 * nmat)) - 1;
     const SimOpnd *a = &in->o[1];
     for (int l = 0; l < 8 * nmat && !c->failed; l++) {
-        addr[l] = (uint32_t)(w->r[(size_t)a->reg * 32 + (size_t)l] + (uint64_t)a->imm);
+        addr[l] = (uint32_t)sim_addr(w, a, l);
         memcpy(m[l / 8][l % 8], sim_smem_read(c, w, l, in, addr[l], 16), 16);
     }
     if (c->failed) return;
@@ -38,8 +38,7 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
             *lane_reg(w, vec_reg(c, &in->o[0], i), l) = (uint32_t)hi << 16 | lo;
         }
     }
-    int phases, wf = sim_smem_wavefronts(addr, providers, 16, 8, &phases);
-    c->sim->stats.smem_requests++, c->sim->stats.smem_wavefronts += (uint64_t)wf, c->sim->stats.smem_ideal += (uint64_t)phases;
+    sim_count_smem(c, addr, providers, 16);
 }
 
 static double half_of(uint64_t reg, int hi, DType dt) { return dt_to_f32(dt, (uint16_t)(reg >> (hi ? 16 : 0))); }
