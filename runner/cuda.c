@@ -8,7 +8,6 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,19 +75,6 @@ struct CuEvt { struct DevEvent base; CuDev *d; CUevent ev; };
 
 enum { LOG_CAP = 16384 };   /* JIT logs past this are truncated by the driver */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int say(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen) return -1;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The one place driver failures are worded; returns 0 for CUDA_SUCCESS so that
  * callers can chain checks with ||. */
 static int drv(const CuDev *d, CUresult r, const char *call, const char *ctx, char *err, size_t errlen)
@@ -97,7 +83,7 @@ static int drv(const CuDev *d, CUresult r, const char *call, const char *ctx, ch
     if (r == CUDA_SUCCESS) return 0;
     if (d->api.GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_<unknown>";
     if (d->api.GetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "unrecognized CUresult";
-    return say(err, errlen, "%s failed: %s: %s (CUresult %d)%s%s%s", call, name, text, (int)r,
+    return dev_errf(err, errlen, "%s failed: %s: %s (CUresult %d)%s%s%s", call, name, text, (int)r,
                ctx ? " [" : "", ctx ? ctx : "", ctx ? "]" : "");
 }
 
@@ -116,7 +102,7 @@ static int open_lib(CuDev *d, char *err, size_t errlen)
     e = dlerror();   /* keep the first reason: it names the soname users install */
     snprintf(first, sizeof first, "%s", e ? e : "unknown dlopen error");
     if ((d->lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL))) return 0;
-    return say(err, errlen, "no CUDA driver: libcuda.so.1 not found (%s)", first);
+    return dev_errf(err, errlen, "no CUDA driver: libcuda.so.1 not found (%s)", first);
 }
 
 static int resolve(CuDev *d, char *err, size_t errlen)
@@ -124,7 +110,7 @@ static int resolve(CuDev *d, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof kSyms / sizeof kSyms[0]; i++) {
         void *p = dlsym(d->lib, kSyms[i].name);
         if (!p && kSyms[i].alt) p = dlsym(d->lib, kSyms[i].alt);
-        if (!p) return say(err, errlen, "CUDA driver lacks symbol %s (driver older than the CUDA 13 headers?)",
+        if (!p) return dev_errf(err, errlen, "CUDA driver lacks symbol %s (driver older than the CUDA 13 headers?)",
                            kSyms[i].name);
         memcpy((char *)&d->api + kSyms[i].off, &p, sizeof p);
     }
@@ -140,7 +126,7 @@ static int attach(CuDev *d, int ordinal, char *err, size_t errlen)
         drv(d, d->api.DeviceGetCount(&n), "cuDeviceGetCount", NULL, err, errlen))
         return -1;
     if (ordinal < 0 || ordinal >= n)
-        return say(err, errlen, "device ordinal %d out of range (%d CUDA device%s)", ordinal, n, n == 1 ? "" : "s");
+        return dev_errf(err, errlen, "device ordinal %d out of range (%d CUDA device%s)", ordinal, n, n == 1 ? "" : "s");
     if (drv(d, d->api.DeviceGet(&d->dev, ordinal), "cuDeviceGet", NULL, err, errlen) ||
         drv(d, d->api.PrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain", NULL, err, errlen))
         return -1;
@@ -154,7 +140,7 @@ int cuda_open(Device **out, int ordinal, char *err, size_t errlen)
 {
     CuDev *d = calloc(1, sizeof *d);
     *out = NULL;
-    if (!d) return say(err, errlen, "dev_open: out of memory");
+    if (!d) return dev_errf(err, errlen, "dev_open: out of memory");
     d->base.ops = &kCudaOps;
     if (open_lib(d, err, errlen) || resolve(d, err, errlen) || attach(d, ordinal, err, errlen)) {
         cu_close(&d->base);
@@ -268,7 +254,7 @@ static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_path, DevMo
     CUresult r;
     *out = NULL;
     if (!info || !elog || !m) {
-        say(err, errlen, "dev_load_ptx: out of memory");
+        dev_errf(err, errlen, "dev_load_ptx: out of memory");
     } else if (bind(d, err, errlen) == 0) {
         r = d->api.ModuleLoadDataEx(&m->mod, ptx, (unsigned)(sizeof opt / sizeof opt[0]), opt, val);
         if (r != CUDA_SUCCESS) {
@@ -306,7 +292,7 @@ static int cu_get_func(DevModule *m_, const char *entry, DevFunc **out, char *er
     CuMod *m = (CuMod *)m_;
     CuFunc *f = calloc(1, sizeof *f);
     *out = NULL;
-    if (!f) return say(err, errlen, "dev_get_func: out of memory");
+    if (!f) return dev_errf(err, errlen, "dev_get_func: out of memory");
     if (drv(m->d, m->d->api.ModuleGetFunction(&f->fn, m->mod, entry), "cuModuleGetFunction", entry, err, errlen)) {
         free(f);
         return -1;
@@ -422,7 +408,7 @@ static int cu_event_new(Device *d_, DevEvent **e, char *err, size_t errlen)
     CuDev *d = (CuDev *)d_;
     CuEvt *v = calloc(1, sizeof *v);
     *e = NULL;
-    if (!v) return say(err, errlen, "dev_event_new: out of memory");
+    if (!v) return dev_errf(err, errlen, "dev_event_new: out of memory");
     if (bind(d, err, errlen) || drv(d, d->api.EventCreate(&v->ev, CU_EVENT_DEFAULT), "cuEventCreate", NULL, err, errlen)) {
         free(v);
         return -1;
@@ -461,7 +447,7 @@ static int cu_event_ms(DevEvent *start_, DevEvent *stop_, float *ms, char *err, 
 static int cu_stats(Device *d, FILE *out, char *err, size_t errlen)
 {
     (void)d, (void)out;
-    return say(err, errlen, "instruction and memory counters come from the sim device only (--device sim)");
+    return dev_errf(err, errlen, "instruction and memory counters come from the sim device only (--device sim)");
 }
 
 static const DevOps kCudaOps = {

@@ -1,6 +1,17 @@
 /* Dispatch from the device.h calls to the backend that opened the device. */
+#include <stdarg.h>
 #include <string.h>
 #include "device_impl.h"
+
+int dev_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !errlen) return -1;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 int dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errlen)
 {
@@ -8,13 +19,11 @@ int dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errl
     if (!kind || !strcmp(kind, "cuda")) return cuda_open(out, ordinal, err, errlen);
     if (!strcmp(kind, "sim")) {
         if (ordinal != 0) {
-            snprintf(err, errlen, "the sim device has one ordinal, 0 (got %d)", ordinal);
-            return -1;
+            return dev_errf(err, errlen, "the sim device has one ordinal, 0 (got %d)", ordinal);
         }
         return sim_open(out, err, errlen);
     }
-    snprintf(err, errlen, "unknown device kind '%s' (cuda or sim)", kind);
-    return -1;
+    return dev_errf(err, errlen, "unknown device kind '%s' (cuda or sim)", kind);
 }
 
 const char *dev_kind(const Device *d) { return d->ops->name; }

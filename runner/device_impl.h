@@ -33,6 +33,9 @@ struct DevModule { Device *dev; };
 struct DevFunc { Device *dev; };
 struct DevEvent { Device *dev; };
 
+/* Writes a message into err (if any) and returns -1: every backend's failure path. */
+int dev_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 int cuda_open(Device **out, int ordinal, char *err, size_t errlen);
 int sim_open(Device **out, char *err, size_t errlen);
 #endif

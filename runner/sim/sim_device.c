@@ -2,7 +2,6 @@
  * addresses (with unmapped gaps between them, so an overrun is caught, not
  * absorbed by a neighbour), modules are parsed PTX, and a launch interprets
  * the whole grid before it returns. It has no clock: events refuse. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "device_impl.h"
@@ -30,16 +29,6 @@ struct SimFn {
 
 enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20, DEFAULT_DYN_SMEM = 48 * 1024 };
 
-static int say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static void sd_close(Device *d_)
 {
     SimDev *d = (SimDev *)d_;
@@ -63,7 +52,7 @@ static int sd_load(Device *d_, const char *ptx, const char *dump_path, DevModule
     SimDev *d = (SimDev *)d_;
     SimMod *m = calloc(1, sizeof *m);
     *out = NULL;
-    if (!m) return say(err, errlen, "sim: out of memory");
+    if (!m) return dev_errf(err, errlen, "sim: out of memory");
     if (sim_parse(ptx, &m->m, err, errlen)) {
         FILE *f = dump_path ? fopen(dump_path, "w") : NULL;
         if (f) {
@@ -97,9 +86,9 @@ static int sd_get_func(DevModule *m_, const char *entry, DevFunc **out, char *er
     SimMod *m = (SimMod *)m_;
     const SimFunc *f = sim_find(m->m, entry);
     *out = NULL;
-    if (!f) return say(err, errlen, "sim: the module has no .entry named %s", entry);
+    if (!f) return dev_errf(err, errlen, "sim: the module has no .entry named %s", entry);
     SimFn *fn = calloc(1, sizeof *fn);
-    if (!fn) return say(err, errlen, "sim: out of memory");
+    if (!fn) return dev_errf(err, errlen, "sim: out of memory");
     *fn = (SimFn){.base = {.dev = m->base.dev}, .m = m, .f = f, .dyn_optin = DEFAULT_DYN_SMEM, .next = m->funcs};
     m->funcs = fn;
     *out = &fn->base;
@@ -120,7 +109,7 @@ static int sd_set_dyn(DevFunc *f_, int bytes, char *err, size_t errlen)
 {
     SimFn *f = (SimFn *)f_;
     if (bytes < 0 || bytes + f->m->m->static_smem > 232448)
-        return say(err, errlen, "sim: %d B dynamic shared memory exceeds 227 KB per CTA", bytes);
+        return dev_errf(err, errlen, "sim: %d B dynamic shared memory exceeds 227 KB per CTA", bytes);
     f->dyn_optin = bytes;
     return 0;
 }
@@ -130,15 +119,15 @@ static int sd_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errle
 {
     SimHeap *h = &((SimDev *)d_)->sim.heap;
     *p = 0;
-    if (!bytes) return say(err, errlen, "sim: zero-byte allocation");
+    if (!bytes) return dev_errf(err, errlen, "sim: zero-byte allocation");
     if (h->n == h->cap) {
         h->cap = h->cap ? 2 * h->cap : 16;
         SimBuf *nb = realloc(h->bufs, (size_t)h->cap * sizeof *nb);
-        if (!nb) return say(err, errlen, "sim: out of memory");
+        if (!nb) return dev_errf(err, errlen, "sim: out of memory");
         h->bufs = nb;
     }
     uint8_t *data = malloc(bytes);
-    if (!data) return say(err, errlen, "sim: cannot allocate %zu bytes", bytes);
+    if (!data) return dev_errf(err, errlen, "sim: cannot allocate %zu bytes", bytes);
     memset(data, 0xFF, bytes);   /* fresh device memory is garbage; all-ones reads as NaN */
     if (!h->next) h->next = HEAP_BASE;
     h->bufs[h->n++] = (SimBuf){h->next, bytes, data};   /* addresses only grow: bufs stays sorted */
@@ -158,13 +147,13 @@ static int sd_free(Device *d_, DevPtr p, char *err, size_t errlen)
             h->n--;
             return 0;
         }
-    return say(err, errlen, "sim: free of 0x%llx, which is not an allocation", (unsigned long long)p);
+    return dev_errf(err, errlen, "sim: free of 0x%llx, which is not an allocation", (unsigned long long)p);
 }
 
 static uint8_t *host_span(SimDev *d, DevPtr p, size_t bytes, const char *what, char *err, size_t errlen)
 {
     SimBuf *b = sim_heap_find(&d->sim.heap, p, bytes);
-    if (!b) say(err, errlen, "sim: %s of %zu bytes at 0x%llx is outside every allocation", what, bytes, (unsigned long long)p);
+    if (!b) dev_errf(err, errlen, "sim: %s of %zu bytes at 0x%llx is outside every allocation", what, bytes, (unsigned long long)p);
     return b ? b->data + (p - b->base) : NULL;
 }
 
@@ -199,7 +188,7 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     SimFn *f = (SimFn *)f_;
     SimDev *d = f->m->d;
     if ((int)dyn_smem > f->dyn_optin)
-        return say(err, errlen, "sim: launch asks for %u B dynamic shared memory; the function is opted in to %d B",
+        return dev_errf(err, errlen, "sim: launch asks for %u B dynamic shared memory; the function is opted in to %d B",
                    dyn_smem, f->dyn_optin);
     d->sim.err = err, d->sim.errlen = errlen;
     size_t n = strlen(d->launched);
@@ -217,7 +206,7 @@ static int sd_event_new(Device *d, DevEvent **e, char *err, size_t errlen)
 {
     (void)d;
     *e = NULL;
-    return say(err, errlen, "the sim device does not time kernels: bench needs a GPU (--device cuda)");
+    return dev_errf(err, errlen, "the sim device does not time kernels: bench needs a GPU (--device cuda)");
 }
 
 static void sd_event_free(DevEvent *e) { (void)e; }
@@ -225,20 +214,20 @@ static void sd_event_free(DevEvent *e) { (void)e; }
 static int sd_event_record(DevEvent *e, char *err, size_t errlen)
 {
     (void)e;
-    return say(err, errlen, "the sim device has no events");
+    return dev_errf(err, errlen, "the sim device has no events");
 }
 
 static int sd_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t errlen)
 {
     (void)a, (void)b;
     *ms = 0;
-    return say(err, errlen, "the sim device has no events");
+    return dev_errf(err, errlen, "the sim device has no events");
 }
 
 static int sd_stats(Device *d_, FILE *out, char *err, size_t errlen)
 {
     SimDev *d = (SimDev *)d_;
-    if (!d->launched[0]) return say(err, errlen, "sim: no kernel has run yet");
+    if (!d->launched[0]) return dev_errf(err, errlen, "sim: no kernel has run yet");
     sim_stats_print(&d->sim.stats, d->launched, out);
     return 0;
 }
@@ -255,7 +244,7 @@ int sim_open(Device **out, char *err, size_t errlen)
 {
     SimDev *d = calloc(1, sizeof *d);
     *out = NULL;
-    if (!d) return say(err, errlen, "sim: out of memory");
+    if (!d) return dev_errf(err, errlen, "sim: out of memory");
     d->base.ops = &kSimOps;
     d->sim.max_steps = 1ull << 27;
     const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
