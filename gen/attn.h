@@ -7,10 +7,13 @@
 #include "tilecfg.h"
 #include "ptxgen_dtype.h"
 
+/* attn_fwd: a CTA owns bm query rows and steps over keys bn at a time.
+ * attn_bwd: a CTA owns bn key rows and steps over queries bm at a time. */
 typedef struct {
-    int bm;      /* query rows per CTA */
-    int bn;      /* key/value rows per main-loop step */
-    int warps;   /* warps per CTA, stacked along the query rows */
+    int bm;      /* query rows per CTA (fwd) / per inner step (bwd) */
+    int bn;      /* key rows per inner step (fwd) / per CTA (bwd) */
+    int warps;   /* warps per CTA, stacked along the rows the CTA owns */
+    int deterministic;   /* bwd: dQ without atomics, bit-identical across runs */
 } AttnTile;
 
 typedef struct {
@@ -31,5 +34,14 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 /* Appends the kernel to the module. */
 void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+/* attn_bwd: the kernel set (delta + dQ zeroing, dK/dV main, dQ) */
+extern const TileKey attn_bwd_keys[];
+extern const int attn_bwd_nkeys;
+AttnTile attn_bwd_default_tile(const ArchInfo *a, int d);
+int  attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
+/* One plan per kernel of the set; returns the number of kernels. */
+int  attn_bwd_plan(const AttnDesc *d, Plan *plans);
+/* Specs, workspaces and the module of the whole set. */
+void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 const char *dtype_name(DType t);
 #endif

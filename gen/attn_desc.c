@@ -1,6 +1,6 @@
 /* attn_fwd (mma.sync family): tile keys and defaults, the resource plan, and
  * the launch ABI. */
-#include "attn.h"
+#include "attn_emit.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,8 @@ const char *dtype_name(DType t) { return t == DT_FP16 ? "fp16" : "bf16"; }
  * 13.0, so bn=32; d=256 drops to 16 rows per warp to keep the output
  * accumulator in registers (bm=64 where 128 KB of shared memory is not there). */
 AttnTile attn_fwd_default_tile(const ArchInfo *a, int d) {
-    if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){128, 64, 8} : (AttnTile){64, 64, 4};
-    return (AttnTile){128, d >= 128 ? 32 : 64, 4};
+    if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){.bm = 128, .bn = 64, .warps = 8} : (AttnTile){.bm = 64, .bn = 64, .warps = 4};
+    return (AttnTile){.bm = 128, .bn = d >= 128 ? 32 : 64, .warps = 4};
 }
 
 int attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -57,35 +57,18 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
-static void add(KernelSpec *ks, ParamSpec p) { ks->params[ks->nparams++] = p; }
-
-static void add_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
-                       const char *dtype, int strided) {
-    add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
-    if (!strided) return;
-    static const char *const dims[3] = {"b", "s", "h"};
-    static const char *const names[][3] = {
-        {"q_stride_b", "q_stride_s", "q_stride_h"}, {"k_stride_b", "k_stride_s", "k_stride_h"},
-        {"v_stride_b", "v_stride_s", "v_stride_h"}, {"o_stride_b", "o_stride_s", "o_stride_h"}};
-    int which = name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : name[0] == 'v' ? 2 : 3;
-    for (int i = 0; i < 3; i++)
-        add(ks, (ParamSpec){names[which][i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL, name, dims[i]});
-}
-
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s", dt, d->d, d->tile.bm, d->tile.bn,
              d->tile.warps, d->causal ? "_causal" : "");
-    add_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
-    add_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
-    add_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
-    add_tensor(ks, "o", PR_OUT, "attention output", "[b, s_q, h_q, dv]", dt, 1);
-    add_tensor(ks, "lse", PR_OUT, "log-sum-exp of the scaled scores, natural log, +inf for rows with no valid key; contiguous",
-               "[b, h_q, s_q]", "fp32", 0);
-    static const char *const sizes[] = {"s_q", "s_k", "h_q", "h_kv"};
-    for (int i = 0; i < 4; i++) add(ks, (ParamSpec){sizes[i], PT_U32, PR_SIZE, "problem size", NULL, NULL, sizes[i], NULL});
-    add(ks, (ParamSpec){"softmax_scale", PT_F32, PR_SCALE, "S = softmax_scale * Q K^T (natural units)", NULL, NULL, NULL, NULL});
+    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
+    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
+    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
+    abi_tensor(ks, "o", PR_OUT, "attention output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_tensor(ks, "lse", PR_OUT, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", 0);
+    abi_sizes(ks, attn_size_names, 4);
+    abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", d->tile.bm);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");

@@ -11,7 +11,7 @@
  * Each warp owns bm/warps query rows. K_{n+1} streams into shared memory
  * while P V_n runs, V_n while Q K_n^T runs (one buffer each, FA2's schedule).
  * The inner loop is attn_step() below. */
-#include "attn.h"
+#include "attn_emit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,52 +31,17 @@ typedef struct {
     LdsmBases fq, fk, fv;
     Acc o;
     RowStats rows;
+    RowBlocks rb;
 } Fwd;
-
-/* ptr + 2 * (b * stride_b + h * stride_h) */
-static Reg head_base(Kctx *k, const char *t, Reg b, Reg h) {
-    Emit *e = &k->e;
-    char sb[24], sh[24];
-    snprintf(sb, sizeof sb, "%s_stride_b", t);
-    snprintf(sh, sizeof sh, "%s_stride_h", t);
-    Reg p = kc_ptr(k, t), b64 = e_reg(e, RC_B64), h64 = e_reg(e, RC_B64), off = e_reg(e, RC_B64);
-    INS(e, CVT_U64_U32, R(b64), R(b));
-    INS(e, CVT_U64_U32, R(h64), R(h));
-    INS(e, MUL_LO_U64, R(off), R(b64), R(kc_u64(k, sb)));
-    INS(e, MUL_LO_U64, R(h64), R(h64), R(kc_u64(k, sh)));
-    INS(e, ADD_U64, R(off), R(off), R(h64));
-    INS(e, MUL_LO_U64, R(off), R(off), I(2));
-    INS(e, ADD_U64, R(p), R(p), R(off));
-    return p;
-}
-
-/* the row stride in bytes; the runner guarantees it fits 32 bits */
-static Reg row_stride_bytes(Kctx *k, const char *t) {
-    char name[24];
-    snprintf(name, sizeof name, "%s_stride_s", t);
-    Reg s64 = kc_u64(k, name), r = e_reg(&k->e, RC_B32);
-    INS(&k->e, CVT_U32_U64, R(r), R(s64));
-    INS(&k->e, SHL_B32, R(r), R(r), I(1));
-    return r;
-}
-
-/* batch and head of this CTA */
-static void cta_coords(Kctx *k, Reg *b, Reg *h) {
-    *b = e_reg(&k->e, RC_B32);
-    *h = e_reg(&k->e, RC_B32);
-    INS(&k->e, MOV_B32, R(*h), SR("%ctaid.y"));
-    INS(&k->e, MOV_B32, R(*b), SR("%ctaid.z"));
-}
 
 static void setup_problem(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
-    Reg mblk = e_reg(e, RC_B32), b, h, group = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32);
+    Reg mblk = e_reg(e, RC_B32), b, h;
     INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
     cta_coords(k, &b, &h);
     f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
-    INS(e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
-    INS(e, DIV_U32, R(kvh), R(h), R(group));
+    Reg kvh = kv_head_of(k, h);
     f->m_start = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
     f->off = e_reg(e, RC_B32);
@@ -95,66 +60,7 @@ static void setup_problem(Kctx *k, Fwd *f) {
     INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-}
-
-/* Key blocks [0, n_full) need no mask; [n_full, n_max) do; none past n_max is visible. */
-static void block_range(Kctx *k, Fwd *f, Reg n_full, Reg n_max) {
-    Emit *e = &k->e;
-    int bn = f->d->tile.bn;
-    INS(e, ADD_U32, R(n_max), R(f->s_k), I(bn - 1));
-    INS(e, DIV_U32, R(n_max), R(n_max), I(bn));
-    INS(e, DIV_U32, R(n_full), R(f->s_k), I(bn));
-    if (!f->d->causal) return;
-    Reg last = e_reg(e, RC_B32), first = e_reg(e, RC_B32);
-    /* the CTA's last row sees keys < min(m_start + bm, s_q) + off */
-    INS(e, ADD_U32, R(last), R(f->m_start), I(f->d->tile.bm));
-    INS(e, MIN_U32, R(last), R(last), R(f->s_q));
-    INS(e, ADD_S32, R(last), R(last), R(f->off));
-    INS(e, MAX_S32, R(last), R(last), I(0));
-    INS(e, ADD_U32, R(last), R(last), I(bn - 1));
-    INS(e, DIV_U32, R(last), R(last), I(bn));
-    INS(e, MIN_U32, R(n_max), R(n_max), R(last));
-    /* its first row sees keys < m_start + off + 1 */
-    INS(e, ADD_S32, R(first), R(f->m_start), R(f->off));
-    INS(e, ADD_S32, R(first), R(first), I(1));
-    INS(e, MAX_S32, R(first), R(first), I(0));
-    INS(e, DIV_U32, R(first), R(first), I(bn));
-    INS(e, MIN_U32, R(n_full), R(n_full), R(first));
-    INS(e, MIN_U32, R(n_full), R(n_full), R(n_max));
-}
-
-/* For each row this lane holds: how many columns from its first column in
- * this key block (n_start + 2t) are visible. Recomputed per masked block
- * rather than kept live through the unmasked loop. */
-static void row_room(Kctx *k, Fwd *f, Reg n_start, Reg *room) {
-    Emit *e = &k->e;
-    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), s_k = kc_u32(k, "s_k");
-    INS(e, AND_B32, R(col0), R(k->lane), I(3));
-    INS(e, MAD_LO_U32, R(col0), R(col0), I(2), R(n_start));
-    if (!f->d->causal) {
-        for (int r = 0; r < 2 * f->mt; r++) {
-            room[r] = e_reg(e, RC_B32);
-            INS(e, SUB_S32, R(room[r]), R(s_k), R(col0));
-        }
-        return;
-    }
-    /* row + s_k - s_q, formed from the CTA and lane ids: nothing kept live for it */
-    Reg t = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, MOV_B32, R(row), SR("%ctaid.x"));
-    INS(e, MUL_LO_U32, R(row), R(row), I(f->d->tile.bm));
-    INS(e, SHR_U32, R(t), R(k->tid), I(5));
-    INS(e, MAD_LO_U32, R(row), R(t), I(16 * f->mt), R(row));
-    INS(e, ADD_U32, R(row), R(row), R(g));
-    INS(e, ADD_U32, R(row), R(row), R(s_k));
-    INS(e, SUB_U32, R(row), R(row), R(kc_u32(k, "s_q")));
-    for (int r = 0; r < 2 * f->mt; r++) {
-        /* key j visible to row i iff j <= i + s_k - s_q, and j < s_k */
-        room[r] = e_reg(e, RC_B32);
-        INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
-        INS(e, MIN_S32, R(room[r]), R(room[r]), R(s_k));
-        INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
-    }
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start};
 }
 
 static void fragment_bases(Kctx *k, Fwd *f) {
@@ -174,11 +80,6 @@ static void fragment_bases(Kctx *k, Fwd *f) {
     ldsm_bases(k, &f->fk, f->sk, krow, ksel);
 }
 
-static void sync_tiles(Kctx *k) {
-    INS(&k->e, CP_ASYNC_WAIT, I(0));
-    INS(&k->e, BAR_SYNC, I(0));
-}
-
 /* One key block: the inner loop of the kernel. */
 static void attn_step(Kctx *k, Fwd *f, Reg n, Reg n_max, int masked) {
     Emit *e = &k->e;
@@ -196,7 +97,7 @@ static void attn_step(Kctx *k, Fwd *f, Reg n, Reg n_max, int masked) {
     mma_abt(k, &s, &f->fq, &f->fk, d->d / 16, d->dtype, f->zero);     /* S = Q K^T */
     if (masked) {
         Reg room[4];
-        row_room(k, f, n_start, room);
+        row_room(k, &f->rb, n_start, room);
         softmax_mask(k, &s, room);
     }
     softmax_update(k, &s, &f->rows, &f->o, f->scale_log2);
@@ -245,8 +146,7 @@ static void epilogue(Kctx *k, Fwd *f) {
     INS(e, ADD_U64, R(o_rows), R(o_rows), R(head_base(k, "o", b, h)));
     smem_to_global(k, f->so, f->threads, o_rows, o_rs, rows_left);
     /* lse[b][h][m_start + r] */
-    INS(e, MAD_LO_U32, R(row), R(b), R(kc_u32(k, "h_q")), R(h));
-    INS(e, MAD_LO_U32, R(row), R(row), R(f->s_q), R(f->m_start));
+    INS(e, ADD_U32, R(row), R(stats_row(k, b, h)), R(f->m_start));
     INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
     rows_to_global_f32(k, f->mt, lse, f->warp_row0, lse_base, rows_left);
 }
@@ -275,7 +175,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     rows_init(&kc, &f.rows, f.mt);
 
     Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
-    block_range(&kc, &f, n_full, n_max);
+    key_blocks(&kc, &f.rb, n_full, n_max);
     INS(e, MOV_B32, R(n), I(0));
     key_loop(&kc, &f, n, n_full, n_max, 0);
     key_loop(&kc, &f, n, n_max, n_max, 1);

@@ -14,9 +14,69 @@ struct ptxgen_set {
     char constants[320];
 };
 
-static const int attn_hdims[] = {64, 128, 256};
+/* The kernels the generator knows, each with its tiles, plans and emitter. */
+typedef struct {
+    const char *name, *what;
+    const TileKey *keys;
+    const int *nkeys;
+    AttnTile (*default_tile)(const ArchInfo *a, int d);
+    int (*check_tile)(const AttnDesc *d, char *err, size_t errlen);
+    int (*plan)(const AttnDesc *d, Plan *plans);       /* returns the number of kernels */
+    void (*build)(const AttnDesc *d, KernelSet *ks, Buf *module);
+    const int *hdims;
+    int nhdims;
+} KernelKind;
 
-static int parse_desc(const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
+static int fwd_plan(const AttnDesc *d, Plan *plans) {
+    attn_fwd_plan(d, &plans[0]);
+    return 1;
+}
+
+static void fwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+    ks->nk = 1;
+    ks->deterministic = 1;
+    attn_fwd_spec(d, &ks->plan[0], &ks->k[0]);
+    attn_fwd_emit(d, &ks->k[0], &ks->plan[0], m);
+}
+
+static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128};
+static const KernelKind kinds[] = {
+    {"attn_fwd", "FlashAttention-2 forward", attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
+     fwd_plan, fwd_build, fwd_hdims, 3},
+    {"attn_bwd", "FlashAttention-2 backward", attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
+     attn_bwd_plan, attn_bwd_build, bwd_hdims, 2},
+};
+#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
+
+static const KernelKind *find_kind(const char *name) {
+    for (int i = 0; name && i < NKINDS; i++)
+        if (!strcmp(kinds[i].name, name)) return &kinds[i];
+    return NULL;
+}
+
+static int parse_kind(const ptxgen_request *rq, const KernelKind **kind, char *err, size_t errlen) {
+    if ((*kind = find_kind(rq->kernel))) return 0;
+    int planned = rq->kernel && (!strcmp(rq->kernel, "mla_fwd") || !strcmp(rq->kernel, "mla_bwd"));
+    snprintf(err, errlen, planned ? "kernel '%s' is not implemented yet (available: attn_fwd, attn_bwd)"
+                                  : "unknown kernel '%s' (available: attn_fwd, attn_bwd)",
+             rq->kernel ? rq->kernel : "(none)");
+    return 2;
+}
+
+static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
+    d->d = d->dv = rq->hdim ? rq->hdim : 128;
+    for (int i = 0; i < kind->nhdims; i++)
+        if (d->d == kind->hdims[i]) return 0;
+    if (kind->build == fwd_build)
+        snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_fwd (64, 128 or 256: its swizzled "
+                 "shared tiles need d to be a multiple of 64 and whole 16-byte rows per thread group)", d->d);
+    else
+        snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_bwd (64 or 128: each warp keeps "
+                 "dK and dV rows of d fp32 values in registers, 256 registers per thread at d=256)", d->d);
+    return 2;
+}
+
+static int parse_desc(const ptxgen_request *rq, const KernelKind **kind, AttnDesc *d, char *err, size_t errlen) {
     if (!rq->arch || !(d->arch = arch_find(rq->arch))) {
         Buf names = {0};
         for (int i = 0; i < arch_count(); i++) buf_printf(&names, "%s%s", i ? ", " : "", arch_at(i)->name);
@@ -24,16 +84,9 @@ static int parse_desc(const ptxgen_request *rq, AttnDesc *d, char *err, size_t e
         buf_free(&names);
         return 2;
     }
-    if (!rq->kernel || strcmp(rq->kernel, "attn_fwd")) {
-        int planned = rq->kernel && (!strcmp(rq->kernel, "attn_bwd") || !strcmp(rq->kernel, "mla_fwd") ||
-                                     !strcmp(rq->kernel, "mla_bwd"));
-        snprintf(err, errlen, planned ? "kernel '%s' is not implemented yet (available: attn_fwd)"
-                                      : "unknown kernel '%s' (available: attn_fwd)",
-                 rq->kernel ? rq->kernel : "(none)");
-        return 2;
-    }
+    if (parse_kind(rq, kind, err, errlen)) return 2;
     if (!(d->arch->families & FAM_MMA_SYNC)) {
-        snprintf(err, errlen, "%s has no mma.sync, which attn_fwd uses", d->arch->name);
+        snprintf(err, errlen, "%s has no mma.sync, which %s uses", d->arch->name, (*kind)->name);
         return 2;
     }
     if (!rq->dtype || !strcmp(rq->dtype, "bf16")) d->dtype = DT_BF16;
@@ -42,71 +95,77 @@ static int parse_desc(const ptxgen_request *rq, AttnDesc *d, char *err, size_t e
         snprintf(err, errlen, "unknown dtype '%s' (bf16 or fp16)", rq->dtype);
         return 2;
     }
-    d->d = d->dv = rq->hdim ? rq->hdim : 128;
-    int ok = 0;
-    for (size_t i = 0; i < sizeof attn_hdims / sizeof attn_hdims[0]; i++) ok |= d->d == attn_hdims[i];
-    if (!ok) {
-        snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_fwd (64, 128 or 256: its swizzled "
-                 "shared tiles need d to be a multiple of 64 and whole 16-byte rows per thread group)", d->d);
-        return 2;
-    }
+    if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
     d->causal = rq->causal != 0;
-    d->tile = attn_fwd_default_tile(d->arch, d->d);
-    if (tile_parse(attn_fwd_keys, attn_fwd_nkeys, rq->tile, &d->tile, err, errlen)) return 2;
-    return attn_fwd_check_tile(d, err, errlen) ? 2 : 0;
+    d->tile = (*kind)->default_tile(d->arch, d->d);
+    if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
+    return (*kind)->check_tile(d, err, errlen) ? 2 : 0;
 }
 
-static void describe(ptxgen_set *s) {
+static void describe(ptxgen_set *s, const KernelKind *kind) {
     const AttnDesc *d = &s->desc;
     Buf tile = {0};
-    tile_describe(attn_fwd_keys, attn_fwd_nkeys, &d->tile, &tile);
-    snprintf(s->ks.summary, sizeof s->ks.summary, "attn_fwd %s d=%d%s on %s, mma.sync, tile %s", dtype_name(d->dtype),
-             d->d, d->causal ? " causal" : "", d->arch->name, tile.s);
+    tile_describe(kind->keys, *kind->nkeys, &d->tile, &tile);
+    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s on %s, mma.sync, tile %s", kind->name,
+             dtype_name(d->dtype), d->d, d->causal ? " causal" : "", d->arch->name, tile.s);
     snprintf(s->constants, sizeof s->constants,
              "{\"dtype\": \"%s\", \"d\": %d, \"dv\": %d, \"causal\": %s, \"family\": \"mma.sync\", "
-             "\"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",
-             dtype_name(d->dtype), d->d, d->dv, d->causal ? "true" : "false", d->tile.bm, d->tile.bn, d->tile.warps);
+             "\"deterministic\": %s, \"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",
+             dtype_name(d->dtype), d->d, d->dv, d->causal ? "true" : "false", s->ks.deterministic ? "true" : "false",
+             d->tile.bm, d->tile.bn, d->tile.warps);
     buf_free(&tile);
+}
+
+/* The plans of every kernel of the set; 1 if all fit (else err holds the first refusal). */
+static int plan_all(const KernelKind *kind, const AttnDesc *d, Plan *plans, int *n, char *err, size_t errlen) {
+    *n = kind->plan(d, plans);
+    for (int i = 0; i < *n; i++)
+        if (!plans[i].ok) {
+            snprintf(err, errlen, "%s", plans[i].verdict);
+            return 0;
+        }
+    return 1;
+}
+
+static void print_plans(const Plan *plans, int n, const ArchInfo *a, Buf *out) {
+    for (int i = 0; i < n; i++) {
+        if (i) buf_puts(out, "\n");
+        plan_print(&plans[i], a, out);
+    }
 }
 
 char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t errlen) {
-    AttnDesc d = {0};
+    ptxgen_set s = {0};
+    const KernelKind *kind;
     *fits = 0;
-    if (parse_desc(rq, &d, err, errlen)) return NULL;
-    Plan p;
-    attn_fwd_plan(&d, &p);
+    if (parse_desc(rq, &kind, &s.desc, err, errlen)) return NULL;
+    int n;
+    *fits = plan_all(kind, &s.desc, s.ks.plan, &n, err, errlen);
+    s.ks.deterministic = kind->build == fwd_build || s.desc.tile.deterministic;
+    describe(&s, kind);
     Buf out = {0};
-    Buf tile = {0};
-    tile_describe(attn_fwd_keys, attn_fwd_nkeys, &d.tile, &tile);
-    buf_printf(&out, "attn_fwd %s d=%d%s on %s (mma.sync), tile %s\n", dtype_name(d.dtype), d.d,
-               d.causal ? " causal" : "", d.arch->name, tile.s);
-    buf_free(&tile);
-    plan_print(&p, d.arch, &out);
-    *fits = p.ok;
-    if (!p.ok) snprintf(err, errlen, "%s", p.verdict);
+    buf_printf(&out, "%s\n", s.ks.summary);
+    print_plans(s.ks.plan, n, s.desc.arch, &out);
     return buf_take(&out);
 }
 
 int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t errlen) {
     *out = NULL;
     ptxgen_set *s = calloc(1, sizeof *s);
+    const KernelKind *kind;
+    int n;
     if (!s) { snprintf(err, errlen, "out of memory"); return 2; }
-    if (parse_desc(rq, &s->desc, err, errlen)) { free(s); return 2; }
-    attn_fwd_plan(&s->desc, &s->ks.plan);
-    if (!s->ks.plan.ok) {
-        snprintf(err, errlen, "%s", s->ks.plan.verdict);
+    if (parse_desc(rq, &kind, &s->desc, err, errlen) || !plan_all(kind, &s->desc, s->ks.plan, &n, err, errlen)) {
         free(s);
         return 2;
     }
-    snprintf(s->ks.kernel, sizeof s->ks.kernel, "attn_fwd");
+    snprintf(s->ks.kernel, sizeof s->ks.kernel, "%s", kind->name);
     s->ks.arch = s->desc.arch;
-    describe(s);
-    s->ks.nk = 1;
-    attn_fwd_spec(&s->desc, &s->ks.plan, &s->ks.k[0]);
     Buf m = {0};
     module_header(&m, s->desc.arch);
-    attn_fwd_emit(&s->desc, &s->ks.k[0], &s->ks.plan, &m);
+    kind->build(&s->desc, &s->ks, &m);
     s->ks.ptx = buf_take(&m);
+    describe(s, kind);
     *out = s;
     return 0;
 }
@@ -122,7 +181,7 @@ const char *ptxgen_ptx(const ptxgen_set *s) { return s->ks.ptx; }
 char *ptxgen_plan_text(const ptxgen_set *s) {
     Buf out = {0};
     buf_printf(&out, "%s\n", s->ks.summary);
-    plan_print(&s->ks.plan, s->ks.arch, &out);
+    print_plans(s->ks.plan, s->ks.nk, s->ks.arch, &out);
     return buf_take(&out);
 }
 
@@ -133,6 +192,7 @@ char *ptxgen_manifest_json(const ptxgen_set *s) {
 }
 
 int ptxgen_num_kernels(const ptxgen_set *s) { return s->ks.nk; }
+int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
 const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }
 int ptxgen_num_params(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].nparams : 0; }
 

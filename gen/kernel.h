@@ -52,7 +52,8 @@ typedef struct {
     int nk;
     WorkspaceSpec ws[MAX_WORKSPACES];
     int nws;
-    Plan plan;
+    Plan plan[MAX_KERNELS];   /* one per kernel, in launch order */
+    int deterministic;     /* bit-identical outputs across runs (no float atomics) */
 } KernelSet;
 
 const char *param_type_ptx(ParamType t);   /* ".u64" ... */

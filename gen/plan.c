@@ -41,6 +41,7 @@ static void occupancy(Plan *p, const ArchInfo *a) {
 
 void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
     p->ok = 0;
+    snprintf(p->what, sizeof p->what, "%s", what);
     if (p->threads < 1 || p->regs_est < 1) {
         fprintf(stderr, "ptxgen internal: plan for %s has no threads or registers\n", what);
         abort();
@@ -69,6 +70,7 @@ void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
 }
 
 void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
+    buf_printf(out, "kernel %s\n", p->what);
     buf_printf(out, "shared memory (dynamic, per CTA) on %s:\n", a->name);
     buf_printf(out, "  %-10s %8s %8s  %s\n", "region", "offset", "bytes", "note");
     for (int i = 0; i < p->nregions; i++) {

@@ -22,6 +22,7 @@ typedef struct {
     int ctas_per_sm;
     const char *occ_limiter;
     int ok;
+    char what[96];         /* the kernel and tile the plan is for */
     char verdict[320];     /* "fits" or the broken budget with the numbers */
 } Plan;
 

@@ -34,6 +34,10 @@ const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
 char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
 char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
 
+/* 1 when the set gives bit-identical outputs on every run with the same
+ * inputs (no floating-point atomics); attn_bwd is only with deterministic=1. */
+int  ptxgen_deterministic(const ptxgen_set *s);
+
 /* Kernels in launch order. */
 int  ptxgen_num_kernels(const ptxgen_set *s);
 const char *ptxgen_entry(const ptxgen_set *s, int k);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "device.h"
 #include "problem.h"
-#include "ref.h"
 #include "verify.h"
 
 typedef struct {
@@ -73,6 +72,10 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     free(text);
     if (rc) return fail("load", err);
     ss->nk = ptxgen_num_kernels(ss->set);
+    if (ss->nk > (int)(sizeof ss->k / sizeof ss->k[0])) {
+        snprintf(err, sizeof err, "the set has %d kernels; the runner holds at most %d", ss->nk, (int)(sizeof ss->k / sizeof ss->k[0]));
+        return fail("load", err);
+    }
     for (int i = 0; i < ss->nk; i++)
         if (dev_get_func(ss->mod, ptxgen_entry(ss->set, i), &ss->k[i].fn, err, sizeof err) ||
             dev_func_attrs(ss->k[i].fn, &ss->k[i].attrs, err, sizeof err))
@@ -84,9 +87,10 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     char err[1024];
     Problem *p = &ss->pb;
     int d = o->req.hdim ? o->req.hdim : 128;
-    *p = (Problem){.b = o->b, .s_q = o->s_q, .s_k = o->s_k, .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .dv = d,
+    *p = (Problem){.b = o->b, .s_q = o->s_q, .s_k = o->s_k, .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .d_v = d,
                    .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
-                   .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d))};
+                   .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal,
+                   .bwd = !strcmp(o->req.kernel, "attn_bwd")};
     ptxgen_size sizes[5];
     int ns = problem_sizes(p, sizes);
     for (int i = 0; i < ss->nk; i++) {
@@ -141,9 +145,10 @@ static int local_bytes(const Session *ss) {
     return n;
 }
 
-/* A run's outputs gathered into [b, s_q, h_q, dv] and [b, h_q, s_q]. */
-typedef struct { uint16_t *o; float *lse; size_t no, nl; } Outputs;
-typedef struct { double *o, *lse; } Reference;
+/* A run's outputs, each gathered contiguous, in problem_outputs order. */
+typedef struct { int n; ProblemOutput spec[PROBLEM_MAX_OUTPUTS]; void *host[PROBLEM_MAX_OUTPUTS]; } Outputs;
+/* The float64 value of every element of each output, in the same order. */
+typedef struct { int n; double *v[PROBLEM_MAX_OUTPUTS]; } Reference;
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -152,66 +157,129 @@ static void *xmalloc(size_t n) {
 }
 
 static int fetch(Session *ss, Outputs *out) {
-    Problem *p = &ss->pb;
     char err[1024];
-    out->no = (size_t)p->b * p->s_q * p->h_q * p->dv, out->nl = (size_t)p->b * p->h_q * p->s_q;
-    uint16_t *raw = xmalloc(p->o.elems * 2);
-    out->o = xmalloc(out->no * 2), out->lse = xmalloc(out->nl * 4);
-    int rc = dev_download(ss->dev, raw, p->o.dev, p->o.elems * 2, err, sizeof err) ||
-             dev_download(ss->dev, out->lse, p->lse.dev, out->nl * 4, err, sizeof err);
-    if (rc) fail("download", err);
-    for (size_t i = 0, bi = 0; !rc && bi < (size_t)p->b; bi++)
-        for (int s = 0; s < p->s_q; s++)
-            for (int h = 0; h < p->h_q; h++, i += (size_t)p->dv)
-                memcpy(&out->o[i], &raw[bi * p->o.stride_b + s * p->o.stride_s + h * p->o.stride_h], (size_t)p->dv * 2);
-    free(raw);
-    return rc;
+    *out = (Outputs){0};
+    out->n = problem_outputs(&ss->pb, out->spec);
+    for (int i = 0; i < out->n; i++) {
+        const Tensor *t = out->spec[i].t;
+        out->host[i] = xmalloc(t->count * (size_t)t->esize);
+        if (problem_download(ss->dev, t, out->host[i], err, sizeof err)) return fail("download", err);
+    }
+    return 0;
 }
 
-static Reference reference(const Problem *p, int causal) {
-    size_t no = (size_t)p->b * p->s_q * p->h_q * p->dv, nl = (size_t)p->b * p->h_q * p->s_q;
-    Reference r = {xmalloc(no * 8), xmalloc(nl * 8)};
-    RefAttn ra = {p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->dv, causal, p->scale};
-    ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, r.o, r.lse, 0);
+static void outputs_free(Outputs *o) {
+    for (int i = 0; i < o->n; i++) free(o->host[i]);
+}
+
+/* The bits of element e of output i (16-bit elements zero-extended). */
+static uint32_t bits_at(const Outputs *o, int i, size_t e) {
+    if (o->spec[i].t->esize == 2) return ((const uint16_t *)o->host[i])[e];
+    return ((const uint32_t *)o->host[i])[e];
+}
+
+static double value_at(const Outputs *o, int i, size_t e, DType dt) {
+    uint32_t b = bits_at(o, i, e);
+    return o->spec[i].t->esize == 2 ? dt_to_f32(dt, (uint16_t)b) : bits_f32(b);
+}
+
+/* Elements of output i whose bits differ between a and b; *first: the first one's index. */
+static size_t bits_differ(const Outputs *a, const Outputs *b, int i, size_t *first) {
+    size_t n = 0;
+    for (size_t e = a->spec[i].t->count; e-- > 0;)
+        if (bits_at(a, i, e) != bits_at(b, i, e)) n++, *first = e;
+    return n;
+}
+
+static Reference reference(Problem *p, const Outputs *like) {
+    Reference r = {.n = like->n};
+    for (int i = 0; i < r.n; i++) r.v[i] = xmalloc(like->spec[i].t->count * sizeof(double));
+    problem_reference(p, r.v);
     return r;
 }
 
-static double o_tol(const Problem *p) { return p->dt == DT_FP16 ? 2.5e-3 : 5e-3; }
-
-/* 0 when O and LSE meet KERNELS.md's tolerances against ref; prints both. */
-static int judge(const Problem *p, const Outputs *out, const Reference *ref, const char *label) {
-    VerifyResult vo = verify_u16(out->o, p->dt, ref->o, out->no, o_tol(p)), vl = verify_f32(out->lse, ref->lse, out->nl, 1e-4);
-    char no[64], nl[64];
-    snprintf(no, sizeof no, "%so", label), snprintf(nl, sizeof nl, "%slse", label);
-    verify_print(no, &vo, o_tol(p));
-    verify_print(nl, &vl, 1e-4);
-    return !(vo.pass && vl.pass);
+static void reference_free(Reference *r) {
+    for (int i = 0; i < r->n; i++) free(r->v[i]);
 }
 
-static void outputs_free(Outputs *o) { free(o->o), free(o->lse); }
+/* 0 when every output meets its KERNELS.md tolerance against ref; prints one line each. */
+static int judge(const Problem *p, const Outputs *out, const Reference *ref, const char *label) {
+    int bad = 0;
+    for (int i = 0; i < out->n; i++) {
+        const Tensor *t = out->spec[i].t;
+        double tol = out->spec[i].tol;
+        VerifyResult r = t->esize == 2 ? verify_u16(out->host[i], p->dt, ref->v[i], t->count, tol)
+                                       : verify_f32(out->host[i], ref->v[i], t->count, tol);
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", label, t->name);
+        verify_print(name, &r, tol);
+        bad |= !r.pass;
+    }
+    return bad;
+}
+
+/* One run of the set on poisoned outputs (so every element must be written), fetched. */
+static int run_once(Session *ss, Outputs *out) {
+    char err[1024];
+    if (problem_poison_outputs(&ss->pb, ss->dev, err, sizeof err)) return fail("poison", err);
+    if (launch(ss)) return 1;
+    if (dev_sync(ss->dev, err, sizeof err)) return fail("kernel", err);
+    return fetch(ss, out);
+}
+
+/* A set that promises determinism runs again on the same inputs and must
+ * reproduce the first run's outputs bit for bit. */
+static int check_determinism(Session *ss, const Outputs *first) {
+    if (!ptxgen_deterministic(ss->set)) {
+        printf("  deterministic: not checked (the set is not built deterministic)\n");
+        return 0;
+    }
+    Outputs again = {0};
+    int rc = run_once(ss, &again);
+    char names[64] = "";
+    for (int i = 0; !rc && i < first->n; i++) {
+        size_t e = 0;
+        if (bits_differ(first, &again, i, &e)) {
+            printf("  deterministic: FAIL %s differs across 2 runs, first at index %zu (0x%x, then 0x%x)\n",
+                   first->spec[i].t->name, e, bits_at(first, i, e), bits_at(&again, i, e));
+            rc = 1;
+        }
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", first->spec[i].t->name);
+    }
+    if (!rc) printf("  deterministic: %s bit-identical across 2 runs\n", names);
+    outputs_free(&again);
+    return rc;
+}
+
+/* Runs the set once, judges it, prints the sim's counters (before a rerun
+ * adds to them), then checks determinism. */
+static int check_outputs(Session *ss, const RunOpts *o) {
+    char err[1024];
+    Outputs out = {0};
+    int ran = !run_once(ss, &out), rc = !ran;
+    if (ran) {
+        Reference ref = reference(&ss->pb, &out);
+        rc = judge(&ss->pb, &out, &ref, "");
+        reference_free(&ref);
+    }
+    if (o->stats && dev_print_stats(ss->dev, stdout, err, sizeof err)) rc = fail("stats", err);
+    if (ran) rc |= check_determinism(ss, &out);
+    outputs_free(&out);
+    return rc;
+}
 
 int run_check(const RunOpts *o) {
     int rc = validate_shape(o);
     if (rc) return rc;
     Session ss = {0};
-    char err[1024];
     rc = open_session(&ss, o, o->device_kind, NULL);
     if (!rc) rc = setup_problem(&ss, o);
     if (!rc) {
         print_kernel(&ss);
         printf("shape: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s pad=%d seed=%llu\n", o->b, o->s_q, o->s_k, o->h_q, o->h_kv,
                ss.pb.d, o->req.causal ? " causal" : "", o->pad, (unsigned long long)o->seed);
-        rc = problem_poison_outputs(&ss.pb, ss.dev, err, sizeof err) ? fail("poison", err) : launch(&ss);
-        if (!rc && dev_sync(ss.dev, err, sizeof err)) rc = fail("kernel", err);
-        Outputs out = {0};
-        if (!rc) rc = fetch(&ss, &out);
-        if (!rc) {
-            Reference ref = reference(&ss.pb, o->req.causal);
-            rc = judge(&ss.pb, &out, &ref, "");
-            free(ref.o), free(ref.lse);
-        }
-        outputs_free(&out);
-        if (o->stats && dev_print_stats(ss.dev, stdout, err, sizeof err)) rc = fail("stats", err);
+        rc = check_outputs(&ss, o);
         /* a spill in a default config is a bug; a chosen tile may trade spills for speed */
         int default_tile = !o->req.tile || !o->req.tile[0];
         if (!rc && local_bytes(&ss) > 0) {
@@ -228,12 +296,6 @@ int run_check(const RunOpts *o) {
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
-}
-
-static double attn_flops(const RunOpts *o) {
-    int d = o->req.hdim ? o->req.hdim : 128;
-    double f = 4.0 * o->b * o->h_q * (double)o->s_q * o->s_k * d;
-    return o->req.causal ? f / 2 : f;
 }
 
 static int time_runs(Session *ss, const RunOpts *o, float *ms) {
@@ -269,10 +331,24 @@ int run_bench(const RunOpts *o) {
         print_kernel(&ss);
         printf("bench: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n",
                o->b, o->s_q, o->s_k, o->h_q, o->h_kv, ss.pb.d, o->req.causal ? " causal" : "", med, ms[0],
-               ms[o->iters - 1], o->iters, attn_flops(o) / (med * 1e-3) / 1e12);
+               ms[o->iters - 1], o->iters, problem_flops(&ss.pb) / (med * 1e-3) / 1e12);
     }
     free(ms);
     close_session(&ss);
+    return rc;
+}
+
+/* The sim's outputs judged against the GPU's (which stand in for the
+ * reference), and how many of each output's elements are bit-identical. */
+static int compare_devices(const Problem *p, const Outputs *gpu, const Outputs *sim, Reference *ref) {
+    for (int i = 0; i < gpu->n; i++)
+        for (size_t e = 0; e < gpu->spec[i].t->count; e++) ref->v[i][e] = value_at(gpu, i, e, p->dt);
+    int rc = judge(p, sim, ref, "sim vs gpu ");
+    for (int i = 0; i < gpu->n; i++) {
+        size_t first, n = gpu->spec[i].t->count;
+        printf("  sim vs gpu: %.2f%% of %s elements bit-identical\n",
+               100.0 * (double)(n - bits_differ(gpu, sim, i, &first)) / (double)n, gpu->spec[i].t->name);
+    }
     return rc;
 }
 
@@ -283,30 +359,22 @@ int run_xcheck(const RunOpts *o) {
     if (rc) return rc;
     Session s[2] = {{0}};   /* 0: the GPU, 1: the sim */
     Outputs out[2] = {{0}};
-    char err[1024];
     rc = open_session(&s[0], o, "cuda", NULL);
     if (!rc) rc = open_session(&s[1], o, "sim", s[0].arch[0] ? s[0].arch : o->req.arch);
     if (!rc && strcmp(ptxgen_ptx(s[0].set), ptxgen_ptx(s[1].set))) rc = fail("xcheck", "the two devices got different PTX");
     for (int i = 0; i < 2 && !rc; i++) {
         rc = setup_problem(&s[i], o);
-        if (!rc) rc = problem_poison_outputs(&s[i].pb, s[i].dev, err, sizeof err) ? fail("poison", err) : launch(&s[i]);
-        if (!rc && dev_sync(s[i].dev, err, sizeof err)) rc = fail("kernel", err);
-        if (!rc) rc = fetch(&s[i], &out[i]);
+        if (!rc) rc = run_once(&s[i], &out[i]);
     }
     if (!rc) {
-        const Problem *p = &s[0].pb;
+        Problem *p = &s[0].pb;
         print_kernel(&s[0]);
         printf("shape: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s pad=%d seed=%llu\n", o->b, o->s_q, o->s_k, o->h_q,
                o->h_kv, p->d, o->req.causal ? " causal" : "", o->pad, (unsigned long long)o->seed);
-        Reference ref = reference(p, o->req.causal);
+        Reference ref = reference(p, &out[0]);
         rc = judge(p, &out[0], &ref, "gpu ") | judge(p, &out[1], &ref, "sim ");
-        /* the GPU's result as the reference of the sim's */
-        size_t same = 0;
-        for (size_t i = 0; i < out[0].no; i++) ref.o[i] = dt_to_f32(p->dt, out[0].o[i]), same += out[0].o[i] == out[1].o[i];
-        for (size_t i = 0; i < out[0].nl; i++) ref.lse[i] = out[0].lse[i];
-        rc |= judge(p, &out[1], &ref, "sim vs gpu ");
-        printf("  sim vs gpu: %.2f%% of O elements bit-identical\n", 100.0 * (double)same / (double)out[0].no);
-        free(ref.o), free(ref.lse);
+        rc |= compare_devices(p, &out[0], &out[1], &ref);
+        reference_free(&ref);
         printf("%s\n", rc ? "xcheck: FAIL" : "xcheck: PASS");
     }
     for (int i = 0; i < 2; i++) outputs_free(&out[i]), close_session(&s[i]);

@@ -1,8 +1,8 @@
 #include "epilogue.h"
+#include <stdlib.h>
 
-void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row0) {
+void packed_to_smem(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, Reg warp_row0) {
     Emit *e = &k->e;
-    Op cvt = dt == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
     Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row_addr = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t4), R(k->lane), I(3));
@@ -12,18 +12,22 @@ void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row
     INS(e, ADD_U32, R(row_addr), R(row_addr), R(t4));
     INS(e, ADD_U32, R(row_addr), R(row_addr), I(stage.off));
     /* rows g and g+8 share (row & 7) == g, so one swizzled chunk per n tile */
-    for (int j = 0; j < acc->nt; j++) {
+    for (int j = 0; j < nt; j++) {
         Reg c = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
         INS(e, XOR_B32, R(c), R(g), I(j & 7));
         INS(e, MAD_LO_U32, R(a), R(c), I(16), R(row_addr));
-        for (int i = 0; i < acc->mt; i++)
+        for (int i = 0; i < mt; i++)
             for (int h = 0; h < 2; h++) {
-                Reg v = e_reg(e, RC_B32);
-                e_insn(e, NOGUARD, 0, cvt, OPNDS(R(v), R(ACC(acc, i, j, 2 * h + 1)), R(ACC(acc, i, j, 2 * h))));
                 int64_t off = (int64_t)(16 * i + 8 * h) * tile_row_bytes(stage) + 16 * (j & ~7);
-                INS(e, ST_SHARED_B32, A(a, off), R(v));
+                INS(e, ST_SHARED_B32, A(a, off), R(pairs[(i * nt + j) * 2 + h]));
             }
     }
+}
+
+void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row0) {
+    Reg *pairs = pack_a_from_acc(k, acc, dt);
+    packed_to_smem(k, pairs, acc->mt, acc->nt, stage, warp_row0);
+    free(pairs);
 }
 
 void smem_to_global(Kctx *k, SmemTile stage, int threads, Reg base, Reg stride_bytes, Reg nrows) {

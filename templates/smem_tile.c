@@ -55,6 +55,22 @@ void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, R
     }
 }
 
+void ldsm_bases_at(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel, Reg pair) {
+    Emit *e = &k->e;
+    lb->t = t;
+    lb->base = e_reg(e, RC_B32);
+    Reg c = e_reg(e, RC_B32), hi = e_reg(e, RC_B32);
+    /* chunk 2*pair + sel: its low three bits swizzle with the row, the rest is a 128-byte step */
+    INS(e, AND_B32, R(c), R(pair), I(3));
+    INS(e, MAD_LO_U32, R(c), R(c), I(2), R(sel));
+    INS(e, AND_B32, R(hi), R(k->lane), I(7));
+    INS(e, XOR_B32, R(c), R(c), R(hi));
+    INS(e, SHR_U32, R(hi), R(pair), I(2));
+    INS(e, MAD_LO_U32, R(c), R(hi), I(8), R(c));
+    INS(e, MAD_LO_U32, R(lb->base), R(lane_row), I(tile_row_bytes(t)), R(k->smem));
+    INS(e, MAD_LO_U32, R(lb->base), R(c), I(16), R(lb->base));
+}
+
 void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel) {
     Emit *e = &k->e;
     lb->t = t;

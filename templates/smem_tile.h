@@ -42,5 +42,9 @@ void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, R
 typedef struct { SmemTile t; Reg base; } LdsmBases;
 
 void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel);
+/* The same with the chunk pairs counted from a runtime `pair` (a warp's own
+ * columns): ldsm_addr(.., kk) then reads pair + kk, exact when kk == 0 or
+ * pair is a multiple of 4. */
+void ldsm_bases_at(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel, Reg pair);
 Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk);
 #endif

@@ -62,15 +62,35 @@ Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt) {
     return p;
 }
 
-void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt) {
+/* One k step of C (+)= A B, B read transposed from a [k][n] tile; a[i] are m tile i's fragments. */
+static void ab_trans_step(Kctx *k, Acc *c, const Reg *const *a, int kk, const LdsmBases *b, DType dt, int fresh, Reg zero) {
     Reg bf[4];
-    for (int kk = 0; kk < ksteps; kk++)
-        for (int nn = 0; nn < c->nt / 2; nn++) {
-            ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(k, b, 16 * kk, nn));
-            for (int i = 0; i < c->mt; i++) {
-                const Reg *ai = &a[(i * ksteps + kk) * 4];
-                mma(k, dt, c, i, 2 * nn, ai, bf[0], bf[1], 0, bf[0]);
-                mma(k, dt, c, i, 2 * nn + 1, ai, bf[2], bf[3], 0, bf[0]);
-            }
+    for (int nn = 0; nn < c->nt / 2; nn++) {
+        ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(k, b, 16 * kk, nn));
+        for (int i = 0; i < c->mt; i++) {
+            mma(k, dt, c, i, 2 * nn, a[i], bf[0], bf[1], fresh, zero);
+            mma(k, dt, c, i, 2 * nn + 1, a[i], bf[2], bf[3], fresh, zero);
         }
+    }
+}
+
+void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt) {
+    const Reg *ai[8];
+    for (int kk = 0; kk < ksteps; kk++) {
+        for (int i = 0; i < c->mt; i++) ai[i] = &a[(i * ksteps + kk) * 4];
+        ab_trans_step(k, c, ai, kk, b, dt, 0, a[0]);
+    }
+}
+
+void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, Reg zero) {
+    Reg af[8][4];
+    const Reg *ai[8];
+    for (int kk = 0; kk < ksteps; kk++) {
+        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4_T, af[i], ldsm_addr(k, a, 16 * kk, i)), ai[i] = af[i];
+        ab_trans_step(k, c, ai, kk, b, dt, kk == 0, zero);
+    }
+}
+
+void acc_scale(Kctx *k, Acc *c, Reg s) {
+    for (int i = 0; i < c->mt * c->nt * 4; i++) INS(&k->e, MUL_F32, R(c->r[i]), R(c->r[i]), R(s));
 }

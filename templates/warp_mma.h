@@ -22,4 +22,9 @@ Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt);
 /* C += A B: A given as packed fragments (mt x ksteps x 4), B read transposed
  * from a [k][n] tile. */
 void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt);
+/* C = A B with both operands in shared memory, read transposed: A from a
+ * [k][m] tile (m tile i at chunk pair i of `a`), B from a [k][n] tile. C starts from zero. */
+void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, Reg zero);
+/* C *= s */
+void acc_scale(Kctx *k, Acc *c, Reg s);
 #endif

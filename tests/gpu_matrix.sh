@@ -3,7 +3,8 @@
 # Ragged lengths, GQA/MQA, causal with s_q != s_k (incl. rows that see no key),
 # runtime strides (--pad), bf16 and fp16, every head dim. Then xcheck: the same
 # PTX and inputs on the GPU and on the sim, compared element by element, and
-# the sim's planted-bug suite's correct kernel run on the GPU.
+# the sim's planted-bug suite's correct kernel run on the GPU. attn_bwd the same
+# way, plus deterministic sets (check runs them twice and compares bits).
 set -u
 cd "$(dirname "$0")/.."
 if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
@@ -14,13 +15,14 @@ if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_
 fi
 pass=0; fail=0; seed=100
 mode=check
-run() {   # run <label> <args...>: ptxgen $mode
+kern=attn_fwd
+run() {   # run <label> <args...>: ptxgen $mode --kernel $kern
     local label=$1; shift
     seed=$((seed + 1))
-    if out=$(./ptxgen $mode --kernel attn_fwd --seed $seed "$@" 2>&1); then
-        pass=$((pass + 1)); echo "PASS $mode $label :: $(echo "$out" | grep -E '^  (.*o|.*lse|sim vs gpu):' | tr -s ' ' | tr '\n' ' ')"
+    if out=$(./ptxgen $mode --kernel $kern --seed $seed "$@" 2>&1); then
+        pass=$((pass + 1)); echo "PASS $mode $kern $label :: $(echo "$out" | grep -E '^  [a-z ]*(o|lse|dq|dk|dv|sim vs gpu|deterministic):' | tr -s ' ' | tr '\n' ' ')"
     else
-        fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | sed 's/^/    /'
+        fail=$((fail + 1)); echo "FAIL $mode $kern $label"; echo "$out" | sed 's/^/    /'
     fi
 }
 shapes=("1 1" "77 130" "130 77" "1000 1000" "4099 4099" "77 1000" "1000 77")
@@ -50,6 +52,39 @@ for d in 64 128 256; do
   done
 done
 run "d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --hdim 128 --tile bm=64,bn=32,warps=4 --causal --sq 150 --sk 77
+kern=attn_bwd
+mode=check
+for d in 64 128; do
+  for dt in bf16 fp16; do
+    for c in "" "--causal"; do
+      for sh in "${shapes[@]}"; do
+        set -- $sh
+        [ "$dt" = fp16 ] && [ "$1" = 4099 ] && continue
+        run "d=$d $dt ${c:-full} s_q=$1 s_k=$2 hq=4 hkv=4" --hdim $d --dtype $dt $c --sq $1 --sk $2 --hq 4 --hkv 4
+      done
+    done
+  done
+  run "d=$d GQA 8:1 causal s=1000/1537 pad=8" --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+  run "d=$d GQA 8:1 s=2048" --hdim $d --sq 2048 --sk 2048 --hq 16 --hkv 2 --b 1
+  run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
+  for c in "" "--causal"; do
+    run "d=$d deterministic ${c:-full} GQA 4:1 s=777/1000 pad=8" --hdim $d --tile deterministic=1 $c --sq 777 --sk 1000 --hq 8 --hkv 2 --pad 8
+    run "d=$d deterministic ${c:-full} s=1000/77 fp16" --hdim $d --tile deterministic=1 $c --sq 1000 --sk 77 --hq 4 --hkv 4 --dtype fp16
+  done
+done
+for t in "bm=64,bn=128,warps=8" "bm=128,bn=128,warps=8" "bm=64,bn=128,warps=4"; do
+  for d in 64 128; do
+    ./ptxgen --plan --arch sm_90 --kernel attn_bwd --hdim $d --tile $t >/dev/null 2>&1 || continue
+    run "d=$d tile $t causal s=777/1000 GQA" --hdim $d --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+  done
+done
+mode=xcheck
+for d in 64 128; do
+  for c in "" "--causal"; do
+    run "d=$d ${c:-full} s_q=77 s_k=130" --hdim $d $c --sq 77 --sk 130 --hq 2 --hkv 1
+    run "d=$d fp16 ${c:-full} s_q=200 s_k=129 GQA pad=8 deterministic" --hdim $d --dtype fp16 $c --sq 200 --sk 129 --hq 4 --hkv 2 --pad 8 --tile deterministic=1
+  done
+done
 if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c "^PASS sim ")" -ge 3 ]; then
     pass=$((pass + 1)); echo "PASS test_sim's correct kernels on the GPU: $(echo "$out" | grep "^PASS sim " | tr '\n' ' ')"
 else

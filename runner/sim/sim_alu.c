@@ -30,7 +30,7 @@ static int lane_op(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint64_t 
     uint32_t a32 = (uint32_t)a, b32 = (uint32_t)b;
     int32_t as = (int32_t)a32, bs = (int32_t)b32;
     switch (in->op) {
-    case OP_MOV_B32: case OP_MOV_F32: case OP_MOV_U32_SYM: case OP_CVT_U32_U64: *out = a32; break;
+    case OP_MOV_B32: case OP_MOV_F32: case OP_MOV_F32_B32: case OP_MOV_U32_SYM: case OP_CVT_U32_U64: *out = a32; break;
     case OP_MOV_B64: case OP_CVTA_GLOBAL: *out = a; break;   /* the sim's generic and global addresses coincide */
     case OP_CVT_U64_U32: *out = a32; break;
     case OP_ADD_U32: case OP_ADD_S32: *out = a32 + b32; break;
@@ -80,6 +80,7 @@ static int lane_op(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint64_t 
     /* the first source lands in the upper half, the second in the lower */
     case OP_CVT_BF16X2: *out = (uint32_t)f32_to_bf16(F(a)) << 16 | f32_to_bf16(F(b)); break;
     case OP_CVT_F16X2: *out = (uint32_t)f32_to_fp16(F(a)) << 16 | f32_to_fp16(F(b)); break;
+    case OP_CVT_F32_F16: *out = U(fp16_to_f32((uint16_t)a32)); break;
     default: return 0;
     }
     return 1;

@@ -1,0 +1,433 @@
+/* attn_bwd main kernel, mma.sync family: dK and dV of one key block.
+ *
+ *   for each CTA (key block n, kv head, batch b):
+ *     load K_n, V_n;  dK = dV = 0
+ *     for each query head h of the kv head's group, each query block m that sees K_n:
+ *       S^T  = K_n Q_m^T                     (masked where causal needs it)
+ *       P^T  = exp(scale S^T - lse_m)        (lse along the columns)
+ *       dP^T = V_n dO_m^T
+ *       dS^T = P^T o (dP^T - delta_m)
+ *       dV  += P^T dO_m;   dK += dS^T Q_m
+ *       dQ_m += dS K_n                       (dS through shared memory, fp32 atomics;
+ *                                             left to the dq kernel when deterministic)
+ *     store scale * dK, dV
+ *
+ * Warp w owns key rows [16 mk w, 16 mk (w+1)) of S^T, dP^T, dK and dV; for
+ * dQ the warps split the bm x d tile into 16-row x d/cg-column slices. Q and
+ * dO of the next block stream in while dQ is formed. The inner loop is
+ * bwd_step() below. */
+#include "attn_bwd.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../templates/epilogue.h"
+
+typedef struct {
+    const AttnDesc *d;
+    int mk, threads, cg, nq;          /* key m tiles per warp; dQ column groups, n tiles per warp */
+    SmemTile sk, sv, sq, sdo, sds;
+    int lse_off, delta_off;           /* [bm] f32 each: -lse*log2(e) and delta of the current block */
+    Reg s_q, s_k, off, group;
+    Reg m_lo, m_full, nm, total;      /* query blocks [m_lo, m_lo + nm) per head; masked below m_full */
+    Reg nm_div;                       /* max(nm, 1): the prologue's block exists even when no block does */
+    Reg k_rs, q_rs, do_rs;
+    Reg scale_log2, zero, warp_row0;
+    TileLoader ld;
+    LdsmBases ka, va;                 /* A of S^T and dP^T: this warp's rows of K and V */
+    LdsmBases qb, dob;                /* B of S^T and dP^T: rows of Q and dO */
+    LdsmBases qt, dot;                /* B of dK and dV: Q and dO read transposed */
+    LdsmBases kt, dsa;                /* dQ: K read transposed; A from dS^T read transposed */
+    Acc dk, dv;
+    Reg nl_next, dl_next;             /* the next block's statistics, between prefetch and stats_commit */
+} Bwd;
+
+typedef struct { Reg h, m_start; } QBlock;
+
+/* The CTA's batch, kv head and first key row, read from %ctaid where they
+ * are used rather than held in registers across the loop. */
+static Reg cta_batch(Kctx *k) {
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(r), SR("%ctaid.z"));
+    return r;
+}
+
+static Reg cta_kv_head(Kctx *k) {
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(r), SR("%ctaid.y"));
+    return r;
+}
+
+static Reg cta_key0(Kctx *k, const Bwd *f) {
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(r), SR("%ctaid.x"));
+    INS(&k->e, MUL_LO_U32, R(r), R(r), I(f->d->tile.bn));
+    return r;
+}
+
+/* iteration it -> (query head, first query row) */
+static QBlock qblock(Kctx *k, Bwd *f, Reg it) {
+    Emit *e = &k->e;
+    QBlock q = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
+    Reg r = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(q.h), R(it), R(f->nm_div));
+    INS(e, REM_U32, R(r), R(it), R(f->nm_div));
+    INS(e, MAD_LO_U32, R(q.h), R(cta_kv_head(k)), R(f->group), R(q.h));
+    INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
+    INS(e, MUL_LO_U32, R(q.m_start), R(r), I(f->d->tile.bm));
+    return q;
+}
+
+/* The query blocks that see key block n: from the first query whose causal
+ * row reaches n0, masked until the block whose first query sees all bn keys. */
+static void query_range(Kctx *k, Bwd *f) {
+    Emit *e = &k->e;
+    int bm = f->d->tile.bm, bn = f->d->tile.bn;
+    Reg m_end = e_reg(e, RC_B32), t = e_reg(e, RC_B32);
+    f->m_lo = e_reg(e, RC_B32), f->m_full = e_reg(e, RC_B32), f->nm = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(m_end), R(f->s_q), I(bm - 1));
+    INS(e, DIV_U32, R(m_end), R(m_end), I(bm));
+    if (f->d->causal) {
+        INS(e, SUB_S32, R(t), R(cta_key0(k, f)), R(f->off));
+        INS(e, MAX_S32, R(t), R(t), I(0));
+        INS(e, DIV_U32, R(f->m_lo), R(t), I(bm));
+        INS(e, MIN_U32, R(f->m_lo), R(f->m_lo), R(m_end));
+        INS(e, ADD_S32, R(t), R(cta_key0(k, f)), I(bn - 1));
+        INS(e, SUB_S32, R(t), R(t), R(f->off));
+        INS(e, MAX_S32, R(t), R(t), I(0));
+        INS(e, ADD_U32, R(t), R(t), I(bm - 1));
+        INS(e, DIV_U32, R(f->m_full), R(t), I(bm));
+    } else {
+        INS(e, MOV_B32, R(f->m_lo), I(0));
+        INS(e, MOV_B32, R(f->m_full), I(0));
+    }
+    INS(e, SUB_U32, R(f->nm), R(m_end), R(f->m_lo));
+    INS(e, MUL_LO_U32, R(f->total), R(f->nm), R(f->group));
+    f->nm_div = e_reg(e, RC_B32);
+    INS(e, MAX_S32, R(f->nm_div), R(f->nm), I(1));
+}
+
+static void setup(Kctx *k, Bwd *f) {
+    Emit *e = &k->e;
+    f->group = e_reg(e, RC_B32);
+    f->s_q = kc_u32(k, "s_q");
+    f->s_k = kc_u32(k, "s_k");
+    INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    f->off = e_reg(e, RC_B32);
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    f->warp_row0 = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mk));
+    f->k_rs = row_stride_bytes(k, "k");
+    f->q_rs = row_stride_bytes(k, "q");
+    f->do_rs = row_stride_bytes(k, "do");
+    f->scale_log2 = kc_f32(k, "softmax_scale");
+    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->zero = e_reg(e, RC_F32);
+    INS(e, MOV_F32, R(f->zero), FI(0.0f));
+    query_range(k, f);
+}
+
+static void fragment_bases(Kctx *k, Bwd *f) {
+    Emit *e = &k->e;
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32), brow = e_reg(e, RC_B32);
+    Reg bsel = e_reg(e, RC_B32), pair = e_reg(e, RC_B32), rg = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(l15), R(k->lane), I(15));
+    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
+    INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
+    /* K and V, Q and dO have the same row width: one base register per pair, the tile offset is an immediate */
+    ldsm_bases(k, &f->ka, f->sk, row, hi);
+    f->va = (LdsmBases){f->sv, f->ka.base};
+    ldsm_bases(k, &f->qt, f->sq, l15, hi);
+    f->dot = (LdsmBases){f->sdo, f->qt.base};
+    /* lanes 0-15 address rows 0-7 (two 8-column halves), 16-31 rows 8-15: the
+     * B operand read as is, and the A operand read transposed from [k][m] */
+    INS(e, AND_B32, R(brow), R(k->lane), I(7));
+    INS(e, SHL_B32, R(hi), R(hi), I(3));
+    INS(e, OR_B32, R(brow), R(brow), R(hi));
+    INS(e, SHR_U32, R(bsel), R(k->lane), I(3));
+    INS(e, AND_B32, R(bsel), R(bsel), I(1));
+    ldsm_bases(k, &f->qb, f->sq, brow, bsel);
+    f->dob = (LdsmBases){f->sdo, f->qb.base};
+    if (f->d->tile.deterministic) return;
+    /* dQ slice of this warp: 16 query rows (row group rg), d/cg columns (group warp / rgs) */
+    int rgs = f->d->tile.bm / 16;
+    INS(e, REM_U32, R(rg), R(k->warp), I(rgs));
+    INS(e, DIV_U32, R(pair), R(k->warp), I(rgs));
+    INS(e, MUL_LO_U32, R(pair), R(pair), I(f->nq / 2));
+    ldsm_bases_at(k, &f->dsa, f->sds, brow, bsel, rg);
+    INS(e, SHR_U32, R(hi), R(hi), I(3));
+    ldsm_bases_at(k, &f->kt, f->sk, l15, hi, pair);
+}
+
+/* This thread's -lse*log2(e) and delta for query row m_start + tid (threads >= bm). */
+static void stats_load(Kctx *k, Bwd *f, QBlock q, Reg *nl, Reg *dl) {
+    Emit *e = &k->e;
+    Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), x = e_reg(e, RC_F32);
+    *nl = e_reg(e, RC_F32), *dl = e_reg(e, RC_F32);
+    INS(e, ADD_U32, R(row), R(q.m_start), R(k->tid));
+    INS(e, SETP_LT_U32, R(p), R(row), R(f->s_q));
+    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, cta_batch(k), q.h)));
+    INS(e, MUL_WIDE_U32, R(a), R(row), I(4));
+    /* rows past s_q: P = 0 through lse = +inf */
+    INS(e, MOV_F32, R(*nl), FI(-INFINITY));
+    INS(e, MOV_F32, R(*dl), FI(0.0f));
+    Reg lse = kc_ptr(k, "lse"), delta = kc_ptr(k, "delta");
+    INS(e, ADD_U64, R(lse), R(lse), R(a));
+    INS(e, ADD_U64, R(delta), R(delta), R(a));
+    INSP(e, p, 0, LD_GLOBAL_F32, R(x), A(lse, 0));
+    INSP(e, p, 0, MUL_F32, R(*nl), R(x), FI((float)-M_LOG2E));
+    INSP(e, p, 0, LD_GLOBAL_F32, R(*dl), A(delta, 0));
+}
+
+static void stats_store(Kctx *k, Bwd *f, Reg nl, Reg dl) {
+    Emit *e = &k->e;
+    Reg p = e_reg(e, RC_PRED), a = e_reg(e, RC_B32);
+    INS(e, SETP_LT_U32, R(p), R(k->tid), I(f->d->tile.bm));
+    INS(e, MAD_LO_U32, R(a), R(k->tid), I(4), R(k->smem));
+    INSP(e, p, 0, ST_SHARED_F32, A(a, f->lse_off), R(nl));
+    INSP(e, p, 0, ST_SHARED_F32, A(a, f->delta_off), R(dl));
+}
+
+/* Rows of query block q of tensor t ("q" or "do") into tile st, as its own cp.async group. */
+static void issue_rows(Kctx *k, Bwd *f, QBlock q, const char *t, SmemTile st, Reg rs) {
+    tl_issue(k, &f->ld, st, head_base(k, t, cta_batch(k), q.h), rs, q.m_start, f->s_q);
+    INS0(&k->e, CP_ASYNC_COMMIT);
+}
+
+/* S^T[key, q] = -inf where key > q + s_k - s_q. Per lane, with
+ * base = m_start + 2t - (key0 + g) + off, element (i, j, c) is visible iff
+ * base >= 16i + 8(c/2) - 8j - (c%2). */
+static void causal_mask(Kctx *k, Bwd *f, Acc *s, Reg m_start) {
+    Emit *e = &k->e;
+    Reg base = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, MAD_LO_U32, R(base), R(t), I(2), R(m_start));
+    INS(e, ADD_S32, R(base), R(base), R(f->off));
+    INS(e, SUB_S32, R(base), R(base), R(cta_key0(k, f)));
+    INS(e, SUB_S32, R(base), R(base), R(f->warp_row0));
+    INS(e, SUB_S32, R(base), R(base), R(g));
+    for (int i = 0; i < s->mt; i++)
+        for (int j = 0; j < s->nt; j++)
+            for (int c = 0; c < 4; c++) {
+                Reg p = e_reg(e, RC_PRED);
+                INS(e, SETP_LT_S32, R(p), R(base), I(16 * i + 8 * (c >> 1) - 8 * j - (c & 1)));
+                INS(e, SELP_F32, R(ACC(s, i, j, c)), FI(-INFINITY), R(ACC(s, i, j, c)), R(p));
+            }
+}
+
+/* This lane's two values of a [bm] f32 row in shared memory for n tile j:
+ * columns 8j + 2t and 8j + 2t + 1. Loaded per tile, next to their use, so
+ * that they are not all live at once. */
+static void column_pair(Kctx *k, int off, int j, Reg *v) {
+    Emit *e = &k->e;
+    Reg a = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(a), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(a), R(a), I(8), R(k->smem));
+    v[0] = e_reg(e, RC_F32), v[1] = e_reg(e, RC_F32);
+    INS(e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(a, off + 32 * j));
+}
+
+/* P^T = 2^(S^T scale log2(e) - lse log2(e)) in place */
+static void probabilities(Kctx *k, Bwd *f, Acc *s) {
+    for (int j = 0; j < s->nt; j++) {
+        Reg nl[2];
+        column_pair(k, f->lse_off, j, nl);
+        for (int i = 0; i < s->mt; i++)
+            for (int c = 0; c < 4; c++) {
+                Reg x = ACC(s, i, j, c);
+                INS(&k->e, FMA_F32, R(x), R(x), R(f->scale_log2), R(nl[c & 1]));
+                INS(&k->e, EX2_F32, R(x), R(x));
+            }
+    }
+}
+
+/* dS^T = P^T o (dP^T - delta) into dp */
+static void score_grads(Kctx *k, Bwd *f, const Acc *p, Acc *dp) {
+    for (int j = 0; j < p->nt; j++) {
+        Reg dl[2];
+        column_pair(k, f->delta_off, j, dl);
+        for (int i = 0; i < p->mt; i++)
+            for (int c = 0; c < 4; c++) {
+                Reg x = ACC(dp, i, j, c);
+                INS(&k->e, SUB_F32, R(x), R(x), R(dl[c & 1]));
+                INS(&k->e, MUL_F32, R(x), R(x), R(ACC(p, i, j, c)));
+            }
+    }
+}
+
+/* dQ_m += dS K_n for this warp's slice, added into the fp32 accumulator */
+static void dq_partial(Kctx *k, Bwd *f, QBlock q) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Acc dq;
+    acc_new(k, &dq, 1, f->nq);
+    mma_smem_ab(k, &dq, &f->dsa, d->tile.bn / 16, &f->kt, d->dtype, f->zero);
+    Reg row = e_reg(e, RC_B32), col = e_reg(e, RC_B32), t = e_reg(e, RC_B32), p0 = e_reg(e, RC_PRED);
+    Reg p1 = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+    int rgs = d->tile.bm / 16;
+    /* row m_start + 16 (warp % rgs) + g; column (warp / rgs) * d/cg + 2t */
+    INS(e, REM_U32, R(row), R(k->warp), I(rgs));
+    INS(e, MAD_LO_U32, R(row), R(row), I(16), R(q.m_start));
+    INS(e, SHR_U32, R(t), R(k->lane), I(2));
+    INS(e, ADD_U32, R(row), R(row), R(t));
+    INS(e, SETP_LT_U32, R(p0), R(row), R(f->s_q));
+    INS(e, ADD_U32, R(t), R(row), I(8));
+    INS(e, SETP_LT_U32, R(p1), R(t), R(f->s_q));
+    INS(e, DIV_U32, R(col), R(k->warp), I(rgs));
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, MUL_LO_U32, R(t), R(t), I(2));
+    INS(e, MAD_LO_U32, R(col), R(col), I(d->d / f->cg), R(t));
+    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, cta_batch(k), q.h)));
+    INS(e, MAD_LO_U32, R(row), R(row), I(d->d), R(col));
+    INS(e, MAD_WIDE_U32, R(a), R(row), I(4), R(kc_ptr(k, "dq_accum")));
+    for (int j = 0; j < f->nq; j++)
+        for (int c = 0; c < 4; c++)
+            INSP(e, c < 2 ? p0 : p1, 0, RED_GLOBAL_ADD_F32, A(a, 4 * (8 * (c >> 1) * d->d + 8 * j + (c & 1))),
+                 R(ACC(&dq, 0, j, c)));
+    acc_free(&dq);
+}
+
+/* Q, dO and the statistics of block it+1, unless it is the last: the rows as
+ * one cp.async group, the statistics into registers (stored by stats_commit). */
+static void prefetch(Kctx *k, Bwd *f, Reg it) {
+    Emit *e = &k->e;
+    Reg next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
+    int skip = e_label(e);
+    INS(e, ADD_U32, R(next), R(it), I(1));
+    INS(e, SETP_GE_U32, R(last), R(next), R(f->total));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    QBlock q = qblock(k, f, next);
+    issue_rows(k, f, q, "q", f->sq, f->q_rs);
+    issue_rows(k, f, q, "do", f->sdo, f->do_rs);
+    stats_load(k, f, q, &f->nl_next, &f->dl_next);
+    e_place(e, skip);
+}
+
+/* The prefetched statistics into shared memory: after this step's last read of them. */
+static void stats_commit(Kctx *k, Bwd *f, Reg it) {
+    Emit *e = &k->e;
+    Reg next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
+    int skip = e_label(e);
+    INS(e, ADD_U32, R(next), R(it), I(1));
+    INS(e, SETP_GE_U32, R(last), R(next), R(f->total));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    stats_store(k, f, f->nl_next, f->dl_next);
+    e_place(e, skip);
+}
+
+/* One query block: the inner loop of the kernel. Q and dO of the next
+ * block stream in while dQ is formed (and, with their statistics, land
+ * before the next block's first barrier). */
+static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm, mk = f->mk;
+    e_comment(e, "query block: %s", masked ? "causal, masked" : "fully visible");
+    sync_tiles(k);                            /* Q_m, dO_m and their statistics are in */
+    Acc s, dp;
+    acc_new(k, &s, mk, bm / 8);
+    mma_abt(k, &s, &f->ka, &f->qb, d->d / 16, d->dtype, f->zero);          /* S^T = K Q^T */
+    if (masked) causal_mask(k, f, &s, qblock(k, f, it).m_start);
+    probabilities(k, f, &s);
+    acc_new(k, &dp, mk, bm / 8);
+    mma_abt(k, &dp, &f->va, &f->dob, d->dv / 16, d->dtype, f->zero);       /* dP^T = V dO^T */
+    score_grads(k, f, &s, &dp);
+    Reg *pp = pack_a_from_acc(k, &s, d->dtype);
+    acc_free(&s);
+    mma_ab_trans(k, &f->dv, pp, bm / 16, &f->dot, d->dtype);               /* dV += P^T dO */
+    Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
+    acc_free(&dp);
+    mma_ab_trans(k, &f->dk, ps, bm / 16, &f->qt, d->dtype);                /* dK += dS^T Q */
+    if (!d->tile.deterministic) packed_to_smem(k, ps, mk, bm / 8, f->sds, f->warp_row0);
+    free(pp), free(ps);
+    INS(e, BAR_SYNC, I(0));                      /* dS^T complete; Q_m, dO_m and the statistics free */
+    prefetch(k, f, it);
+    if (!d->tile.deterministic) dq_partial(k, f, qblock(k, f, it));
+    stats_commit(k, f, it);
+}
+
+static void query_loop(Kctx *k, Bwd *f) {
+    Emit *e = &k->e;
+    Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
+    int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
+    INS(e, MOV_B32, R(it), I(0));
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(it), R(f->total));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    if (f->d->causal) {
+        INS(e, REM_U32, R(r), R(it), R(f->nm));
+        INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
+        INS(e, SETP_LT_U32, R(p), R(r), R(f->m_full));
+        INSP(e, p, 0, BRA_UNI, L(masked));
+    }
+    bwd_step(k, f, it, 0);
+    INS(e, BRA_UNI, L(next));
+    e_place(e, masked);
+    if (f->d->causal) bwd_step(k, f, it, 1);
+    e_place(e, next);
+    INS(e, ADD_U32, R(it), R(it), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+static void epilogue(Kctx *k, Bwd *f) {
+    Emit *e = &k->e;
+    Reg rows_left = e_reg(e, RC_B32), base = e_reg(e, RC_B64);
+    sync_tiles(k);                            /* K and V become the staging tiles */
+    acc_scale(k, &f->dk, kc_f32(k, "softmax_scale"));
+    acc_to_smem(k, &f->dk, f->d->dtype, f->sk, f->warp_row0);
+    acc_to_smem(k, &f->dv, f->d->dtype, f->sv, f->warp_row0);
+    INS(e, BAR_SYNC, I(0));
+    Reg n0 = cta_key0(k, f), b = cta_batch(k), kvh = cta_kv_head(k);
+    INS(e, SUB_U32, R(rows_left), R(f->s_k), R(n0));
+    static const char *const out[2] = {"dk", "dv"};
+    for (int i = 0; i < 2; i++) {
+        Reg rs = row_stride_bytes(k, out[i]);
+        INS(e, MAD_WIDE_U32, R(base), R(n0), R(rs), R(head_base(k, out[i], b, kvh)));
+        smem_to_global(k, i ? f->sv : f->sk, f->threads, base, rs, rows_left);
+    }
+}
+
+static int region(const Plan *p, const char *name) {
+    for (int i = 0; i < p->nregions; i++)
+        if (!strcmp(p->region[i].name, name)) return p->region[i].offset;
+    fprintf(stderr, "ptxgen internal: plan has no region %s\n", name);
+    abort();
+}
+
+void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    const AttnTile *t = &d->tile;
+    Bwd f = {.d = d, .mk = t->bn / t->warps / 16, .threads = 32 * t->warps, .cg = t->warps / (t->bm / 16)};
+    f.nq = d->d / f.cg / 8;
+    f.sk = (SmemTile){t->bn, d->d, region(p, "K")};
+    f.sv = (SmemTile){t->bn, d->dv, region(p, "V")};
+    f.sq = (SmemTile){t->bm, d->d, region(p, "Q")};
+    f.sdo = (SmemTile){t->bm, d->dv, region(p, "dO")};
+    if (!t->deterministic) f.sds = (SmemTile){t->bn, t->bm, region(p, "dS")};
+    f.lse_off = region(p, "lse"), f.delta_off = region(p, "delta");
+    setup(&kc, &f);
+    tl_init(&kc, &f.ld, d->d, t->bm > t->bn ? t->bm : t->bn, f.threads);
+    e_comment(&kc.e, "prologue: K_n, V_n, Q and dO of the first block in flight");
+    Reg b = cta_batch(&kc), kvh = cta_kv_head(&kc), n0 = cta_key0(&kc, &f);
+    tl_issue(&kc, &f.ld, f.sk, head_base(&kc, "k", b, kvh), f.k_rs, n0, f.s_k);
+    tl_issue(&kc, &f.ld, f.sv, head_base(&kc, "v", b, kvh), row_stride_bytes(&kc, "v"), n0, f.s_k);
+    QBlock q0 = qblock(&kc, &f, kc_imm32(&kc, 0));
+    issue_rows(&kc, &f, q0, "do", f.sdo, f.do_rs);
+    issue_rows(&kc, &f, q0, "q", f.sq, f.q_rs);
+    Reg nl, dl;
+    stats_load(&kc, &f, q0, &nl, &dl);
+    stats_store(&kc, &f, nl, dl);
+    fragment_bases(&kc, &f);
+    acc_new(&kc, &f.dk, f.mk, d->d / 8);
+    acc_new(&kc, &f.dv, f.mk, d->dv / 8);
+    acc_fill(&kc, &f.dk, 0.0f);
+    acc_fill(&kc, &f.dv, 0.0f);
+    query_loop(&kc, &f);
+    epilogue(&kc, &f);
+    kctx_finish(&kc, module);
+    acc_free(&f.dk);
+    acc_free(&f.dv);
+}

@@ -1,0 +1,127 @@
+/* attn_bwd (mma.sync family): tile keys and defaults, the plans of the
+ * kernel set, its launch ABI and workspaces. */
+#include "attn_bwd.h"
+#include <stddef.h>
+#include <stdio.h>
+
+const TileKey attn_bwd_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {64, 128}, 2, "query rows per inner step"},
+    {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key rows per CTA (16 or 32 per warp)"},
+    {"warps", offsetof(AttnTile, warps), {4, 8}, 2, "warps per CTA"},
+    {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
+     "1: dQ from its own kernel, no atomics; bit-identical across runs"},
+};
+const int attn_bwd_nkeys = (int)(sizeof attn_bwd_keys / sizeof attn_bwd_keys[0]);
+
+AttnTile attn_bwd_default_tile(const ArchInfo *a, int d) {
+    (void)a, (void)d;
+    return (AttnTile){.bm = 64, .bn = 64, .warps = 4, .deterministic = 1};
+}
+
+int attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    const AttnTile *t = &d->tile;
+    int kw = t->bn / t->warps, rgs = t->bm / 16;
+    if (kw != 16 && kw != 32) {
+        snprintf(err, errlen, "tile bn=%d with warps=%d gives %d key rows per warp; the mma.sync attn_bwd needs 16 or 32",
+                 t->bn, t->warps, kw);
+        return 1;
+    }
+    if (32 * t->warps < t->bm) {
+        snprintf(err, errlen, "tile bm=%d needs at least %d threads to stage the block's statistics; warps=%d gives %d",
+                 t->bm, t->bm, t->warps, 32 * t->warps);
+        return 1;
+    }
+    if (!t->deterministic && (t->warps % rgs || (d->d / (t->warps / rgs)) % 64)) {
+        snprintf(err, errlen, "tile bm=%d, warps=%d cannot split the %dx%d dQ tile into 16-row slices of whole "
+                 "64-column groups, one per warp (use bm=%d)", t->bm, t->warps, t->bm, d->d, 16 * t->warps);
+        return 1;
+    }
+    int threads = 32 * t->warps, cpr = d->d / 8;
+    if (threads % cpr || t->bn % (threads / cpr) || t->bm % (threads / cpr)) {
+        snprintf(err, errlen, "tile bn=%d/bm=%d cannot be copied by %d threads in whole rows of d=%d", t->bn, t->bm, threads, d->d);
+        return 1;
+    }
+    return 0;
+}
+
+void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
+    const AttnTile *t = &d->tile;
+    char tile[48] = "";
+    if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d_w%d", t->bm, t->bn, t->warps);
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s", part, dtype_name(d->dtype), d->d, tile,
+             d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+}
+
+void bwd_main_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    int mk = t->bn / t->warps / 16;
+    *p = (Plan){.threads = 32 * t->warps};
+    plan_add_region(p, "K", t->bn * d->d * 2, 128, "key tile, swizzled; dK staging after the loop");
+    plan_add_region(p, "V", t->bn * d->dv * 2, 128, "value tile; dV staging after the loop");
+    plan_add_region(p, "Q", t->bm * d->d * 2, 128, "query block; the next lands while dQ is formed");
+    plan_add_region(p, "dO", t->bm * d->dv * 2, 128, "output-gradient block, same schedule as Q");
+    if (!t->deterministic) plan_add_region(p, "dS", t->bn * t->bm * 2, 128, "dS^T of the step, read transposed for dQ");
+    plan_add_region(p, "lse", t->bm * 4, 16, "-lse*log2(e) of the block's rows");
+    plan_add_region(p, "delta", t->bm * 4, 16, "delta of the block's rows");
+    /* live per thread: dK and dV accumulators all along; at the peak either
+     * S^T and dP^T (their step) or the dQ slice (after them) */
+    int acc = mk * (d->d / 8) * 4 + mk * (d->dv / 8) * 4, sdp = 2 * mk * (t->bm / 8) * 4;
+    int dq = t->deterministic ? 0 : t->bm * d->d / (32 * t->warps) + 8;
+    p->regs_est = acc + (sdp > dq ? sdp : dq) + 40;
+    char what[96];
+    snprintf(what, sizeof what, "attn_bwd main d=%d bm=%d bn=%d warps=%d%s", d->d, t->bm, t->bn, t->warps,
+             t->deterministic ? " deterministic" : "");
+    plan_finish(p, d->arch, what);
+}
+
+int attn_bwd_plan(const AttnDesc *d, Plan *plans) {
+    bwd_rows_plan(d, &plans[BWD_PRE], "pre (delta)");
+    bwd_main_plan(d, &plans[BWD_MAIN]);
+    if (d->tile.deterministic) bwd_dq_plan(d, &plans[BWD_DQ]);
+    else bwd_rows_plan(d, &plans[BWD_DQ], "dq_convert");
+    return BWD_KERNELS;
+}
+
+void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    bwd_entry(ks, d, "main", 1);
+    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
+    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
+    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", 0);
+    abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+    if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (atomics)");
+    abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, 1);
+    abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, 1);
+    abi_sizes(ks, attn_size_names, 4);
+    abi_scale(ks, ATTN_SCALE_MEANING);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", d->tile.bn);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}
+
+static void workspaces(const AttnDesc *d, KernelSet *ks) {
+    ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
+    if (d->tile.deterministic) return;
+    WorkspaceSpec *w = &ks->ws[ks->nws++];
+    *w = (WorkspaceSpec){"dq_accum", "", 0, "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
+    snprintf(w->bytes, sizeof w->bytes, "b * h_q * s_q * %d", 4 * d->d);
+}
+
+void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+    ks->nk = BWD_KERNELS;
+    ks->deterministic = d->tile.deterministic;
+    workspaces(d, ks);
+    bwd_pre_spec(d, &ks->k[BWD_PRE]);
+    bwd_main_spec(d, &ks->plan[BWD_MAIN], &ks->k[BWD_MAIN]);
+    if (d->tile.deterministic) bwd_dq_spec(d, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
+    else bwd_convert_spec(d, &ks->k[BWD_DQ]);
+    bwd_pre_emit(d, &ks->k[BWD_PRE], m);
+    buf_puts(m, "\n");
+    bwd_main_emit(d, &ks->k[BWD_MAIN], &ks->plan[BWD_MAIN], m);
+    buf_puts(m, "\n");
+    if (d->tile.deterministic) bwd_dq_emit(d, &ks->k[BWD_DQ], &ks->plan[BWD_DQ], m);
+    else bwd_convert_emit(d, &ks->k[BWD_DQ], m);
+}

@@ -1,0 +1,241 @@
+/* attn_bwd dQ kernel for deterministic=1: dQ of one query block without atomics.
+ *
+ *   for each CTA (query block m, query head h, batch b):
+ *     load Q_m, dO_m;  dQ = 0
+ *     for each key block n that Q_m sees (unmasked first, then ragged/causal):
+ *       S  = Q_m K_n^T                   (masked where needed)
+ *       P  = exp(scale S - lse_m)        (lse along the rows)
+ *       dP = dO_m V_n^T
+ *       dS = P o (dP - delta_m)
+ *       dQ += dS K_n
+ *     store scale * dQ
+ *
+ * S and dP are recomputed here rather than shared with the main kernel: each
+ * dQ element is summed by one thread in a fixed order. The inner loop is
+ * dq_step(). */
+#include "attn_bwd.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "../templates/epilogue.h"
+#include "../templates/softmax.h"
+
+/* Its own tile, whatever the main kernel's: 64 query rows (16 per warp)
+ * against 64 keys per step keeps S, dP and dQ in registers at d = 128 with
+ * three CTAs per SM. */
+#define DQ_BM 64
+#define DQ_BN 64
+#define DQ_WARPS 4
+
+typedef struct {
+    const AttnDesc *d;
+    int mt, threads;
+    SmemTile sq, sdo, sk, sv;
+    Reg b, h, s_q, s_k, off, m_start, warp_row0;
+    Reg k_base, v_base, k_rs, v_rs, scale_log2, zero;
+    Reg nl[4], dl[4];                 /* per (m tile, half) row: -lse*log2(e), delta */
+    TileLoader ld;
+    LdsmBases fq, fdo, fk, fv, fkt;
+    RowBlocks rb;
+    Acc dq;
+} Dq;
+
+static void setup(Kctx *k, Dq *f) {
+    Emit *e = &k->e;
+    Reg mblk = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
+    cta_coords(k, &f->b, &f->h);
+    f->s_q = kc_u32(k, "s_q");
+    f->s_k = kc_u32(k, "s_k");
+    f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(DQ_BM));
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
+    Reg kvh = kv_head_of(k, f->h);
+    f->k_base = head_base(k, "k", f->b, kvh);
+    f->v_base = head_base(k, "v", f->b, kvh);
+    f->k_rs = row_stride_bytes(k, "k");
+    f->v_rs = row_stride_bytes(k, "v");
+    f->scale_log2 = kc_f32(k, "softmax_scale");
+    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->zero = e_reg(e, RC_F32);
+    INS(e, MOV_F32, R(f->zero), FI(0.0f));
+    f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start};
+}
+
+/* -lse*log2(e) and delta of this lane's rows; rows past s_q get P = 0 */
+static void row_stats(Kctx *k, Dq *f) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), first = e_reg(e, RC_B32), lse = kc_ptr(k, "lse"), delta = kc_ptr(k, "delta");
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, ADD_U32, R(first), R(f->m_start), R(f->warp_row0));
+    INS(e, ADD_U32, R(first), R(first), R(g));
+    Reg srow = stats_row(k, f->b, f->h);
+    for (int r = 0; r < 2 * f->mt; r++) {
+        Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), b = e_reg(e, RC_B64), x = e_reg(e, RC_F32);
+        f->nl[r] = e_reg(e, RC_F32), f->dl[r] = e_reg(e, RC_F32);
+        INS(e, ADD_U32, R(row), R(first), I(16 * (r >> 1) + 8 * (r & 1)));
+        INS(e, SETP_LT_U32, R(p), R(row), R(f->s_q));
+        INS(e, ADD_U32, R(row), R(row), R(srow));
+        INS(e, MAD_WIDE_U32, R(a), R(row), I(4), R(lse));
+        INS(e, MAD_WIDE_U32, R(b), R(row), I(4), R(delta));
+        INS(e, MOV_F32, R(f->nl[r]), FI(-INFINITY));
+        INS(e, MOV_F32, R(f->dl[r]), FI(0.0f));
+        INSP(e, p, 0, LD_GLOBAL_F32, R(x), A(a, 0));
+        INSP(e, p, 0, MUL_F32, R(f->nl[r]), R(x), FI((float)-M_LOG2E));
+        INSP(e, p, 0, LD_GLOBAL_F32, R(f->dl[r]), A(b, 0));
+    }
+}
+
+static void fragment_bases(Kctx *k, Dq *f) {
+    Emit *e = &k->e;
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32), krow = e_reg(e, RC_B32), ksel = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(l15), R(k->lane), I(15));
+    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
+    INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
+    ldsm_bases(k, &f->fq, f->sq, row, hi);        /* A of S = Q K^T */
+    ldsm_bases(k, &f->fdo, f->sdo, row, hi);      /* A of dP = dO V^T */
+    ldsm_bases(k, &f->fkt, f->sk, l15, hi);       /* B of dQ += dS K, transposed */
+    INS(e, AND_B32, R(krow), R(k->lane), I(7));
+    INS(e, SHL_B32, R(hi), R(hi), I(3));
+    INS(e, OR_B32, R(krow), R(krow), R(hi));
+    INS(e, SHR_U32, R(ksel), R(k->lane), I(3));
+    INS(e, AND_B32, R(ksel), R(ksel), I(1));
+    ldsm_bases(k, &f->fk, f->sk, krow, ksel);     /* B of S: rows of K */
+    ldsm_bases(k, &f->fv, f->sv, krow, ksel);     /* B of dP: rows of V */
+}
+
+/* P = 2^(S scale log2(e) - lse log2(e)), then dS = P o (dP - delta) into dp */
+static void score_grads(Kctx *k, Dq *f, Acc *s, Acc *dp) {
+    Emit *e = &k->e;
+    for (int i = 0; i < s->mt * s->nt * 4; i++) {
+        int r = 2 * (i / (4 * s->nt)) + ((i >> 1) & 1);   /* (m tile, half) of the element */
+        INS(e, FMA_F32, R(s->r[i]), R(s->r[i]), R(f->scale_log2), R(f->nl[r]));
+        INS(e, EX2_F32, R(s->r[i]), R(s->r[i]));
+        INS(e, SUB_F32, R(dp->r[i]), R(dp->r[i]), R(f->dl[r]));
+        INS(e, MUL_F32, R(dp->r[i]), R(dp->r[i]), R(s->r[i]));
+    }
+}
+
+/* One key block: the inner loop of the kernel. */
+static void dq_step(Kctx *k, Dq *f, Reg n, Reg n_max, int masked) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg n_start = e_reg(e, RC_B32), next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
+    e_comment(e, "key block: %s", masked ? "ragged or causal, masked" : "fully visible");
+    sync_tiles(k);                            /* K_n and V_n landed */
+    INS(e, MUL_LO_U32, R(n_start), R(n), I(DQ_BN));
+    Acc s, dp;
+    acc_new(k, &s, f->mt, DQ_BN / 8);
+    mma_abt(k, &s, &f->fq, &f->fk, d->d / 16, d->dtype, f->zero);          /* S = Q K^T */
+    if (masked) {
+        Reg room[4];
+        row_room(k, &f->rb, n_start, room);
+        softmax_mask(k, &s, room);
+    }
+    acc_new(k, &dp, f->mt, DQ_BN / 8);
+    mma_abt(k, &dp, &f->fdo, &f->fv, d->dv / 16, d->dtype, f->zero);       /* dP = dO V^T */
+    score_grads(k, f, &s, &dp);
+    Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
+    mma_ab_trans(k, &f->dq, ps, DQ_BN / 16, &f->fkt, d->dtype);            /* dQ += dS K */
+    free(ps), acc_free(&s), acc_free(&dp);
+
+    INS(e, BAR_SYNC, I(0));                      /* everyone is done with K_n and V_n */
+    int skip = e_label(e);
+    INS(e, ADD_U32, R(next), R(n), I(1));
+    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    INS(e, MUL_LO_U32, R(next), R(next), I(DQ_BN));
+    tl_issue(k, &f->ld, f->sk, f->k_base, f->k_rs, next, f->s_k);
+    tl_issue(k, &f->ld, f->sv, f->v_base, f->v_rs, next, f->s_k);
+    INS0(e, CP_ASYNC_COMMIT);
+    e_place(e, skip);
+}
+
+static void key_loop(Kctx *k, Dq *f, Reg n, Reg end, Reg n_max, int masked) {
+    Emit *e = &k->e;
+    int top = e_label(e), done = e_label(e);
+    Reg p = e_reg(e, RC_PRED);
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(n), R(end));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    dq_step(k, f, n, n_max, masked);
+    INS(e, ADD_U32, R(n), R(n), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+static void epilogue(Kctx *k, Dq *f) {
+    Emit *e = &k->e;
+    Reg rows_left = e_reg(e, RC_B32), base = e_reg(e, RC_B64), rs = row_stride_bytes(k, "dq");
+    sync_tiles(k);                            /* dQ staging reuses Q's shared memory */
+    acc_scale(k, &f->dq, kc_f32(k, "softmax_scale"));
+    acc_to_smem(k, &f->dq, f->d->dtype, f->sq, f->warp_row0);
+    INS(e, BAR_SYNC, I(0));
+    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+    INS(e, MAD_WIDE_U32, R(base), R(f->m_start), R(rs), R(head_base(k, "dq", f->b, f->h)));
+    smem_to_global(k, f->sq, f->threads, base, rs, rows_left);
+}
+
+void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Dq f = {.d = d, .mt = DQ_BM / DQ_WARPS / 16, .threads = 32 * DQ_WARPS};
+    f.sq = (SmemTile){DQ_BM, d->d, p->region[0].offset};
+    f.sdo = (SmemTile){DQ_BM, d->dv, p->region[1].offset};
+    f.sk = (SmemTile){DQ_BN, d->d, p->region[2].offset};
+    f.sv = (SmemTile){DQ_BN, d->dv, p->region[3].offset};
+    setup(&kc, &f);
+    Reg zero_u = kc_imm32(&kc, 0);
+    tl_init(&kc, &f.ld, d->d, DQ_BM > DQ_BN ? DQ_BM : DQ_BN, f.threads);
+    e_comment(&kc.e, "prologue: Q_m, dO_m and the first K, V in flight");
+    tl_issue(&kc, &f.ld, f.sq, head_base(&kc, "q", f.b, f.h), row_stride_bytes(&kc, "q"), f.m_start, f.s_q);
+    tl_issue(&kc, &f.ld, f.sdo, head_base(&kc, "do", f.b, f.h), row_stride_bytes(&kc, "do"), f.m_start, f.s_q);
+    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
+    tl_issue(&kc, &f.ld, f.sv, f.v_base, f.v_rs, zero_u, f.s_k);
+    INS0(&kc.e, CP_ASYNC_COMMIT);
+    row_stats(&kc, &f);
+    fragment_bases(&kc, &f);
+    acc_new(&kc, &f.dq, f.mt, d->d / 8);
+    acc_fill(&kc, &f.dq, 0.0f);
+    Reg n = e_reg(&kc.e, RC_B32), n_full = e_reg(&kc.e, RC_B32), n_max = e_reg(&kc.e, RC_B32);
+    key_blocks(&kc, &f.rb, n_full, n_max);
+    INS(&kc.e, MOV_B32, R(n), I(0));
+    key_loop(&kc, &f, n, n_full, n_max, 0);
+    key_loop(&kc, &f, n, n_max, n_max, 1);
+    epilogue(&kc, &f);
+    kctx_finish(&kc, module);
+    acc_free(&f.dq);
+}
+
+void bwd_dq_plan(const AttnDesc *d, Plan *p) {
+    int mt = DQ_BM / DQ_WARPS / 16;
+    *p = (Plan){.threads = 32 * DQ_WARPS};
+    plan_add_region(p, "Q", DQ_BM * d->d * 2, 128, "query block, swizzled; dQ staging after the loop");
+    plan_add_region(p, "dO", DQ_BM * d->dv * 2, 128, "output-gradient block");
+    plan_add_region(p, "K", DQ_BN * d->d * 2, 128, "key tile of the step");
+    plan_add_region(p, "V", DQ_BN * d->dv * 2, 128, "value tile of the step");
+    /* dQ accumulator all along; S and dP of the step; dS fragments */
+    p->regs_est = mt * (d->d / 8) * 4 + 2 * mt * (DQ_BN / 8) * 4 + mt * (DQ_BN / 16) * 4 + 4 * mt + 40;
+    char what[96];
+    snprintf(what, sizeof what, "attn_bwd dq (deterministic) d=%d bm=%d bn=%d warps=%d", d->d, DQ_BM, DQ_BN, DQ_WARPS);
+    plan_finish(p, d->arch, what);
+}
+
+void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * DQ_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    bwd_entry(ks, d, "dq", 0);
+    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
+    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
+    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", 0);
+    abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dt, 1);
+    abi_sizes(ks, attn_size_names, 4);
+    abi_scale(ks, ATTN_SCALE_MEANING);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", DQ_BM);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}

@@ -1,0 +1,191 @@
+/* The row-wise kernels of attn_bwd: one CTA per 64 query rows of one head,
+ * d/8 threads per row, each owning 16 bytes of it.
+ *   pre:      delta[b, h, i] = sum_c dO[i, c] * O[i, c];  dq_accum rows = 0
+ *   convert:  dQ[i, :] = scale * dq_accum[b, h, i, :], rounded to the dtype */
+#include "attn_bwd.h"
+#include <stdio.h>
+
+typedef struct {
+    int cpr, rpp;        /* threads per row, rows per pass */
+    Reg col, row0;       /* this thread's 16-byte chunk and first row */
+    Reg b, h, m0, srow;  /* batch, head, first row of the CTA, stats_row(b, h) */
+} RowCta;
+
+static void row_cta(Kctx *k, const AttnDesc *d, RowCta *rc) {
+    Emit *e = &k->e;
+    rc->cpr = d->d / 8;
+    rc->rpp = BWD_ROW_THREADS / rc->cpr;
+    rc->col = e_reg(e, RC_B32), rc->row0 = e_reg(e, RC_B32), rc->m0 = e_reg(e, RC_B32);
+    INS(e, REM_U32, R(rc->col), R(k->tid), I(rc->cpr));
+    INS(e, DIV_U32, R(rc->row0), R(k->tid), I(rc->cpr));
+    cta_coords(k, &rc->b, &rc->h);
+    INS(e, MOV_B32, R(rc->m0), SR("%ctaid.x"));
+    INS(e, MAD_LO_U32, R(rc->row0), R(rc->m0), I(BWD_ROWS_PER_CTA), R(rc->row0));
+    rc->srow = stats_row(k, rc->b, rc->h);
+}
+
+/* base + row * stride + 16 * col for a strided [b, s, h, d] tensor */
+static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
+    Emit *e = &k->e;
+    Reg base = head_base(k, t, rc->b, rc->h), a = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(off), R(rc->col), I(16));
+    INS(e, MAD_WIDE_U32, R(a), R(row), R(row_stride_bytes(k, t)), R(base));
+    INS(e, MAD_WIDE_U32, R(a), R(off), I(1), R(a));
+    return a;
+}
+
+/* the two elements of a packed pair as f32 */
+static void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi) {
+    Emit *e = &k->e;
+    *lo = e_reg(e, RC_F32), *hi = e_reg(e, RC_F32);
+    if (dt == DT_FP16) {
+        Reg t = e_reg(e, RC_B32);
+        INS(e, CVT_F32_F16, R(*lo), R(w));
+        INS(e, SHR_U32, R(t), R(w), I(16));
+        INS(e, CVT_F32_F16, R(*hi), R(t));
+        return;
+    }
+    /* bf16 is the top half of an f32 */
+    Reg a = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
+    INS(e, SHL_B32, R(a), R(w), I(16));
+    INS(e, AND_B32, R(b), R(w), IX(0xffff0000u));
+    INS(e, MOV_F32_B32, R(*lo), R(a));
+    INS(e, MOV_F32_B32, R(*hi), R(b));
+}
+
+static Reg dot8(Kctx *k, DType dt, const Reg *x, const Reg *y) {
+    Reg sum = e_reg(&k->e, RC_F32);
+    INS(&k->e, MOV_F32, R(sum), FI(0.0f));
+    for (int i = 0; i < 4; i++) {
+        Reg xl, xh, yl, yh;
+        unpack2(k, dt, x[i], &xl, &xh);
+        unpack2(k, dt, y[i], &yl, &yh);
+        INS(&k->e, FMA_F32, R(sum), R(xl), R(yl), R(sum));
+        INS(&k->e, FMA_F32, R(sum), R(xh), R(yh), R(sum));
+    }
+    return sum;
+}
+
+static void ld16(Kctx *k, Reg *v, Reg addr) {
+    for (int i = 0; i < 4; i++) v[i] = e_reg(&k->e, RC_B32);
+    INS(&k->e, LD_GLOBAL_V4_B32, V4(v[0], v[1], v[2], v[3]), A(addr, 0));
+}
+
+/* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
+static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq) {
+    Emit *e = &k->e;
+    Reg row = e_reg(e, RC_B32), rc_row = e_reg(e, RC_B32), last = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
+    Reg lead = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    INS(e, ADD_U32, R(row), R(rc->row0), I(pass * rc->rpp));
+    INS(e, SETP_LT_U32, R(p), R(row), R(s_q));
+    INS(e, SUB_U32, R(last), R(s_q), I(1));
+    INS(e, MIN_U32, R(rc_row), R(row), R(last));
+    Reg o[4], g[4];
+    ld16(k, o, chunk_addr(k, rc, "o", rc_row));
+    ld16(k, g, chunk_addr(k, rc, "do", rc_row));
+    Reg sum = dot8(k, d->dtype, o, g);
+    for (int m = 1; m < rc->cpr; m <<= 1) {
+        Reg t = e_reg(e, RC_F32);
+        INS(e, SHFL_BFLY, R(t), R(sum), I(m), I(31), I(-1));
+        INS(e, ADD_F32, R(sum), R(sum), R(t));
+    }
+    INS(e, ADD_U32, R(srow), R(rc->srow), R(row));
+    /* one thread of the row stores delta: rows below s_q for column 0, none for the others */
+    INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
+    INS(e, SELP_B32, R(last), R(s_q), I(0), R(lead));
+    INS(e, SETP_LT_U32, R(lead), R(row), R(last));
+    INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
+    INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
+    if (!zero_dq) return;
+    /* this thread's 2 x 16 bytes of the row's d fp32 values */
+    Reg z = kc_imm32(k, 0), acc = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(off), R(rc->col), I(32));
+    INS(e, MAD_WIDE_U32, R(acc), R(srow), I(4 * d->d), R(kc_ptr(k, "dq_accum")));
+    INS(e, MAD_WIDE_U32, R(acc), R(off), I(1), R(acc));
+    for (int j = 0; j < 2; j++) INSP(e, p, 0, ST_GLOBAL_V4_B32, A(acc, 16 * j), V4(z, z, z, z));
+}
+
+void bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    RowCta rc;
+    row_cta(&kc, d, &rc);
+    Reg s_q = kc_u32(&kc, "s_q");
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, !d->tile.deterministic);
+    kctx_finish(&kc, module);
+}
+
+static void convert_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, Reg scale) {
+    Emit *e = &k->e;
+    Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), acc = e_reg(e, RC_B64);
+    Reg off = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(row), R(rc->row0), I(pass * rc->rpp));
+    INS(e, SETP_LT_U32, R(p), R(row), R(s_q));
+    int skip = e_label(e);
+    INSP(e, p, 1, BRA, L(skip));
+    INS(e, ADD_U32, R(srow), R(rc->srow), R(row));
+    INS(e, MUL_LO_U32, R(off), R(rc->col), I(32));
+    INS(e, MAD_WIDE_U32, R(acc), R(srow), I(4 * d->d), R(kc_ptr(k, "dq_accum")));
+    INS(e, MAD_WIDE_U32, R(acc), R(off), I(1), R(acc));
+    Reg f[8], out[4];
+    for (int i = 0; i < 8; i++) f[i] = e_reg(e, RC_F32);
+    INS(e, LD_GLOBAL_V4_B32, V4(f[0], f[1], f[2], f[3]), A(acc, 0));
+    INS(e, LD_GLOBAL_V4_B32, V4(f[4], f[5], f[6], f[7]), A(acc, 16));
+    Op cvt = d->dtype == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    for (int i = 0; i < 4; i++) {
+        INS(e, MUL_F32, R(f[2 * i]), R(f[2 * i]), R(scale));
+        INS(e, MUL_F32, R(f[2 * i + 1]), R(f[2 * i + 1]), R(scale));
+        out[i] = e_reg(e, RC_B32);
+        e_insn(e, NOGUARD, 0, cvt, OPNDS(R(out[i]), R(f[2 * i + 1]), R(f[2 * i])));
+    }
+    INS(e, ST_GLOBAL_V4_B32, A(chunk_addr(k, rc, "dq", row), 0), V4(out[0], out[1], out[2], out[3]));
+    e_place(e, skip);
+}
+
+void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    RowCta rc;
+    row_cta(&kc, d, &rc);
+    Reg s_q = kc_u32(&kc, "s_q"), scale = kc_f32(&kc, "softmax_scale");
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) convert_row(&kc, d, &rc, pass, s_q, scale);
+    kctx_finish(&kc, module);
+}
+
+static void row_grid(KernelSpec *ks) {
+    ks->block[0] = BWD_ROW_THREADS, ks->block[1] = ks->block[2] = 1;
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", BWD_ROWS_PER_CTA);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}
+
+static const char *const row_sizes[] = {"s_q", "h_q"};
+
+void bwd_pre_spec(const AttnDesc *d, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){0};
+    bwd_entry(ks, d, "pre", 0);
+    abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_workspace(ks, "delta", "rowsum(dO * O), written here");
+    if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
+    abi_sizes(ks, row_sizes, 2);
+    row_grid(ks);
+}
+
+void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks) {
+    *ks = (KernelSpec){0};
+    bwd_entry(ks, d, "dq_convert", 0);
+    abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, read here");
+    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dtype_name(d->dtype), 1);
+    abi_sizes(ks, row_sizes, 2);
+    abi_scale(ks, ATTN_SCALE_MEANING);
+    row_grid(ks);
+}
+
+void bwd_rows_plan(const AttnDesc *d, Plan *p, const char *what) {
+    *p = (Plan){.threads = BWD_ROW_THREADS, .regs_est = 40};
+    char name[96];
+    snprintf(name, sizeof name, "attn_bwd %s d=%d (%d rows per CTA)", what, d->d, BWD_ROWS_PER_CTA);
+    plan_finish(p, d->arch, name);
+}

@@ -1,0 +1,158 @@
+#include "attn_emit.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+Reg head_base(Kctx *k, const char *t, Reg b, Reg h) {
+    Emit *e = &k->e;
+    char sb[24], sh[24];
+    snprintf(sb, sizeof sb, "%s_stride_b", t);
+    snprintf(sh, sizeof sh, "%s_stride_h", t);
+    Reg p = kc_ptr(k, t), b64 = e_reg(e, RC_B64), h64 = e_reg(e, RC_B64), off = e_reg(e, RC_B64);
+    INS(e, CVT_U64_U32, R(b64), R(b));
+    INS(e, CVT_U64_U32, R(h64), R(h));
+    INS(e, MUL_LO_U64, R(off), R(b64), R(kc_u64(k, sb)));
+    INS(e, MUL_LO_U64, R(h64), R(h64), R(kc_u64(k, sh)));
+    INS(e, ADD_U64, R(off), R(off), R(h64));
+    INS(e, MUL_LO_U64, R(off), R(off), I(2));
+    INS(e, ADD_U64, R(p), R(p), R(off));
+    return p;
+}
+
+Reg row_stride_bytes(Kctx *k, const char *t) {
+    char name[24];
+    snprintf(name, sizeof name, "%s_stride_s", t);
+    Reg s64 = kc_u64(k, name), r = e_reg(&k->e, RC_B32);
+    INS(&k->e, CVT_U32_U64, R(r), R(s64));
+    INS(&k->e, SHL_B32, R(r), R(r), I(1));
+    return r;
+}
+
+void cta_coords(Kctx *k, Reg *b, Reg *h) {
+    *b = e_reg(&k->e, RC_B32);
+    *h = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(*h), SR("%ctaid.y"));
+    INS(&k->e, MOV_B32, R(*b), SR("%ctaid.z"));
+}
+
+Reg kv_head_of(Kctx *k, Reg h) {
+    Reg group = e_reg(&k->e, RC_B32), kvh = e_reg(&k->e, RC_B32);
+    INS(&k->e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    INS(&k->e, DIV_U32, R(kvh), R(h), R(group));
+    return kvh;
+}
+
+Reg stats_row(Kctx *k, Reg b, Reg h) {
+    Reg row = e_reg(&k->e, RC_B32);
+    INS(&k->e, MAD_LO_U32, R(row), R(b), R(kc_u32(k, "h_q")), R(h));
+    INS(&k->e, MUL_LO_U32, R(row), R(row), R(kc_u32(k, "s_q")));
+    return row;
+}
+
+void sync_tiles(Kctx *k) {
+    INS(&k->e, CP_ASYNC_WAIT, I(0));
+    INS(&k->e, BAR_SYNC, I(0));
+}
+
+void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max) {
+    Emit *e = &k->e;
+    int bn = rb->bn;
+    INS(e, ADD_U32, R(n_max), R(rb->s_k), I(bn - 1));
+    INS(e, DIV_U32, R(n_max), R(n_max), I(bn));
+    INS(e, DIV_U32, R(n_full), R(rb->s_k), I(bn));
+    if (!rb->causal) return;
+    Reg last = e_reg(e, RC_B32), first = e_reg(e, RC_B32);
+    /* the CTA's last row sees keys < min(m_start + bm, s_q) + off */
+    INS(e, ADD_U32, R(last), R(rb->m_start), I(rb->bm));
+    INS(e, MIN_U32, R(last), R(last), R(rb->s_q));
+    INS(e, ADD_S32, R(last), R(last), R(rb->off));
+    INS(e, MAX_S32, R(last), R(last), I(0));
+    INS(e, ADD_U32, R(last), R(last), I(bn - 1));
+    INS(e, DIV_U32, R(last), R(last), I(bn));
+    INS(e, MIN_U32, R(n_max), R(n_max), R(last));
+    /* its first row sees keys < m_start + off + 1 */
+    INS(e, ADD_S32, R(first), R(rb->m_start), R(rb->off));
+    INS(e, ADD_S32, R(first), R(first), I(1));
+    INS(e, MAX_S32, R(first), R(first), I(0));
+    INS(e, DIV_U32, R(first), R(first), I(bn));
+    INS(e, MIN_U32, R(n_full), R(n_full), R(first));
+    INS(e, MIN_U32, R(n_full), R(n_full), R(n_max));
+}
+
+/* Recomputed per masked block from the CTA and lane ids rather than kept
+ * live through the unmasked loop. */
+void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
+    Emit *e = &k->e;
+    int tiles = rb->rows_per_warp / 16;
+    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), s_k = kc_u32(k, "s_k");
+    INS(e, AND_B32, R(col0), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(col0), R(col0), I(2), R(n_start));
+    if (!rb->causal) {
+        for (int r = 0; r < 2 * tiles; r++) {
+            room[r] = e_reg(e, RC_B32);
+            INS(e, SUB_S32, R(room[r]), R(s_k), R(col0));
+        }
+        return;
+    }
+    /* row + s_k - s_q */
+    Reg t = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, MOV_B32, R(row), SR("%ctaid.x"));
+    INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
+    INS(e, SHR_U32, R(t), R(k->tid), I(5));
+    INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
+    INS(e, ADD_U32, R(row), R(row), R(g));
+    INS(e, ADD_U32, R(row), R(row), R(s_k));
+    INS(e, SUB_U32, R(row), R(row), R(kc_u32(k, "s_q")));
+    for (int r = 0; r < 2 * tiles; r++) {
+        /* key j visible to row i iff j <= i + s_k - s_q, and j < s_k */
+        room[r] = e_reg(e, RC_B32);
+        INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
+        INS(e, MIN_S32, R(room[r]), R(room[r]), R(s_k));
+        INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
+    }
+}
+
+const char *const attn_size_names[4] = {"s_q", "s_k", "h_q", "h_kv"};
+
+static void add(KernelSpec *ks, ParamSpec p) {
+    if (ks->nparams >= MAX_PARAMS) {
+        fprintf(stderr, "ptxgen internal: %s has more than %d parameters\n", ks->entry, MAX_PARAMS);
+        abort();
+    }
+    ks->params[ks->nparams++] = p;
+}
+
+void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
+                const char *dtype, int strided) {
+    /* parameter names need static storage: one row per tensor that has strides */
+    static const char *const strides[][4] = {
+        {"q", "q_stride_b", "q_stride_s", "q_stride_h"},     {"k", "k_stride_b", "k_stride_s", "k_stride_h"},
+        {"v", "v_stride_b", "v_stride_s", "v_stride_h"},     {"o", "o_stride_b", "o_stride_s", "o_stride_h"},
+        {"do", "do_stride_b", "do_stride_s", "do_stride_h"}, {"dq", "dq_stride_b", "dq_stride_s", "dq_stride_h"},
+        {"dk", "dk_stride_b", "dk_stride_s", "dk_stride_h"}, {"dv", "dv_stride_b", "dv_stride_s", "dv_stride_h"}};
+    static const char *const dims[3] = {"b", "s", "h"};
+    add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
+    if (!strided) return;
+    for (size_t t = 0; t < sizeof strides / sizeof strides[0]; t++)
+        if (!strcmp(strides[t][0], name)) {
+            for (int i = 0; i < 3; i++)
+                add(ks, (ParamSpec){strides[t][1 + i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL,
+                                    strides[t][0], dims[i]});
+            return;
+        }
+    fprintf(stderr, "ptxgen internal: no stride names for tensor '%s'\n", name);
+    abort();
+}
+
+void abi_sizes(KernelSpec *ks, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) add(ks, (ParamSpec){names[i], PT_U32, PR_SIZE, "problem size", NULL, NULL, names[i], NULL});
+}
+
+void abi_scale(KernelSpec *ks, const char *meaning) {
+    add(ks, (ParamSpec){"softmax_scale", PT_F32, PR_SCALE, meaning, NULL, NULL, NULL, NULL});
+}
+
+void abi_workspace(KernelSpec *ks, const char *name, const char *meaning) {
+    add(ks, (ParamSpec){name, PT_PTR, PR_WORKSPACE, meaning, NULL, NULL, name, NULL});
+}

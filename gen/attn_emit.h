@@ -1,0 +1,45 @@
+/* What the attention emitters share: addressing of [b, s, h, d] tensors with
+ * runtime strides, and the launch-ABI pieces their specs are built from. */
+#ifndef PTXGEN_ATTN_EMIT_H
+#define PTXGEN_ATTN_EMIT_H
+#include "attn.h"
+#include "../templates/kctx.h"
+
+/* ptr + 2 * (b * stride_b + h * stride_h) for tensor t */
+Reg head_base(Kctx *k, const char *t, Reg b, Reg h);
+/* t's row stride in bytes (the runner guarantees it fits 32 bits) */
+Reg row_stride_bytes(Kctx *k, const char *t);
+/* batch (ctaid.z) and head (ctaid.y) of this CTA */
+void cta_coords(Kctx *k, Reg *b, Reg *h);
+/* the kv head query head h reads: h / (h_q / h_kv) */
+Reg kv_head_of(Kctx *k, Reg h);
+/* (b * h_q + h) * s_q: the first row of (b, h) in [b, h_q, s_q] statistics */
+Reg stats_row(Kctx *k, Reg b, Reg h);
+
+/* A CTA that owns query rows [m_start, m_start + bm) and steps over keys bn
+ * at a time; each warp owns rows_per_warp of the rows (fwd, bwd dQ). */
+typedef struct {
+    int causal, bm, bn, rows_per_warp;
+    Reg s_q, s_k, off, m_start;       /* off = s_k - s_q: the causal diagonal */
+} RowBlocks;
+/* Key blocks [0, n_full) need no mask; [n_full, n_max) do; none past n_max is visible. */
+void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max);
+/* For each row this lane holds (2 per 16-row tile): how many columns from
+ * its first column in the key block (n_start + 2t) are visible. */
+void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room);
+
+#define ATTN_LSE_MEANING "log-sum-exp of the scaled scores, natural log, +inf for rows with no valid key; contiguous"
+#define ATTN_SCALE_MEANING "S = softmax_scale * Q K^T (natural units)"
+extern const char *const attn_size_names[4];   /* s_q s_k h_q h_kv */
+
+/* Every cp.async of this thread landed, then a CTA barrier: the tiles are in
+ * and everyone is past its reads of the buffers about to be refilled. */
+void sync_tiles(Kctx *k);
+
+/* Launch-ABI pieces. Tensor names are q k v o do dq dk dv (strided) and lse. */
+void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
+                const char *dtype, int strided);
+void abi_sizes(KernelSpec *ks, const char *const *names, int n);
+void abi_scale(KernelSpec *ks, const char *meaning);
+void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
+#endif
