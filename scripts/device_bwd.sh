@@ -5,7 +5,7 @@ set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j16 all build/tests/test_sim >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 mode=${1:-all}
 if [ "$mode" = all ] || [ "$mode" = check ]; then
     bash tests/gpu_matrix.sh >"$OUT/gpu_matrix.log" 2>&1; echo "matrix rc=$?"
