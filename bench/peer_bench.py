@@ -183,6 +183,23 @@ def one_or_str(xs):
 def dtype_name(dtype):
     return "bf16" if dtype == torch.bfloat16 else "fp16"
 
+def time_row(row, ours, peers, flops, err, tol):
+    """Times ours and each peer (a callable, or None when its setup failed; a
+    backend may also refuse a shape) into row: ms, TFLOP/s, and a MISMATCH note
+    when err is not below tol."""
+    row["ours_ms"] = median_ms(ours)
+    for name, fn in peers.items():
+        try:
+            if fn is None: raise RuntimeError("setup failed")
+            row[name + "_ms"] = median_ms(fn)
+        except Exception as e:
+            row[name + "_ms"] = float("nan"); print(f"# {name} unavailable: {e}", file=sys.stderr)
+    for key in ["ours", *peers]:
+        row[key + "_tflops"] = flops / (row[key + "_ms"] * 1e-3) / 1e12
+    if not (err < tol):
+        row["note"] = "MISMATCH vs FA2"
+    return row
+
 def run_shape(args, d, s, causal, dtype=torch.bfloat16):
     b, h = max(1, 16384 // s), 2048 // d
     g = args.gqa
@@ -209,17 +226,8 @@ def run_shape(args, d, s, causal, dtype=torch.bfloat16):
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     row = dict(d=d, s=s, b=b, h=h, h_kv=h_kv, causal=causal, regs=one_or_str(kern.regs), local=one_or_str(kern.local),
                entry=", ".join(kern.entries), err_vs_fa2=err)
-    row["ours_ms"] = median_ms(ours)
-    for name, be in (("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-        try:
-            row[name + "_ms"] = median_ms(peer(be))
-        except Exception as e:  # a backend may refuse a shape
-            row[name + "_ms"] = float("nan"); print(f"# {name} unavailable: {e}", file=sys.stderr)
-    for key in ("ours", "fa2", "cudnn"):
-        row[key + "_tflops"] = flops / (row[key + "_ms"] * 1e-3) / 1e12
-    if not (err < 1e-2):
-        row["note"] = "MISMATCH vs FA2"
-    return row
+    return time_row(row, ours, {"fa2": peer(SDPBackend.FLASH_ATTENTION), "cudnn": peer(SDPBackend.CUDNN_ATTENTION)},
+                    flops, err, 1e-2)
 
 # ---------------------------------------------------------------- attn_bwd
 
@@ -388,18 +396,7 @@ def run_shape_bwd(args, d, s, causal, dtype=torch.bfloat16):
     row = dict(d=d, s=s, b=b, h=h, h_kv=h_kv, causal=causal, regs=one_or_str(kern.regs), local=one_or_str(kern.local),
                entry=", ".join(kern.entries), err_vs_fa2=err, errs_vs_fa2=errs, lse_source=lse_src,
                peer_grad_fns={n: (p.nodes if p else None) for n, p in peers.items()})
-    row["ours_ms"] = median_ms(ours)
-    for name in ("fa2", "cudnn"):
-        try:
-            if peers[name] is None: raise RuntimeError("forward failed")
-            row[name + "_ms"] = median_ms(peers[name])
-        except Exception as e:
-            row[name + "_ms"] = float("nan"); print(f"# {name} backward unavailable: {e}", file=sys.stderr)
-    for key in ("ours", "fa2", "cudnn"):
-        row[key + "_tflops"] = flops / (row[key + "_ms"] * 1e-3) / 1e12
-    if not (err < 2e-2):
-        row["note"] = "MISMATCH vs FA2"
-    return row
+    return time_row(row, ours, {n: peers[n] for n in ("fa2", "cudnn")}, flops, err, 2e-2)
 
 def main():
     ap = argparse.ArgumentParser()

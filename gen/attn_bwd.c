@@ -120,8 +120,7 @@ static void setup(Kctx *k, Bwd *f) {
     f->k_rs = row_stride_bytes(k, "k");
     f->q_rs = row_stride_bytes(k, "q");
     f->do_rs = row_stride_bytes(k, "do");
-    f->scale_log2 = kc_f32(k, "softmax_scale");
-    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     query_range(k, f);
@@ -288,32 +287,37 @@ static void dq_partial(Kctx *k, Bwd *f, QBlock q) {
     acc_free(&dq);
 }
 
+/* Branches to the returned label (placed by the caller) when it is the last
+ * iteration; *next = it + 1. */
+static int skip_if_last(Kctx *k, Bwd *f, Reg it, Reg *next) {
+    Emit *e = &k->e;
+    Reg last = e_reg(e, RC_PRED);
+    int skip = e_label(e);
+    *next = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(*next), R(it), I(1));
+    INS(e, SETP_GE_U32, R(last), R(*next), R(f->total));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    return skip;
+}
+
 /* Q, dO and the statistics of block it+1, unless it is the last: the rows as
  * one cp.async group, the statistics into registers (stored by stats_commit). */
 static void prefetch(Kctx *k, Bwd *f, Reg it) {
-    Emit *e = &k->e;
-    Reg next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
-    int skip = e_label(e);
-    INS(e, ADD_U32, R(next), R(it), I(1));
-    INS(e, SETP_GE_U32, R(last), R(next), R(f->total));
-    INSP(e, last, 0, BRA_UNI, L(skip));
+    Reg next;
+    int skip = skip_if_last(k, f, it, &next);
     QBlock q = qblock(k, f, next);
     issue_rows(k, f, q, "q", f->sq, f->q_rs);
     issue_rows(k, f, q, "do", f->sdo, f->do_rs);
     stats_load(k, f, q, &f->nl_next, &f->dl_next);
-    e_place(e, skip);
+    e_place(&k->e, skip);
 }
 
 /* The prefetched statistics into shared memory: after this step's last read of them. */
 static void stats_commit(Kctx *k, Bwd *f, Reg it) {
-    Emit *e = &k->e;
-    Reg next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
-    int skip = e_label(e);
-    INS(e, ADD_U32, R(next), R(it), I(1));
-    INS(e, SETP_GE_U32, R(last), R(next), R(f->total));
-    INSP(e, last, 0, BRA_UNI, L(skip));
+    Reg next;
+    int skip = skip_if_last(k, f, it, &next);
     stats_store(k, f, f->nl_next, f->dl_next);
-    e_place(e, skip);
+    e_place(&k->e, skip);
 }
 
 /* One query block: the inner loop of the kernel. Q and dO of the next

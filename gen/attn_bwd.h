@@ -30,6 +30,9 @@ void bwd_dq_plan(const AttnDesc *d, Plan *p);
 void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 
+/* q, k, v, do, lse and the delta workspace: what the main and dq kernels read */
+void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
+
 /* entry name: attn_bwd_<part>_<dtype>_d<d>[_causal] plus the tile where it matters */
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile);
 #endif

@@ -36,12 +36,7 @@ int attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  "64-column groups, one per warp (use bm=%d)", t->bm, t->warps, t->bm, d->d, 16 * t->warps);
         return 1;
     }
-    int threads = 32 * t->warps, cpr = d->d / 8;
-    if (threads % cpr || t->bn % (threads / cpr) || t->bm % (threads / cpr)) {
-        snprintf(err, errlen, "tile bn=%d/bm=%d cannot be copied by %d threads in whole rows of d=%d", t->bn, t->bm, threads, d->d);
-        return 1;
-    }
-    return 0;
+    return attn_check_copy(d, err, errlen);
 }
 
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
@@ -82,16 +77,21 @@ int attn_bwd_plan(const AttnDesc *d, Plan *plans) {
     return BWD_KERNELS;
 }
 
-void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    bwd_entry(ks, d, "main", 1);
     abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
     abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
     abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
     abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", 0);
     abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+}
+
+void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    bwd_entry(ks, d, "main", 1);
+    bwd_inputs(ks, d);
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (atomics)");
     abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, 1);
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, 1);

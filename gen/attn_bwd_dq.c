@@ -56,8 +56,7 @@ static void setup(Kctx *k, Dq *f) {
     f->v_base = head_base(k, "v", f->b, kvh);
     f->k_rs = row_stride_bytes(k, "k");
     f->v_rs = row_stride_bytes(k, "v");
-    f->scale_log2 = kc_f32(k, "softmax_scale");
-    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start};
@@ -118,7 +117,8 @@ static void score_grads(Kctx *k, Dq *f, Acc *s, Acc *dp) {
 }
 
 /* One key block: the inner loop of the kernel. */
-static void dq_step(Kctx *k, Dq *f, Reg n, Reg n_max, int masked) {
+static void dq_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    Dq *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     Reg n_start = e_reg(e, RC_B32), next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
@@ -150,19 +150,6 @@ static void dq_step(Kctx *k, Dq *f, Reg n, Reg n_max, int masked) {
     tl_issue(k, &f->ld, f->sv, f->v_base, f->v_rs, next, f->s_k);
     INS0(e, CP_ASYNC_COMMIT);
     e_place(e, skip);
-}
-
-static void key_loop(Kctx *k, Dq *f, Reg n, Reg end, Reg n_max, int masked) {
-    Emit *e = &k->e;
-    int top = e_label(e), done = e_label(e);
-    Reg p = e_reg(e, RC_PRED);
-    e_place(e, top);
-    INS(e, SETP_GE_U32, R(p), R(n), R(end));
-    INSP(e, p, 0, BRA_UNI, L(done));
-    dq_step(k, f, n, n_max, masked);
-    INS(e, ADD_U32, R(n), R(n), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
 }
 
 static void epilogue(Kctx *k, Dq *f) {
@@ -201,8 +188,8 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     Reg n = e_reg(&kc.e, RC_B32), n_full = e_reg(&kc.e, RC_B32), n_max = e_reg(&kc.e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
     INS(&kc.e, MOV_B32, R(n), I(0));
-    key_loop(&kc, &f, n, n_full, n_max, 0);
-    key_loop(&kc, &f, n, n_max, n_max, 1);
+    key_loop(&kc, dq_step, &f, n, n_full, n_max, 0);
+    key_loop(&kc, dq_step, &f, n, n_max, n_max, 1);
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
     acc_free(&f.dq);
@@ -226,12 +213,7 @@ void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * DQ_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     bwd_entry(ks, d, "dq", 0);
-    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, 1);
-    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, 1);
-    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, 1);
-    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
-    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", 0);
-    abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+    bwd_inputs(ks, d);
     abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dt, 1);
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);

@@ -75,7 +75,7 @@ static void ld16(Kctx *k, Reg *v, Reg addr) {
 static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq) {
     Emit *e = &k->e;
     Reg row = e_reg(e, RC_B32), rc_row = e_reg(e, RC_B32), last = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
-    Reg lead = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    Reg lead = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), a = e_reg(e, RC_B64), lim = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(row), R(rc->row0), I(pass * rc->rpp));
     INS(e, SETP_LT_U32, R(p), R(row), R(s_q));
     INS(e, SUB_U32, R(last), R(s_q), I(1));
@@ -92,8 +92,8 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     INS(e, ADD_U32, R(srow), R(rc->srow), R(row));
     /* one thread of the row stores delta: rows below s_q for column 0, none for the others */
     INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
-    INS(e, SELP_B32, R(last), R(s_q), I(0), R(lead));
-    INS(e, SETP_LT_U32, R(lead), R(row), R(last));
+    INS(e, SELP_B32, R(lim), R(s_q), I(0), R(lead));
+    INS(e, SETP_LT_U32, R(lead), R(row), R(lim));
     INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
     INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
     if (!zero_dq) return;

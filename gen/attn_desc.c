@@ -32,12 +32,7 @@ int attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  t->bm, t->warps, rows);
         return 1;
     }
-    int threads = 32 * t->warps, cpr = d->d / 8;
-    if (threads % cpr || t->bn % (threads / cpr) || t->bm % (threads / cpr)) {
-        snprintf(err, errlen, "tile bn=%d/bm=%d cannot be copied by %d threads in whole rows of d=%d", t->bn, t->bm, threads, d->d);
-        return 1;
-    }
-    return 0;
+    return attn_check_copy(d, err, errlen);
 }
 
 void attn_fwd_plan(const AttnDesc *d, Plan *p) {

@@ -1,4 +1,5 @@
 #include "attn_emit.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,35 @@ Reg stats_row(Kctx *k, Reg b, Reg h) {
 void sync_tiles(Kctx *k) {
     INS(&k->e, CP_ASYNC_WAIT, I(0));
     INS(&k->e, BAR_SYNC, I(0));
+}
+
+void key_loop(Kctx *k, KeyStep step, void *ctx, Reg n, Reg end, Reg n_max, int masked) {
+    Emit *e = &k->e;
+    int top = e_label(e), done = e_label(e);
+    Reg p = e_reg(e, RC_PRED);
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(n), R(end));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    step(k, ctx, n, n_max, masked);
+    INS(e, ADD_U32, R(n), R(n), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+Reg scale_log2(Kctx *k) {
+    Reg r = kc_f32(k, "softmax_scale");
+    INS(&k->e, MUL_F32, R(r), R(r), FI((float)M_LOG2E));
+    return r;
+}
+
+int attn_check_copy(const AttnDesc *d, char *err, size_t errlen) {
+    const AttnTile *t = &d->tile;
+    int threads = 32 * t->warps, cpr = d->d / 8;
+    if (threads % cpr || t->bn % (threads / cpr) || t->bm % (threads / cpr)) {
+        snprintf(err, errlen, "tile bn=%d/bm=%d cannot be copied by %d threads in whole rows of d=%d", t->bn, t->bm, threads, d->d);
+        return 1;
+    }
+    return 0;
 }
 
 void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max) {

@@ -32,9 +32,20 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room);
 #define ATTN_SCALE_MEANING "S = softmax_scale * Q K^T (natural units)"
 extern const char *const attn_size_names[4];   /* s_q s_k h_q h_kv */
 
+/* One step of a key loop: key block n of [.., n_max), masked or not. */
+typedef void (*KeyStep)(Kctx *k, void *ctx, Reg n, Reg n_max, int masked);
+/* for (; n < end; n++) step(n): one copy of the step body, uniform branches */
+void key_loop(Kctx *k, KeyStep step, void *ctx, Reg n, Reg end, Reg n_max, int masked);
+/* softmax_scale * log2(e): scores go through ex2 */
+Reg scale_log2(Kctx *k);
+
 /* Every cp.async of this thread landed, then a CTA barrier: the tiles are in
  * and everyone is past its reads of the buffers about to be refilled. */
 void sync_tiles(Kctx *k);
+
+/* The tile rule every attention kernel shares: Q/K/V tiles of bm and bn rows
+ * are copied by 32*warps threads in whole 16-byte rows of d; err names it. */
+int attn_check_copy(const AttnDesc *d, char *err, size_t errlen);
 
 /* Launch-ABI pieces. Tensor names are q k v o do dq dk dv (strided) and lse. */
 void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,

@@ -12,7 +12,6 @@
  * while P V_n runs, V_n while Q K_n^T runs (one buffer each, FA2's schedule).
  * The inner loop is attn_step() below. */
 #include "attn_emit.h"
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "../templates/epilogue.h"
@@ -56,8 +55,7 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->k_rs = row_stride_bytes(k, "k");
     f->v_rs = row_stride_bytes(k, "v");
 
-    f->scale_log2 = kc_f32(k, "softmax_scale");
-    INS(e, MUL_F32, R(f->scale_log2), R(f->scale_log2), FI((float)M_LOG2E));
+    f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start};
@@ -81,7 +79,8 @@ static void fragment_bases(Kctx *k, Fwd *f) {
 }
 
 /* One key block: the inner loop of the kernel. */
-static void attn_step(Kctx *k, Fwd *f, Reg n, Reg n_max, int masked) {
+static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    Fwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bn = d->tile.bn;
@@ -116,19 +115,6 @@ static void attn_step(Kctx *k, Fwd *f, Reg n, Reg n_max, int masked) {
     mma_ab_trans(k, &f->o, p, bn / 16, &f->fv, d->dtype);              /* O += P V */
     free(p);
     acc_free(&s);
-}
-
-static void key_loop(Kctx *k, Fwd *f, Reg n, Reg end, Reg n_max, int masked) {
-    Emit *e = &k->e;
-    int top = e_label(e), done = e_label(e);
-    Reg p = e_reg(e, RC_PRED);
-    e_place(e, top);
-    INS(e, SETP_GE_U32, R(p), R(n), R(end));
-    INSP(e, p, 0, BRA_UNI, L(done));
-    attn_step(k, f, n, n_max, masked);
-    INS(e, ADD_U32, R(n), R(n), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
 }
 
 /* Output addresses are formed here, not kept live through the key loop. */
@@ -177,8 +163,8 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
     INS(e, MOV_B32, R(n), I(0));
-    key_loop(&kc, &f, n, n_full, n_max, 0);
-    key_loop(&kc, &f, n, n_max, n_max, 1);
+    key_loop(&kc, attn_step, &f, n, n_full, n_max, 0);
+    key_loop(&kc, attn_step, &f, n, n_max, n_max, 1);
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);

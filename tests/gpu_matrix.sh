@@ -26,7 +26,8 @@ run() {   # run <label> <args...>: ptxgen $mode --kernel $kern
     fi
 }
 shapes=("1 1" "77 130" "130 77" "1000 1000" "4099 4099" "77 1000" "1000 77")
-for d in 64 128 256; do
+shape_matrix() {   # shape_matrix D: every dtype x causal x shape of $kern at head dim D (fp16 skips s=4099)
+  local d=$1 dt c sh
   for dt in bf16 fp16; do
     for c in "" "--causal"; do
       for sh in "${shapes[@]}"; do
@@ -36,6 +37,9 @@ for d in 64 128 256; do
       done
     done
   done
+}
+for d in 64 128 256; do
+  shape_matrix $d
   run "d=$d GQA 8:1 causal s=1000/1537 pad=8" --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
   run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
 done
@@ -55,15 +59,7 @@ run "d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --hdim 128 --tile bm=64,bn=
 kern=attn_bwd
 mode=check
 for d in 64 128; do
-  for dt in bf16 fp16; do
-    for c in "" "--causal"; do
-      for sh in "${shapes[@]}"; do
-        set -- $sh
-        [ "$dt" = fp16 ] && [ "$1" = 4099 ] && continue
-        run "d=$d $dt ${c:-full} s_q=$1 s_k=$2 hq=4 hkv=4" --hdim $d --dtype $dt $c --sq $1 --sk $2 --hq 4 --hkv 4
-      done
-    done
-  done
+  shape_matrix $d
   run "d=$d GQA 8:1 causal s=1000/1537 pad=8" --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
   run "d=$d GQA 8:1 s=2048" --hdim $d --sq 2048 --sk 2048 --hq 16 --hkv 2 --b 1
   run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
