@@ -128,8 +128,8 @@ static void setup(Kctx *k, Bwd *f) {
 
 static void fragment_bases(Kctx *k, Bwd *f) {
     Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32), brow = e_reg(e, RC_B32);
-    Reg bsel = e_reg(e, RC_B32), pair = e_reg(e, RC_B32), rg = e_reg(e, RC_B32);
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
+    Reg brow, bsel, pair = e_reg(e, RC_B32), rg = e_reg(e, RC_B32);
     INS(e, AND_B32, R(l15), R(k->lane), I(15));
     INS(e, SHR_U32, R(hi), R(k->lane), I(4));
     INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
@@ -140,11 +140,7 @@ static void fragment_bases(Kctx *k, Bwd *f) {
     f->dot = (LdsmBases){f->sdo, f->qt.base};
     /* lanes 0-15 address rows 0-7 (two 8-column halves), 16-31 rows 8-15: the
      * B operand read as is, and the A operand read transposed from [k][m] */
-    INS(e, AND_B32, R(brow), R(k->lane), I(7));
-    INS(e, SHL_B32, R(hi), R(hi), I(3));
-    INS(e, OR_B32, R(brow), R(brow), R(hi));
-    INS(e, SHR_U32, R(bsel), R(k->lane), I(3));
-    INS(e, AND_B32, R(bsel), R(bsel), I(1));
+    ldsm_b_lanes(k, &brow, &bsel);
     ldsm_bases(k, &f->qb, f->sq, brow, bsel);
     f->dob = (LdsmBases){f->sdo, f->qb.base};
     if (f->d->tile.deterministic) return;
@@ -154,7 +150,6 @@ static void fragment_bases(Kctx *k, Bwd *f) {
     INS(e, DIV_U32, R(pair), R(k->warp), I(rgs));
     INS(e, MUL_LO_U32, R(pair), R(pair), I(f->nq / 2));
     ldsm_bases_at(k, &f->dsa, f->sds, brow, bsel, rg);
-    INS(e, SHR_U32, R(hi), R(hi), I(3));
     ldsm_bases_at(k, &f->kt, f->sk, l15, hi, pair);
 }
 

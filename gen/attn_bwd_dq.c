@@ -88,20 +88,17 @@ static void row_stats(Kctx *k, Dq *f) {
 
 static void fragment_bases(Kctx *k, Dq *f) {
     Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32), krow = e_reg(e, RC_B32), ksel = e_reg(e, RC_B32);
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
+    Reg krow, ksel;
     INS(e, AND_B32, R(l15), R(k->lane), I(15));
     INS(e, SHR_U32, R(hi), R(k->lane), I(4));
     INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
     ldsm_bases(k, &f->fq, f->sq, row, hi);        /* A of S = Q K^T */
     ldsm_bases(k, &f->fdo, f->sdo, row, hi);      /* A of dP = dO V^T */
     ldsm_bases(k, &f->fkt, f->sk, l15, hi);       /* B of dQ += dS K, transposed */
-    INS(e, AND_B32, R(krow), R(k->lane), I(7));
-    INS(e, SHL_B32, R(hi), R(hi), I(3));
-    INS(e, OR_B32, R(krow), R(krow), R(hi));
-    INS(e, SHR_U32, R(ksel), R(k->lane), I(3));
-    INS(e, AND_B32, R(ksel), R(ksel), I(1));
+    ldsm_b_lanes(k, &krow, &ksel);
     ldsm_bases(k, &f->fk, f->sk, krow, ksel);     /* B of S: rows of K */
-    ldsm_bases(k, &f->fv, f->sv, krow, ksel);     /* B of dP: rows of V */
+    f->fv = (LdsmBases){f->sv, f->fk.base};       /* B of dP: rows of V (same row width, own offset) */
 }
 
 /* P = 2^(S scale log2(e) - lse log2(e)), then dS = P o (dP - delta) into dp */

@@ -63,18 +63,14 @@ static void setup_problem(Kctx *k, Fwd *f) {
 
 static void fragment_bases(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), qrow = e_reg(e, RC_B32), krow = e_reg(e, RC_B32), ksel = e_reg(e, RC_B32);
+    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), qrow = e_reg(e, RC_B32);
+    Reg krow, ksel;
     INS(e, AND_B32, R(l15), R(k->lane), I(15));
     INS(e, SHR_U32, R(hi), R(k->lane), I(4));
     INS(e, ADD_U32, R(qrow), R(l15), R(f->warp_row0));
     ldsm_bases(k, &f->fq, f->sq, qrow, hi);        /* A of S = Q K^T: rows of Q */
     ldsm_bases(k, &f->fv, f->sv, l15, hi);         /* B of O = P V, transposed */
-    /* B of S = Q K^T: lanes 0-15 address keys 0-7 (two k halves), 16-31 keys 8-15 */
-    INS(e, AND_B32, R(krow), R(k->lane), I(7));
-    INS(e, SHL_B32, R(hi), R(hi), I(3));
-    INS(e, OR_B32, R(krow), R(krow), R(hi));
-    INS(e, SHR_U32, R(ksel), R(k->lane), I(3));
-    INS(e, AND_B32, R(ksel), R(ksel), I(1));
+    ldsm_b_lanes(k, &krow, &ksel);                 /* B of S = Q K^T: rows of K */
     ldsm_bases(k, &f->fk, f->sk, krow, ksel);
 }
 

@@ -82,6 +82,18 @@ void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel) {
     INS(e, MAD_LO_U32, R(lb->base), R(c), I(16), R(lb->base));
 }
 
+void ldsm_b_lanes(Kctx *k, Reg *row, Reg *sel) {
+    Emit *e = &k->e;
+    Reg hi = e_reg(e, RC_B32);
+    *row = e_reg(e, RC_B32), *sel = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(*row), R(k->lane), I(7));
+    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
+    INS(e, SHL_B32, R(hi), R(hi), I(3));
+    INS(e, OR_B32, R(*row), R(*row), R(hi));
+    INS(e, SHR_U32, R(*sel), R(k->lane), I(3));
+    INS(e, AND_B32, R(*sel), R(*sel), I(1));
+}
+
 Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk) {
     Reg a = lb->base;
     if (kk & 3) {

@@ -46,5 +46,9 @@ void ldsm_bases(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel);
  * columns): ldsm_addr(.., kk) then reads pair + kk, exact when kk == 0 or
  * pair is a multiple of 4. */
 void ldsm_bases_at(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel, Reg pair);
+/* Lane rows and chunk selector of an x4 load of two n8 x k16 B tiles (or, with
+ * .trans, of an m16 x k16 A tile from a [k][m] tile): lanes 0-15 address rows
+ * 0-7, 16-31 rows 8-15, each at chunk (lane >> 3) & 1. */
+void ldsm_b_lanes(Kctx *k, Reg *row, Reg *sel);
 Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk);
 #endif
