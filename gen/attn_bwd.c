@@ -13,21 +13,25 @@
  *     store scale * dK, dV
  *
  * Warp w owns key rows [16 mk w, 16 mk (w+1)) of S^T, dP^T, dK and dV; for
- * dQ the warps split the bm x d tile into 16-row x d/cg-column slices. Q and
- * dO of the next block stream in while dQ is formed. The inner loop is
- * bwd_step() below. */
+ * dQ the warps split the bm x d tile into 16-row x d/cg-column slices. Q, dO
+ * and the statistics are double-buffered: block m+1 streams into the other
+ * stage while block m is worked on, one barrier per block. The inner loop
+ * is bwd_step() below. */
 #include "attn_bwd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../templates/epilogue.h"
+#include "../templates/stages.h"
 
 typedef struct {
     const AttnDesc *d;
     int mk, threads, cg, nq;          /* key m tiles per warp; dQ column groups, n tiles per warp */
-    SmemTile sk, sv, sq, sdo, sds;
-    int lse_off, delta_off;           /* [bm] f32 each: -lse*log2(e) and delta of the current block */
+    SmemTile sk, sv, sq, sdo, sds;    /* Q and dO: stage 0 */
+    int stats_off;                    /* stage 0's [bm] f32 lse, then [bm] f32 delta */
+    Stages st;
+    Reg stb;                          /* this lane's column pair in the current stage's statistics */
     Reg s_q, s_k, off, group;
     Reg m_lo, m_full, nm, total;      /* query blocks [m_lo, m_lo + nm) per head; masked below m_full */
     Reg nm_div;                       /* max(nm, 1): the prologue's block exists even when no block does */
@@ -39,7 +43,6 @@ typedef struct {
     LdsmBases qt, dot;                /* B of dK and dV: Q and dO read transposed */
     LdsmBases kt, dsa;                /* dQ: K read transposed; A from dS^T read transposed */
     Acc dk, dv;
-    Reg nl_next, dl_next;             /* the next block's statistics, between prefetch and stats_commit */
 } Bwd;
 
 typedef struct { Reg h, m_start; } QBlock;
@@ -143,6 +146,12 @@ static void fragment_bases(Kctx *k, Bwd *f) {
     ldsm_b_lanes(k, &brow, &bsel);
     ldsm_bases(k, &f->qb, f->sq, brow, bsel);
     f->dob = (LdsmBases){f->sdo, f->qb.base};
+    f->stb = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(f->stb), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(f->stb), R(f->stb), I(8), R(k->smem));
+    stages_track(&f->st, f->qt.base);
+    stages_track(&f->st, f->qb.base);
+    stages_track(&f->st, f->stb);
     if (f->d->tile.deterministic) return;
     /* dQ slice of this warp: 16 query rows (row group rg), d/cg columns (group warp / rgs) */
     int rgs = f->d->tile.bm / 16;
@@ -153,38 +162,38 @@ static void fragment_bases(Kctx *k, Bwd *f) {
     ldsm_bases_at(k, &f->kt, f->sk, l15, hi, pair);
 }
 
-/* This thread's -lse*log2(e) and delta for query row m_start + tid (threads >= bm). */
-static void stats_load(Kctx *k, Bwd *f, QBlock q, Reg *nl, Reg *dl) {
+/* lse and delta of query rows m_start + tid (tid < bm) into the statistics
+ * of the stage at `shift`, in the current cp.async group. Rows past s_q read
+ * as 0: harmless, since their Q and dO rows are zero-filled too. */
+static void stats_issue(Kctx *k, Bwd *f, QBlock q, Reg shift) {
     Emit *e = &k->e;
-    Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), x = e_reg(e, RC_F32);
-    *nl = e_reg(e, RC_F32), *dl = e_reg(e, RC_F32);
+    int bm = f->d->tile.bm;
+    Reg row = e_reg(e, RC_B32), last = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
+    Reg mine = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+    INS(e, SETP_LT_U32, R(mine), R(k->tid), I(bm));
     INS(e, ADD_U32, R(row), R(q.m_start), R(k->tid));
     INS(e, SETP_LT_U32, R(p), R(row), R(f->s_q));
+    INS(e, SELP_B32, R(sz), I(4), I(0), R(p));
+    INS(e, SUB_U32, R(last), R(f->s_q), I(1));
+    INS(e, MIN_U32, R(row), R(row), R(last));
     INS(e, ADD_U32, R(row), R(row), R(stats_row(k, cta_batch(k), q.h)));
     INS(e, MUL_WIDE_U32, R(a), R(row), I(4));
-    /* rows past s_q: P = 0 through lse = +inf */
-    INS(e, MOV_F32, R(*nl), FI(-INFINITY));
-    INS(e, MOV_F32, R(*dl), FI(0.0f));
-    Reg lse = kc_ptr(k, "lse"), delta = kc_ptr(k, "delta");
-    INS(e, ADD_U64, R(lse), R(lse), R(a));
-    INS(e, ADD_U64, R(delta), R(delta), R(a));
-    INSP(e, p, 0, LD_GLOBAL_F32, R(x), A(lse, 0));
-    INSP(e, p, 0, MUL_F32, R(*nl), R(x), FI((float)-M_LOG2E));
-    INSP(e, p, 0, LD_GLOBAL_F32, R(*dl), A(delta, 0));
+    INS(e, MAD_LO_U32, R(dst), R(k->tid), I(4), R(k->smem));
+    INS(e, ADD_U32, R(dst), R(dst), R(shift));
+    static const char *const src[2] = {"lse", "delta"};
+    for (int i = 0; i < 2; i++) {
+        Reg g = kc_ptr(k, src[i]);
+        INS(e, ADD_U64, R(g), R(g), R(a));
+        INSP(e, mine, 0, CP_ASYNC_CA, A(dst, f->stats_off + 4 * bm * i), A(g, 0), I(4), R(sz));
+    }
 }
 
-static void stats_store(Kctx *k, Bwd *f, Reg nl, Reg dl) {
-    Emit *e = &k->e;
-    Reg p = e_reg(e, RC_PRED), a = e_reg(e, RC_B32);
-    INS(e, SETP_LT_U32, R(p), R(k->tid), I(f->d->tile.bm));
-    INS(e, MAD_LO_U32, R(a), R(k->tid), I(4), R(k->smem));
-    INSP(e, p, 0, ST_SHARED_F32, A(a, f->lse_off), R(nl));
-    INSP(e, p, 0, ST_SHARED_F32, A(a, f->delta_off), R(dl));
-}
-
-/* Rows of query block q of tensor t ("q" or "do") into tile st, as its own cp.async group. */
-static void issue_rows(Kctx *k, Bwd *f, QBlock q, const char *t, SmemTile st, Reg rs) {
-    tl_issue(k, &f->ld, st, head_base(k, t, cta_batch(k), q.h), rs, q.m_start, f->s_q);
+/* Q, dO and the statistics of query block q into the stage at `shift`, as one cp.async group. */
+static void issue_block(Kctx *k, Bwd *f, QBlock q, Reg shift) {
+    Reg b = cta_batch(k);
+    tl_issue_at(k, &f->ld, f->sq, shift, head_base(k, "q", b, q.h), f->q_rs, q.m_start, f->s_q);
+    tl_issue_at(k, &f->ld, f->sdo, shift, head_base(k, "do", b, q.h), f->do_rs, q.m_start, f->s_q);
+    stats_issue(k, f, q, shift);
     INS0(&k->e, CP_ASYNC_COMMIT);
 }
 
@@ -213,20 +222,17 @@ static void causal_mask(Kctx *k, Bwd *f, Acc *s, Reg m_start) {
 /* This lane's two values of a [bm] f32 row in shared memory for n tile j:
  * columns 8j + 2t and 8j + 2t + 1. Loaded per tile, next to their use, so
  * that they are not all live at once. */
-static void column_pair(Kctx *k, int off, int j, Reg *v) {
-    Emit *e = &k->e;
-    Reg a = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(a), R(k->lane), I(3));
-    INS(e, MAD_LO_U32, R(a), R(a), I(8), R(k->smem));
-    v[0] = e_reg(e, RC_F32), v[1] = e_reg(e, RC_F32);
-    INS(e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(a, off + 32 * j));
+static void column_pair(Kctx *k, Bwd *f, int off, int j, Reg *v) {
+    v[0] = e_reg(&k->e, RC_F32), v[1] = e_reg(&k->e, RC_F32);
+    INS(&k->e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(f->stb, off + 32 * j));
 }
 
 /* P^T = 2^(S^T scale log2(e) - lse log2(e)) in place */
 static void probabilities(Kctx *k, Bwd *f, Acc *s) {
     for (int j = 0; j < s->nt; j++) {
         Reg nl[2];
-        column_pair(k, f->lse_off, j, nl);
+        column_pair(k, f, f->stats_off, j, nl);
+        for (int c = 0; c < 2; c++) INS(&k->e, MUL_F32, R(nl[c]), R(nl[c]), FI((float)-M_LOG2E));
         for (int i = 0; i < s->mt; i++)
             for (int c = 0; c < 4; c++) {
                 Reg x = ACC(s, i, j, c);
@@ -240,7 +246,7 @@ static void probabilities(Kctx *k, Bwd *f, Acc *s) {
 static void score_grads(Kctx *k, Bwd *f, const Acc *p, Acc *dp) {
     for (int j = 0; j < p->nt; j++) {
         Reg dl[2];
-        column_pair(k, f->delta_off, j, dl);
+        column_pair(k, f, f->stats_off + 4 * f->d->tile.bm, j, dl);
         for (int i = 0; i < p->mt; i++)
             for (int c = 0; c < 4; c++) {
                 Reg x = ACC(dp, i, j, c);
@@ -295,35 +301,23 @@ static int skip_if_last(Kctx *k, Bwd *f, Reg it, Reg *next) {
     return skip;
 }
 
-/* Q, dO and the statistics of block it+1, unless it is the last: the rows as
- * one cp.async group, the statistics into registers (stored by stats_commit). */
+/* Q, dO and the statistics of block it+1 into the other stage, unless it is the last. */
 static void prefetch(Kctx *k, Bwd *f, Reg it) {
     Reg next;
     int skip = skip_if_last(k, f, it, &next);
-    QBlock q = qblock(k, f, next);
-    issue_rows(k, f, q, "q", f->sq, f->q_rs);
-    issue_rows(k, f, q, "do", f->sdo, f->do_rs);
-    stats_load(k, f, q, &f->nl_next, &f->dl_next);
+    issue_block(k, f, qblock(k, f, next), stages_other(k, &f->st));
     e_place(&k->e, skip);
 }
 
-/* The prefetched statistics into shared memory: after this step's last read of them. */
-static void stats_commit(Kctx *k, Bwd *f, Reg it) {
-    Reg next;
-    int skip = skip_if_last(k, f, it, &next);
-    stats_store(k, f, f->nl_next, f->dl_next);
-    e_place(&k->e, skip);
-}
-
-/* One query block: the inner loop of the kernel. Q and dO of the next
- * block stream in while dQ is formed (and, with their statistics, land
- * before the next block's first barrier). */
+/* One query block: the inner loop of the kernel. Block it+1 streams into
+ * the other stage meanwhile. */
 static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, mk = f->mk;
     e_comment(e, "query block: %s", masked ? "causal, masked" : "fully visible");
-    sync_tiles(k);                            /* Q_m, dO_m and their statistics are in */
+    sync_tiles(k);                            /* block it is in; everyone is done with block it-1's stage */
+    prefetch(k, f, it);
     Acc s, dp;
     acc_new(k, &s, mk, bm / 8);
     mma_abt(k, &s, &f->ka, &f->qb, d->d / 16, d->dtype, f->zero);          /* S^T = K Q^T */
@@ -338,12 +332,13 @@ static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
     Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
     acc_free(&dp);
     mma_ab_trans(k, &f->dk, ps, bm / 16, &f->qt, d->dtype);                /* dK += dS^T Q */
-    if (!d->tile.deterministic) packed_to_smem(k, ps, mk, bm / 8, f->sds, f->warp_row0);
+    if (!d->tile.deterministic) {
+        packed_to_smem(k, ps, mk, bm / 8, f->sds, f->warp_row0);
+        INS(e, BAR_SYNC, I(0));                  /* dS^T complete */
+        dq_partial(k, f, qblock(k, f, it));
+    }
     free(pp), free(ps);
-    INS(e, BAR_SYNC, I(0));                      /* dS^T complete; Q_m, dO_m and the statistics free */
-    prefetch(k, f, it);
-    if (!d->tile.deterministic) dq_partial(k, f, qblock(k, f, it));
-    stats_commit(k, f, it);
+    stages_advance(k, &f->st);
 }
 
 static void query_loop(Kctx *k, Bwd *f) {
@@ -388,37 +383,27 @@ static void epilogue(Kctx *k, Bwd *f) {
     }
 }
 
-static int region(const Plan *p, const char *name) {
-    for (int i = 0; i < p->nregions; i++)
-        if (!strcmp(p->region[i].name, name)) return p->region[i].offset;
-    fprintf(stderr, "ptxgen internal: plan has no region %s\n", name);
-    abort();
-}
-
 void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
     const AttnTile *t = &d->tile;
     Bwd f = {.d = d, .mk = t->bn / t->warps / 16, .threads = 32 * t->warps, .cg = t->warps / (t->bm / 16)};
     f.nq = d->d / f.cg / 8;
-    f.sk = (SmemTile){t->bn, d->d, region(p, "K")};
-    f.sv = (SmemTile){t->bn, d->dv, region(p, "V")};
-    f.sq = (SmemTile){t->bm, d->d, region(p, "Q")};
-    f.sdo = (SmemTile){t->bm, d->dv, region(p, "dO")};
-    if (!t->deterministic) f.sds = (SmemTile){t->bn, t->bm, region(p, "dS")};
-    f.lse_off = region(p, "lse"), f.delta_off = region(p, "delta");
+    f.sk = (SmemTile){t->bn, d->d, plan_region(p, "K")};
+    f.sv = (SmemTile){t->bn, d->dv, plan_region(p, "V")};
+    f.sq = (SmemTile){t->bm, d->d, plan_region(p, "Q.0")};
+    f.sdo = (SmemTile){t->bm, d->dv, plan_region(p, "dO.0")};
+    if (!t->deterministic) f.sds = (SmemTile){t->bn, t->bm, plan_region(p, "dS")};
+    f.stats_off = plan_region(p, "stats.0");
     setup(&kc, &f);
+    stages_init(&kc, &f.st, plan_stage_stride(p));
     tl_init(&kc, &f.ld, d->d, t->bm > t->bn ? t->bm : t->bn, f.threads);
     e_comment(&kc.e, "prologue: K_n, V_n, Q and dO of the first block in flight");
     Reg b = cta_batch(&kc), kvh = cta_kv_head(&kc), n0 = cta_key0(&kc, &f);
     tl_issue(&kc, &f.ld, f.sk, head_base(&kc, "k", b, kvh), f.k_rs, n0, f.s_k);
     tl_issue(&kc, &f.ld, f.sv, head_base(&kc, "v", b, kvh), row_stride_bytes(&kc, "v"), n0, f.s_k);
-    QBlock q0 = qblock(&kc, &f, kc_imm32(&kc, 0));
-    issue_rows(&kc, &f, q0, "do", f.sdo, f.do_rs);
-    issue_rows(&kc, &f, q0, "q", f.sq, f.q_rs);
-    Reg nl, dl;
-    stats_load(&kc, &f, q0, &nl, &dl);
-    stats_store(&kc, &f, nl, dl);
+    Reg zero_u = kc_imm32(&kc, 0);
+    issue_block(&kc, &f, qblock(&kc, &f, zero_u), zero_u);
     fragment_bases(&kc, &f);
     acc_new(&kc, &f.dk, f.mk, d->d / 8);
     acc_new(&kc, &f.dv, f.mk, d->dv / 8);

@@ -53,16 +53,20 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
     *p = (Plan){.threads = 32 * t->warps};
     plan_add_region(p, "K", t->bn * d->d * 2, 128, "key tile, swizzled; dK staging after the loop");
     plan_add_region(p, "V", t->bn * d->dv * 2, 128, "value tile; dV staging after the loop");
-    plan_add_region(p, "Q", t->bm * d->d * 2, 128, "query block; the next lands while dQ is formed");
-    plan_add_region(p, "dO", t->bm * d->dv * 2, 128, "output-gradient block, same schedule as Q");
+    for (int s = 0; s < 2; s++) {
+        static const char *const q[2] = {"Q.0", "Q.1"}, *const dout[2] = {"dO.0", "dO.1"}, *const st[2] = {"stats.0", "stats.1"};
+        plan_add_region(p, q[s], t->bm * d->d * 2, 128, s ? "the next query block lands here while .0 is used, then they swap"
+                                                          : "query block of the step (stage 0)");
+        plan_add_region(p, dout[s], t->bm * d->dv * 2, 128, "output-gradient block, staged like Q");
+        plan_add_region(p, st[s], 2 * t->bm * 4, 128, "lse, then delta, of the block's rows; staged like Q");
+    }
     if (!t->deterministic) plan_add_region(p, "dS", t->bn * t->bm * 2, 128, "dS^T of the step, read transposed for dQ");
-    plan_add_region(p, "lse", t->bm * 4, 16, "-lse*log2(e) of the block's rows");
-    plan_add_region(p, "delta", t->bm * 4, 16, "delta of the block's rows");
     /* live per thread: dK and dV accumulators all along; at the peak either
      * S^T and dP^T (their step) or the dQ slice (after them) */
     int acc = mk * (d->d / 8) * 4 + mk * (d->dv / 8) * 4, sdp = 2 * mk * (t->bm / 8) * 4;
     int dq = t->deterministic ? 0 : t->bm * d->d / (32 * t->warps) + 8;
-    p->regs_est = acc + (sdp > dq ? sdp : dq) + 40;
+    /* addresses, loop state and the stage flip: 40; the causal mask's bounds and predicates: 8 more */
+    p->regs_est = acc + (sdp > dq ? sdp : dq) + 40 + (d->causal ? 8 : 0);
     char what[96];
     snprintf(what, sizeof what, "attn_bwd main d=%d bm=%d bn=%d warps=%d%s", d->d, t->bm, t->bn, t->warps,
              t->deterministic ? " deterministic" : "");
@@ -89,7 +93,9 @@ void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
 
 void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    /* ptxas left to itself packs d = 64 into the same registers with a spill */
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
+                       .min_ctas = (unsigned)p->ctas_per_sm};
     bwd_entry(ks, d, "main", 1);
     bwd_inputs(ks, d);
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (atomics)");

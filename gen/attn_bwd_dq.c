@@ -11,18 +11,22 @@
  *     store scale * dQ
  *
  * S and dP are recomputed here rather than shared with the main kernel: each
- * dQ element is summed by one thread in a fixed order. The inner loop is
- * dq_step(). */
+ * dQ element is summed by one thread in a fixed order. Each warp keeps its
+ * rows of Q and dO in registers as A fragments for the whole loop, so shared
+ * memory serves only K and V to the products. K and V are
+ * double-buffered: block n+1 lands in the other stage while block n is
+ * worked on. The inner loop is dq_step(). */
 #include "attn_bwd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "../templates/epilogue.h"
 #include "../templates/softmax.h"
+#include "../templates/stages.h"
 
 /* Its own tile, whatever the main kernel's: 64 query rows (16 per warp)
  * against 64 keys per step keeps S, dP and dQ in registers at d = 128 with
- * three CTAs per SM. */
+ * two CTAs per SM. */
 #define DQ_BM 64
 #define DQ_BN 64
 #define DQ_WARPS 4
@@ -30,12 +34,14 @@
 typedef struct {
     const AttnDesc *d;
     int mt, threads;
-    SmemTile sq, sdo, sk, sv;
+    SmemTile sq, sdo, sk, sv;         /* K and V: stage 0 */
+    Stages st;
     Reg b, h, s_q, s_k, off, m_start, warp_row0;
     Reg k_base, v_base, k_rs, v_rs, scale_log2, zero;
     Reg nl[4], dl[4];                 /* per (m tile, half) row: -lse*log2(e), delta */
     TileLoader ld;
     LdsmBases fq, fdo, fk, fv, fkt;
+    Reg *qa, *doa;                    /* this warp's Q and dO rows: A fragments held all along */
     RowBlocks rb;
     Acc dq;
 } Dq;
@@ -99,6 +105,8 @@ static void fragment_bases(Kctx *k, Dq *f) {
     ldsm_b_lanes(k, &krow, &ksel);
     ldsm_bases(k, &f->fk, f->sk, krow, ksel);     /* B of S: rows of K */
     f->fv = (LdsmBases){f->sv, f->fk.base};       /* B of dP: rows of V (same row width, own offset) */
+    stages_track(&f->st, f->fk.base);
+    stages_track(&f->st, f->fkt.base);
 }
 
 /* P = 2^(S scale log2(e) - lse log2(e)), then dS = P o (dP - delta) into dp */
@@ -120,33 +128,33 @@ static void dq_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     const AttnDesc *d = f->d;
     Reg n_start = e_reg(e, RC_B32), next = e_reg(e, RC_B32), last = e_reg(e, RC_PRED);
     e_comment(e, "key block: %s", masked ? "ragged or causal, masked" : "fully visible");
-    sync_tiles(k);                            /* K_n and V_n landed */
+    sync_tiles(k);                            /* K_n and V_n landed; everyone is done with block n-1's stage */
+    int skip = e_label(e);
+    INS(e, ADD_U32, R(next), R(n), I(1));
+    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
+    INSP(e, last, 0, BRA_UNI, L(skip));
+    INS(e, MUL_LO_U32, R(next), R(next), I(DQ_BN));
+    Reg shift = stages_other(k, &f->st);
+    tl_issue_at(k, &f->ld, f->sk, shift, f->k_base, f->k_rs, next, f->s_k);
+    tl_issue_at(k, &f->ld, f->sv, shift, f->v_base, f->v_rs, next, f->s_k);
+    INS0(e, CP_ASYNC_COMMIT);
+    e_place(e, skip);
     INS(e, MUL_LO_U32, R(n_start), R(n), I(DQ_BN));
     Acc s, dp;
     acc_new(k, &s, f->mt, DQ_BN / 8);
-    mma_abt(k, &s, &f->fq, &f->fk, d->d / 16, d->dtype, f->zero);          /* S = Q K^T */
+    mma_abt_regs(k, &s, f->qa, d->d / 16, &f->fk, d->dtype, f->zero);      /* S = Q K^T */
     if (masked) {
         Reg room[4];
         row_room(k, &f->rb, n_start, room);
         softmax_mask(k, &s, room);
     }
     acc_new(k, &dp, f->mt, DQ_BN / 8);
-    mma_abt(k, &dp, &f->fdo, &f->fv, d->dv / 16, d->dtype, f->zero);       /* dP = dO V^T */
+    mma_abt_regs(k, &dp, f->doa, d->dv / 16, &f->fv, d->dtype, f->zero);   /* dP = dO V^T */
     score_grads(k, f, &s, &dp);
     Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
     mma_ab_trans(k, &f->dq, ps, DQ_BN / 16, &f->fkt, d->dtype);            /* dQ += dS K */
     free(ps), acc_free(&s), acc_free(&dp);
-
-    INS(e, BAR_SYNC, I(0));                      /* everyone is done with K_n and V_n */
-    int skip = e_label(e);
-    INS(e, ADD_U32, R(next), R(n), I(1));
-    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
-    INSP(e, last, 0, BRA_UNI, L(skip));
-    INS(e, MUL_LO_U32, R(next), R(next), I(DQ_BN));
-    tl_issue(k, &f->ld, f->sk, f->k_base, f->k_rs, next, f->s_k);
-    tl_issue(k, &f->ld, f->sv, f->v_base, f->v_rs, next, f->s_k);
-    INS0(e, CP_ASYNC_COMMIT);
-    e_place(e, skip);
+    stages_advance(k, &f->st);
 }
 
 static void epilogue(Kctx *k, Dq *f) {
@@ -165,21 +173,27 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     Kctx kc;
     kctx_begin(&kc, ks);
     Dq f = {.d = d, .mt = DQ_BM / DQ_WARPS / 16, .threads = 32 * DQ_WARPS};
-    f.sq = (SmemTile){DQ_BM, d->d, p->region[0].offset};
-    f.sdo = (SmemTile){DQ_BM, d->dv, p->region[1].offset};
-    f.sk = (SmemTile){DQ_BN, d->d, p->region[2].offset};
-    f.sv = (SmemTile){DQ_BN, d->dv, p->region[3].offset};
+    f.sq = (SmemTile){DQ_BM, d->d, plan_region(p, "Q")};
+    f.sdo = (SmemTile){DQ_BM, d->dv, plan_region(p, "dO")};
+    f.sk = (SmemTile){DQ_BN, d->d, plan_region(p, "K.0")};
+    f.sv = (SmemTile){DQ_BN, d->dv, plan_region(p, "V.0")};
     setup(&kc, &f);
+    stages_init(&kc, &f.st, plan_stage_stride(p));
     Reg zero_u = kc_imm32(&kc, 0);
     tl_init(&kc, &f.ld, d->d, DQ_BM > DQ_BN ? DQ_BM : DQ_BN, f.threads);
     e_comment(&kc.e, "prologue: Q_m, dO_m and the first K, V in flight");
     tl_issue(&kc, &f.ld, f.sq, head_base(&kc, "q", f.b, f.h), row_stride_bytes(&kc, "q"), f.m_start, f.s_q);
     tl_issue(&kc, &f.ld, f.sdo, head_base(&kc, "do", f.b, f.h), row_stride_bytes(&kc, "do"), f.m_start, f.s_q);
+    INS0(&kc.e, CP_ASYNC_COMMIT);
     tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
     tl_issue(&kc, &f.ld, f.sv, f.v_base, f.v_rs, zero_u, f.s_k);
     INS0(&kc.e, CP_ASYNC_COMMIT);
     row_stats(&kc, &f);
     fragment_bases(&kc, &f);
+    INS(&kc.e, CP_ASYNC_WAIT, I(1));              /* Q_m and dO_m landed; K, V may still be in flight */
+    INS(&kc.e, BAR_SYNC, I(0));
+    f.qa = frag_a_load(&kc, &f.fq, f.mt, d->d / 16);
+    f.doa = frag_a_load(&kc, &f.fdo, f.mt, d->dv / 16);
     acc_new(&kc, &f.dq, f.mt, d->d / 8);
     acc_fill(&kc, &f.dq, 0.0f);
     Reg n = e_reg(&kc.e, RC_B32), n_full = e_reg(&kc.e, RC_B32), n_max = e_reg(&kc.e, RC_B32);
@@ -190,6 +204,7 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
     acc_free(&f.dq);
+    free(f.qa), free(f.doa);
 }
 
 void bwd_dq_plan(const AttnDesc *d, Plan *p) {
@@ -197,10 +212,13 @@ void bwd_dq_plan(const AttnDesc *d, Plan *p) {
     *p = (Plan){.threads = 32 * DQ_WARPS};
     plan_add_region(p, "Q", DQ_BM * d->d * 2, 128, "query block, swizzled; dQ staging after the loop");
     plan_add_region(p, "dO", DQ_BM * d->dv * 2, 128, "output-gradient block");
-    plan_add_region(p, "K", DQ_BN * d->d * 2, 128, "key tile of the step");
-    plan_add_region(p, "V", DQ_BN * d->dv * 2, 128, "value tile of the step");
-    /* dQ accumulator all along; S and dP of the step; dS fragments */
-    p->regs_est = mt * (d->d / 8) * 4 + 2 * mt * (DQ_BN / 8) * 4 + mt * (DQ_BN / 16) * 4 + 4 * mt + 40;
+    plan_add_region(p, "K.0", DQ_BN * d->d * 2, 128, "key tile of the step (stage 0)");
+    plan_add_region(p, "V.0", DQ_BN * d->dv * 2, 128, "value tile, staged like K");
+    plan_add_region(p, "K.1", DQ_BN * d->d * 2, 128, "the next key tile lands here while .0 is used, then they swap");
+    plan_add_region(p, "V.1", DQ_BN * d->dv * 2, 128, "the next value tile, staged like K");
+    /* dQ accumulator, Q and dO fragments all along; S and dP of the step; dS fragments */
+    p->regs_est = mt * (d->d / 8) * 4 + mt * (d->d / 16) * 4 + mt * (d->dv / 16) * 4 + 2 * mt * (DQ_BN / 8) * 4 +
+                  mt * (DQ_BN / 16) * 4 + 4 * mt + 40;
     char what[96];
     snprintf(what, sizeof what, "attn_bwd dq (deterministic) d=%d bm=%d bn=%d warps=%d", d->d, DQ_BM, DQ_BN, DQ_WARPS);
     plan_finish(p, d->arch, what);

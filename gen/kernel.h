@@ -30,6 +30,8 @@ typedef struct {
     char grid[3][96];      /* expressions over problem sizes (see expr.h) */
     unsigned block[3];
     unsigned dyn_smem;
+    unsigned min_ctas;     /* .minnctapersm: CTAs per SM the plan counts on, which caps
+                              ptxas's registers at what they leave (0: ptxas chooses) */
 } KernelSpec;
 
 /* Scratch memory a kernel set needs between its kernels (the host allocates

@@ -25,6 +25,35 @@ void plan_union_region(Plan *p, const char *name, int over, int bytes, const cha
     if (base.offset + bytes > p->smem_bytes) p->smem_bytes = base.offset + bytes;
 }
 
+int plan_region(const Plan *p, const char *name) {
+    for (int i = 0; i < p->nregions; i++)
+        if (!strcmp(p->region[i].name, name)) return p->region[i].offset;
+    fprintf(stderr, "ptxgen internal: plan has no region %s\n", name);
+    abort();
+}
+
+int plan_stage_stride(const Plan *p) {
+    int stride = -1;
+    for (int i = 0; i < p->nregions; i++) {
+        const char *n = p->region[i].name;
+        size_t len = strlen(n);
+        if (len < 3 || strcmp(n + len - 2, ".1")) continue;
+        char first[32];
+        snprintf(first, sizeof first, "%.*s.0", (int)(len - 2), n);
+        int s = p->region[i].offset - plan_region(p, first);
+        if (stride >= 0 && s != stride) {
+            fprintf(stderr, "ptxgen internal: region %s is %d B past its stage 0, others %d B\n", n, s, stride);
+            abort();
+        }
+        stride = s;
+    }
+    if (stride <= 0) {
+        fprintf(stderr, "ptxgen internal: plan has no two-stage regions\n");
+        abort();
+    }
+    return stride;
+}
+
 static int min_i(int a, int b) { return a < b ? a : b; }
 
 static void occupancy(Plan *p, const ArchInfo *a) {

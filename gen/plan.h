@@ -6,7 +6,7 @@
 #include "arch.h"
 #include "../emit/buf.h"
 
-#define MAX_REGIONS 8
+#define MAX_REGIONS 16
 typedef struct {
     const char *name;
     int offset, bytes;
@@ -28,6 +28,11 @@ typedef struct {
 
 int  plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note);  /* returns offset */
 void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note); /* reuses region `over` */
+/* The offset of the region called name (an internal error if none is). */
+int  plan_region(const Plan *p, const char *name);
+/* Two-stage buffers are regions named "X.0" and "X.1": the one distance from
+ * every stage-0 region to its stage-1 copy (an internal error if they differ). */
+int  plan_stage_stride(const Plan *p);
 /* Checks smem and registers against the arch, computes CTAs/SM; sets ok/verdict. */
 void plan_finish(Plan *p, const ArchInfo *a, const char *what);
 void plan_print(const Plan *p, const ArchInfo *a, Buf *out);

@@ -112,15 +112,25 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     return 0;
 }
 
+static int launch_kernel(Session *ss, int i) {
+    char err[1024];
+    if (dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err, sizeof err))
+        return fail("launch", err);
+    return 0;
+}
+
 /* One run of the set: zeroed workspaces, then every kernel in manifest order. */
 static int launch(Session *ss) {
     char err[1024];
     if (problem_zero_workspaces(&ss->pb, ss->dev, err, sizeof err)) return fail("workspace", err);
     for (int i = 0; i < ss->nk; i++)
-        if (dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err, sizeof err))
-            return fail("launch", err);
+        if (launch_kernel(ss, i)) return 1;
     return 0;
 }
+
+/* The whole set (which < 0) or kernel `which` alone, after a run of the set
+ * has left the workspaces it reads filled. */
+static int launch_part(Session *ss, int which) { return which < 0 ? launch(ss) : launch_kernel(ss, which); }
 
 static void close_session(Session *ss) {
     if (ss->dev) problem_free(&ss->pb, ss->dev);
@@ -298,17 +308,33 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int time_runs(Session *ss, const RunOpts *o, float *ms) {
-    char err[1024];
+/* Median of o->iters timed runs of launch_part(which), sorted into ms. */
+static int time_runs(Session *ss, const RunOpts *o, int which, float *ms, float *median) {
+    char err[1024] = "";
     DevEvent *e0 = NULL, *e1 = NULL;
     int rc = dev_event_new(ss->dev, &e0, err, sizeof err) || dev_event_new(ss->dev, &e1, err, sizeof err);
-    for (int i = 0; !rc && i < o->warmup; i++) rc = launch(ss);
+    for (int i = 0; !rc && i < o->warmup; i++) rc = launch_part(ss, which);
     for (int i = 0; !rc && i < o->iters; i++)
-        rc = dev_event_record(e0, err, sizeof err) || launch(ss) || dev_event_record(e1, err, sizeof err) ||
+        rc = dev_event_record(e0, err, sizeof err) || launch_part(ss, which) || dev_event_record(e1, err, sizeof err) ||
              dev_event_ms(e0, e1, &ms[i], err, sizeof err);
     if (rc && err[0]) fail("bench", err);
     if (e0) dev_event_free(e0);
     if (e1) dev_event_free(e1);
+    if (!rc) {
+        qsort(ms, (size_t)o->iters, sizeof *ms, cmp_float);
+        *median = ms[o->iters / 2];
+    }
+    return rc;
+}
+
+/* Each kernel of a multi-kernel set timed alone: where the set's time goes. */
+static int time_kernels(Session *ss, const RunOpts *o, float *ms, float set_ms) {
+    int rc = 0;
+    for (int i = 0; ss->nk > 1 && !rc && i < ss->nk; i++) {
+        float med = 0;
+        rc = time_runs(ss, o, i, ms, &med);
+        if (!rc) printf("  %s: median %.4f ms (%.1f%% of the set)\n", ptxgen_entry(ss->set, i), med, 100.0 * med / set_ms);
+    }
     return rc;
 }
 
@@ -324,14 +350,14 @@ int run_bench(const RunOpts *o) {
     float *ms = calloc((size_t)o->iters, sizeof *ms);
     rc = open_session(&ss, o, o->device_kind, NULL);
     if (!rc) rc = setup_problem(&ss, o);
-    if (!rc) rc = time_runs(&ss, o, ms);
+    float med = 0;
+    if (!rc) rc = time_runs(&ss, o, -1, ms, &med);
     if (!rc) {
-        qsort(ms, (size_t)o->iters, sizeof *ms, cmp_float);
-        float med = ms[o->iters / 2];
         print_kernel(&ss);
         printf("bench: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n",
                o->b, o->s_q, o->s_k, o->h_q, o->h_kv, ss.pb.d, o->req.causal ? " causal" : "", med, ms[0],
                ms[o->iters - 1], o->iters, problem_flops(&ss.pb) / (med * 1e-3) / 1e12);
+        rc = time_kernels(&ss, o, ms, med);
     }
     free(ms);
     close_session(&ss);

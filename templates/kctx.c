@@ -58,7 +58,9 @@ void kctx_finish(Kctx *k, Buf *m) {
     for (int i = 0; i < s->nparams; i++)
         buf_printf(m, "\t.param %s %s%s\n", param_type_ptx(s->params[i].type), s->params[i].name,
                    i + 1 < s->nparams ? "," : "");
-    buf_printf(m, ")\n.maxntid %u, %u, %u\n{\n", s->block[0], s->block[1], s->block[2]);
+    buf_printf(m, ")\n.maxntid %u, %u, %u\n", s->block[0], s->block[1], s->block[2]);
+    if (s->min_ctas) buf_printf(m, ".minnctapersm %u\n", s->min_ctas);
+    buf_puts(m, "{\n");
     INS0(&k->e, RET);
     e_decls(&k->e, m);
     buf_puts(m, "\n");

@@ -34,7 +34,18 @@ void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads) {
 }
 
 void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows) {
+    tl_issue_at(k, tl, t, NOGUARD, base, stride_bytes, row_start, nrows);
+}
+
+void tl_issue_at(Kctx *k, TileLoader *tl, SmemTile t, Reg shift, Reg base, Reg stride_bytes, Reg row_start, Reg nrows) {
     Emit *e = &k->e;
+    Reg dst[8];
+    for (int i = 0; i < 8; i++) {
+        dst[i] = tl->dst[i];
+        if (!tl->have[i] || shift.cls == NOGUARD.cls) continue;
+        dst[i] = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(dst[i]), R(tl->dst[i]), R(shift));
+    }
     if (t.cols != tl->cols || t.rows % tl->rpp) {
         fprintf(stderr, "ptxgen internal: loader for %d columns given a %dx%d tile\n", tl->cols, t.rows, t.cols);
         abort();
@@ -51,7 +62,7 @@ void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, R
         INS(e, MIN_U32, R(rc), R(rr), R(last));
         INS(e, SELP_B32, R(sz), I(16), I(0), R(p));
         INS(e, MAD_WIDE_U32, R(src), R(rc), R(stride_bytes), R(src0));
-        INS(e, CP_ASYNC_CG_16, A(tl->dst[rows & 7], t.off + (int64_t)rows * tile_row_bytes(t)), A(src, 0), I(16), R(sz));
+        INS(e, CP_ASYNC_CG_16, A(dst[rows & 7], t.off + (int64_t)rows * tile_row_bytes(t)), A(src, 0), I(16), R(sz));
     }
 }
 

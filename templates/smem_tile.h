@@ -32,6 +32,8 @@ void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads);
  * base + r * stride_bytes into t; rows >= nrows are zero-filled. Adds to the
  * current cp.async group (the caller commits). */
 void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
+/* The same into t moved by `shift` bytes (a runtime stage offset, see stages.h). */
+void tl_issue_at(Kctx *k, TileLoader *tl, SmemTile t, Reg shift, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
 
 /* ldmatrix addressing: lane L points at tile row (lane_row + row_off) and
  * logical chunk 2*kk + sel. Every row offset used is a multiple of 8, so

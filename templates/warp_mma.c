@@ -30,18 +30,49 @@ static void ldsm_x4(Kctx *k, Op op, Reg *r, Opnd addr) {
     e_insn(&k->e, NOGUARD, 0, op, OPNDS(V4(r[0], r[1], r[2], r[3]), addr));
 }
 
-void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero) {
-    Reg af[8][4], bf[4];
-    for (int kk = 0; kk < ksteps; kk++) {
-        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4, af[i], ldsm_addr(k, a, 16 * i, kk));
-        for (int nn = 0; nn < c->nt / 2; nn++) {
-            /* one x4 load: b fragments of n tiles 2nn and 2nn+1 */
-            ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(k, b, 16 * nn, kk));
-            for (int i = 0; i < c->mt; i++) {
-                mma(k, dt, c, i, 2 * nn, af[i], bf[0], bf[1], kk == 0, zero);
-                mma(k, dt, c, i, 2 * nn + 1, af[i], bf[2], bf[3], kk == 0, zero);
-            }
+/* One k step of C (+)= A B (trans: B read transposed from a [k][n] tile) or
+ * C (+)= A B^T (B rows from an [n][k] tile); a[i] are m tile i's fragments. */
+static void mma_step(Kctx *k, Acc *c, const Reg *const *a, int kk, const LdsmBases *b, int trans, DType dt, int fresh,
+                     Reg zero) {
+    Reg bf[4];
+    for (int nn = 0; nn < c->nt / 2; nn++) {
+        /* one x4 load: b fragments of n tiles 2nn and 2nn+1 */
+        if (trans) ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(k, b, 16 * kk, nn));
+        else ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(k, b, 16 * nn, kk));
+        for (int i = 0; i < c->mt; i++) {
+            mma(k, dt, c, i, 2 * nn, a[i], bf[0], bf[1], fresh, zero);
+            mma(k, dt, c, i, 2 * nn + 1, a[i], bf[2], bf[3], fresh, zero);
         }
+    }
+}
+
+void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero) {
+    Reg af[8][4];
+    const Reg *ai[8];
+    for (int kk = 0; kk < ksteps; kk++) {
+        for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4, af[i], ldsm_addr(k, a, 16 * i, kk)), ai[i] = af[i];
+        mma_step(k, c, ai, kk, b, 0, dt, kk == 0, zero);
+    }
+}
+
+Reg *frag_a_load(Kctx *k, const LdsmBases *a, int mt, int ksteps) {
+    Reg *p = malloc(sizeof(Reg) * (size_t)(mt * ksteps * 4));
+    if (!p) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    for (int i = 0; i < mt; i++)
+        for (int kk = 0; kk < ksteps; kk++) ldsm_x4(k, OP_LDSM_X4, &p[(i * ksteps + kk) * 4], ldsm_addr(k, a, 16 * i, kk));
+    return p;
+}
+
+/* m tile i's fragments of k step kk in packed A (mt x ksteps x 4) */
+static void a_of_step(const Reg *a, int mt, int ksteps, int kk, const Reg **ai) {
+    for (int i = 0; i < mt; i++) ai[i] = &a[(i * ksteps + kk) * 4];
+}
+
+void mma_abt_regs(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt, Reg zero) {
+    const Reg *ai[8];
+    for (int kk = 0; kk < ksteps; kk++) {
+        a_of_step(a, c->mt, ksteps, kk, ai);
+        mma_step(k, c, ai, kk, b, 0, dt, kk == 0, zero);
     }
 }
 
@@ -62,23 +93,11 @@ Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt) {
     return p;
 }
 
-/* One k step of C (+)= A B, B read transposed from a [k][n] tile; a[i] are m tile i's fragments. */
-static void ab_trans_step(Kctx *k, Acc *c, const Reg *const *a, int kk, const LdsmBases *b, DType dt, int fresh, Reg zero) {
-    Reg bf[4];
-    for (int nn = 0; nn < c->nt / 2; nn++) {
-        ldsm_x4(k, OP_LDSM_X4_T, bf, ldsm_addr(k, b, 16 * kk, nn));
-        for (int i = 0; i < c->mt; i++) {
-            mma(k, dt, c, i, 2 * nn, a[i], bf[0], bf[1], fresh, zero);
-            mma(k, dt, c, i, 2 * nn + 1, a[i], bf[2], bf[3], fresh, zero);
-        }
-    }
-}
-
 void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt) {
     const Reg *ai[8];
     for (int kk = 0; kk < ksteps; kk++) {
-        for (int i = 0; i < c->mt; i++) ai[i] = &a[(i * ksteps + kk) * 4];
-        ab_trans_step(k, c, ai, kk, b, dt, 0, a[0]);
+        a_of_step(a, c->mt, ksteps, kk, ai);
+        mma_step(k, c, ai, kk, b, 1, dt, 0, a[0]);
     }
 }
 
@@ -87,7 +106,7 @@ void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBase
     const Reg *ai[8];
     for (int kk = 0; kk < ksteps; kk++) {
         for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4_T, af[i], ldsm_addr(k, a, 16 * kk, i)), ai[i] = af[i];
-        ab_trans_step(k, c, ai, kk, b, dt, kk == 0, zero);
+        mma_step(k, c, ai, kk, b, 1, dt, kk == 0, zero);
     }
 }
 

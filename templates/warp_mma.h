@@ -16,6 +16,13 @@ void acc_free(Acc *a);
 /* C = A B^T, k running over ksteps x 16: A rows (16 per m tile) from a [m][k]
  * tile, B rows (the n of C) from an [n][k] tile. C starts from zero. */
 void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero);
+/* The A fragments of an [m][k] tile (mt m tiles, ksteps x 16 columns) loaded
+ * into registers, packed as pack_a_from_acc packs them, for operands reused
+ * across many products. */
+Reg *frag_a_load(Kctx *k, const LdsmBases *a, int mt, int ksteps);
+/* C = A B^T with A given as packed fragments (mt x ksteps x 4), B rows from
+ * an [n][k] tile. C starts from zero. */
+void mma_abt_regs(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b, DType dt, Reg zero);
 /* The A operand of the next product from C (C's columns become k):
  * mt x (nt/2) x 4 registers of packed 16-bit pairs, in dtype dt. */
 Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt);

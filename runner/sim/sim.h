@@ -117,6 +117,7 @@ typedef struct {
     uint32_t dst;       /* shared address */
     uint32_t group;     /* per-lane commit-group index */
     int32_t line;
+    uint8_t size;       /* cp-size: 4, 8 or 16 bytes */
     uint8_t data[16];
 } SimCopy;
 

@@ -164,18 +164,22 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 }
 
 /* ---- cp.async ---- */
-static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src)
+static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src, int size)
 {
     uint32_t n = (uint32_t)sim_read(c, w, &in->o[3], lane);
-    if (n > 16) {
-        sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the 16-byte copy", n);
+    if (n > (uint32_t)size) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the %d-byte copy", n, size);
         return;
     }
-    if (src % 16) { sim_gmem(c, w, lane, in, src, 16, 0); return; }   /* reports the misalignment */
-    SimCopy cp = {.lane = (uint32_t)lane, .dst = dst, .group = w->committed[lane], .line = in->line};
+    if (dst % (uint32_t)size) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async shared address 0x%x is not %d-byte aligned", dst, size);
+        return;
+    }
+    if (src % (uint64_t)size) { sim_gmem(c, w, lane, in, src, size, 0); return; }   /* reports the misalignment */
+    SimCopy cp = {.lane = (uint32_t)lane, .dst = dst, .group = w->committed[lane], .line = in->line, .size = (uint8_t)size};
     if (n) memcpy(cp.data, sim_gmem(c, w, lane, in, src, (int)n, 0), n);   /* bytes past n are zero-filled */
-    if (c->failed || !smem_write_ok(c, w, lane, in, dst, 16)) return;
-    for (int i = 0; i < 16; i++) c->sflag[dst + (uint32_t)i] |= SM_PENDING;
+    if (c->failed || !smem_write_ok(c, w, lane, in, dst, size)) return;
+    for (int i = 0; i < size; i++) c->sflag[dst + (uint32_t)i] |= SM_PENDING;
     if (w->ncopies == w->capcopies) {
         w->capcopies = w->capcopies ? 2 * w->capcopies : 256;
         w->copies = realloc(w->copies, (size_t)w->capcopies * sizeof *w->copies);
@@ -192,8 +196,8 @@ void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
     for (int i = 0; i < w->ncopies; i++) {
         SimCopy *cp = &w->copies[i];
         if (cp->lane == (uint32_t)lane && cp->group < done_below) {
-            memcpy(c->smem + cp->dst, cp->data, 16);
-            smem_mark_written(c, w, cp->dst, 16, cp->line);
+            memcpy(c->smem + cp->dst, cp->data, cp->size);
+            smem_mark_written(c, w, cp->dst, cp->size, cp->line);
         } else {
             w->copies[k++] = *cp;
         }
@@ -291,13 +295,14 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     uint32_t sa[32];
     uint64_t ga[32];
+    int size = (int)sim_read(c, w, &in->o[2], 0);
     for (int l = 0; l < 32 && !c->failed; l++)
         if (exec >> l & 1) {
             sa[l] = (uint32_t)sim_addr(w, &in->o[0], l), ga[l] = sim_addr(w, &in->o[1], l);
-            cp_async_issue(c, w, in, l, sa[l], ga[l]);
+            cp_async_issue(c, w, in, l, sa[l], ga[l], size);
         }
-    sim_count_smem(c, sa, exec, 16);
-    count_gmem(c, ga, exec, 16);
+    sim_count_smem(c, sa, exec, size);
+    count_gmem(c, ga, exec, size);
 }
 
 int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
@@ -310,7 +315,7 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case OP_RED_GLOBAL_ADD_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
     case OP_ST_SHARED_B32: case OP_ST_SHARED_F32: case OP_ST_SHARED_V4_B32: transfer(c, w, in, exec, 1, 1); return 1;
     case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: transfer(c, w, in, exec, 1, 0); return 1;
-    case OP_CP_ASYNC_CG_16: cp_async(c, w, in, exec); return 1;
+    case OP_CP_ASYNC_CG_16: case OP_CP_ASYNC_CA: cp_async(c, w, in, exec); return 1;
     case OP_CP_ASYNC_COMMIT:
         for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
         return 1;
