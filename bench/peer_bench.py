@@ -126,7 +126,8 @@ class KernelSet:
             for p in k["params"]:
                 role, ct = p["role"], PTX_CTYPES[p["ptx_type"]]
                 if role in ("input", "output"):
-                    val = self._tensor(tensors, p["name"], role).data_ptr()
+                    t = self._tensor(tensors, p["name"], role)
+                    val = 0 if t is None else t.data_ptr()   # None: an optional tensor left out (null)
                 elif role == "size":
                     val = sizes[p["size"]]
                 elif role == "stride":

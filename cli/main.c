@@ -7,6 +7,7 @@
 #include "ptxgen.h"
 #include "arch.h"
 #include "attn.h"
+#include "mla.h"
 #include "check.h"
 
 typedef struct {
@@ -30,6 +31,8 @@ static void print_help(void) {
          "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
          "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
+         "       ptxgen check|bench|xcheck --kernel mla_fwd [--sq N] [--skv N] [--hq N] [--topk N] [--topk-length]\n"
+         "              [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
          "check runs the kernel on a device against a float64 CPU reference (exit 1 on failure): the GPU\n"
          "through the CUDA driver (default), or --device sim, the CPU interpreter of the emitted PTX, which\n"
@@ -37,14 +40,19 @@ static void print_help(void) {
          "instruction, bank-conflict and sector counters; --ptx runs a (hand-edited) variant of the\n"
          "generated PTX in its place. xcheck runs the same PTX and inputs on the GPU and on the sim and\n"
          "compares them with each other. bench reports the median of --iters CUDA-event timings and\n"
-         "TFLOP/s (GPU only).");
+         "TFLOP/s (GPU only). Shape flags left out take the kind's defaults (check: small enough for the CPU\n"
+         "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). mla_fwd draws fresh top-k indices\n"
+         "per seed (invalid values, duplicates, a token with no valid slot); --topk-length also passes a\n"
+         "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer.");
 }
 
 static void print_list(void) {
     puts("kernels:\n  attn_fwd   FlashAttention-2 forward (mma.sync m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE");
     puts("  attn_bwd   FlashAttention-2 backward (mma.sync m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128,\n"
          "             causal, GQA/MQA (dK/dV summed over the group), deterministic by default");
-    puts("  (mla_fwd, mla_bwd: not implemented yet)");
+    puts("  mla_fwd    sparse MLA forward (mma.sync): top-k gathered rows of one latent kv head, d_qk 576, d_v 512,\n"
+         "             bf16/fp16, optional topk_length, LSE\n"
+         "  (mla_bwd: not implemented yet)");
     puts("archs (all have mma.sync):");
     for (int i = 0; i < arch_count(); i++) {
         const ArchInfo *a = arch_at(i);
@@ -63,6 +71,11 @@ static void print_list(void) {
     tile_list(attn_bwd_keys, attn_bwd_nkeys, &w);
     fputs(w.s, stdout);
     buf_free(&w);
+    puts("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):");
+    Buf m = {0};
+    tile_list(mla_fwd_keys, mla_fwd_nkeys, &m);
+    fputs(m.s, stdout);
+    buf_free(&m);
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
@@ -90,6 +103,7 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     struct { const char *name; int *dst; long lo, hi; } ints[] = {
         {"--hdim", &c->req.hdim, 1, 1024}, {"--b", &c->run.b, 1, 65535}, {"--sq", &c->run.s_q, 1, INT_MAX / 2},
         {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
+        {"--skv", &c->run.s_kv, 1, INT_MAX}, {"--topk", &c->run.topk, 1, INT_MAX / 4},
         {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
@@ -123,6 +137,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--list")) c->list = 1;
         else if (!strcmp(f, "--plan")) c->plan = 1;
         else if (!strcmp(f, "--stats")) c->run.stats = 1;
+        else if (!strcmp(f, "--topk-length")) c->run.topk_length = 1;
         else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
         else {
             int rc;
@@ -176,7 +191,7 @@ static int do_emit(const Cli *c) {
 }
 
 int main(int argc, char **argv) {
-    Cli c = {.run = {.b = 1, .s_q = 1024, .s_k = 1024, .h_q = 8, .h_kv = 8, .seed = 1, .iters = 30, .warmup = 5}};
+    Cli c = {.run = {.seed = 1, .iters = 30, .warmup = 5}};   /* shape flags left 0 take the kind's defaults */
     int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck */
     const char *modes[] = {"check", "bench", "xcheck"};
     for (int i = 0; i < 3; i++)

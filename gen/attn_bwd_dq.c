@@ -229,7 +229,7 @@ void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32u * DQ_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     bwd_entry(ks, d, "dq", 0);
     bwd_inputs(ks, d);
-    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dt, 1);
+    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", DQ_BM);

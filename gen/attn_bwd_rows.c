@@ -165,8 +165,8 @@ void bwd_pre_spec(const AttnDesc *d, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "pre", 0);
-    abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, 1);
-    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, 1);
+    abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, "bsh");
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
     abi_workspace(ks, "delta", "rowsum(dO * O), written here");
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
     abi_sizes(ks, row_sizes, 2);
@@ -177,7 +177,7 @@ void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks) {
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "dq_convert", 0);
     abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, read here");
-    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dtype_name(d->dtype), 1);
+    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dtype_name(d->dtype), "bsh");
     abi_sizes(ks, row_sizes, 2);
     abi_scale(ks, ATTN_SCALE_MEANING);
     row_grid(ks);

@@ -154,24 +154,29 @@ static void add(KernelSpec *ks, ParamSpec p) {
 }
 
 void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
-                const char *dtype, int strided) {
-    /* parameter names need static storage: one row per tensor that has strides */
+                const char *dtype, const char *dims) {
+    /* parameter names need static storage: one row per tensor that has strides, by dimension b, s, h */
     static const char *const strides[][4] = {
         {"q", "q_stride_b", "q_stride_s", "q_stride_h"},     {"k", "k_stride_b", "k_stride_s", "k_stride_h"},
         {"v", "v_stride_b", "v_stride_s", "v_stride_h"},     {"o", "o_stride_b", "o_stride_s", "o_stride_h"},
         {"do", "do_stride_b", "do_stride_s", "do_stride_h"}, {"dq", "dq_stride_b", "dq_stride_s", "dq_stride_h"},
-        {"dk", "dk_stride_b", "dk_stride_s", "dk_stride_h"}, {"dv", "dv_stride_b", "dv_stride_s", "dv_stride_h"}};
-    static const char *const dims[3] = {"b", "s", "h"};
+        {"dk", "dk_stride_b", "dk_stride_s", "dk_stride_h"}, {"dv", "dv_stride_b", "dv_stride_s", "dv_stride_h"},
+        {"kv", NULL, "kv_stride_s", NULL},                   {"indices", NULL, "indices_stride_s", NULL},
+        {"dkv", NULL, "dkv_stride_s", NULL}};
+    static const char *const dim_names[3] = {"b", "s", "h"};
     add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
-    if (!strided) return;
-    for (size_t t = 0; t < sizeof strides / sizeof strides[0]; t++)
-        if (!strcmp(strides[t][0], name)) {
-            for (int i = 0; i < 3; i++)
-                add(ks, (ParamSpec){strides[t][1 + i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL,
-                                    strides[t][0], dims[i]});
-            return;
+    if (!dims[0]) return;
+    for (size_t t = 0; t < sizeof strides / sizeof strides[0]; t++) {
+        if (strcmp(strides[t][0], name)) continue;
+        for (int i = 0; i < 3; i++) {
+            if (!strchr(dims, dim_names[i][0])) continue;
+            if (!strides[t][1 + i]) break;
+            add(ks, (ParamSpec){strides[t][1 + i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL, strides[t][0],
+                                dim_names[i]});
         }
-    fprintf(stderr, "ptxgen internal: no stride names for tensor '%s'\n", name);
+        return;
+    }
+    fprintf(stderr, "ptxgen internal: no stride names for tensor '%s' dims '%s'\n", name, dims);
     abort();
 }
 

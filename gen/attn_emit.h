@@ -47,9 +47,11 @@ void sync_tiles(Kctx *k);
  * are copied by 32*warps threads in whole 16-byte rows of d; err names it. */
 int attn_check_copy(const AttnDesc *d, char *err, size_t errlen);
 
-/* Launch-ABI pieces. Tensor names are q k v o do dq dk dv (strided) and lse. */
+/* Launch-ABI pieces. A tensor gets one stride parameter per dimension named
+ * in dims ("bsh", "sh", "s" or "" for none): q k v o do dq dk dv have b, s
+ * and h strides, kv indices dkv an s stride. */
 void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
-                const char *dtype, int strided);
+                const char *dtype, const char *dims);
 void abi_sizes(KernelSpec *ks, const char *const *names, int n);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ptxgen.h"
 #include "attn.h"
+#include "mla.h"
 #include "expr.h"
 #include "manifest.h"
 #include "kctx.h"
@@ -14,7 +15,9 @@ struct ptxgen_set {
     char constants[320];
 };
 
-/* The kernels the generator knows, each with its tiles, plans and emitter. */
+/* The kernels the generator knows, each with its tiles, plans and emitter:
+ * a set of several kernels through plan/build, a single kernel through
+ * plan1/spec1/emit1. */
 typedef struct {
     const char *name, *what;
     const TileKey *keys;
@@ -23,30 +26,45 @@ typedef struct {
     int (*check_tile)(const AttnDesc *d, char *err, size_t errlen);
     int (*plan)(const AttnDesc *d, Plan *plans);       /* returns the number of kernels */
     void (*build)(const AttnDesc *d, KernelSet *ks, Buf *module);
+    void (*plan1)(const AttnDesc *d, Plan *p);
+    void (*spec1)(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+    void (*emit1)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
     const int *hdims;
     int nhdims;
+    int default_hdim;
+    int dv;                /* d_v when fixed by the kind (MLA); 0: d_v = d */
+    int causal_ok;
+    int pair_warps;        /* warps follow the tile: two per 16 rows of bm (MLA) */
 } KernelKind;
 
-static int fwd_plan(const AttnDesc *d, Plan *plans) {
-    attn_fwd_plan(d, &plans[0]);
+static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
+static const KernelKind kinds[] = {
+    {"attn_fwd", "FlashAttention-2 forward", attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
+     NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, 0},
+    {"attn_bwd", "FlashAttention-2 backward", attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
+     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
+    {"mla_fwd", "sparse MLA forward (top-k gathered latent KV)", mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
+     mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},
+};
+#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
+
+static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
+    if (kind->plan) return kind->plan(d, plans);
+    kind->plan1(d, &plans[0]);
     return 1;
 }
 
-static void fwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+/* A single kernel is deterministic: no kind has atomics outside a set. */
+static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks, Buf *m) {
+    if (kind->build) {
+        kind->build(d, ks, m);
+        return;
+    }
     ks->nk = 1;
     ks->deterministic = 1;
-    attn_fwd_spec(d, &ks->plan[0], &ks->k[0]);
-    attn_fwd_emit(d, &ks->k[0], &ks->plan[0], m);
+    kind->spec1(d, &ks->plan[0], &ks->k[0]);
+    kind->emit1(d, &ks->k[0], &ks->plan[0], m);
 }
-
-static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128};
-static const KernelKind kinds[] = {
-    {"attn_fwd", "FlashAttention-2 forward", attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
-     fwd_plan, fwd_build, fwd_hdims, 3},
-    {"attn_bwd", "FlashAttention-2 backward", attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
-     attn_bwd_plan, attn_bwd_build, bwd_hdims, 2},
-};
-#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
 static const KernelKind *find_kind(const char *name) {
     for (int i = 0; name && i < NKINDS; i++)
@@ -56,18 +74,22 @@ static const KernelKind *find_kind(const char *name) {
 
 static int parse_kind(const ptxgen_request *rq, const KernelKind **kind, char *err, size_t errlen) {
     if ((*kind = find_kind(rq->kernel))) return 0;
-    int planned = rq->kernel && (!strcmp(rq->kernel, "mla_fwd") || !strcmp(rq->kernel, "mla_bwd"));
-    snprintf(err, errlen, planned ? "kernel '%s' is not implemented yet (available: attn_fwd, attn_bwd)"
-                                  : "unknown kernel '%s' (available: attn_fwd, attn_bwd)",
+    int planned = rq->kernel && !strcmp(rq->kernel, "mla_bwd");
+    snprintf(err, errlen, planned ? "kernel '%s' is not implemented yet (available: attn_fwd, attn_bwd, mla_fwd)"
+                                  : "unknown kernel '%s' (available: attn_fwd, attn_bwd, mla_fwd)",
              rq->kernel ? rq->kernel : "(none)");
     return 2;
 }
 
 static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
-    d->d = d->dv = rq->hdim ? rq->hdim : 128;
+    d->d = d->dv = rq->hdim ? rq->hdim : kind->default_hdim;
+    if (kind->dv) d->dv = kind->dv;
     for (int i = 0; i < kind->nhdims; i++)
         if (d->d == kind->hdims[i]) return 0;
-    if (kind->build == fwd_build)
+    if (kind->dv)
+        snprintf(err, errlen, "head dim %d is not supported by %s: d_qk is %d (512 latent + 64 rope) and d_v %d",
+                 d->d, kind->name, kind->default_hdim, kind->dv);
+    else if (!strcmp(kind->name, "attn_fwd"))
         snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_fwd (64, 128 or 256: its swizzled "
                  "shared tiles need d to be a multiple of 64 and whole 16-byte rows per thread group)", d->d);
     else
@@ -97,8 +119,13 @@ static int parse_desc(const ptxgen_request *rq, const KernelKind **kind, AttnDes
     }
     if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
     d->causal = rq->causal != 0;
+    if (d->causal && !(*kind)->causal_ok) {
+        snprintf(err, errlen, "%s has no causal mode: the indices choose which rows each token sees", (*kind)->name);
+        return 2;
+    }
     d->tile = (*kind)->default_tile(d->arch, d->d);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
+    if ((*kind)->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
     return (*kind)->check_tile(d, err, errlen) ? 2 : 0;
 }
 
@@ -118,7 +145,7 @@ static void describe(ptxgen_set *s, const KernelKind *kind) {
 
 /* The plans of every kernel of the set; 1 if all fit (else err holds the first refusal). */
 static int plan_all(const KernelKind *kind, const AttnDesc *d, Plan *plans, int *n, char *err, size_t errlen) {
-    *n = kind->plan(d, plans);
+    *n = kind_plan(kind, d, plans);
     for (int i = 0; i < *n; i++)
         if (!plans[i].ok) {
             snprintf(err, errlen, "%s", plans[i].verdict);
@@ -141,7 +168,7 @@ char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t
     if (parse_desc(rq, &kind, &s.desc, err, errlen)) return NULL;
     int n;
     *fits = plan_all(kind, &s.desc, s.ks.plan, &n, err, errlen);
-    s.ks.deterministic = kind->build == fwd_build || s.desc.tile.deterministic;
+    s.ks.deterministic = !kind->build || s.desc.tile.deterministic;
     describe(&s, kind);
     Buf out = {0};
     buf_printf(&out, "%s\n", s.ks.summary);
@@ -163,7 +190,7 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     s->ks.arch = s->desc.arch;
     Buf m = {0};
     module_header(&m, s->desc.arch);
-    kind->build(&s->desc, &s->ks, &m);
+    kind_build(kind, &s->desc, &s->ks, &m);
     s->ks.ptx = buf_take(&m);
     describe(s, kind);
     *out = s;

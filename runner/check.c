@@ -1,5 +1,6 @@
 #include "check.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,69 @@ static int fail(const char *what, const char *err) {
     return 1;
 }
 
-static int validate_shape(const RunOpts *o) {
+/* The shape flags, by family (dense attention, sparse MLA): whether the
+ * family takes the flag (one of the other family's is refused) and its value
+ * when not given (0 in RunOpts) for check and xcheck, small enough for the
+ * float64 reference, and for bench, realistic. */
+typedef struct {
+    const char *flag;
+    size_t field;                /* an int of RunOpts */
+    int family[2][3];            /* [sparse]: takes it, check default, bench default */
+} ShapeFlag;
+
+static const ShapeFlag kShapeFlags[] = {
+    {"--b", offsetof(RunOpts, b), {{1, 1, 1}, {0, 1, 1}}},
+    {"--sq", offsetof(RunOpts, s_q), {{1, 1024, 1024}, {1, 16, 4096}}},
+    {"--sk", offsetof(RunOpts, s_k), {{1, 1024, 1024}, {0, 0, 0}}},
+    {"--hq", offsetof(RunOpts, h_q), {{1, 8, 8}, {1, 64, 128}}},
+    {"--hkv", offsetof(RunOpts, h_kv), {{1, 8, 8}, {0, 1, 1}}},
+    {"--causal", offsetof(RunOpts, req.causal), {{1, 0, 0}, {0, 0, 0}}},
+    {"--skv", offsetof(RunOpts, s_kv), {{0, 0, 0}, {1, 300, 8192}}},
+    {"--topk", offsetof(RunOpts, topk), {{0, 0, 0}, {1, 128, 2048}}},
+    {"--topk-length", offsetof(RunOpts, topk_length), {{0, 0, 0}, {1, 0, 0}}},
+};
+#define NSHAPE_FLAGS (int)(sizeof kShapeFlags / sizeof kShapeFlags[0])
+
+static int *shape_field(RunOpts *o, const ShapeFlag *f) { return (int *)((char *)o + f->field); }
+
+/* "ptxgen: mla_fwd takes no --hkv (its shape flags: --sq --skv --hq --topk --topk-length)" */
+static int refuse_flag(const char *kernel, const char *flag, int sparse) {
+    fprintf(stderr, "ptxgen: %s takes no %s (its shape flags:", kernel, flag);
+    for (int i = 0; i < NSHAPE_FLAGS; i++)
+        if (kShapeFlags[i].family[sparse][0]) fprintf(stderr, " %s", kShapeFlags[i].flag);
+    fprintf(stderr, ")\n");
+    return 2;
+}
+
+/* o = in with each shape flag not given set to the kind's default for the mode (bench or not). */
+static int resolve_shape(const RunOpts *in, int bench, RunOpts *o) {
+    *o = *in;
+    int kind = problem_kind(o->req.kernel);
+    if (kind < 0) {
+        char names[128];
+        problem_kind_names(names, sizeof names);
+        fprintf(stderr, "ptxgen: check, bench and xcheck run %s; not '%s'\n", names, o->req.kernel);
+        return 2;
+    }
+    int sparse = problem_kind_sparse(kind);
+    for (int i = 0; i < NSHAPE_FLAGS; i++) {
+        const ShapeFlag *f = &kShapeFlags[i];
+        int *v = shape_field(o, f);
+        if (*v < 0) { fprintf(stderr, "ptxgen: %s must be >= 1\n", f->flag); return 2; }
+        if (*v && !f->family[sparse][0]) return refuse_flag(o->req.kernel, f->flag, sparse);
+        if (!*v) *v = f->family[sparse][1 + bench];
+    }
+    return 0;
+}
+
+/* Resolves the shape (resolve_shape) and checks what the kernels' launch and layouts need. */
+static int prepare(const RunOpts *in, int bench, RunOpts *o) {
+    int rc = resolve_shape(in, bench, o);
+    if (rc) return rc;
     if (o->stats && (!o->device_kind || strcmp(o->device_kind, "sim"))) {
         fprintf(stderr, "ptxgen: --stats needs --device sim (the counters come from the interpreter)\n");
         return 2;
     }
-    const char *bad = o->b < 1 ? "--b" : o->s_q < 1 ? "--sq" : o->s_k < 1 ? "--sk" : o->h_q < 1 ? "--hq" : o->h_kv < 1 ? "--hkv" : NULL;
-    if (bad) { fprintf(stderr, "ptxgen: %s must be >= 1\n", bad); return 2; }
     if (o->h_q % o->h_kv) { fprintf(stderr, "ptxgen: h_q (%d) must be a multiple of h_kv (%d)\n", o->h_q, o->h_kv); return 2; }
     if (o->pad < 0 || o->pad % 8) { fprintf(stderr, "ptxgen: --pad must be a non-negative multiple of 8 (rows stay 16-byte aligned)\n"); return 2; }
     if (o->h_q > 65535 || o->b > 65535) { fprintf(stderr, "ptxgen: h_q and b must be <= 65535 (grid y/z limit)\n"); return 2; }
@@ -83,15 +140,26 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     return 0;
 }
 
+/* The set's head dims d (d_qk) and dv (d_v), from its manifest's constants. */
+static int set_head_dims(const ptxgen_set *s, int *d, int *dv) {
+    char *json = ptxgen_manifest_json(s);
+    const char *c = json ? strstr(json, "\"constants\"") : NULL;
+    const char *pd = c ? strstr(c, "\"d\":") : NULL, *pv = c ? strstr(c, "\"dv\":") : NULL;
+    int ok = pd && pv && sscanf(pd, "\"d\": %d", d) == 1 && sscanf(pv, "\"dv\": %d", dv) == 1;
+    free(json);
+    return !ok;
+}
+
 static int setup_problem(Session *ss, const RunOpts *o) {
     char err[1024];
     Problem *p = &ss->pb;
-    int d = o->req.hdim ? o->req.hdim : 128;
-    *p = (Problem){.b = o->b, .s_q = o->s_q, .s_k = o->s_k, .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .d_v = d,
+    int kind = problem_kind(o->req.kernel), d, dv;
+    if (set_head_dims(ss->set, &d, &dv)) return fail("manifest", "its constants name no head dims \"d\" and \"dv\"");
+    *p = (Problem){.kind = (ProblemKind)kind, .b = o->b, .s_q = o->s_q, .s_k = problem_kind_sparse(kind) ? o->s_kv : o->s_k,
+                   .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .d_v = dv, .topk = o->topk, .with_topk_length = o->topk_length,
                    .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
-                   .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal,
-                   .bwd = !strcmp(o->req.kernel, "attn_bwd")};
-    ptxgen_size sizes[5];
+                   .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal};
+    ptxgen_size sizes[PROBLEM_NSIZES];
     int ns = problem_sizes(p, sizes);
     for (int i = 0; i < ss->nk; i++) {
         if (ptxgen_launch_dims(ss->set, i, sizes, ns, ss->k[i].grid, ss->k[i].block, &ss->k[i].smem, err, sizeof err)) {
@@ -212,14 +280,18 @@ static void reference_free(Reference *r) {
     for (int i = 0; i < r->n; i++) free(r->v[i]);
 }
 
-/* 0 when every output meets its KERNELS.md tolerance against ref; prints one line each. */
-static int judge(const Problem *p, const Outputs *out, const Reference *ref, const char *label) {
+/* 0 when every output meets its KERNELS.md tolerance against ref; prints one
+ * line each. float64: ref is the float64 reference, whose exact zeros (rows
+ * with no valid key) an output marked exact_zero must meet exactly; another
+ * device's outputs may underflow to 0 where these do not. */
+static int judge(const Problem *p, const Outputs *out, const Reference *ref, const char *label, int float64) {
     int bad = 0;
     for (int i = 0; i < out->n; i++) {
         const Tensor *t = out->spec[i].t;
         double tol = out->spec[i].tol;
-        VerifyResult r = t->esize == 2 ? verify_u16(out->host[i], p->dt, ref->v[i], t->count, tol)
-                                       : verify_f32(out->host[i], ref->v[i], t->count, tol);
+        int zeros = float64 && out->spec[i].exact_zero;
+        VerifyResult r = t->esize == 2 ? verify_u16(out->host[i], p->dt, ref->v[i], t->count, tol, zeros)
+                                       : verify_f32(out->host[i], ref->v[i], t->count, tol, zeros);
         char name[64];
         snprintf(name, sizeof name, "%s%s", label, t->name);
         verify_print(name, &r, tol);
@@ -270,7 +342,7 @@ static int check_outputs(Session *ss, const RunOpts *o) {
     int ran = !run_once(ss, &out), rc = !ran;
     if (ran) {
         Reference ref = reference(&ss->pb, &out);
-        rc = judge(&ss->pb, &out, &ref, "");
+        rc = judge(&ss->pb, &out, &ref, "", 1);
         reference_free(&ref);
     }
     if (o->stats && dev_print_stats(ss->dev, stdout, err, sizeof err)) rc = fail("stats", err);
@@ -279,16 +351,22 @@ static int check_outputs(Session *ss, const RunOpts *o) {
     return rc;
 }
 
-int run_check(const RunOpts *o) {
-    int rc = validate_shape(o);
+static void print_shape(const Problem *p, const RunOpts *o) {
+    char shape[256];
+    problem_describe(p, shape, sizeof shape);
+    printf("shape: %s pad=%d seed=%llu scale=%.9g\n", shape, o->pad, (unsigned long long)o->seed, p->scale);
+}
+
+int run_check(const RunOpts *in) {
+    RunOpts opts, *o = &opts;
+    int rc = prepare(in, 0, o);
     if (rc) return rc;
     Session ss = {0};
     rc = open_session(&ss, o, o->device_kind, NULL);
     if (!rc) rc = setup_problem(&ss, o);
     if (!rc) {
         print_kernel(&ss);
-        printf("shape: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s pad=%d seed=%llu\n", o->b, o->s_q, o->s_k, o->h_q, o->h_kv,
-               ss.pb.d, o->req.causal ? " causal" : "", o->pad, (unsigned long long)o->seed);
+        print_shape(&ss.pb, o);
         rc = check_outputs(&ss, o);
         /* a spill in a default config is a bug; a chosen tile may trade spills for speed */
         int default_tile = !o->req.tile || !o->req.tile[0];
@@ -338,8 +416,9 @@ static int time_kernels(Session *ss, const RunOpts *o, float *ms, float set_ms) 
     return rc;
 }
 
-int run_bench(const RunOpts *o) {
-    int rc = validate_shape(o);
+int run_bench(const RunOpts *in) {
+    RunOpts opts, *o = &opts;
+    int rc = prepare(in, 1, o);
     if (rc) return rc;
     if (o->iters < 1) { fprintf(stderr, "ptxgen: --iters must be >= 1\n"); return 2; }
     if (o->device_kind && !strcmp(o->device_kind, "sim")) {
@@ -353,9 +432,10 @@ int run_bench(const RunOpts *o) {
     float med = 0;
     if (!rc) rc = time_runs(&ss, o, -1, ms, &med);
     if (!rc) {
+        char shape[256];
+        problem_describe(&ss.pb, shape, sizeof shape);
         print_kernel(&ss);
-        printf("bench: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n",
-               o->b, o->s_q, o->s_k, o->h_q, o->h_kv, ss.pb.d, o->req.causal ? " causal" : "", med, ms[0],
+        printf("bench: %s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n", shape, med, ms[0],
                ms[o->iters - 1], o->iters, problem_flops(&ss.pb) / (med * 1e-3) / 1e12);
         rc = time_kernels(&ss, o, ms, med);
     }
@@ -369,7 +449,7 @@ int run_bench(const RunOpts *o) {
 static int compare_devices(const Problem *p, const Outputs *gpu, const Outputs *sim, Reference *ref) {
     for (int i = 0; i < gpu->n; i++)
         for (size_t e = 0; e < gpu->spec[i].t->count; e++) ref->v[i][e] = value_at(gpu, i, e, p->dt);
-    int rc = judge(p, sim, ref, "sim vs gpu ");
+    int rc = judge(p, sim, ref, "sim vs gpu ", 0);
     for (int i = 0; i < gpu->n; i++) {
         size_t first, n = gpu->spec[i].t->count;
         printf("  sim vs gpu: %.2f%% of %s elements bit-identical\n",
@@ -380,8 +460,9 @@ static int compare_devices(const Problem *p, const Outputs *gpu, const Outputs *
 
 /* Same PTX, same inputs, on a GPU and on the sim: each judged against the
  * reference, then the sim's outputs against the GPU's. */
-int run_xcheck(const RunOpts *o) {
-    int rc = validate_shape(o);
+int run_xcheck(const RunOpts *in) {
+    RunOpts opts, *o = &opts;
+    int rc = prepare(in, 0, o);
     if (rc) return rc;
     Session s[2] = {{0}};   /* 0: the GPU, 1: the sim */
     Outputs out[2] = {{0}};
@@ -395,10 +476,9 @@ int run_xcheck(const RunOpts *o) {
     if (!rc) {
         Problem *p = &s[0].pb;
         print_kernel(&s[0]);
-        printf("shape: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s pad=%d seed=%llu\n", o->b, o->s_q, o->s_k, o->h_q,
-               o->h_kv, p->d, o->req.causal ? " causal" : "", o->pad, (unsigned long long)o->seed);
+        print_shape(p, o);
         Reference ref = reference(p, &out[0]);
-        rc = judge(p, &out[0], &ref, "gpu ") | judge(p, &out[1], &ref, "sim ");
+        rc = judge(p, &out[0], &ref, "gpu ", 1) | judge(p, &out[1], &ref, "sim ", 1);
         rc |= compare_devices(p, &out[0], &out[1], &ref);
         reference_free(&ref);
         printf("%s\n", rc ? "xcheck: FAIL" : "xcheck: PASS");

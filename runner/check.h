@@ -7,8 +7,11 @@
 
 typedef struct {
     ptxgen_request req;     /* arch may be NULL: taken from the device */
+    /* Shape; 0: the kind's default for the mode. Attention: b s_q s_k h_q h_kv (and req.causal);
+     * sparse MLA: s_q s_kv h_q topk, and topk_length 1 to pass a topk_length buffer. */
     int b, s_q, s_k, h_q, h_kv;
-    double scale;           /* 0: 1/sqrt(d) */
+    int s_kv, topk, topk_length;
+    double scale;           /* 0: 1/sqrt(d), d = d_qk for MLA */
     uint64_t seed;
     int pad;                /* extra elements per head row: exercises runtime strides */
     int iters, warmup;      /* bench */

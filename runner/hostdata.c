@@ -158,6 +158,11 @@ double rng_uniform(Rng *r)
     return (double)(rng_u64(r) >> 11) * 0x1.0p-53;
 }
 
+uint32_t rng_below(Rng *r, uint32_t n)
+{
+    return (uint32_t)(rng_u64(r) % n);
+}
+
 double rng_normal(Rng *r)
 {
     if (r->has_spare) {

@@ -4,34 +4,61 @@
 #include <string.h>
 #include "ref.h"
 
+static void attn_layouts(Problem *p, int pad);
+static void mla_layouts(Problem *p, int pad);
 static void ref_fwd(const Problem *p, double *const ref[]);
 static void ref_bwd(const Problem *p, double *const ref[]);
+static void ref_mla(const Problem *p, double *const ref[]);
+static double attn_fwd_flops(const Problem *p);
+static double attn_bwd_flops(const Problem *p);
+static double mla_fwd_flops(const Problem *p);
 
 /* What each kernel kind reads and writes (KERNELS.md), by tensor name: the
- * inputs drawn at random, whether O and LSE are inputs derived from them, the
- * outputs with their bf16 tolerance (fp16 halves it, except LSE's), their
- * float64 reference, and the FLOPs as a multiple of the forward's. Indexed by
- * Problem.bwd. */
+ * tensors' layouts, the inputs drawn at random, whether O and LSE are inputs
+ * derived from them, whether top-k indices are drawn (sparse MLA), the
+ * outputs with their bf16 tolerance (fp16 halves it, except LSE's) and
+ * whether they must be exactly 0 where the reference is (rows with no valid
+ * key), their float64 reference, and the FLOPs of one run. */
 typedef struct {
+    const char *name;
+    void (*layouts)(Problem *p, int pad);
     const char *random[4];
-    int derives_fwd;
-    struct { const char *name; double tol; int fp16_halves; } out[PROBLEM_MAX_OUTPUTS];
+    int derives_fwd, sparse;
+    struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
     void (*reference)(const Problem *p, double *const ref[]);
-    double flops_vs_fwd;
+    double (*flops)(const Problem *p);
 } KindSpec;
 
-static const KindSpec kKinds[] = {
-    /* attn_fwd */ {{"q", "k", "v"}, 0, {{"o", 5e-3, 1}, {"lse", 1e-4, 0}}, ref_fwd, 1.0},
-    /* attn_bwd */ {{"q", "k", "v", "do"}, 1, {{"dq", 1e-2, 1}, {"dk", 1e-2, 1}, {"dv", 1e-2, 1}}, ref_bwd, 2.5},
+static const KindSpec kKinds[PK_COUNT] = {
+    [PK_ATTN_FWD] = {"attn_fwd", attn_layouts, {"q", "k", "v"}, 0, 0, {{"o", 5e-3, 1, 0}, {"lse", 1e-4, 0, 0}}, ref_fwd,
+                     attn_fwd_flops},
+    [PK_ATTN_BWD] = {"attn_bwd", attn_layouts, {"q", "k", "v", "do"}, 1, 0,
+                     {{"dq", 1e-2, 1, 0}, {"dk", 1e-2, 1, 0}, {"dv", 1e-2, 1, 0}}, ref_bwd, attn_bwd_flops},
+    [PK_MLA_FWD] = {"mla_fwd", mla_layouts, {"q", "kv"}, 0, 1, {{"o", 5e-3, 1, 1}, {"lse", 1e-4, 0, 0}}, ref_mla,
+                    mla_fwd_flops},
 };
 
-static const KindSpec *kind(const Problem *p) { return &kKinds[p->bwd ? 1 : 0]; }
+static const KindSpec *kind(const Problem *p) { return &kKinds[p->kind]; }
 
-enum { NTENSORS = 9 };
+int problem_kind(const char *kernel) {
+    for (int k = 0; kernel && k < PK_COUNT; k++)
+        if (!strcmp(kKinds[k].name, kernel)) return k;
+    return -1;
+}
 
-/* Every tensor either kind has: the eight [b, rows, heads, width] ones and LSE. */
+int problem_kind_sparse(ProblemKind k) { return kKinds[k].sparse; }
+
+void problem_kind_names(char *buf, size_t len) {
+    for (int k = 0, n = 0; k < PK_COUNT && n >= 0 && (size_t)n < len; k++)
+        n += snprintf(buf + n, len - (size_t)n, "%s%s", k ? ", " : "", kKinds[k].name);
+}
+
+enum { NTENSORS = 12 };
+
+/* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE, and MLA's kv, indices and topk_length. */
 static void all_tensors(Problem *p, Tensor *all[NTENSORS]) {
-    Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse};
+    Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse, &p->kv, &p->indices,
+                           &p->topk_length};
     memcpy(all, t, sizeof t);
 }
 
@@ -63,24 +90,64 @@ static void put_bits(uint8_t *raw, int esize, size_t i, uint64_t bits) {
     else ((uint32_t *)raw)[i] = (uint32_t)bits;
 }
 
-/* Puts vals (NULL: fresh N(0,1) draws), rounded to t's element type, into
- * t's strided layout with random bits in the padding (so a kernel reading it
- * shows), keeps the rounded values in t->host, and uploads. */
-static int upload(Tensor *t, DType dt, Rng *rng, const double *vals, Device *dev, char *err, size_t errlen) {
+/* t's whole strided allocation on the host, random bits everywhere (so
+ * padding a kernel reads shows); NULL (err says why) when out of memory. */
+static uint8_t *strided_buffer(const Tensor *t, Rng *rng, char *err, size_t errlen) {
     uint8_t *raw = malloc(t->elems * (size_t)t->esize);
-    t->host = malloc(t->count * sizeof(float));
-    if (!raw || !t->host) { free(raw); snprintf(err, errlen, "out of host memory for %s", t->name); return 1; }
-    for (size_t i = 0; i < t->elems; i++) put_bits(raw, t->esize, i, rng_u64(rng));
-    for (size_t i = 0; i < t->count; i++) {
-        float x = (float)(vals ? vals[i] : rng_normal(rng));
-        uint32_t bits = t->esize == 2 ? f32_to_dt(dt, x) : f32_bits(x);
-        t->host[i] = t->esize == 2 ? dt_to_f32(dt, (uint16_t)bits) : x;
-        put_bits(raw, t->esize, row_offset(t, i / (size_t)t->width) + i % (size_t)t->width, bits);
-    }
+    if (!raw) snprintf(err, errlen, "out of host memory for %s", t->name);
+    for (size_t i = 0; raw && i < t->elems; i++) put_bits(raw, t->esize, i, rng_u64(rng));
+    return raw;
+}
+
+/* Element i of the contiguous view, at its place in the strided buffer. */
+static void put_element(const Tensor *t, uint8_t *raw, size_t i, uint32_t bits) {
+    put_bits(raw, t->esize, row_offset(t, i / (size_t)t->width) + i % (size_t)t->width, bits);
+}
+
+/* Allocates t on the device and uploads raw, which it frees. */
+static int upload_raw(Tensor *t, uint8_t *raw, Device *dev, char *err, size_t errlen) {
     int rc = dev_alloc(dev, &t->dev, t->elems * (size_t)t->esize, err, errlen) ||
              dev_upload(dev, t->dev, raw, t->elems * (size_t)t->esize, err, errlen);
     free(raw);
     return rc;
+}
+
+/* Puts vals (NULL: fresh N(0,1) draws), rounded to t's element type, into
+ * t's strided layout, keeps the rounded values in t->host, and uploads. */
+static int upload(Tensor *t, DType dt, Rng *rng, const double *vals, Device *dev, char *err, size_t errlen) {
+    uint8_t *raw = strided_buffer(t, rng, err, errlen);
+    t->host = raw ? malloc(t->count * sizeof(float)) : NULL;
+    if (!t->host) { free(raw); snprintf(err, errlen, "out of host memory for %s", t->name); return 1; }
+    for (size_t i = 0; i < t->count; i++) {
+        float x = (float)(vals ? vals[i] : rng_normal(rng));
+        uint32_t bits = t->esize == 2 ? f32_to_dt(dt, x) : f32_bits(x);
+        t->host[i] = t->esize == 2 ? dt_to_f32(dt, (uint16_t)bits) : x;
+        put_element(t, raw, i, bits);
+    }
+    return upload_raw(t, raw, dev, err, errlen);
+}
+
+/* t->ints, already drawn, into t's strided layout, uploaded. */
+static int upload_ints(Tensor *t, Rng *rng, Device *dev, char *err, size_t errlen) {
+    uint8_t *raw = strided_buffer(t, rng, err, errlen);
+    for (size_t i = 0; raw && i < t->count; i++) put_element(t, raw, i, (uint32_t)t->ints[i]);
+    return !raw || upload_raw(t, raw, dev, err, errlen);
+}
+
+static int32_t *host_ints(Tensor *t, char *err, size_t errlen) {
+    if (!(t->ints = malloc(t->count * sizeof *t->ints))) snprintf(err, errlen, "out of host memory for %s", t->name);
+    return t->ints;
+}
+
+/* MLA's selection: the indices, and topk_length when the problem passes one. */
+static int draw_selection(Problem *p, Rng *rng, Device *dev, char *err, size_t errlen) {
+    if (!host_ints(&p->indices, err, errlen)) return 1;
+    mla_draw_indices(rng, p->s_q, p->s_k, p->topk, p->indices.ints);
+    if (upload_ints(&p->indices, rng, dev, err, errlen)) return 1;
+    if (!p->with_topk_length) return 0;
+    if (!host_ints(&p->topk_length, err, errlen)) return 1;
+    mla_draw_topk_length(rng, p->s_q, p->topk, p->topk_length.ints);
+    return upload_ints(&p->topk_length, rng, dev, err, errlen);
 }
 
 static RefAttn ref_shape(const Problem *p) {
@@ -96,6 +163,24 @@ static void ref_bwd(const Problem *p, double *const ref[]) {
     RefAttn ra = ref_shape(p);
     ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], 0);
 }
+
+/* topk_length.ints is NULL when the problem passes none. */
+static RefMla mla_shape(const Problem *p) {
+    return (RefMla){p->s_q, p->s_k, p->h_q, p->topk, p->d, p->d_v, p->scale, p->indices.ints, p->topk_length.ints};
+}
+
+static void ref_mla(const Problem *p, double *const ref[]) {
+    RefMla m = mla_shape(p);
+    ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
+}
+
+static double attn_fwd_flops(const Problem *p) {
+    double f = 4.0 * p->b * p->h_q * (double)p->s_q * p->s_k * p->d;
+    return p->causal ? f / 2 : f;
+}
+
+static double attn_bwd_flops(const Problem *p) { return 2.5 * attn_fwd_flops(p); }
+static double mla_fwd_flops(const Problem *p) { return 2.0 * p->s_q * p->h_q * (double)p->topk * (p->d + p->d_v); }
 
 /* The backward's O and LSE: the float64 forward of the rounded Q, K, V,
  * rounded like a forward kernel's outputs (so dO . O matches what a real
@@ -113,10 +198,7 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
     return rc;
 }
 
-int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen) {
-    const KindSpec *ks = kind(p);
-    Rng rng;
-    rng_seed(&rng, seed);
+static void attn_layouts(Problem *p, int pad) {
     layout(&p->q, "q", p->b, p->s_q, p->h_q, p->d, pad, 2);
     layout(&p->k, "k", p->b, p->s_k, p->h_kv, p->d, pad, 2);
     layout(&p->v, "v", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
@@ -126,9 +208,28 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     layout(&p->dk, "dk", p->b, p->s_k, p->h_kv, p->d, pad, 2);
     layout(&p->dv, "dv", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
     layout(&p->lse, "lse", p->b, p->h_q, 1, p->s_q, 0, 4);
+}
+
+/* KERNELS.md "mla_fwd / mla_bwd": no batch; the indices' rows padded like the others; lse [s_q, h_q]. */
+static void mla_layouts(Problem *p, int pad) {
+    layout(&p->q, "q", 1, p->s_q, p->h_q, p->d, pad, 2);
+    layout(&p->kv, "kv", 1, p->s_k, 1, p->d, pad, 2);
+    layout(&p->indices, "indices", 1, p->s_q, 1, p->topk, pad, 4);
+    layout(&p->topk_length, "topk_length", 1, 1, 1, p->s_q, 0, 4);
+    p->topk_length.optional = 1;
+    layout(&p->o, "o", 1, p->s_q, p->h_q, p->d_v, pad, 2);
+    layout(&p->lse, "lse", 1, p->s_q, 1, p->h_q, 0, 4);
+}
+
+int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen) {
+    const KindSpec *ks = kind(p);
+    Rng rng;
+    rng_seed(&rng, seed);
+    ks->layouts(p, pad);
     for (size_t i = 0; i < sizeof ks->random / sizeof ks->random[0] && ks->random[i]; i++)
         if (upload(tensor_named(p, ks->random[i]), p->dt, &rng, NULL, dev, err, errlen)) return 1;
     if (ks->derives_fwd && derive_forward(p, &rng, dev, err, errlen)) return 1;
+    if (ks->sparse && draw_selection(p, &rng, dev, err, errlen)) return 1;
     for (int i = 0; i < PROBLEM_MAX_OUTPUTS && ks->out[i].name; i++) {
         Tensor *t = tensor_named(p, ks->out[i].name);
         if (dev_alloc(dev, &t->dev, t->elems * (size_t)t->esize, err, errlen)) return 1;
@@ -143,15 +244,32 @@ int problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]) {
         double tol = ks->out[n].tol;
         out[n].t = tensor_named(p, ks->out[n].name);
         out[n].tol = p->dt == DT_FP16 && ks->out[n].fp16_halves ? tol / 2 : tol;
+        out[n].exact_zero = ks->out[n].exact_zero;
     }
     return n;
 }
 
 void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) { kind(p)->reference(p, ref); }
 
-double problem_flops(const Problem *p) {
-    double f = 4.0 * p->b * p->h_q * (double)p->s_q * p->s_k * p->d;
-    return (p->causal ? f / 2 : f) * kind(p)->flops_vs_fwd;
+double problem_flops(const Problem *p) { return kind(p)->flops(p); }
+
+void problem_describe(const Problem *p, char *buf, size_t len) {
+    if (!kind(p)->sparse) {
+        snprintf(buf, len, "b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s", p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d,
+                 p->causal ? " causal" : "");
+        return;
+    }
+    RefMla m = mla_shape(p);
+    long valid = 0;
+    int empty = 0;
+    for (int t = 0; t < p->s_q; t++) {
+        int n = 0;
+        for (int j = 0; j < p->topk; j++) n += ref_mla_valid(&m, t, j);
+        valid += n, empty += !n;
+    }
+    snprintf(buf, len, "s_q=%d s_kv=%d h_q=%d topk=%d d_qk=%d d_v=%d%s (valid slots %ld of %ld, %d token%s with none)",
+             p->s_q, p->s_k, p->h_q, p->topk, p->d, p->d_v, m.topk_length ? " topk_length" : "", valid,
+             (long)p->s_q * p->topk, empty, empty == 1 ? "" : "s");
 }
 
 int problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen) {
@@ -172,14 +290,15 @@ int problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t 
     return rc;
 }
 
-int problem_sizes(const Problem *p, ptxgen_size out[5]) {
-    const ptxgen_size s[5] = {{"b", p->b}, {"s_q", p->s_q}, {"s_k", p->s_k}, {"h_q", p->h_q}, {"h_kv", p->h_kv}};
+int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
+    const ptxgen_size s[PROBLEM_NSIZES] = {{"b", p->b},       {"s_q", p->s_q},   {"s_k", p->s_k},  {"h_q", p->h_q},
+                                           {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk}};
     memcpy(out, s, sizeof s);
-    return 5;
+    return PROBLEM_NSIZES;
 }
 
 int problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, size_t errlen) {
-    ptxgen_size sizes[5];
+    ptxgen_size sizes[PROBLEM_NSIZES];
     int ns = problem_sizes(p, sizes);
     p->nws = ptxgen_num_workspaces(s);
     if (p->nws > (int)(sizeof p->ws / sizeof p->ws[0])) {
@@ -204,15 +323,17 @@ int problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen) {
     return 0;
 }
 
-/* A tensor this problem allocated: the kind's inputs and outputs, not the others. */
+/* A tensor this problem allocated: the kind's inputs and outputs, not the
+ * others; an optional input it does not pass has dev 0 (a null pointer). */
 static Tensor *bound_tensor(Problem *p, const char *name, char *err, size_t errlen) {
     Tensor *t = tensor_named(p, name);
-    if (!t || !t->dev) snprintf(err, errlen, "runner has no tensor '%s' for %s", name, p->bwd ? "attn_bwd" : "attn_fwd");
-    return t && t->dev ? t : NULL;
+    if (t && (t->dev || t->optional)) return t;
+    snprintf(err, errlen, "runner has no tensor '%s' for %s", name, kind(p)->name);
+    return NULL;
 }
 
 static int size_named(const Problem *p, const char *name, uint64_t *v) {
-    ptxgen_size sizes[5];
+    ptxgen_size sizes[PROBLEM_NSIZES];
     for (int i = 0, n = problem_sizes(p, sizes); i < n; i++)
         if (!strcmp(sizes[i].name, name)) { *v = (uint64_t)sizes[i].value; return 0; }
     return 1;
@@ -227,9 +348,9 @@ static int workspace_named(const Problem *p, const char *name, uint64_t *v) {
 static int stride_of(const Tensor *t, const char *dim, uint64_t *v, char *err, size_t errlen) {
     *v = !strcmp(dim, "b") ? t->stride_b : !strcmp(dim, "s") ? t->stride_s : t->stride_h;
     /* the kernels form row addresses with 32-bit products of the row stride in bytes */
-    if (!strcmp(dim, "s") && *v * 2 >= (1ull << 32)) {
-        snprintf(err, errlen, "%s row stride %llu elements is too large: stride * 2 bytes must be < 2^32",
-                 t->name, (unsigned long long)*v);
+    if (!strcmp(dim, "s") && *v * (uint64_t)t->esize >= (1ull << 32)) {
+        snprintf(err, errlen, "%s row stride %llu elements is too large: stride * %d bytes must be < 2^32",
+                 t->name, (unsigned long long)*v, t->esize);
         return 1;
     }
     return 0;
@@ -292,7 +413,9 @@ void problem_free(Problem *p, Device *dev) {
     for (int i = 0; i < NTENSORS; i++) {
         if (all[i]->dev) dev_free(dev, all[i]->dev, err, sizeof err);
         free(all[i]->host);
+        free(all[i]->ints);
         all[i]->host = NULL;
+        all[i]->ints = NULL;
         all[i]->dev = 0;
     }
     for (int i = 0; i < p->nws; i++)

@@ -1,8 +1,8 @@
-/* One attention problem on a device: host inputs (rounded to the element
- * type), device buffers in a strided layout, and the kernel's argument list
- * built from its parameter specs. Which tensors a kernel kind reads and
- * writes, how its outputs are judged and its reference computed live in one
- * table in problem.c. */
+/* One attention or sparse MLA problem on a device: host inputs (rounded to
+ * the element type), device buffers in a strided layout, and the kernel's
+ * argument list built from its parameter specs. Which tensors a kernel kind
+ * reads and writes, how its outputs are judged and its reference computed
+ * live in one table in problem.c. */
 #ifndef PTXGEN_PROBLEM_H
 #define PTXGEN_PROBLEM_H
 #include <stddef.h>
@@ -17,38 +17,58 @@ typedef struct {
     uint64_t stride_b, stride_s, stride_h;
     size_t elems;                /* elements of the strided allocation */
     size_t count;                /* elements of the contiguous [b, rows, heads, width] view */
-    int esize;                   /* bytes per element: 2 (bf16/fp16) or 4 (fp32 LSE) */
-    DevPtr dev;                  /* 0: the kernel kind does not use this tensor */
-    float *host;                 /* contiguous [b, rows, heads, width] values (inputs) */
+    int esize;                   /* bytes per element: 2 (bf16/fp16) or 4 (fp32 LSE, int32 indices) */
+    int optional;                /* an input the kernel takes as a null pointer when the problem has none */
+    DevPtr dev;                  /* 0: the kernel kind does not use this tensor (or an optional one is absent) */
+    float *host;                 /* contiguous [b, rows, heads, width] values (float inputs) */
+    int32_t *ints;               /* the same for int32 inputs */
 } Tensor;
 
 #define PROBLEM_MAX_OUTPUTS 3
+#define PROBLEM_NSIZES 7
+
+/* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
+typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_COUNT } ProblemKind;
+/* The kind of a kernel name; -1 when the runner has no problem for it. */
+int problem_kind(const char *kernel);
+/* 1 for sparse MLA kinds (s_kv, topk, indices; no batch, one kv head), 0 for dense attention. */
+int problem_kind_sparse(ProblemKind k);
+/* "attn_fwd, attn_bwd, mla_fwd": the names problem_kind knows. */
+void problem_kind_names(char *buf, size_t len);
 
 typedef struct {
-    int b, s_q, s_k, h_q, h_kv, d, d_v;          /* head dims of q/k and of v/o */
+    ProblemKind kind;
+    int b, s_q, s_k, h_q, h_kv, d, d_v;          /* head dims of q/k and of v/o; MLA: s_k is s_kv, b = h_kv = 1 */
+    int topk;                    /* MLA: slots per token */
+    int with_topk_length;        /* MLA: draw topk_length and pass it (else the kernel gets a null pointer) */
     DType dt;
     float scale;
     int causal;
-    int bwd;                     /* attn_bwd: reads q, k, v, o, do, lse; writes dq, dk, dv */
     Tensor q, k, v, o, dout, dq, dk, dv, lse;   /* dout is "do" (a C keyword) */
+    Tensor kv, indices, topk_length;            /* MLA: the latent kv and the top-k selection */
     uint64_t argv[4][64];        /* per kernel of the set: parameter values, 8-byte slots */
     void *args[4][64];
     struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
     int nws;
 } Problem;
 
-/* An output the kernel kind writes, with its KERNELS.md tolerance (max relative L2). */
-typedef struct { const Tensor *t; double tol; } ProblemOutput;
+/* An output the kernel kind writes, with its KERNELS.md tolerance (max relative L2) and
+ * whether it must be exactly 0 where the reference is (rows with no valid key). */
+typedef struct { const Tensor *t; double tol; int exact_zero; } ProblemOutput;
 
 /* Allocates the kind's tensors: random N(0,1) inputs, for attn_bwd O and LSE
- * from the float64 forward of the rounded Q, K, V; outputs allocated. */
+ * from the float64 forward of the rounded Q, K, V, for MLA the indices (and
+ * topk_length when asked) from mla_draw_indices; outputs allocated. */
 int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen);
 /* The outputs, in a fixed order per kind; returns their count. */
 int  problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]);
 /* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values). */
 void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]);
-/* Floating-point operations of one run of the set (KERNELS.md "Judging a result"). */
+/* Floating-point operations of one run of the set (KERNELS.md "Judging a result", MLA "FLOPs for reports"). */
 double problem_flops(const Problem *p);
+/* The shape in words ("b=1 s_q=... d=128 causal", "s_q=4 s_kv=300 ... topk_length"), and for MLA
+ * the drawn selection ("valid slots 412/512, 1 token with none"), after problem_init. */
+void problem_describe(const Problem *p, char *buf, size_t len);
 int  problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen);
 /* Downloads t into dst, contiguous [b, rows, heads, width] (t->count elements of t->esize bytes). */
 int  problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t errlen);
@@ -58,7 +78,7 @@ int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err,
 int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
 /* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
 int  problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t errlen);
-/* The problem sizes by name, for launch dimensions and workspace sizes. */
-int  problem_sizes(const Problem *p, ptxgen_size out[5]);
+/* The problem sizes by name (b s_q s_k h_q h_kv s_kv topk), for launch dimensions and workspace sizes. */
+int  problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]);
 void problem_free(Problem *p, Device *dev);
 #endif

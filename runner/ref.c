@@ -14,7 +14,7 @@ typedef struct {
     double *o, *lse;
 } AttnJob;
 
-static void *xmalloc(size_t n)
+void *ref_xmalloc(size_t n)
 {
     void *ptr = malloc(n ? n : 1);
     if (!ptr) {
@@ -38,6 +38,14 @@ static double dot_df(const double *a, const float *b, int n)
     for (; j < n; j++)
         s0 += a[j] * b[j];
     return (s0 + s1) + (s2 + s3);
+}
+
+double ref_dot(const float *a, const float *b, int n)
+{
+    double s = 0;
+    for (int c = 0; c < n; c++)
+        s += (double)a[c] * b[c];
+    return s;
 }
 
 int ref_visible_keys(const RefAttn *p, int i)
@@ -102,7 +110,7 @@ static void attn_rows(void *ctx, long r0, long r1)
 {
     const AttnJob *jb = ctx;
     const RefAttn *p = jb->p;
-    double *scratch = xmalloc(sizeof(double) * ((size_t)p->s_k + p->d + p->dv));
+    double *scratch = ref_xmalloc(sizeof(double) * ((size_t)p->s_k + p->d + p->dv));
     for (long r = r0; r < r1; r++)
         attn_row(jb, r, scratch);
     free(scratch);
@@ -130,9 +138,9 @@ void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, l
         nthreads = ncpu > 0 ? (int)ncpu : 1;
     }
     int nt = nthreads > rows ? (int)rows : nthreads;
-    Chunk *chunks = xmalloc(sizeof *chunks * (size_t)nt);
-    pthread_t *tids = xmalloc(sizeof *tids * (size_t)nt);
-    int *started = xmalloc(sizeof *started * (size_t)nt);
+    Chunk *chunks = ref_xmalloc(sizeof *chunks * (size_t)nt);
+    pthread_t *tids = ref_xmalloc(sizeof *tids * (size_t)nt);
+    int *started = ref_xmalloc(sizeof *started * (size_t)nt);
     for (int t = 0; t < nt; t++) {
         chunks[t] = (Chunk){fn, ctx, (long)((long long)rows * t / nt), (long)((long long)rows * (t + 1) / nt)};
         /* The caller's thread takes chunk 0, and any chunk a thread can't start for. */

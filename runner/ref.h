@@ -2,6 +2,8 @@
  * float, contiguous [b, s, h, d]; outputs double. Threaded with pthreads. */
 #ifndef PTXGEN_REF_H
 #define PTXGEN_REF_H
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int b, s_q, s_k, h_q, h_kv, d, dv;
@@ -23,4 +25,31 @@ void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float 
 void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, long r1), void *ctx);
 /* Keys visible to query i: a prefix [0, n) of the key sequence. */
 int ref_visible_keys(const RefAttn *p, int i);
+/* sum a[c] * b[c] in float64, c in order. */
+double ref_dot(const float *a, const float *b, int n);
+/* malloc that exits with a message when memory runs out (n = 0 allowed). */
+void *ref_xmalloc(size_t n);
+
+/* Sparse MLA, MQA form (KERNELS.md "mla_fwd / mla_bwd"): q [s_q, h_q, d_qk],
+ * one latent kv [s_kv, d_qk] with K = kv[:, :d_qk] and V = kv[:, :d_v],
+ * indices [s_q, topk] of any int32 values. */
+typedef struct {
+    int s_q, s_kv, h_q, topk, d_qk, d_v;
+    double scale;                  /* softmax scale (natural) */
+    const int32_t *indices;        /* [s_q, topk] */
+    const int32_t *topk_length;    /* [s_q], or NULL: every slot */
+} RefMla;
+
+/* Slot j of token t is valid iff 0 <= idx < s_kv and (no topk_length or j < topk_length[t]). */
+int ref_mla_valid(const RefMla *p, int t, int j);
+/* o [s_q, h_q, d_v]; lse [s_q, h_q] natural log over the valid slots (a
+ * duplicate index counts once per slot), +inf with o = 0 for a token with no
+ * valid slot. nthreads as ref_attn_fwd. */
+void ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, double *lse, int nthreads);
+/* Gradients of sum(dout * o): dq [s_q, h_q, d_qk] and dkv [s_kv, d_qk],
+ * dkv[idx, :d_qk] += scale * dS^T q and dkv[idx, :d_v] += P^T dO summed over
+ * every (token, head, valid slot) that selected idx; rows nobody selected are
+ * exactly 0. Needs no forward outputs: P is recomputed. */
+void ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
+                 int nthreads);
 #endif

@@ -17,13 +17,6 @@ typedef struct {
     double *dq, *dk, *dv, *lse, *delta;
 } BwdJob;
 
-static double dot_ff(const float *a, const float *b, int n)
-{
-    double s = 0;
-    for (int c = 0; c < n; c++) s += (double)a[c] * b[c];
-    return s;
-}
-
 static int first_query(const RefAttn *p, int j)   /* the first query that sees key j */
 {
     if (!p->causal) return 0;
@@ -44,7 +37,7 @@ static void query_row(const BwdJob *jb, long r, double *scratch)
     int n = ref_visible_keys(p, i);
     double mx = -INFINITY, sum = 0, delta = 0;
     for (int j = 0; j < n; j++) {
-        s[j] = p->scale * dot_ff(q, jb->k + ki(p, b, j, hk) * (size_t)p->d, p->d);
+        s[j] = p->scale * ref_dot(q, jb->k + ki(p, b, j, hk) * (size_t)p->d, p->d);
         if (s[j] > mx) mx = s[j];
     }
     for (int j = 0; j < n; j++) sum += exp(s[j] - mx);
@@ -59,7 +52,7 @@ static void query_row(const BwdJob *jb, long r, double *scratch)
     memset(dq, 0, sizeof(double) * (size_t)p->d);
     for (int j = 0; j < n; j++) {
         const float *k = jb->k + ki(p, b, j, hk) * (size_t)p->d, *v = jb->v + ki(p, b, j, hk) * (size_t)p->dv;
-        double ds = s[j] * (dot_ff(dout, v, p->dv) - delta);
+        double ds = s[j] * (ref_dot(dout, v, p->dv) - delta);
         for (int c = 0; c < p->d; c++) dq[c] += p->scale * ds * k[c];
     }
     size_t lrow = ((b * p->h_q + (size_t)h) * p->s_q + (size_t)i);
@@ -79,8 +72,8 @@ static void key_row(const BwdJob *jb, long r)
         for (int i = first_query(p, j); i < p->s_q; i++) {
             size_t qrow = qi(p, b, i, h), lrow = ((b * p->h_q + (size_t)h) * p->s_q + (size_t)i);
             const float *q = jb->q + qrow * (size_t)p->d, *dout = jb->dout + qrow * (size_t)p->dv;
-            double pij = exp(p->scale * dot_ff(q, k, p->d) - jb->lse[lrow]);
-            double ds = pij * (dot_ff(dout, v, p->dv) - jb->delta[lrow]);
+            double pij = exp(p->scale * ref_dot(q, k, p->d) - jb->lse[lrow]);
+            double ds = pij * (ref_dot(dout, v, p->dv) - jb->delta[lrow]);
             for (int c = 0; c < p->d; c++) dk[c] += p->scale * ds * q[c];
             for (int c = 0; c < p->dv; c++) dv[c] += pij * dout[c];
         }

@@ -10,6 +10,7 @@ typedef struct {
     const uint16_t *u16;
     const float *f32;
     DType t;
+    int exact_zeros;
 } OutView;
 
 static int out_poisoned(const OutView *ov, size_t i)
@@ -76,6 +77,10 @@ static void judge_one(VerifyResult *r, const OutView *ov, const double *ref, siz
     }
     double e = fabs(out - ref[i]);
     *diff2 += e * e;
+    if (ov->exact_zeros && ref[i] == 0.0 && out != 0.0) {
+        r->n_not_zero++;
+        mark_bad(r, i, out, ref[i]);
+    }
     if (e > r->max_abs)
         r->max_abs = e;
     if (e > limit)
@@ -84,7 +89,7 @@ static void judge_one(VerifyResult *r, const OutView *ov, const double *ref, siz
 
 static VerifyResult verify_view(const OutView *ov, const double *ref, size_t n, double tol)
 {
-    VerifyResult r = { 0.0, 0.0, 0, 0, -1, 0.0, 0.0, 0 };
+    VerifyResult r = { 0.0, 0.0, 0, 0, 0, -1, 0.0, 0.0, 0 };
     double refsq, rms, diff2 = 0.0;
     ref_norms(ref, n, &refsq, &rms);
     /* A zero reference makes relative measures meaningless; fall back to absolute. */
@@ -93,20 +98,20 @@ static VerifyResult verify_view(const OutView *ov, const double *ref, size_t n, 
     for (size_t i = 0; i < n; i++)
         judge_one(&r, ov, ref, i, limit, &diff2);
     r.rel_l2 = refsq > 0.0 ? sqrt(diff2) / sqrt(refsq) : sqrt(diff2);
-    r.pass = r.n_unwritten == 0 && r.n_bad_nonfinite == 0 && r.first_bad == -1 &&
+    r.pass = r.n_unwritten == 0 && r.n_bad_nonfinite == 0 && r.n_not_zero == 0 && r.first_bad == -1 &&
              !isnan(r.rel_l2) && r.rel_l2 <= tol;
     return r;
 }
 
-VerifyResult verify_u16(const uint16_t *out, DType t, const double *ref, size_t n, double tol)
+VerifyResult verify_u16(const uint16_t *out, DType t, const double *ref, size_t n, double tol, int exact_zeros)
 {
-    OutView ov = { out, NULL, t };
+    OutView ov = { out, NULL, t, exact_zeros };
     return verify_view(&ov, ref, n, tol);
 }
 
-VerifyResult verify_f32(const float *out, const double *ref, size_t n, double tol)
+VerifyResult verify_f32(const float *out, const double *ref, size_t n, double tol, int exact_zeros)
 {
-    OutView ov = { NULL, out, DT_BF16 };
+    OutView ov = { NULL, out, DT_BF16, exact_zeros };
     return verify_view(&ov, ref, n, tol);
 }
 
@@ -118,6 +123,8 @@ void verify_print(const char *name, const VerifyResult *r, double tol)
         return;
     }
     printf(" FAIL unwritten=%zu nonfinite=%zu", r->n_unwritten, r->n_bad_nonfinite);
+    if (r->n_not_zero)
+        printf(" not_zero=%zu (where the reference is exactly 0)", r->n_not_zero);
     if (r->first_bad >= 0)
         printf(" first bad index %ld: out %.9g ref %.9g", r->first_bad, r->first_out,
                r->first_ref);

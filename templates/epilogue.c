@@ -2,7 +2,12 @@
 #include <stdlib.h>
 
 void packed_to_smem(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, Reg warp_row0) {
+    packed_to_smem_at(k, pairs, mt, nt, stage, warp_row0, NOGUARD);
+}
+
+void packed_to_smem_at(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, Reg warp_row0, Reg chunk0) {
     Emit *e = &k->e;
+    int runtime = chunk0.cls != NOGUARD.cls;
     Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row_addr = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t4), R(k->lane), I(3));
@@ -11,14 +16,26 @@ void packed_to_smem(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, R
     INS(e, MAD_LO_U32, R(row_addr), R(row_addr), I(tile_row_bytes(stage)), R(k->smem));
     INS(e, ADD_U32, R(row_addr), R(row_addr), R(t4));
     INS(e, ADD_U32, R(row_addr), R(row_addr), I(stage.off));
-    /* rows g and g+8 share (row & 7) == g, so one swizzled chunk per n tile */
+    /* rows g and g+8 share (row & 7) == g, so one swizzled chunk per n tile:
+     * chunk q = chunk0 + j lands at (q & ~7) | ((q ^ g) & 7) */
     for (int j = 0; j < nt; j++) {
         Reg c = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
-        INS(e, XOR_B32, R(c), R(g), I(j & 7));
+        int64_t hi = 16 * (j & ~7);
+        if (runtime) {
+            Reg q = e_reg(e, RC_B32);
+            INS(e, ADD_U32, R(q), R(chunk0), I(j));
+            INS(e, XOR_B32, R(c), R(q), R(g));
+            INS(e, AND_B32, R(c), R(c), I(7));
+            INS(e, AND_B32, R(q), R(q), I(~7));
+            INS(e, OR_B32, R(c), R(c), R(q));
+            hi = 0;
+        } else {
+            INS(e, XOR_B32, R(c), R(g), I(j & 7));
+        }
         INS(e, MAD_LO_U32, R(a), R(c), I(16), R(row_addr));
         for (int i = 0; i < mt; i++)
             for (int h = 0; h < 2; h++) {
-                int64_t off = (int64_t)(16 * i + 8 * h) * tile_row_bytes(stage) + 16 * (j & ~7);
+                int64_t off = (int64_t)(16 * i + 8 * h) * tile_row_bytes(stage) + hi;
                 INS(e, ST_SHARED_B32, A(a, off), R(pairs[(i * nt + j) * 2 + h]));
             }
     }

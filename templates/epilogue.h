@@ -10,6 +10,8 @@ void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row
 /* The same from an accumulator already packed by pack_a_from_acc (mt x nt tiles):
  * its fragment order is (m tile, n tile, row half), one pair of columns each. */
 void packed_to_smem(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, Reg warp_row0);
+/* The same from column chunk chunk0 (a runtime register, 8 columns per chunk) on. */
+void packed_to_smem_at(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage, Reg warp_row0, Reg chunk0);
 /* Copies stage rows [0, min(stage.rows, nrows)) to global rows at
  * base + r * stride_bytes with 16-byte stores by `threads` threads. */
 void smem_to_global(Kctx *k, SmemTile stage, int threads, Reg base, Reg stride_bytes, Reg nrows);

@@ -42,6 +42,11 @@ Reg kc_ptr(Kctx *k, const char *name) {
     INS(&k->e, CVTA_GLOBAL, R(r), R(r));
     return r;
 }
+Reg kc_ptr_set(Kctx *k, const char *name) {
+    Reg raw = load_param(k, name, PT_PTR, OP_LD_PARAM_U64, RC_B64), p = e_reg(&k->e, RC_PRED);
+    INS(&k->e, SETP_NE_U64, R(p), R(raw), I(0));
+    return p;
+}
 Reg kc_u32(Kctx *k, const char *name) { return load_param(k, name, PT_U32, OP_LD_PARAM_U32, RC_B32); }
 Reg kc_u64(Kctx *k, const char *name) { return load_param(k, name, PT_U64, OP_LD_PARAM_U64, RC_B64); }
 Reg kc_f32(Kctx *k, const char *name) { return load_param(k, name, PT_F32, OP_LD_PARAM_F32, RC_F32); }

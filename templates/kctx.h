@@ -18,6 +18,8 @@ void kctx_begin(Kctx *k, const KernelSpec *spec);
 /* Kernel parameters by name from the spec (a name the spec lacks is a generator bug).
  * Pointers come back as global-window addresses. */
 Reg  kc_ptr(Kctx *k, const char *name);
+/* A predicate: the pointer parameter is not null (optional tensors). */
+Reg  kc_ptr_set(Kctx *k, const char *name);
 Reg  kc_u32(Kctx *k, const char *name);
 Reg  kc_u64(Kctx *k, const char *name);
 Reg  kc_f32(Kctx *k, const char *name);

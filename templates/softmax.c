@@ -32,8 +32,7 @@ void softmax_mask(Kctx *k, Acc *s, const Reg *room) {
             }
 }
 
-/* x = op(x, shfl_xor(x, 1)); x = op(x, shfl_xor(x, 2)): the 4 lanes of a quad agree. */
-static void quad_allreduce(Kctx *k, Reg x, Op op) {
+void quad_allreduce(Kctx *k, Reg x, Op op) {
     for (int mask = 1; mask <= 2; mask <<= 1) {
         Reg t = e_reg(&k->e, RC_F32);
         INS(&k->e, SHFL_BFLY, R(t), R(x), I(mask), I(31), I(-1));
@@ -53,15 +52,20 @@ static Reg scaled_max(Kctx *k, Reg m, Reg scale_log2) {
     return ms;
 }
 
-static void update_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h) {
+Reg softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h) {
     Emit *e = &k->e;
-    Reg *m = &rs->m[2 * i + h], *l = &rs->l[2 * i + h];
     Reg mx = e_reg(e, RC_F32);
-    INS(e, MAX_F32, R(mx), R(*m), R(ACC(s, i, 0, 2 * h)));
+    INS(e, MAX_F32, R(mx), R(rs->m[2 * i + h]), R(ACC(s, i, 0, 2 * h)));
     for (int j = 0; j < s->nt; j++)
         for (int c = 2 * h; c < 2 * h + 2; c++)
             if (j || c != 2 * h) INS(e, MAX_F32, R(mx), R(mx), R(ACC(s, i, j, c)));
     quad_allreduce(k, mx, OP_MAX_F32);
+    return mx;
+}
+
+void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h, Reg mx) {
+    Emit *e = &k->e;
+    Reg *m = &rs->m[2 * i + h], *l = &rs->l[2 * i + h];
     Reg ms = scaled_max(k, mx, scale_log2), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32);
     INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));
     INS(e, FMA_F32, R(alpha), R(*m), R(scale_log2), R(neg_ms));
@@ -83,14 +87,22 @@ static void update_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, in
 
 void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2) {
     for (int i = 0; i < s->mt; i++)
-        for (int h = 0; h < 2; h++) update_row(k, s, rs, o, scale_log2, i, h);
+        for (int h = 0; h < 2; h++) softmax_rescale_row(k, s, rs, o, scale_log2, i, h, softmax_row_max(k, s, rs, i, h));
+}
+
+void softmax_row_sums(Kctx *k, RowStats *rs) {
+    for (int r = 0; r < 2 * rs->mt; r++) quad_allreduce(k, rs->l[r], OP_ADD_F32);
 }
 
 void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse) {
+    softmax_row_sums(k, rs);
+    softmax_normalize(k, rs, o, scale_log2, lse);
+}
+
+void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse) {
     Emit *e = &k->e;
     for (int r = 0; r < 2 * rs->mt; r++) {
         Reg l = rs->l[r], inv = e_reg(e, RC_F32), empty = e_reg(e, RC_PRED);
-        quad_allreduce(k, l, OP_ADD_F32);
         INS(e, SETP_EQ_F32, R(empty), R(l), FI(0.0f));
         INS(e, RCP_F32, R(inv), R(l));
         INS(e, SELP_F32, R(inv), FI(0.0f), R(inv), R(empty));

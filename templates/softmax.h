@@ -21,4 +21,17 @@ void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2);
 /* O /= rowsum (0 where no key was valid); lse (natural log, +inf where no key
  * was valid) per (m tile, half) into lse[]. */
 void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
+
+/* The pieces of the two above, for rows whose columns are split over warps
+ * (the caller combines the warps' maxima and sums in between): */
+/* x = op(x, shfl_xor(x, 1)); x = op(x, shfl_xor(x, 2)): the 4 lanes of a quad agree. */
+void quad_allreduce(Kctx *k, Reg x, Op op);
+/* max of the running max and row (m tile i, half h) of S, quad-reduced */
+Reg  softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h);
+/* with the row's new max mx: S <- exp2(...), l and O rescaled, m = mx */
+void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h, Reg mx);
+/* l quad-reduced in place: this warp's row sums */
+void softmax_row_sums(Kctx *k, RowStats *rs);
+/* O /= l and lse from l as it stands */
+void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
 #endif

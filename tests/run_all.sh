@@ -108,10 +108,13 @@ export -f ptxas_job one_line
 
 ptxas_configs() {   # one "kernel arch dtype d causal" line per config
     local a t d c
-    for a in $ARCHS; do for t in $DTYPES; do for c in 0 1; do
-        for d in $HDIMS; do echo "attn_fwd $a $t $d $c"; done
-        for d in 64 128; do echo "attn_bwd $a $t $d $c"; done
-    done; done; done
+    for a in $ARCHS; do for t in $DTYPES; do
+        for c in 0 1; do
+            for d in $HDIMS; do echo "attn_fwd $a $t $d $c"; done
+            for d in 64 128; do echo "attn_bwd $a $t $d $c"; done
+        done
+        echo "mla_fwd $a $t 576 0"
+    done; done
 }
 
 ptxas_matrix() {
@@ -149,6 +152,14 @@ sim_bwd() {
     shift
     run_cli check --kernel attn_bwd --device sim "$@"
     expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  dq: ' '^  dk: ' '^  dv: ' && pass "$name"
+}
+
+# sim_mla NAME ARGS...: check of mla_fwd on the sim must pass
+sim_mla() {
+    local name=$1
+    shift
+    run_cli check --kernel mla_fwd --device sim "$@"
+    expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  o: ' '^  lse: ' && pass "$name"
 }
 
 # sim_mutant NAME SED_SCRIPT PHRASE: the generated PTX, edited by SED_SCRIPT, must be refused naming PHRASE
@@ -189,6 +200,17 @@ sim_tests() {
     done
     sim_bwd "sim bwd sm_80 d=128 b=2" --arch sm_80 --hdim 128 --b 2 --sq 70 --sk 90 --causal
     sim_bwd "sim bwd sm_100a d=64" --arch sm_100a --hdim 64 --sq 90 --sk 70 --causal
+
+    section "sim device: mla_fwd (invalid indices, duplicates, empty tokens) against the float64 reference"
+    for t in bf16 fp16; do
+        sim_mla "sim mla_fwd sm_90 $t default tile" --dtype $t --sq 9 --skv 300 --hq 64 --topk 130 --seed $((RANDOM + 1))
+        sim_mla "sim mla_fwd sm_90 $t topk_length, ragged heads, pad" --dtype $t --sq 16 --skv 77 --hq 40 --topk 96 \
+            --topk-length --pad 8 --seed $((RANDOM + 1))
+    done
+    sim_mla "sim mla_fwd sm_80 bm=64,bn=32 h_q=128" --arch sm_80 --sq 4 --skv 500 --hq 128 --topk 64
+    sim_mla "sim mla_fwd sm_86 bm=16,bn=32 s_kv=1" --arch sm_86 --sq 6 --skv 1 --hq 16 --topk 40 --topk-length
+    sim_mla "sim mla_fwd sm_100a tile bm=32,bn=64" --arch sm_100a --tile bm=32,bn=64 --sq 5 --skv 129 --hq 32 --topk 200
+    sim_mla "sim mla_fwd sm_120 bm=16 h_q=20" --arch sm_120 --sq 7 --skv 64 --hq 20 --topk 64 --pad 8
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
@@ -242,7 +264,7 @@ cli_errors() {
     usage_error "cli unknown flag" "unknown" "--bogus" -- --bogus
     usage_error "cli unknown arch" "unknown arch" "sm_99" -- --arch sm_99 --kernel attn_fwd
     usage_error "cli unknown kernel" "unknown kernel" "nosuch" -- --arch sm_90 --kernel nosuch
-    usage_error "cli mla_fwd not implemented" "mla_fwd" "not implemented" -- --arch sm_90 --kernel mla_fwd
+    usage_error "cli mla_bwd not implemented" "mla_bwd" "not implemented" -- --arch sm_90 --kernel mla_bwd
     usage_error "cli attn_bwd hdim 256" "head dim 256" "attn_bwd" -- --arch sm_90 --kernel attn_bwd --hdim 256
     usage_error "cli attn_bwd dQ split" "dQ tile" -- --arch sm_90 --kernel attn_bwd --hdim 64 --tile deterministic=0,bm=64,bn=128,warps=8
     usage_error "cli attn_bwd key rows per warp" "key rows per warp" -- --arch sm_90 --kernel attn_bwd --tile bn=64,warps=8
@@ -259,6 +281,36 @@ cli_errors() {
     usage_error "cli --hdim missing its value" "--hdim" "needs a value" -- "${fwd[@]}" --hdim
     usage_error "check h_q not a multiple of h_kv" "multiple" -- check --kernel attn_fwd --hq 8 --hkv 3
     usage_error "check --sq 0" "--sq" -- check --kernel attn_fwd --sq 0
+    mla_cli_errors
+}
+
+# The runner's sparse MLA shape flags: refused before any device is opened.
+mla_cli_errors() {
+    section "command-line errors of check/bench/xcheck --kernel mla_fwd"
+    local mla=(check --kernel mla_fwd) f
+    for f in "--hkv 2" "--b 2" "--sk 100" --causal; do
+        # shellcheck disable=SC2086
+        usage_error "mla_fwd refuses ${f%% *}" "mla_fwd takes no ${f%% *}" "--skv" "--topk" -- "${mla[@]}" $f
+    done
+    usage_error "xcheck mla_fwd refuses --hkv" "mla_fwd takes no --hkv" -- xcheck --kernel mla_fwd --hkv 1
+    for f in "--topk 64" "--skv 100" --topk-length; do
+        # shellcheck disable=SC2086
+        usage_error "attn_fwd refuses ${f%% *}" "attn_fwd takes no ${f%% *}" "--hkv" -- check --kernel attn_fwd $f
+    done
+    usage_error "attn_bwd refuses --topk" "attn_bwd takes no --topk" -- bench --kernel attn_bwd --topk 64
+    usage_error "mla_fwd --skv 0" "--skv" "got '0'" -- "${mla[@]}" --skv 0
+    usage_error "mla_fwd --topk 0" "--topk" "got '0'" -- "${mla[@]}" --topk 0
+    usage_error "mla_fwd --hq 0" "--hq" "got '0'" -- "${mla[@]}" --hq 0
+    usage_error "mla_fwd --sq -3" "--sq" "got '-3'" -- "${mla[@]}" --sq -3
+    usage_error "mla_fwd --skv beyond int32" "--skv" "2147483647" -- "${mla[@]}" --skv 2147483648
+    usage_error "mla_fwd --topk beyond u32" "--topk" "4294967296" -- "${mla[@]}" --topk 4294967296
+    usage_error "mla_fwd --hq beyond the grid" "--hq" "65535" -- "${mla[@]}" --hq 70000
+    usage_error "mla_fwd --topk abc" "--topk" "abc" -- "${mla[@]}" --topk abc
+    usage_error "mla_fwd --topk missing its value" "--topk" "needs a value" -- "${mla[@]}" --topk
+    usage_error "mla_fwd --pad 4" "--pad" "multiple of 8" -- "${mla[@]}" --pad 4
+    usage_error "mla_fwd --scale 0" "--scale" -- "${mla[@]}" --scale 0
+    usage_error "mla_fwd bench refuses the sim" "bench needs a GPU" -- bench --kernel mla_fwd --device sim
+    usage_error "check of a kind the runner lacks" "run attn_fwd, attn_bwd, mla_fwd" "'mla_bwd'" -- check --kernel mla_bwd
 }
 
 # expect_output NAME PATTERN...: every extended regex PATTERN matches a line of stdout+stderr
@@ -324,9 +376,10 @@ PY
 }
 
 list_test() {
-    local name="--list names attn_fwd, sm_100a and the tile keys"
+    local name="--list names attn_fwd, mla_fwd, sm_100a and the tile keys"
     run_cli --list
-    expect_rc "$name" 0 && expect_output "$name" attn_fwd attn_bwd sm_100a '^ +bm ' '^ +bn ' '^ +warps ' '^ +deterministic ' && pass "$name"
+    expect_rc "$name" 0 && expect_output "$name" attn_fwd attn_bwd '^  mla_fwd ' sm_100a '^ +bm ' '^ +bn ' '^ +warps ' \
+        '^ +deterministic ' '^tile keys for mla_fwd' && pass "$name"
 }
 
 manifest_tests() {

@@ -375,18 +375,18 @@ static void test_verify_u16(void)
         exit(1);
     for (size_t i = 0; i < n; i++)
         out[i] = f32_to_bf16((float)ref[i]);
-    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 5e-3);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0);
     check(v.pass && v.first_bad == -1, "verify bf16 close match passes", "rel %.3e", v.rel_l2);
     verify_print("bf16 close", &v, 5e-3);
 
     out[100] = POISON_U16;
-    v = verify_u16(out, DT_BF16, ref, n, 5e-3);
+    v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0);
     check(!v.pass && v.n_unwritten == 1 && v.first_bad == 100, "verify catches poison",
           "pass %d unwritten %zu first %ld", v.pass, v.n_unwritten, v.first_bad);
 
     for (size_t i = 0; i < n; i++)
         out[i] = f32_to_fp16((float)ref[i]);
-    v = verify_u16(out, DT_FP16, ref, n, 2.5e-3);
+    v = verify_u16(out, DT_FP16, ref, n, 2.5e-3, 0);
     check(v.pass, "verify fp16 close match passes", "rel %.3e", v.rel_l2);
     free(out);
     free(ref);
@@ -402,25 +402,25 @@ static void test_verify_f32(void)
         exit(1);
     for (size_t i = 0; i < n; i++)
         out[i] = (float)(ref[i] * (1.0 + 1e-4 * ((i % 7) - 3.0)));
-    VerifyResult v = verify_f32(out, ref, n, tol);
+    VerifyResult v = verify_f32(out, ref, n, tol, 0);
     check(v.pass, "verify f32 close match passes", "rel %.3e", v.rel_l2);
 
     float keep = out[777];
     out[777] = NAN;
-    v = verify_f32(out, ref, n, tol);
+    v = verify_f32(out, ref, n, tol, 0);
     check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 777, "verify catches NaN",
           "pass %d nonfinite %zu first %ld", v.pass, v.n_bad_nonfinite, v.first_bad);
 
     /* 100 x tol x rms on one of 1e5 elements: rel_l2 ~ tol/3 alone would pass. */
     out[777] = (float)(ref[777] + 100.0 * tol);
-    v = verify_f32(out, ref, n, tol);
+    v = verify_f32(out, ref, n, tol, 0);
     check(!v.pass && v.rel_l2 < tol && v.first_bad == 777, "verify catches one outlier",
           "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
     out[777] = keep;
 
     uint32_t poison = POISON_U32;
     memcpy(&out[5], &poison, sizeof poison);
-    v = verify_f32(out, ref, n, tol);
+    v = verify_f32(out, ref, n, tol, 0);
     check(!v.pass && v.n_unwritten == 1 && v.first_bad == 5, "verify catches f32 poison",
           "pass %d unwritten %zu", v.pass, v.n_unwritten);
     free(out);
@@ -431,20 +431,42 @@ static void test_verify_inf(void)
 {
     double ref[4] = { 1.5, INFINITY, -0.5, 2.0 };
     float out[4] = { 1.5f, INFINITY, -0.5f, 2.0f };
-    VerifyResult v = verify_f32(out, ref, 4, 1e-4);
+    VerifyResult v = verify_f32(out, ref, 4, 1e-4, 0);
     check(v.pass, "verify matching +inf passes", "rel %.3e nonfinite %zu", v.rel_l2,
           v.n_bad_nonfinite);
     out[1] = 3.0f;
-    v = verify_f32(out, ref, 4, 1e-4);
+    v = verify_f32(out, ref, 4, 1e-4, 0);
     check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 1, "verify finite vs +inf fails",
           "pass %d", v.pass);
     out[1] = -INFINITY;
-    v = verify_f32(out, ref, 4, 1e-4);
+    v = verify_f32(out, ref, 4, 1e-4, 0);
     check(!v.pass && v.n_bad_nonfinite == 1, "verify -inf vs +inf fails", "pass %d", v.pass);
     out[1] = INFINITY;
     out[3] = INFINITY;
-    v = verify_f32(out, ref, 4, 1e-4);
+    v = verify_f32(out, ref, 4, 1e-4, 0);
     check(!v.pass && v.first_bad == 3, "verify inf vs finite fails", "pass %d", v.pass);
+}
+
+/* An empty row's reference is exactly 0: with exact_zeros only +-0 meets it. */
+static void test_verify_exact_zeros(void)
+{
+    double ref[6] = { 0.5, 0.0, 0.0, -1.25, 0.0, 2.0 };
+    uint16_t out[6];
+    for (int i = 0; i < 6; i++)
+        out[i] = f32_to_bf16((float)ref[i]);
+    out[2] = 0x8000;   /* -0 */
+    VerifyResult v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1);
+    check(v.pass, "verify exact zeros: +0 and -0 meet a zero reference", "not_zero %zu", v.n_not_zero);
+    out[4] = f32_to_bf16(1e-30f);   /* far inside tolerance, but not 0 */
+    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1);
+    check(!v.pass && v.n_not_zero == 1 && v.first_bad == 4, "verify exact zeros: a tiny nonzero fails",
+          "pass %d not_zero %zu first %ld", v.pass, v.n_not_zero, v.first_bad);
+    verify_print("exact zeros", &v, 5e-3);
+    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 0);
+    check(v.pass, "verify without exact zeros: a tiny nonzero passes", "pass %d", v.pass);
+    float f[6] = { 0.5f, 0.0f, 0.0f, -1.25f, 1e-30f, 2.0f };
+    v = verify_f32(f, ref, 6, 1e-4, 1);
+    check(!v.pass && v.n_not_zero == 1, "verify f32 exact zeros: a tiny nonzero fails", "pass %d", v.pass);
 }
 
 int main(void)
@@ -461,5 +483,6 @@ int main(void)
     test_verify_u16();
     test_verify_f32();
     test_verify_inf();
+    test_verify_exact_zeros();
     return check_summary();
 }

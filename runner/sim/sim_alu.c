@@ -68,6 +68,7 @@ static int lane_op(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint64_t 
     case OP_SETP_LE_S32: *out = as <= bs; break;
     case OP_SETP_GT_S32: *out = as > bs; break;
     case OP_SETP_GE_S32: *out = as >= bs; break;
+    case OP_SETP_NE_U64: *out = a != b; break;
     case OP_SETP_EQ_F32: *out = F(a) == F(b); break;
     case OP_ADD_F32: *out = U(F(a) + F(b)); break;
     case OP_SUB_F32: *out = U(F(a) - F(b)); break;

@@ -311,10 +311,10 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case OP_LD_PARAM_U64: ld_param(c, w, in, exec, 8); return 1;
     case OP_LD_PARAM_U32: case OP_LD_PARAM_F32: ld_param(c, w, in, exec, 4); return 1;
     case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 1); return 1;
-    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 0); return 1;
+    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: case OP_LD_GLOBAL_NC_B32: transfer(c, w, in, exec, 0, 0); return 1;
     case OP_RED_GLOBAL_ADD_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
     case OP_ST_SHARED_B32: case OP_ST_SHARED_F32: case OP_ST_SHARED_V4_B32: transfer(c, w, in, exec, 1, 1); return 1;
-    case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: transfer(c, w, in, exec, 1, 0); return 1;
+    case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: case OP_LD_SHARED_F32: transfer(c, w, in, exec, 1, 0); return 1;
     case OP_CP_ASYNC_CG_16: case OP_CP_ASYNC_CA: cp_async(c, w, in, exec); return 1;
     case OP_CP_ASYNC_COMMIT:
         for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;

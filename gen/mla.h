@@ -1,0 +1,28 @@
+/* Sparse MLA (DeepSeek V3.2 shapes, MQA form) on the mma.sync family. The
+ * description is AttnDesc's: the "query rows" of a CTA are bm heads of one
+ * token, the "key rows" of a step are bn gathered top-k slots; d = d_qk (576
+ * = 512 + 64 rope), dv = d_v (512), warps = 2 * bm / 16 (two warps per 16
+ * heads, one per half of the step's slots and of d_v). */
+#ifndef PTXGEN_MLA_H
+#define PTXGEN_MLA_H
+#include "attn.h"
+
+#define MLA_D_QK 576
+#define MLA_D_V 512
+/* P's shared tile is 64 columns wide whatever bn: swizzled rows need 128 bytes */
+#define MLA_P_COLS 64
+
+extern const TileKey mla_fwd_keys[];
+extern const int mla_fwd_nkeys;
+AttnTile mla_fwd_default_tile(const ArchInfo *a, int d);
+int  mla_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
+void mla_fwd_plan(const AttnDesc *d, Plan *p);
+void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+
+/* The launch ABI the MLA kernels share (KERNELS.md "mla_fwd / mla_bwd"). */
+#define MLA_SCALE_MEANING "S = softmax_scale * q . K[idx] (natural units); no default"
+#define MLA_LSE_MEANING "log-sum-exp of the scaled scores over valid slots, natural log, +inf for tokens with no valid slot; contiguous"
+extern const char *const mla_size_names[4];   /* s_q s_kv h_q topk */
+void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d);
+#endif

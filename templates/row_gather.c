@@ -1,0 +1,43 @@
+#include "row_gather.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) {
+    Emit *e = &k->e;
+    int tpr = threads / rows;
+    if (tpr * rows != threads || 8 % tpr || (cols / 8) % tpr) {
+        fprintf(stderr, "ptxgen internal: %d threads cannot gather %d rows of %d columns\n", threads, rows, cols);
+        abort();
+    }
+    *g = (RowGather){.rows = rows, .cols = cols, .tpr = tpr, .npat = 8 / tpr};
+    g->row = e_reg(e, RC_B32), g->part = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(g->row), R(k->tid), I(tpr));
+    INS(e, REM_U32, R(g->part), R(k->tid), I(tpr));
+    /* chunk part + tpr*i has low bits part + tpr*(i mod npat): no carry, since part < tpr */
+    Reg base = e_reg(e, RC_B32), r7 = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(base), R(g->row), I(cols * 2), R(k->smem));
+    INS(e, AND_B32, R(r7), R(g->row), I(7));
+    for (int p = 0; p < g->npat; p++) {
+        Reg c = e_reg(e, RC_B32);
+        g->dst[p] = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(c), R(g->part), I(p * tpr));
+        INS(e, XOR_B32, R(c), R(c), R(r7));
+        INS(e, MAD_LO_U32, R(g->dst[p]), R(c), I(16), R(base));
+    }
+}
+
+void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg bytes) {
+    Emit *e = &k->e;
+    Reg dst[8], s0 = e_reg(e, RC_B64);
+    INS(e, MAD_WIDE_U32, R(s0), R(g->part), I(16), R(src));
+    for (int p = 0; p < g->npat; p++) {
+        dst[p] = g->dst[p];
+        if (shift.cls == NOGUARD.cls) continue;
+        dst[p] = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(dst[p]), R(g->dst[p]), R(shift));
+    }
+    for (int i = 0; i < g->cols / 8 / g->tpr; i++) {
+        int q = g->tpr * i;   /* the chunk of part 0 */
+        INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + 16 * (q & ~7)), A(s0, 16 * q), I(16), R(bytes));
+    }
+}

@@ -1,0 +1,23 @@
+/* Copies of whole rows into a swizzled shared tile where each row has its own
+ * source address: gathered rows (top-k slots of MLA) or rows whose width has
+ * no thread split TileLoader can use (576 columns = 72 chunks). Thread tid
+ * owns row tid / tpr and copies its chunks tid % tpr + tpr * i, so each
+ * thread needs its row's address once per tile. */
+#ifndef PTXGEN_ROW_GATHER_H
+#define PTXGEN_ROW_GATHER_H
+#include "smem_tile.h"
+
+typedef struct {
+    int rows, cols, tpr;       /* threads per row: divides 8 and cols / 8 */
+    Reg row, part;             /* this thread's row and first chunk */
+    Reg dst[8];                /* per (chunk & 7) / tpr pattern: shared address of the swizzled chunk */
+    int npat;
+} RowGather;
+
+/* For tiles of `rows` x `cols` copied by `threads` threads (threads = rows * tpr). */
+void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads);
+/* Issues this thread's copies of its row into t (moved by `shift` bytes, or
+ * NOGUARD): 16-byte cp.async from src (b64, the row's first byte), each of
+ * `bytes` 16 (copy) or 0 (zero-fill, no read of src). */
+void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg bytes);
+#endif
