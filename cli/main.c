@@ -1,4 +1,4 @@
-/* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench. */
+/* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench, xcheck, selfcheck. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 
 typedef struct {
     ptxgen_request req;
-    const char *out, *manifest;
+    const char *out, *manifest, *ref;   /* ref: --ref's value, read by parse_ref */
     int list, plan, help;
     RunOpts run;
 } Cli;
@@ -31,8 +31,10 @@ static void print_help(void) {
          "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
          "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
+         "              [--ref cpu|gpu|auto] (check and xcheck)\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd [--sq N] [--skv N] [--hq N] [--topk N] [--topk-length]\n"
          "              [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
+         "       ptxgen selfcheck [--device cuda|cuda:N]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
          "check runs the kernel on a device against a float64 CPU reference (exit 1 on failure): the GPU\n"
          "through the CUDA driver (default), or --device sim, the CPU interpreter of the emitted PTX, which\n"
@@ -43,7 +45,11 @@ static void print_help(void) {
          "TFLOP/s (GPU only). Shape flags left out take the kind's defaults (check: small enough for the CPU\n"
          "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). mla_fwd draws fresh top-k indices\n"
          "per seed (invalid values, duplicates, a token with no valid slot); --topk-length also passes a\n"
-         "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer.");
+         "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer.\n"
+         "--ref picks the reference: cpu (float64), gpu (CUDA C compiled by NVRTC, float64 sums, fp32\n"
+         "outputs), or auto (default): gpu on a CUDA device above 20 GFLOP, else cpu; auto falls back to\n"
+         "cpu when the GPU reference fails to load. selfcheck compares every GPU reference with the CPU\n"
+         "one at small shapes (exit 0 or 1).");
 }
 
 static void print_list(void) {
@@ -98,6 +104,15 @@ static int parse_device(const char *v, RunOpts *r) {
     return parse_int("--device", !strncmp(v, "cuda:", 5) ? v + 5 : v, 0, 64, &r->device);
 }
 
+/* --ref cpu | gpu | auto */
+static int parse_ref(const char *v, RunOpts *r) {
+    const char *names[] = {"auto", "cpu", "gpu"};
+    const RunRef refs[] = {RUN_REF_AUTO, RUN_REF_CPU, RUN_REF_GPU};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i])) { r->ref = refs[i]; return 0; }
+    return usage_error("--ref needs cpu, gpu or auto, got '%s'", v);
+}
+
 /* Flags that take a value; returns 1 if flag was one of them. */
 static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     struct { const char *name; int *dst; long lo, hi; } ints[] = {
@@ -107,8 +122,9 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
         {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
-    const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file};
-    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx"};
+    const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file,
+                           &c->ref};
+    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
     if (!strcmp(f, "--device")) {
@@ -190,17 +206,30 @@ static int do_emit(const Cli *c) {
     return rc;
 }
 
+/* selfcheck takes --device alone. */
+static int selfcheck_args(Cli *c, int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) c->help = 1;
+        else if (strcmp(argv[i], "--device")) return usage_error("selfcheck takes only --device, not '%s'", argv[i]);
+        else if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
+        else if (parse_device(argv[++i], &c->run)) return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Cli c = {.run = {.seed = 1, .iters = 30, .warmup = 5}};   /* shape flags left 0 take the kind's defaults */
-    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck */
-    const char *modes[] = {"check", "bench", "xcheck"};
-    for (int i = 0; i < 3; i++)
+    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck */
+    const char *modes[] = {"check", "bench", "xcheck", "selfcheck"};
+    for (int i = 0; i < 4; i++)
         if (argc > 1 && !strcmp(argv[1], modes[i])) mode = i + 1;
-    int rc = parse_args(&c, argc, argv, mode ? 2 : 1);
+    int rc = mode == 4 ? selfcheck_args(&c, argc, argv) : parse_args(&c, argc, argv, mode ? 2 : 1);
+    if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
     if (rc) return rc;
     if (c.help) { print_help(); return 0; }
     if (c.list) { print_list(); return 0; }
     if (!mode) return do_emit(&c);
+    if (mode == 4) return run_selfcheck(&c.run);
     if (!c.req.kernel) return usage_error("%s", "--kernel is required");
     c.run.req = c.req;
     return mode == 1 ? run_check(&c.run) : mode == 2 ? run_bench(&c.run) : run_xcheck(&c.run);

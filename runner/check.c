@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "gpu_ref.h"
 #include "problem.h"
 #include "verify.h"
 
@@ -16,6 +17,7 @@ typedef struct {
     struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], smem; } k[4];   /* the set, in launch order */
     int nk;
     Problem pb;
+    GpuRef *gref;               /* the GPU reference, when it judges this session's runs (pick_reference) */
     char arch[16];
 } Session;
 
@@ -201,6 +203,7 @@ static int launch(Session *ss) {
 static int launch_part(Session *ss, int which) { return which < 0 ? launch(ss) : launch_kernel(ss, which); }
 
 static void close_session(Session *ss) {
+    gpu_ref_close(ss->gref);
     if (ss->dev) problem_free(&ss->pb, ss->dev);
     if (ss->mod) dev_unload(ss->mod);
     ptxgen_free(ss->set);
@@ -269,11 +272,44 @@ static size_t bits_differ(const Outputs *a, const Outputs *b, int i, size_t *fir
     return n;
 }
 
-static Reference reference(Problem *p, const Outputs *like) {
-    Reference r = {.n = like->n};
-    for (int i = 0; i < r.n; i++) r.v[i] = xmalloc(like->spec[i].t->count * sizeof(double));
-    problem_reference(p, r.v);
-    return r;
+/* --ref auto takes the GPU reference on a CUDA device above this many GFLOP
+ * (problem_flops: the CPU reference does the same math as the set). The
+ * float64 CPU reference runs at about 2 to 3 GFLOP/s a core, so above it
+ * takes seconds on a 16-core host, and minutes at realistic shapes. */
+#define AUTO_GPU_REF_GFLOP 20.0
+
+/* Picks the reference that judges ss's runs (--ref), opens the GPU one when
+ * picked (ss->gref), and prints which and why. auto falls back to the CPU
+ * reference when the GPU one fails to load; --ref gpu fails instead. */
+static int pick_reference(Session *ss, const RunOpts *o) {
+    double gflop = problem_flops(&ss->pb) / 1e9;
+    int cuda = !strcmp(dev_kind(ss->dev), "cuda");
+    int gpu = o->ref == RUN_REF_GPU || (o->ref != RUN_REF_CPU && cuda && gflop > AUTO_GPU_REF_GFLOP);
+    char why[128], err[2048];
+    if (o->ref == RUN_REF_GPU || o->ref == RUN_REF_CPU) snprintf(why, sizeof why, "--ref %s", gpu ? "gpu" : "cpu");
+    else if (!cuda) snprintf(why, sizeof why, "auto: the %s device has no GPU reference", dev_kind(ss->dev));
+    else snprintf(why, sizeof why, "auto: %.1f GFLOP, %s the %.0f GFLOP threshold", gflop, gpu ? "above" : "within",
+                  AUTO_GPU_REF_GFLOP);
+    if (gpu && gpu_ref_open(&ss->gref, ss->dev, err, sizeof err)) {
+        if (o->ref == RUN_REF_GPU) return fail("gpu reference", err);
+        printf("reference: cpu float64 (%s, but the GPU reference failed to load: %s)\n", why, err);
+        return 0;
+    }
+    printf("reference: %s (%s)\n", gpu ? "gpu, float64 sums to fp32 (runner/gpu_ref.c)" : "cpu float64", why);
+    return 0;
+}
+
+/* The reference of every output of ss's problem, from the reference
+ * pick_reference chose. Reads only the inputs, so it may run before the set
+ * (the GPU one reads them on the device). */
+static int reference(Session *ss, Reference *r) {
+    char err[1024];
+    ProblemOutput spec[PROBLEM_MAX_OUTPUTS];
+    *r = (Reference){.n = problem_outputs(&ss->pb, spec)};
+    for (int i = 0; i < r->n; i++) r->v[i] = xmalloc(spec[i].t->count * sizeof(double));
+    if (!ss->gref) problem_reference(&ss->pb, r->v);
+    else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, err, sizeof err)) return fail("gpu reference", err);
+    return 0;
 }
 
 static void reference_free(Reference *r) {
@@ -334,17 +370,15 @@ static int check_determinism(Session *ss, const Outputs *first) {
     return rc;
 }
 
-/* Runs the set once, judges it, prints the sim's counters (before a rerun
- * adds to them), then checks determinism. */
+/* Computes the reference, runs the set once, judges it, prints the sim's
+ * counters (before a rerun adds to them), then checks determinism. */
 static int check_outputs(Session *ss, const RunOpts *o) {
     char err[1024];
     Outputs out = {0};
-    int ran = !run_once(ss, &out), rc = !ran;
-    if (ran) {
-        Reference ref = reference(&ss->pb, &out);
-        rc = judge(&ss->pb, &out, &ref, "", 1);
-        reference_free(&ref);
-    }
+    Reference ref = {0};
+    int ran = !reference(ss, &ref) && !run_once(ss, &out), rc = !ran;
+    if (ran) rc = judge(&ss->pb, &out, &ref, "", 1);
+    reference_free(&ref);
     if (o->stats && dev_print_stats(ss->dev, stdout, err, sizeof err)) rc = fail("stats", err);
     if (ran) rc |= check_determinism(ss, &out);
     outputs_free(&out);
@@ -361,13 +395,17 @@ int run_check(const RunOpts *in) {
     RunOpts opts, *o = &opts;
     int rc = prepare(in, 0, o);
     if (rc) return rc;
+    if (o->ref == RUN_REF_GPU && o->device_kind && !strcmp(o->device_kind, "sim")) {
+        fprintf(stderr, "ptxgen: --ref gpu needs a CUDA device: the sim cannot run the GPU reference (--ref cpu or auto)\n");
+        return 2;
+    }
     Session ss = {0};
     rc = open_session(&ss, o, o->device_kind, NULL);
     if (!rc) rc = setup_problem(&ss, o);
     if (!rc) {
         print_kernel(&ss);
         print_shape(&ss.pb, o);
-        rc = check_outputs(&ss, o);
+        rc = pick_reference(&ss, o) || check_outputs(&ss, o);
         /* a spill in a default config is a bug; a chosen tile may trade spills for speed */
         int default_tile = !o->req.tile || !o->req.tile[0];
         if (!rc && local_bytes(&ss) > 0) {
@@ -421,6 +459,7 @@ int run_bench(const RunOpts *in) {
     int rc = prepare(in, 1, o);
     if (rc) return rc;
     if (o->iters < 1) { fprintf(stderr, "ptxgen: --iters must be >= 1\n"); return 2; }
+    if (o->ref) { fprintf(stderr, "ptxgen: bench takes no --ref (it judges no outputs; check does)\n"); return 2; }
     if (o->device_kind && !strcmp(o->device_kind, "sim")) {
         fprintf(stderr, "ptxgen: bench needs a GPU: the sim device does not model time (use check --device sim --stats)\n");
         return 2;
@@ -459,30 +498,53 @@ static int compare_devices(const Problem *p, const Outputs *gpu, const Outputs *
 }
 
 /* Same PTX, same inputs, on a GPU and on the sim: each judged against the
- * reference, then the sim's outputs against the GPU's. */
+ * reference (the GPU one computed on the GPU's inputs before either runs),
+ * then the sim's outputs against the GPU's. */
 int run_xcheck(const RunOpts *in) {
     RunOpts opts, *o = &opts;
     int rc = prepare(in, 0, o);
     if (rc) return rc;
     Session s[2] = {{0}};   /* 0: the GPU, 1: the sim */
     Outputs out[2] = {{0}};
+    Reference ref = {0};
+    Problem *p = &s[0].pb;
+    int shown = 0;   /* the verdict line follows the device, kernel and shape lines */
     rc = open_session(&s[0], o, "cuda", NULL);
     if (!rc) rc = open_session(&s[1], o, "sim", s[0].arch[0] ? s[0].arch : o->req.arch);
     if (!rc && strcmp(ptxgen_ptx(s[0].set), ptxgen_ptx(s[1].set))) rc = fail("xcheck", "the two devices got different PTX");
-    for (int i = 0; i < 2 && !rc; i++) {
-        rc = setup_problem(&s[i], o);
-        if (!rc) rc = run_once(&s[i], &out[i]);
-    }
+    for (int i = 0; i < 2 && !rc; i++) rc = setup_problem(&s[i], o);
     if (!rc) {
-        Problem *p = &s[0].pb;
         print_kernel(&s[0]);
         print_shape(p, o);
-        Reference ref = reference(p, &out[0]);
+        shown = 1;
+        rc = pick_reference(&s[0], o) || reference(&s[0], &ref);
+    }
+    for (int i = 0; i < 2 && !rc; i++) rc = run_once(&s[i], &out[i]);
+    if (!rc) {
         rc = judge(p, &out[0], &ref, "gpu ", 1) | judge(p, &out[1], &ref, "sim ", 1);
         rc |= compare_devices(p, &out[0], &out[1], &ref);
-        reference_free(&ref);
-        printf("%s\n", rc ? "xcheck: FAIL" : "xcheck: PASS");
     }
+    if (shown) printf("%s\n", rc ? "xcheck: FAIL" : "xcheck: PASS");
+    reference_free(&ref);
     for (int i = 0; i < 2; i++) outputs_free(&out[i]), close_session(&s[i]);
+    return rc;
+}
+
+int run_selfcheck(const RunOpts *o) {
+    if (o->device_kind && !strcmp(o->device_kind, "sim")) {
+        fprintf(stderr, "ptxgen: selfcheck needs a CUDA device: the GPU references do not run on the sim\n");
+        return 2;
+    }
+    char err[2048];
+    Device *dev = NULL;
+    DevInfo info;
+    if (dev_open(&dev, "cuda", o->device, err, sizeof err) || dev_info(dev, &info, err, sizeof err)) {
+        if (dev) dev_close(dev);
+        return fail("device", err);
+    }
+    printf("device: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
+    int rc = gpu_ref_selfcheck(dev, err, sizeof err) ? fail("selfcheck", err) : 0;
+    printf("%s\n", rc ? "selfcheck: FAIL" : "selfcheck: PASS");
+    dev_close(dev);
     return rc;
 }

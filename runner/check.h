@@ -5,6 +5,11 @@
 #include <stdint.h>
 #include "ptxgen.h"
 
+/* --ref: which reference judges check and xcheck. Not given acts as auto: the
+ * GPU reference (gpu_ref.h) on a CUDA device when the float64 CPU reference
+ * would be large (run_check's AUTO_GPU_REF_GFLOP), else the CPU one. */
+typedef enum { RUN_REF_UNSET, RUN_REF_AUTO, RUN_REF_CPU, RUN_REF_GPU } RunRef;
+
 typedef struct {
     ptxgen_request req;     /* arch may be NULL: taken from the device */
     /* Shape; 0: the kind's default for the mode. Attention: b s_q s_k h_q h_kv (and req.causal);
@@ -19,6 +24,7 @@ typedef struct {
     int device;             /* CUDA ordinal */
     int stats;              /* print the sim's counters after check */
     const char *ptx_file;   /* run this PTX instead of the generated text (same entry and parameters) */
+    RunRef ref;             /* check and xcheck; bench refuses it */
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */
@@ -26,4 +32,7 @@ int run_check(const RunOpts *o);
 int run_bench(const RunOpts *o);
 /* The same kernel and inputs on the GPU and on the sim, compared with each other. */
 int run_xcheck(const RunOpts *o);
+/* gpu_ref_selfcheck on the CUDA device o->device: 0 when every GPU reference
+ * matches the float64 CPU one at small shapes, 1 otherwise, 2 for the sim. */
+int run_selfcheck(const RunOpts *o);
 #endif

@@ -1,4 +1,5 @@
 #include "problem.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,9 @@ static void mla_layouts(Problem *p, int pad);
 static void ref_fwd(const Problem *p, double *const ref[]);
 static void ref_bwd(const Problem *p, double *const ref[]);
 static void ref_mla(const Problem *p, double *const ref[]);
+static int gpu_fwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static double attn_fwd_flops(const Problem *p);
 static double attn_bwd_flops(const Problem *p);
 static double mla_fwd_flops(const Problem *p);
@@ -18,7 +22,8 @@ static double mla_fwd_flops(const Problem *p);
  * derived from them, whether top-k indices are drawn (sparse MLA), the
  * outputs with their bf16 tolerance (fp16 halves it, except LSE's) and
  * whether they must be exactly 0 where the reference is (rows with no valid
- * key), their float64 reference, and the FLOPs of one run. */
+ * key), their float64 reference on the CPU and on the GPU (into fp32 buffers
+ * out[], one per output), and the FLOPs of one run. */
 typedef struct {
     const char *name;
     void (*layouts)(Problem *p, int pad);
@@ -26,16 +31,17 @@ typedef struct {
     int derives_fwd, sparse;
     struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
     void (*reference)(const Problem *p, double *const ref[]);
+    int (*gpu_reference)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
     double (*flops)(const Problem *p);
 } KindSpec;
 
 static const KindSpec kKinds[PK_COUNT] = {
     [PK_ATTN_FWD] = {"attn_fwd", attn_layouts, {"q", "k", "v"}, 0, 0, {{"o", 5e-3, 1, 0}, {"lse", 1e-4, 0, 0}}, ref_fwd,
-                     attn_fwd_flops},
+                     gpu_fwd, attn_fwd_flops},
     [PK_ATTN_BWD] = {"attn_bwd", attn_layouts, {"q", "k", "v", "do"}, 1, 0,
-                     {{"dq", 1e-2, 1, 0}, {"dk", 1e-2, 1, 0}, {"dv", 1e-2, 1, 0}}, ref_bwd, attn_bwd_flops},
+                     {{"dq", 1e-2, 1, 0}, {"dk", 1e-2, 1, 0}, {"dv", 1e-2, 1, 0}}, ref_bwd, gpu_bwd, attn_bwd_flops},
     [PK_MLA_FWD] = {"mla_fwd", mla_layouts, {"q", "kv"}, 0, 1, {{"o", 5e-3, 1, 1}, {"lse", 1e-4, 0, 0}}, ref_mla,
-                    mla_fwd_flops},
+                    gpu_mla, mla_fwd_flops},
 };
 
 static const KindSpec *kind(const Problem *p) { return &kKinds[p->kind]; }
@@ -174,6 +180,39 @@ static void ref_mla(const Problem *p, double *const ref[]) {
     ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
 }
 
+static GpuRefStride gpu_stride(const Tensor *t) {
+    return (GpuRefStride){(long long)t->stride_b, (long long)t->stride_s, (long long)t->stride_h};
+}
+
+/* The GPU reference reads the tensors the kernel under test reads, in place (strided). */
+static GpuRefAttn gpu_attn_shape(const Problem *p) {
+    return (GpuRefAttn){.dtype = p->dt, .b = p->b, .s_q = p->s_q, .s_k = p->s_k, .h_q = p->h_q, .h_kv = p->h_kv,
+                        .d = p->d, .dv = p->d_v, .causal = p->causal, .scale = p->scale, .q = gpu_stride(&p->q),
+                        .k = gpu_stride(&p->k), .v = gpu_stride(&p->v), .o = gpu_stride(&p->o),
+                        .dout = gpu_stride(&p->dout)};
+}
+
+static int gpu_fwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen) {
+    GpuRefAttn a = gpu_attn_shape(p);
+    return gpu_ref_attn_fwd(g, &a, p->q.dev, p->k.dev, p->v.dev, out[0], out[1], err, errlen);
+}
+
+/* O and LSE: the inputs problem_init derived and uploaded (LSE fp32 [b, h_q, s_q], contiguous). */
+static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen) {
+    GpuRefAttn a = gpu_attn_shape(p);
+    return gpu_ref_attn_bwd(g, &a, p->q.dev, p->k.dev, p->v.dev, p->o.dev, p->dout.dev, p->lse.dev, out[0], out[1],
+                            out[2], err, errlen);
+}
+
+/* topk_length.dev is 0 (none) when the problem passes none. */
+static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen) {
+    GpuRefMla m = {.dtype = p->dt, .s_q = p->s_q, .s_kv = p->s_k, .h_q = p->h_q, .topk = p->topk, .d_qk = p->d,
+                   .d_v = p->d_v, .scale = p->scale, .q_stride_s = (long long)p->q.stride_s,
+                   .q_stride_h = (long long)p->q.stride_h, .kv_stride_s = (long long)p->kv.stride_s,
+                   .indices_stride_s = (long long)p->indices.stride_s};
+    return gpu_ref_mla_fwd(g, &m, p->q.dev, p->kv.dev, p->indices.dev, p->topk_length.dev, out[0], out[1], err, errlen);
+}
+
 static double attn_fwd_flops(const Problem *p) {
     double f = 4.0 * p->b * p->h_q * (double)p->s_q * p->s_k * p->d;
     return p->causal ? f / 2 : f;
@@ -250,6 +289,38 @@ int problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]) {
 }
 
 void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) { kind(p)->reference(p, ref); }
+
+/* Output i's fp32 values widened into ref; a NaN (an element the reference left poisoned) is an error. */
+static int widen(const ProblemOutput *o, const float *f, double *ref, char *err, size_t errlen) {
+    size_t nan = 0;
+    for (size_t e = 0; e < o->t->count; e++) {
+        ref[e] = f[e];
+        nan += isnan(f[e]) != 0;
+    }
+    if (nan) snprintf(err, errlen, "the GPU reference left %zu of %zu %s elements NaN", nan, o->t->count, o->t->name);
+    return nan != 0;
+}
+
+int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
+                          size_t errlen) {
+    ProblemOutput out[PROBLEM_MAX_OUTPUTS];
+    DevPtr buf[PROBLEM_MAX_OUTPUTS] = {0};
+    int n = problem_outputs(p, out), rc = 0;
+    for (int i = 0; !rc && i < n; i++)   /* poisoned: NaN wherever the reference writes nothing */
+        rc = dev_alloc(dev, &buf[i], out[i].t->count * sizeof(float), err, errlen) ||
+             dev_fill_u8(dev, buf[i], 0xFF, out[i].t->count * sizeof(float), err, errlen);
+    if (!rc) rc = kind(p)->gpu_reference(p, g, buf, err, errlen);
+    for (int i = 0; !rc && i < n; i++) {
+        float *f = malloc(out[i].t->count * sizeof *f);
+        if (!f) snprintf(err, errlen, "out of host memory for the GPU reference's %s", out[i].t->name);
+        rc = !f || dev_download(dev, f, buf[i], out[i].t->count * sizeof *f, err, errlen) ||
+             widen(&out[i], f, ref[i], err, errlen);
+        free(f);
+    }
+    for (int i = 0; i < n; i++)   /* after a failure, keeps its message */
+        if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
+    return rc;
+}
 
 double problem_flops(const Problem *p) { return kind(p)->flops(p); }
 

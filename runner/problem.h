@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "device.h"
+#include "gpu_ref.h"
 #include "hostdata.h"
 #include "ptxgen.h"
 
@@ -64,6 +65,11 @@ int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, si
 int  problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]);
 /* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values). */
 void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]);
+/* The same from the GPU reference g on dev (gpu_ref.h: float64 sums, fp32
+ * outputs widened to double): it reads the problem's device inputs (for
+ * attn_bwd O and LSE as problem_init derived them), never its outputs. */
+int  problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
+                           size_t errlen);
 /* Floating-point operations of one run of the set (KERNELS.md "Judging a result", MLA "FLOPs for reports"). */
 double problem_flops(const Problem *p);
 /* The shape in words ("b=1 s_q=... d=128 causal", "s_q=4 s_kv=300 ... topk_length"), and for MLA

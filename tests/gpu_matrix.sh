@@ -5,6 +5,10 @@
 # PTX and inputs on the GPU and on the sim, compared element by element, and
 # the sim's planted-bug suite's correct kernel run on the GPU. attn_bwd the same
 # way, plus deterministic sets (check runs them twice and compares bits).
+# First of all, selfcheck proves the GPU references (runner/gpu_ref.c) against
+# the float64 CPU ones: check's default --ref auto judges with them above
+# 20 GFLOP. Then, after the matrices, they judge check at realistic shapes
+# (--ref gpu), and auto must pick the CPU one below 20 GFLOP, the GPU one above.
 set -u
 cd "$(dirname "$0")/.."
 if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
@@ -20,11 +24,16 @@ run() {   # run <label> <args...>: ptxgen $mode --kernel $kern
     local label=$1; shift
     seed=$((seed + 1))
     if out=$(./ptxgen $mode --kernel $kern --seed $seed "$@" 2>&1); then
-        pass=$((pass + 1)); echo "PASS $mode $kern $label :: $(echo "$out" | grep -E '^  [a-z ]*(o|lse|dq|dk|dv|sim vs gpu|deterministic):' | tr -s ' ' | tr '\n' ' ')"
+        pass=$((pass + 1)); echo "PASS $mode $kern $label :: $(echo "$out" | grep -E '^(reference:|  [a-z ]*(o|lse|dq|dk|dv|sim vs gpu|deterministic):)' | tr -s ' ' | tr '\n' ' ')"
     else
         fail=$((fail + 1)); echo "FAIL $mode $kern $label"; echo "$out" | sed 's/^/    /'
     fi
 }
+if out=$(./ptxgen selfcheck 2>&1); then
+    gpu_ref=1; pass=$((pass + 1)); echo "PASS selfcheck of the GPU references :: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+else
+    gpu_ref=0; fail=$((fail + 1)); echo "FAIL selfcheck of the GPU references"; echo "$out" | sed 's/^/    /'
+fi
 shapes=("1 1" "77 130" "130 77" "1000 1000" "4099 4099" "77 1000" "1000 77")
 shape_matrix() {   # shape_matrix D: every dtype x causal x shape of $kern at head dim D (fp16 skips s=4099)
   local d=$1 dt c sh
@@ -80,6 +89,27 @@ for d in 64 128; do
     run "d=$d ${c:-full} s_q=77 s_k=130" --hdim $d $c --sq 77 --sk 130 --hq 2 --hkv 1
     run "d=$d fp16 ${c:-full} s_q=200 s_k=129 GQA pad=8 deterministic" --hdim $d --dtype fp16 $c --sq 200 --sk 129 --hq 4 --hkv 2 --pad 8 --tile deterministic=1
   done
+done
+ref_run() {   # ref_run <label> <args...>: run judged by the GPU reference, once selfcheck has proven it
+  if [ $gpu_ref = 1 ]; then run "$@" --ref gpu
+  else fail=$((fail + 1)); echo "FAIL $mode $kern $1: not run (the GPU references failed selfcheck)"; fi
+}
+mode=check
+kern=attn_fwd
+for c in "" "--causal"; do
+  ref_run "GPU ref d=128 ${c:-full} b=2 s=4096 h=16" --hdim 128 $c --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16
+done
+for want in "cpu 1024 8" "gpu 4096 4"; do   # 4.3 and 34.4 GFLOP
+  set -- $want
+  run "default --ref (auto) d=128 s=$2 h=$3" --hdim 128 --sq $2 --sk $2 --hq $3 --hkv $3
+  if echo "$out" | grep -q "^reference: $1[ ,]"; then pass=$((pass + 1)); echo "PASS --ref auto picked the $1 reference at s=$2 h=$3"
+  else fail=$((fail + 1)); echo "FAIL --ref auto did not pick the $1 reference at s=$2 h=$3: $(echo "$out" | grep '^reference:')"; fi
+done
+kern=attn_bwd
+ref_run "GPU ref d=128 causal GQA 2:1 b=1 s=4096 h=8" --hdim 128 --causal --b 1 --sq 4096 --sk 4096 --hq 8 --hkv 4
+kern=mla_fwd
+for tl in "" "--topk-length"; do
+  ref_run "GPU ref s_q=256 s_kv=8192 h_q=128 topk=2048 ${tl:-(all slots)}" --sq 256 --skv 8192 --hq 128 --topk 2048 $tl
 done
 if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c "^PASS sim ")" -ge 3 ]; then
     pass=$((pass + 1)); echo "PASS test_sim's correct kernels on the GPU: $(echo "$out" | grep "^PASS sim " | tr '\n' ' ')"

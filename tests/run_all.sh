@@ -4,8 +4,9 @@
 #   2. every default config through ptxas: arch x dtype x d x causal, no spills
 #   3. the sim device: attn_fwd at small ragged shapes against the reference,
 #      generated PTX with planted bugs refused, planted-bug files, counters
-#   4. the command line: errors, plan refusals, --list, --manifest, -o, and the
-#      no-driver path of check and of tests/gpu_matrix.sh
+#   4. the command line: errors (also of --ref and selfcheck), plan refusals,
+#      --list, --manifest, -o, and the no-driver path of check, selfcheck and
+#      tests/gpu_matrix.sh
 # Prints one line per test (PASS name / FAIL name: why), then exactly one line
 # "N passed, N failed"; exits non-zero if anything failed.
 # PTXGEN_TEST_JOBS sets the number of parallel ptxas workers (default 2).
@@ -282,6 +283,26 @@ cli_errors() {
     usage_error "check h_q not a multiple of h_kv" "multiple" -- check --kernel attn_fwd --hq 8 --hkv 3
     usage_error "check --sq 0" "--sq" -- check --kernel attn_fwd --sq 0
     mla_cli_errors
+    ref_tests
+}
+
+# check --ref (which reference judges) and selfcheck (of the GPU references):
+# refusals before any device is opened, and the reference line on the sim.
+ref_tests() {
+    section "check --ref and selfcheck"
+    local sim=(check --kernel attn_fwd --device sim --hdim 64 --sq 77 --sk 130) name
+    usage_error "--ref gpu refuses the sim" "--ref gpu" "CUDA device" -- "${sim[@]}" --ref gpu
+    usage_error "--ref bogus" "--ref" "cpu, gpu or auto" "'bogus'" -- check --kernel attn_fwd --ref bogus
+    usage_error "--ref missing its value" "--ref" "needs a value" -- check --kernel attn_fwd --ref
+    usage_error "bench refuses --ref" "bench takes no --ref" -- bench --kernel attn_fwd --ref cpu
+    usage_error "selfcheck refuses the sim" "selfcheck" "CUDA device" -- selfcheck --device sim
+    usage_error "selfcheck takes only --device" "selfcheck takes only --device" "'--kernel'" -- selfcheck --kernel attn_fwd
+    name="--ref auto (the default) on the sim: the CPU reference"
+    run_cli "${sim[@]}"
+    expect_rc "$name" 0 && expect_output "$name" '^reference: cpu float64 \(auto: the sim device' '^check: PASS' && pass "$name"
+    name="--ref cpu on the sim"
+    run_cli "${sim[@]}" --ref cpu
+    expect_rc "$name" 0 && expect_output "$name" '^reference: cpu float64 \(--ref cpu\)' '^check: PASS' && pass "$name"
 }
 
 # The runner's sparse MLA shape flags: refused before any device is opened.
@@ -426,6 +447,13 @@ no_driver_tests() {
     else
         fail "$name" "exit $rc: $(one_line "$TMP/err")"
     fi
+
+    name="selfcheck without a driver says 'no CUDA driver'"
+    run_cli selfcheck
+    if crashed "$name"; then :
+    elif [ "$have_driver" = 1 ]; then skip "$name" "a driver is present: run make gpu-test"
+    elif [ "$rc" -eq 1 ] && grep -q "no CUDA driver" "$TMP/err"; then pass "$name"
+    else fail "$name" "exit $rc: $(one_line "$TMP/err")"; fi
 
     name="gpu_matrix.sh skips without a driver"
     if [ "$have_driver" = 1 ]; then skip "$name" "a driver is present: run make gpu-test"; return; fi
