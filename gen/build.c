@@ -220,6 +220,7 @@ char *ptxgen_manifest_json(const ptxgen_set *s) {
 
 int ptxgen_num_kernels(const ptxgen_set *s) { return s->ks.nk; }
 int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
+void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }
 const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }
 int ptxgen_num_params(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].nparams : 0; }
 

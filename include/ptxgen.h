@@ -37,6 +37,8 @@ char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller f
 /* 1 when the set gives bit-identical outputs on every run with the same
  * inputs (no floating-point atomics); attn_bwd is only with deterministic=1. */
 int  ptxgen_deterministic(const ptxgen_set *s);
+/* The set's head dims: d (d_qk for MLA) and dv (d_v). */
+void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 
 /* Kernels in launch order. */
 int  ptxgen_num_kernels(const ptxgen_set *s);

@@ -142,21 +142,11 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     return 0;
 }
 
-/* The set's head dims d (d_qk) and dv (d_v), from its manifest's constants. */
-static int set_head_dims(const ptxgen_set *s, int *d, int *dv) {
-    char *json = ptxgen_manifest_json(s);
-    const char *c = json ? strstr(json, "\"constants\"") : NULL;
-    const char *pd = c ? strstr(c, "\"d\":") : NULL, *pv = c ? strstr(c, "\"dv\":") : NULL;
-    int ok = pd && pv && sscanf(pd, "\"d\": %d", d) == 1 && sscanf(pv, "\"dv\": %d", dv) == 1;
-    free(json);
-    return !ok;
-}
-
 static int setup_problem(Session *ss, const RunOpts *o) {
     char err[1024];
     Problem *p = &ss->pb;
     int kind = problem_kind(o->req.kernel), d, dv;
-    if (set_head_dims(ss->set, &d, &dv)) return fail("manifest", "its constants name no head dims \"d\" and \"dv\"");
+    ptxgen_head_dims(ss->set, &d, &dv);
     *p = (Problem){.kind = (ProblemKind)kind, .b = o->b, .s_q = o->s_q, .s_k = problem_kind_sparse(kind) ? o->s_kv : o->s_k,
                    .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .d_v = dv, .topk = o->topk, .with_topk_length = o->topk_length,
                    .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
