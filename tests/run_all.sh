@@ -394,6 +394,19 @@ assert names == ["pre", "main", "dq"], names
 ws = {w["name"]: w for w in m["workspaces"]}
 assert set(ws) == {"delta", "dq_accum"} and ws["dq_accum"]["bytes"] == "b * h_q * s_q * 512", ws
 PY
+
+    name="mla_fwd manifest: parameters in order, grid s_q x cdiv(h_q, bm), head dims 576/512"
+    run_cli --arch sm_90 --kernel mla_fwd --manifest "$TMP/mla.json" -o "$TMP/mla.ptx"
+    expect_rc "$name" 0 && python3 - "$TMP/mla.json" >"$TMP/mlaman.txt" 2>&1 <<'PY' && pass "$name" || fail "$name" "$(one_line "$TMP/mlaman.txt")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+(k,) = m["kernels"]
+names = [p["name"] for p in k["params"]]
+assert names == ["q", "q_stride_s", "q_stride_h", "kv", "kv_stride_s", "indices", "indices_stride_s", "topk_length",
+                 "o", "o_stride_s", "o_stride_h", "lse", "s_q", "s_kv", "h_q", "topk", "softmax_scale"], names
+assert k["grid"] == ["s_q", "cdiv(h_q, 64)", "1"] and k["block"] == [256, 1, 1], (k["grid"], k["block"])
+assert m["constants"]["d"] == 576 and m["constants"]["dv"] == 512 and not m.get("workspaces"), m["constants"]
+PY
 }
 
 list_test() {
