@@ -52,6 +52,14 @@ static void print_help(void) {
          "one at small shapes (exit 0 or 1).");
 }
 
+static void print_keys(const char *title, const TileKey *keys, int nkeys) {
+    Buf b = {0};
+    puts(title);
+    tile_list(keys, nkeys, &b);
+    fputs(b.s, stdout);
+    buf_free(&b);
+}
+
 static void print_list(void) {
     puts("kernels:\n  attn_fwd   FlashAttention-2 forward (mma.sync m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE");
     puts("  attn_bwd   FlashAttention-2 backward (mma.sync m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128,\n"
@@ -65,23 +73,12 @@ static void print_list(void) {
         printf("  %-8s PTX %s, smem/block %d B opt-in%s%s\n", a->name, a->ptx_version, a->smem_block_optin,
                a->families & FAM_WGMMA ? ", wgmma" : "", a->families & FAM_TCGEN05 ? ", tcgen05 (TMEM 512 cols)" : "");
     }
-    puts("tile keys for attn_fwd (defaults: d=64 bm=128,bn=64,warps=4; d=128 bm=128,bn=32,warps=4;\n"
-         "d=256 bm=128,bn=64,warps=8, or bm=64,bn=64,warps=4 on 99 KB archs):");
-    Buf b = {0};
-    tile_list(attn_fwd_keys, attn_fwd_nkeys, &b);
-    fputs(b.s, stdout);
-    buf_free(&b);
-    puts("tile keys for attn_bwd (default bm=64,bn=64,warps=4,deterministic=1: measured faster on H200 than\n"
-         "deterministic=0, which adds dQ with fp32 atomics inside the dK/dV kernel):");
-    Buf w = {0};
-    tile_list(attn_bwd_keys, attn_bwd_nkeys, &w);
-    fputs(w.s, stdout);
-    buf_free(&w);
-    puts("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):");
-    Buf m = {0};
-    tile_list(mla_fwd_keys, mla_fwd_nkeys, &m);
-    fputs(m.s, stdout);
-    buf_free(&m);
+    print_keys("tile keys for attn_fwd (defaults: d=64 bm=128,bn=64,warps=4; d=128 bm=128,bn=32,warps=4;\n"
+               "d=256 bm=128,bn=64,warps=8, or bm=64,bn=64,warps=4 on 99 KB archs):", attn_fwd_keys, attn_fwd_nkeys);
+    print_keys("tile keys for attn_bwd (default bm=64,bn=64,warps=4,deterministic=1: measured faster on H200 than\n"
+               "deterministic=0, which adds dQ with fp32 atomics inside the dK/dV kernel):", attn_bwd_keys, attn_bwd_nkeys);
+    print_keys("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):",
+               mla_fwd_keys, mla_fwd_nkeys);
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {

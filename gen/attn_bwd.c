@@ -131,11 +131,8 @@ static void setup(Kctx *k, Bwd *f) {
 
 static void fragment_bases(Kctx *k, Bwd *f) {
     Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
-    Reg brow, bsel, pair = e_reg(e, RC_B32), rg = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(l15), R(k->lane), I(15));
-    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
-    INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
+    Reg l15, hi, row, brow, bsel, pair = e_reg(e, RC_B32), rg = e_reg(e, RC_B32);
+    ldsm_a_lanes(k, f->warp_row0, &l15, &hi, &row);
     /* K and V, Q and dO have the same row width: one base register per pair, the tile offset is an immediate */
     ldsm_bases(k, &f->ka, f->sk, row, hi);
     f->va = (LdsmBases){f->sv, f->ka.base};

@@ -93,12 +93,8 @@ static void row_stats(Kctx *k, Dq *f) {
 }
 
 static void fragment_bases(Kctx *k, Dq *f) {
-    Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
-    Reg krow, ksel;
-    INS(e, AND_B32, R(l15), R(k->lane), I(15));
-    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
-    INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
+    Reg l15, hi, row, krow, ksel;
+    ldsm_a_lanes(k, f->warp_row0, &l15, &hi, &row);
     ldsm_bases(k, &f->fq, f->sq, row, hi);        /* A of S = Q K^T */
     ldsm_bases(k, &f->fdo, f->sdo, row, hi);      /* A of dP = dO V^T */
     ldsm_bases(k, &f->fkt, f->sk, l15, hi);       /* B of dQ += dS K, transposed */

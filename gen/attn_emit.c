@@ -4,30 +4,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-Reg head_base(Kctx *k, const char *t, Reg b, Reg h) {
+Reg tensor_base(Kctx *k, const char *t, char d1, Reg i1, char d2, Reg i2) {
     Emit *e = &k->e;
-    char sb[24], sh[24];
-    snprintf(sb, sizeof sb, "%s_stride_b", t);
-    snprintf(sh, sizeof sh, "%s_stride_h", t);
-    Reg p = kc_ptr(k, t), b64 = e_reg(e, RC_B64), h64 = e_reg(e, RC_B64), off = e_reg(e, RC_B64);
-    INS(e, CVT_U64_U32, R(b64), R(b));
-    INS(e, CVT_U64_U32, R(h64), R(h));
-    INS(e, MUL_LO_U64, R(off), R(b64), R(kc_u64(k, sb)));
-    INS(e, MUL_LO_U64, R(h64), R(h64), R(kc_u64(k, sh)));
-    INS(e, ADD_U64, R(off), R(off), R(h64));
+    char s1[24], s2[24];
+    snprintf(s1, sizeof s1, "%s_stride_%c", t, d1);
+    snprintf(s2, sizeof s2, "%s_stride_%c", t, d2);
+    Reg p = kc_ptr(k, t), a64 = e_reg(e, RC_B64), b64 = e_reg(e, RC_B64), off = e_reg(e, RC_B64);
+    INS(e, CVT_U64_U32, R(a64), R(i1));
+    INS(e, CVT_U64_U32, R(b64), R(i2));
+    INS(e, MUL_LO_U64, R(off), R(a64), R(kc_u64(k, s1)));
+    INS(e, MUL_LO_U64, R(b64), R(b64), R(kc_u64(k, s2)));
+    INS(e, ADD_U64, R(off), R(off), R(b64));
     INS(e, MUL_LO_U64, R(off), R(off), I(2));
     INS(e, ADD_U64, R(p), R(p), R(off));
     return p;
 }
 
-Reg row_stride_bytes(Kctx *k, const char *t) {
+Reg head_base(Kctx *k, const char *t, Reg b, Reg h) { return tensor_base(k, t, 'b', b, 'h', h); }
+
+Reg stride_bytes(Kctx *k, const char *t, char dim) {
     char name[24];
-    snprintf(name, sizeof name, "%s_stride_s", t);
+    snprintf(name, sizeof name, "%s_stride_%c", t, dim);
     Reg s64 = kc_u64(k, name), r = e_reg(&k->e, RC_B32);
     INS(&k->e, CVT_U32_U64, R(r), R(s64));
     INS(&k->e, SHL_B32, R(r), R(r), I(1));
     return r;
 }
+
+Reg row_stride_bytes(Kctx *k, const char *t) { return stride_bytes(k, t, 's'); }
 
 void cta_coords(Kctx *k, Reg *b, Reg *h) {
     *b = e_reg(&k->e, RC_B32);

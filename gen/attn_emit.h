@@ -5,9 +5,13 @@
 #include "attn.h"
 #include "../templates/kctx.h"
 
+/* ptr + 2 * (i1 * stride_d1 + i2 * stride_d2) for 16-bit tensor t; dims are 'b', 's', 'h' */
+Reg tensor_base(Kctx *k, const char *t, char d1, Reg i1, char d2, Reg i2);
 /* ptr + 2 * (b * stride_b + h * stride_h) for tensor t */
 Reg head_base(Kctx *k, const char *t, Reg b, Reg h);
-/* t's row stride in bytes (the runner guarantees it fits 32 bits) */
+/* t's stride along dim in bytes (the runner guarantees it fits 32 bits) */
+Reg stride_bytes(Kctx *k, const char *t, char dim);
+/* t's row stride (dim 's') in bytes */
 Reg row_stride_bytes(Kctx *k, const char *t);
 /* batch (ctaid.z) and head (ctaid.y) of this CTA */
 void cta_coords(Kctx *k, Reg *b, Reg *h);

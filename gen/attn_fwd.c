@@ -62,12 +62,8 @@ static void setup_problem(Kctx *k, Fwd *f) {
 }
 
 static void fragment_bases(Kctx *k, Fwd *f) {
-    Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), qrow = e_reg(e, RC_B32);
-    Reg krow, ksel;
-    INS(e, AND_B32, R(l15), R(k->lane), I(15));
-    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
-    INS(e, ADD_U32, R(qrow), R(l15), R(f->warp_row0));
+    Reg l15, hi, qrow, krow, ksel;
+    ldsm_a_lanes(k, f->warp_row0, &l15, &hi, &qrow);
     ldsm_bases(k, &f->fq, f->sq, qrow, hi);        /* A of S = Q K^T: rows of Q */
     ldsm_bases(k, &f->fv, f->sv, l15, hi);         /* B of O = P V, transposed */
     ldsm_b_lanes(k, &krow, &ksel);                 /* B of S = Q K^T: rows of K */

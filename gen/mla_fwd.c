@@ -42,27 +42,6 @@ typedef struct {
     RowStats rows;
 } Mla;
 
-static Reg stride_bytes32(Kctx *k, const char *name) {
-    Reg r = e_reg(&k->e, RC_B32);
-    INS(&k->e, CVT_U32_U64, R(r), R(kc_u64(k, name)));
-    INS(&k->e, SHL_B32, R(r), R(r), I(1));
-    return r;
-}
-
-/* ptr + 2 * (t * stride_s + h * stride_h): the first element of row (t, h) */
-static Reg token_head_base(Kctx *k, const char *tensor, const char *ss, const char *sh, Reg t, Reg h) {
-    Emit *e = &k->e;
-    Reg p = kc_ptr(k, tensor), a = e_reg(e, RC_B64), b = e_reg(e, RC_B64);
-    INS(e, CVT_U64_U32, R(a), R(t));
-    INS(e, MUL_LO_U64, R(a), R(a), R(kc_u64(k, ss)));
-    INS(e, CVT_U64_U32, R(b), R(h));
-    INS(e, MUL_LO_U64, R(b), R(b), R(kc_u64(k, sh)));
-    INS(e, ADD_U64, R(a), R(a), R(b));
-    INS(e, MUL_LO_U64, R(a), R(a), I(2));
-    INS(e, ADD_U64, R(p), R(p), R(a));
-    return p;
-}
-
 /* The token's slot count: topk, or clamp(topk_length[t], 0, topk) when given. */
 static void slot_count(Kctx *k, Mla *f) {
     Emit *e = &k->e;
@@ -93,7 +72,7 @@ static void setup(Kctx *k, Mla *f) {
     INS(e, DIV_U32, R(f->half), R(k->warp), I(pairs));
     INS(e, MUL_LO_U32, R(f->warp_row0), R(f->pair), I(16));
     f->kv = kc_ptr(k, "kv");
-    f->kv_rs = stride_bytes32(k, "kv_stride_s");
+    f->kv_rs = row_stride_bytes(k, "kv");
     Reg a = e_reg(e, RC_B64);
     INS(e, CVT_U64_U32, R(a), R(f->t));
     INS(e, MUL_LO_U64, R(a), R(a), R(kc_u64(k, "indices_stride_s")));
@@ -139,11 +118,9 @@ static void gather_rows(Kctx *k, Mla *f, Reg idx, Reg shift) {
 
 static void fragment_bases(Kctx *k, Mla *f) {
     Emit *e = &k->e;
-    Reg l15 = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), row = e_reg(e, RC_B32), brow, bsel;
+    Reg l15, hi, row, brow, bsel;
     Reg own = e_reg(e, RC_B32), other = e_reg(e, RC_B32), cols = e_reg(e, RC_B32), t = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(l15), R(k->lane), I(15));
-    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
-    INS(e, ADD_U32, R(row), R(l15), R(f->warp_row0));
+    ldsm_a_lanes(k, f->warp_row0, &l15, &hi, &row);
     ldsm_bases(k, &f->fq, f->sq, row, hi);                              /* A of S: the warp's heads of Q */
     INS(e, MUL_LO_U32, R(own), R(f->half), I(f->hn));                   /* first slot of each half */
     INS(e, SUB_U32, R(other), I(f->hn), R(own));
@@ -177,11 +154,18 @@ static void add_bias(Kctx *k, Mla *f, Acc *s) {
     }
 }
 
+/* Barrier of the two warps of this warp's pair (id 1 + pair; 0 is the CTA's). */
+static void pair_sync(Kctx *k, Mla *f) {
+    Reg id = e_reg(&k->e, RC_B32);
+    INS(&k->e, ADD_U32, R(id), R(f->pair), I(1));
+    INS(&k->e, BAR_SYNC_N, R(id), I(64));
+}
+
 /* x[h] (rows g and g+8 of the warp) = op(x[h], the partner warp's x[h]) */
 static void pair_combine(Kctx *k, Mla *f, Reg *x, Op op) {
     Emit *e = &k->e;
     Reg g = e_reg(e, RC_B32), mine = e_reg(e, RC_B32), theirs = e_reg(e, RC_B32), lead = e_reg(e, RC_PRED);
-    Reg t = e_reg(e, RC_B32), id = e_reg(e, RC_B32);
+    Reg t = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, ADD_U32, R(g), R(g), R(f->warp_row0));
     INS(e, MAD_LO_U32, R(g), R(g), I(4), R(k->smem));
@@ -191,19 +175,12 @@ static void pair_combine(Kctx *k, Mla *f, Reg *x, Op op) {
     INS(e, AND_B32, R(t), R(k->lane), I(3));
     INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
     for (int h = 0; h < 2; h++) INSP(e, lead, 0, ST_SHARED_F32, A(mine, f->rowx_off + 32 * h), R(x[h]));
-    INS(e, ADD_U32, R(id), R(f->pair), I(1));
-    INS(e, BAR_SYNC_N, R(id), I(64));
+    pair_sync(k, f);
     for (int h = 0; h < 2; h++) {
         Reg y = e_reg(e, RC_F32);
         INS(e, LD_SHARED_F32, R(y), A(theirs, f->rowx_off + 32 * h));
         e_insn(e, NOGUARD, 0, op, OPNDS(R(x[h]), R(x[h]), R(y)));
     }
-}
-
-static void pair_sync(Kctx *k, Mla *f) {
-    Reg id = e_reg(&k->e, RC_B32);
-    INS(&k->e, ADD_U32, R(id), R(f->pair), I(1));
-    INS(&k->e, BAR_SYNC_N, R(id), I(64));
 }
 
 /* Step n+1's rows into the other stage and step n+2's index into idx_next, unless n is the last step. */
@@ -263,8 +240,8 @@ static void epilogue(Kctx *k, Mla *f) {
     free(p);
     INS(e, BAR_SYNC, I(0));
     INS(e, SUB_U32, R(rows_left), R(f->h_q), R(f->h0));
-    smem_to_global(k, f->so, f->threads, token_head_base(k, "o", "o_stride_s", "o_stride_h", f->t, f->h0),
-                   stride_bytes32(k, "o_stride_h"), rows_left);
+    smem_to_global(k, f->so, f->threads, tensor_base(k, "o", 's', f->t, 'h', f->h0),
+                   stride_bytes(k, "o", 'h'), rows_left);
     /* lse[t][h0 + r], written by the pair's first warp */
     INS(e, SETP_EQ_U32, R(lead), R(f->half), I(0));
     INS(e, SELP_B32, R(lim), R(rows_left), I(0), R(lead));
@@ -283,8 +260,8 @@ static void load_q(Kctx *k, Mla *f) {
     INS(e, SETP_LT_U32, R(ok), R(head), R(f->h_q));
     INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
     INS(e, SELP_B32, R(head), R(gq.row), I(0), R(ok));                  /* heads past h_q: row 0, not read */
-    INS(e, MUL_WIDE_U32, R(src), R(head), R(stride_bytes32(k, "q_stride_h")));
-    INS(e, ADD_U64, R(src), R(src), R(token_head_base(k, "q", "q_stride_s", "q_stride_h", f->t, f->h0)));
+    INS(e, MUL_WIDE_U32, R(src), R(head), R(stride_bytes(k, "q", 'h')));
+    INS(e, ADD_U64, R(src), R(src), R(tensor_base(k, "q", 's', f->t, 'h', f->h0)));
     rg_issue(k, &gq, f->sq, NOGUARD, src, sz);
 }
 

@@ -105,6 +105,14 @@ void ldsm_b_lanes(Kctx *k, Reg *row, Reg *sel) {
     INS(e, AND_B32, R(*sel), R(*sel), I(1));
 }
 
+void ldsm_a_lanes(Kctx *k, Reg row0, Reg *l15, Reg *hi, Reg *row) {
+    Emit *e = &k->e;
+    *l15 = e_reg(e, RC_B32), *hi = e_reg(e, RC_B32), *row = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(*l15), R(k->lane), I(15));
+    INS(e, SHR_U32, R(*hi), R(k->lane), I(4));
+    INS(e, ADD_U32, R(*row), R(*l15), R(row0));
+}
+
 Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk) {
     Reg a = lb->base;
     if (kk & 3) {

@@ -52,5 +52,9 @@ void ldsm_bases_at(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel, Re
  * .trans, of an m16 x k16 A tile from a [k][m] tile): lanes 0-15 address rows
  * 0-7, 16-31 rows 8-15, each at chunk (lane >> 3) & 1. */
 void ldsm_b_lanes(Kctx *k, Reg *row, Reg *sel);
+/* Lane rows of an x4 load of an m16 x k16 A tile (or, with .trans, of two B
+ * tiles from a [k][n] tile): l15 = lane & 15, hi = lane >> 4 (the chunk
+ * selector), row = row0 + l15. */
+void ldsm_a_lanes(Kctx *k, Reg row0, Reg *l15, Reg *hi, Reg *row);
 Opnd ldsm_addr(Kctx *k, const LdsmBases *lb, int row_off, int kk);
 #endif
