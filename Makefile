@@ -39,7 +39,7 @@ test: all $(TESTS)
 	@bash tests/run_all.sh
 
 # check over the shape matrix on a GPU; one clear line where there is none
-gpu-test: all build/tests/test_sim
+gpu-test: all build/tests/test_sim build/tests/test_problem
 	@bash tests/gpu_matrix.sh
 
 clean:

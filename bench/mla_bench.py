@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Sparse MLA forward (mla_fwd) against a PyTorch formulation of the same math
-(gather the top-k rows, matmul, masked softmax, matmul), eager and
+"""Sparse MLA forward (mla_fwd) or backward (mla_bwd) against a PyTorch formulation of the same math
+(gather the top-k rows, matmul, masked softmax, matmul; autograd for the backward), eager and
 torch.compile, in one process on the same GPU and tensors (BENCH.md method).
 Ours is launched from its manifest alone (peer_bench.KernelSet).
 
-usage: mla_bench.py [--ptxgen ./ptxgen] [--arch sm_90] [--tile KEY=V,...] [--sq N] [--skv N] [--topk N]
-                    [--heads 64,128] [--no-compile] [--out FILE]
-FLOPs (KERNELS.md): 2 * s_q * h_q * topk * (d_qk + d_v), invalid slots counted.
+usage: mla_bench.py [--kernel mla_fwd|mla_bwd] [--ptxgen ./ptxgen] [--arch sm_90] [--tile KEY=V,...] [--sq N]
+                    [--skv N] [--topk N] [--heads 64,128] [--no-compile] [--out FILE]
+FLOPs (KERNELS.md): fwd 2 * s_q * h_q * topk * (d_qk + d_v); bwd 2 * s_q * h_q * topk * (3 * d_qk + 2 * d_v);
+invalid slots counted.
 """
 import argparse, json, math, sys
 import torch
-from peer_bench import KernelSet, median_ms, rel_l2
+from peer_bench import KernelSet, NoTF32, median_ms, one_or_str, rel_l2
 
 D_QK, D_V = 576, 512
 
@@ -67,11 +68,95 @@ def run(args, h):
         row["note"] = "MISMATCH vs torch"
     return row
 
+def torch_mla_bwd_ref(q, kv, idx, do, scale, chunk=256):
+    """The check's reference: fp32 dq, dkv by autograd of torch_mla_fwd on fp32 copies (no TF32), tokens in chunks
+    (dkv summed over them). Not bf16 eager: its kv[idx] backward (index_put accumulate into bf16) sums the
+    ~s_q*topk/s_kv contributions to a row of dkv in bf16: 1.4e-2 rel L2 vs float64 at 128 per row on the CPU
+    (not measured on CUDA); the line under each row prints the bf16 peer's own error."""
+    kv32 = kv.float().requires_grad_()
+    dq, dkv = torch.empty(q.shape, device=q.device), torch.zeros(kv.shape, device=q.device)
+    with NoTF32():
+        for t0 in range(0, q.shape[0], chunk):
+            qc = q[t0:t0 + chunk].float().requires_grad_()
+            o = torch_mla_fwd(qc, kv32, idx[t0:t0 + chunk], scale)[0]
+            gq, gkv = torch.autograd.grad(o, (qc, kv32), do[t0:t0 + chunk].float())
+            dq[t0:t0 + chunk] = gq; dkv += gkv
+    return dq, dkv
+
+def median_bwd_ms(fwd, ins, do, iters=10, warmup=2):
+    """Median ms of a peer's backward alone. Each repetition reruns the forward fwd() -> o outside the timed
+    region, then times torch.autograd.grad(o, ins, do), which frees that graph (no retain_graph, so none through
+    a compiled graph either). The start event is queued after the forward's kernels, so their GPU time is not
+    counted; the CPU queues the backward while they run."""
+    times = []
+    for i in range(warmup + iters):
+        o = fwd()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); torch.autograd.grad(o, ins, do); b.record(); b.synchronize()
+        del o
+        if i >= warmup: times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+def run_bwd(args, h):
+    s_q, s_kv, topk = args.sq, args.skv, args.topk
+    gen = torch.Generator().manual_seed(1)
+    q = (torch.randn(s_q, h, D_QK, generator=gen)).to("cuda", torch.bfloat16)
+    kv = (torch.randn(s_kv, D_QK, generator=gen)).to("cuda", torch.bfloat16)
+    idx = make_indices(s_q, s_kv, topk, gen).to("cuda")
+    do = (torch.randn(s_q, h, D_V, generator=gen)).to("cuda", torch.bfloat16)
+    scale = 1 / math.sqrt(D_QK)
+    sizes = dict(s_q=s_q, s_kv=s_kv, h_q=h, topk=topk, d_qk=D_QK, d_v=D_V)  # d_qk/d_v only for workspace expressions
+    # o and lse (the backward's inputs) from our mla_fwd at its default tile (--tile is for mla_bwd)
+    o = torch.empty(s_q, h, D_V, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(s_q, h, device="cuda", dtype=torch.float32)
+    KernelSet(args.ptxgen, args.arch, "mla_fwd", D_QK, False, "bf16", None).launch(
+        dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, lse=lse), sizes, scale)
+    dq = torch.full((s_q, h, D_QK), float("nan"), device="cuda", dtype=torch.bfloat16)
+    dkv = torch.full((s_kv, D_QK), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kern = KernelSet(args.ptxgen, args.arch, "mla_bwd", D_QK, False, "bf16", args.tile)
+    kern.bind(dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, do=do, lse=lse, dq=dq, dkv=dkv), sizes, scale)
+    kern.launch(); torch.cuda.synchronize()
+    ref_dq, ref_dkv = torch_mla_bwd_ref(q, kv, idx, do, scale)
+    flops = 2 * s_q * h * topk * (3 * D_QK + 2 * D_V)
+    row = dict(s_q=s_q, s_kv=s_kv, h=h, topk=topk, regs=one_or_str(kern.regs), local=one_or_str(kern.local),
+               entry=", ".join(kern.entries), err_dq=rel_l2(dq, ref_dq), err_dkv=rel_l2(dkv, ref_dkv))
+    row["ours_ms"] = median_ms(kern.launch)  # includes zeroing the zero_init workspaces, as peer_bench's attn_bwd
+    kern.ws.clear(); kern.zero.clear()  # not launched again: free its workspaces for the peers (dkv_part can be tens of GB)
+    torch.cuda.empty_cache()
+    leaves = [q.detach().requires_grad_(), kv.detach().requires_grad_()]  # dkv by autograd of kv[idx] (index_put accumulate)
+    try:  # the bf16 eager peer's own error, for the record
+        e_dq, e_dkv = torch.autograd.grad(torch_mla_fwd(*leaves, idx, scale)[0], leaves, do)
+        row["eager_err_dq"], row["eager_err_dkv"] = rel_l2(e_dq, ref_dq), rel_l2(e_dkv, ref_dkv)
+        del e_dq, e_dkv
+    except torch.cuda.OutOfMemoryError:
+        print("# eager: OOM", file=sys.stderr)
+    del ref_dq, ref_dkv
+    torch.cuda.empty_cache()
+    peers = {"eager": lambda: torch_mla_fwd(*leaves, idx, scale)[0]}
+    if not args.no_compile:
+        compiled = torch.compile(torch_mla_fwd)  # AOTAutograd compiles the forward and its backward (at first use)
+        peers["compile"] = lambda: compiled(*leaves, idx, scale)[0]
+    for name, fn in peers.items():
+        try:
+            row[name + "_ms"] = median_bwd_ms(fn, leaves, do)
+        except torch.cuda.OutOfMemoryError:
+            row[name + "_ms"] = float("nan"); print(f"# {name}: OOM", file=sys.stderr)
+        except Exception as e:  # e.g. torch.compile failing: report it, keep the others
+            row[name + "_ms"] = float("nan"); print(f"# {name} unavailable: {e}", file=sys.stderr)
+        torch.cuda.empty_cache()
+    for key in ["ours", *peers]:
+        row[key + "_tflops"] = flops / (row[key + "_ms"] * 1e-3) / 1e12
+    if not (row["err_dq"] < 1e-2 and row["err_dkv"] < 1e-2):  # NaN fails
+        row["note"] = "MISMATCH vs torch"
+    return row
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", choices=("mla_fwd", "mla_bwd"), default="mla_fwd")
     ap.add_argument("--ptxgen", default="./ptxgen")
     ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--tile", default=None)
+    ap.add_argument("--tile", default=None, help="tile of --kernel (mla_bwd's o/lse come from mla_fwd's default tile)")
     ap.add_argument("--sq", type=int, default=4096)
     ap.add_argument("--skv", type=int, default=8192)
     ap.add_argument("--topk", type=int, default=2048)
@@ -80,6 +165,25 @@ def main():
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     rows = []
+    if args.kernel == "mla_bwd":
+        print(f"# GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}  tile {args.tile or 'default'}")
+        print("# mla_bwd: backward alone; ours: the mla_bwd set incl. zeroing its zero_init workspaces, o/lse from our "
+              "mla_fwd; peers: autograd of torch_mla_fwd, forward rerun untimed before each backward; "
+              "err: rel L2 vs autograd of torch_mla_fwd in fp32 (1e-2)")
+        print("| kernel | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/eager | ours/compile | regs | spill B | dq err | dkv err |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for h in [int(x) for x in args.heads.split(",")]:
+            r = run_bwd(args, h)
+            rows.append(r)
+            eag, comp = r["eager_tflops"], r.get("compile_tflops", float("nan"))
+            print(f"| mla_bwd | {r['s_q']} | {r['s_kv']} | {h} | {r['topk']} | {r['ours_tflops']:.1f} | {eag:.1f} | "
+                  f"{comp:.1f} | {r['ours_tflops'] / eag:.2f} | {r['ours_tflops'] / comp:.2f} | {r['regs']} | {r['local']} | "
+                  f"{r['err_dq']:.2e} | {r['err_dkv']:.2e} {r.get('note', '')}|", flush=True)
+            print(f"#   torch eager (bf16) vs the fp32 reference: dq {r.get('eager_err_dq', float('nan')):.2e}  "
+                  f"dkv {r.get('eager_err_dkv', float('nan')):.2e}", flush=True)
+            torch.cuda.empty_cache()
+        if args.out: json.dump(rows, open(args.out, "w"), indent=1)
+        return
     print("| kernel | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/compile | regs | spill B | o err | lse err |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for h in [int(x) for x in args.heads.split(",")]:

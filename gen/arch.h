@@ -17,6 +17,7 @@ typedef struct {
     int ctas_sm;             /* resident blocks per SM */
     int tmem_cols;           /* TMEM columns per CTA (0: no TMEM) */
     unsigned families;       /* FAM_* instruction families this target has */
+    int vec_red;             /* red.global.add.v2/.v4.f32 exist (sm_90+, PTX 8.1) */
 } ArchInfo;
 
 const ArchInfo *arch_find(const char *name);   /* NULL if unknown */

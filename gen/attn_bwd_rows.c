@@ -34,43 +34,6 @@ static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
     return a;
 }
 
-/* the two elements of a packed pair as f32 */
-static void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi) {
-    Emit *e = &k->e;
-    *lo = e_reg(e, RC_F32), *hi = e_reg(e, RC_F32);
-    if (dt == DT_FP16) {
-        Reg t = e_reg(e, RC_B32);
-        INS(e, CVT_F32_F16, R(*lo), R(w));
-        INS(e, SHR_U32, R(t), R(w), I(16));
-        INS(e, CVT_F32_F16, R(*hi), R(t));
-        return;
-    }
-    /* bf16 is the top half of an f32 */
-    Reg a = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
-    INS(e, SHL_B32, R(a), R(w), I(16));
-    INS(e, AND_B32, R(b), R(w), IX(0xffff0000u));
-    INS(e, MOV_F32_B32, R(*lo), R(a));
-    INS(e, MOV_F32_B32, R(*hi), R(b));
-}
-
-static Reg dot8(Kctx *k, DType dt, const Reg *x, const Reg *y) {
-    Reg sum = e_reg(&k->e, RC_F32);
-    INS(&k->e, MOV_F32, R(sum), FI(0.0f));
-    for (int i = 0; i < 4; i++) {
-        Reg xl, xh, yl, yh;
-        unpack2(k, dt, x[i], &xl, &xh);
-        unpack2(k, dt, y[i], &yl, &yh);
-        INS(&k->e, FMA_F32, R(sum), R(xl), R(yl), R(sum));
-        INS(&k->e, FMA_F32, R(sum), R(xh), R(yh), R(sum));
-    }
-    return sum;
-}
-
-static void ld16(Kctx *k, Reg *v, Reg addr) {
-    for (int i = 0; i < 4; i++) v[i] = e_reg(&k->e, RC_B32);
-    INS(&k->e, LD_GLOBAL_V4_B32, V4(v[0], v[1], v[2], v[3]), A(addr, 0));
-}
-
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
 static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq) {
     Emit *e = &k->e;
@@ -81,9 +44,9 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     INS(e, SUB_U32, R(last), R(s_q), I(1));
     INS(e, MIN_U32, R(rc_row), R(row), R(last));
     Reg o[4], g[4];
-    ld16(k, o, chunk_addr(k, rc, "o", rc_row));
-    ld16(k, g, chunk_addr(k, rc, "do", rc_row));
-    Reg sum = dot8(k, d->dtype, o, g);
+    ld16_global(k, o, chunk_addr(k, rc, "o", rc_row));
+    ld16_global(k, g, chunk_addr(k, rc, "do", rc_row));
+    Reg sum = dot8_packed(k, d->dtype, o, g);
     for (int m = 1; m < rc->cpr; m <<= 1) {
         Reg t = e_reg(e, RC_F32);
         INS(e, SHFL_BFLY, R(t), R(sum), I(m), I(31), I(-1));
@@ -131,13 +94,8 @@ static void convert_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, 
     for (int i = 0; i < 8; i++) f[i] = e_reg(e, RC_F32);
     INS(e, LD_GLOBAL_V4_B32, V4(f[0], f[1], f[2], f[3]), A(acc, 0));
     INS(e, LD_GLOBAL_V4_B32, V4(f[4], f[5], f[6], f[7]), A(acc, 16));
-    Op cvt = d->dtype == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
-    for (int i = 0; i < 4; i++) {
-        INS(e, MUL_F32, R(f[2 * i]), R(f[2 * i]), R(scale));
-        INS(e, MUL_F32, R(f[2 * i + 1]), R(f[2 * i + 1]), R(scale));
-        out[i] = e_reg(e, RC_B32);
-        e_insn(e, NOGUARD, 0, cvt, OPNDS(R(out[i]), R(f[2 * i + 1]), R(f[2 * i])));
-    }
+    for (int i = 0; i < 8; i++) INS(e, MUL_F32, R(f[i]), R(f[i]), R(scale));
+    f32x8_pack(k, d->dtype, f, out);
     INS(e, ST_GLOBAL_V4_B32, A(chunk_addr(k, rc, "dq", row), 0), V4(out[0], out[1], out[2], out[3]));
     e_place(e, skip);
 }

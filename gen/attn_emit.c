@@ -195,3 +195,48 @@ void abi_scale(KernelSpec *ks, const char *meaning) {
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning) {
     add(ks, (ParamSpec){name, PT_PTR, PR_WORKSPACE, meaning, NULL, NULL, name, NULL});
 }
+
+/* the two elements of a packed pair as f32 */
+static void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi) {
+    Emit *e = &k->e;
+    *lo = e_reg(e, RC_F32), *hi = e_reg(e, RC_F32);
+    if (dt == DT_FP16) {
+        Reg t = e_reg(e, RC_B32);
+        INS(e, CVT_F32_F16, R(*lo), R(w));
+        INS(e, SHR_U32, R(t), R(w), I(16));
+        INS(e, CVT_F32_F16, R(*hi), R(t));
+        return;
+    }
+    /* bf16 is the top half of an f32 */
+    Reg a = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
+    INS(e, SHL_B32, R(a), R(w), I(16));
+    INS(e, AND_B32, R(b), R(w), IX(0xffff0000u));
+    INS(e, MOV_F32_B32, R(*lo), R(a));
+    INS(e, MOV_F32_B32, R(*hi), R(b));
+}
+
+Reg dot8_packed(Kctx *k, DType dt, const Reg *x, const Reg *y) {
+    Reg sum = e_reg(&k->e, RC_F32);
+    INS(&k->e, MOV_F32, R(sum), FI(0.0f));
+    for (int i = 0; i < 4; i++) {
+        Reg xl, xh, yl, yh;
+        unpack2(k, dt, x[i], &xl, &xh);
+        unpack2(k, dt, y[i], &yl, &yh);
+        INS(&k->e, FMA_F32, R(sum), R(xl), R(yl), R(sum));
+        INS(&k->e, FMA_F32, R(sum), R(xh), R(yh), R(sum));
+    }
+    return sum;
+}
+
+void ld16_global(Kctx *k, Reg *v, Reg addr) {
+    for (int i = 0; i < 4; i++) v[i] = e_reg(&k->e, RC_B32);
+    INS(&k->e, LD_GLOBAL_V4_B32, V4(v[0], v[1], v[2], v[3]), A(addr, 0));
+}
+
+void f32x8_pack(Kctx *k, DType dt, const Reg *f, Reg *out) {
+    Op cvt = dt == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    for (int i = 0; i < 4; i++) {
+        out[i] = e_reg(&k->e, RC_B32);
+        e_insn(&k->e, NOGUARD, 0, cvt, OPNDS(R(out[i]), R(f[2 * i + 1]), R(f[2 * i])));
+    }
+}

@@ -59,4 +59,12 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
 void abi_sizes(KernelSpec *ks, const char *const *names, int n);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
+
+/* Row-wise arithmetic on 16-byte chunks of 16-bit elements. */
+/* v[0..3] = the 16 bytes at addr (global) */
+void ld16_global(Kctx *k, Reg *v, Reg addr);
+/* sum of x[i] * y[i] over the 8 elements of two chunks, in f32 */
+Reg  dot8_packed(Kctx *k, DType dt, const Reg *x, const Reg *y);
+/* 8 f32 values rounded into one chunk (4 packed pairs, the lower element low) */
+void f32x8_pack(Kctx *k, DType dt, const Reg *f, Reg *out);
 #endif

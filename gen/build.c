@@ -45,6 +45,9 @@ static const KernelKind kinds[] = {
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
     {"mla_fwd", "sparse MLA forward (top-k gathered latent KV)", mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},
+    {"mla_bwd", "sparse MLA backward (dq, and dkv scattered over the top-k rows)", mla_bwd_keys, &mla_bwd_nkeys,
+     mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
+     MLA_D_V, 0, 1},
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
@@ -74,10 +77,10 @@ static const KernelKind *find_kind(const char *name) {
 
 static int parse_kind(const ptxgen_request *rq, const KernelKind **kind, char *err, size_t errlen) {
     if ((*kind = find_kind(rq->kernel))) return 0;
-    int planned = rq->kernel && !strcmp(rq->kernel, "mla_bwd");
-    snprintf(err, errlen, planned ? "kernel '%s' is not implemented yet (available: attn_fwd, attn_bwd, mla_fwd)"
-                                  : "unknown kernel '%s' (available: attn_fwd, attn_bwd, mla_fwd)",
-             rq->kernel ? rq->kernel : "(none)");
+    Buf names = {0};
+    for (int i = 0; i < NKINDS; i++) buf_printf(&names, "%s%s", i ? ", " : "", kinds[i].name);
+    snprintf(err, errlen, "unknown kernel '%s' (available: %s)", rq->kernel ? rq->kernel : "(none)", names.s);
+    buf_free(&names);
     return 2;
 }
 
@@ -188,9 +191,11 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     }
     snprintf(s->ks.kernel, sizeof s->ks.kernel, "%s", kind->name);
     s->ks.arch = s->desc.arch;
-    Buf m = {0};
-    module_header(&m, s->desc.arch);
-    kind_build(kind, &s->desc, &s->ks, &m);
+    Buf body = {0}, m = {0};
+    kind_build(kind, &s->desc, &s->ks, &body);
+    module_header(&m, s->desc.arch, s->ks.ptx_min);
+    buf_puts(&m, body.s ? body.s : "");
+    buf_free(&body);
     s->ks.ptx = buf_take(&m);
     describe(s, kind);
     *out = s;

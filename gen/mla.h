@@ -20,6 +20,14 @@ void mla_fwd_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 
+/* mla_bwd: the kernel set (pre, main, convert or the deterministic reduce) */
+extern const TileKey mla_bwd_keys[];
+extern const int mla_bwd_nkeys;
+AttnTile mla_bwd_default_tile(const ArchInfo *a, int d);
+int  mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  mla_bwd_plan(const AttnDesc *d, Plan *plans);
+void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
+
 /* The launch ABI the MLA kernels share (KERNELS.md "mla_fwd / mla_bwd"). */
 #define MLA_SCALE_MEANING "S = softmax_scale * q . K[idx] (natural units); no default"
 #define MLA_LSE_MEANING "log-sum-exp of the scaled scores over valid slots, natural log, +inf for tokens with no valid slot; contiguous"

@@ -13,7 +13,7 @@ static void room_for_region(const Plan *p) {
 int plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note) {
     room_for_region(p);
     int off = (p->smem_bytes + align - 1) / align * align;
-    p->region[p->nregions++] = (SmemRegion){name, off, bytes, note};
+    p->region[p->nregions++] = (SmemRegion){name, off, bytes, note, -1};
     p->smem_bytes = off + bytes;
     return off;
 }
@@ -21,7 +21,7 @@ int plan_add_region(Plan *p, const char *name, int bytes, int align, const char 
 void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note) {
     room_for_region(p);
     SmemRegion base = p->region[over];
-    p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note};
+    p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note, over};
     if (base.offset + bytes > p->smem_bytes) p->smem_bytes = base.offset + bytes;
 }
 
@@ -98,15 +98,34 @@ void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
              p->smem_bytes, a->smem_block_optin, p->regs_est, a->regs_thread, p->ctas_per_sm, p->occ_limiter);
 }
 
+/* The unions: which regions share bytes with an earlier phase's. */
+static void print_unions(const Plan *p, Buf *out) {
+    int any = 0;
+    for (int i = 0; i < p->nregions; i++) {
+        const SmemRegion *r = &p->region[i];
+        if (r->over < 0) continue;
+        const SmemRegion *b = &p->region[r->over];
+        buf_printf(out, "%s  %s reuses %s's bytes [%d, %d) in a later phase: %d B saved\n",
+                   any ? "" : "phase unions:\n", r->name, b->name, r->offset, r->offset + r->bytes, r->bytes);
+        any = 1;
+    }
+}
+
 void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
     buf_printf(out, "kernel %s\n", p->what);
     buf_printf(out, "shared memory (dynamic, per CTA) on %s:\n", a->name);
-    buf_printf(out, "  %-10s %8s %8s  %s\n", "region", "offset", "bytes", "note");
+    buf_printf(out, "  %-10s %8s %8s %8s %7s  %s\n", "region", "offset", "end", "bytes", "KB", "note");
     for (int i = 0; i < p->nregions; i++) {
         const SmemRegion *r = &p->region[i];
-        buf_printf(out, "  %-10s %8d %8d  %s\n", r->name, r->offset, r->bytes, r->note ? r->note : "");
+        buf_printf(out, "  %-10s %8d %8d %8d %7.1f  %s%s%s%s\n", r->name, r->offset, r->offset + r->bytes, r->bytes,
+                   r->bytes / 1024.0, r->note ? r->note : "", r->over >= 0 ? " [union over " : "",
+                   r->over >= 0 ? p->region[r->over].name : "", r->over >= 0 ? "]" : "");
     }
-    buf_printf(out, "  %-10s %8s %8d  of %d opt-in (+%d reserved)\n", "total", "", p->smem_bytes, a->smem_block_optin, a->smem_reserved);
+    print_unions(p, out);
+    int budget = a->smem_block_optin;
+    buf_printf(out, "  %-10s %8s %8s %8d %7.1f  %.1f%% of the %d B (%.1f KB) a block may opt into on %s, %d B free "
+               "(+%d B reserved per block)\n", "total", "", "", p->smem_bytes, p->smem_bytes / 1024.0,
+               100.0 * p->smem_bytes / budget, budget, budget / 1024.0, a->name, budget - p->smem_bytes, a->smem_reserved);
     buf_printf(out, "threads per CTA:        %d\n", p->threads);
     buf_printf(out, "registers (estimate):   %d per thread of %d\n", p->regs_est, a->regs_thread);
     if (p->ok) buf_printf(out, "CTAs per SM:            %d (limited by %s)\n", p->ctas_per_sm, p->occ_limiter);

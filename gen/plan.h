@@ -11,6 +11,7 @@ typedef struct {
     const char *name;
     int offset, bytes;
     const char *note;
+    int over;              /* a phase union: the region whose bytes this one reuses (-1: none) */
 } SmemRegion;
 
 typedef struct {

@@ -18,6 +18,7 @@ typedef struct {
     int nk;
     Problem pb;
     GpuRef *gref;               /* the GPU reference, when it judges this session's runs (pick_reference) */
+    GpuRef *fwd_ref;            /* the GPU reference that derives a backward's O and LSE (derive_on_gpu) */
     char arch[16];
 } Session;
 
@@ -142,6 +143,27 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     return 0;
 }
 
+/* --ref auto takes the GPU reference on a CUDA device above this many GFLOP
+ * (problem_flops: the CPU reference does the same math as the set). The
+ * float64 CPU reference runs at about 2 to 3 GFLOP/s a core, so above it
+ * takes seconds on a 16-core host, and minutes at realistic shapes. */
+#define AUTO_GPU_REF_GFLOP 20.0
+
+/* A backward's O and LSE come from the GPU reference's forward where the
+ * float64 CPU one would take minutes: on a CUDA device, past the threshold,
+ * unless --ref cpu asks for the CPU throughout. A GPU reference that fails
+ * to load leaves the CPU one. */
+static void derive_on_gpu(Session *ss, const RunOpts *o) {
+    char err[2048];
+    Problem *p = &ss->pb;
+    if (strcmp(dev_kind(ss->dev), "cuda") || o->ref == RUN_REF_CPU || problem_flops(p) / 1e9 <= AUTO_GPU_REF_GFLOP) return;
+    if (gpu_ref_open(&ss->fwd_ref, ss->dev, err, sizeof err)) {
+        printf("inputs: o and lse from the CPU forward (the GPU reference failed to load: %s)\n", err);
+        return;
+    }
+    p->fwd_gpu = ss->fwd_ref;
+}
+
 static int setup_problem(Session *ss, const RunOpts *o) {
     char err[1024];
     Problem *p = &ss->pb;
@@ -165,6 +187,7 @@ static int setup_problem(Session *ss, const RunOpts *o) {
         }
         if (dev_set_dyn_smem(ss->k[i].fn, (int)ss->k[i].smem, err, sizeof err)) return fail("launch setup", err);
     }
+    derive_on_gpu(ss, o);
     if (problem_init(p, ss->dev, o->seed, o->pad, err, sizeof err) || problem_workspaces(p, ss->dev, ss->set, err, sizeof err))
         return fail("inputs", err);
     for (int i = 0; i < ss->nk; i++)
@@ -194,6 +217,7 @@ static int launch_part(Session *ss, int which) { return which < 0 ? launch(ss) :
 
 static void close_session(Session *ss) {
     gpu_ref_close(ss->gref);
+    gpu_ref_close(ss->fwd_ref);
     if (ss->dev) problem_free(&ss->pb, ss->dev);
     if (ss->mod) dev_unload(ss->mod);
     ptxgen_free(ss->set);
@@ -262,11 +286,6 @@ static size_t bits_differ(const Outputs *a, const Outputs *b, int i, size_t *fir
     return n;
 }
 
-/* --ref auto takes the GPU reference on a CUDA device above this many GFLOP
- * (problem_flops: the CPU reference does the same math as the set). The
- * float64 CPU reference runs at about 2 to 3 GFLOP/s a core, so above it
- * takes seconds on a 16-core host, and minutes at realistic shapes. */
-#define AUTO_GPU_REF_GFLOP 20.0
 
 /* Picks the reference that judges ss's runs (--ref), opens the GPU one when
  * picked (ss->gref), and prints which and why. auto falls back to the CPU
@@ -326,12 +345,23 @@ static int judge(const Problem *p, const Outputs *out, const Reference *ref, con
     return bad;
 }
 
-/* One run of the set on poisoned outputs (so every element must be written), fetched. */
+/* The outputs' canary zones after runs of the set: a store past either end
+ * of an output fails the run even where it hit nothing the device checks. */
+static int guards_intact(Session *ss) {
+    char err[1024];
+    if (!problem_check_guards(&ss->pb, ss->dev, err, sizeof err)) return 1;
+    fprintf(stderr, "ptxgen: %s\n", err);
+    return 0;
+}
+
+/* One run of the set on poisoned outputs (so every element must be written)
+ * between rearmed canaries (so no byte beside them may be), fetched. */
 static int run_once(Session *ss, Outputs *out) {
     char err[1024];
     if (problem_poison_outputs(&ss->pb, ss->dev, err, sizeof err)) return fail("poison", err);
     if (launch(ss)) return 1;
     if (dev_sync(ss->dev, err, sizeof err)) return fail("kernel", err);
+    if (!guards_intact(ss)) return 1;
     return fetch(ss, out);
 }
 
@@ -468,6 +498,7 @@ int run_bench(const RunOpts *in) {
                ms[o->iters - 1], o->iters, problem_flops(&ss.pb) / (med * 1e-3) / 1e12);
         rc = time_kernels(&ss, o, ms, med);
     }
+    if (!rc && !guards_intact(&ss)) rc = 1;   /* bench shapes are the large ones: overflowing offsets show here */
     free(ms);
     close_session(&ss);
     return rc;

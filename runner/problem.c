@@ -1,8 +1,10 @@
 #include "problem.h"
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "guard.h"
 #include "ref.h"
 
 static void attn_layouts(Problem *p, int pad);
@@ -10,25 +12,32 @@ static void mla_layouts(Problem *p, int pad);
 static void ref_fwd(const Problem *p, double *const ref[]);
 static void ref_bwd(const Problem *p, double *const ref[]);
 static void ref_mla(const Problem *p, double *const ref[]);
+static void ref_mla_grads(const Problem *p, double *const ref[]);
 static int gpu_fwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static double attn_fwd_flops(const Problem *p);
 static double attn_bwd_flops(const Problem *p);
 static double mla_fwd_flops(const Problem *p);
+static double mla_bwd_flops(const Problem *p);
 
 /* What each kernel kind reads and writes (KERNELS.md), by tensor name: the
- * tensors' layouts, the inputs drawn at random, whether O and LSE are inputs
- * derived from them, whether top-k indices are drawn (sparse MLA), the
- * outputs with their bf16 tolerance (fp16 halves it, except LSE's) and
- * whether they must be exactly 0 where the reference is (rows with no valid
- * key), their float64 reference on the CPU and on the GPU (into fp32 buffers
- * out[], one per output), and the FLOPs of one run. */
+ * tensors' layouts, the inputs drawn at random, whether top-k indices are
+ * drawn (sparse MLA), for a backward kind the forward reference whose O and
+ * LSE (of those inputs) it takes as inputs, the outputs with their bf16
+ * tolerance (fp16 halves it, except LSE's) and whether they must be exactly 0
+ * where the reference is (rows with no valid key, kv rows nobody selected:
+ * see mark_cancellations),
+ * their float64 reference on the CPU and on the GPU (into fp32 buffers out[],
+ * one per output), and the FLOPs of one run. */
 typedef struct {
     const char *name;
     void (*layouts)(Problem *p, int pad);
     const char *random[4];
-    int derives_fwd, sparse;
+    int sparse;
+    void (*forward)(const Problem *p, double *const ref[]);
+    int (*gpu_forward)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
     struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
     void (*reference)(const Problem *p, double *const ref[]);
     int (*gpu_reference)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
@@ -36,12 +45,14 @@ typedef struct {
 } KindSpec;
 
 static const KindSpec kKinds[PK_COUNT] = {
-    [PK_ATTN_FWD] = {"attn_fwd", attn_layouts, {"q", "k", "v"}, 0, 0, {{"o", 5e-3, 1, 0}, {"lse", 1e-4, 0, 0}}, ref_fwd,
-                     gpu_fwd, attn_fwd_flops},
-    [PK_ATTN_BWD] = {"attn_bwd", attn_layouts, {"q", "k", "v", "do"}, 1, 0,
+    [PK_ATTN_FWD] = {"attn_fwd", attn_layouts, {"q", "k", "v"}, 0, NULL, NULL, {{"o", 5e-3, 1, 0}, {"lse", 1e-4, 0, 0}},
+                     ref_fwd, gpu_fwd, attn_fwd_flops},
+    [PK_ATTN_BWD] = {"attn_bwd", attn_layouts, {"q", "k", "v", "do"}, 0, ref_fwd, gpu_fwd,
                      {{"dq", 1e-2, 1, 0}, {"dk", 1e-2, 1, 0}, {"dv", 1e-2, 1, 0}}, ref_bwd, gpu_bwd, attn_bwd_flops},
-    [PK_MLA_FWD] = {"mla_fwd", mla_layouts, {"q", "kv"}, 0, 1, {{"o", 5e-3, 1, 1}, {"lse", 1e-4, 0, 0}}, ref_mla,
+    [PK_MLA_FWD] = {"mla_fwd", mla_layouts, {"q", "kv"}, 1, NULL, NULL, {{"o", 5e-3, 1, 1}, {"lse", 1e-4, 0, 0}}, ref_mla,
                     gpu_mla, mla_fwd_flops},
+    [PK_MLA_BWD] = {"mla_bwd", mla_layouts, {"q", "kv", "do"}, 1, ref_mla, gpu_mla, {{"dq", 1e-2, 1, 1}, {"dkv", 1e-2, 1, 1}},
+                    ref_mla_grads, gpu_mla_grads, mla_bwd_flops},
 };
 
 static const KindSpec *kind(const Problem *p) { return &kKinds[p->kind]; }
@@ -59,16 +70,19 @@ void problem_kind_names(char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, "%s%s", k ? ", " : "", kKinds[k].name);
 }
 
-enum { NTENSORS = 12 };
+enum { NTENSORS = 13 };
 
-/* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE, and MLA's kv, indices and topk_length. */
-static void all_tensors(Problem *p, Tensor *all[NTENSORS]) {
+/* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE, and
+ * MLA's kv, indices, topk_length and dkv. Takes p const and hands out
+ * writable tensors, as strchr does: the caller that owns p decides. */
+static void all_tensors(const Problem *cp, Tensor *all[NTENSORS]) {
+    Problem *p = (Problem *)cp;
     Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse, &p->kv, &p->indices,
-                           &p->topk_length};
+                           &p->topk_length, &p->dkv};
     memcpy(all, t, sizeof t);
 }
 
-static Tensor *tensor_named(Problem *p, const char *name) {
+static Tensor *tensor_named(const Problem *p, const char *name) {
     Tensor *all[NTENSORS];
     all_tensors(p, all);
     for (int i = 0; i < NTENSORS; i++)
@@ -180,6 +194,11 @@ static void ref_mla(const Problem *p, double *const ref[]) {
     ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
 }
 
+static void ref_mla_grads(const Problem *p, double *const ref[]) {
+    RefMla m = mla_shape(p);
+    ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], 0);
+}
+
 static GpuRefStride gpu_stride(const Tensor *t) {
     return (GpuRefStride){(long long)t->stride_b, (long long)t->stride_s, (long long)t->stride_h};
 }
@@ -204,13 +223,27 @@ static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, s
                             out[2], err, errlen);
 }
 
+/* mla_layouts lays out o and do for both MLA kinds; the forward ignores their strides. */
+static GpuRefMla gpu_mla_shape(const Problem *p) {
+    return (GpuRefMla){.dtype = p->dt, .s_q = p->s_q, .s_kv = p->s_k, .h_q = p->h_q, .topk = p->topk, .d_qk = p->d,
+                       .d_v = p->d_v, .scale = p->scale, .q_stride_s = (long long)p->q.stride_s,
+                       .q_stride_h = (long long)p->q.stride_h, .kv_stride_s = (long long)p->kv.stride_s,
+                       .indices_stride_s = (long long)p->indices.stride_s, .o_stride_s = (long long)p->o.stride_s,
+                       .o_stride_h = (long long)p->o.stride_h, .do_stride_s = (long long)p->dout.stride_s,
+                       .do_stride_h = (long long)p->dout.stride_h};
+}
+
 /* topk_length.dev is 0 (none) when the problem passes none. */
 static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen) {
-    GpuRefMla m = {.dtype = p->dt, .s_q = p->s_q, .s_kv = p->s_k, .h_q = p->h_q, .topk = p->topk, .d_qk = p->d,
-                   .d_v = p->d_v, .scale = p->scale, .q_stride_s = (long long)p->q.stride_s,
-                   .q_stride_h = (long long)p->q.stride_h, .kv_stride_s = (long long)p->kv.stride_s,
-                   .indices_stride_s = (long long)p->indices.stride_s};
+    GpuRefMla m = gpu_mla_shape(p);
     return gpu_ref_mla_fwd(g, &m, p->q.dev, p->kv.dev, p->indices.dev, p->topk_length.dev, out[0], out[1], err, errlen);
+}
+
+/* o and lse: the inputs problem_init derived and uploaded (lse fp32 [s_q, h_q], contiguous). */
+static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen) {
+    GpuRefMla m = gpu_mla_shape(p);
+    return gpu_ref_mla_bwd(g, &m, p->q.dev, p->kv.dev, p->o.dev, p->dout.dev, p->lse.dev, p->indices.dev,
+                           p->topk_length.dev, out[0], out[1], err, errlen);
 }
 
 static double attn_fwd_flops(const Problem *p) {
@@ -220,19 +253,40 @@ static double attn_fwd_flops(const Problem *p) {
 
 static double attn_bwd_flops(const Problem *p) { return 2.5 * attn_fwd_flops(p); }
 static double mla_fwd_flops(const Problem *p) { return 2.0 * p->s_q * p->h_q * (double)p->topk * (p->d + p->d_v); }
+static double mla_bwd_flops(const Problem *p) {
+    return 2.0 * p->s_q * p->h_q * (double)p->topk * (3 * p->d + 2 * p->d_v);
+}
 
-/* The backward's O and LSE: the float64 forward of the rounded Q, K, V,
- * rounded like a forward kernel's outputs (so dO . O matches what a real
- * forward hands over). */
+/* The forward's outputs from the GPU reference into host doubles (p->fwd_gpu). */
+static int gpu_forward(Problem *p, Device *dev, double *const out[2], char *err, size_t errlen) {
+    const Tensor *t[2] = {&p->o, &p->lse};
+    DevPtr buf[2] = {0};
+    int rc = 0;
+    for (int i = 0; !rc && i < 2; i++) rc = dev_alloc(dev, &buf[i], t[i]->count * sizeof(float), err, errlen);
+    if (!rc) rc = kind(p)->gpu_forward(p, p->fwd_gpu, buf, err, errlen);
+    for (int i = 0; !rc && i < 2; i++) {
+        float *f = malloc(t[i]->count * sizeof *f);
+        if (!f) snprintf(err, errlen, "out of host memory for the derived %s", t[i]->name);
+        rc = !f || dev_download(dev, f, buf[i], t[i]->count * sizeof *f, err, errlen);
+        for (size_t e = 0; !rc && e < t[i]->count; e++) out[i][e] = f[e];
+        free(f);
+    }
+    for (int i = 0; i < 2; i++)
+        if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
+    return rc;
+}
+
+/* A backward's O and LSE: the forward (ks->forward, float64 on the CPU, or
+ * the GPU reference's when p->fwd_gpu is set: realistic shapes) of the
+ * rounded inputs (and selection), rounded like a forward kernel's outputs (so
+ * dO . O matches what a real forward hands over). */
 static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t errlen) {
     double *o = malloc(p->o.count * sizeof(double)), *lse = malloc(p->lse.count * sizeof(double));
     int rc = !o || !lse;
     if (rc) snprintf(err, errlen, "out of host memory for o and lse");
-    else {
-        RefAttn ra = ref_shape(p);
-        ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, o, lse, 0);
-        rc = upload(&p->o, p->dt, rng, o, dev, err, errlen) || upload(&p->lse, p->dt, rng, lse, dev, err, errlen);
-    }
+    else if (p->fwd_gpu) rc = gpu_forward(p, dev, (double *const[]){o, lse}, err, errlen);
+    else kind(p)->forward(p, (double *const[]){o, lse});
+    if (!rc) rc = upload(&p->o, p->dt, rng, o, dev, err, errlen) || upload(&p->lse, p->dt, rng, lse, dev, err, errlen);
     free(o), free(lse);
     return rc;
 }
@@ -249,7 +303,8 @@ static void attn_layouts(Problem *p, int pad) {
     layout(&p->lse, "lse", p->b, p->h_q, 1, p->s_q, 0, 4);
 }
 
-/* KERNELS.md "mla_fwd / mla_bwd": no batch; the indices' rows padded like the others; lse [s_q, h_q]. */
+/* KERNELS.md "mla_fwd / mla_bwd": no batch; the indices' rows padded like the others; lse [s_q, h_q];
+ * dkv like kv. Both MLA kinds: each allocates only the tensors it binds. */
 static void mla_layouts(Problem *p, int pad) {
     layout(&p->q, "q", 1, p->s_q, p->h_q, p->d, pad, 2);
     layout(&p->kv, "kv", 1, p->s_k, 1, p->d, pad, 2);
@@ -258,6 +313,9 @@ static void mla_layouts(Problem *p, int pad) {
     p->topk_length.optional = 1;
     layout(&p->o, "o", 1, p->s_q, p->h_q, p->d_v, pad, 2);
     layout(&p->lse, "lse", 1, p->s_q, 1, p->h_q, 0, 4);
+    layout(&p->dout, "do", 1, p->s_q, p->h_q, p->d_v, pad, 2);
+    layout(&p->dq, "dq", 1, p->s_q, p->h_q, p->d, pad, 2);
+    layout(&p->dkv, "dkv", 1, p->s_k, 1, p->d, pad, 2);
 }
 
 int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen) {
@@ -267,11 +325,12 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     ks->layouts(p, pad);
     for (size_t i = 0; i < sizeof ks->random / sizeof ks->random[0] && ks->random[i]; i++)
         if (upload(tensor_named(p, ks->random[i]), p->dt, &rng, NULL, dev, err, errlen)) return 1;
-    if (ks->derives_fwd && derive_forward(p, &rng, dev, err, errlen)) return 1;
-    if (ks->sparse && draw_selection(p, &rng, dev, err, errlen)) return 1;
+    if (ks->sparse && draw_selection(p, &rng, dev, err, errlen)) return 1;   /* the MLA forward reads it */
+    if (ks->forward && derive_forward(p, &rng, dev, err, errlen)) return 1;
     for (int i = 0; i < PROBLEM_MAX_OUTPUTS && ks->out[i].name; i++) {
         Tensor *t = tensor_named(p, ks->out[i].name);
-        if (dev_alloc(dev, &t->dev, t->elems * (size_t)t->esize, err, errlen)) return 1;
+        if (guard_alloc(dev, &t->dev, t->elems * (size_t)t->esize, err, errlen)) return 1;
+        t->guarded = 1;
     }
     return 0;
 }
@@ -288,7 +347,39 @@ int problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]) {
     return n;
 }
 
-void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) { kind(p)->reference(p, ref); }
+/* KERNELS.md's exact zeros are structural: the o and dq rows of a token with
+ * no valid slot, the dkv row of a kv row no valid slot selects. A reference
+ * also gives exact zeros by cancellation, which no kernel reproduces: when
+ * every valid slot of a token holds one kv row, P = 1 there and o is that
+ * row, so dP = delta and dS = 0 in float64, while a kernel's P from an fp32
+ * lse and its delta from the rounded o leave a residue (dq, and dkv's columns
+ * past d_v). Such elements of an exact_zero output become the smallest
+ * double: 0 for every tolerance, but not an exact zero to verify.h. */
+static void mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) {
+    const KindSpec *ks = kind(p);
+    if (!ks->sparse) return;   /* dense kinds have no exact_zero output */
+    RefMla m = mla_shape(p);
+    /* token[t]: t has a valid slot; row[r]: a valid slot selects kv row r */
+    uint8_t *token = ref_xmalloc((size_t)p->s_q), *row = ref_xmalloc((size_t)p->s_k);
+    memset(token, 0, (size_t)p->s_q), memset(row, 0, (size_t)p->s_k);
+    for (int t = 0; t < p->s_q; t++)
+        for (int j = 0; j < p->topk; j++)
+            if (ref_mla_valid(&m, t, j)) token[t] = row[p->indices.ints[(size_t)t * p->topk + j]] = 1;
+    for (int i = 0; i < PROBLEM_MAX_OUTPUTS && ks->out[i].name; i++) {
+        if (!ks->out[i].exact_zero) continue;
+        const Tensor *t = tensor_named(p, ks->out[i].name);
+        const uint8_t *live = t == &p->dkv ? row : token;   /* by the tensor's s index: a kv row or a token */
+        size_t per_s = (size_t)t->heads * (size_t)t->width;
+        for (size_t e = 0; e < t->count; e++)
+            if (ref[i][e] == 0 && live[e / per_s]) ref[i][e] = DBL_TRUE_MIN;
+    }
+    free(token), free(row);
+}
+
+void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) {
+    kind(p)->reference(p, ref);
+    mark_cancellations(p, ref);
+}
 
 /* Output i's fp32 values widened into ref; a NaN (an element the reference left poisoned) is an error. */
 static int widen(const ProblemOutput *o, const float *f, double *ref, char *err, size_t errlen) {
@@ -319,6 +410,7 @@ int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[
     }
     for (int i = 0; i < n; i++)   /* after a failure, keeps its message */
         if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
+    if (!rc) mark_cancellations(p, ref);
     return rc;
 }
 
@@ -343,10 +435,22 @@ void problem_describe(const Problem *p, char *buf, size_t len) {
              (long)p->s_q * p->topk, empty, empty == 1 ? "" : "s");
 }
 
+static size_t tensor_bytes(const Tensor *t) { return t->elems * (size_t)t->esize; }
+
+/* Rearms the guards too, so that each run is judged on its own stores. */
 int problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen) {
     ProblemOutput out[PROBLEM_MAX_OUTPUTS];
     for (int i = 0, n = problem_outputs(p, out); i < n; i++)
-        if (dev_fill_u8(dev, out[i].t->dev, 0xFF, out[i].t->elems * (size_t)out[i].t->esize, err, errlen)) return 1;
+        if (dev_fill_u8(dev, out[i].t->dev, 0xFF, tensor_bytes(out[i].t), err, errlen) ||
+            guard_arm(dev, out[i].t->dev, tensor_bytes(out[i].t), err, errlen))
+            return 1;
+    return 0;
+}
+
+int problem_check_guards(Problem *p, Device *dev, char *err, size_t errlen) {
+    ProblemOutput out[PROBLEM_MAX_OUTPUTS];
+    for (int i = 0, n = problem_outputs(p, out); i < n; i++)
+        if (guard_check(dev, out[i].t->dev, tensor_bytes(out[i].t), out[i].t->name, err, errlen)) return 1;
     return 0;
 }
 
@@ -482,7 +586,9 @@ void problem_free(Problem *p, Device *dev) {
     char err[256];
     all_tensors(p, all);
     for (int i = 0; i < NTENSORS; i++) {
-        if (all[i]->dev) dev_free(dev, all[i]->dev, err, sizeof err);
+        if (all[i]->guarded) guard_free(dev, all[i]->dev, err, sizeof err);
+        else if (all[i]->dev) dev_free(dev, all[i]->dev, err, sizeof err);
+        all[i]->guarded = 0;
         free(all[i]->host);
         free(all[i]->ints);
         all[i]->host = NULL;

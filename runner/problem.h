@@ -20,6 +20,7 @@ typedef struct {
     size_t count;                /* elements of the contiguous [b, rows, heads, width] view */
     int esize;                   /* bytes per element: 2 (bf16/fp16) or 4 (fp32 LSE, int32 indices) */
     int optional;                /* an input the kernel takes as a null pointer when the problem has none */
+    int guarded;                 /* an output: dev sits between canary zones (guard.h), freed with guard_free */
     DevPtr dev;                  /* 0: the kernel kind does not use this tensor (or an optional one is absent) */
     float *host;                 /* contiguous [b, rows, heads, width] values (float inputs) */
     int32_t *ints;               /* the same for int32 inputs */
@@ -29,12 +30,12 @@ typedef struct {
 #define PROBLEM_NSIZES 7
 
 /* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
-typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_COUNT } ProblemKind;
+typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_MLA_BWD, PK_COUNT } ProblemKind;
 /* The kind of a kernel name; -1 when the runner has no problem for it. */
 int problem_kind(const char *kernel);
 /* 1 for sparse MLA kinds (s_kv, topk, indices; no batch, one kv head), 0 for dense attention. */
 int problem_kind_sparse(ProblemKind k);
-/* "attn_fwd, attn_bwd, mla_fwd": the names problem_kind knows. */
+/* "attn_fwd, attn_bwd, mla_fwd, mla_bwd": the names problem_kind knows. */
 void problem_kind_names(char *buf, size_t len);
 
 typedef struct {
@@ -46,28 +47,32 @@ typedef struct {
     float scale;
     int causal;
     Tensor q, k, v, o, dout, dq, dk, dv, lse;   /* dout is "do" (a C keyword) */
-    Tensor kv, indices, topk_length;            /* MLA: the latent kv and the top-k selection */
+    Tensor kv, indices, topk_length, dkv;       /* MLA: the latent kv, the top-k selection, kv's gradient */
     uint64_t argv[4][64];        /* per kernel of the set: parameter values, 8-byte slots */
     void *args[4][64];
     struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
     int nws;
+    GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */
 } Problem;
 
 /* An output the kernel kind writes, with its KERNELS.md tolerance (max relative L2) and
- * whether it must be exactly 0 where the reference is (rows with no valid key). */
+ * whether it must be exactly 0 where the reference is (rows with no valid key, kv rows
+ * no valid slot selects; problem_reference leaves no other exact zero in such an output). */
 typedef struct { const Tensor *t; double tol; int exact_zero; } ProblemOutput;
 
-/* Allocates the kind's tensors: random N(0,1) inputs, for attn_bwd O and LSE
- * from the float64 forward of the rounded Q, K, V, for MLA the indices (and
- * topk_length when asked) from mla_draw_indices; outputs allocated. */
+/* Allocates the kind's tensors: random N(0,1) inputs, for MLA the indices
+ * (and topk_length when asked) from mla_draw_indices, for the backward kinds
+ * O and LSE from the float64 forward of those rounded inputs; outputs
+ * allocated between armed canary zones (guard.h). */
 int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen);
 /* The outputs, in a fixed order per kind; returns their count. */
 int  problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]);
-/* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values). */
+/* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values);
+ * in an exact_zero output, zeros by cancellation become DBL_TRUE_MIN (problem.c mark_cancellations). */
 void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]);
 /* The same from the GPU reference g on dev (gpu_ref.h: float64 sums, fp32
  * outputs widened to double): it reads the problem's device inputs (for
- * attn_bwd O and LSE as problem_init derived them), never its outputs. */
+ * the backward kinds O and LSE as problem_init derived them), never its outputs. */
 int  problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
                            size_t errlen);
 /* Floating-point operations of one run of the set (KERNELS.md "Judging a result", MLA "FLOPs for reports"). */
@@ -75,7 +80,12 @@ double problem_flops(const Problem *p);
 /* The shape in words ("b=1 s_q=... d=128 causal", "s_q=4 s_kv=300 ... topk_length"), and for MLA
  * the drawn selection ("valid slots 412/512, 1 token with none"), after problem_init. */
 void problem_describe(const Problem *p, char *buf, size_t len);
+/* Before a run: the NaN pattern in every output, the canary in its guards. */
 int  problem_poison_outputs(Problem *p, Device *dev, char *err, size_t errlen);
+/* After a run: 0 when every output's canary zones are intact, else non-zero
+ * with err naming the first overwritten one ("canary after dkv overwritten at
+ * byte +12 (...)"). */
+int  problem_check_guards(Problem *p, Device *dev, char *err, size_t errlen);
 /* Downloads t into dst, contiguous [b, rows, heads, width] (t->count elements of t->esize bytes). */
 int  problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t errlen);
 /* Allocates the set's workspaces at this problem's sizes. */

@@ -12,7 +12,8 @@ typedef struct {
     size_t n_unwritten;   /* elements still holding the poison pattern */
     size_t n_not_zero;    /* with exact_zeros: out not exactly 0 where ref is exactly 0 */
     long   first_bad;     /* first index that is non-finite/unwritten/mismatched/not zero or
-                             off by more than 50 x tol x rms(ref); -1 if none */
+                             off by more than 50 x tol x rms of ref's non-zero elements plus
+                             one ulp of the element type times |ref|; -1 if none */
     double first_out, first_ref;   /* values at first_bad */
     int    pass;
 } VerifyResult;

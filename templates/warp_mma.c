@@ -55,6 +55,26 @@ void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps
     }
 }
 
+void mma_abt_shared_b(Kctx *k, Acc *c0, const LdsmBases *a0, int ks0, Acc *c1, const LdsmBases *a1, int ks1,
+                      const LdsmBases *b, DType dt, Reg zero) {
+    Acc *c[2] = {c0, c1};
+    const LdsmBases *a[2] = {a0, a1};
+    int ks[2] = {ks0, ks1};
+    for (int kk = 0; kk < (ks0 > ks1 ? ks0 : ks1); kk++) {
+        Reg af[2][4], bf[4];
+        for (int x = 0; x < 2; x++)
+            if (kk < ks[x]) ldsm_x4(k, OP_LDSM_X4, af[x], ldsm_addr(k, a[x], 0, kk));
+        for (int nn = 0; nn < c0->nt / 2; nn++) {
+            ldsm_x4(k, OP_LDSM_X4, bf, ldsm_addr(k, b, 16 * nn, kk));
+            for (int x = 0; x < 2; x++) {
+                if (kk >= ks[x]) continue;
+                mma(k, dt, c[x], 0, 2 * nn, af[x], bf[0], bf[1], kk == 0, zero);
+                mma(k, dt, c[x], 0, 2 * nn + 1, af[x], bf[2], bf[3], kk == 0, zero);
+            }
+        }
+    }
+}
+
 Reg *frag_a_load(Kctx *k, const LdsmBases *a, int mt, int ksteps) {
     Reg *p = malloc(sizeof(Reg) * (size_t)(mt * ksteps * 4));
     if (!p) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
@@ -101,13 +121,21 @@ void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b,
     }
 }
 
-void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, Reg zero) {
+static void smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, int fresh, Reg zero) {
     Reg af[8][4];
     const Reg *ai[8];
     for (int kk = 0; kk < ksteps; kk++) {
         for (int i = 0; i < c->mt; i++) ldsm_x4(k, OP_LDSM_X4_T, af[i], ldsm_addr(k, a, 16 * kk, i)), ai[i] = af[i];
-        mma_step(k, c, ai, kk, b, 1, dt, kk == 0, zero);
+        mma_step(k, c, ai, kk, b, 1, dt, fresh && kk == 0, zero);
     }
+}
+
+void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, Reg zero) {
+    smem_ab(k, c, a, ksteps, b, dt, 1, zero);
+}
+
+void mma_smem_ab_add(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt) {
+    smem_ab(k, c, a, ksteps, b, dt, 0, c->r[0]);
 }
 
 void acc_scale(Kctx *k, Acc *c, Reg s) {

@@ -16,6 +16,10 @@ void acc_free(Acc *a);
 /* C = A B^T, k running over ksteps x 16: A rows (16 per m tile) from a [m][k]
  * tile, B rows (the n of C) from an [n][k] tile. C starts from zero. */
 void mma_abt(Kctx *k, Acc *c, const LdsmBases *a, const LdsmBases *b, int ksteps, DType dt, Reg zero);
+/* C0 = A0 B^T over ks0 k steps and C1 = A1 B^T over ks1, one m tile each,
+ * sharing B's loads (two products of one gathered tile: S = Q K^T and dP = dO V^T). */
+void mma_abt_shared_b(Kctx *k, Acc *c0, const LdsmBases *a0, int ks0, Acc *c1, const LdsmBases *a1, int ks1,
+                      const LdsmBases *b, DType dt, Reg zero);
 /* The A fragments of an [m][k] tile (mt m tiles, ksteps x 16 columns) loaded
  * into registers, packed as pack_a_from_acc packs them, for operands reused
  * across many products. */
@@ -32,6 +36,8 @@ void mma_ab_trans(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b,
 /* C = A B with both operands in shared memory, read transposed: A from a
  * [k][m] tile (m tile i at chunk pair i of `a`), B from a [k][n] tile. C starts from zero. */
 void mma_smem_ab(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt, Reg zero);
+/* The same adding into C. */
+void mma_smem_ab_add(Kctx *k, Acc *c, const LdsmBases *a, int ksteps, const LdsmBases *b, DType dt);
 /* C *= s */
 void acc_scale(Kctx *k, Acc *c, Reg s);
 #endif

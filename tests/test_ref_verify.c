@@ -392,6 +392,33 @@ static void test_verify_u16(void)
     free(ref);
 }
 
+/* A heavy-tailed output (a dkv row that many slots select): a large element
+ * rounded correctly to bf16 is no outlier however small the rms, and a small
+ * element off by 20% of 1 still is one, though rel_l2 alone would pass it. */
+static void test_verify_heavy_tail(void)
+{
+    const size_t n = 100000;
+    double *ref = rand_ref(n);
+    uint16_t *out = malloc(sizeof *out * n);
+    if (!out)
+        exit(1);
+    for (size_t i = 0; i < n; i++)
+        ref[i] *= 0.01;
+    ref[500] = -22.0635497;   /* bf16 -22.125: off by 0.06, the limit from the rms alone is 0.035 */
+    ref[900] = 1.0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = f32_to_bf16((float)ref[i]);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0);
+    check(v.pass, "verify: a large element's own rounding is no outlier", "pass %d rel %.3e first %ld (out %g ref %g)",
+          v.pass, v.rel_l2, v.first_bad, v.first_out, v.first_ref);
+    out[900] = f32_to_bf16(1.2f);
+    v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0);
+    check(!v.pass && v.rel_l2 < 1e-2 && v.first_bad == 900, "verify: a small element 20% off is still an outlier",
+          "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
+    free(out);
+    free(ref);
+}
+
 static void test_verify_f32(void)
 {
     const size_t n = 100000;
@@ -417,6 +444,15 @@ static void test_verify_f32(void)
     check(!v.pass && v.rel_l2 < tol && v.first_bad == 777, "verify catches one outlier",
           "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
     out[777] = keep;
+
+    /* Mostly exact zeros (a sparse dkv): the outlier scale is the rms of the
+     * non-zero elements, so a correctly rounded large element passes. */
+    for (size_t i = 0; i < n; i++)
+        ref[i] = i % 100 ? 0.0 : ref[i], out[i] = (float)ref[i];
+    ref[500] = 40.1, out[500] = bf16_to_f32(f32_to_bf16(40.1f));   /* 40.0: off by 0.1, 12 x tol x that rms */
+    v = verify_f32(out, ref, n, tol, 1);
+    check(v.pass, "verify: exact zeros do not shrink the outlier scale", "pass %d rel %.3e first %ld", v.pass,
+          v.rel_l2, v.first_bad);
 
     uint32_t poison = POISON_U32;
     memcpy(&out[5], &poison, sizeof poison);
@@ -481,6 +517,7 @@ int main(void)
     test_ref();
     test_ref_bwd();
     test_verify_u16();
+    test_verify_heavy_tail();
     test_verify_f32();
     test_verify_inf();
     test_verify_exact_zeros();

@@ -11,6 +11,12 @@ static uint64_t U(float x) { return f32_bits(x); }
 
 static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
 
+static uint32_t brev(uint32_t a) {
+    uint32_t r = 0;
+    for (int i = 0; i < 32; i++) r |= (a >> i & 1) << (31 - i);
+    return r;
+}
+
 static uint32_t shl(uint32_t a, uint32_t s) { return s >= 32 ? 0 : a << s; }
 static uint32_t shr_u(uint32_t a, uint32_t s) { return s >= 32 ? 0 : a >> s; }
 static uint32_t shr_s(int32_t a, uint32_t s) { return (uint32_t)(s >= 32 ? (a < 0 ? -1 : 0) : a >> s); }
@@ -64,6 +70,9 @@ static int lane_op(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint64_t 
     case OP_SETP_LT_U32: *out = a32 < b32; break;
     case OP_SETP_GE_U32: *out = a32 >= b32; break;
     case OP_SETP_EQ_U32: *out = a32 == b32; break;
+    case OP_SETP_NE_U32: *out = a32 != b32; break;
+    case OP_BREV_B32: *out = brev(a32); break;
+    case OP_CLZ_B32: *out = a32 ? (uint32_t)__builtin_clz(a32) : 32; break;
     case OP_SETP_LT_S32: *out = as < bs; break;
     case OP_SETP_LE_S32: *out = as <= bs; break;
     case OP_SETP_GT_S32: *out = as > bs; break;

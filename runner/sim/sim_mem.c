@@ -236,30 +236,35 @@ static void ld_param(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
 }
 
 /* Atomics are trivially atomic here: CTAs run one after another and a warp's
- * lanes in lane order. The old value of atom goes to its destination. */
+ * lanes in lane order. The old value of atom goes to its destination; a
+ * vector red adds each element on its own (as the hardware promises). */
 static void atomic_add(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int is_atom = in->op == OP_ATOM_GLOBAL_ADD_U32;
     const SimOpnd *ao = &in->o[is_atom], *vo = &in->o[is_atom + 1];
+    int n = vo->kind == SO_VEC ? vo->n : 1;
     uint64_t ga[32];
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
         ga[l] = sim_addr(w, ao, l);
-        uint8_t *p = sim_gmem(c, w, l, in, ga[l], 4, 1);
-        uint32_t old, add = (uint32_t)sim_read(c, w, vo, l), sum;
-        memcpy(&old, p, 4);
-        if (is_atom) {
-            sum = old + add;
-            sim_write(w, c->f, &in->o[0], l, old);
-        } else {
-            float a, b;
-            memcpy(&a, &old, 4), memcpy(&b, &add, 4);
-            a += b;
-            memcpy(&sum, &a, 4);
+        uint8_t *p = sim_gmem(c, w, l, in, ga[l], 4 * n, 1);
+        for (int k = 0; k < n && p; k++) {
+            SimOpnd e = vo->kind == SO_VEC ? (SimOpnd){.kind = SO_REG, .reg = c->f->vec[vo->reg + k]} : *vo;
+            uint32_t old, add = (uint32_t)sim_read(c, w, &e, l), sum;
+            memcpy(&old, p + 4 * k, 4);
+            if (is_atom) {
+                sum = old + add;
+                sim_write(w, c->f, &in->o[0], l, old);
+            } else {
+                float a, b;
+                memcpy(&a, &old, 4), memcpy(&b, &add, 4);
+                a += b;
+                memcpy(&sum, &a, 4);
+            }
+            memcpy(p + 4 * k, &sum, 4);
         }
-        memcpy(p, &sum, 4);
     }
-    count_gmem(c, ga, exec, 4);
+    count_gmem(c, ga, exec, 4 * n);
 }
 
 /* ld/st of shared or global memory, one register or a vector of them. */
@@ -310,11 +315,11 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     switch (in->op) {
     case OP_LD_PARAM_U64: ld_param(c, w, in, exec, 8); return 1;
     case OP_LD_PARAM_U32: case OP_LD_PARAM_F32: ld_param(c, w, in, exec, 4); return 1;
-    case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_V4_B32: transfer(c, w, in, exec, 0, 1); return 1;
-    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: case OP_LD_GLOBAL_NC_B32: transfer(c, w, in, exec, 0, 0); return 1;
-    case OP_RED_GLOBAL_ADD_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
-    case OP_ST_SHARED_B32: case OP_ST_SHARED_F32: case OP_ST_SHARED_V4_B32: transfer(c, w, in, exec, 1, 1); return 1;
-    case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: case OP_LD_SHARED_F32: transfer(c, w, in, exec, 1, 0); return 1;
+    case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_B32: case OP_ST_GLOBAL_V4_B32: case OP_ST_GLOBAL_V2_F32: transfer(c, w, in, exec, 0, 1); return 1;
+    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: case OP_LD_GLOBAL_NC_B32: case OP_LD_GLOBAL_V2_F32: transfer(c, w, in, exec, 0, 0); return 1;
+    case OP_RED_GLOBAL_ADD_F32: case OP_RED_GLOBAL_ADD_V2_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
+    case OP_ST_SHARED_B32: case OP_ST_SHARED_F32: case OP_ST_SHARED_V4_B32: case OP_ST_SHARED_V2_F32: transfer(c, w, in, exec, 1, 1); return 1;
+    case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: case OP_LD_SHARED_F32: case OP_LD_SHARED_B32: transfer(c, w, in, exec, 1, 0); return 1;
     case OP_CP_ASYNC_CG_16: case OP_CP_ASYNC_CA: cp_async(c, w, in, exec); return 1;
     case OP_CP_ASYNC_COMMIT:
         for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;

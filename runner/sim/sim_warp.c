@@ -92,10 +92,46 @@ static void shfl_bfly(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* shfl.sync.idx with clamp 31: lane l reads lane b & 31 */
+static void shfl_idx(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    uint32_t mask = (uint32_t)in->o[4].imm;
+    if (exec != mask) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
+        return;
+    }
+    uint64_t src[32];
+    for (int l = 0; l < 32; l++) src[l] = (exec >> l & 1) ? sim_read(c, w, &in->o[1], l) : 0;
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint32_t j = (uint32_t)sim_read(c, w, &in->o[2], l) & 31;
+        if (!(exec >> j & 1)) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", j);
+            return;
+        }
+        sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
+    }
+}
+
+static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    uint32_t mask = (uint32_t)in->o[2].imm, ballot = 0;
+    if (exec != mask) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "vote.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
+        return;
+    }
+    for (int l = 0; l < 32; l++)
+        if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) ballot |= 1u << l;
+    for (int l = 0; l < 32; l++)
+        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, ballot);
+}
+
 int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->op) {
     case OP_SHFL_BFLY: shfl_bfly(c, w, in, exec); return 1;
+    case OP_SHFL_IDX: shfl_idx(c, w, in, exec); return 1;
+    case OP_VOTE_BALLOT: vote_ballot(c, w, in, exec); return 1;
     case OP_LDSM_X4: case OP_LDSM_X4_T: case OP_LDSM_X2_T:
         if (full_warp(c, w, in, exec)) ldmatrix(c, w, in, in->op == OP_LDSM_X2_T ? 2 : 4, in->op != OP_LDSM_X4);
         return 1;

@@ -1,0 +1,34 @@
+/* The mla_bwd kernel set (mma.sync family), in launch order:
+ *   pre     delta[t, h] = rowsum(dO * o)
+ *   main    per token and head block: dq, and the block's dkv contributions
+ *           added into an fp32 accumulator (red.global.add, vector on sm_90+)
+ *           or, deterministic, stored per (token, head block, slot)
+ *   convert dkv = the accumulator rounded to the dtype       (default)
+ *   reduce  dkv[r] = the stored contributions of every (token, slot) that
+ *           selected r, summed in token and slot order        (deterministic=1)
+ * Internal to the mla_bwd generator files. */
+#ifndef PTXGEN_MLA_BWD_H
+#define PTXGEN_MLA_BWD_H
+#include "mla_emit.h"
+
+enum { MLA_BWD_PRE, MLA_BWD_MAIN, MLA_BWD_DKV, MLA_BWD_KERNELS };
+#define MLA_PRE_HEADS 8          /* heads per CTA of pre: 16 threads per 512-wide row */
+#define MLA_CONVERT_ROWS 16      /* kv rows per CTA of convert: 8 threads per 576-wide row */
+#define MLA_ROW_THREADS 128
+#define MLA_REDUCE_WARPS 8       /* reduce: 32 kv rows per warp, all warps scan every token */
+#define MLA_REDUCE_ROWS (32 * MLA_REDUCE_WARPS)
+
+/* dkv columns of one warp of the main kernel: warps split the step's bn x d_qk
+ * dKV tile into (slot m tile, column group) blocks; a group owns nope columns
+ * [nope0, nope0 + nope) and rope columns [rope0, rope0 + rope). */
+typedef struct { int mtiles, groups, nope, rope; } MlaDkvSplit;
+MlaDkvSplit mla_dkv_split(const AttnTile *t);
+/* Columns of dkv one CTA of reduce owns (its slice): what fits the arch's shared memory. */
+int mla_reduce_cols(const ArchInfo *a);
+
+void mla_bwd_main_plan(const AttnDesc *d, Plan *p);
+void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+void mla_bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
+void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
+void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+#endif

@@ -1,0 +1,191 @@
+/* mla_bwd (mma.sync family): tile keys and defaults, the plans of the kernel
+ * set, its launch ABI and workspaces. */
+#include "mla_bwd.h"
+#include <stddef.h>
+#include <stdio.h>
+
+const TileKey mla_bwd_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {16, 32, 64}, 3, "heads of one token per CTA (16 per warp pair)"},
+    {"bn", offsetof(AttnTile, bn), {32}, 1, "top-k slots gathered per step (16 per warp of a pair)"},
+    {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
+     "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
+};
+const int mla_bwd_nkeys = (int)(sizeof mla_bwd_keys / sizeof mla_bwd_keys[0]);
+
+static const char *const pre_sizes[] = {"s_q", "h_q"}, *const convert_sizes[] = {"s_kv"};
+
+MlaDkvSplit mla_dkv_split(const AttnTile *t) {
+    MlaDkvSplit s = {.mtiles = t->bn / 16};
+    s.groups = t->warps / s.mtiles;
+    s.nope = MLA_D_V / s.groups, s.rope = (MLA_D_QK - MLA_D_V) / s.groups;
+    return s;
+}
+
+/* The widest slice of 64-column multiples whose 256 x cols fp32 accumulator
+ * leaves room for a second CTA's worth of nothing else: 192 columns (3 CTAs
+ * per row block) on 227 KB parts, 128 on sm_80, 64 on 99 KB parts. */
+int mla_reduce_cols(const ArchInfo *a) {
+    for (int cols = 192; cols > 64; cols -= 64)
+        if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 <= a->smem_block_optin) return cols;
+    return 64;
+}
+
+AttnTile mla_bwd_default_tile(const ArchInfo *a, int d) {
+    (void)d;
+    for (int bm = 64; bm >= 16; bm /= 2) {
+        AttnTile t = {.bm = bm, .bn = 32, .warps = 2 * bm / 16};
+        AttnDesc probe = {.arch = a, .d = MLA_D_QK, .dv = MLA_D_V, .tile = t};
+        Plan p;
+        mla_bwd_main_plan(&probe, &p);
+        if (p.ok) return t;
+    }
+    return (AttnTile){.bm = 16, .bn = 32, .warps = 2};
+}
+
+int mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    (void)d, (void)err, (void)errlen;
+    return 0;   /* every key combination splits evenly (mla_dkv_split); the plan judges the budget */
+}
+
+void mla_bwd_main_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    *p = (Plan){.threads = 32 * t->warps};
+    int q = plan_add_region(p, "Q", t->bm * d->d * 2, 128, "loop: the head block's queries (A of S, B of dkv)");
+    plan_add_region(p, "dO", t->bm * d->dv * 2, 128, "loop: the head block's output gradients (A of dP, B of dkv)");
+    plan_add_region(p, "KV.0", t->bn * d->d * 2, 128, "loop: gathered rows of the step (K all 576 columns, V the first 512)");
+    plan_add_region(p, "bias.0", t->bn * 4, 16, "loop: 0 or -inf per slot of the step");
+    plan_add_region(p, "rows.0", t->bn * 4, 16, "loop: the kv row of each slot, where its dkv goes");
+    plan_add_region(p, "KV.1", t->bn * d->d * 2, 128, "loop: the next step's rows land here while .0 is used");
+    plan_add_region(p, "bias.1", t->bn * 4, 16, "loop: next step's validity");
+    plan_add_region(p, "rows.1", t->bn * 4, 16, "loop: next step's kv rows");
+    plan_add_region(p, "dS", t->bm * MLA_P_COLS * 2, 128, "loop: scale * dS of the step (A of dq, A^T of dkv)");
+    plan_add_region(p, "P", t->bm * MLA_P_COLS * 2, 128, "loop: P of the step (A^T of dkv)");
+    plan_union_region(p, "dQ", q, t->bm * d->d * 2, "epilogue: dq staging for 16-byte stores");
+    /* live per thread: the dq half (16 x 288 fp32), S and dP of the warp's
+     * slots, one 64-column dkv chunk, addresses and the loop state */
+    p->regs_est = (d->d / 2 / 8) * 4 + 2 * (t->bn / 2 / 8) * 4 + 32 + 48;
+    char what[96];
+    snprintf(what, sizeof what, "mla_bwd main d_qk=%d d_v=%d bm=%d bn=%d warps=%d%s", d->d, d->dv, t->bm, t->bn,
+             t->warps, t->deterministic ? " deterministic" : "");
+    plan_finish(p, d->arch, what);
+}
+
+static void rows_plan(const AttnDesc *d, Plan *p, const char *what) {
+    *p = (Plan){.threads = MLA_ROW_THREADS, .regs_est = 40};
+    char name[96];
+    snprintf(name, sizeof name, "mla_bwd %s d_qk=%d d_v=%d", what, d->d, d->dv);
+    plan_finish(p, d->arch, name);
+}
+
+static void reduce_plan(const AttnDesc *d, Plan *p) {
+    int cols = mla_reduce_cols(d->arch);
+    *p = (Plan){.threads = 32 * MLA_REDUCE_WARPS, .regs_est = 48};
+    plan_add_region(p, "dkv", MLA_REDUCE_ROWS * cols * 4, 128, "fp32 sums of 256 kv rows x the CTA's column slice");
+    char name[96];
+    snprintf(name, sizeof name, "mla_bwd reduce d_qk=%d (%d rows x %d columns per CTA)", d->d, MLA_REDUCE_ROWS, cols);
+    plan_finish(p, d->arch, name);
+}
+
+int mla_bwd_plan(const AttnDesc *d, Plan *plans) {
+    rows_plan(d, &plans[MLA_BWD_PRE], "pre (delta, 8 heads per CTA)");
+    mla_bwd_main_plan(d, &plans[MLA_BWD_MAIN]);
+    if (d->tile.deterministic) reduce_plan(d, &plans[MLA_BWD_DKV]);
+    else rows_plan(d, &plans[MLA_BWD_DKV], "convert (16 kv rows per CTA)");
+    return MLA_BWD_KERNELS;
+}
+
+static void entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
+    char tile[48] = "";
+    if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d", d->tile.bm, d->tile.bn);
+    snprintf(ks->entry, sizeof ks->entry, "mla_bwd_%s_%s_dqk%d_dv%d%s%s", part, dtype_name(d->dtype), d->d, d->dv, tile,
+             d->tile.deterministic ? "_det" : "");
+}
+
+static void pre_spec(const AttnDesc *d, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
+    entry(ks, d, "pre", 0);
+    abi_tensor(ks, "o", PR_IN, "forward output", "[s_q, h_q, d_v]", dt, "sh");
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
+    abi_workspace(ks, "delta", "rowsum(dO * o), written here");
+    abi_sizes(ks, pre_sizes, 2);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
+    snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", MLA_PRE_HEADS);
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+static void main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    entry(ks, d, "main", 1);
+    mla_abi_inputs(ks, d);
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
+    abi_tensor(ks, "lse", PR_IN, MLA_LSE_MEANING " (from the forward)", "[s_q, h_q]", "fp32", "");
+    abi_workspace(ks, "delta", "rowsum(dO * o), read here");
+    if (d->tile.deterministic) abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, stored here");
+    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, added into here (atomics)");
+    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[s_q, h_q, d_qk]", dt, "sh");
+    abi_sizes(ks, mla_size_names, 4);
+    abi_scale(ks, MLA_SCALE_MEANING);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
+    snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", d->tile.bm);
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+#define DKV_MEANING "gradient of the latent kv: every (token, head, valid slot) that selected the row; rows nobody selected are 0"
+
+static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
+    *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
+    entry(ks, d, "convert", 0);
+    abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
+    abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
+    abi_sizes(ks, convert_sizes, 1);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_CONVERT_ROWS);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "1");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+static void reduce_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    *ks = (KernelSpec){.block = {32 * MLA_REDUCE_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    entry(ks, d, "reduce", 1);
+    abi_tensor(ks, "indices", PR_IN, "top-k rows of kv per token; a slot is valid iff 0 <= idx < s_kv", "[s_q, topk]",
+               "int32", "s");
+    abi_tensor(ks, "topk_length", PR_IN, "optional (null: every slot): slot j of token t is used only if j < topk_length[t]",
+               "[s_q]", "int32", "");
+    abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, read here");
+    abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
+    abi_sizes(ks, mla_size_names, 4);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_REDUCE_ROWS);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "%d", d->d / mla_reduce_cols(d->arch));
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+static void workspaces(const AttnDesc *d, KernelSet *ks) {
+    ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "s_q * h_q * 4", 0, "fp32 [s_q, h_q]: rowsum(dO * o), written by pre"};
+    WorkspaceSpec *w = &ks->ws[ks->nws++];
+    if (d->tile.deterministic) {
+        *w = (WorkspaceSpec){"dkv_part", "", 0, "fp32 [s_q, cdiv(h_q, bm), topk, d_qk]: each head block's dkv "
+                             "contribution per slot, written by main for valid slots only, summed in order by reduce"};
+        snprintf(w->bytes, sizeof w->bytes, "s_q * cdiv(h_q, %d) * topk * %d", d->tile.bm, 4 * d->d);
+    } else {
+        *w = (WorkspaceSpec){"dkv_accum", "", 1, "fp32 [s_kv, d_qk]: dkv summed by atomics; must start zeroed"};
+        snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", 4 * d->d);
+    }
+}
+
+void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+    ks->nk = MLA_BWD_KERNELS;
+    ks->deterministic = d->tile.deterministic;
+    if (!d->tile.deterministic && d->arch->vec_red) ks->ptx_min = "8.1";   /* red.global.add.v2.f32 */
+    workspaces(d, ks);
+    pre_spec(d, &ks->k[MLA_BWD_PRE]);
+    main_spec(d, &ks->plan[MLA_BWD_MAIN], &ks->k[MLA_BWD_MAIN]);
+    if (d->tile.deterministic) reduce_spec(d, &ks->plan[MLA_BWD_DKV], &ks->k[MLA_BWD_DKV]);
+    else convert_spec(d, &ks->k[MLA_BWD_DKV]);
+    mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], m);
+    buf_puts(m, "\n");
+    mla_bwd_main_emit(d, &ks->k[MLA_BWD_MAIN], &ks->plan[MLA_BWD_MAIN], m);
+    buf_puts(m, "\n");
+    if (d->tile.deterministic) mla_bwd_reduce_emit(d, &ks->k[MLA_BWD_DKV], &ks->plan[MLA_BWD_DKV], m);
+    else mla_bwd_convert_emit(d, &ks->k[MLA_BWD_DKV], m);
+}

@@ -1,0 +1,49 @@
+/* What the sparse MLA emitters share: the CTA's token and head block with its
+ * warp pairs, and the stream of gathered top-k rows (indices read one step
+ * ahead, rows double-buffered, invalid slots turned into zero rows with a
+ * -inf bias and never read). Internal to mla_fwd and mla_bwd. */
+#ifndef PTXGEN_MLA_EMIT_H
+#define PTXGEN_MLA_EMIT_H
+#include "mla.h"
+#include "attn_emit.h"
+#include "../templates/row_gather.h"
+#include "../templates/stages.h"
+#include "../templates/warp_mma.h"
+
+/* One CTA: token t = ctaid.x, heads [h0, h0 + bm) with h0 = bm * ctaid.y.
+ * Warps come in pairs, one per 16 heads: warp w is half w / (bm/16) of pair
+ * w % (bm/16), whose heads start at warp_row0 = 16 * pair. */
+typedef struct {
+    int bm, threads;
+    Reg t, h0, h_q, pair, half, warp_row0;
+} MlaCta;
+
+void mla_cta(Kctx *k, MlaCta *c, int bm, int threads);
+/* Barrier of the two warps of this warp's pair (id 1 + pair; 0 is the CTA's). */
+void mla_pair_sync(Kctx *k, const MlaCta *c);
+/* Rows [h0, h0 + tile.rows) of tensor[t] ([s_q, h_q, tile.cols], strides s and h)
+ * into the swizzled tile by cp.async in the current group; heads past h_q are
+ * zero-filled without a read. */
+void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile);
+
+/* The token's slots, bn per step, gathered into two stages. */
+typedef struct {
+    int bn;
+    SmemTile skv;              /* stage 0: bn rows of all d_qk columns */
+    int bias_off;              /* stage 0: f32 per slot, 0 or -inf (invalid) */
+    int rows_off;              /* stage 0: u32 per slot, its kv row (>= s_kv when invalid); -1: not kept */
+    RowGather g;
+    Reg s_kv, eff, nsteps;     /* eff: the token's slot count, clamp(topk_length, 0, topk) or topk */
+    Reg kv, kv_rs, idx_row, idx_next;
+} MlaSlots;
+
+void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c);
+/* Step 0's rows into stage 0 (closing the current cp.async group) and step 1's index read. */
+void mla_slots_start(Kctx *k, MlaSlots *s);
+/* Step n+1's rows into the other stage and step n+2's index, unless n is the last step. */
+void mla_slots_prefetch(Kctx *k, MlaSlots *s, const Stages *st, Reg n);
+/* This lane's pair of bias columns in stage 0, from slot `first` on (track it with the stages). */
+Reg  mla_bias_lane(Kctx *k, const MlaSlots *s, Reg first);
+/* S += bias, this lane's two columns of each n tile. */
+void mla_add_bias(Kctx *k, const MlaSlots *s, Reg bias_lane, Acc *acc);
+#endif
