@@ -31,7 +31,6 @@ typedef struct {
     MlaSlots sl;
     MlaDkvSplit sp;
     SmemTile sq, sdo, sds, sprob, sdq;
-    int rows_off;
     Stages st;
     Reg scale, scale_log2, zero;
     Reg neg_lse2[2], delta[2];        /* rows g, g+8 of the warp's heads: -lse log2(e) (-inf past h_q), delta */
@@ -165,7 +164,7 @@ static DkvRows dkv_rows(Kctx *k, MlaBwd *f, Reg n) {
     for (int h = 0; h < 2; h++) {
         Reg row = e_reg(e, RC_B32);
         r.ok[h] = e_reg(e, RC_PRED);
-        INS(e, LD_SHARED_B32, R(row), A(f->rows_lane, f->rows_off + 32 * h));
+        INS(e, LD_SHARED_B32, R(row), A(f->rows_lane, f->sl.rows_off + 32 * h));
         INS(e, SETP_LT_U32, R(r.ok[h]), R(row), R(f->sl.s_kv));
         if (f->det && h) INS(e, ADD_U32, R(step), R(step), I(8));
         r.addr[h] = e_reg(e, RC_B64);
@@ -293,16 +292,11 @@ void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, B
     f.sds = (SmemTile){t->bm, MLA_P_COLS, plan_region(p, "dS")};
     f.sprob = (SmemTile){t->bm, MLA_P_COLS, plan_region(p, "P")};
     f.sdq = (SmemTile){t->bm, d->d, plan_region(p, "dQ")};
-    f.rows_off = plan_region(p, "rows.0");
-    f.sl = (MlaSlots){.bn = t->bn, .skv = {t->bn, d->d, plan_region(p, "KV.0")}, .bias_off = plan_region(p, "bias.0"),
-                      .rows_off = f.rows_off};
-    mla_cta(&kc, &f.c, t->bm, 32 * t->warps);
-    mla_slots_init(&kc, &f.sl, &f.c);
+    mla_stream_begin(&kc, d, p, 1, &f.c, &f.sl, &f.st);
     f.scale = kc_f32(&kc, "softmax_scale");
     f.scale_log2 = scale_log2(&kc);
     f.zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f.zero), FI(0.0f));
-    stages_init(&kc, &f.st, plan_stage_stride(p));
 
     e_comment(e, "prologue: Q, dO and the first step's rows in flight; the second step's index read");
     mla_load_heads(&kc, &f.c, "q", f.sq);
@@ -314,9 +308,7 @@ void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, B
     acc_new(&kc, &f.dq_rope, 1, (d->d - d->dv) / 2 / 8);
     acc_fill(&kc, &f.dq, 0.0f);
     acc_fill(&kc, &f.dq_rope, 0.0f);
-    Reg n = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(n), I(0));
-    key_loop(&kc, bwd_step, &f, n, f.sl.nsteps, f.sl.nsteps, 0);
+    mla_slot_loop(&kc, &f.sl, bwd_step, &f);
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);

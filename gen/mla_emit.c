@@ -98,6 +98,21 @@ static void gather_rows(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) {
     if (s->rows_off >= 0) INSP(e, lead, 0, ST_SHARED_B32, A(ba, s->rows_off), R(idx));
 }
 
+void mla_stream_begin(Kctx *k, const AttnDesc *d, const Plan *p, int keep_rows, MlaCta *c, MlaSlots *s, Stages *st) {
+    const AttnTile *t = &d->tile;
+    *s = (MlaSlots){.bn = t->bn, .skv = {t->bn, d->d, plan_region(p, "KV.0")}, .bias_off = plan_region(p, "bias.0"),
+                    .rows_off = keep_rows ? plan_region(p, "rows.0") : -1};
+    mla_cta(k, c, t->bm, 32 * t->warps);
+    mla_slots_init(k, s, c);
+    stages_init(k, st, plan_stage_stride(p));
+}
+
+void mla_slot_loop(Kctx *k, const MlaSlots *s, KeyStep step, void *ctx) {
+    Reg n = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(n), I(0));
+    key_loop(k, step, ctx, n, s->nsteps, s->nsteps, 0);
+}
+
 void mla_slots_start(Kctx *k, MlaSlots *s) {
     Emit *e = &k->e;
     gather_rows(k, s, fetch_index(k, s, kc_imm32(k, 0)), NOGUARD);

@@ -38,6 +38,11 @@ typedef struct {
 } MlaSlots;
 
 void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c);
+/* The token, head block and slot stream of a kernel whose plan has the
+ * regions KV.0/.1, bias.0/.1 (and rows.0/.1 when keep_rows), tiled by d->tile. */
+void mla_stream_begin(Kctx *k, const AttnDesc *d, const Plan *p, int keep_rows, MlaCta *c, MlaSlots *s, Stages *st);
+/* for (n = 0; n < nsteps; n++) step(n): the kernel's loop over the token's slots. */
+void mla_slot_loop(Kctx *k, const MlaSlots *s, KeyStep step, void *ctx);
 /* Step 0's rows into stage 0 (closing the current cp.async group) and step 1's index read. */
 void mla_slots_start(Kctx *k, MlaSlots *s);
 /* Step n+1's rows into the other stage and step n+2's index, unless n is the last step. */

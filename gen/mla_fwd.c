@@ -147,14 +147,10 @@ void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *m
     f.sp = (SmemTile){t->bm, MLA_P_COLS, plan_region(p, "P")};
     f.so = (SmemTile){t->bm, d->dv, plan_region(p, "O")};
     f.rowx_off = plan_region(p, "rowx");
-    f.sl = (MlaSlots){.bn = t->bn, .skv = {t->bn, d->d, plan_region(p, "KV.0")}, .bias_off = plan_region(p, "bias.0"),
-                      .rows_off = -1};
-    mla_cta(&kc, &f.c, t->bm, 32 * t->warps);
-    mla_slots_init(&kc, &f.sl, &f.c);
+    mla_stream_begin(&kc, d, p, 0, &f.c, &f.sl, &f.st);
     f.scale_log2 = scale_log2(&kc);
     f.zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f.zero), FI(0.0f));
-    stages_init(&kc, &f.st, plan_stage_stride(p));
 
     e_comment(e, "prologue: Q and the first step's rows in flight; the second step's index read");
     mla_load_heads(&kc, &f.c, "q", f.sq);
@@ -164,9 +160,7 @@ void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *m
     acc_new(&kc, &f.o, 1, d->dv / 2 / 8);
     acc_fill(&kc, &f.o, 0.0f);
     rows_init(&kc, &f.rows, 1);
-    Reg n = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(n), I(0));
-    key_loop(&kc, mla_step, &f, n, f.sl.nsteps, f.sl.nsteps, 0);
+    mla_slot_loop(&kc, &f.sl, mla_step, &f);
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);

@@ -47,8 +47,9 @@ void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row
     free(pairs);
 }
 
-/* One 16-byte chunk of the swizzled stage (row, col) to global memory, if row < nrows. */
-static void chunk_to_global(Kctx *k, SmemTile stage, Reg row, Reg col, Reg base, Reg stride_bytes, Reg nrows) {
+/* One 16-byte chunk of the swizzled stage, (row, col), to gcol + row * stride
+ * (gcol: the row-0 address of the chunk's column), if row < nrows. */
+static void chunk_to_global(Kctx *k, SmemTile stage, Reg row, Reg col, Reg gcol, Reg stride_bytes, Reg nrows) {
     Emit *e = &k->e;
     Reg c = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), sa = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
     Reg ga = e_reg(e, RC_B64), v[4] = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32)};
@@ -60,55 +61,34 @@ static void chunk_to_global(Kctx *k, SmemTile stage, Reg row, Reg col, Reg base,
     INS(e, MAD_LO_U32, R(sa), R(c), I(16), R(sa));
     INS(e, SETP_LT_U32, R(p), R(row), R(nrows));
     INSP(e, p, 0, LD_SHARED_V4_B32, V4(v[0], v[1], v[2], v[3]), A(sa, stage.off));
-    INS(e, MAD_WIDE_U32, R(ga), R(row), R(stride_bytes), R(base));
-    INS(e, MUL_LO_U32, R(c), R(col), I(16));
-    INS(e, MAD_WIDE_U32, R(ga), R(c), I(1), R(ga));
+    INS(e, MAD_WIDE_U32, R(ga), R(row), R(stride_bytes), R(gcol));
     INSP(e, p, 0, ST_GLOBAL_V4_B32, A(ga, 0), V4(v[0], v[1], v[2], v[3]));
-}
-
-/* The general case (576-wide rows are 72 chunks): chunk i = tid + threads * pass
- * of the rows * cpr chunks, in order, rows past nrows or the tile skipped. */
-static void chunks_to_global(Kctx *k, SmemTile stage, int threads, Reg base, Reg stride_bytes, Reg nrows) {
-    Emit *e = &k->e;
-    int cpr = stage.cols / 8, total = stage.rows * cpr;
-    Reg lim = e_reg(e, RC_B32);
-    INS(e, MIN_U32, R(lim), R(nrows), I(stage.rows));
-    for (int pass = 0; pass * threads < total; pass++) {
-        Reg i = e_reg(e, RC_B32), row = e_reg(e, RC_B32), col = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(i), R(k->tid), I(pass * threads));
-        INS(e, DIV_U32, R(row), R(i), I(cpr));
-        INS(e, REM_U32, R(col), R(i), I(cpr));
-        chunk_to_global(k, stage, row, col, base, stride_bytes, lim);
-    }
 }
 
 void smem_to_global(Kctx *k, SmemTile stage, int threads, Reg base, Reg stride_bytes, Reg nrows) {
     Emit *e = &k->e;
-    int cpr = stage.cols / 8, rpp = threads / cpr;
-    if (threads % cpr || stage.rows % rpp) {
-        chunks_to_global(k, stage, threads, base, stride_bytes, nrows);
-        return;
-    }
-    Reg row0 = e_reg(e, RC_B32), col = e_reg(e, RC_B32), col64 = e_reg(e, RC_B64), gbase = e_reg(e, RC_B64);
+    /* chunk i = tid + threads * pass of the rows * cpr chunks: whole rows per
+     * pass when threads is a multiple of cpr, else (576 columns are 72
+     * chunks) rows and columns from each pass's index */
+    int cpr = stage.cols / 8, total = stage.rows * cpr, fixed = threads % cpr == 0;
+    Reg lim = e_reg(e, RC_B32), row0 = e_reg(e, RC_B32), col = e_reg(e, RC_B32), gcol = e_reg(e, RC_B64);
+    INS(e, MIN_U32, R(lim), R(nrows), I(stage.rows));
     INS(e, DIV_U32, R(row0), R(k->tid), I(cpr));
     INS(e, REM_U32, R(col), R(k->tid), I(cpr));
-    INS(e, MUL_WIDE_U32, R(col64), R(col), I(16));
-    INS(e, ADD_U64, R(gbase), R(base), R(col64));
-    for (int r = 0; r < stage.rows; r += rpp) {
-        Reg row = e_reg(e, RC_B32), c = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), sa = e_reg(e, RC_B32);
-        Reg p = e_reg(e, RC_PRED), ga = e_reg(e, RC_B64);
-        Reg v[4] = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32)};
-        INS(e, ADD_U32, R(row), R(row0), I(r));
-        INS(e, XOR_B32, R(c), R(col), R(row));
-        INS(e, AND_B32, R(c), R(c), I(7));
-        INS(e, AND_B32, R(hi), R(col), I(~7));
-        INS(e, OR_B32, R(c), R(c), R(hi));
-        INS(e, MAD_LO_U32, R(sa), R(row), I(tile_row_bytes(stage)), R(k->smem));
-        INS(e, MAD_LO_U32, R(sa), R(c), I(16), R(sa));
-        INS(e, LD_SHARED_V4_B32, V4(v[0], v[1], v[2], v[3]), A(sa, stage.off));
-        INS(e, SETP_LT_U32, R(p), R(row), R(nrows));
-        INS(e, MAD_WIDE_U32, R(ga), R(row), R(stride_bytes), R(gbase));
-        INSP(e, p, 0, ST_GLOBAL_V4_B32, A(ga, 0), V4(v[0], v[1], v[2], v[3]));
+    INS(e, MAD_WIDE_U32, R(gcol), R(col), I(16), R(base));
+    for (int pass = 0; pass * threads < total; pass++) {
+        Reg row = e_reg(e, RC_B32);
+        if (fixed) {
+            INS(e, ADD_U32, R(row), R(row0), I(pass * threads / cpr));
+            chunk_to_global(k, stage, row, col, gcol, stride_bytes, lim);
+            continue;
+        }
+        Reg i = e_reg(e, RC_B32), c = e_reg(e, RC_B32), g = e_reg(e, RC_B64);
+        INS(e, ADD_U32, R(i), R(k->tid), I(pass * threads));
+        INS(e, DIV_U32, R(row), R(i), I(cpr));
+        INS(e, REM_U32, R(c), R(i), I(cpr));
+        INS(e, MAD_WIDE_U32, R(g), R(c), I(16), R(base));
+        chunk_to_global(k, stage, row, c, g, stride_bytes, lim);
     }
 }
 

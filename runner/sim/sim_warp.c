@@ -70,47 +70,51 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
     }
 }
 
-static void shfl_bfly(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+/* The source values of a shfl.sync (operand 1) of the lanes that take part;
+ * 0 when the member mask (operand 4) is not exactly those lanes. */
+static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint64_t src[32])
 {
-    uint32_t mask = (uint32_t)in->o[4].imm, cval = (uint32_t)in->o[3].imm, seg = cval >> 8 & 31, clamp = cval & 31;
+    uint32_t mask = (uint32_t)in->o[4].imm;
     if (exec != mask) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return;
+        return 0;
     }
-    uint64_t src[32];
     for (int l = 0; l < 32; l++) src[l] = (exec >> l & 1) ? sim_read(c, w, &in->o[1], l) : 0;
+    return 1;
+}
+
+/* Lane l of a shfl.sync reads lane j: j must take part. */
+static int shfl_deliver(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, const uint64_t *src, int l, uint32_t j)
+{
+    if (!(exec >> j & 1)) {
+        sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", j);
+        return 0;
+    }
+    sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
+    return 1;
+}
+
+static void shfl_bfly(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    uint32_t cval = (uint32_t)in->o[3].imm, seg = cval >> 8 & 31, clamp = cval & 31;
+    uint64_t src[32];
+    if (!shfl_sources(c, w, in, exec, src)) return;
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
         uint32_t lane = (uint32_t)l, j = lane ^ ((uint32_t)sim_read(c, w, &in->o[2], l) & 31);
         uint32_t max_lane = (lane & seg) | (clamp & ~seg);
         if (j > max_lane) j = lane;
-        if (!(exec >> j & 1)) {
-            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", j);
-            return;
-        }
-        sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
+        if (!shfl_deliver(c, w, in, exec, src, l, j)) return;
     }
 }
 
 /* shfl.sync.idx with clamp 31: lane l reads lane b & 31 */
 static void shfl_idx(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t mask = (uint32_t)in->o[4].imm;
-    if (exec != mask) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return;
-    }
     uint64_t src[32];
-    for (int l = 0; l < 32; l++) src[l] = (exec >> l & 1) ? sim_read(c, w, &in->o[1], l) : 0;
-    for (int l = 0; l < 32; l++) {
-        if (!(exec >> l & 1)) continue;
-        uint32_t j = (uint32_t)sim_read(c, w, &in->o[2], l) & 31;
-        if (!(exec >> j & 1)) {
-            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", j);
-            return;
-        }
-        sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
-    }
+    if (!shfl_sources(c, w, in, exec, src)) return;
+    for (int l = 0; l < 32; l++)
+        if ((exec >> l & 1) && !shfl_deliver(c, w, in, exec, src, l, (uint32_t)sim_read(c, w, &in->o[2], l) & 31)) return;
 }
 
 static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
