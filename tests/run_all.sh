@@ -110,7 +110,10 @@ ptxas_job() {
     elif [ -n "$bad" ]; then
         echo "FAIL $name: stack or spills: $(printf '%s' "$bad" | tr -s ' \n' ' ')" >"$base.res"
     else
-        echo "PASS $name ($regs, no spills)" >"$base.res"
+        local most
+        most=$(printf '%s\n' "$props" | awk '{ m = $1 > m ? $1 : m; m = $5 > m ? $5 : m } END { print m + 0 }')
+        if [ "$most" -gt 0 ]; then echo "PASS $name ($regs, $most B stack/spill, within the $allow B allowed)" >"$base.res"
+        else echo "PASS $name ($regs, no spills)" >"$base.res"; fi
     fi
 }
 export -f ptxas_job one_line
