@@ -32,5 +32,8 @@ void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 #define MLA_SCALE_MEANING "S = softmax_scale * q . K[idx] (natural units); no default"
 #define MLA_LSE_MEANING "log-sum-exp of the scaled scores over valid slots, natural log, +inf for tokens with no valid slot; contiguous"
 extern const char *const mla_size_names[4];   /* s_q s_kv h_q topk */
-void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d);
+void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d);            /* q, kv and the selection */
+void mla_abi_selection(KernelSpec *ks);                             /* indices, topk_length */
+/* The first tile of order (warps derived) whose plan fits the arch, else the last. */
+AttnTile mla_first_fitting(const ArchInfo *a, const AttnTile *order, int n, void (*plan)(const AttnDesc *, Plan *));
 #endif

@@ -21,9 +21,10 @@ MlaDkvSplit mla_dkv_split(const AttnTile *t) {
     return s;
 }
 
-/* The widest slice of 64-column multiples whose 256 x cols fp32 accumulator
- * leaves room for a second CTA's worth of nothing else: 192 columns (3 CTAs
- * per row block) on 227 KB parts, 128 on sm_80, 64 on 99 KB parts. */
+/* The widest slice (a multiple of 64 dividing 576) whose 256 x cols fp32
+ * accumulator fits the arch's shared memory: 192 columns on 227 KB parts, 64
+ * on sm_80 (576 has no divisor 128) and on 99 KB parts. Fewer slices mean
+ * fewer CTAs rescanning every token's indices. */
 int mla_reduce_cols(const ArchInfo *a) {
     for (int cols = 192; cols > 64; cols -= 64)
         if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 <= a->smem_block_optin) return cols;
@@ -32,14 +33,8 @@ int mla_reduce_cols(const ArchInfo *a) {
 
 AttnTile mla_bwd_default_tile(const ArchInfo *a, int d) {
     (void)d;
-    for (int bm = 64; bm >= 16; bm /= 2) {
-        AttnTile t = {.bm = bm, .bn = 32, .warps = 2 * bm / 16};
-        AttnDesc probe = {.arch = a, .d = MLA_D_QK, .dv = MLA_D_V, .tile = t};
-        Plan p;
-        mla_bwd_main_plan(&probe, &p);
-        if (p.ok) return t;
-    }
-    return (AttnTile){.bm = 16, .bn = 32, .warps = 2};
+    static const AttnTile order[] = {{.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
+    return mla_first_fitting(a, order, (int)(sizeof order / sizeof order[0]), mla_bwd_main_plan);
 }
 
 int mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -148,10 +143,7 @@ static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
 static void reduce_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32 * MLA_REDUCE_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     entry(ks, d, "reduce", 1);
-    abi_tensor(ks, "indices", PR_IN, "top-k rows of kv per token; a slot is valid iff 0 <= idx < s_kv", "[s_q, topk]",
-               "int32", "s");
-    abi_tensor(ks, "topk_length", PR_IN, "optional (null: every slot): slot j of token t is used only if j < topk_length[t]",
-               "[s_q]", "int32", "");
+    mla_abi_selection(ks);
     abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, read here");
     abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
     abi_sizes(ks, mla_size_names, 4);

@@ -163,19 +163,6 @@ static void scan_chunk(Kctx *k, Reduce *rd, Reg t, Reg idx_row, Reg eff, Reg c) 
     e_place(e, done);
 }
 
-/* The token's slot count: topk, or clamp(topk_length[t], 0, topk). */
-static Reg token_slots(Kctx *k, Reduce *rd, Reg t) {
-    Emit *e = &k->e;
-    Reg given = kc_ptr_set(k, "topk_length"), len = e_reg(e, RC_B32), eff = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
-    INS(e, MOV_B32, R(eff), R(rd->topk));
-    INS(e, MUL_WIDE_U32, R(a), R(t), I(4));
-    INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "topk_length")));
-    INSP(e, given, 0, LD_GLOBAL_NC_B32, R(len), A(a, 0));
-    INSP(e, given, 0, MAX_S32, R(len), R(len), I(0));
-    INSP(e, given, 0, MIN_U32, R(eff), R(len), R(rd->topk));
-    return eff;
-}
-
 static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
     Emit *e = &k->e;
     Reg x = e_reg(e, RC_B32), col = e_reg(e, RC_B32), h_q = kc_u32(k, "h_q");
@@ -238,7 +225,7 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     e_place(e, tok);
     INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
     INSP(e, more, 1, BRA_UNI, L(tok_end));
-    Reg eff = token_slots(k, &rd, t), idx_row = e_reg(e, RC_B64), t64 = e_reg(e, RC_B64), c = e_reg(e, RC_B32);
+    Reg eff = mla_token_slots(k, t, rd.topk), idx_row = e_reg(e, RC_B64), t64 = e_reg(e, RC_B64), c = e_reg(e, RC_B32);
     INS(e, CVT_U64_U32, R(t64), R(t));
     INS(e, MUL_LO_U64, R(t64), R(t64), R(stride));
     INS(e, MUL_LO_U64, R(t64), R(t64), I(4));

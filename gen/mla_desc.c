@@ -16,18 +16,24 @@ const char *const mla_size_names[4] = {"s_q", "s_kv", "h_q", "topk"};
 /* The query tile (bm x 576) stays in shared memory and two stages of
  * gathered rows (bn x 576 each) stream past it: the largest tile whose plan
  * fits the arch's shared memory. */
-AttnTile mla_fwd_default_tile(const ArchInfo *a, int d) {
-    (void)d;
-    static const AttnTile order[] = {{.bm = 64, .bn = 64}, {.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+AttnTile mla_first_fitting(const ArchInfo *a, const AttnTile *order, int n, void (*plan)(const AttnDesc *, Plan *)) {
+    for (int i = 0; i < n; i++) {
         AttnTile t = order[i];
         t.warps = 2 * t.bm / 16;
         AttnDesc probe = {.arch = a, .d = MLA_D_QK, .dv = MLA_D_V, .tile = t};
         Plan p;
-        mla_fwd_plan(&probe, &p);
+        plan(&probe, &p);
         if (p.ok) return t;
     }
-    return (AttnTile){.bm = 16, .bn = 32, .warps = 2};
+    AttnTile last = order[n - 1];   /* none fits: the smallest, which the plan then refuses by its budget */
+    last.warps = 2 * last.bm / 16;
+    return last;
+}
+
+AttnTile mla_fwd_default_tile(const ArchInfo *a, int d) {
+    (void)d;
+    static const AttnTile order[] = {{.bm = 64, .bn = 64}, {.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
+    return mla_first_fitting(a, order, (int)(sizeof order / sizeof order[0]), mla_fwd_plan);
 }
 
 int mla_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -54,14 +60,18 @@ void mla_fwd_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
-void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d) {
-    const char *dt = dtype_name(d->dtype);
-    abi_tensor(ks, "q", PR_IN, "queries", "[s_q, h_q, d_qk]", dt, "sh");
-    abi_tensor(ks, "kv", PR_IN, "latent keys/values: K = kv[:, :d_qk], V = kv[:, :d_v]", "[s_kv, d_qk]", dt, "s");
+void mla_abi_selection(KernelSpec *ks) {
     abi_tensor(ks, "indices", PR_IN, "top-k rows of kv per token; a slot is valid iff 0 <= idx < s_kv", "[s_q, topk]",
                "int32", "s");
     abi_tensor(ks, "topk_length", PR_IN, "optional (null: every slot): slot j of token t is used only if j < topk_length[t]",
                "[s_q]", "int32", "");
+}
+
+void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d) {
+    const char *dt = dtype_name(d->dtype);
+    abi_tensor(ks, "q", PR_IN, "queries", "[s_q, h_q, d_qk]", dt, "sh");
+    abi_tensor(ks, "kv", PR_IN, "latent keys/values: K = kv[:, :d_qk], V = kv[:, :d_v]", "[s_kv, d_qk]", dt, "s");
+    mla_abi_selection(ks);
 }
 
 void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {

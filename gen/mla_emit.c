@@ -35,18 +35,22 @@ void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile)
     rg_issue(k, &g, tile, NOGUARD, src, sz);
 }
 
-/* The token's slot count: topk, or clamp(topk_length[t], 0, topk) when given. */
-static void slot_count(Kctx *k, MlaSlots *s, Reg t) {
+Reg mla_token_slots(Kctx *k, Reg t, Reg topk) {
     Emit *e = &k->e;
-    Reg topk = kc_u32(k, "topk"), given = kc_ptr_set(k, "topk_length"), len = e_reg(e, RC_B32);
-    Reg a = e_reg(e, RC_B64);
-    s->eff = e_reg(e, RC_B32), s->nsteps = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(s->eff), R(topk));
+    Reg given = kc_ptr_set(k, "topk_length"), len = e_reg(e, RC_B32), eff = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    INS(e, MOV_B32, R(eff), R(topk));
     INS(e, MUL_WIDE_U32, R(a), R(t), I(4));
     INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "topk_length")));
     INSP(e, given, 0, LD_GLOBAL_NC_B32, R(len), A(a, 0));
     INSP(e, given, 0, MAX_S32, R(len), R(len), I(0));
-    INSP(e, given, 0, MIN_U32, R(s->eff), R(len), R(topk));
+    INSP(e, given, 0, MIN_U32, R(eff), R(len), R(topk));
+    return eff;
+}
+
+static void slot_count(Kctx *k, MlaSlots *s, Reg t) {
+    Emit *e = &k->e;
+    s->eff = mla_token_slots(k, t, kc_u32(k, "topk"));
+    s->nsteps = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(s->nsteps), R(s->eff), I(s->bn - 1));
     INS(e, DIV_U32, R(s->nsteps), R(s->nsteps), I(s->bn));
 }

@@ -26,6 +26,9 @@ void mla_pair_sync(Kctx *k, const MlaCta *c);
  * zero-filled without a read. */
 void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile);
 
+/* Token t's slot count: topk, or clamp(topk_length[t], 0, topk) when topk_length is not null. */
+Reg  mla_token_slots(Kctx *k, Reg t, Reg topk);
+
 /* The token's slots, bn per step, gathered into two stages. */
 typedef struct {
     int bn;

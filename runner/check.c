@@ -299,7 +299,8 @@ static int pick_reference(Session *ss, const RunOpts *o) {
     else if (!cuda) snprintf(why, sizeof why, "auto: the %s device has no GPU reference", dev_kind(ss->dev));
     else snprintf(why, sizeof why, "auto: %.1f GFLOP, %s the %.0f GFLOP threshold", gflop, gpu ? "above" : "within",
                   AUTO_GPU_REF_GFLOP);
-    if (gpu && gpu_ref_open(&ss->gref, ss->dev, err, sizeof err)) {
+    if (gpu && ss->fwd_ref) ss->gref = ss->fwd_ref, ss->fwd_ref = NULL;   /* compiled already for the inputs */
+    if (gpu && !ss->gref && gpu_ref_open(&ss->gref, ss->dev, err, sizeof err)) {
         if (o->ref == RUN_REF_GPU) return fail("gpu reference", err);
         printf("reference: cpu float64 (%s, but the GPU reference failed to load: %s)\n", why, err);
         return 0;

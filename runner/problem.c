@@ -31,16 +31,18 @@ static double mla_bwd_flops(const Problem *p);
  * see mark_cancellations),
  * their float64 reference on the CPU and on the GPU (into fp32 buffers out[],
  * one per output), and the FLOPs of one run. */
+typedef int (*GpuFn)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+
 typedef struct {
     const char *name;
     void (*layouts)(Problem *p, int pad);
     const char *random[4];
     int sparse;
     void (*forward)(const Problem *p, double *const ref[]);
-    int (*gpu_forward)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+    GpuFn gpu_forward;
     struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
     void (*reference)(const Problem *p, double *const ref[]);
-    int (*gpu_reference)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
+    GpuFn gpu_reference;
     double (*flops)(const Problem *p);
 } KindSpec;
 
@@ -257,23 +259,42 @@ static double mla_bwd_flops(const Problem *p) {
     return 2.0 * p->s_q * p->h_q * (double)p->topk * (3 * p->d + 2 * p->d_v);
 }
 
+/* t's fp32 values widened into ref; a NaN (an element the reference left poisoned) is an error. */
+static int widen(const Tensor *t, const float *f, double *ref, char *err, size_t errlen) {
+    size_t nan = 0;
+    for (size_t e = 0; e < t->count; e++) {
+        ref[e] = f[e];
+        nan += isnan(f[e]) != 0;
+    }
+    if (nan) snprintf(err, errlen, "the GPU reference left %zu of %zu %s elements NaN", nan, t->count, t->name);
+    return nan != 0;
+}
+
+/* GPU reference fn of tensors t[0..n) (fp32 buffers, poisoned: NaN wherever
+ * it writes nothing, which is an error) widened into out. */
+static int gpu_run(Problem *p, Device *dev, GpuFn fn, GpuRef *g, const Tensor *const t[], int n, double *const out[],
+                   char *err, size_t errlen) {
+    DevPtr buf[PROBLEM_MAX_OUTPUTS] = {0};
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++)
+        rc = dev_alloc(dev, &buf[i], t[i]->count * sizeof(float), err, errlen) ||
+             dev_fill_u8(dev, buf[i], 0xFF, t[i]->count * sizeof(float), err, errlen);
+    if (!rc) rc = fn(p, g, buf, err, errlen);
+    for (int i = 0; !rc && i < n; i++) {
+        float *f = malloc(t[i]->count * sizeof *f);
+        if (!f) snprintf(err, errlen, "out of host memory for the GPU reference's %s", t[i]->name);
+        rc = !f || dev_download(dev, f, buf[i], t[i]->count * sizeof *f, err, errlen) || widen(t[i], f, out[i], err, errlen);
+        free(f);
+    }
+    for (int i = 0; i < n; i++)   /* after a failure, keeps its message */
+        if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
+    return rc;
+}
+
 /* The forward's outputs from the GPU reference into host doubles (p->fwd_gpu). */
 static int gpu_forward(Problem *p, Device *dev, double *const out[2], char *err, size_t errlen) {
     const Tensor *t[2] = {&p->o, &p->lse};
-    DevPtr buf[2] = {0};
-    int rc = 0;
-    for (int i = 0; !rc && i < 2; i++) rc = dev_alloc(dev, &buf[i], t[i]->count * sizeof(float), err, errlen);
-    if (!rc) rc = kind(p)->gpu_forward(p, p->fwd_gpu, buf, err, errlen);
-    for (int i = 0; !rc && i < 2; i++) {
-        float *f = malloc(t[i]->count * sizeof *f);
-        if (!f) snprintf(err, errlen, "out of host memory for the derived %s", t[i]->name);
-        rc = !f || dev_download(dev, f, buf[i], t[i]->count * sizeof *f, err, errlen);
-        for (size_t e = 0; !rc && e < t[i]->count; e++) out[i][e] = f[e];
-        free(f);
-    }
-    for (int i = 0; i < 2; i++)
-        if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
-    return rc;
+    return gpu_run(p, dev, kind(p)->gpu_forward, p->fwd_gpu, t, 2, out, err, errlen);
 }
 
 /* A backward's O and LSE: the forward (ks->forward, float64 on the CPU, or
@@ -381,37 +402,15 @@ void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS])
     mark_cancellations(p, ref);
 }
 
-/* Output i's fp32 values widened into ref; a NaN (an element the reference left poisoned) is an error. */
-static int widen(const ProblemOutput *o, const float *f, double *ref, char *err, size_t errlen) {
-    size_t nan = 0;
-    for (size_t e = 0; e < o->t->count; e++) {
-        ref[e] = f[e];
-        nan += isnan(f[e]) != 0;
-    }
-    if (nan) snprintf(err, errlen, "the GPU reference left %zu of %zu %s elements NaN", nan, o->t->count, o->t->name);
-    return nan != 0;
-}
-
 int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
                           size_t errlen) {
     ProblemOutput out[PROBLEM_MAX_OUTPUTS];
-    DevPtr buf[PROBLEM_MAX_OUTPUTS] = {0};
-    int n = problem_outputs(p, out), rc = 0;
-    for (int i = 0; !rc && i < n; i++)   /* poisoned: NaN wherever the reference writes nothing */
-        rc = dev_alloc(dev, &buf[i], out[i].t->count * sizeof(float), err, errlen) ||
-             dev_fill_u8(dev, buf[i], 0xFF, out[i].t->count * sizeof(float), err, errlen);
-    if (!rc) rc = kind(p)->gpu_reference(p, g, buf, err, errlen);
-    for (int i = 0; !rc && i < n; i++) {
-        float *f = malloc(out[i].t->count * sizeof *f);
-        if (!f) snprintf(err, errlen, "out of host memory for the GPU reference's %s", out[i].t->name);
-        rc = !f || dev_download(dev, f, buf[i], out[i].t->count * sizeof *f, err, errlen) ||
-             widen(&out[i], f, ref[i], err, errlen);
-        free(f);
-    }
-    for (int i = 0; i < n; i++)   /* after a failure, keeps its message */
-        if (buf[i] && dev_free(dev, buf[i], rc ? NULL : err, rc ? 0 : errlen)) rc = 1;
-    if (!rc) mark_cancellations(p, ref);
-    return rc;
+    const Tensor *t[PROBLEM_MAX_OUTPUTS];
+    int n = problem_outputs(p, out);
+    for (int i = 0; i < n; i++) t[i] = out[i].t;
+    if (gpu_run(p, dev, kind(p)->gpu_reference, g, t, n, ref, err, errlen)) return 1;
+    mark_cancellations(p, ref);
+    return 0;
 }
 
 double problem_flops(const Problem *p) { return kind(p)->flops(p); }
