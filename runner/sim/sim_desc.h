@@ -1,0 +1,83 @@
+/* Bit layouts of the tensor-core operand descriptors, as pure decoders:
+ * the 64-bit shared-memory matrix descriptor of tcgen05.mma (sm_100a) and of
+ * wgmma.mma_async (sm_90a), the 32-bit tcgen05 instruction descriptor, and
+ * the address of one operand element under a descriptor's canonical layout.
+ * Nothing here touches simulator state: the tcgen05 and wgmma units decode
+ * with these and fetch bytes themselves. Field positions follow the PTX ISA
+ * ("Matrix Descriptors", "Instruction descriptor"); unit tests pin them to
+ * words NVIDIA's own kernels use (shared/oracle/README.md). */
+#ifndef PTXGEN_SIM_DESC_H
+#define PTXGEN_SIM_DESC_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Shared-memory layouts (swizzling modes) a descriptor can name. */
+typedef enum {
+    SL_INTERLEAVE,      /* no swizzle: 8 x 16-byte core matrices */
+    SL_SW32,            /* 32-byte swizzle */
+    SL_SW64,            /* 64-byte swizzle */
+    SL_SW128,           /* 128-byte swizzle */
+    SL_SW128_BASE32B    /* 128-byte swizzle with 32-byte atomicity (tcgen05 only) */
+} SimSmemLayout;
+
+typedef struct {
+    uint32_t start;        /* byte address in the shared window (field << 4) */
+    uint32_t lbo, sbo;     /* leading / stride dimension byte offsets (field << 4) */
+    int base_offset;       /* 3-bit matrix base offset */
+    int lbo_mode;          /* tcgen05: leading-dimension stride mode bit */
+    int version;           /* tcgen05: bits 46-47 (must be 1 on sm_100); wgmma: 0 */
+    SimSmemLayout layout;
+} SimSmemDesc;
+
+/* Decode; a reserved layout value or (tcgen05) a version other than 1 is an
+ * error whose message names the field and its value. */
+int sim_umma_sdesc_decode(uint64_t desc, SimSmemDesc *out, char *err, size_t errlen);
+int sim_wgmma_sdesc_decode(uint64_t desc, SimSmemDesc *out, char *err, size_t errlen);
+/* Bytes a layout's swizzle atom spans along the contiguous dimension (16 for
+ * SL_INTERLEAVE, 32/64/128 for the swizzles); the start address must be
+ * aligned so that the swizzle pattern repeats (checked by sim_sdesc_check). */
+int sim_sdesc_atom_bytes(SimSmemLayout l);
+/* Checks alignment and the sizes a layout needs; 0 or -1 with a message. */
+int sim_sdesc_check(const SimSmemDesc *d, char *err, size_t errlen);
+
+/* Byte address in the shared window of element (mn, k) of an MMA operand
+ * tile described by d: mn indexes M (operand A) or N (operand B), k indexes K.
+ * k_major: 1 when K is the contiguous dimension in memory, 0 for MN-major.
+ * elem_bytes: 2 (f16/bf16) or 4 (tf32). The swizzle is applied to the
+ * absolute address bits, as the hardware does. */
+uint32_t sim_sdesc_elem_addr(const SimSmemDesc *d, int k_major, int elem_bytes, int mn, int k);
+
+/* tcgen05 instruction descriptor, kind::f16 or kind::tf32. */
+enum { UMMA_KIND_F16, UMMA_KIND_TF32 };
+enum { UMMA_T_F16, UMMA_T_BF16, UMMA_T_TF32, UMMA_T_F32 };   /* element types after decoding */
+typedef struct {
+    int m, n;                  /* the MMA shape (cta_group::2: M over the pair) */
+    int a_type, b_type, d_type;   /* UMMA_T_* */
+    int a_mn_major, b_mn_major;   /* 1: MN-major (transposed) operand */
+    int negate_a, negate_b;
+    int sparse, saturate;
+    int max_shift;             /* .ws only; 0 otherwise */
+} SimInstrDesc;
+/* Decodes and validates against the kind and cta_group (legal M and N for
+ * each, types the kind allows); an error names the field. */
+int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, SimInstrDesc *out, char *err, size_t errlen);
+
+/* tcgen05.ld / tcgen05.st data movement shapes. */
+enum { TM_32X32B, TM_16X64B, TM_16X128B, TM_16X256B, TM_16X32BX2, TM_SHAPES };
+/* For shape s with repeat count num (.x1 ... .x128), thread t (0-31) of the
+ * warp and its register r: the TMEM lane offset (0-31, added to the warp's
+ * lane-quarter base and the address's lane) and column offset (added to the
+ * address's column; for 16x32bx2 the second half adds imm_half_off columns).
+ * Returns the number of 32-bit registers per thread, or -1 when num is not
+ * allowed for the shape. */
+int sim_tmem_shape_regs(int shape, int num);
+void sim_tmem_shape_map(int shape, int num, int thread, int reg, int imm_half_off, int *lane, int *col);
+
+/* wgmma accumulator fragment: thread t (0-127) of the warpgroup, register
+ * index r of an m64nN f32 (or packed f16x2: half h) accumulator ->
+ * (row, col) of D. */
+void sim_wgmma_d_map(int n, int thread, int reg, int *row, int *col);
+/* wgmma A from registers (RS): thread t of the warpgroup, 32-bit register r
+ * (0-3) and half h (0 low, 1 high) of a m64k16 f16/bf16 A tile -> (row, k). */
+void sim_wgmma_a_map(int thread, int reg, int half, int *row, int *k);
+#endif
