@@ -9,48 +9,58 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "emit.h"
+#include "isa.h"
 
 /* ---- parsed module ---- */
-typedef enum { SO_REG, SO_IMM, SO_SREG, SO_ADDR, SO_VEC, SO_LABEL, SO_SYM } SimOpndKind;
+typedef enum { SO_REG, SO_IMM, SO_SREG, SO_ADDR, SO_VEC, SO_LABEL, SO_SYM, SO_SINK } SimOpndKind;
 typedef enum {
     SR_TID_X, SR_TID_Y, SR_TID_Z, SR_NTID_X, SR_NTID_Y, SR_NTID_Z, SR_CTAID_X, SR_CTAID_Y, SR_CTAID_Z,
-    SR_NCTAID_X, SR_NCTAID_Y, SR_NCTAID_Z, SR_LANEID, SR_WARPID, SR_COUNT
+    SR_NCTAID_X, SR_NCTAID_Y, SR_NCTAID_Z, SR_LANEID, SR_WARPID, SR_NWARPID,
+    SR_CLUSTER_CTARANK, SR_CLUSTER_NCTARANK, SR_CLUSTER_CTAID_X, SR_CLUSTER_CTAID_Y, SR_CLUSTER_CTAID_Z,
+    SR_CLUSTER_NCTAID_X, SR_CLUSTER_NCTAID_Y, SR_CLUSTER_NCTAID_Z, SR_CLUSTERID_X, SR_CLUSTERID_Y, SR_CLUSTERID_Z,
+    SR_NCLUSTERID_X, SR_NCLUSTERID_Y, SR_NCLUSTERID_Z, SR_IS_EXPLICIT_CLUSTER,
+    SR_LANEMASK_EQ, SR_LANEMASK_LT, SR_LANEMASK_LE, SR_LANEMASK_GT, SR_LANEMASK_GE,
+    SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_COUNT
 } SimSreg;
-typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED } SimSpace;
+typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED, SPACE_GLOBAL } SimSpace;
+
+/* Generic addresses of the windows that are not global memory: a generic
+ * load or store, cvta and the TMA's tensor-map operand resolve through them. */
+#define SIM_SHARED_WINDOW 0x00007E0000000000ull
+#define SIM_PARAM_WINDOW  0x00007D0000000000ull
 
 typedef struct {
     uint8_t kind;       /* SimOpndKind */
     uint8_t space;      /* SO_ADDR/SO_SYM with a symbol base: where the symbol lives */
-    uint8_t n;          /* SO_VEC: element count */
+    uint8_t n;          /* SO_VEC: element count; SO_ADDR: tensor coordinates after the base ([map, {x, y}]) */
     int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
+    int32_t reg2;       /* SO_REG: second register of a "p|q" pair or -1; SO_ADDR: first coordinate in SimFunc.vec */
     int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */
 } SimOpnd;
 
-enum { SIM_MAX_OPNDS = 6 };
+enum { SIM_MAX_OPNDS = 10 };
 typedef struct {
-    uint16_t op;        /* Op from emit/ops.def: the emitter's vocabulary is the sim's */
+    IsaInsn d;          /* the mnemonic, decoded (emit/isa.h) */
     uint8_t nops;
-    uint8_t cls;        /* SimClass, for counters */
     int32_t guard;      /* predicate slot, -1 for none */
     uint8_t guard_neg;
     int32_t line;       /* 1-based line in the module text */
     SimOpnd o[SIM_MAX_OPNDS];
 } SimInsn;
 
-typedef struct { char name[64]; int bytes, offset; } SimParam;
-typedef struct { char name[64]; int align, size, offset, is_extern; } SimShared;
+typedef struct { char *name; int bytes, align, offset; } SimParam;
+typedef struct { char *name; int align, size, offset, is_extern; } SimShared;
 
 typedef struct {
-    char name[128];
+    char *name;
     SimParam *params;
     int nparams, param_bytes;
     SimInsn *code;
     int ncode;
-    int32_t *vec;       /* register slots of vector operands */
+    int32_t *vec;       /* register slots of vector operands (-1: the sink "_") */
     int nvec;
     int nslots;
-    uint8_t *slot_bits; /* 1 (pred), 32 or 64 per slot */
+    uint8_t *slot_bits; /* 1 (pred), 16, 32 or 64 per slot */
     char **slot_name;   /* for messages: the declared name of a slot's register family */
     int maxntid;        /* 0 when not declared */
 } SimFunc;
@@ -73,12 +83,7 @@ int  sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen);
 void sim_module_free(SimModule *m);
 const SimFunc *sim_find(const SimModule *m, const char *entry);
 
-/* ---- counters ---- */
-typedef enum {
-    CL_INT, CL_FP32, CL_SFU, CL_CONVERT, CL_MOVE, CL_COMPARE, CL_TENSOR, CL_LDMATRIX, CL_SHARED, CL_GLOBAL,
-    CL_ASYNC, CL_PARAM, CL_SHUFFLE, CL_BARRIER, CL_CONTROL, CL_COUNT
-} SimClass;
-
+/* ---- counters (classes: IsaClass in emit/isa.h) ---- */
 typedef struct {
     uint64_t warp_insns[CL_COUNT], lane_insns[CL_COUNT];
     uint64_t smem_requests, smem_wavefronts, smem_ideal;   /* loads, stores, ldmatrix, cp.async writes */
@@ -86,8 +91,6 @@ typedef struct {
     uint64_t ctas, warps;
 } SimStats;
 
-const char *sim_class_name(int cls);
-int  sim_class_of(Op op);
 void sim_stats_print(const SimStats *s, const char *entry, FILE *out);
 /* Shared-memory wavefronts for one warp request: lanes_per_phase lanes of
  * width bytes go through the 32 banks together; a bank serves one 4-byte word
@@ -144,7 +147,7 @@ typedef struct {
     int nthreads, nwarps;
     SimWarp *w;
     uint8_t *smem, *sflag;          /* data and SM_* flags per byte */
-    uint32_t smem_size;
+    uint32_t smem_size, dyn_at;     /* dyn_at: where the dynamic window starts */
     uint32_t *wclk, *rclk;          /* per 4-byte word: writer's clock; each warp's last read clock */
     uint8_t *wwarp;
     int32_t *wline;
@@ -171,6 +174,8 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
 void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane);
 void     sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v);
+/* Element k of a vector operand as a register operand (a sink "_" reads 0 and drops writes). */
+SimOpnd  sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k);
 uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane);   /* an SO_ADDR operand: base register (if any) + offset */
 static inline int sim_warp_id(const SimCta *c, const SimWarp *w) { return (int)(w - c->w); }
 

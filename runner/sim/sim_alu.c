@@ -1,112 +1,441 @@
-/* Per-lane arithmetic, comparisons, selects, moves and conversions, each
- * with the PTX ISA's semantics: 32-bit ops wrap, shifts clamp at the width,
- * .lo/.wide pick halves, f32 ops round to nearest even (.ftz where the op says
- * so), min/max return the non-NaN operand, setp on floats is ordered. */
+/* Per-lane arithmetic, logic, comparisons, selects, moves and conversions for
+ * every type the decoder names, with the PTX ISA's semantics: integer ops
+ * wrap at the type's width, shifts clamp, .lo/.hi/.wide pick halves; floating
+ * ops round as the instruction says (.rn by default), .ftz flushes
+ * subnormals, .sat clamps to [0, 1]; min/max return the non-NaN operand;
+ * float-to-integer conversions saturate and send NaN to 0. A combination the
+ * sim does not model is refused naming the instruction. */
+#include <fenv.h>
 #include <math.h>
+#include <string.h>
 #include "hostdata.h"
 #include "sim.h"
 
 static float F(uint64_t u) { return bits_f32((uint32_t)u); }
 static uint64_t U(float x) { return f32_bits(x); }
+static double D(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+static uint64_t UD(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+
+static uint64_t mask_bits(int bits, uint64_t v) { return bits >= 64 ? v : bits <= 0 ? 0 : v & ((1ull << bits) - 1); }
+static int64_t sext(int bits, uint64_t v)
+{
+    if (bits >= 64) return (int64_t)v;
+    uint64_t m = 1ull << (bits - 1);
+    v = mask_bits(bits, v);
+    return (int64_t)((v ^ m) - m);
+}
 
 static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+static double ftz64(double x) { return fpclassify(x) == FP_SUBNORMAL ? copysign(0.0, x) : x; }
 
-static uint32_t brev(uint32_t a) {
-    uint32_t r = 0;
-    for (int i = 0; i < 32; i++) r |= (a >> i & 1) << (31 - i);
+static int fe_mode(int rnd)
+{
+    switch (rnd) {
+    case RND_RZ: case RND_RZI: return FE_TOWARDZERO;
+    case RND_RM: case RND_RMI: return FE_DOWNWARD;
+    case RND_RP: case RND_RPI: return FE_UPWARD;
+    default: return FE_TONEAREST;
+    }
+}
+
+typedef struct { SimCta *c; SimWarp *w; const SimInsn *in; int lane; } Ctx;
+
+static int refuse(const Ctx *x, const char *why)
+{
+    sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "%s: %s is not modelled by the sim", why,
+             isa_base_text(x->in->d.op));
+    return -1;
+}
+
+static uint64_t src(const Ctx *x, int k) { return x->in->nops > k ? sim_read(x->c, x->w, &x->in->o[k], x->lane) : 0; }
+
+/* f32 arithmetic under the instruction's rounding, .ftz and .sat. */
+static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
+{
+    int ftzm = (d->flags & F_FTZ) != 0;
+    if (ftzm) a = ftz(a), b = ftz(b), c = ftz(c);
+    int saved = fegetround();
+    fesetround(fe_mode(d->rnd));
+    volatile float r;
+    switch (op) {
+    case I_ADD: r = a + b; break;
+    case I_SUB: r = a - b; break;
+    case I_MUL: r = a * b; break;
+    case I_DIV: r = a / b; break;
+    default: r = fmaf(a, b, c); break;   /* mad.f32 / fma */
+    }
+    fesetround(saved);
+    float v = r;
+    if (ftzm) v = ftz(v);
+    if (d->flags & F_SAT) v = isnan(v) ? 0.0f : v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+    return U(v);
+}
+
+static uint64_t f64_op(const IsaInsn *d, int op, double a, double b, double c)
+{
+    int saved = fegetround();
+    fesetround(fe_mode(d->rnd));
+    volatile double r;
+    switch (op) {
+    case I_ADD: r = a + b; break;
+    case I_SUB: r = a - b; break;
+    case I_MUL: r = a * b; break;
+    case I_DIV: r = a / b; break;
+    default: r = fma(a, b, c); break;
+    }
+    fesetround(saved);
+    return UD(r);
+}
+
+static int float_arith(const Ctx *x, int t, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    uint64_t a = src(x, 1), b = src(x, 2), c = src(x, 3);
+    int op = d->op;
+    if (t == T_F32) {
+        float fa = F(a), fb = F(b);
+        if (d->flags & F_FTZ) fa = ftz(fa), fb = ftz(fb);
+        switch (op) {
+        case I_ADD: case I_SUB: case I_MUL: case I_MAD: case I_FMA: *out = f32_op(d, op, fa, fb, F(c)); return 1;
+        case I_DIV:
+            if (d->flags & (F_APPROX | F_FULL)) { *out = U(fa * (1.0f / fb)); return 1; }
+            *out = f32_op(d, op, fa, fb, 0);
+            return 1;
+        case I_MIN: *out = U(fminf(fa, fb)); return 1;
+        case I_MAX: *out = U(fmaxf(fa, fb)); return 1;
+        case I_NEG: *out = U(-F(a)); return 1;
+        case I_ABS: *out = U(fabsf(F(a))); return 1;
+        case I_EX2: *out = U(ftz((float)exp2((double)fa))); return 1;
+        case I_LG2: *out = U(ftz((float)log2((double)fa))); return 1;
+        case I_RCP: *out = U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa); return 1;
+        }
+    } else if (t == T_F64) {
+        double da = D(a), db = D(b);
+        switch (op) {
+        case I_ADD: case I_SUB: case I_MUL: case I_MAD: case I_FMA: case I_DIV: *out = f64_op(d, op, da, db, D(c)); return 1;
+        case I_MIN: *out = UD(fmin(da, db)); return 1;
+        case I_MAX: *out = UD(fmax(da, db)); return 1;
+        case I_NEG: *out = UD(-da); return 1;
+        case I_ABS: *out = UD(fabs(da)); return 1;
+        case I_RCP: *out = UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da); return 1;
+        }
+    }
+    return refuse(x, "this floating-point type");
+}
+
+static uint64_t mul_hi(int bits, int sgn, uint64_t a, uint64_t b)
+{
+    if (bits == 64) {
+        if (sgn) return (uint64_t)(((__int128)(int64_t)a * (__int128)(int64_t)b) >> 64);
+        return (uint64_t)(((unsigned __int128)a * b) >> 64);
+    }
+    if (sgn) return (uint64_t)((sext(bits, a) * sext(bits, b)) >> bits);
+    return (mask_bits(bits, a) * mask_bits(bits, b)) >> bits;
+}
+
+/* mul/mad: .lo (the default for integers), .hi, .wide (twice the width). */
+static uint64_t mul_int(const IsaInsn *d, int bits, int sgn, uint64_t a, uint64_t b)
+{
+    if (d->flags & F_WIDE) return sgn ? (uint64_t)(sext(bits, a) * sext(bits, b)) : mask_bits(bits, a) * mask_bits(bits, b);
+    if (d->flags & F_HI) return mul_hi(bits, sgn, a, b);
+    return a * b;
+}
+
+static int int_arith(const Ctx *x, int t, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    int bits = isa_type_bits(t), sgn = isa_type_is_signed(t);
+    uint64_t a = src(x, 1), b = src(x, 2), c = src(x, 3);
+    int64_t as = sext(bits, a), bs = sext(bits, b);
+    uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
+    switch (d->op) {
+    case I_ADD: *out = a + b; break;
+    case I_SUB: *out = a - b; break;
+    case I_MUL: *out = mul_int(d, bits, sgn, a, b); break;
+    case I_MAD: *out = mul_int(d, bits, sgn, a, b) + c; break;
+    case I_MIN: *out = sgn ? (uint64_t)(as < bs ? as : bs) : (au < bu ? au : bu); break;
+    case I_MAX: *out = sgn ? (uint64_t)(as > bs ? as : bs) : (au > bu ? au : bu); break;
+    case I_NEG: *out = (uint64_t)-as; break;
+    case I_ABS: *out = (uint64_t)(as < 0 ? -as : as); break;
+    case I_DIV: case I_REM:
+        if (!bu) {
+            sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "integer division by zero");
+            return -1;
+        }
+        if (sgn) {
+            int64_t mn = bits >= 64 ? INT64_MIN : -(1ll << (bits - 1));
+            if (as == mn && bs == -1) *out = d->op == I_DIV ? (uint64_t)as : 0;
+            else *out = (uint64_t)(d->op == I_DIV ? as / bs : as % bs);
+        } else {
+            *out = d->op == I_DIV ? au / bu : au % bu;
+        }
+        break;
+    default: return 0;
+    }
+    if ((d->flags & F_SAT) && sgn && bits == 32 && (d->op == I_ADD || d->op == I_SUB)) {
+        int64_t r = d->op == I_ADD ? as + bs : as - bs;
+        *out = (uint64_t)(r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r);
+    }
+    return 1;
+}
+
+static uint64_t brev(uint64_t a, int bits)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < bits; i++) r |= (a >> i & 1) << (bits - 1 - i);
     return r;
 }
 
-static uint32_t shl(uint32_t a, uint32_t s) { return s >= 32 ? 0 : a << s; }
-static uint32_t shr_u(uint32_t a, uint32_t s) { return s >= 32 ? 0 : a >> s; }
-static uint32_t shr_s(int32_t a, uint32_t s) { return (uint32_t)(s >= 32 ? (a < 0 ? -1 : 0) : a >> s); }
-
-/* ex2/lg2 .approx are within 2 ulp on hardware; the sim rounds the exact value. */
-static float ex2(float a) { return ftz((float)exp2((double)ftz(a))); }
-static float lg2(float a) { return ftz((float)log2((double)ftz(a))); }
-
-/* Returns 1 with the value in *out, 0 for an op this file does not own, -1 for
- * a fault (reported here). */
-static int lane_op(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint64_t *out)
+static int logic(const Ctx *x, int t, uint64_t *out)
 {
-    const SimOpnd *o = in->o;
-    uint64_t a = in->nops > 1 ? sim_read(c, w, &o[1], lane) : 0;
-    uint64_t b = in->nops > 2 ? sim_read(c, w, &o[2], lane) : 0;
-    uint64_t d = in->nops > 3 ? sim_read(c, w, &o[3], lane) : 0;
-    uint32_t a32 = (uint32_t)a, b32 = (uint32_t)b;
-    int32_t as = (int32_t)a32, bs = (int32_t)b32;
-    switch (in->op) {
-    case OP_MOV_B32: case OP_MOV_F32: case OP_MOV_F32_B32: case OP_MOV_U32_SYM: case OP_CVT_U32_U64: *out = a32; break;
-    case OP_MOV_B64: case OP_CVTA_GLOBAL: *out = a; break;   /* the sim's generic and global addresses coincide */
-    case OP_CVT_U64_U32: *out = a32; break;
-    case OP_ADD_U32: case OP_ADD_S32: *out = a32 + b32; break;
-    case OP_ADD_U64: *out = a + b; break;
-    case OP_SUB_U32: case OP_SUB_S32: *out = a32 - b32; break;
-    case OP_MUL_LO_U32: case OP_MUL_LO_S32: *out = a32 * b32; break;
-    case OP_MUL_WIDE_U32: *out = (uint64_t)a32 * b32; break;
-    case OP_MUL_WIDE_S32: *out = (uint64_t)((int64_t)as * bs); break;
-    case OP_MUL_LO_U64: *out = a * b; break;
-    case OP_MAD_LO_U32: case OP_MAD_LO_S32: *out = a32 * b32 + (uint32_t)d; break;
-    case OP_MAD_WIDE_U32: *out = (uint64_t)a32 * b32 + d; break;
-    case OP_MAD_WIDE_S32: *out = (uint64_t)((int64_t)as * bs) + d; break;
-    case OP_SHL_B32: *out = shl(a32, b32); break;
-    case OP_SHR_U32: *out = shr_u(a32, b32); break;
-    case OP_SHR_S32: *out = shr_s(as, b32); break;
-    case OP_AND_B32: *out = a32 & b32; break;
-    case OP_OR_B32: *out = a32 | b32; break;
-    case OP_XOR_B32: *out = a32 ^ b32; break;
-    case OP_MIN_U32: *out = a32 < b32 ? a32 : b32; break;
-    case OP_MIN_S32: *out = (uint32_t)(as < bs ? as : bs); break;
-    case OP_MAX_S32: *out = (uint32_t)(as > bs ? as : bs); break;
-    case OP_DIV_U32: case OP_REM_U32: case OP_DIV_S32:
-        if (!b32) {
-            sim_fail(c, sim_warp_id(c, w), lane, in, "integer division by zero");
-            return -1;
+    int bits = isa_type_bits(t);
+    uint64_t a = mask_bits(bits, src(x, 1)), b = src(x, 2);
+    uint32_t s = (uint32_t)b;
+    switch (x->in->d.op) {
+    case I_AND: *out = a & b; return 1;
+    case I_OR: *out = a | b; return 1;
+    case I_XOR: *out = a ^ b; return 1;
+    case I_NOT: *out = ~a; return 1;
+    case I_SHL: *out = s >= (uint32_t)bits ? 0 : a << s; return 1;
+    case I_SHR:
+        if (isa_type_is_signed(t)) *out = (uint64_t)(s >= (uint32_t)bits ? (sext(bits, a) < 0 ? -1 : 0) : sext(bits, a) >> s);
+        else *out = s >= (uint32_t)bits ? 0 : a >> s;
+        return 1;
+    case I_BREV: *out = brev(a, bits); return 1;
+    case I_CLZ: {
+        int n = 0;
+        while (n < bits && !(a >> (bits - 1 - n) & 1)) n++;
+        *out = (uint64_t)n;
+        return 1;
+    }
+    }
+    return 0;
+}
+
+static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
+{
+    int cmp = x->in->d.cmp;
+    if (isa_type_is_float(t)) {
+        double fa = t == T_F64 ? D(a) : F(a), fb = t == T_F64 ? D(b) : F(b);
+        int un = isnan(fa) || isnan(fb);
+        switch (cmp) {
+        case CMP_EQ: return !un && fa == fb;
+        case CMP_NE: return !un && fa != fb;
+        case CMP_LT: return !un && fa < fb;
+        case CMP_LE: return !un && fa <= fb;
+        case CMP_GT: return !un && fa > fb;
+        case CMP_GE: return !un && fa >= fb;
+        case CMP_EQU: return un || fa == fb;
+        case CMP_NEU: return un || fa != fb;
+        case CMP_LTU: return un || fa < fb;
+        case CMP_LEU: return un || fa <= fb;
+        case CMP_GTU: return un || fa > fb;
+        case CMP_GEU: return un || fa >= fb;
+        case CMP_NUM: return !un;
+        case CMP_NAN: return un;
         }
-        *out = in->op == OP_DIV_U32 ? a32 / b32 : in->op == OP_REM_U32 ? a32 % b32
-             : (as == INT32_MIN && bs == -1) ? (uint32_t)as : (uint32_t)(as / bs);
-        break;
-    case OP_SELP_B32: case OP_SELP_F32: *out = (d & 1) ? a32 : b32; break;
-    case OP_SETP_LT_U32: *out = a32 < b32; break;
-    case OP_SETP_GE_U32: *out = a32 >= b32; break;
-    case OP_SETP_EQ_U32: *out = a32 == b32; break;
-    case OP_SETP_NE_U32: *out = a32 != b32; break;
-    case OP_BREV_B32: *out = brev(a32); break;
-    case OP_CLZ_B32: *out = a32 ? (uint32_t)__builtin_clz(a32) : 32; break;
-    case OP_SETP_LT_S32: *out = as < bs; break;
-    case OP_SETP_LE_S32: *out = as <= bs; break;
-    case OP_SETP_GT_S32: *out = as > bs; break;
-    case OP_SETP_GE_S32: *out = as >= bs; break;
-    case OP_SETP_NE_U64: *out = a != b; break;
-    case OP_SETP_EQ_F32: *out = F(a) == F(b); break;
-    case OP_ADD_F32: *out = U(F(a) + F(b)); break;
-    case OP_SUB_F32: *out = U(F(a) - F(b)); break;
-    case OP_MUL_F32: *out = U(F(a) * F(b)); break;
-    case OP_FMA_F32: *out = U(fmaf(F(a), F(b), F(d))); break;
-    case OP_MAX_F32: *out = U(fmaxf(F(a), F(b))); break;
-    case OP_EX2_F32: *out = U(ex2(F(a))); break;
-    case OP_LG2_F32: *out = U(lg2(F(a))); break;
-    case OP_RCP_F32: *out = U(1.0f / F(a)); break;
-    /* the first source lands in the upper half, the second in the lower */
-    case OP_CVT_BF16X2: *out = (uint32_t)f32_to_bf16(F(a)) << 16 | f32_to_bf16(F(b)); break;
-    case OP_CVT_F16X2: *out = (uint32_t)f32_to_fp16(F(a)) << 16 | f32_to_fp16(F(b)); break;
-    case OP_CVT_F32_F16: *out = U(fp16_to_f32((uint16_t)a32)); break;
-    default: return 0;
+        return -1;
+    }
+    int bits = isa_type_bits(t);
+    int sgn = isa_type_is_signed(t);
+    int64_t as = sext(bits, a), bs = sext(bits, b);
+    uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
+    switch (cmp) {
+    case CMP_EQ: return au == bu;
+    case CMP_NE: return au != bu;
+    case CMP_LT: return sgn ? as < bs : au < bu;
+    case CMP_LE: return sgn ? as <= bs : au <= bu;
+    case CMP_GT: return sgn ? as > bs : au > bu;
+    case CMP_GE: return sgn ? as >= bs : au >= bu;
+    case CMP_LO: return au < bu;
+    case CMP_LS: return au <= bu;
+    case CMP_HI: return au > bu;
+    case CMP_HS: return au >= bu;
+    }
+    return -1;
+}
+
+/* setp writes its predicate (and the complement into the "|q" one). */
+static int setp(const Ctx *x, int t)
+{
+    int r = compare(x, t, src(x, 1), src(x, 2));
+    if (r < 0) return refuse(x, "this comparison");
+    int q = !r;
+    if (x->in->d.redop) {   /* setp.cmp.bool: combine with a third predicate */
+        int p = (int)(src(x, 3) & 1), ro = x->in->d.redop;
+        r = ro == RO_AND ? r & p : ro == RO_OR ? r | p : r ^ p;
+        q = ro == RO_AND ? q & p : ro == RO_OR ? q | p : q ^ p;
+    }
+    const SimOpnd *o = &x->in->o[0];
+    sim_write(x->w, x->c->f, o, x->lane, (uint64_t)r);
+    if (o->reg2 >= 0) sim_write(x->w, x->c->f, &(SimOpnd){.kind = SO_REG, .reg = o->reg2}, x->lane, (uint64_t)q);
+    return 1;
+}
+
+/* ---- conversions ---- */
+static double to_double(int t, uint64_t v)
+{
+    switch (t) {
+    case T_F32: return F(v);
+    case T_F64: return D(v);
+    case T_F16: return fp16_to_f32((uint16_t)v);
+    case T_BF16: return bf16_to_f32((uint16_t)v);
+    }
+    return isa_type_is_signed(t) ? (double)sext(isa_type_bits(t), v) : (double)mask_bits(isa_type_bits(t), v);
+}
+
+static float round_f32(double v, int rnd)
+{
+    int saved = fegetround();
+    fesetround(fe_mode(rnd));
+    volatile float f = (float)v;
+    fesetround(saved);
+    return f;
+}
+
+/* f32 -> tf32: 10 explicit mantissa bits, nearest with ties away from zero. */
+static uint32_t tf32_rna(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7F800000u) == 0x7F800000u) return u;
+    return (u + 0x1000u) & ~0x1FFFu;
+}
+
+static double round_int(double v, int rnd)
+{
+    switch (rnd) {
+    case RND_RZI: return trunc(v);
+    case RND_RMI: return floor(v);
+    case RND_RPI: return ceil(v);
+    default: return nearbyint(v);   /* rni: nearest even under the default mode */
+    }
+}
+
+static int cvt(const Ctx *x, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    if (d->ntype != 2) return refuse(x, "cvt without two types");
+    int dt = d->type[0], st = d->type[1];
+    uint64_t a = src(x, 1);
+    if (dt == T_BF16X2 || dt == T_F16X2) {   /* the first source goes to the upper half */
+        float hi = F(a), lo = F(src(x, 2));
+        *out = dt == T_BF16X2 ? (uint32_t)f32_to_bf16(hi) << 16 | f32_to_bf16(lo)
+                              : (uint32_t)f32_to_fp16(hi) << 16 | f32_to_fp16(lo);
+        return 1;
+    }
+    if (!isa_type_is_float(dt) && !isa_type_is_float(st)) {
+        int sb = isa_type_bits(st), db = isa_type_bits(dt);
+        int64_t v = isa_type_is_signed(st) ? sext(sb, a) : (int64_t)mask_bits(sb, a);
+        if (d->flags & F_SAT) {
+            int64_t lo = isa_type_is_signed(dt) ? -(1ll << (db - 1)) : 0;
+            int64_t hi = isa_type_is_signed(dt) ? (1ll << (db - 1)) - 1 : db >= 64 ? INT64_MAX : (1ll << db) - 1;
+            v = v < lo ? lo : v > hi ? hi : v;
+        }
+        *out = mask_bits(db, (uint64_t)v);
+        return 1;
+    }
+    double v = to_double(st, a);
+    if (d->flags & F_FTZ) v = ftz64(v);
+    switch (dt) {
+    case T_F32: *out = U(d->flags & F_FTZ ? ftz(round_f32(v, d->rnd)) : round_f32(v, d->rnd)); break;
+    case T_F64: *out = UD(v); break;
+    case T_F16: *out = f32_to_fp16((float)v); break;
+    case T_BF16: *out = f32_to_bf16((float)v); break;
+    case T_TF32: *out = tf32_rna((float)v); break;
+    default: {   /* float -> integer: round, saturate, NaN -> 0 */
+        int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
+        double r = isnan(v) ? 0 : round_int(v, d->rnd);
+        double lo = sg ? -ldexp(1, db - 1) : 0, hi = sg ? ldexp(1, db - 1) - 1 : ldexp(1, db) - 1;
+        r = r < lo ? lo : r > hi ? hi : r;
+        *out = mask_bits(db, sg ? (uint64_t)(int64_t)r : (uint64_t)r);
+    }
+    }
+    if ((d->flags & F_SAT) && dt == T_F32) {
+        float f = F(*out);
+        *out = U(isnan(f) ? 0.0f : f < 0 ? 0.0f : f > 1 ? 1.0f : f);
+    }
+    return 1;
+}
+
+/* cvta between a state space and the generic space. */
+static int cvta(const Ctx *x, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    uint64_t a = src(x, 1);
+    int sp = d->nspace ? d->space[0] : SP_NONE, to = (d->flags & F_TO) != 0;
+    uint64_t base = sp == SP_SHARED || sp == SP_SHARED_CLUSTER ? SIM_SHARED_WINDOW : sp == SP_PARAM ? SIM_PARAM_WINDOW : 0;
+    if (sp != SP_GLOBAL && !base) return refuse(x, "cvta of this state space");
+    *out = to ? a - base : a + base;
+    if (d->ntype && isa_type_bits(d->type[0]) == 32) *out = (uint32_t)*out;
+    return 1;
+}
+
+/* Returns 1 with the value in *out, 0 when the instruction writes its own
+ * destinations (or is not an ALU op), -1 for a fault (reported). */
+static int lane_op(const Ctx *x, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    int t = d->ntype ? d->type[d->ntype - 1] : T_NONE;
+    switch (d->op) {
+    case I_MOV: *out = src(x, 1); return 1;
+    case I_SETP: return setp(x, t) < 0 ? -1 : 0;
+    case I_SELP: *out = (src(x, 3) & 1) ? src(x, 1) : src(x, 2); return 1;
+    case I_CVT: return cvt(x, out);
+    case I_CVTA: return cvta(x, out);
+    case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ:
+        if (t == T_PRED) {
+            uint64_t a = src(x, 1) & 1, b = src(x, 2) & 1;
+            *out = d->op == I_AND ? a & b : d->op == I_OR ? a | b : d->op == I_XOR ? a ^ b : !a;
+            return 1;
+        }
+        return logic(x, t, out) ? 1 : refuse(x, "this logic op");
+    }
+    if (isa_type_is_float(t)) return float_arith(x, t, out);
+    int r = int_arith(x, t, out);
+    return r ? r : refuse(x, "this instruction");
+}
+
+/* mov between a register and a vector of registers: pack or unpack, the
+ * first element in the low bits. */
+static int mov_vector(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    const SimOpnd *dst = &in->o[0], *sv = &in->o[1];
+    int packing = sv->kind == SO_VEC, n = packing ? sv->n : dst->n;
+    int total = isa_type_bits(in->d.ntype ? in->d.type[0] : T_B32), eb = total / (n ? n : 1);
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        if (packing) {
+            uint64_t v = 0;
+            for (int k = 0; k < n; k++) {
+                SimOpnd e = sim_vec_elem(c->f, sv, k);
+                v |= mask_bits(eb, sim_read(c, w, &e, l)) << (k * eb);
+            }
+            sim_write(w, c->f, dst, l, v);
+        } else {
+            uint64_t v = sim_read(c, w, sv, l);
+            for (int k = 0; k < n; k++) {
+                SimOpnd e = sim_vec_elem(c->f, dst, k);
+                sim_write(w, c->f, &e, l, mask_bits(eb, v >> (k * eb)));
+            }
+        }
     }
     return 1;
 }
 
 int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint64_t v;
-    int first = __builtin_ctz(exec);
-    int r = lane_op(c, w, in, first, &v);
-    if (r <= 0) return r < 0;
-    sim_write(w, c->f, &in->o[0], first, v);
-    for (int l = first + 1; l < 32 && !c->failed; l++)
-        if (exec >> l & 1) {
-            if (lane_op(c, w, in, l, &v) < 0) return 1;
-            sim_write(w, c->f, &in->o[0], l, v);
-        }
+    if (in->nops < 2 || (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register and a source", isa_base_text(in->d.op));
+        return 1;
+    }
+    if (in->d.op == I_MOV && (in->o[0].kind == SO_VEC || in->o[1].kind == SO_VEC)) return mov_vector(c, w, in, exec);
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        Ctx x = {c, w, in, l};
+        uint64_t v;
+        int r = lane_op(&x, &v);
+        if (r < 0) return 1;
+        if (r > 0) sim_write(w, c->f, &in->o[0], l, v);
+    }
     return 1;
 }

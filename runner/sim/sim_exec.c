@@ -43,8 +43,23 @@ static uint32_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
     case SR_CTAID_X: case SR_CTAID_Y: case SR_CTAID_Z: return c->cta[id - SR_CTAID_X];
     case SR_NCTAID_X: case SR_NCTAID_Y: case SR_NCTAID_Z: return c->grid[id - SR_NCTAID_X];
     case SR_LANEID: return (uint32_t)lane;
-    default: return (uint32_t)sim_warp_id(c, w);
+    case SR_WARPID: return (uint32_t)sim_warp_id(c, w);
+    case SR_NWARPID: return (uint32_t)c->nwarps;
+    /* without a cluster launch every CTA is a cluster of one */
+    case SR_CLUSTER_CTARANK: case SR_CLUSTER_CTAID_X: case SR_CLUSTER_CTAID_Y: case SR_CLUSTER_CTAID_Z: return 0;
+    case SR_CLUSTER_NCTARANK: case SR_CLUSTER_NCTAID_X: case SR_CLUSTER_NCTAID_Y: case SR_CLUSTER_NCTAID_Z: return 1;
+    case SR_CLUSTERID_X: case SR_CLUSTERID_Y: case SR_CLUSTERID_Z: return c->cta[id - SR_CLUSTERID_X];
+    case SR_NCLUSTERID_X: case SR_NCLUSTERID_Y: case SR_NCLUSTERID_Z: return c->grid[id - SR_NCLUSTERID_X];
+    case SR_IS_EXPLICIT_CLUSTER: return 0;
+    case SR_LANEMASK_EQ: return 1u << lane;
+    case SR_LANEMASK_LT: return (1u << lane) - 1;
+    case SR_LANEMASK_LE: return (uint32_t)((2ull << lane) - 1);
+    case SR_LANEMASK_GT: return ~(uint32_t)((2ull << lane) - 1);
+    case SR_LANEMASK_GE: return ~((1u << lane) - 1);
+    case SR_DYNAMIC_SMEM_SIZE: return c->smem_size - c->dyn_at;
+    case SR_TOTAL_SMEM_SIZE: return c->smem_size;
     }
+    return 0;
 }
 
 uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
@@ -52,6 +67,7 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
     switch (o->kind) {
     case SO_REG: return w->r[(size_t)o->reg * 32 + (size_t)lane];
     case SO_SREG: return sreg(c, w, lane, (int)o->imm);
+    case SO_SINK: case SO_VEC: case SO_ADDR: return 0;
     default: return (uint64_t)o->imm;   /* immediates; symbols are their address in their space */
     }
 }
@@ -63,8 +79,15 @@ uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane)
 
 void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v)
 {
+    if (o->kind != SO_REG) return;   /* the sink "_" */
     int bits = f->slot_bits[o->reg];
-    w->r[(size_t)o->reg * 32 + (size_t)lane] = bits == 64 ? v : bits == 32 ? (uint32_t)v : (v & 1);
+    w->r[(size_t)o->reg * 32 + (size_t)lane] = bits == 64 ? v : bits == 32 ? (uint32_t)v : bits == 16 ? (uint16_t)v : (v & 1);
+}
+
+SimOpnd sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k)
+{
+    int32_t slot = f->vec[v->reg + k];
+    return slot < 0 ? (SimOpnd){.kind = SO_SINK, .reg2 = -1} : (SimOpnd){.kind = SO_REG, .reg = slot, .reg2 = -1};
 }
 
 /* ---- barriers ---- */
@@ -89,6 +112,10 @@ static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, 
     int wid = sim_warp_id(c, w);
     if (exec != w->live || active != w->live) {
         sim_fail(c, wid, -1, in, "bar.sync in divergent code: lanes 0x%08x of live 0x%08x arrive", exec, w->live);
+        return;
+    }
+    if (in->nops < 1 || in->nops > 2) {
+        sim_fail(c, wid, -1, in, "bar.sync takes a barrier id and an optional thread count");
         return;
     }
     uint64_t id = sim_read(c, w, &in->o[0], 0);
@@ -130,7 +157,7 @@ static void advance(SimWarp *w, uint32_t lanes)
 
 static void branch(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active)
 {
-    if (in->op == OP_BRA_UNI && exec && exec != active) {
+    if ((in->d.flags & F_UNI) && exec && exec != active) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "bra.uni taken by lanes 0x%08x of active 0x%08x: the branch is not uniform",
                  exec, active);
         return;
@@ -154,24 +181,36 @@ static void step(SimCta *c, SimWarp *w)
     }
     const SimInsn *in = &c->f->code[pc];
     uint32_t exec = guard_mask(w, in, active);
-    c->sim->stats.warp_insns[in->cls]++;
-    c->sim->stats.lane_insns[in->cls] += (uint64_t)__builtin_popcount(exec);
-    switch (in->op) {
-    case OP_BRA: case OP_BRA_UNI: branch(c, w, in, exec, active); return;
-    case OP_RET:
+    c->sim->stats.warp_insns[in->d.cls]++;
+    c->sim->stats.lane_insns[in->d.cls] += (uint64_t)__builtin_popcount(exec);
+    switch (in->d.op) {
+    case I_BRA:
+        if (in->nops != 1 || in->o[0].kind != SO_LABEL) {
+            sim_fail(c, sim_warp_id(c, w), -1, in, "bra takes one label");
+            return;
+        }
+        branch(c, w, in, exec, active);
+        return;
+    case I_RET: case I_EXIT:
         w->live &= ~exec;
         advance(w, active & ~exec);
         if (!w->live) w->state = WS_DONE, w->exit_line = in->line;
         return;
-    case OP_BAR_SYNC: case OP_BAR_SYNC_N:
+    case I_BAR_SYNC: case I_BARRIER_SYNC:
         advance(w, active);
         bar_arrive(c, w, in, exec, active);
         return;
-    default:
-        if (exec && !sim_alu(c, w, in, exec) && !sim_mem(c, w, in, exec) && !sim_collective(c, w, in, exec))
-            sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s", op_text((Op)in->op));
-        advance(w, active);
     }
+    if (exec) {
+        int done = 0;
+        switch (in->d.unit) {
+        case U_ALU: done = sim_alu(c, w, in, exec); break;
+        case U_MEM: done = sim_mem(c, w, in, exec); break;
+        case U_WARP: done = sim_collective(c, w, in, exec); break;
+        }
+        if (!done) sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s yet", isa_base_text(in->d.op));
+    }
+    advance(w, active);
 }
 
 static void run_step(SimCta *c, SimWarp *w)
@@ -283,8 +322,8 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
     memcpy(c.block, block, sizeof c.block);
     c.nthreads = (int)(block[0] * block[1] * block[2]);
     c.nwarps = (c.nthreads + 31) / 32;
-    uint32_t dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
-    c.smem_size = (dyn_at + dyn_smem + 3) & ~3u;
+    c.dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
+    c.smem_size = (c.dyn_at + dyn_smem + 3) & ~3u;
     int rc = !params || cta_alloc(&c) ? (snprintf(sim->err, sim->errlen, "sim: out of host memory"), -1) : 0;
     for (unsigned z = 0; !rc && z < grid[2]; z++)
         for (unsigned y = 0; !rc && y < grid[1]; y++)

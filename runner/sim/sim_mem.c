@@ -166,7 +166,7 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 /* ---- cp.async ---- */
 static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src, int size)
 {
-    uint32_t n = (uint32_t)sim_read(c, w, &in->o[3], lane);
+    uint32_t n = in->nops > 3 ? (uint32_t)sim_read(c, w, &in->o[3], lane) : (uint32_t)size;
     if (n > (uint32_t)size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the %d-byte copy", n, size);
         return;
@@ -221,77 +221,135 @@ static void count_gmem(SimCta *c, const uint64_t *addr, uint32_t exec, int width
     c->sim->stats.gmem_bytes += (uint64_t)width * (uint64_t)__builtin_popcount(exec);
 }
 
-static void ld_param(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int bytes)
+/* Element bytes of an ld/st/red/atom: its (last) type's width. */
+static int elem_width(const SimInsn *in)
 {
-    for (int l = 0; l < 32; l++) {
-        if (!(exec >> l & 1)) continue;
-        uint64_t off = sim_addr(w, &in->o[1], l), v = 0;
-        if (in->o[1].space != SPACE_PARAM || off + (uint64_t)bytes > (uint64_t)c->f->param_bytes) {
-            sim_fail(c, sim_warp_id(c, w), l, in, "ld.param outside the parameter block");
-            return;
-        }
-        memcpy(&v, c->params + off, (size_t)bytes);
-        sim_write(w, c->f, &in->o[0], l, v);
+    int t = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE;
+    return isa_type_bits(t) / 8;
+}
+
+/* A generic address resolves to shared memory, the parameter block or global memory. */
+static int resolve_space(const SimInsn *in, uint64_t *addr)
+{
+    int sp = in->d.nspace ? in->d.space[0] : SP_NONE;
+    if (sp != SP_NONE) return sp;
+    if (*addr - SIM_SHARED_WINDOW < (1ull << 32)) { *addr -= SIM_SHARED_WINDOW; return SP_SHARED; }
+    if (*addr - SIM_PARAM_WINDOW < (1ull << 32)) { *addr -= SIM_PARAM_WINDOW; return SP_PARAM; }
+    return SP_GLOBAL;
+}
+
+static uint8_t *param_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t off, int bytes, int store)
+{
+    if (store || off + (uint64_t)bytes > (uint64_t)c->f->param_bytes) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, store ? "a store into the kernel's parameters" : "a load outside the parameter block (%d bytes at offset %llu of %d)",
+                 bytes, (unsigned long long)off, c->f->param_bytes);
+        return c->scratch;
     }
+    return (uint8_t *)c->params + off;
+}
+
+static uint64_t load_elem(const uint8_t *p, int width, int sign)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)width);
+    if (sign && width < 8 && (v >> (8 * width - 1) & 1)) v |= ~0ull << (8 * width);
+    return v;
 }
 
 /* Atomics are trivially atomic here: CTAs run one after another and a warp's
  * lanes in lane order. The old value of atom goes to its destination; a
  * vector red adds each element on its own (as the hardware promises). */
-static void atomic_add(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+static uint64_t atomic_apply(const SimInsn *in, uint64_t old, uint64_t v, uint64_t v2, int width)
 {
-    int is_atom = in->op == OP_ATOM_GLOBAL_ADD_U32;
+    int t = in->d.type[in->d.ntype - 1], sg = isa_type_is_signed(t);
+    uint64_t m = width >= 8 ? ~0ull : (1ull << (8 * width)) - 1;
+    int64_t so = (int64_t)load_elem((uint8_t *)&old, width, 1), sv = (int64_t)load_elem((uint8_t *)&v, width, 1);
+    switch (in->d.redop) {
+    case RO_ADD:
+        if (t == T_F32) { float a, b; uint32_t o32 = (uint32_t)old, v32 = (uint32_t)v; memcpy(&a, &o32, 4); memcpy(&b, &v32, 4); a += b; memcpy(&o32, &a, 4); return o32; }
+        if (t == T_F64) { double a, b; memcpy(&a, &old, 8); memcpy(&b, &v, 8); a += b; uint64_t r; memcpy(&r, &a, 8); return r; }
+        return (old + v) & m;
+    case RO_MIN: return sg ? (uint64_t)(so < sv ? so : sv) & m : (old & m) < (v & m) ? old : v;
+    case RO_MAX: return sg ? (uint64_t)(so > sv ? so : sv) & m : (old & m) > (v & m) ? old : v;
+    case RO_INC: return (old & m) >= (v & m) ? 0 : old + 1;
+    case RO_DEC: return ((old & m) == 0 || (old & m) > (v & m)) ? v : old - 1;
+    case RO_AND: return old & v;
+    case RO_OR: return old | v;
+    case RO_XOR: return old ^ v;
+    case RO_EXCH: return v;
+    case RO_CAS: return (old & m) == (v & m) ? v2 : old;
+    }
+    return old;
+}
+
+static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int is_atom = in->d.op == I_ATOM, width = elem_width(in);
     const SimOpnd *ao = &in->o[is_atom], *vo = &in->o[is_atom + 1];
     int n = vo->kind == SO_VEC ? vo->n : 1;
     uint64_t ga[32];
-    for (int l = 0; l < 32 && !c->failed; l++) {
-        if (!(exec >> l & 1)) continue;
-        ga[l] = sim_addr(w, ao, l);
-        uint8_t *p = sim_gmem(c, w, l, in, ga[l], 4 * n, 1);
-        for (int k = 0; k < n && p; k++) {
-            SimOpnd e = vo->kind == SO_VEC ? (SimOpnd){.kind = SO_REG, .reg = c->f->vec[vo->reg + k]} : *vo;
-            uint32_t old, add = (uint32_t)sim_read(c, w, &e, l), sum;
-            memcpy(&old, p + 4 * k, 4);
-            if (is_atom) {
-                sum = old + add;
-                sim_write(w, c->f, &in->o[0], l, old);
-            } else {
-                float a, b;
-                memcpy(&a, &old, 4), memcpy(&b, &add, 4);
-                a += b;
-                memcpy(&sum, &a, 4);
-            }
-            memcpy(p + 4 * k, &sum, 4);
-        }
-    }
-    count_gmem(c, ga, exec, 4 * n);
-}
-
-/* ld/st of shared or global memory, one register or a vector of them. */
-static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int shared, int store)
-{
-    const SimOpnd *ao = &in->o[store ? 0 : 1], *vo = &in->o[store ? 1 : 0];
-    int n = vo->kind == SO_VEC ? vo->n : 1, width = 4 * n;
     uint32_t sa[32];
-    uint64_t ga[32];
+    if (!in->d.redop || !width || in->nops < 2 + is_atom || (in->d.redop == RO_CAS && in->nops < 4)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "red/atom needs an operation, a type and its operands");
+        return;
+    }
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
         uint64_t a = sim_addr(w, ao, l);
-        sa[l] = (uint32_t)a, ga[l] = a;
-        uint8_t *p = !shared ? sim_gmem(c, w, l, in, a, width, store)
-                   : store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
+        int sp = resolve_space(in, &a);
+        ga[l] = a, sa[l] = (uint32_t)a;
+        uint8_t *p = sp == SP_SHARED ? sim_smem_write(c, w, l, in, (uint32_t)a, width * n)
+                   : sp == SP_GLOBAL ? sim_gmem(c, w, l, in, a, width * n, 1) : NULL;
+        if (!p) { sim_fail(c, sim_warp_id(c, w), l, in, "red/atom on this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {
-            SimOpnd e = vo->kind == SO_VEC ? (SimOpnd){.kind = SO_REG, .reg = c->f->vec[vo->reg + k]} : *vo;
+            SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
+            uint64_t old = load_elem(p + width * k, width, 0), v = sim_read(c, w, &e, l);
+            uint64_t v2 = in->d.redop == RO_CAS ? sim_read(c, w, &in->o[is_atom + 2], l) : 0;
+            uint64_t nv = atomic_apply(in, old, v, v2, width);
+            memcpy(p + width * k, &nv, (size_t)width);
+            if (is_atom) sim_write(w, c->f, &in->o[0], l, old);
+        }
+    }
+    if (in->d.nspace && in->d.space[0] == SP_SHARED) sim_count_smem(c, sa, exec, width * n);
+    else count_gmem(c, ga, exec, width * n);
+}
+
+/* ld/st of any state space, one register or a vector of them. */
+static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int store)
+{
+    const SimOpnd *ao = &in->o[store ? 0 : 1], *vo = &in->o[store ? 1 : 0];
+    int n = vo->kind == SO_VEC ? vo->n : 1, ew = elem_width(in), width = ew * n;
+    int t = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE, sign = isa_type_is_signed(t);
+    uint32_t sa[32];
+    uint64_t ga[32];
+    int shared = 0, param = 0;
+    if (in->nops != 2 || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs an address and a %s", store ? "st" : "ld",
+                 in->d.vec > 1 ? "vector of registers matching .v" : "register");
+        return;
+    }
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t a = sim_addr(w, ao, l);
+        int sp = ao->space == SPACE_PARAM ? SP_PARAM : resolve_space(in, &a);
+        sa[l] = (uint32_t)a, ga[l] = a;
+        shared = sp == SP_SHARED, param = sp == SP_PARAM;
+        uint8_t *p;
+        if (sp == SP_SHARED) p = store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
+        else if (sp == SP_PARAM) p = param_bytes(c, w, l, in, a, width, store);
+        else if (sp == SP_GLOBAL) p = sim_gmem(c, w, l, in, a, width, store);
+        else { sim_fail(c, sim_warp_id(c, w), l, in, "this state space is not modelled"); return; }
+        for (int k = 0; k < n && !c->failed; k++) {
+            SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
             if (store) {
-                uint32_t v = (uint32_t)sim_read(c, w, &e, l);
-                memcpy(p + 4 * k, &v, 4);
+                uint64_t v = sim_read(c, w, &e, l);
+                memcpy(p + ew * k, &v, (size_t)ew);
             } else {
-                uint32_t v;
-                memcpy(&v, p + 4 * k, 4);
-                sim_write(w, c->f, &e, l, v);
+                sim_write(w, c->f, &e, l, load_elem(p + ew * k, ew, sign));
             }
         }
     }
+    if (param) return;   /* the constant bank: not a memory request worth counting */
     if (shared) sim_count_smem(c, sa, exec, width);
     else count_gmem(c, ga, exec, width);
 }
@@ -300,7 +358,15 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     uint32_t sa[32];
     uint64_t ga[32];
+    if (in->nops < 3 || in->o[0].kind != SO_ADDR || in->o[1].kind != SO_ADDR) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "cp.async needs [shared], [global], cp-size and an optional src-size");
+        return;
+    }
     int size = (int)sim_read(c, w, &in->o[2], 0);
+    if (size != 4 && size != 8 && size != 16) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "cp.async cp-size %d (4, 8 or 16)", size);
+        return;
+    }
     for (int l = 0; l < 32 && !c->failed; l++)
         if (exec >> l & 1) {
             sa[l] = (uint32_t)sim_addr(w, &in->o[0], l), ga[l] = sim_addr(w, &in->o[1], l);
@@ -312,21 +378,17 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 
 int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    switch (in->op) {
-    case OP_LD_PARAM_U64: ld_param(c, w, in, exec, 8); return 1;
-    case OP_LD_PARAM_U32: case OP_LD_PARAM_F32: ld_param(c, w, in, exec, 4); return 1;
-    case OP_ST_GLOBAL_F32: case OP_ST_GLOBAL_B32: case OP_ST_GLOBAL_V4_B32: case OP_ST_GLOBAL_V2_F32: transfer(c, w, in, exec, 0, 1); return 1;
-    case OP_LD_GLOBAL_F32: case OP_LD_GLOBAL_V4_B32: case OP_LD_GLOBAL_NC_B32: case OP_LD_GLOBAL_V2_F32: transfer(c, w, in, exec, 0, 0); return 1;
-    case OP_RED_GLOBAL_ADD_F32: case OP_RED_GLOBAL_ADD_V2_F32: case OP_ATOM_GLOBAL_ADD_U32: atomic_add(c, w, in, exec); return 1;
-    case OP_ST_SHARED_B32: case OP_ST_SHARED_F32: case OP_ST_SHARED_V4_B32: case OP_ST_SHARED_V2_F32: transfer(c, w, in, exec, 1, 1); return 1;
-    case OP_LD_SHARED_V4_B32: case OP_LD_SHARED_V2_F32: case OP_LD_SHARED_F32: case OP_LD_SHARED_B32: transfer(c, w, in, exec, 1, 0); return 1;
-    case OP_CP_ASYNC_CG_16: case OP_CP_ASYNC_CA: cp_async(c, w, in, exec); return 1;
-    case OP_CP_ASYNC_COMMIT:
+    switch (in->d.op) {
+    case I_LD: transfer(c, w, in, exec, 0); return 1;
+    case I_ST: transfer(c, w, in, exec, 1); return 1;
+    case I_RED: case I_ATOM: atomic(c, w, in, exec); return 1;
+    case I_CP_ASYNC: cp_async(c, w, in, exec); return 1;
+    case I_CP_ASYNC_COMMIT:
         for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
         return 1;
-    case OP_CP_ASYNC_WAIT:
+    case I_CP_ASYNC_WAIT: case I_CP_ASYNC_WAIT_ALL:
         for (int l = 0; l < 32; l++)
-            if (exec >> l & 1) sim_async_wait(c, w, l, (uint32_t)in->o[0].imm);
+            if (exec >> l & 1) sim_async_wait(c, w, l, in->d.op == I_CP_ASYNC_WAIT ? (uint32_t)sim_read(c, w, &in->o[0], l) : 0);
         return 1;
     }
     return 0;

@@ -1,24 +1,28 @@
-/* PTX text -> SimModule. The sim reads the module exactly as shipped: the
- * mnemonics and operand signatures are the emitter's op table (emit/ops.def),
- * so an instruction outside it, or one whose operands do not fit, is refused
- * with its line rather than guessed at. */
+/* PTX text -> SimModule. The sim reads a module exactly as shipped, ours or
+ * one ptxgen did not write (NVIDIA's compiler output, inline-asm blocks with
+ * scoped registers and labels, aggregate .b8 parameters, mangled names).
+ * Each mnemonic is decoded by emit/isa.c, the table the emitter uses too, so
+ * an instruction or modifier outside that vocabulary is refused with its
+ * line rather than guessed at. Operands are checked by the unit that executes
+ * the instruction. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sim.h"
 
-enum { T_EOF, T_ID, T_NUM, T_PUNCT };
+enum { T_EOF, T_ID, T_NUM, T_STR, T_PUNCT };
+enum { TOK_MAX = 4096 };
 typedef struct {
     const char *p;
     int line;
     int kind, tline;
-    char tok[256];
+    char tok[TOK_MAX];
 } Lex;
 
-typedef struct { char name[64]; int base, count, bits; } RegFamily;   /* count 0: a single register */
-typedef struct { char name[64]; int pc; } Label;
-typedef struct { int insn, opnd, tline; char name[64]; } Fixup;
+typedef struct { char *name; int base, count, bits; } RegFamily;   /* count 0: a single register */
+typedef struct { char *name; int pc, depth; } Label;
+typedef struct { int insn, opnd, tline, depth; char *name; } Fixup;
 
 typedef struct {
     Lex lx;
@@ -31,7 +35,10 @@ typedef struct {
     int nlabels;
     Fixup *fix;
     int nfix;
-    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap; } caps;   /* of the arrays above */
+    int depth;          /* nesting of { } blocks inside a body */
+    char **globals;     /* module-scope .global names: parsed, refused when used */
+    int nglobals;
+    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap; } caps;   /* of the arrays above */
 } Parser;
 
 static int perr(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -57,20 +64,18 @@ static void *grow(void *p, int n, int *cap, size_t sz)
     return q;
 }
 
-/* Names are copied cut to their field; a PTX name that long would be a bug here anyway. */
-static void setname(char *dst, size_t cap, const char *src)
+static char *dup(const char *s)
 {
-    size_t n = strlen(src);
-    if (n >= cap) n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = 0;
+    char *d = strdup(s);
+    if (!d) { fputs("ptxgen: out of memory in the sim parser\n", stderr); exit(1); }
+    return d;
 }
 
 /* ---- lexer ---- */
 static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
 static int id_char(int c) { return isalnum(c) || c == '_' || c == '$' || c == '.'; }
 
-static void next(Lex *L)
+static void skip_space(Lex *L)
 {
     for (;;) {
         while (isspace((unsigned char)*L->p)) L->line += *L->p++ == '\n';
@@ -80,15 +85,33 @@ static void next(Lex *L)
             if (*L->p) L->p += 2;
             continue;
         }
-        break;
+        return;
     }
+}
+
+static void next(Lex *L)
+{
+    skip_space(L);
     L->tline = L->line;
     size_t n = 0;
     int c = (unsigned char)*L->p;
     if (!c) { L->kind = T_EOF; L->tok[0] = 0; return; }
-    if (id_start(c) || isdigit(c)) {
+    if (c == '"') {
+        L->kind = T_STR;
+        for (L->p++; *L->p && *L->p != '"' && *L->p != '\n'; L->p++)
+            if (n + 1 < sizeof L->tok) L->tok[n++] = *L->p;
+        if (*L->p == '"') L->p++;
+    } else if (id_start(c) || isdigit(c)) {
         L->kind = isdigit(c) ? T_NUM : T_ID;
-        while ((id_char((unsigned char)*L->p) || (n == 0 && *L->p == '%')) && n + 1 < sizeof L->tok) L->tok[n++] = *L->p++;
+        /* "::" joins the parts of one modifier (shared::cta, mbarrier::arrive::one) */
+        for (;;) {
+            int ok = id_char((unsigned char)*L->p) || (n == 0 && *L->p == '%');
+            int dc = L->p[0] == ':' && L->p[1] == ':' && L->kind == T_ID;
+            if (!ok && !dc) break;
+            int take = dc ? 2 : 1;
+            if (n + (size_t)take < sizeof L->tok) memcpy(L->tok + n, L->p, (size_t)take), n += (size_t)take;
+            L->p += take;
+        }
     } else {
         L->kind = T_PUNCT;
         L->tok[n++] = *L->p++;
@@ -99,15 +122,21 @@ static void next(Lex *L)
 static int is(const Lex *L, const char *t) { return !strcmp(L->tok, t); }
 static int expect(Parser *P, const char *t)
 {
-    if (!is(&P->lx, t)) return perr(P, P->lx.tline, "expected '%s', found '%s'", t, P->lx.tok);
+    if (!is(&P->lx, t)) return perr(P, P->lx.tline, "expected '%s', found '%.60s'", t, P->lx.tok);
     next(&P->lx);
     return 0;
 }
 
+/* Integers (decimal, 0x hex, optional U suffix) and float bits (0fXXXXXXXX, 0dXXXXXXXXXXXXXXXX). */
 static int parse_int(const char *t, int64_t *v)
 {
     char *end;
-    if ((t[0] == '0') && (t[1] == 'f' || t[1] == 'F') && strlen(t) == 10) {
+    size_t n = strlen(t);
+    if (t[0] == '0' && (t[1] == 'f' || t[1] == 'F') && n == 10) {
+        *v = (int64_t)strtoull(t + 2, &end, 16);
+        return *end ? -1 : 0;
+    }
+    if (t[0] == '0' && (t[1] == 'd' || t[1] == 'D') && n == 18) {
         *v = (int64_t)strtoull(t + 2, &end, 16);
         return *end ? -1 : 0;
     }
@@ -118,36 +147,47 @@ static int parse_int(const char *t, int64_t *v)
 }
 
 /* ---- registers, symbols, special registers ---- */
-static const char *kSregs[SR_COUNT] = {"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
-                                       "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid"};
+static const char *kSregs[SR_COUNT] = {
+    "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y", "%ctaid.z",
+    "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid", "%nwarpid",
+    "%cluster_ctarank", "%cluster_nctarank", "%cluster_ctaid.x", "%cluster_ctaid.y", "%cluster_ctaid.z",
+    "%cluster_nctaid.x", "%cluster_nctaid.y", "%cluster_nctaid.z", "%clusterid.x", "%clusterid.y", "%clusterid.z",
+    "%nclusterid.x", "%nclusterid.y", "%nclusterid.z", "%is_explicit_cluster",
+    "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
+    "%dynamic_smem_size", "%total_smem_size"};
 
+/* The innermost declaration wins: inline-asm blocks redeclare names. */
 static int find_reg(const Parser *P, const char *name)
 {
-    for (int i = 0; i < P->nfam; i++)
-        if (!P->fam[i].count && !strcmp(P->fam[i].name, name)) return P->fam[i].base;
-    size_t k = strlen(name);
+    size_t len = strlen(name), k = len;
     while (k && isdigit((unsigned char)name[k - 1])) k--;
-    if (k == strlen(name)) return -1;
-    int idx = atoi(name + k);
-    for (int i = 0; i < P->nfam; i++)
-        if (P->fam[i].count && strlen(P->fam[i].name) == k && !strncmp(P->fam[i].name, name, k))
-            return idx < P->fam[i].count ? P->fam[i].base + idx : -1;
+    for (int i = P->nfam - 1; i >= 0; i--) {
+        const RegFamily *r = &P->fam[i];
+        if (!r->count && !strcmp(r->name, name)) return r->base;
+        if (r->count && k < len && strlen(r->name) == k && !strncmp(r->name, name, k)) {
+            long idx = atol(name + k);
+            return idx < r->count ? r->base + (int)idx : -1;
+        }
+    }
     return -1;
 }
 
 static int reg_bits(const char *type)
 {
     if (!strcmp(type, ".pred")) return 1;
-    if (!strcmp(type, ".b32") || !strcmp(type, ".u32") || !strcmp(type, ".s32") || !strcmp(type, ".f32")) return 32;
-    if (!strcmp(type, ".b64") || !strcmp(type, ".u64") || !strcmp(type, ".s64") || !strcmp(type, ".f64")) return 64;
+    static const char *b16[] = {".b16", ".u16", ".s16", ".f16", ".bf16"};
+    static const char *b32[] = {".b32", ".u32", ".s32", ".f32", ".f16x2", ".bf16x2"};
+    static const char *b64[] = {".b64", ".u64", ".s64", ".f64"};
+    for (size_t i = 0; i < sizeof b16 / sizeof *b16; i++) if (!strcmp(type, b16[i])) return 16;
+    for (size_t i = 0; i < sizeof b32 / sizeof *b32; i++) if (!strcmp(type, b32[i])) return 32;
+    for (size_t i = 0; i < sizeof b64 / sizeof *b64; i++) if (!strcmp(type, b64[i])) return 64;
     return 0;
 }
 
-static int param_bytes(const char *type)
+static int elem_bytes(const char *type)
 {
     int b = reg_bits(type);
-    if (b == 32 || b == 64) return b / 8;
-    if (!strcmp(type, ".b16") || !strcmp(type, ".u16") || !strcmp(type, ".s16")) return 2;
+    if (b >= 16) return b / 8;
     if (!strcmp(type, ".b8") || !strcmp(type, ".u8") || !strcmp(type, ".s8")) return 1;
     return 0;
 }
@@ -162,21 +202,23 @@ static int find_sym(Parser *P, const char *name, SimOpnd *o)
         if (!strcmp(f->params[i].name, name)) { o->space = SPACE_PARAM; o->imm = f->params[i].offset; return 0; }
     for (int i = 0; i < P->m->nshared; i++)
         if (!strcmp(P->m->shared[i].name, name)) { o->space = SPACE_SHARED; o->imm = P->m->shared[i].offset; return 0; }
+    for (int i = 0; i < P->nglobals; i++)
+        if (!strcmp(P->globals[i], name)) return perr(P, P->lx.tline, "module .global variable %s is not modelled", name);
     return -1;
 }
 
 static int decl_regs(Parser *P)
 {
     char type[32];
-    setname(type, sizeof type, P->lx.tok);
+    snprintf(type, sizeof type, "%.31s", P->lx.tok);
     int bits = reg_bits(type), line = P->lx.tline;
     if (!bits) return perr(P, line, "register type %s is not supported", type);
     SimFunc *f = cur_fn(P);
     for (next(&P->lx);; next(&P->lx)) {
-        if (P->lx.kind != T_ID || P->lx.tok[0] != '%') return perr(P, line, "expected a register name");
+        if (P->lx.kind != T_ID || P->lx.tok[0] == '.') return perr(P, line, "expected a register name");
         P->fam = grow(P->fam, P->nfam, &P->caps.famcap, sizeof *P->fam);
         RegFamily *r = &P->fam[P->nfam++];
-        setname(r->name, sizeof r->name, P->lx.tok);
+        r->name = dup(P->lx.tok);
         r->base = f->nslots, r->bits = bits, r->count = 0;
         next(&P->lx);
         if (is(&P->lx, "<")) {
@@ -191,8 +233,9 @@ static int decl_regs(Parser *P)
         int add = r->count ? r->count : 1;
         f->slot_bits = realloc(f->slot_bits, (size_t)(f->nslots + add));
         f->slot_name = realloc(f->slot_name, (size_t)(f->nslots + add) * sizeof *f->slot_name);
+        if (!f->slot_bits || !f->slot_name) { fputs("ptxgen: out of memory in the sim parser\n", stderr); exit(1); }
         for (int i = 0; i < add; i++) f->slot_bits[f->nslots + i] = (uint8_t)bits, f->slot_name[f->nslots + i] = NULL;
-        f->slot_name[f->nslots] = strdup(r->name);
+        f->slot_name[f->nslots] = dup(r->name);
         f->nslots += add;
         if (!is(&P->lx, ",")) break;
     }
@@ -205,21 +248,47 @@ static int parse_reg_or_sreg(Parser *P, SimOpnd *o)
     for (int i = 0; i < SR_COUNT; i++)
         if (is(&P->lx, kSregs[i])) { o->kind = SO_SREG, o->imm = i; next(&P->lx); return 0; }
     int s = find_reg(P, P->lx.tok);
-    if (s < 0) return perr(P, P->lx.tline, "register %s is not declared", P->lx.tok);
-    o->kind = SO_REG, o->reg = s;
+    if (s < 0) return perr(P, P->lx.tline, "register %.60s is not declared", P->lx.tok);
+    o->kind = SO_REG, o->reg = s, o->reg2 = -1;
     next(&P->lx);
     return 0;
+}
+
+/* Register slots of "{a, b, _}" appended to the function's vec array; returns the count or -1. */
+static int parse_reg_list(Parser *P)
+{
+    SimFunc *f = cur_fn(P);
+    int n = 0;
+    for (next(&P->lx);; next(&P->lx)) {
+        int slot = -1;
+        if (!is(&P->lx, "_")) {
+            SimOpnd e = {0};
+            if (P->lx.kind != T_ID || parse_reg_or_sreg(P, &e) || e.kind != SO_REG)
+                return perr(P, P->lx.tline, "vector elements must be registers or _");
+            slot = e.reg;
+        } else {
+            next(&P->lx);
+        }
+        f->vec = grow(f->vec, f->nvec, &P->caps.veccap, sizeof *f->vec);
+        f->vec[f->nvec++] = slot;
+        if (++n > 255) return perr(P, P->lx.tline, "vector of more than 255 registers");
+        if (!is(&P->lx, ",")) break;
+    }
+    return expect(P, "}") ? -1 : n;
 }
 
 static int parse_addr(Parser *P, SimOpnd *o)
 {
     next(&P->lx);
-    o->kind = SO_ADDR, o->reg = -1, o->imm = 0, o->space = SPACE_NONE;
-    if (P->lx.tok[0] == '%') {
+    o->kind = SO_ADDR, o->reg = -1, o->reg2 = -1, o->imm = 0, o->space = SPACE_NONE;
+    if (P->lx.tok[0] == '%' || (P->lx.kind == T_ID && find_reg(P, P->lx.tok) >= 0)) {
         if (parse_reg_or_sreg(P, o) || o->kind != SO_REG) return perr(P, P->lx.tline, "bad address base");
-        o->kind = SO_ADDR;
+        o->kind = SO_ADDR, o->reg2 = -1;
     } else if (P->lx.kind == T_ID) {
-        if (find_sym(P, P->lx.tok, o)) return perr(P, P->lx.tline, "unknown symbol %s", P->lx.tok);
+        if (find_sym(P, P->lx.tok, o)) return P->err[0] ? -1 : perr(P, P->lx.tline, "unknown symbol %.60s", P->lx.tok);
+        next(&P->lx);
+    } else if (P->lx.kind == T_NUM) {
+        if (parse_int(P->lx.tok, &o->imm)) return perr(P, P->lx.tline, "bad address");
         next(&P->lx);
     } else {
         return perr(P, P->lx.tline, "bad address");
@@ -233,74 +302,66 @@ static int parse_addr(Parser *P, SimOpnd *o)
         o->imm += neg ? -v : v;
         next(&P->lx);
     }
-    return expect(P, "]");
-}
-
-static int parse_vec(Parser *P, SimOpnd *o)
-{
-    SimFunc *f = cur_fn(P);
-    o->kind = SO_VEC, o->reg = f->nvec, o->n = 0;
-    for (next(&P->lx);; next(&P->lx)) {
-        SimOpnd e = {0};
-        if (parse_reg_or_sreg(P, &e) || e.kind != SO_REG) return perr(P, P->lx.tline, "vector elements must be registers");
-        f->vec = grow(f->vec, f->nvec, &P->caps.veccap, sizeof *f->vec);
-        f->vec[f->nvec++] = e.reg;
-        o->n++;
-        if (!is(&P->lx, ",")) break;
+    if (is(&P->lx, ",")) {   /* [tensor map, {coordinates}] of a bulk tensor copy */
+        next(&P->lx);
+        if (!is(&P->lx, "{")) return perr(P, P->lx.tline, "expected {coordinates} after the tensor map");
+        o->reg2 = cur_fn(P)->nvec;
+        int n = parse_reg_list(P);
+        if (n < 0) return -1;
+        o->n = (uint8_t)n;
     }
-    return expect(P, "}");
+    return expect(P, "]");
 }
 
 static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
 {
+    o->reg2 = -1;
     if (is(&P->lx, "[")) return parse_addr(P, o);
-    if (is(&P->lx, "{")) return parse_vec(P, o);
-    if (P->lx.tok[0] == '%') return parse_reg_or_sreg(P, o);
+    if (is(&P->lx, "{")) {
+        o->kind = SO_VEC, o->reg = cur_fn(P)->nvec;
+        int n = parse_reg_list(P);
+        if (n < 0) return -1;
+        o->n = (uint8_t)n;
+        return 0;
+    }
+    if (is(&P->lx, "_")) {
+        o->kind = SO_SINK;
+        next(&P->lx);
+        if (!is(&P->lx, "|")) return 0;
+        next(&P->lx);   /* "_|p": only the predicate is kept */
+        SimOpnd q = {0};
+        if (parse_reg_or_sreg(P, &q) || q.kind != SO_REG) return perr(P, P->lx.tline, "bad register after '|'");
+        o->reg2 = q.reg;
+        return 0;
+    }
+    if (P->lx.tok[0] == '%' || (P->lx.kind == T_ID && find_reg(P, P->lx.tok) >= 0)) {
+        if (parse_reg_or_sreg(P, o)) return -1;
+        if (o->kind == SO_REG && is(&P->lx, "|")) {   /* setp's and elect's second destination */
+            next(&P->lx);
+            SimOpnd q = {0};
+            if (parse_reg_or_sreg(P, &q) || q.kind != SO_REG) return perr(P, P->lx.tline, "bad register after '|'");
+            o->reg2 = q.reg;
+        }
+        return 0;
+    }
     int neg = is(&P->lx, "-");
     if (neg) next(&P->lx);
     if (P->lx.kind == T_NUM) {
-        if (parse_int(P->lx.tok, &o->imm)) return perr(P, P->lx.tline, "bad number %s", P->lx.tok);
+        if (parse_int(P->lx.tok, &o->imm)) return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
         if (neg) o->imm = -o->imm;
         o->kind = SO_IMM;
         next(&P->lx);
         return 0;
     }
-    if (P->lx.kind != T_ID || neg) return perr(P, P->lx.tline, "unexpected '%s' in operands", P->lx.tok);
+    if (P->lx.kind != T_ID || neg) return perr(P, P->lx.tline, "unexpected '%.60s' in operands", P->lx.tok);
     if (!find_sym(P, P->lx.tok, o)) { o->kind = SO_SYM; next(&P->lx); return 0; }
-    /* otherwise a label, resolved when the body ends */
+    if (P->err[0]) return -1;
+    /* otherwise a label, resolved when its block ends */
     o->kind = SO_LABEL;
     P->fix = grow(P->fix, P->nfix, &P->caps.fixcap, sizeof *P->fix);
-    P->fix[P->nfix++] = (Fixup){insn, k, P->lx.tline, ""};
-    setname(P->fix[P->nfix - 1].name, sizeof P->fix[0].name, P->lx.tok);
+    P->fix[P->nfix++] = (Fixup){insn, k, P->lx.tline, P->depth, dup(P->lx.tok)};
     next(&P->lx);
     return 0;
-}
-
-/* Does operand o fit signature letter s (emit/ops.def)? */
-static int fits(const SimFunc *f, char s, const SimOpnd *o)
-{
-    int bits = o->kind == SO_REG ? f->slot_bits[o->reg] : 0;
-    switch (s) {
-    case 'R': case 'F': return bits == 32;
-    case 'D': return bits == 64;
-    case 'P': case 'p': return bits == 1;
-    case 'r': case 'f': case 'x': return bits == 32 || o->kind == SO_IMM || o->kind == SO_SREG;
-    case 'd': return bits == 64 || o->kind == SO_IMM || o->kind == SO_SYM;
-    case 'a': return o->kind == SO_ADDR;
-    case 'v': return o->kind == SO_VEC;
-    case 'l': return o->kind == SO_LABEL;
-    case 'i': return o->kind == SO_IMM;
-    }
-    return 0;
-}
-
-static int sig_matches(const SimFunc *f, Op op, const SimInsn *in)
-{
-    const char *sig = op_sig(op);
-    if ((int)strlen(sig) != in->nops) return 0;
-    for (int i = 0; i < in->nops; i++)
-        if (!fits(f, sig[i], &in->o[i])) return 0;
-    return 1;
 }
 
 static int parse_insn(Parser *P)
@@ -315,9 +376,9 @@ static int parse_insn(Parser *P)
             return perr(P, in.line, "guard must be a predicate register");
         in.guard = g.reg;
     }
-    char mn[256];
-    setname(mn, sizeof mn, P->lx.tok);
-    if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%s'", mn);
+    if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%.60s'", P->lx.tok);
+    char why[256];
+    if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s by the sim", why);
     next(&P->lx);
     while (!is(&P->lx, ";")) {
         if (P->lx.kind == T_EOF) return perr(P, in.line, "missing ';'");
@@ -327,14 +388,6 @@ static int parse_insn(Parser *P)
         if (is(&P->lx, ",")) next(&P->lx);
     }
     next(&P->lx);
-    int known = 0;
-    for (int op = 0; op < OP_COUNT; op++) {
-        if (strcmp(op_text((Op)op), mn)) continue;
-        known = 1;
-        if (sig_matches(f, (Op)op, &in)) { in.op = (uint16_t)op; in.cls = (uint8_t)sim_class_of((Op)op); goto found; }
-    }
-    return perr(P, in.line, known ? "operands of %s do not fit what the sim supports" : "instruction %s is not supported by the sim", mn);
-found:
     f->code = grow(f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
     f->code[f->ncode++] = in;
     return 0;
@@ -343,65 +396,122 @@ found:
 static int parse_label(Parser *P, const char *name)
 {
     for (int i = 0; i < P->nlabels; i++)
-        if (!strcmp(P->labels[i].name, name)) return perr(P, P->lx.tline, "label %s defined twice", name);
+        if (P->labels[i].depth == P->depth && !strcmp(P->labels[i].name, name))
+            return perr(P, P->lx.tline, "label %s defined twice", name);
     P->labels = grow(P->labels, P->nlabels, &P->caps.labcap, sizeof *P->labels);
-    setname(P->labels[P->nlabels].name, sizeof P->labels[0].name, name);
-    P->labels[P->nlabels++].pc = cur_fn(P)->ncode;
+    P->labels[P->nlabels++] = (Label){dup(name), cur_fn(P)->ncode, P->depth};
     return 0;
 }
 
-static int resolve_labels(Parser *P)
+/* Closing a block: its fixups resolve against its own labels first (a
+ * nested block sees its enclosing blocks' labels too, resolved when those
+ * close); the block's labels then go out of scope. */
+static int close_scope(Parser *P, int fam_mark, int final)
 {
     SimFunc *f = cur_fn(P);
+    int k = 0;
     for (int i = 0; i < P->nfix; i++) {
-        int j = 0;
-        while (j < P->nlabels && strcmp(P->labels[j].name, P->fix[i].name)) j++;
-        if (j == P->nlabels) return perr(P, P->fix[i].tline, "unknown label or symbol %s", P->fix[i].name);
-        f->code[P->fix[i].insn].o[P->fix[i].opnd].imm = P->labels[j].pc;
+        Fixup *x = &P->fix[i];
+        int j = P->nlabels - 1;
+        while (j >= 0 && !(P->labels[j].depth == P->depth && !strcmp(P->labels[j].name, x->name))) j--;
+        if (x->depth >= P->depth && j >= 0) {
+            f->code[x->insn].o[x->opnd].imm = P->labels[j].pc;
+            free(x->name);
+        } else if (final) {
+            return perr(P, x->tline, "unknown label or symbol %.60s", x->name);
+        } else {
+            x->depth = x->depth < P->depth ? x->depth : P->depth - 1;
+            P->fix[k++] = *x;
+        }
     }
-    P->nfix = P->nlabels = P->nfam = 0;
+    P->nfix = k;
+    while (P->nlabels && P->labels[P->nlabels - 1].depth == P->depth) free(P->labels[--P->nlabels].name);
+    while (P->nfam > fam_mark) free(P->fam[--P->nfam].name);
     return 0;
 }
 
-static int parse_body(Parser *P)
+static int skip_statement(Parser *P)
 {
+    while (!is(&P->lx, ";")) {
+        if (P->lx.kind == T_EOF) return perr(P, P->lx.tline, "missing ';'");
+        next(&P->lx);
+    }
+    next(&P->lx);
+    return 0;
+}
+
+static int parse_block(Parser *P)
+{
+    int fam_mark = P->nfam;
     if (expect(P, "{")) return -1;
     while (!is(&P->lx, "}")) {
-        if (P->lx.kind == T_EOF) return perr(P, P->lx.tline, "unterminated function body");
+        if (P->lx.kind == T_EOF) return perr(P, P->lx.tline, "unterminated block");
+        if (is(&P->lx, "{")) {
+            P->depth++;
+            if (parse_block(P)) return -1;
+            continue;
+        }
         if (is(&P->lx, ".reg")) {
             next(&P->lx);
             if (decl_regs(P)) return -1;
             continue;
         }
-        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.p[0] == ':') {
-            char name[64];
-            setname(name, sizeof name, P->lx.tok);
+        if (is(&P->lx, ".pragma")) { if (skip_statement(P)) return -1; continue; }
+        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.tok[0] != '%' && P->lx.p[0] == ':') {
+            char *name = dup(P->lx.tok);
             next(&P->lx), next(&P->lx);
-            if (parse_label(P, name)) return -1;
+            int rc = parse_label(P, name);
+            free(name);
+            if (rc) return -1;
             continue;
         }
-        if (P->lx.tok[0] == '.') return perr(P, P->lx.tline, "directive %s inside a body is not supported", P->lx.tok);
+        if (P->lx.tok[0] == '.') return perr(P, P->lx.tline, "directive %.60s inside a body is not supported", P->lx.tok);
         if (parse_insn(P)) return -1;
     }
     next(&P->lx);
-    return resolve_labels(P);
+    int rc = close_scope(P, fam_mark, P->depth == 0);
+    if (P->depth) P->depth--;
+    return rc;
 }
 
+/* .param [.align N] .type [.ptr .space [.align N]] name[[count]] */
 static int parse_params(Parser *P, SimFunc *f)
 {
     if (expect(P, "(")) return -1;
     while (!is(&P->lx, ")")) {
         if (expect(P, ".param")) return -1;
-        int bytes = param_bytes(P->lx.tok);
-        if (!bytes) return perr(P, P->lx.tline, "parameter type %s is not supported", P->lx.tok);
-        next(&P->lx);
+        int align = 0, bytes = 0, line = P->lx.tline;
+        while (P->lx.tok[0] == '.') {
+            if (is(&P->lx, ".align")) {
+                next(&P->lx);
+                align = atoi(P->lx.tok);
+            } else if (!bytes) {
+                bytes = elem_bytes(P->lx.tok);
+                if (!bytes) return perr(P, line, "parameter type %.60s is not supported", P->lx.tok);
+            }   /* .ptr and its state space only describe the pointee */
+            next(&P->lx);
+        }
+        if (!bytes || P->lx.kind != T_ID) return perr(P, line, "malformed parameter");
         f->params = grow(f->params, f->nparams, &P->caps.pcap, sizeof *f->params);
         SimParam *p = &f->params[f->nparams++];
-        setname(p->name, sizeof p->name, P->lx.tok);
-        p->bytes = bytes;
-        p->offset = (f->param_bytes + bytes - 1) / bytes * bytes;
-        f->param_bytes = p->offset + bytes;
+        p->name = dup(P->lx.tok);
         next(&P->lx);
+        int count = 1;
+        if (is(&P->lx, "[")) {
+            next(&P->lx);
+            int64_t n;
+            if (P->lx.kind != T_NUM || parse_int(P->lx.tok, &n) || n < 1 || n > 1 << 16)
+                return perr(P, line, "bad parameter array size");
+            count = (int)n;
+            next(&P->lx);
+            if (expect(P, "]")) return -1;
+        }
+        if (align < bytes) align = bytes;
+        if (align < 1 || (align & (align - 1))) return perr(P, line, "bad parameter alignment %d", align);
+        p->align = align;
+        p->bytes = bytes * count;
+        p->offset = (f->param_bytes + align - 1) / align * align;
+        f->param_bytes = p->offset + p->bytes;
         if (is(&P->lx, ",")) next(&P->lx);
     }
     next(&P->lx);
@@ -414,10 +524,10 @@ static int parse_entry(Parser *P)
     SimFunc *f = &P->m->funcs[P->m->nfuncs++];
     memset(f, 0, sizeof *f);
     P->caps.veccap = P->caps.codecap = P->caps.pcap = 0;
-    setname(f->name, sizeof f->name, P->lx.tok);
+    f->name = dup(P->lx.tok);
     next(&P->lx);
     if (parse_params(P, f)) return -1;
-    while (P->lx.tok[0] == '.') {   /* performance directives */
+    while (P->lx.tok[0] == '.') {   /* performance and cluster directives */
         int maxntid = is(&P->lx, ".maxntid") || is(&P->lx, ".reqntid");
         int64_t v, prod = 1;
         for (next(&P->lx); P->lx.kind == T_NUM; next(&P->lx)) {
@@ -428,7 +538,8 @@ static int parse_entry(Parser *P)
         }
         if (maxntid) f->maxntid = (int)prod;
     }
-    return parse_body(P);
+    P->depth = 0;
+    return parse_block(P);
 }
 
 static int parse_shared(Parser *P, int is_extern)
@@ -440,20 +551,21 @@ static int parse_shared(Parser *P, int is_extern)
         align = atoi(P->lx.tok);
         next(&P->lx);
     }
-    int esize = param_bytes(P->lx.tok);
+    int esize = elem_bytes(P->lx.tok);
     if (!esize || align < 1 || (align & (align - 1))) return perr(P, line, "unsupported .shared declaration");
     next(&P->lx);
     P->m->shared = grow(P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
     SimShared *s = &P->m->shared[P->m->nshared];
     memset(s, 0, sizeof *s);
-    setname(s->name, sizeof s->name, P->lx.tok);
+    s->name = dup(P->lx.tok);
     s->align = align, s->is_extern = is_extern, s->size = esize;
+    P->m->nshared++;
     next(&P->lx);
     if (is(&P->lx, "[")) {
         next(&P->lx);
         int64_t n = 0;
         if (!is(&P->lx, "]")) {
-            if (parse_int(P->lx.tok, &n) || n < 0) return perr(P, line, "bad .shared size");
+            if (parse_int(P->lx.tok, &n) || n < 0 || n > 1 << 20) return perr(P, line, "bad .shared size");
             next(&P->lx);
         }
         s->size = (int)n * esize;
@@ -465,8 +577,23 @@ static int parse_shared(Parser *P, int is_extern)
         s->offset = (P->m->static_smem + align - 1) / align * align;
         P->m->static_smem = s->offset + s->size;
     }
-    P->m->nshared++;
     return expect(P, ";");
+}
+
+/* A module-scope .global variable: its name is remembered (a use is refused
+ * by name); its declaration, initializer included, is skipped. */
+static int parse_global(Parser *P)
+{
+    int line = P->lx.tline;
+    char *name = NULL;
+    for (next(&P->lx); !is(&P->lx, ";") && !is(&P->lx, "="); next(&P->lx)) {
+        if (P->lx.kind == T_EOF) { free(name); return perr(P, line, "unterminated .global declaration"); }
+        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && !name) name = dup(P->lx.tok);
+    }
+    if (!name) return perr(P, line, "malformed .global declaration");
+    P->globals = grow(P->globals, P->nglobals, &P->caps.gcap, sizeof *P->globals);
+    P->globals[P->nglobals++] = name;
+    return skip_statement(P);
 }
 
 /* The dynamic window (every extern .shared) starts after the static ones. */
@@ -484,20 +611,26 @@ static int parse_module(Parser *P)
             next(&P->lx), next(&P->lx);
         } else if (is(&P->lx, ".target")) {
             next(&P->lx);
-            setname(P->m->target, sizeof P->m->target, P->lx.tok);
+            snprintf(P->m->target, sizeof P->m->target, "%.31s", P->lx.tok);
             for (next(&P->lx); is(&P->lx, ","); next(&P->lx)) next(&P->lx);
         } else if (is(&P->lx, ".extern") || is(&P->lx, ".shared")) {
             int ext = is(&P->lx, ".extern");
             if (ext) next(&P->lx);
+            if (is(&P->lx, ".func")) return perr(P, P->lx.tline, "device functions (.func) are not supported");
             if (!is(&P->lx, ".shared")) return perr(P, P->lx.tline, "only .extern .shared is supported");
             if (parse_shared(P, ext)) return -1;
             place_extern(P->m);
-        } else if (is(&P->lx, ".visible") || is(&P->lx, ".entry")) {
-            if (is(&P->lx, ".visible")) next(&P->lx);
+        } else if (is(&P->lx, ".global")) {
+            if (parse_global(P)) return -1;
+        } else if (is(&P->lx, ".visible") || is(&P->lx, ".weak") || is(&P->lx, ".entry")) {
+            while (is(&P->lx, ".visible") || is(&P->lx, ".weak")) next(&P->lx);
+            if (is(&P->lx, ".func")) return perr(P, P->lx.tline, "device functions (.func) are not supported");
             if (expect(P, ".entry")) return -1;
             if (parse_entry(P)) return -1;
+        } else if (is(&P->lx, ".func")) {
+            return perr(P, P->lx.tline, "device functions (.func) are not supported");
         } else {
-            return perr(P, P->lx.tline, "unsupported top-level '%s'", P->lx.tok);
+            return perr(P, P->lx.tline, "unsupported top-level '%.60s'", P->lx.tok);
         }
     }
     if (!P->m->nfuncs) return perr(P, P->lx.tline, "no .entry in the module");
@@ -506,7 +639,7 @@ static int parse_module(Parser *P)
 
 static void split_lines(SimModule *m, const char *ptx)
 {
-    m->text = strdup(ptx);
+    m->text = dup(ptx);
     int cap = 0;
     for (char *s = m->text; s;) {
         m->lines = grow(m->lines, m->nlines, &cap, sizeof *m->lines);
@@ -516,17 +649,30 @@ static void split_lines(SimModule *m, const char *ptx)
     }
 }
 
+static void parser_free(Parser *P)
+{
+    for (int i = 0; i < P->nfam; i++) free(P->fam[i].name);
+    for (int i = 0; i < P->nlabels; i++) free(P->labels[i].name);
+    for (int i = 0; i < P->nfix; i++) free(P->fix[i].name);
+    for (int i = 0; i < P->nglobals; i++) free(P->globals[i]);
+    free(P->fam), free(P->labels), free(P->fix), free(P->globals);
+}
+
 int sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen)
 {
-    Parser P = {.lx = {.p = ptx, .line = 1}, .err = err, .errlen = errlen};
-    P.m = calloc(1, sizeof *P.m);
-    if (!P.m || !ptx) { snprintf(err, errlen, "sim: out of memory"); free(P.m); return -1; }
-    P.m->dyn_align = 16;
-    split_lines(P.m, ptx);
-    int rc = parse_module(&P);
-    free(P.fam), free(P.labels), free(P.fix);
-    if (rc) { sim_module_free(P.m); *out = NULL; return -1; }
-    *out = P.m;
+    Parser *P = calloc(1, sizeof *P);
+    if (!P || !ptx) { snprintf(err, errlen, "sim: out of memory"); free(P); return -1; }
+    *P = (Parser){.lx = {.p = ptx, .line = 1}, .err = err, .errlen = errlen};
+    err[0] = 0;
+    P->m = calloc(1, sizeof *P->m);
+    if (!P->m) { snprintf(err, errlen, "sim: out of memory"); free(P); return -1; }
+    P->m->dyn_align = 16;
+    split_lines(P->m, ptx);
+    int rc = parse_module(P);
+    parser_free(P);
+    if (rc) { sim_module_free(P->m); *out = NULL; free(P); return -1; }
+    *out = P->m;
+    free(P);
     return 0;
 }
 
@@ -536,8 +682,10 @@ void sim_module_free(SimModule *m)
     for (int i = 0; i < m->nfuncs; i++) {
         SimFunc *f = &m->funcs[i];
         for (int s = 0; s < f->nslots; s++) free(f->slot_name[s]);
-        free(f->slot_name), free(f->slot_bits), free(f->params), free(f->code), free(f->vec);
+        for (int p = 0; p < f->nparams; p++) free(f->params[p].name);
+        free(f->name), free(f->slot_name), free(f->slot_bits), free(f->params), free(f->code), free(f->vec);
     }
+    for (int i = 0; i < m->nshared; i++) free(m->shared[i].name);
     free(m->funcs), free(m->shared), free(m->lines), free(m->text), free(m);
 }
 

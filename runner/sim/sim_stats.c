@@ -5,36 +5,6 @@
 #include <string.h>
 #include "sim.h"
 
-static const char *kClassNames[CL_COUNT] = {
-    "integer", "fp32", "sfu (ex2/lg2/rcp)", "convert", "move/select", "compare", "tensor (mma)", "ldmatrix",
-    "shared ld/st", "global ld/st", "cp.async", "param", "shuffle", "barrier", "control",
-};
-
-const char *sim_class_name(int cls) { return cls >= 0 && cls < CL_COUNT ? kClassNames[cls] : "?"; }
-
-static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
-
-/* Classified from the mnemonic so a new op lands in a class without a table edit. */
-int sim_class_of(Op op)
-{
-    const char *t = op_text(op);
-    if (starts(t, "mma")) return CL_TENSOR;
-    if (starts(t, "ldmatrix")) return CL_LDMATRIX;
-    if (starts(t, "cp.async")) return CL_ASYNC;
-    if (starts(t, "ld.param")) return CL_PARAM;
-    if (strstr(t, ".shared")) return CL_SHARED;
-    if (strstr(t, ".global") && !starts(t, "cvta")) return CL_GLOBAL;
-    if (starts(t, "shfl")) return CL_SHUFFLE;
-    if (starts(t, "bar")) return CL_BARRIER;
-    if (starts(t, "bra") || starts(t, "ret") || starts(t, "exit")) return CL_CONTROL;
-    if (starts(t, "ex2") || starts(t, "lg2") || starts(t, "rcp")) return CL_SFU;
-    if (starts(t, "cvt")) return CL_CONVERT;
-    if (starts(t, "mov") || starts(t, "selp")) return CL_MOVE;
-    if (starts(t, "setp")) return CL_COMPARE;
-    if (strstr(t, ".f32")) return CL_FP32;
-    return CL_INT;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -90,7 +60,7 @@ void sim_stats_print(const SimStats *s, const char *entry, FILE *out)
             wt ? (double)lt / (double)wt : 0.0);
     for (int c = 0; c < CL_COUNT; c++)
         if (s->warp_insns[c])
-            fprintf(out, "    %-18s %12llu  %5.1f%%\n", kClassNames[c], (unsigned long long)s->warp_insns[c],
+            fprintf(out, "    %-18s %12llu  %5.1f%%\n", isa_class_name(c), (unsigned long long)s->warp_insns[c],
                     100.0 * (double)s->warp_insns[c] / (double)wt);
     uint64_t extra = s->smem_wavefronts - s->smem_ideal;
     fprintf(out, "  shared memory: %llu requests, %llu wavefronts, ideal %llu, bank-conflict wavefronts %llu (%.1f%%)\n",

@@ -14,7 +14,7 @@ static int full_warp(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     if (exec == 0xFFFFFFFFu) return 1;
     sim_fail(c, sim_warp_id(c, w), -1, in,
              "%s is warp-collective (.sync.aligned) but only lanes 0x%08x execute it (divergent or predicated off)",
-             op_text((Op)in->op), exec);
+             isa_base_text(in->d.op), exec);
     return 0;
 }
 
@@ -74,7 +74,7 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
  * 0 when the member mask (operand 4) is not exactly those lanes. */
 static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint64_t src[32])
 {
-    uint32_t mask = (uint32_t)in->o[4].imm;
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[4], __builtin_ctz(exec));
     if (exec != mask) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
         return 0;
@@ -83,43 +83,43 @@ static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec,
     return 1;
 }
 
-/* Lane l of a shfl.sync reads lane j: j must take part. */
-static int shfl_deliver(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, const uint64_t *src, int l, uint32_t j)
+/* shfl.sync in every mode: the source lane j from b and c (clamp in bits 4:0,
+ * segment mask in 12:8); a lane whose j falls outside its segment keeps its
+ * own value, and the "|p" destination says whether j was in range. Lane j
+ * must take part. */
+static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    if (!(exec >> j & 1)) {
-        sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", j);
-        return 0;
-    }
-    sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
-    return 1;
-}
-
-static void shfl_bfly(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
-{
-    uint32_t cval = (uint32_t)in->o[3].imm, seg = cval >> 8 & 31, clamp = cval & 31;
     uint64_t src[32];
+    if (in->nops != 5 || in->o[0].kind != SO_REG) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync takes d[|p], a, b, c, membermask");
+        return;
+    }
     if (!shfl_sources(c, w, in, exec, src)) return;
+    uint64_t f = in->d.flags;
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
-        uint32_t lane = (uint32_t)l, j = lane ^ ((uint32_t)sim_read(c, w, &in->o[2], l) & 31);
-        uint32_t max_lane = (lane & seg) | (clamp & ~seg);
-        if (j > max_lane) j = lane;
-        if (!shfl_deliver(c, w, in, exec, src, l, j)) return;
+        uint32_t b = (uint32_t)sim_read(c, w, &in->o[2], l), cv = (uint32_t)sim_read(c, w, &in->o[3], l);
+        uint32_t seg = cv >> 8 & 31, clamp = cv & 31, lane = (uint32_t)l;
+        uint32_t minl = lane & seg, maxl = minl | (clamp & ~seg);
+        int64_t j;
+        int ok;
+        if (f & F_UP) j = (int64_t)lane - b, ok = j >= (int64_t)maxl;
+        else if (f & F_DOWN) j = (int64_t)lane + b, ok = j <= (int64_t)maxl;
+        else if (f & F_BFLY) j = lane ^ (b & 31), ok = j <= (int64_t)maxl;
+        else j = minl | (b & ~seg & 31), ok = j <= (int64_t)maxl;
+        if (!ok) j = lane;
+        if (!(exec >> j & 1)) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", (unsigned)j);
+            return;
+        }
+        sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
+        if (in->o[0].reg2 >= 0) sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = in->o[0].reg2}, l, (uint64_t)ok);
     }
-}
-
-/* shfl.sync.idx with clamp 31: lane l reads lane b & 31 */
-static void shfl_idx(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
-{
-    uint64_t src[32];
-    if (!shfl_sources(c, w, in, exec, src)) return;
-    for (int l = 0; l < 32; l++)
-        if ((exec >> l & 1) && !shfl_deliver(c, w, in, exec, src, l, (uint32_t)sim_read(c, w, &in->o[2], l) & 31)) return;
 }
 
 static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t mask = (uint32_t)in->o[2].imm, ballot = 0;
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec)), ballot = 0;
     if (exec != mask) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "vote.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
         return;
@@ -130,18 +130,52 @@ static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, ballot);
 }
 
+/* elect.sync d|p, membermask: the lowest lane of the mask is elected; every
+ * lane gets its number in d and p true in the elected lane only. */
+static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    if (in->nops != 2) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "elect.sync takes d|p, membermask");
+        return;
+    }
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[1], __builtin_ctz(exec));
+    if ((exec & mask) != mask) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "elect.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
+        return;
+    }
+    uint32_t leader = mask ? (uint32_t)__builtin_ctz(mask) : 0;
+    const SimOpnd *d = &in->o[0];
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        if (d->kind == SO_REG) sim_write(w, c->f, d, l, leader);
+        int32_t p = d->kind == SO_REG ? d->reg2 : -1;
+        if (d->kind == SO_SINK) p = d->reg2;
+        if (p >= 0) sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = p}, l, (uint64_t)(mask && (uint32_t)l == leader));
+    }
+}
+
 int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    switch (in->op) {
-    case OP_SHFL_BFLY: shfl_bfly(c, w, in, exec); return 1;
-    case OP_SHFL_IDX: shfl_idx(c, w, in, exec); return 1;
-    case OP_VOTE_BALLOT: vote_ballot(c, w, in, exec); return 1;
-    case OP_LDSM_X4: case OP_LDSM_X4_T: case OP_LDSM_X2_T:
-        if (full_warp(c, w, in, exec)) ldmatrix(c, w, in, in->op == OP_LDSM_X2_T ? 2 : 4, in->op != OP_LDSM_X4);
+    const IsaInsn *d = &in->d;
+    switch (d->op) {
+    case I_SHFL: shfl(c, w, in, exec); return 1;
+    case I_VOTE:
+        if (!(d->flags & F_BALLOT)) break;
+        vote_ballot(c, w, in, exec);
         return 1;
-    case OP_MMA_BF16: case OP_MMA_F16:
-        if (full_warp(c, w, in, exec)) mma_16816(c, w, in, in->op == OP_MMA_BF16 ? DT_BF16 : DT_FP16);
+    case I_ELECT: elect(c, w, in, exec); return 1;
+    case I_LDMATRIX:
+        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
+            in->o[0].kind != SO_VEC || in->o[0].n != d->num) break;
+        if (full_warp(c, w, in, exec)) ldmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
         return 1;
+    case I_MMA:
+        if (d->m != 16 || d->n != 8 || d->k != 16 || d->ntype != 4 || d->type[0] != T_F32 || d->type[3] != T_F32 ||
+            d->type[1] != d->type[2] || (d->type[1] != T_BF16 && d->type[1] != T_F16) || in->nops != 4) break;
+        if (full_warp(c, w, in, exec)) mma_16816(c, w, in, d->type[1] == T_BF16 ? DT_BF16 : DT_FP16);
+        return 1;
+    default: return 0;
     }
-    return 0;
+    sim_fail(c, sim_warp_id(c, w), -1, in, "this form of %s is not modelled by the sim", isa_base_text(d->op));
+    return 1;
 }

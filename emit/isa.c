@@ -1,0 +1,218 @@
+/* Mnemonic -> IsaInsn. The base is the longest dotted prefix found in
+ * isa.def ("cp.async.bulk.tensor" before "cp.async"); every remaining
+ * component must be a modifier this file knows, so PTX outside the vocabulary
+ * is refused by name instead of being half understood. */
+#include "isa.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { const char *text; uint8_t unit, cls; uint8_t arch_a; uint16_t sm, ptx; } BaseInfo;
+static const BaseInfo kBase[I_COUNT] = {
+#define ISA(id, text, unit, cls, sm, a, ptx) [I_##id] = {text, unit, cls, a, sm, ptx},
+#include "isa.def"
+#undef ISA
+};
+
+typedef enum { M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_IGNORE, M_TMSHAPE, M_KIND, M_CTAGROUP } ModCat;
+typedef struct { const char *text; uint8_t cat; uint64_t val; } Mod;
+static const Mod kMods[] = {
+    {"pred", M_TYPE, T_PRED}, {"b8", M_TYPE, T_B8}, {"b16", M_TYPE, T_B16}, {"b32", M_TYPE, T_B32},
+    {"b64", M_TYPE, T_B64}, {"b128", M_TYPE, T_B128}, {"u8", M_TYPE, T_U8}, {"u16", M_TYPE, T_U16},
+    {"u32", M_TYPE, T_U32}, {"u64", M_TYPE, T_U64}, {"s8", M_TYPE, T_S8}, {"s16", M_TYPE, T_S16},
+    {"s32", M_TYPE, T_S32}, {"s64", M_TYPE, T_S64}, {"f16", M_TYPE, T_F16}, {"f16x2", M_TYPE, T_F16X2},
+    {"bf16", M_TYPE, T_BF16}, {"bf16x2", M_TYPE, T_BF16X2}, {"f32", M_TYPE, T_F32}, {"f64", M_TYPE, T_F64},
+    {"tf32", M_TYPE, T_TF32},
+    {"global", M_SPACE, SP_GLOBAL}, {"shared", M_SPACE, SP_SHARED}, {"shared::cta", M_SPACE, SP_SHARED},
+    {"shared::cluster", M_SPACE, SP_SHARED_CLUSTER}, {"param", M_SPACE, SP_PARAM}, {"param::entry", M_SPACE, SP_PARAM},
+    {"local", M_SPACE, SP_LOCAL}, {"const", M_SPACE, SP_CONST},
+    {"eq", M_CMP, CMP_EQ}, {"ne", M_CMP, CMP_NE}, {"lt", M_CMP, CMP_LT}, {"le", M_CMP, CMP_LE},
+    {"gt", M_CMP, CMP_GT}, {"ge", M_CMP, CMP_GE}, {"lo", M_CMP, CMP_LO}, {"ls", M_CMP, CMP_LS},
+    {"hi", M_CMP, CMP_HI}, {"hs", M_CMP, CMP_HS}, {"equ", M_CMP, CMP_EQU}, {"neu", M_CMP, CMP_NEU},
+    {"ltu", M_CMP, CMP_LTU}, {"leu", M_CMP, CMP_LEU}, {"gtu", M_CMP, CMP_GTU}, {"geu", M_CMP, CMP_GEU},
+    {"num", M_CMP, CMP_NUM}, {"nan", M_CMP, CMP_NAN},
+    {"rn", M_RND, RND_RN}, {"rna", M_RND, RND_RNA}, {"rz", M_RND, RND_RZ}, {"rm", M_RND, RND_RM}, {"rp", M_RND, RND_RP},
+    {"rni", M_RND, RND_RNI}, {"rzi", M_RND, RND_RZI}, {"rmi", M_RND, RND_RMI}, {"rpi", M_RND, RND_RPI},
+    {"add", M_REDOP, RO_ADD}, {"min", M_REDOP, RO_MIN}, {"max", M_REDOP, RO_MAX}, {"inc", M_REDOP, RO_INC},
+    {"dec", M_REDOP, RO_DEC}, {"and", M_REDOP, RO_AND}, {"or", M_REDOP, RO_OR}, {"xor", M_REDOP, RO_XOR},
+    {"exch", M_REDOP, RO_EXCH}, {"cas", M_REDOP, RO_CAS},
+    {"v2", M_VEC, 2}, {"v4", M_VEC, 4}, {"v8", M_VEC, 8},
+    {"wide", M_FLAG, F_WIDE}, {"ftz", M_FLAG, F_FTZ}, {"sat", M_FLAG, F_SAT}, {"approx", M_FLAG, F_APPROX},
+    {"full", M_FLAG, F_FULL}, {"uni", M_FLAG, F_UNI}, {"sync", M_FLAG, F_SYNC}, {"aligned", M_FLAG, F_ALIGNED},
+    {"trans", M_FLAG, F_TRANS}, {"nc", M_FLAG, F_NC}, {"volatile", M_FLAG, F_VOLATILE},
+    {"relaxed", M_FLAG, F_RELAXED}, {"acquire", M_FLAG, F_ACQUIRE}, {"release", M_FLAG, F_RELEASE},
+    {"acq_rel", M_FLAG, F_ACQ_REL}, {"sc", M_FLAG, F_SC}, {"weak", M_FLAG, F_WEAK}, {"cta", M_FLAG, F_SCOPE_CTA},
+    {"cluster", M_FLAG, F_SCOPE_CLUSTER}, {"gpu", M_FLAG, F_SCOPE_GPU}, {"sys", M_FLAG, F_SCOPE_SYS},
+    {"to", M_FLAG, F_TO}, {"L2::cache_hint", M_FLAG, F_CACHE_HINT},
+    {"mbarrier::complete_tx::bytes", M_FLAG, F_COMPLETE_TX}, {"bulk_group", M_FLAG, F_BULK_GROUP},
+    {"multicast::cluster", M_FLAG, F_MULTICAST}, {"expect_tx", M_FLAG, F_EXPECT_TX}, {"parity", M_FLAG, F_PARITY},
+    {"read", M_FLAG, F_READ}, {"tile", M_FLAG, F_TILE}, {"tile::gather4", M_FLAG, F_GATHER4},
+    {"im2col", M_FLAG, F_IM2COL}, {"ws", M_FLAG, F_WS}, {"pack::16b", M_FLAG, F_PACK16},
+    {"unpack::16b", M_FLAG, F_UNPACK16}, {"mbarrier::arrive::one", M_FLAG, F_ARRIVE_ONE},
+    {"bfly", M_FLAG, F_BFLY}, {"idx", M_FLAG, F_IDX}, {"up", M_FLAG, F_UP}, {"down", M_FLAG, F_DOWN},
+    {"ballot", M_FLAG, F_BALLOT}, {"all", M_FLAG, F_ALL}, {"any", M_FLAG, F_ANY}, {"row", M_FLAG, F_ROW},
+    {"col", M_FLAG, F_COL}, {"async", M_FLAG, F_ASYNC}, {"collector::a::fill", M_FLAG, F_COLLECTOR},
+    {"collector::a::use", M_FLAG, F_COLLECTOR}, {"collector::a::lastuse", M_FLAG, F_COLLECTOR},
+    {"collector::a::discard", M_FLAG, F_COLLECTOR}, {"warpx2::02_13", M_FLAG, F_WARPX2},
+    {"warpx2::01_23", M_FLAG, F_WARPX2}, {"warpx4", M_FLAG, F_WARPX4}, {"noinc", M_FLAG, F_NOINC},
+    {"32x32b", M_TMSHAPE, TS_32X32B}, {"16x64b", M_TMSHAPE, TS_16X64B}, {"16x128b", M_TMSHAPE, TS_16X128B},
+    {"16x256b", M_TMSHAPE, TS_16X256B}, {"16x32bx2", M_TMSHAPE, TS_16X32BX2}, {"128x256b", M_TMSHAPE, TS_128X256B},
+    {"4x256b", M_TMSHAPE, TS_4X256B}, {"128x128b", M_TMSHAPE, TS_128X128B}, {"64x128b", M_TMSHAPE, TS_64X128B},
+    {"kind::f16", M_KIND, KIND_F16}, {"kind::tf32", M_KIND, KIND_TF32}, {"kind::f8f6f4", M_KIND, KIND_F8F6F4},
+    {"kind::i8", M_KIND, KIND_I8}, {"cta_group::1", M_CTAGROUP, 1}, {"cta_group::2", M_CTAGROUP, 2},
+    /* hints with no effect on results */
+    {"ca", M_IGNORE, 0}, {"cg", M_IGNORE, 0}, {"cs", M_IGNORE, 0}, {"lu", M_IGNORE, 0}, {"cv", M_IGNORE, 0},
+    {"wb", M_IGNORE, 0}, {"wt", M_IGNORE, 0}, {"L2::64B", M_IGNORE, 0}, {"L2::128B", M_IGNORE, 0},
+    {"L2::256B", M_IGNORE, 0}, {"L1::evict_normal", M_IGNORE, 0}, {"L1::evict_first", M_IGNORE, 0},
+    {"L1::evict_last", M_IGNORE, 0}, {"L1::evict_unchanged", M_IGNORE, 0}, {"L1::no_allocate", M_IGNORE, 0},
+    {"L2::evict_normal", M_IGNORE, 0}, {"L2::evict_first", M_IGNORE, 0}, {"L2::evict_last", M_IGNORE, 0},
+};
+
+static int errf(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    snprintf(err, errlen, fmt, a, b);
+    return -1;
+}
+
+/* The isa.def entry that is the longest dotted prefix of mn, or -1. */
+static int find_base(const char *mn)
+{
+    int best = -1;
+    size_t best_len = 0;
+    for (int i = 0; i < I_COUNT; i++) {
+        size_t n = strlen(kBase[i].text);
+        if (n > best_len && !strncmp(mn, kBase[i].text, n) && (mn[n] == '.' || !mn[n])) best = i, best_len = n;
+    }
+    return best;
+}
+
+/* Shapes spelled as numbers: mMnNkK (mma, wgmma), mMnN (ldmatrix), xN. */
+static int numeric_mod(const char *t, IsaInsn *in)
+{
+    char *end;
+    if (t[0] == 'x' && t[1] >= '1' && t[1] <= '9') {
+        long v = strtol(t + 1, &end, 10);
+        if (*end || v > 512) return 0;
+        in->num = (uint16_t)v;
+        return 1;
+    }
+    if (t[0] >= '1' && t[0] <= '5' && t[1] == 'd' && !t[2]) { in->dim = (uint8_t)(t[0] - '0'); return 1; }
+    unsigned m = 0, n = 0, k = 0;
+    int used = 0;
+    if (sscanf(t, "m%un%uk%u%n", &m, &n, &k, &used) == 3 && !t[used]) {
+        in->m = (uint16_t)m, in->n = (uint16_t)n, in->k = (uint16_t)k;
+        return 1;
+    }
+    if (sscanf(t, "m%un%u%n", &m, &n, &used) == 2 && !t[used]) { in->m = (uint16_t)m, in->n = (uint16_t)n; return 1; }
+    return 0;
+}
+
+static int apply_mod(const char *t, IsaInsn *in)
+{
+    if (numeric_mod(t, in)) return 1;
+    for (size_t i = 0; i < sizeof kMods / sizeof kMods[0]; i++) {
+        const Mod *m = &kMods[i];
+        if (strcmp(m->text, t)) continue;
+        switch (m->cat) {
+        case M_TYPE:
+            if (in->ntype == ISA_MAX_TYPES) return 0;
+            in->type[in->ntype++] = (uint8_t)m->val;
+            return 1;
+        case M_SPACE:
+            if (in->nspace == 2) return 0;
+            in->space[in->nspace++] = (uint8_t)m->val;
+            return 1;
+        case M_CMP:
+            /* .lo/.hi are halves for mul/mad and comparisons for setp */
+            if (in->op != I_SETP && (m->val == CMP_LO || m->val == CMP_HI)) {
+                in->flags |= m->val == CMP_LO ? F_LO : F_HI;
+                return 1;
+            }
+            in->cmp = (uint8_t)m->val;
+            return 1;
+        case M_RND: in->rnd = (uint8_t)m->val; return 1;
+        case M_REDOP: in->redop = (uint8_t)m->val; return 1;
+        case M_VEC: in->vec = (uint8_t)m->val; return 1;
+        case M_FLAG: in->flags |= m->val; return 1;
+        case M_TMSHAPE: in->tmshape = (uint8_t)m->val; return 1;
+        case M_KIND: in->kind = (uint8_t)m->val; return 1;
+        case M_CTAGROUP: in->cta_group = (uint8_t)m->val; return 1;
+        case M_IGNORE: return 1;
+        }
+    }
+    return 0;
+}
+
+/* Counter class refinements the base alone cannot give. */
+static void refine_class(IsaInsn *in)
+{
+    int t = in->ntype ? in->type[in->ntype - 1] : T_NONE;
+    if (in->unit == U_MEM && in->cls == CL_GLOBAL) {
+        int sp = in->nspace ? in->space[0] : SP_NONE;
+        in->cls = sp == SP_PARAM ? CL_PARAM : (sp == SP_SHARED || sp == SP_SHARED_CLUSTER) ? CL_SHARED : CL_GLOBAL;
+    } else if (in->cls == CL_INT && in->unit == U_ALU && isa_type_is_float(t)) {
+        in->cls = CL_FP32;
+    }
+}
+
+int isa_decode(const char *mnemonic, IsaInsn *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    int b = find_base(mnemonic);
+    if (b < 0) return errf(err, errlen, "instruction %s is not supported%s", mnemonic, "");
+    out->op = (uint16_t)b, out->unit = kBase[b].unit, out->cls = kBase[b].cls, out->vec = 1;
+    const char *p = mnemonic + strlen(kBase[b].text);
+    char tok[64];
+    while (*p == '.') {
+        size_t n = strcspn(p + 1, ".");
+        /* "::" joins parts of one modifier (shared::cta, L2::cache_hint) and has no '.' inside */
+        if (n >= sizeof tok) return errf(err, errlen, "modifier of %s is too long%s", mnemonic, "");
+        memcpy(tok, p + 1, n);
+        tok[n] = 0;
+        if (!apply_mod(tok, out)) return errf(err, errlen, "modifier .%s of %s is not supported", tok, mnemonic);
+        p += n + 1;
+    }
+    if (*p) return errf(err, errlen, "malformed mnemonic %s%s", mnemonic, "");
+    refine_class(out);
+    return 0;
+}
+
+static void raise_to(int *v, int to) { if (to > *v) *v = to; }
+
+void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10)
+{
+    const BaseInfo *b = &kBase[in->op];
+    *sm = b->sm, *arch_specific = b->arch_a, *ptx_x10 = b->ptx;
+    if ((in->op == I_RED || in->op == I_ATOM) && in->vec > 1) raise_to(sm, 90), raise_to(ptx_x10, 81);
+    if (in->flags & F_MULTICAST) *arch_specific = 1;
+    if (in->cta_group == 2 || (in->flags & F_GATHER4)) raise_to(sm, 100), *arch_specific = 1, raise_to(ptx_x10, 86);
+}
+
+const char *isa_base_text(int op) { return op >= 0 && op < I_COUNT ? kBase[op].text : "?"; }
+
+static const char *kClassNames[CL_COUNT] = {
+    "integer", "fp32", "sfu (ex2/lg2/rcp)", "convert", "move/select", "compare", "tensor (mma)", "ldmatrix",
+    "shared ld/st", "global ld/st", "cp.async", "param", "shuffle/vote/elect", "barrier", "control",
+    "mbarrier/fence", "tma/bulk copy", "tmem (tcgen05 alloc/ld/st/cp)",
+};
+const char *isa_class_name(int cls) { return cls >= 0 && cls < CL_COUNT ? kClassNames[cls] : "?"; }
+
+int isa_type_bits(int t)
+{
+    switch (t) {
+    case T_PRED: return 1;
+    case T_B8: case T_U8: case T_S8: return 8;
+    case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: return 16;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: return 32;
+    case T_B64: case T_U64: case T_S64: case T_F64: return 64;
+    case T_B128: return 128;
+    }
+    return 0;
+}
+
+int isa_type_is_float(int t)
+{
+    return t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 || t == T_F32 || t == T_F64 || t == T_TF32;
+}
+
+int isa_type_is_signed(int t) { return t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64; }

@@ -1,0 +1,87 @@
+/* What a PTX mnemonic means, decoded once from its text: the base
+ * instruction (isa.def), its types, state spaces, comparison, rounding,
+ * vector width, shapes and the other modifiers. The emitter asks it what an op
+ * needs of the target; the sim parses every instruction through it, ours and
+ * foreign PTX alike, and dispatches on the unit. */
+#ifndef PTXGEN_ISA_H
+#define PTXGEN_ISA_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { U_ALU, U_MEM, U_WARP, U_CTRL, U_MBAR, U_TMA, U_CLUSTER, U_WGMMA, U_TMEM, U_UMMA, U_COUNT } IsaUnit;
+
+/* Counter classes (the sim's instruction mix). */
+typedef enum {
+    CL_INT, CL_FP32, CL_SFU, CL_CONVERT, CL_MOVE, CL_COMPARE, CL_TENSOR, CL_LDMATRIX, CL_SHARED, CL_GLOBAL,
+    CL_ASYNC, CL_PARAM, CL_SHUFFLE, CL_BARRIER, CL_CONTROL, CL_SYNC, CL_TMA, CL_TMEM, CL_COUNT
+} IsaClass;
+
+typedef enum {
+#define ISA(id, text, unit, cls, sm, a, ptx) I_##id,
+#include "isa.def"
+#undef ISA
+    I_COUNT
+} IsaOp;
+
+typedef enum {
+    T_NONE, T_PRED, T_B8, T_B16, T_B32, T_B64, T_B128, T_U8, T_U16, T_U32, T_U64, T_S8, T_S16, T_S32, T_S64,
+    T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_TF32, T_COUNT
+} IsaType;
+/* .shared without a qualifier is .shared::cta */
+typedef enum { SP_NONE, SP_GLOBAL, SP_SHARED, SP_SHARED_CLUSTER, SP_PARAM, SP_LOCAL, SP_CONST } IsaSpace;
+typedef enum {
+    CMP_NONE, CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS, CMP_HI, CMP_HS,
+    CMP_EQU, CMP_NEU, CMP_LTU, CMP_LEU, CMP_GTU, CMP_GEU, CMP_NUM, CMP_NAN
+} IsaCmp;
+typedef enum { RND_NONE, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_RMI, RND_RPI, RND_RNA } IsaRound;
+typedef enum { RO_NONE, RO_ADD, RO_MIN, RO_MAX, RO_INC, RO_DEC, RO_AND, RO_OR, RO_XOR, RO_EXCH, RO_CAS } IsaRedOp;
+/* tcgen05 data-movement shapes (tcgen05.ld/st/cp) */
+typedef enum { TS_NONE, TS_32X32B, TS_16X64B, TS_16X128B, TS_16X256B, TS_16X32BX2, TS_128X256B, TS_4X256B,
+               TS_128X128B, TS_64X128B } IsaTmemShape;
+typedef enum { KIND_NONE, KIND_F16, KIND_TF32, KIND_F8F6F4, KIND_I8 } IsaKind;
+
+/* Modifiers that are flags. Cache-policy and eviction hints that change no
+ * result are accepted and dropped, except .L2::cache_hint (it adds an operand). */
+enum {
+    F_LO = 1ull << 0, F_HI = 1ull << 1, F_WIDE = 1ull << 2, F_FTZ = 1ull << 3, F_SAT = 1ull << 4,
+    F_APPROX = 1ull << 5, F_UNI = 1ull << 6, F_SYNC = 1ull << 7, F_ALIGNED = 1ull << 8, F_TRANS = 1ull << 9,
+    F_NC = 1ull << 10, F_VOLATILE = 1ull << 11, F_RELAXED = 1ull << 12, F_ACQUIRE = 1ull << 13,
+    F_RELEASE = 1ull << 14, F_ACQ_REL = 1ull << 15, F_SCOPE_CTA = 1ull << 16, F_SCOPE_CLUSTER = 1ull << 17,
+    F_SCOPE_GPU = 1ull << 18, F_SCOPE_SYS = 1ull << 19, F_TO = 1ull << 20, F_CACHE_HINT = 1ull << 21,
+    F_COMPLETE_TX = 1ull << 22, F_BULK_GROUP = 1ull << 23, F_MULTICAST = 1ull << 24, F_EXPECT_TX = 1ull << 25,
+    F_PARITY = 1ull << 26, F_READ = 1ull << 27, F_TILE = 1ull << 28, F_GATHER4 = 1ull << 29, F_IM2COL = 1ull << 30,
+    F_WS = 1ull << 31, F_PACK16 = 1ull << 32, F_UNPACK16 = 1ull << 33, F_ARRIVE_ONE = 1ull << 34,
+    F_BFLY = 1ull << 35, F_IDX = 1ull << 36, F_UP = 1ull << 37, F_DOWN = 1ull << 38, F_BALLOT = 1ull << 39,
+    F_ALL = 1ull << 40, F_ANY = 1ull << 41, F_ROW = 1ull << 42, F_COL = 1ull << 43, F_WEAK = 1ull << 44,
+    F_ASYNC = 1ull << 45, F_SC = 1ull << 46, F_FULL = 1ull << 47,
+    F_COLLECTOR = 1ull << 49, F_WARPX2 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52
+};
+
+enum { ISA_MAX_TYPES = 4 };
+typedef struct {
+    uint16_t op;                  /* IsaOp */
+    uint8_t unit, cls;            /* IsaUnit, IsaClass */
+    uint8_t type[ISA_MAX_TYPES];  /* type modifiers in the order written */
+    uint8_t ntype;
+    uint8_t space[2], nspace;     /* state spaces in the order written (destination first for copies) */
+    uint8_t cmp, rnd, redop, vec; /* vec: 1, or the .v2/.v4/.v8 count */
+    uint8_t dim;                  /* .1d-.5d */
+    uint8_t cta_group;            /* 0 when not written */
+    uint8_t kind, tmshape;
+    uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
+    uint16_t m, n, k;             /* .mMnNkK */
+    uint64_t flags;
+} IsaInsn;
+
+/* Decodes a mnemonic; an unknown instruction or modifier is an error that
+ * names it. */
+int isa_decode(const char *mnemonic, IsaInsn *out, char *err, size_t errlen);
+/* What the instruction needs of the target: lowest sm, arch-specific ('a')
+ * target, lowest PTX ISA version x10. */
+void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10);
+const char *isa_base_text(int op);
+const char *isa_class_name(int cls);
+int isa_type_bits(int type);      /* 0 for T_NONE */
+int isa_type_is_float(int type);
+int isa_type_is_signed(int type);
+#endif

@@ -1,0 +1,94 @@
+/* The instruction decoder (emit/isa.c): every op the emitter can write
+ * decodes, foreign mnemonics from NVIDIA's compiler decode to the fields the
+ * sim executes, unknown instructions and modifiers are refused by name, and
+ * the target needs follow the PTX ISA's requirement tables. */
+#include <string.h>
+#include "check.h"
+#include "emit.h"
+#include "isa.h"
+
+static int dec(const char *mn, IsaInsn *d, char *err, size_t n) { return isa_decode(mn, d, err, n); }
+
+static void every_emitter_op_decodes(void)
+{
+    char err[256];
+    int bad = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        IsaInsn d;
+        if (dec(op_text((Op)op), &d, err, sizeof err)) {
+            if (!bad) check(0, "isa: emitter op decodes", "%s: %s", op_text((Op)op), err);
+            bad = 1;
+        }
+    }
+    if (!bad) check(1, "isa: every ops.def op decodes", "%d ops", OP_COUNT);
+}
+
+static void foreign_forms(void)
+{
+    char err[256];
+    IsaInsn d;
+    int rc = dec("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint",
+                 &d, err, sizeof err);
+    check(!rc && d.op == I_BULK_TENSOR && d.unit == U_TMA && d.dim == 2 && d.cta_group == 2 && d.nspace == 2 &&
+              d.space[0] == SP_SHARED_CLUSTER && d.space[1] == SP_GLOBAL && (d.flags & F_COMPLETE_TX) &&
+              (d.flags & F_MULTICAST) && (d.flags & F_CACHE_HINT),
+          "isa: 2-SM multicast TMA load", "rc %d %s op %d dim %d group %d", rc, err, d.op, d.dim, d.cta_group);
+    rc = dec("tcgen05.ld.sync.aligned.16x256b.x1.b32", &d, err, sizeof err);
+    check(!rc && d.op == I_TC_LD && d.unit == U_TMEM && d.tmshape == TS_16X256B && d.num == 1 && d.type[0] == T_B32,
+          "isa: tcgen05.ld shape and count", "rc %d %s", rc, err);
+    rc = dec("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64", &d, err, sizeof err);
+    check(!rc && d.op == I_TC_COMMIT && d.cta_group == 1 && (d.flags & F_ARRIVE_ONE) && (d.flags & F_MULTICAST),
+          "isa: tcgen05.commit multicast", "rc %d %s", rc, err);
+    rc = dec("wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16", &d, err, sizeof err);
+    check(!rc && d.op == I_WGMMA_MMA && d.m == 64 && d.n == 64 && d.k == 16 && d.ntype == 3, "isa: wgmma shape and types",
+          "rc %d %s", rc, err);
+    rc = dec("mul.wide.u32", &d, err, sizeof err);
+    check(!rc && d.op == I_MUL && (d.flags & F_WIDE) && d.type[0] == T_U32 && d.cls == CL_INT, "isa: mul.wide.u32", "%s", err);
+    rc = dec("mul.hi.s32", &d, err, sizeof err);
+    check(!rc && (d.flags & F_HI) && d.cmp == CMP_NONE, "isa: .hi of mul is a half, not a comparison", "%s", err);
+    rc = dec("setp.hi.u32", &d, err, sizeof err);
+    check(!rc && d.cmp == CMP_HI && !(d.flags & F_HI), "isa: .hi of setp is a comparison", "%s", err);
+    rc = dec("ld.shared.v4.f32", &d, err, sizeof err);
+    check(!rc && d.vec == 4 && d.space[0] == SP_SHARED && d.cls == CL_SHARED, "isa: ld.shared.v4.f32 class", "%s", err);
+    rc = dec("add.f32", &d, err, sizeof err);
+    check(!rc && d.cls == CL_FP32, "isa: add.f32 counts as fp32", "%s", err);
+}
+
+static void refusals(void)
+{
+    char err[256];
+    IsaInsn d;
+    check(dec("popc.b32", &d, err, sizeof err) && strstr(err, "instruction popc.b32 is not supported"), "isa: unknown instruction named",
+          "%s", err);
+    check(dec("add.s32.bogus", &d, err, sizeof err) && strstr(err, "modifier .bogus of add.s32.bogus"),
+          "isa: unknown modifier named", "%s", err);
+    check(dec("add..s32", &d, err, sizeof err) != 0, "isa: empty modifier refused", "%s", err);
+}
+
+static void needs(void)
+{
+    char err[256];
+    IsaInsn d;
+    int sm, a, ptx;
+    dec("red.global.add.v2.f32", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm == 90 && !a && ptx == 81, "isa: vector red needs sm_90 and PTX 8.1", "sm %d a %d ptx %d", sm, a, ptx);
+    dec("red.global.add.f32", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm < 90, "isa: scalar red runs everywhere", "sm %d", sm);
+    dec("tcgen05.mma.cta_group::1.kind::f16", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm == 100 && a && ptx == 86, "isa: tcgen05 needs sm_100a and PTX 8.6", "sm %d a %d ptx %d", sm, a, ptx);
+    dec("wgmma.fence.sync.aligned", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm == 90 && a && ptx == 80, "isa: wgmma needs sm_90a", "sm %d a %d ptx %d", sm, a, ptx);
+}
+
+int main(void)
+{
+    every_emitter_op_decodes();
+    foreign_forms();
+    refusals();
+    needs();
+    return check_summary();
+}
