@@ -57,7 +57,9 @@ uint32_t sim_sdesc_swizzle(SimSmemLayout l, uint32_t addr);
  * tile described by d: mn indexes M (operand A) or N (operand B), k indexes K.
  * k_major: 1 when K is the contiguous dimension in memory, 0 for MN-major.
  * elem_bytes: 2 (f16/bf16) or 4 (tf32). The swizzle is applied to the
- * absolute address bits, as the hardware does. One MMA reads 32 bytes of K
+ * absolute address bits, as the hardware does (base_offset does not enter:
+ * under the ISA's rule it restates the start's row phase, which
+ * sim_sdesc_check verifies). One MMA reads 32 bytes of K
  * (16 f16 or 8 tf32); a swizzled K-major layout holds them inside one row of
  * its atom, so there k * elem_bytes must stay below the atom width.
  * SIM_SDESC_BAD_ADDR for what no layout defines: elem_bytes other than 2 or 4,
