@@ -37,14 +37,35 @@ int sim_wgmma_sdesc_decode(uint64_t desc, SimSmemDesc *out, char *err, size_t er
  * SL_INTERLEAVE, 32/64/128 for the swizzles); the start address must be
  * aligned so that the swizzle pattern repeats (checked by sim_sdesc_check). */
 int sim_sdesc_atom_bytes(SimSmemLayout l);
-/* Checks alignment and the sizes a layout needs; 0 or -1 with a message. */
+/* Checks alignment and the sizes a layout needs; 0 or -1 with a message.
+ * A swizzled layout's start address may sit anywhere inside a 128-byte row
+ * (K-steps add 32 bytes to the start), but its row phase inside the pattern
+ * ((start >> 7) modulo the pattern's rows) must equal base_offset, as the ISA
+ * asks; the sm_103a absolute-LBO mode (lbo_mode 1) is refused. */
 int sim_sdesc_check(const SimSmemDesc *d, char *err, size_t errlen);
+/* Checks that an operand of elem_bytes (2: f16/bf16, 4: tf32) may use d's
+ * layout in the given majorness: SL_SW128_BASE32B only for MN-major 4-byte
+ * operands, and MN-major 4-byte operands only with it. */
+int sim_sdesc_check_operand(const SimSmemDesc *d, int k_major, int elem_bytes, char *err, size_t errlen);
+/* The address a swizzling layout maps the absolute shared address addr to:
+ * bits [4:6] ^= [7:9] (128B), [4:5] ^= [7:8] (64B), [4] ^= [7] (32B),
+ * [5:6] ^= [7:8] (128B with 32-byte atoms); SL_INTERLEAVE leaves it alone.
+ * The same XOR a TMA copy with the matching swizzle applies. */
+uint32_t sim_sdesc_swizzle(SimSmemLayout l, uint32_t addr);
 
 /* Byte address in the shared window of element (mn, k) of an MMA operand
  * tile described by d: mn indexes M (operand A) or N (operand B), k indexes K.
  * k_major: 1 when K is the contiguous dimension in memory, 0 for MN-major.
  * elem_bytes: 2 (f16/bf16) or 4 (tf32). The swizzle is applied to the
- * absolute address bits, as the hardware does. */
+ * absolute address bits, as the hardware does (base_offset does not enter:
+ * under the ISA's rule it restates the start's row phase, which
+ * sim_sdesc_check verifies). One MMA reads 32 bytes of K
+ * (16 f16 or 8 tf32); a swizzled K-major layout holds them inside one row of
+ * its atom, so there k * elem_bytes must stay below the atom width.
+ * SIM_SDESC_BAD_ADDR for what no layout defines: elem_bytes other than 2 or 4,
+ * negative indices, K beyond a swizzled K-major row, K-major SL_SW128_BASE32B,
+ * or an address past 32 bits. */
+#define SIM_SDESC_BAD_ADDR 0xFFFFFFFFu
 uint32_t sim_sdesc_elem_addr(const SimSmemDesc *d, int k_major, int elem_bytes, int mn, int k);
 
 /* tcgen05 instruction descriptor, kind::f16 or kind::tf32. */
@@ -58,8 +79,9 @@ typedef struct {
     int sparse, saturate;
     int max_shift;             /* .ws only; 0 otherwise */
 } SimInstrDesc;
-/* Decodes and validates against the kind and cta_group (legal M and N for
- * each, types the kind allows); an error names the field. */
+/* Decodes and validates against the kind (UMMA_KIND_*) and cta_group (1 or
+ * 2): legal M and N for each, the types the kind allows, zero reserved bits
+ * (6, 23, 29) and no saturate (integer kinds only); an error names the field. */
 int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, SimInstrDesc *out, char *err, size_t errlen);
 
 /* tcgen05.ld / tcgen05.st data movement shapes. */
@@ -68,16 +90,20 @@ enum { TM_32X32B, TM_16X64B, TM_16X128B, TM_16X256B, TM_16X32BX2, TM_SHAPES };
  * warp and its register r: the TMEM lane offset (0-31, added to the warp's
  * lane-quarter base and the address's lane) and column offset (added to the
  * address's column; for 16x32bx2 the second half adds imm_half_off columns).
- * Returns the number of 32-bit registers per thread, or -1 when num is not
- * allowed for the shape. */
+ * sim_tmem_shape_regs: the number of 32-bit registers per thread, or -1 when
+ * num is not allowed for the shape (a power of two; up to x128 for 32x32b,
+ * 16x64b and 16x32bx2, x64 for 16x128b, x32 for 16x256b). sim_tmem_shape_map
+ * sets lane and col to -1 for a thread, register or shape out of range. */
 int sim_tmem_shape_regs(int shape, int num);
 void sim_tmem_shape_map(int shape, int num, int thread, int reg, int imm_half_off, int *lane, int *col);
 
-/* wgmma accumulator fragment: thread t (0-127) of the warpgroup, register
- * index r of an m64nN f32 (or packed f16x2: half h) accumulator ->
- * (row, col) of D. */
+/* wgmma accumulator fragment: thread t (0-127) of the warpgroup, element
+ * index reg (0 .. n/2-1) of an m64nN accumulator -> (row, col) of D. An f32
+ * accumulator has one element per register; a packed f16 accumulator holds
+ * elements 2j (low half) and 2j+1 (high half) in its register j. */
 void sim_wgmma_d_map(int n, int thread, int reg, int *row, int *col);
 /* wgmma A from registers (RS): thread t of the warpgroup, 32-bit register r
- * (0-3) and half h (0 low, 1 high) of a m64k16 f16/bf16 A tile -> (row, k). */
+ * (0-3) and half h (0 low, 1 high) of a m64k16 f16/bf16 A tile -> (row, k).
+ * Both map functions set -1, -1 for arguments out of range. */
 void sim_wgmma_a_map(int thread, int reg, int half, int *row, int *k);
 #endif
