@@ -3,6 +3,7 @@
  * without a GPU or driver; only running kernels needs one. cuda.h is used for
  * types and enums only, never for linking. */
 #include "device_impl.h"
+#include "sim_tmap.h"
 
 #include <ctype.h>
 #include <cuda.h>
@@ -56,6 +57,13 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must
     X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", (float *, CUevent, CUevent))   \
     X(EventDestroy, "cuEventDestroy_v2", NULL, (CUevent))
 
+/* Resolved apart from CUDA_SYMS because only TMA kernels need it: a driver
+ * without it (older than CUDA 12.0) still runs everything else. */
+typedef CUresult (*EncodeTiledFn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+_Static_assert(sizeof(CUtensorMap) == DEV_TMAP_BYTES, "a CUtensorMap is the 128 bytes device.h promises");
+
 #define AS_FIELD(field, name, alt, params) CUresult (*field) params;
 typedef struct { CUDA_SYMS(AS_FIELD) } Api;
 #define AS_ROW(field, name, alt, params) { name, alt, offsetof(Api, field) },
@@ -66,7 +74,7 @@ typedef struct CuMod CuMod;
 typedef struct CuFunc CuFunc;
 typedef struct CuEvt CuEvt;
 
-struct CuDev { struct Device base; void *lib; Api api; CUdevice dev; CUcontext ctx; };
+struct CuDev { struct Device base; void *lib; Api api; EncodeTiledFn encode_tiled; CUdevice dev; CUcontext ctx; };
 /* A module owns the DevFuncs taken from it: device.h has no per-function free,
  * and a CUfunction is dead once its module is unloaded anyway. */
 struct CuMod { struct DevModule base; CuDev *d; CUmodule mod; CuFunc *funcs; };
@@ -114,6 +122,8 @@ static int resolve(CuDev *d, char *err, size_t errlen)
                            kSyms[i].name);
         memcpy((char *)&d->api + kSyms[i].off, &p, sizeof p);
     }
+    void *enc = dlsym(d->lib, "cuTensorMapEncodeTiled");   /* optional: NULL is reported when used */
+    memcpy(&d->encode_tiled, &enc, sizeof enc);
     return 0;
 }
 
@@ -450,10 +460,47 @@ static int cu_stats(Device *d, FILE *out, char *err, size_t errlen)
     return dev_errf(err, errlen, "instruction and memory counters come from the sim device only (--device sim)");
 }
 
+/* The driver answers a bad map with a bare CUDA_ERROR_INVALID_VALUE, so the
+ * context names the map and, where the sim's copy of the driver's rules
+ * refuses it too, which argument is wrong. */
+static void tmap_context(const DevTmapDesc *m, char *ctx, size_t cap)
+{
+    uint8_t scratch[TMAP_BYTES];
+    char why[256];
+    int n = snprintf(ctx, cap, "dataType %d rank %d gaddr 0x%llx boxDim[0] %u swizzle %d interleave %d", m->dtype,
+                     m->rank, (unsigned long long)m->gaddr, m->box[0], m->swizzle, m->interleave);
+    if (n > 0 && (size_t)n < cap &&
+        sim_tmap_encode(m->dtype, m->rank, m->gaddr, m->dim, m->stride, m->box, m->estride, m->interleave,
+                        m->swizzle, m->l2promo, m->oobfill, scratch, why, sizeof why))
+        snprintf(ctx + n, cap - (size_t)n, "; %s", why);
+}
+
+static int cu_tmap_encode(Device *d_, const DevTmapDesc *m, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
+{
+    CuDev *d = (CuDev *)d_;
+    CUtensorMap map;   /* the driver wants 64-byte alignment, which out need not have */
+    char ctx[512];
+    if (!d->encode_tiled)
+        return dev_errf(err, errlen, "CUDA driver lacks symbol cuTensorMapEncodeTiled (tensor maps need a CUDA 12.0+ driver)");
+    if (m->rank < 1 || m->rank > DEV_TMAP_MAX_RANK)   /* the driver would read rank entries of fixed arrays */
+        return dev_errf(err, errlen, "cuTensorMapEncodeTiled: tensorRank = %d is outside 1..%d", m->rank, DEV_TMAP_MAX_RANK);
+    if (bind(d, err, errlen)) return -1;
+    CUresult r = d->encode_tiled(&map, (CUtensorMapDataType)m->dtype, (cuuint32_t)m->rank, (void *)(uintptr_t)m->gaddr,
+                                 m->dim, m->stride, m->box, m->estride, (CUtensorMapInterleave)m->interleave,
+                                 (CUtensorMapSwizzle)m->swizzle, (CUtensorMapL2promotion)m->l2promo,
+                                 (CUtensorMapFloatOOBfill)m->oobfill);
+    if (r != CUDA_SUCCESS) {
+        tmap_context(m, ctx, sizeof ctx);
+        return drv(d, r, "cuTensorMapEncodeTiled", ctx, err, errlen);
+    }
+    memcpy(out, &map, DEV_TMAP_BYTES);
+    return 0;
+}
+
 static const DevOps kCudaOps = {
     .name = "cuda", .close = cu_close, .info = cu_info, .load_ptx = cu_load_ptx, .unload = cu_unload,
     .get_func = cu_get_func, .func_attrs = cu_func_attrs, .set_dyn_smem = cu_set_dyn_smem, .alloc = cu_alloc,
     .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .launch = cu_launch,
     .sync = cu_sync, .event_new = cu_event_new, .event_free = cu_event_free, .event_record = cu_event_record,
-    .event_ms = cu_event_ms, .stats = cu_stats,
+    .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode,
 };

@@ -21,6 +21,21 @@ typedef struct {
     int max_dyn_smem;       /* MAX_DYNAMIC_SHARED_SIZE_BYTES after opt-in */
 } DevFuncAttrs;
 
+/* A tiled tensor map, described device-neutrally with cuTensorMapEncodeTiled's
+ * arguments and enum values (CUtensorMapDataType: 6 f16, 7 f32, 9 bf16;
+ * interleave 0 none; swizzle 0 none, 1 32B, 2 64B, 3 128B; l2promo 0..3;
+ * oobfill 0 zero, 1 NaN). Dimensions innermost first. */
+enum { DEV_TMAP_MAX_RANK = 5, DEV_TMAP_BYTES = 128 };
+typedef struct {
+    int dtype, rank;
+    DevPtr gaddr;                              /* element 0, on the device that encodes */
+    uint64_t dim[DEV_TMAP_MAX_RANK];           /* elements per dimension */
+    uint64_t stride[DEV_TMAP_MAX_RANK - 1];    /* byte strides of dims 1..rank-1 (dim 0 is dense) */
+    uint32_t box[DEV_TMAP_MAX_RANK];           /* box extent per dimension, in elements */
+    uint32_t estride[DEV_TMAP_MAX_RANK];       /* element (traversal) strides, 1..8 */
+    int interleave, swizzle, l2promo, oobfill;
+} DevTmapDesc;
+
 typedef struct {
     char name[256];
     int cc_major, cc_minor;
@@ -63,6 +78,12 @@ int  dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen);
 void dev_event_free(DevEvent *e);
 int  dev_event_record(DevEvent *e, char *err, size_t errlen);
 int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen); /* syncs stop */
+
+/* Encodes desc into the 128-byte tensor map a kernel takes by value (a
+ * .param .align 64 .b8 [128] parameter): cuTensorMapEncodeTiled on "cuda",
+ * the sim's own encoding (runner/sim/sim_tmap.h) on "sim". A map is only
+ * valid on the device that encoded it. */
+int  dev_tmap_encode(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen);
 
 /* Prints the counters summed over every launch so far (sim only; cuda says so). */
 int  dev_print_stats(Device *d, FILE *out, char *err, size_t errlen);

@@ -26,6 +26,7 @@ typedef struct DevOps {
     int (*event_record)(DevEvent *e, char *err, size_t errlen);
     int (*event_ms)(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen);
     int (*stats)(Device *d, FILE *out, char *err, size_t errlen);
+    int (*tmap_encode)(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen);
 } DevOps;
 
 struct Device { const DevOps *ops; };

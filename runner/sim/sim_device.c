@@ -6,6 +6,7 @@
 #include <string.h>
 #include "device_impl.h"
 #include "sim.h"
+#include "sim_tmap.h"
 
 typedef struct SimFn SimFn;
 typedef struct {
@@ -232,12 +233,23 @@ static int sd_stats(Device *d_, FILE *out, char *err, size_t errlen)
     return 0;
 }
 
+/* The gaddr is not checked against the heap: like the driver, encode takes
+ * any aligned address, and a copy through the map faults where it reads. */
+_Static_assert((int)DEV_TMAP_BYTES == (int)TMAP_BYTES && (int)DEV_TMAP_MAX_RANK == (int)TMAP_MAX_RANK,
+               "device.h and the sim agree on the tensor-map size");
+static int sd_tmap_encode(Device *d, const DevTmapDesc *m, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
+{
+    (void)d;
+    return sim_tmap_encode(m->dtype, m->rank, m->gaddr, m->dim, m->stride, m->box, m->estride, m->interleave,
+                           m->swizzle, m->l2promo, m->oobfill, out, err, errlen);
+}
+
 static const DevOps kSimOps = {
     .name = "sim", .close = sd_close, .info = sd_info, .load_ptx = sd_load, .unload = sd_unload,
     .get_func = sd_get_func, .func_attrs = sd_attrs, .set_dyn_smem = sd_set_dyn, .alloc = sd_alloc,
     .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .launch = sd_launch,
     .sync = sd_sync, .event_new = sd_event_new, .event_free = sd_event_free, .event_record = sd_event_record,
-    .event_ms = sd_event_ms, .stats = sd_stats,
+    .event_ms = sd_event_ms, .stats = sd_stats, .tmap_encode = sd_tmap_encode,
 };
 
 int sim_open(Device **out, char *err, size_t errlen)
