@@ -13,7 +13,7 @@ TESTS   := $(patsubst tests/%.c,build/tests/%,$(wildcard tests/test_*.c))
 
 all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host
 
-build/%.o: %.c $(wildcard */*.h) emit/ops.def
+build/%.o: %.c $(wildcard */*.h */*/*.h) emit/ops.def emit/isa.def
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -fPIC $(INC) -c $< -o $@
 

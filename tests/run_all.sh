@@ -269,8 +269,10 @@ sim_tests() {
         "canary before lse overwritten at byte -4 "
 
     section "sim device: planted-bug PTX files assemble (the bugs are invisible to ptxas)"
+    local arch
     for f in tests/sim/*.ptx; do
-        if ptxas -arch=sm_80 "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
+        arch=$(sed -n 's|^// arch: ||p' "$f"); arch=${arch:-sm_80}   # a file's "// arch:" header, sm_80 by default
+        if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
         else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
     done
 

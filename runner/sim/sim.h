@@ -112,7 +112,7 @@ SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes);   /* the b
 void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap);
 
 /* ---- one CTA in flight ---- */
-enum { WS_RUN, WS_BAR, WS_DONE };
+enum { WS_RUN, WS_BAR, WS_MBAR, WS_DONE };
 enum { SM_WRITTEN = 1, SM_PENDING = 2 };
 
 typedef struct {
@@ -129,6 +129,7 @@ typedef struct {
     uint32_t pc[32];
     uint32_t live;          /* lanes that have not exited */
     int state, bar_id, wait_line, exit_line;
+    uint32_t mbar_addr;     /* WS_MBAR: the mbarrier whose phase change wakes the warp */
     uint32_t *vc;           /* vector clock over the CTA's warps: orders shared accesses */
     uint32_t committed[32]; /* cp.async groups committed per lane */
     SimCopy *copies;        /* cp.async in flight */
@@ -137,6 +138,19 @@ typedef struct {
 } SimWarp;
 
 typedef struct { int arrived, expected; uint32_t waiting; } SimBarrier;
+
+/* An mbarrier object (sim_mbar.c): state kept beside shared memory. */
+enum { SIM_MAX_MBARS = 128 };
+typedef struct {
+    uint32_t addr;          /* shared address of the 8-byte object */
+    int init_line;
+    uint32_t expected;      /* arrivals per phase */
+    uint32_t pending;       /* arrivals the current phase still waits for */
+    int64_t tx;             /* transaction bytes still expected (complete_tx may come first) */
+    uint32_t phase;         /* phases completed so far */
+    uint32_t vc[32];        /* clocks the current phase's arrivals joined */
+    uint32_t done_vc[32];   /* clocks of the last completed phase: a successful wait joins them */
+} SimMbar;
 
 typedef struct Sim Sim;
 typedef struct {
@@ -153,6 +167,8 @@ typedef struct {
     int32_t *wline;
     const uint8_t *params;
     SimBarrier bar[16];
+    SimMbar mbar[SIM_MAX_MBARS];
+    int nmbar;
     int failed;
     uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
 } SimCta;
@@ -182,6 +198,14 @@ static inline int sim_warp_id(const SimCta *c, const SimWarp *w) { return (int)(
 int  sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */
 int  sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */
 int  sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec); /* 1 if op handled */
+int  sim_mbar(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);       /* may park the warp (WS_MBAR) */
+
+/* mbarrier hooks for the asynchronous units: an arrival (vc: the clocks it
+ * publishes, or NULL), transaction bytes (negative: completed), lookup. */
+void     sim_mbar_arrive(SimCta *c, SimMbar *b, const uint32_t *vc, uint32_t count);
+void     sim_mbar_tx(SimCta *c, SimMbar *b, int64_t bytes);
+SimMbar *sim_mbar_at(SimCta *c, uint32_t addr);
+int      sim_mbar_describe(SimCta *c, const SimWarp *w, char *out, size_t cap);
 
 /* Shared memory through the checker: bounds, alignment, never-written and
  * in-flight bytes, and races between warps not ordered by a barrier. */

@@ -207,7 +207,9 @@ static void step(SimCta *c, SimWarp *w)
         case U_ALU: done = sim_alu(c, w, in, exec); break;
         case U_MEM: done = sim_mem(c, w, in, exec); break;
         case U_WARP: done = sim_collective(c, w, in, exec); break;
+        case U_MBAR: done = sim_mbar(c, w, in, exec); break;
         }
+        if (w->state == WS_MBAR) return;   /* try_wait parked the warp: it re-executes when the phase changes */
         if (!done) sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s yet", isa_base_text(in->d.op));
     }
     advance(w, active);
@@ -224,15 +226,20 @@ static void run_step(SimCta *c, SimWarp *w)
 
 static void report_deadlock(SimCta *c)
 {
-    char msg[1536];
+    char msg[4096];
     size_t n = (size_t)snprintf(msg, sizeof msg, "deadlock: no warp can run (a barrier that not every warp reaches);");
     for (int i = 0; i < c->nwarps && n < sizeof msg; i++) {
         const SimWarp *w = &c->w[i];
-        if (w->state == WS_BAR)
+        if (w->state == WS_BAR) {
             n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d waits at bar.sync %d (PTX line %d, %d of %d warps arrived);",
                                   i, w->bar_id, w->wait_line, c->bar[w->bar_id].arrived, c->bar[w->bar_id].expected);
-        else
+        } else if (w->state == WS_MBAR) {
+            char what[256];
+            sim_mbar_describe(c, w, what, sizeof what);
+            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d waits (PTX line %d) on %s;", i, w->wait_line, what);
+        } else {
             n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d exited (PTX line %d);", i, w->exit_line);
+        }
     }
     sim_fail(c, -1, -1, NULL, "%s", msg);
 }
@@ -260,6 +267,7 @@ static void reset_cta(SimCta *c)
     memset(c->wwarp, 0, words);
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->bar, 0, sizeof c->bar);
+    c->nmbar = 0;
     for (int i = 0; i < c->nwarps; i++) {
         SimWarp *w = &c->w[i];
         int lanes = c->nthreads - i * 32 < 32 ? c->nthreads - i * 32 : 32;
