@@ -4,7 +4,7 @@
 #ifndef PTXGEN_PLAN_H
 #define PTXGEN_PLAN_H
 #include "arch.h"
-#include "../emit/buf.h"
+#include "buf.h"
 
 #define MAX_REGIONS 16
 typedef struct {
