@@ -1,0 +1,142 @@
+/* Unit tests of core/ pieces the kernels do not use yet, with the expected
+ * text written out here: the plan's TMEM column map (seed 001's mla_bwd map
+ * on sm_100a) and its per-role registers. One line per check, then
+ * "N passed, N failed". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "plan.h"
+
+static void check_text(const char *name, const char *got, const char *want) {
+    check(got && !strcmp(got, want), name, "got\n%s\nwant\n%s", got ? got : "(null)", want);
+}
+
+/* Seed 001: sm_100a mla_bwd, D_QK 576, B_H 128, B_TOPK 32; dKV_RoPE and dP
+ * share columns 352-367, the map fills all 512 columns. */
+static Plan seed001_tmem(void) {
+    Plan p = {.threads = 384, .regs_est = 128};
+    plan_add_tmem(&p, "dQ", 256, "fp32", "[64, 512]", "dq nope accumulator");
+    plan_add_tmem(&p, "dQ_RoPE", 32, "fp32", "[64, 64]", "dq rope accumulator");
+    plan_add_tmem(&p, "dKV", 64, "fp32", "[32, 256]", "dkv nope, part 0 then 1");
+    int rope = p.ntmem;
+    plan_add_tmem(&p, "dKV_RoPE", 16, "fp32", "[32, 64]", "dkv rope");
+    plan_alias_tmem(&p, "dP", rope, 16, "fp32", "[64, 32]", "dP of the step");
+    plan_add_tmem(&p, "P", 16, "fp32", "[64, 32]", "P of the step");
+    plan_add_tmem(&p, "dO", 128, "bf16", "[64, 512]", NULL);
+    return p;
+}
+
+static void test_tmem_map(void) {
+    Plan p = seed001_tmem();
+    int starts[] = {0, 256, 288, 352, 352, 368, 384}, ok = p.ntmem == 7;
+    for (int i = 0; ok && i < 7; i++) ok = p.tmem[i].col == starts[i];
+    check(ok, "tmem map: seed 001's start columns", "ntmem %d, dO at %d", p.ntmem, p.tmem[p.ntmem - 1].col);
+    check(p.tmem_cols == 512 && plan_tmem_alloc(&p) == 512, "tmem map spans 512 columns, allocates 512",
+          "cols %d alloc %d", p.tmem_cols, plan_tmem_alloc(&p));
+    check(p.tmem[3].alias == 1 && p.tmem[4].alias == 1 && !p.tmem[5].alias, "tmem alias group joins dKV_RoPE and dP",
+          "groups %d %d %d", p.tmem[3].alias, p.tmem[4].alias, p.tmem[5].alias);
+    Plan small = {0};
+    plan_add_tmem(&small, "S", 40, "fp32", "[128, 40]", NULL);
+    check(plan_tmem_alloc(&small) == 64, "tmem alloc rounds 40 columns to 64", "got %d", plan_tmem_alloc(&small));
+    check(plan_tmem_alloc(&(Plan){0}) == 0, "tmem alloc of no map is 0", "got %d", plan_tmem_alloc(&(Plan){0}));
+
+    Buf b = {0};
+    plan_tmem_print(&p, arch_find("sm_100a"), &b);
+    check_text("tmem map printed", b.s,
+               "tensor memory (TMEM: 128 lanes x 32-bit columns) on sm_100a:\n"
+               "  region      start    end   cols  dtype  shape        phase\n"
+               "  dQ              0    256    256  fp32   [64, 512]    dq nope accumulator\n"
+               "  dQ_RoPE       256    288     32  fp32   [64, 64]     dq rope accumulator\n"
+               "  dKV           288    352     64  fp32   [32, 256]    dkv nope, part 0 then 1\n"
+               "  dKV_RoPE      352    368     16  fp32   [32, 64]     dkv rope [alias group 1]\n"
+               "  dP            352    368     16  fp32   [64, 32]     dP of the step [alias group 1]\n"
+               "  P             368    384     16  fp32   [64, 32]     P of the step\n"
+               "  dO            384    512    128  bf16   [64, 512]    \n"
+               "column aliases:\n"
+               "  dP shares columns [352, 368) with dKV_RoPE in another phase: 16 columns saved\n"
+               "  total                       512  100.0% of the 512 columns a CTA may allocate on sm_100a; "
+               "tcgen05.alloc of 512\n");
+    buf_free(&b);
+}
+
+static void test_tmem_verdicts(void) {
+    Plan p = seed001_tmem();
+    plan_finish(&p, arch_find("sm_100a"), "seed 001");
+    check(p.ok && strstr(p.verdict, "512 TMEM columns of 512"), "tmem map fits sm_100a", "verdict '%s'", p.verdict);
+
+    p = seed001_tmem();
+    plan_finish(&p, arch_find("sm_90a"), "seed 001");
+    check_text("tmem map refused on sm_90a, naming the first region", p.verdict,
+               "seed 001 needs 512 TMEM columns (region dQ at columns 0-255 first); sm_90a has no TMEM "
+               "(sm_100a, sm_103a do)");
+
+    p = seed001_tmem();
+    plan_add_tmem(&p, "extra", 32, "fp32", "[128, 32]", NULL);
+    plan_finish(&p, arch_find("sm_100a"), "seed 001 + 32");
+    check_text("tmem map over 512 columns refused, naming the region", p.verdict,
+               "seed 001 + 32 needs 544 TMEM columns: region extra at columns 512-543 ends past the 512 columns "
+               "sm_100a has per CTA");
+
+    Buf b = {0};
+    p = seed001_tmem();
+    plan_finish(&p, arch_find("sm_100a"), "seed 001");
+    plan_print(&p, arch_find("sm_100a"), &b);
+    check(b.s && strstr(b.s, "tensor memory (TMEM") && strstr(b.s, "\n  dO  "), "plan_print shows a non-empty tmem map",
+          "got '%s'", b.s ? b.s : "");
+    buf_free(&b);
+    Plan none = {.threads = 128, .regs_est = 64};
+    plan_finish(&none, arch_find("sm_100a"), "no map");
+    plan_print(&none, arch_find("sm_100a"), &b);
+    check(b.s && !strstr(b.s, "TMEM") && !strstr(b.s, "role"), "plan_print leaves out an empty map and roles",
+          "got '%s'", b.s ? b.s : "");
+    buf_free(&b);
+}
+
+static Plan roles_plan(int producer_regs) {
+    Plan p = {.threads = 384, .regs_est = 168};
+    plan_add_role(&p, "producer", 4, producer_regs);
+    plan_add_role(&p, "consumer", 8, 232);
+    return p;
+}
+
+static void test_roles(void) {
+    Buf b = {0};
+    Plan p = roles_plan(40);
+    plan_roles_print(&p, arch_find("sm_90a"), &b);
+    check_text("roles printed", b.s,
+               "registers per warp role (setmaxnreg):\n"
+               "  role        warps  regs/thread  registers\n"
+               "  producer        4           40       5120\n"
+               "  consumer        8          232      59392\n"
+               "  total                               64512  of 65536 per SM on sm_90a\n");
+    buf_free(&b);
+    p = roles_plan(0);
+    plan_roles_print(&p, arch_find("sm_90a"), &b);
+    check(b.s && strstr(b.s, "  producer        4          168      21504  (no setmaxnreg: the estimate)\n"),
+          "a role without setmaxnreg counts the estimate", "got '%s'", b.s ? b.s : "");
+    buf_free(&b);
+
+    p = roles_plan(40);
+    plan_finish(&p, arch_find("sm_90a"), "ws");
+    check(p.ok, "roles within the register file fit", "verdict '%s'", p.verdict);
+    p = roles_plan(0);
+    plan_finish(&p, arch_find("sm_90a"), "ws");
+    check_text("roles over the register file refused", p.verdict,
+               "ws: its roles ask 80896 registers per CTA (setmaxnreg x threads); sm_90a has 65536 per SM");
+    p = roles_plan(44);
+    plan_finish(&p, arch_find("sm_90a"), "ws");
+    check_text("setmaxnreg not a multiple of 8 refused", p.verdict,
+               "ws: role producer asks setmaxnreg 44; it takes a multiple of 8 in [24, 256]");
+    p = roles_plan(40);
+    p.threads = 256;
+    plan_finish(&p, arch_find("sm_90a"), "ws");
+    check_text("roles that miss the CTA's warps refused", p.verdict, "ws: its roles have 12 warps, its CTA 256 threads (8 warps)");
+}
+
+int main(void) {
+    test_tmem_map();
+    test_tmem_verdicts();
+    test_roles();
+    return check_summary();
+}
