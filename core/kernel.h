@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     char kernel[32];       /* "attn_fwd" */
     const ArchInfo *arch;
+    Family family;         /* the instruction family its generator uses */
     char summary[160];     /* one line: kernel, dtype, dims, tile */
     char *ptx;             /* the module text */
     KernelSpec k[MAX_KERNELS];

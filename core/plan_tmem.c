@@ -42,25 +42,21 @@ int plan_tmem_alloc(const Plan *p) {
     return n;
 }
 
-/* "sm_100a, sm_103a": the archs with TMEM, from the arch table. */
-static void tmem_archs(Buf *b) {
-    for (int i = 0, n = 0; i < arch_count(); i++)
-        if (arch_at(i)->tmem_cols) buf_printf(b, "%s%s", n++ ? ", " : "", arch_at(i)->name);
-}
-
 int plan_tmem_check(const Plan *p, const ArchInfo *a, char *verdict, size_t len) {
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
         if (r->col + r->cols <= a->tmem_cols) continue;
         if (!a->tmem_cols) {
             Buf archs = {0};
-            tmem_archs(&archs);
-            snprintf(verdict, len, "%s needs %d TMEM columns (region %s at columns %d-%d first); %s has no TMEM (%s do)",
-                     p->what, p->tmem_cols, r->name, r->col, r->col + r->cols - 1, a->name, archs.s ? archs.s : "none");
+            arch_names_with(FAM_TCGEN05, &archs);
+            snprintf(verdict, len, "%s needs %d TMEM columns (region %s at columns %d-%d first); %s has no TMEM, "
+                     "which needs %s", p->what, p->tmem_cols, r->name, r->col, r->col + r->cols - 1, a->name,
+                     archs.s ? archs.s : "none");
             buf_free(&archs);
         } else {
             snprintf(verdict, len, "%s needs %d TMEM columns: region %s at columns %d-%d ends past the %d columns "
-                     "%s has per CTA", p->what, p->tmem_cols, r->name, r->col, r->col + r->cols - 1, a->tmem_cols, a->name);
+                     "%s has per CTA", p->what, p->tmem_cols, r->name, r->col, r->col + r->cols - 1, a->tmem_cols,
+                     a->name);
         }
         return 1;
     }

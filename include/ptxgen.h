@@ -16,9 +16,21 @@ typedef struct {
     int hdim;             /* head dim d; 0 = 128 */
     int causal;           /* bottom-right aligned causal mask */
     const char *tile;     /* "bm=128,bn=64,warps=4"; NULL or "" = defaults for (arch, d) */
+    const char *family;   /* MMA instruction family: "sync" (or "mma.sync"), "wgmma", "tcgen05", or NULL /
+                             "auto": the arch's newest family (tcgen05 on sm_100a/sm_103a, wgmma on sm_90a,
+                             mma.sync elsewhere) among those the kernel has a generator for */
 } ptxgen_request;
 
 typedef struct ptxgen_set ptxgen_set;
+
+/* The family a request gets, without building: *family ("mma.sync", ...)
+ * and, when auto fell back from the arch's newest family because the kernel
+ * has no generator for it yet, a one-line note (else note = ""). 2 with err
+ * for an unknown arch, kernel or family, a family the arch lacks ("sm_120 has
+ * mma.sync only; tcgen05 needs sm_100a or sm_103a") or one the kernel lacks
+ * ("attn_fwd has no tcgen05 generator yet (families: mma.sync)"). */
+int ptxgen_pick_family(const ptxgen_request *req, const char **family, char *note, size_t notelen, char *err,
+                       size_t errlen);
 
 /* Return codes: 0 ok; 2 the request is invalid or its plan is refused (err
  * names the constraint and the numbers). */
@@ -33,6 +45,20 @@ char *ptxgen_plan_request(const ptxgen_request *req, int *fits, char *err, size_
 const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
 char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
 char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
+const char *ptxgen_family(const ptxgen_set *s);       /* "mma.sync", "wgmma" or "tcgen05" */
+const char *ptxgen_family_note(const ptxgen_set *s);  /* auto's fallback note (see ptxgen_pick_family), or NULL */
+
+/* What exists: one kind per (kernel, family) with a generator, from the same
+ * table the build reads. ptxgen_kind_on_arch: 1 when the arch has the kind's
+ * family (the kind builds there; a tile's plan may still be refused). */
+typedef struct {
+    const char *kernel;   /* "attn_fwd" */
+    const char *family;   /* "mma.sync" */
+    const char *what;     /* one line */
+} ptxgen_kind;
+int ptxgen_num_kinds(void);
+int ptxgen_kind_info(int i, ptxgen_kind *out);
+int ptxgen_kind_on_arch(int i, const char *arch);
 
 /* 1 when the set gives bit-identical outputs on every run with the same
  * inputs (no floating-point atomics); attn_bwd is only with deterministic=1. */

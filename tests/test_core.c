@@ -1,12 +1,14 @@
 /* Unit tests of core/ pieces the kernels do not use yet, with the expected
  * text written out here: the plan's TMEM column map (seed 001's mla_bwd map
- * on sm_100a) and its per-role registers. One line per check, then
+ * on sm_100a) and its per-role registers, the MMA families and how a request
+ * picks one. One line per check, then
  * "N passed, N failed". */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "plan.h"
+#include "ptxgen.h"
 
 static void check_text(const char *name, const char *got, const char *want) {
     check(got && !strcmp(got, want), name, "got\n%s\nwant\n%s", got ? got : "(null)", want);
@@ -68,8 +70,8 @@ static void test_tmem_verdicts(void) {
     p = seed001_tmem();
     plan_finish(&p, arch_find("sm_90a"), "seed 001");
     check_text("tmem map refused on sm_90a, naming the first region", p.verdict,
-               "seed 001 needs 512 TMEM columns (region dQ at columns 0-255 first); sm_90a has no TMEM "
-               "(sm_100a, sm_103a do)");
+               "seed 001 needs 512 TMEM columns (region dQ at columns 0-255 first); sm_90a has no TMEM, "
+               "which needs sm_100a or sm_103a");
 
     p = seed001_tmem();
     plan_add_tmem(&p, "extra", 32, "fp32", "[128, 32]", NULL);
@@ -134,7 +136,52 @@ static void test_roles(void) {
     check_text("roles that miss the CTA's warps refused", p.verdict, "ws: its roles have 12 warps, its CTA 256 threads (8 warps)");
 }
 
+static void test_families(void) {
+    unsigned f = 99;
+    char err[200] = "", note[200] = "x";
+    check(!family_parse(NULL, &f, err, sizeof err) && f == FAM_AUTO, "family_parse NULL is auto", "got %u", f);
+    check(!family_parse("sync", &f, err, sizeof err) && f == FAM_MMA_SYNC, "family_parse sync", "got %u", f);
+    check(!family_parse("mma.sync", &f, err, sizeof err) && f == FAM_MMA_SYNC, "family_parse mma.sync", "got %u", f);
+    check(family_parse("wmma", &f, err, sizeof err) == 2, "family_parse refuses wmma", "err '%s'", err);
+    check_text("family_parse names the values", err, "unknown MMA family 'wmma' (auto, sync, wgmma or tcgen05)");
+    Buf b = {0};
+    family_list(FAM_MMA_SYNC | FAM_WGMMA | FAM_TCGEN05, &b);
+    check_text("family_list of three", b.s, "mma.sync, wgmma and tcgen05");
+    buf_free(&b);
+    arch_names_with(FAM_TCGEN05, &b);
+    check_text("archs with tcgen05, from the table", b.s, "sm_100a or sm_103a");
+    buf_free(&b);
+    check(family_newest(FAM_MMA_SYNC | FAM_TCGEN05) == FAM_TCGEN05, "family_newest prefers tcgen05", "wrong");
+
+    const char *fam = NULL;
+    ptxgen_request rq = {.arch = "sm_100a", .kernel = "mla_fwd"};
+    int rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
+    check(!rc && fam && !strcmp(fam, "mma.sync"), "pick auto on sm_100a: mma.sync", "rc %d err '%s'", rc, err);
+    check_text("pick auto on sm_100a says why", note, "--mma auto: mla_fwd has no tcgen05 generator yet, so sm_100a gets "
+               "mma.sync");
+    rq.arch = "sm_80";
+    rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
+    check(!rc && !*note, "pick auto on sm_80: no note", "rc %d note '%s'", rc, note);
+    rq = (ptxgen_request){.arch = "sm_120", .kernel = "attn_fwd", .family = "tcgen05"};
+    rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
+    check(rc == 2, "pick tcgen05 on sm_120 refused", "rc %d", rc);
+    check_text("pick tcgen05 on sm_120 names what the arch has", err,
+               "sm_120 has mma.sync only; tcgen05 needs sm_100a or sm_103a");
+    rq.arch = "sm_103a";
+    rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
+    check_text("pick tcgen05 for attn_fwd on sm_103a names the kernel's families", err,
+               "attn_fwd has no tcgen05 generator yet (families: mma.sync)");
+
+    ptxgen_kind k;
+    int n = ptxgen_num_kinds(), ok = n == 4;
+    for (int i = 0; ok && i < n; i++) ok = !ptxgen_kind_info(i, &k) && !strcmp(k.family, "mma.sync");
+    check(ok, "kind table: four kernels, each mma.sync", "%d kinds", n);
+    check(ptxgen_kind_on_arch(0, "sm_100") && !ptxgen_kind_on_arch(0, "sm_99") && !ptxgen_kind_on_arch(9, "sm_90"),
+          "ptxgen_kind_on_arch", "wrong");
+}
+
 int main(void) {
+    test_families();
     test_tmem_map();
     test_tmem_verdicts();
     test_roles();
