@@ -77,6 +77,8 @@ class KernelSet:
             for c in k.get("cluster", ["1", "1", "1"]):
                 if str(c).strip() != "1":  # cuLaunchKernel cannot launch clusters; the runner neither
                     raise NotImplementedError(f"{k['entry']}: cluster {k['cluster']} needs cuLaunchKernelEx")
+            if k.get("tensor_maps"):  # a CUtensorMap parameter needs cuTensorMapEncodeTiled, which this script lacks
+                raise NotImplementedError(f"{k['entry']}: tensor maps {[t['param'] for t in k['tensor_maps']]}")
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # make torch's primary context current
         self.mod = ctypes.c_void_p()

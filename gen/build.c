@@ -15,6 +15,7 @@ struct ptxgen_set {
     char constants[320];
     unsigned asked;        /* the family the request named (FAM_AUTO: none) */
     char note[200];        /* why auto fell back from the arch's newest family ("": it did not) */
+    SizeList sizes;        /* the problem sizes its expressions use */
 };
 
 static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
@@ -176,6 +177,7 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     buf_free(&body);
     s->ks.ptx = buf_take(&m);
     describe(s, kind);
+    set_problem_sizes(&s->ks, &s->sizes);
     *out = s;
     return 0;
 }
@@ -212,6 +214,19 @@ int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *o) {
     return 0;
 }
 
+int ptxgen_num_problem_sizes(const ptxgen_set *s) { return s->sizes.n; }
+const char *ptxgen_problem_size(const ptxgen_set *s, int i) { return i >= 0 && i < s->sizes.n ? s->sizes.name[i] : NULL; }
+
+int ptxgen_num_tensor_maps(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].ntmaps : 0; }
+
+int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *o) {
+    if (k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].ntmaps) return 2;
+    const TensorMapSpec *t = &s->ks.k[k].tmaps[i];
+    *o = (ptxgen_tensor_map){t->param, t->tensor, t->dtype, t->rank, t->dims, t->strides, t->box, t->elem_strides,
+                             t->swizzle, t->interleave, t->oob_fill};
+    return 0;
+}
+
 int ptxgen_num_workspaces(const ptxgen_set *s) { return s->ks.nws; }
 
 int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out) {
@@ -238,22 +253,41 @@ int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes,
     return 0;
 }
 
-int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
-                       unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
-    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
-    const KernelSpec *ks = &s->ks.k[k];
+/* Three launch expressions of kernel k evaluated for a problem, each within [1, limit[i]]. */
+static int eval_dims(const char *const expr[3], const char *what, const ptxgen_size *sizes, int nsizes,
+                     const long long limit[3], unsigned out[3], char *err, size_t errlen) {
     ExprVar vars[16];
     int n = size_vars(sizes, nsizes, vars);
     for (int i = 0; i < 3; i++) {
         long long v;
-        if (expr_eval(ks->grid[i], vars, n, &v, err, errlen)) return 2;
-        if (v < 1 || v > (i ? 65535 : 2147483647LL)) {
-            snprintf(err, errlen, "grid dimension %d = %s = %lld is outside the launch limits", i, ks->grid[i], v);
+        if (expr_eval(expr[i], vars, n, &v, err, errlen)) return 2;
+        if (v < 1 || v > limit[i]) {
+            snprintf(err, errlen, "%s dimension %d = %s = %lld is outside the launch limits", what, i, expr[i], v);
             return 2;
         }
-        grid[i] = (unsigned)v;
-        block[i] = ks->block[i];
+        out[i] = (unsigned)v;
     }
+    return 0;
+}
+
+int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
+                       unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
+    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
+    const KernelSpec *ks = &s->ks.k[k];
+    static const long long limits[3] = {2147483647LL, 65535, 65535};
+    const char *expr[3] = {ks->grid[0], ks->grid[1], ks->grid[2]};
+    if (eval_dims(expr, "grid", sizes, nsizes, limits, grid, err, errlen)) return 2;
+    for (int i = 0; i < 3; i++) block[i] = ks->block[i];
     *dyn_smem = ks->dyn_smem;
     return 0;
+}
+
+/* A portable cluster has at most 8 CTAs (16 with opt-in on sm_90+); the driver judges the product. */
+int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
+                        char *err, size_t errlen) {
+    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
+    static const long long limits[3] = {16, 16, 16};
+    const KernelSpec *ks = &s->ks.k[k];
+    const char *expr[3] = {spec_cluster(ks, 0), spec_cluster(ks, 1), spec_cluster(ks, 2)};
+    return eval_dims(expr, "cluster", sizes, nsizes, limits, cluster, err, errlen);
 }

@@ -84,10 +84,36 @@ typedef struct {
 int ptxgen_num_params(const ptxgen_set *s, int k);
 int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *out);
 
-/* Problem sizes by name: "b", "s_q", "s_k", "h_q", "h_kv". */
+/* Problem sizes by name: the names ptxgen_problem_size lists. */
 typedef struct { const char *name; long long value; } ptxgen_size;
 int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
+
+/* The size names the set's expressions use (grid, cluster, workspaces, tensor
+ * maps), derived from its kernels' descriptions: attention b, s_q, s_k, h_q,
+ * h_kv; sparse MLA s_q, s_kv, h_q, topk. */
+int  ptxgen_num_problem_sizes(const ptxgen_set *s);
+const char *ptxgen_problem_size(const ptxgen_set *s, int i);   /* NULL past the end */
+/* CTAs per cluster of kernel k for a problem (1, 1, 1 without clusters). */
+int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
+                        char *err, size_t errlen);
+
+/* TMA tensor maps kernel k takes by value in parameters: the host encodes each
+ * with cuTensorMapEncodeTiled from these fields (none for mma.sync kernels). */
+typedef struct {
+    const char *param;                 /* the kernel parameter that carries it */
+    const char *tensor, *dtype;        /* "q", "bf16" */
+    int rank;
+    const char *const *dims;           /* rank expressions, innermost first */
+    const char *const *strides_bytes;  /* rank - 1 expressions: bytes per index of dims 1 .. rank-1 */
+    const int *box;                    /* rank elements */
+    const int *element_strides;        /* rank */
+    const char *swizzle;               /* "none", "32B", "64B", "128B" */
+    const char *interleave;            /* "none", "16B", "32B" */
+    const char *oob_fill;              /* "zero" or "nan" */
+} ptxgen_tensor_map;
+int ptxgen_num_tensor_maps(const ptxgen_set *s, int k);
+int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *out);
 
 /* Workspaces: device scratch the host allocates once per problem and passes to
  * every kernel parameter with role WORKSPACE and that name. */

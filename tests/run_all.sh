@@ -486,6 +486,7 @@ names = [k["entry"].split("_")[2] for k in m["kernels"]]
 assert names == ["pre", "main", "dq"], names
 ws = {w["name"]: w for w in m["workspaces"]}
 assert set(ws) == {"delta", "dq_accum"} and ws["dq_accum"]["bytes"] == "b * h_q * s_q * 512", ws
+assert sorted(m["problem_sizes"]) == ["b", "h_kv", "h_q", "s_k", "s_q"], m["problem_sizes"]
 PY
 
     name="mla_fwd manifest: parameters in order, grid s_q x cdiv(h_q, bm), head dims 576/512"
@@ -499,6 +500,8 @@ assert names == ["q", "q_stride_s", "q_stride_h", "kv", "kv_stride_s", "indices"
                  "o", "o_stride_s", "o_stride_h", "lse", "s_q", "s_kv", "h_q", "topk", "softmax_scale"], names
 assert k["grid"] == ["s_q", "cdiv(h_q, 64)", "1"] and k["block"] == [256, 1, 1], (k["grid"], k["block"])
 assert m["constants"]["d"] == 576 and m["constants"]["dv"] == 512 and not m.get("workspaces"), m["constants"]
+assert m["problem_sizes"] == ["s_q", "s_kv", "h_q", "topk"] and m["family"] == "mma.sync", m["problem_sizes"]
+assert k["cluster"] == ["1", "1", "1"] and k["tensor_maps"] == [], (k["cluster"], k["tensor_maps"])
 PY
 }
 

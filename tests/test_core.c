@@ -1,7 +1,7 @@
 /* Unit tests of core/ pieces the kernels do not use yet, with the expected
  * text written out here: the plan's TMEM column map (seed 001's mla_bwd map
  * on sm_100a) and its per-role registers, the MMA families and how a request
- * picks one. One line per check, then
+ * picks one, and the manifest of a kernel spec with a made-up tensor map. One line per check, then
  * "N passed, N failed". */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "check.h"
 #include "plan.h"
 #include "ptxgen.h"
+#include "manifest.h"
 
 static void check_text(const char *name, const char *got, const char *want) {
     check(got && !strcmp(got, want), name, "got\n%s\nwant\n%s", got ? got : "(null)", want);
@@ -180,7 +181,74 @@ static void test_families(void) {
           "ptxgen_kind_on_arch", "wrong");
 }
 
+/* A made-up kernel that loads Q by TMA: the manifest carries its tensor map,
+ * a 2-CTA cluster, and the sizes its expressions use (h_q from the size
+ * parameter, b from the grid, s_q from the tensor map). */
+static void made_up_set(KernelSet *s) {
+    static const ArchInfo *a;
+    a = arch_find("sm_100a");
+    *s = (KernelSet){.kernel = "tma_demo", .arch = a, .family = FAM_TCGEN05, .summary = "demo", .nk = 1};
+    KernelSpec *k = &s->k[0];
+    *k = (KernelSpec){.entry = "tma_demo_bf16", .block = {128, 1, 1}, .dyn_smem = 1024, .nparams = 2, .ntmaps = 1,
+                      .grid = {"cdiv(s_q, 128)", "h_q", "b"}, .cluster = {"2", "", ""}};
+    k->params[0] = (ParamSpec){"q_map", PT_PTR, PR_IN, "tensor map of q", NULL, NULL, NULL, NULL};
+    k->params[1] = (ParamSpec){"h_q", PT_U32, PR_SIZE, "problem size", NULL, NULL, "h_q", NULL};
+    k->tmaps[0] = (TensorMapSpec){"q_map", "q", "bf16", 3, {"576", "h_q", "b * s_q"}, {"1152", "h_q * 1152"},
+                                  {64, 64, 1}, {1, 1, 1}, "128B", "none", "zero"};
+}
+
+static void test_manifest_tensor_map(void) {
+    KernelSet s;
+    made_up_set(&s);
+    Buf b = {0};
+    manifest_write(&s, "{}", &b);
+    check_text("manifest of a kernel with a tensor map", b.s,
+               "{\n  \"generator\": \"ptxgen\",\n  \"kernel\": \"tma_demo\",\n  \"arch\": \"sm_100a\",\n"
+               "  \"family\": \"tcgen05\",\n  \"summary\": \"demo\",\n  \"constants\": {},\n"
+               "  \"problem_sizes\": [\"h_q\", \"s_q\", \"b\"],\n"
+               "  \"expression_ops\": [\"+\", \"-\", \"*\", \"/\", \"cdiv\", \"min\", \"max\"],\n"
+               "  \"launch_order\": \"kernels are launched in the order listed, on one stream\",\n  \"kernels\": [\n"
+               "    {\n      \"entry\": \"tma_demo_bf16\",\n      \"params\": [\n"
+               "        {\"name\": \"q_map\", \"ptx_type\": \".u64\", \"role\": \"input\", \"meaning\": \"tensor map of q\"},\n"
+               "        {\"name\": \"h_q\", \"ptx_type\": \".u32\", \"role\": \"size\", \"meaning\": \"problem size\", "
+               "\"size\": \"h_q\"}\n"
+               "      ],\n      \"block\": [128, 1, 1],\n      \"grid\": [\"cdiv(s_q, 128)\", \"h_q\", \"b\"],\n"
+               "      \"cluster\": [\"2\", \"1\", \"1\"],\n      \"tensor_maps\": [\n"
+               "        {\"param\": \"q_map\", \"tensor\": \"q\", \"dtype\": \"bf16\", \"rank\": 3, "
+               "\"dims\": [\"576\", \"h_q\", \"b * s_q\"], \"strides_bytes\": [\"1152\", \"h_q * 1152\"], "
+               "\"box\": [64, 64, 1], \"element_strides\": [1, 1, 1], \"swizzle\": \"128B\", "
+               "\"interleave\": \"none\", \"oob_fill\": \"zero\"}\n"
+               "      ],\n      \"dynamic_smem_bytes\": 1024\n    }\n  ],\n  \"workspaces\": []\n}\n");
+    buf_free(&b);
+}
+
+/* The built sets: sizes from their descriptions, cluster 1, no tensor maps. */
+static void test_api_sizes(void) {
+    const char *want[2][6] = {{"attn_fwd", "s_q", "s_k", "h_q", "h_kv", "b"}, {"mla_bwd", "s_q", "h_q", "s_kv", "topk"}};
+    for (int w = 0; w < 2; w++) {
+        ptxgen_request rq = {.arch = "sm_90", .kernel = want[w][0]};
+        ptxgen_set *s = NULL;
+        char err[512] = "", got[128] = "", exp[128] = "";
+        if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, "api build for sizes", "%s", err); continue; }
+        for (int i = 0; i < ptxgen_num_problem_sizes(s); i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s ", ptxgen_problem_size(s, i));
+        for (int i = 1; i < 6 && want[w][i]; i++) snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s ", want[w][i]);
+        check_text(w ? "mla_bwd problem sizes" : "attn_fwd problem sizes", got, exp);
+        ptxgen_size sizes[] = {{"b", 1}, {"s_q", 64}, {"s_k", 64}, {"h_q", 2}, {"h_kv", 1}, {"s_kv", 64}, {"topk", 32}};
+        unsigned cl[3] = {0};
+        int rc = ptxgen_cluster_dims(s, 0, sizes, 7, cl, err, sizeof err);
+        check(!rc && cl[0] == 1 && cl[1] == 1 && cl[2] == 1, "cluster dims 1 x 1 x 1", "rc %d %u %u %u", rc, cl[0], cl[1], cl[2]);
+        ptxgen_tensor_map tm;
+        check(ptxgen_num_tensor_maps(s, 0) == 0 && ptxgen_tensor_map_info(s, 0, 0, &tm) == 2, "no tensor maps (mma.sync)",
+              "%d maps", ptxgen_num_tensor_maps(s, 0));
+        check_text("the set's family", ptxgen_family(s), "mma.sync");
+        ptxgen_free(s);
+    }
+}
+
 int main(void) {
+    test_manifest_tensor_map();
+    test_api_sizes();
     test_families();
     test_tmem_map();
     test_tmem_verdicts();
