@@ -106,8 +106,12 @@ int expr_eval(const char *text, const ExprVar *vars, int nvars, long long *out, 
 /* A scan, not a parse: a name followed by '(' is a function. */
 void expr_names(const char *text, void (*fn)(const char *name, size_t len, void *ctx), void *ctx) {
     for (const char *s = text; s && *s;) {
+        if (isdigit((unsigned char)*s)) {   /* a number, not a name */
+            while (isalnum((unsigned char)*s)) s++;
+            continue;
+        }
         if (!isalpha((unsigned char)*s) && *s != '_') {
-            for (s++; isalnum((unsigned char)s[-1]) && isalnum((unsigned char)*s);) s++;   /* rest of a number */
+            s++;
             continue;
         }
         const char *id = s;
