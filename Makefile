@@ -3,15 +3,21 @@ CC      ?= cc
 CUDA    ?= /usr/local/cuda
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
-INC     := -Iinclude -Iemit -Igen -Itemplates -Irunner -Irunner/sim -isystem $(CUDA)/include
+INC     := -Iinclude -Icore -Iemit -Igen -Itemplates -Irunner -Irunner/sim -isystem $(CUDA)/include
 LDLIBS  := -ldl -lm -lpthread
 
-LIB_SRC := $(wildcard emit/*.c gen/*.c templates/*.c)
+LIB_SRC := $(wildcard core/*.c emit/*.c gen/*.c templates/*.c)
 RUN_SRC := $(wildcard runner/*.c runner/sim/*.c)
 LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(RUN_SRC))
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(wildcard tests/test_*.c))
 
 all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host
+
+# The layers see only what lies below them, so an arrow pointing up is a
+# build error: core/ sees itself, emit/ core, templates/ emit and core.
+build/core/%.o: INC := -Icore
+build/emit/%.o: INC := -Icore -Iemit
+build/templates/%.o: INC := -Icore -Iemit -Itemplates
 
 build/%.o: %.c $(wildcard */*.h */*/*.h) emit/ops.def emit/isa.def
 	@mkdir -p $(dir $@)

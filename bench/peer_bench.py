@@ -32,7 +32,7 @@ def eval_expr(text, sizes):
         raise ValueError(f"bad launch expression {text!r}")
     return int(eval(text.replace("/", "//"), {"__builtins__": {}}, env))
 
-# PTX parameter types of the manifest -> ctypes (gen/kernel.c param_type_ptx: pointers are .u64).
+# PTX parameter types of the manifest -> ctypes (core/kernel.c param_type_ptx: pointers are .u64).
 PTX_CTYPES = {".u64": ctypes.c_uint64, ".u32": ctypes.c_uint32, ".s64": ctypes.c_int64, ".s32": ctypes.c_int32,
               ".f32": ctypes.c_float}
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -77,6 +77,8 @@ class KernelSet:
             for c in k.get("cluster", ["1", "1", "1"]):
                 if str(c).strip() != "1":  # cuLaunchKernel cannot launch clusters; the runner neither
                     raise NotImplementedError(f"{k['entry']}: cluster {k['cluster']} needs cuLaunchKernelEx")
+            if k.get("tensor_maps"):  # a CUtensorMap parameter needs cuTensorMapEncodeTiled, which this script lacks
+                raise NotImplementedError(f"{k['entry']}: tensor maps {[t['param'] for t in k['tensor_maps']]}")
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # make torch's primary context current
         self.mod = ctypes.c_void_p()

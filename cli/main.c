@@ -26,7 +26,7 @@ static int usage_error(const char *fmt, const char *a) {
 
 static void print_help(void) {
     puts("usage: ptxgen --arch ARCH --kernel KERNEL [--dtype bf16|fp16] [--hdim D] [--causal]\n"
-         "              [--tile key=val,...] [-o FILE] [--plan] [--manifest FILE]\n"
+         "              [--mma auto|sync|wgmma|tcgen05] [--tile key=val,...] [-o FILE] [--plan] [--manifest FILE]\n"
          "       ptxgen --list\n"
          "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
          "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
@@ -36,6 +36,9 @@ static void print_help(void) {
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen selfcheck [--device cuda|cuda:N]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
+         "--mma picks the MMA instruction family; auto (default) takes the arch's newest (tcgen05 on\n"
+         "sm_100a/sm_103a, wgmma on sm_90a, mma.sync elsewhere) among those the kernel has a generator for,\n"
+         "and says on stderr when it fell back. --list shows which (kernel, family, arch) combinations exist.\n"
          "check runs the kernel on a device against a float64 CPU reference (exit 1 on failure): the GPU\n"
          "through the CUDA driver (default), or --device sim, the CPU interpreter of the emitted PTX, which\n"
          "also catches races, uninitialised or out-of-bounds memory and missing waits; --stats prints its\n"
@@ -62,25 +65,55 @@ static void print_keys(const char *title, const TileKey *keys, int nkeys) {
     buf_free(&b);
 }
 
-static void print_list(void) {
-    puts("kernels:\n  attn_fwd   FlashAttention-2 forward (mma.sync m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE");
-    puts("  attn_bwd   FlashAttention-2 backward (mma.sync m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128,\n"
-         "             causal, GQA/MQA (dK/dV summed over the group), deterministic by default");
-    puts("  mla_fwd    sparse MLA forward (mma.sync): top-k gathered rows of one latent kv head, d_qk 576, d_v 512,\n"
-         "             bf16/fp16, optional topk_length, LSE\n"
-         "  (mla_bwd: not implemented yet)");
-    puts("archs (all have mma.sync):");
+static void print_kinds(void) {
+    ptxgen_kind k;
+    puts("kernels (one generator per kernel and MMA family):");
+    for (int i = 0; !ptxgen_kind_info(i, &k); i++) printf("  %-9s  %-8s  %s\n", k.kernel, k.family, k.what);
+}
+
+static void print_archs(void) {
+    puts("archs (families; --mma auto takes the newest one the kernel has):");
     for (int i = 0; i < arch_count(); i++) {
         const ArchInfo *a = arch_at(i);
-        printf("  %-8s PTX %s, smem/block %d B opt-in%s%s\n", a->name, a->ptx_version, a->smem_block_optin,
-               a->families & FAM_WGMMA ? ", wgmma" : "", a->families & FAM_TCGEN05 ? ", tcgen05 (TMEM 512 cols)" : "");
+        Buf fams = {0};
+        family_list(a->families, &fams);
+        printf("  %-8s PTX %s, smem/block %d B opt-in, %s", a->name, a->ptx_version, a->smem_block_optin, fams.s);
+        if (a->tmem_cols) printf(" (TMEM %d cols)", a->tmem_cols);
+        puts("");
+        buf_free(&fams);
     }
+}
+
+/* Every (kernel, family, arch) that builds; '*' where the default tile's plan is refused. */
+static void print_combinations(void) {
+    ptxgen_kind k;
+    puts("combinations that exist (kernel, family: archs; * = the default tile's plan is refused there):");
+    for (int i = 0; !ptxgen_kind_info(i, &k); i++) {
+        printf("  %-9s  %-8s:", k.kernel, k.family);
+        for (int j = 0; j < arch_count(); j++) {
+            if (!ptxgen_kind_on_arch(i, arch_at(j)->name)) continue;
+            ptxgen_request rq = {.arch = arch_at(j)->name, .kernel = k.kernel, .family = k.family};
+            char err[512];
+            int fits = 0;
+            free(ptxgen_plan_request(&rq, &fits, err, sizeof err));
+            printf(" %s%s", arch_at(j)->name, fits ? "" : "*");
+        }
+        puts("");
+    }
+}
+
+static void print_list(void) {
+    print_kinds();
+    print_archs();
+    print_combinations();
     print_keys("tile keys for attn_fwd (defaults: d=64 bm=128,bn=64,warps=4; d=128 bm=128,bn=32,warps=4;\n"
                "d=256 bm=128,bn=64,warps=8, or bm=64,bn=64,warps=4 on 99 KB archs):", attn_fwd_keys, attn_fwd_nkeys);
     print_keys("tile keys for attn_bwd (default bm=64,bn=64,warps=4,deterministic=1: measured faster on H200 than\n"
                "deterministic=0, which adds dQ with fp32 atomics inside the dK/dV kernel):", attn_bwd_keys, attn_bwd_nkeys);
     print_keys("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):",
                mla_fwd_keys, mla_fwd_nkeys);
+    print_keys("tile keys for mla_bwd (default: the largest bm whose plan fits the arch, deterministic=0; "
+               "warps = 2 * bm / 16):", mla_bwd_keys, mla_bwd_nkeys);
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
@@ -122,8 +155,8 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
     const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file,
-                           &c->ref};
-    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref"};
+                           &c->ref, &c->req.family};
+    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref", "--mma"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
     if (!strcmp(f, "--device")) {
@@ -190,8 +223,14 @@ static int do_plan(const Cli *c) {
 static int do_emit(const Cli *c) {
     if (!c->req.arch) return usage_error("%s", "--arch is required");
     if (!c->req.kernel) return usage_error("%s", "--kernel is required");
+    char err[512], note[200];
+    const char *family;
+    if (ptxgen_pick_family(&c->req, &family, note, sizeof note, err, sizeof err)) {
+        fprintf(stderr, "ptxgen: %s\n", err);
+        return 2;
+    }
+    if (*note) fprintf(stderr, "ptxgen: note: %s\n", note);   /* auto never falls back silently */
     if (c->plan) return do_plan(c);
-    char err[512];
     ptxgen_set *s;
     int rc = ptxgen_build(&c->req, &s, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }

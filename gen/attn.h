@@ -5,7 +5,7 @@
 #include "arch.h"
 #include "kernel.h"
 #include "tilecfg.h"
-#include "ptxgen_dtype.h"
+#include "dtype.h"
 
 /* attn_fwd: a CTA owns bm query rows and steps over keys bn at a time.
  * attn_bwd: a CTA owns bn key rows and steps over queries bm at a time. */
@@ -43,5 +43,4 @@ int  attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_bwd_plan(const AttnDesc *d, Plan *plans);
 /* Specs, workspaces and the module of the whole set. */
 void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
-const char *dtype_name(DType t);
 #endif

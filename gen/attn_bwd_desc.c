@@ -1,5 +1,7 @@
 /* attn_bwd (mma.sync family): tile keys and defaults, the plans of the
- * kernel set, its launch ABI and workspaces. */
+ * kernel set, the main kernel's launch ABI, the workspaces, and the set put
+ * together from the kernels' files (attn_bwd_rows.c, attn_bwd.c,
+ * attn_bwd_dq.c), which never call back here. */
 #include "attn_bwd.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -39,14 +41,6 @@ int attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     return attn_check_copy(d, err, errlen);
 }
 
-void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
-    const AttnTile *t = &d->tile;
-    char tile[48] = "";
-    if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d_w%d", t->bm, t->bn, t->warps);
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s", part, dtype_name(d->dtype), d->d, tile,
-             d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
-}
-
 void bwd_main_plan(const AttnDesc *d, Plan *p) {
     const AttnTile *t = &d->tile;
     int mk = t->bn / t->warps / 16;
@@ -79,16 +73,6 @@ int attn_bwd_plan(const AttnDesc *d, Plan *plans) {
     if (d->tile.deterministic) bwd_dq_plan(d, &plans[BWD_DQ]);
     else bwd_rows_plan(d, &plans[BWD_DQ], "dq_convert");
     return BWD_KERNELS;
-}
-
-void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
-    const char *dt = dtype_name(d->dtype);
-    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
-    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
-    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
-    abi_workspace(ks, "delta", "rowsum(dO * O), read here");
 }
 
 void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {

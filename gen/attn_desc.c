@@ -12,8 +12,6 @@ const TileKey attn_fwd_keys[] = {
 };
 const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0]);
 
-const char *dtype_name(DType t) { return t == DT_FP16 ? "fp16" : "bf16"; }
-
 /* Chosen from H200 sweeps (BENCHMARKS.md): 32 query rows per warp keeps the
  * tensor cores ahead of shared-memory bandwidth (each warp re-reads K and V
  * from shared memory). At d=128 the faster bn=64 step spills under ptxas

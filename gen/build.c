@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ptxgen.h"
-#include "attn.h"
+#include "kinds.h"
 #include "mla.h"
 #include "expr.h"
 #include "manifest.h"
@@ -13,43 +13,10 @@ struct ptxgen_set {
     KernelSet ks;
     AttnDesc desc;
     char constants[320];
+    unsigned asked;        /* the family the request named (FAM_AUTO: none) */
+    char note[200];        /* why auto fell back from the arch's newest family ("": it did not) */
+    SizeList sizes;        /* the problem sizes its expressions use */
 };
-
-/* The kernels the generator knows, each with its tiles, plans and emitter:
- * a set of several kernels through plan/build, a single kernel through
- * plan1/spec1/emit1. */
-typedef struct {
-    const char *name, *what;
-    const TileKey *keys;
-    const int *nkeys;
-    AttnTile (*default_tile)(const ArchInfo *a, int d);
-    int (*check_tile)(const AttnDesc *d, char *err, size_t errlen);
-    int (*plan)(const AttnDesc *d, Plan *plans);       /* returns the number of kernels */
-    void (*build)(const AttnDesc *d, KernelSet *ks, Buf *module);
-    void (*plan1)(const AttnDesc *d, Plan *p);
-    void (*spec1)(const AttnDesc *d, const Plan *p, KernelSpec *ks);
-    void (*emit1)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
-    const int *hdims;
-    int nhdims;
-    int default_hdim;
-    int dv;                /* d_v when fixed by the kind (MLA); 0: d_v = d */
-    int causal_ok;
-    int pair_warps;        /* warps follow the tile: two per 16 rows of bm (MLA) */
-} KernelKind;
-
-static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
-static const KernelKind kinds[] = {
-    {"attn_fwd", "FlashAttention-2 forward", attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
-     NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, 0},
-    {"attn_bwd", "FlashAttention-2 backward", attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
-     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
-    {"mla_fwd", "sparse MLA forward (top-k gathered latent KV)", mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
-     mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},
-    {"mla_bwd", "sparse MLA backward (dq, and dkv scattered over the top-k rows)", mla_bwd_keys, &mla_bwd_nkeys,
-     mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
-     MLA_D_V, 0, 1},
-};
-#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
 static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
     if (kind->plan) return kind->plan(d, plans);
@@ -69,21 +36,6 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
     kind->emit1(d, &ks->k[0], &ks->plan[0], m);
 }
 
-static const KernelKind *find_kind(const char *name) {
-    for (int i = 0; name && i < NKINDS; i++)
-        if (!strcmp(kinds[i].name, name)) return &kinds[i];
-    return NULL;
-}
-
-static int parse_kind(const ptxgen_request *rq, const KernelKind **kind, char *err, size_t errlen) {
-    if ((*kind = find_kind(rq->kernel))) return 0;
-    Buf names = {0};
-    for (int i = 0; i < NKINDS; i++) buf_printf(&names, "%s%s", i ? ", " : "", kinds[i].name);
-    snprintf(err, errlen, "unknown kernel '%s' (available: %s)", rq->kernel ? rq->kernel : "(none)", names.s);
-    buf_free(&names);
-    return 2;
-}
-
 static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
     d->d = d->dv = rq->hdim ? rq->hdim : kind->default_hdim;
     if (kind->dv) d->dv = kind->dv;
@@ -101,25 +53,46 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
     return 2;
 }
 
-static int parse_desc(const ptxgen_request *rq, const KernelKind **kind, AttnDesc *d, char *err, size_t errlen) {
-    if (!rq->arch || !(d->arch = arch_find(rq->arch))) {
-        Buf names = {0};
-        for (int i = 0; i < arch_count(); i++) buf_printf(&names, "%s%s", i ? ", " : "", arch_at(i)->name);
-        snprintf(err, errlen, "unknown arch '%s' (known: %s)", rq->arch ? rq->arch : "(none)", names.s);
-        buf_free(&names);
-        return 2;
-    }
-    if (parse_kind(rq, kind, err, errlen)) return 2;
-    if (!(d->arch->families & FAM_MMA_SYNC)) {
-        snprintf(err, errlen, "%s has no mma.sync, which %s uses", d->arch->name, (*kind)->name);
-        return 2;
-    }
+static int parse_arch(const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
+    if (rq->arch && (d->arch = arch_find(rq->arch))) return 0;
+    Buf names = {0};
+    for (int i = 0; i < arch_count(); i++) buf_printf(&names, "%s%s", i ? ", " : "", arch_at(i)->name);
+    snprintf(err, errlen, "unknown arch '%s' (known: %s)", rq->arch ? rq->arch : "(none)", names.s);
+    buf_free(&names);
+    return 2;
+}
+
+/* The arch, then the kind table's row for (kernel, family). */
+static int parse_kind(const ptxgen_request *rq, AttnDesc *d, unsigned *asked, const KernelKind **kind, char *note,
+                      size_t notelen, char *err, size_t errlen) {
+    if (parse_arch(rq, d, err, errlen) || family_parse(rq->family, asked, err, errlen)) return 2;
+    return kind_pick(rq->kernel, d->arch, *asked, kind, note, notelen, err, errlen);
+}
+
+int ptxgen_pick_family(const ptxgen_request *rq, const char **family, char *note, size_t notelen, char *err,
+                       size_t errlen) {
+    AttnDesc d = {0};
+    unsigned asked;
+    const KernelKind *kind;
+    if (parse_kind(rq, &d, &asked, &kind, note, notelen, err, errlen)) return 2;
+    *family = family_name(kind->family);
+    return 0;
+}
+
+static int parse_dtype(const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
     if (!rq->dtype || !strcmp(rq->dtype, "bf16")) d->dtype = DT_BF16;
     else if (!strcmp(rq->dtype, "fp16")) d->dtype = DT_FP16;
     else {
         snprintf(err, errlen, "unknown dtype '%s' (bf16 or fp16)", rq->dtype);
         return 2;
     }
+    return 0;
+}
+
+static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind **kind, char *err, size_t errlen) {
+    AttnDesc *d = &s->desc;
+    if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
+        return 2;
     if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
     d->causal = rq->causal != 0;
     if (d->causal && !(*kind)->causal_ok) {
@@ -136,13 +109,14 @@ static void describe(ptxgen_set *s, const KernelKind *kind) {
     const AttnDesc *d = &s->desc;
     Buf tile = {0};
     tile_describe(kind->keys, *kind->nkeys, &d->tile, &tile);
-    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s on %s, mma.sync, tile %s", kind->name,
-             dtype_name(d->dtype), d->d, d->causal ? " causal" : "", d->arch->name, tile.s);
+    s->ks.family = kind->family;
+    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s on %s, %s, tile %s", kind->name,
+             dtype_name(d->dtype), d->d, d->causal ? " causal" : "", d->arch->name, family_name(kind->family), tile.s);
     snprintf(s->constants, sizeof s->constants,
-             "{\"dtype\": \"%s\", \"d\": %d, \"dv\": %d, \"causal\": %s, \"family\": \"mma.sync\", "
+             "{\"dtype\": \"%s\", \"d\": %d, \"dv\": %d, \"causal\": %s, \"family\": \"%s\", "
              "\"deterministic\": %s, \"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",
-             dtype_name(d->dtype), d->d, d->dv, d->causal ? "true" : "false", s->ks.deterministic ? "true" : "false",
-             d->tile.bm, d->tile.bn, d->tile.warps);
+             dtype_name(d->dtype), d->d, d->dv, d->causal ? "true" : "false", family_name(kind->family),
+             s->ks.deterministic ? "true" : "false", d->tile.bm, d->tile.bn, d->tile.warps);
     buf_free(&tile);
 }
 
@@ -157,26 +131,31 @@ static int plan_all(const KernelKind *kind, const AttnDesc *d, Plan *plans, int 
     return 1;
 }
 
-static void print_plans(const Plan *plans, int n, const ArchInfo *a, Buf *out) {
+/* The summary, the family and how it was chosen, then each kernel's plan. */
+static char *plan_text(const ptxgen_set *s, int n) {
+    Buf out = {0};
+    buf_printf(&out, "%s\n%-24s%s (", s->ks.summary, "family:", family_name(s->ks.family));
+    if (s->asked) buf_printf(&out, "--mma %s)\n", family_flag((Family)s->asked));
+    else if (*s->note) buf_printf(&out, "%s)\n", s->note);
+    else buf_printf(&out, "--mma auto: %s's newest)\n", s->ks.arch->name);
     for (int i = 0; i < n; i++) {
-        if (i) buf_puts(out, "\n");
-        plan_print(&plans[i], a, out);
+        if (i) buf_puts(&out, "\n");
+        plan_print(&s->ks.plan[i], s->ks.arch, &out);
     }
+    return buf_take(&out);
 }
 
 char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t errlen) {
     ptxgen_set s = {0};
     const KernelKind *kind;
     *fits = 0;
-    if (parse_desc(rq, &kind, &s.desc, err, errlen)) return NULL;
+    if (parse_desc(rq, &s, &kind, err, errlen)) return NULL;
     int n;
     *fits = plan_all(kind, &s.desc, s.ks.plan, &n, err, errlen);
     s.ks.deterministic = !kind->build || s.desc.tile.deterministic;
+    s.ks.arch = s.desc.arch;
     describe(&s, kind);
-    Buf out = {0};
-    buf_printf(&out, "%s\n", s.ks.summary);
-    print_plans(s.ks.plan, n, s.desc.arch, &out);
-    return buf_take(&out);
+    return plan_text(&s, n);
 }
 
 int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t errlen) {
@@ -185,7 +164,7 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     const KernelKind *kind;
     int n;
     if (!s) { snprintf(err, errlen, "out of memory"); return 2; }
-    if (parse_desc(rq, &kind, &s->desc, err, errlen) || !plan_all(kind, &s->desc, s->ks.plan, &n, err, errlen)) {
+    if (parse_desc(rq, s, &kind, err, errlen) || !plan_all(kind, &s->desc, s->ks.plan, &n, err, errlen)) {
         free(s);
         return 2;
     }
@@ -198,6 +177,7 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     buf_free(&body);
     s->ks.ptx = buf_take(&m);
     describe(s, kind);
+    set_problem_sizes(&s->ks, &s->sizes);
     *out = s;
     return 0;
 }
@@ -210,12 +190,9 @@ void ptxgen_free(ptxgen_set *s) {
 
 const char *ptxgen_ptx(const ptxgen_set *s) { return s->ks.ptx; }
 
-char *ptxgen_plan_text(const ptxgen_set *s) {
-    Buf out = {0};
-    buf_printf(&out, "%s\n", s->ks.summary);
-    print_plans(s->ks.plan, s->ks.nk, s->ks.arch, &out);
-    return buf_take(&out);
-}
+char *ptxgen_plan_text(const ptxgen_set *s) { return plan_text(s, s->ks.nk); }
+const char *ptxgen_family(const ptxgen_set *s) { return family_name(s->ks.family); }
+const char *ptxgen_family_note(const ptxgen_set *s) { return *s->note ? s->note : NULL; }
 
 char *ptxgen_manifest_json(const ptxgen_set *s) {
     Buf out = {0};
@@ -234,6 +211,19 @@ int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *o) {
     const ParamSpec *p = &s->ks.k[k].params[i];
     *o = (ptxgen_param){p->name, (ptxgen_param_type)p->type, (ptxgen_param_role)p->role, p->meaning, p->shape, p->dtype,
                         p->of, p->dim};
+    return 0;
+}
+
+int ptxgen_num_problem_sizes(const ptxgen_set *s) { return s->sizes.n; }
+const char *ptxgen_problem_size(const ptxgen_set *s, int i) { return i >= 0 && i < s->sizes.n ? s->sizes.name[i] : NULL; }
+
+int ptxgen_num_tensor_maps(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].ntmaps : 0; }
+
+int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *o) {
+    if (k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].ntmaps) return 2;
+    const TensorMapSpec *t = &s->ks.k[k].tmaps[i];
+    *o = (ptxgen_tensor_map){t->param, t->tensor, t->dtype, t->rank, t->dims, t->strides, t->box, t->elem_strides,
+                             t->swizzle, t->interleave, t->oob_fill};
     return 0;
 }
 
@@ -263,22 +253,41 @@ int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes,
     return 0;
 }
 
-int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
-                       unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
-    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
-    const KernelSpec *ks = &s->ks.k[k];
+/* Three launch expressions of kernel k evaluated for a problem, each within [1, limit[i]]. */
+static int eval_dims(const char *const expr[3], const char *what, const ptxgen_size *sizes, int nsizes,
+                     const long long limit[3], unsigned out[3], char *err, size_t errlen) {
     ExprVar vars[16];
     int n = size_vars(sizes, nsizes, vars);
     for (int i = 0; i < 3; i++) {
         long long v;
-        if (expr_eval(ks->grid[i], vars, n, &v, err, errlen)) return 2;
-        if (v < 1 || v > (i ? 65535 : 2147483647LL)) {
-            snprintf(err, errlen, "grid dimension %d = %s = %lld is outside the launch limits", i, ks->grid[i], v);
+        if (expr_eval(expr[i], vars, n, &v, err, errlen)) return 2;
+        if (v < 1 || v > limit[i]) {
+            snprintf(err, errlen, "%s dimension %d = %s = %lld is outside the launch limits", what, i, expr[i], v);
             return 2;
         }
-        grid[i] = (unsigned)v;
-        block[i] = ks->block[i];
+        out[i] = (unsigned)v;
     }
+    return 0;
+}
+
+int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
+                       unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
+    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
+    const KernelSpec *ks = &s->ks.k[k];
+    static const long long limits[3] = {2147483647LL, 65535, 65535};
+    const char *expr[3] = {ks->grid[0], ks->grid[1], ks->grid[2]};
+    if (eval_dims(expr, "grid", sizes, nsizes, limits, grid, err, errlen)) return 2;
+    for (int i = 0; i < 3; i++) block[i] = ks->block[i];
     *dyn_smem = ks->dyn_smem;
     return 0;
+}
+
+/* A portable cluster has at most 8 CTAs (16 with opt-in on sm_90+); the driver judges the product. */
+int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
+                        char *err, size_t errlen) {
+    if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
+    static const long long limits[3] = {16, 16, 16};
+    const KernelSpec *ks = &s->ks.k[k];
+    const char *expr[3] = {spec_cluster(ks, 0), spec_cluster(ks, 1), spec_cluster(ks, 2)};
+    return eval_dims(expr, "cluster", sizes, nsizes, limits, cluster, err, errlen);
 }

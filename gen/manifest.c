@@ -33,18 +33,75 @@ static void write_param(Buf *b, const ParamSpec *p, int last) {
     buf_printf(b, "}%s\n", last ? "" : ",");
 }
 
+static void str_array(Buf *b, const char *const *items, int n) {
+    buf_puts(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) buf_puts(b, ", ");
+        json_str(b, items[i]);
+    }
+    buf_puts(b, "]");
+}
+
+static void int_array(Buf *b, const int *items, int n) {
+    buf_puts(b, "[");
+    for (int i = 0; i < n; i++) buf_printf(b, "%s%d", i ? ", " : "", items[i]);
+    buf_puts(b, "]");
+}
+
+/* One TMA tensor map: what the host passes to cuTensorMapEncodeTiled. */
+static void write_tmap(Buf *b, const TensorMapSpec *t) {
+    buf_puts(b, "        {\"param\": ");
+    json_str(b, t->param);
+    field(b, "tensor", t->tensor);
+    field(b, "dtype", t->dtype);
+    buf_printf(b, ", \"rank\": %d, \"dims\": ", t->rank);
+    str_array(b, t->dims, t->rank);
+    buf_puts(b, ", \"strides_bytes\": ");
+    str_array(b, t->strides, t->rank - 1);
+    buf_puts(b, ", \"box\": ");
+    int_array(b, t->box, t->rank);
+    buf_puts(b, ", \"element_strides\": ");
+    int_array(b, t->elem_strides, t->rank);
+    field(b, "swizzle", t->swizzle);
+    field(b, "interleave", t->interleave);
+    field(b, "oob_fill", t->oob_fill);
+    buf_puts(b, "}");
+}
+
+static void write_tmaps(Buf *b, const KernelSpec *k) {
+    buf_puts(b, "      \"tensor_maps\": [");
+    for (int i = 0; i < k->ntmaps; i++) {
+        buf_puts(b, i ? ",\n" : "\n");
+        write_tmap(b, &k->tmaps[i]);
+    }
+    buf_puts(b, k->ntmaps ? "\n      ],\n" : "],\n");
+}
+
 static void write_kernel(Buf *b, const KernelSpec *k, int last) {
     buf_puts(b, "    {\n      \"entry\": ");
     json_str(b, k->entry);
     buf_puts(b, ",\n      \"params\": [\n");
     for (int i = 0; i < k->nparams; i++) write_param(b, &k->params[i], i + 1 == k->nparams);
-    buf_printf(b, "      ],\n      \"block\": [%u, %u, %u],\n      \"grid\": [", k->block[0], k->block[1], k->block[2]);
-    for (int i = 0; i < 3; i++) {
-        json_str(b, k->grid[i]);
-        buf_puts(b, i < 2 ? ", " : "],\n");
-    }
-    buf_printf(b, "      \"cluster\": [\"1\", \"1\", \"1\"],\n      \"dynamic_smem_bytes\": %u\n    }%s\n", k->dyn_smem,
-               last ? "" : ",");
+    buf_printf(b, "      ],\n      \"block\": [%u, %u, %u],\n      \"grid\": ", k->block[0], k->block[1], k->block[2]);
+    const char *grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
+    const char *cluster[3] = {spec_cluster(k, 0), spec_cluster(k, 1), spec_cluster(k, 2)};
+    str_array(b, grid, 3);
+    buf_puts(b, ",\n      \"cluster\": ");
+    str_array(b, cluster, 3);
+    buf_puts(b, ",\n");
+    write_tmaps(b, k);
+    buf_printf(b, "      \"dynamic_smem_bytes\": %u\n    }%s\n", k->dyn_smem, last ? "" : ",");
+}
+
+/* The size names the expressions use, derived from the kernels' specs. */
+static void write_sizes(Buf *b, const KernelSet *s) {
+    SizeList sizes;
+    set_problem_sizes(s, &sizes);
+    const char *names[MAX_SIZES];
+    for (int i = 0; i < sizes.n; i++) names[i] = sizes.name[i];
+    buf_puts(b, "  \"problem_sizes\": ");
+    str_array(b, names, sizes.n);
+    buf_puts(b, ",\n");
 }
 
 void manifest_write(const KernelSet *s, const char *constants_json, Buf *b) {
@@ -52,10 +109,12 @@ void manifest_write(const KernelSet *s, const char *constants_json, Buf *b) {
     json_str(b, s->kernel);
     buf_puts(b, ",\n  \"arch\": ");
     json_str(b, s->arch->name);
+    buf_puts(b, ",\n  \"family\": ");
+    json_str(b, family_name(s->family));
     buf_puts(b, ",\n  \"summary\": ");
     json_str(b, s->summary);
     buf_printf(b, ",\n  \"constants\": %s,\n", constants_json);
-    buf_puts(b, "  \"problem_sizes\": [\"b\", \"s_q\", \"s_k\", \"h_q\", \"h_kv\"],\n");
+    write_sizes(b, s);
     buf_puts(b, "  \"expression_ops\": [\"+\", \"-\", \"*\", \"/\", \"cdiv\", \"min\", \"max\"],\n");
     buf_puts(b, "  \"launch_order\": \"kernels are launched in the order listed, on one stream\",\n  \"kernels\": [\n");
     for (int i = 0; i < s->nk; i++) write_kernel(b, &s->k[i], i + 1 == s->nk);

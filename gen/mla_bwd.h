@@ -6,7 +6,9 @@
  *   convert dkv = the accumulator rounded to the dtype       (default)
  *   reduce  dkv[r] = the stored contributions of every (token, slot) that
  *           selected r, summed in token and slot order        (deterministic=1)
- * Internal to the mla_bwd generator files. */
+ * Internal to the mla_bwd generator files. Calls point one way:
+ *   mla_bwd_desc.c (plans, the set) -> mla_bwd.c, mla_bwd_rows.c
+ *   every one of them               -> mla_bwd_split.c (the work split) */
 #ifndef PTXGEN_MLA_BWD_H
 #define PTXGEN_MLA_BWD_H
 #include "mla_emit.h"
@@ -18,6 +20,7 @@ enum { MLA_BWD_PRE, MLA_BWD_MAIN, MLA_BWD_DKV, MLA_BWD_KERNELS };
 #define MLA_REDUCE_WARPS 8       /* reduce: 32 kv rows per warp, all warps scan every token */
 #define MLA_REDUCE_ROWS (32 * MLA_REDUCE_WARPS)
 
+/* mla_bwd_split.c */
 /* dkv columns of one warp of the main kernel: warps split the step's bn x d_qk
  * dKV tile into (slot m tile, column group) blocks; a group owns nope columns
  * [nope0, nope0 + nope) and rope columns [rope0, rope0 + rope). */
@@ -26,7 +29,8 @@ MlaDkvSplit mla_dkv_split(const AttnTile *t);
 /* Columns of dkv one CTA of reduce owns (its slice): what fits the arch's shared memory. */
 int mla_reduce_cols(const ArchInfo *a);
 
-void mla_bwd_main_plan(const AttnDesc *d, Plan *p);
+void mla_bwd_main_plan(const AttnDesc *d, Plan *p);   /* mla_bwd_desc.c */
+/* the emitters: main in mla_bwd.c, the row-wise kernels in mla_bwd_rows.c */
 void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 void mla_bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
 void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);

@@ -1,5 +1,6 @@
 /* mla_bwd (mma.sync family): tile keys and defaults, the plans of the kernel
- * set, its launch ABI and workspaces. */
+ * set, its launch ABI and workspaces, and the set put together from the
+ * kernels' files (mla_bwd.c, mla_bwd_rows.c), which never call back here. */
 #include "mla_bwd.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -13,23 +14,6 @@ const TileKey mla_bwd_keys[] = {
 const int mla_bwd_nkeys = (int)(sizeof mla_bwd_keys / sizeof mla_bwd_keys[0]);
 
 static const char *const pre_sizes[] = {"s_q", "h_q"}, *const convert_sizes[] = {"s_kv"};
-
-MlaDkvSplit mla_dkv_split(const AttnTile *t) {
-    MlaDkvSplit s = {.mtiles = t->bn / 16};
-    s.groups = t->warps / s.mtiles;
-    s.nope = MLA_D_V / s.groups, s.rope = (MLA_D_QK - MLA_D_V) / s.groups;
-    return s;
-}
-
-/* The widest slice (a multiple of 64 dividing 576) whose 256 x cols fp32
- * accumulator fits the arch's shared memory: 192 columns on 227 KB parts, 64
- * on sm_80 (576 has no divisor 128) and on 99 KB parts. Fewer slices mean
- * fewer CTAs rescanning every token's indices. */
-int mla_reduce_cols(const ArchInfo *a) {
-    for (int cols = 192; cols > 64; cols -= 64)
-        if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 <= a->smem_block_optin) return cols;
-    return 64;
-}
 
 AttnTile mla_bwd_default_tile(const ArchInfo *a, int d) {
     (void)d;

@@ -13,7 +13,7 @@
 #define PTXGEN_GPU_REF_H
 #include <stddef.h>
 #include "device.h"
-#include "ptxgen_dtype.h"
+#include "dtype.h"
 
 #define GPU_REF_MAX_DIM 1024   /* largest head dim (d, dv, d_qk, d_v) the kernels take */
 

@@ -3,7 +3,7 @@
 #ifndef PTXGEN_KCTX_H
 #define PTXGEN_KCTX_H
 #include "../emit/emit.h"
-#include "../gen/kernel.h"
+#include "kernel.h"
 
 #define SMEM_SYM "ptxgen_smem"
 

@@ -4,7 +4,7 @@
 #ifndef PTXGEN_WARP_MMA_H
 #define PTXGEN_WARP_MMA_H
 #include "smem_tile.h"
-#include "ptxgen_dtype.h"
+#include "dtype.h"
 
 typedef struct { int mt, nt; Reg *r; } Acc;
 #define ACC(a, i, j, c) ((a)->r[(((i) * (a)->nt + (j)) << 2) + (c)])

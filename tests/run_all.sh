@@ -15,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-ARCHS="sm_80 sm_86 sm_89 sm_90 sm_90a sm_100a sm_103a sm_120 sm_120a"
+ARCHS="sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a"
 DTYPES="bf16 fp16"
 HDIMS="64 128 256"
 JOBS=${PTXGEN_TEST_JOBS:-2}
@@ -333,6 +333,49 @@ cli_errors() {
     usage_error "check --sq 0" "--sq" -- check --kernel attn_fwd --sq 0
     mla_cli_errors
     ref_tests
+    family_tests
+}
+
+# --mma: families the arch lacks or the kernel has no generator for are
+# refused; auto picks among the kernel's families and says when it fell back.
+family_tests() {
+    section "--mma (instruction families)"
+    local name
+    usage_error "--mma tcgen05 on sm_120" "sm_120 has mma.sync only; tcgen05 needs sm_100a or sm_103a" -- \
+        --arch sm_120 --kernel attn_fwd --mma tcgen05
+    usage_error "--mma tcgen05 on sm_100 (no 'a')" "sm_100 has mma.sync only; tcgen05 needs sm_100a or sm_103a" -- \
+        --arch sm_100 --kernel attn_fwd --mma tcgen05
+    usage_error "--mma wgmma on sm_90" "sm_90 has mma.sync only; wgmma needs sm_90a" -- --arch sm_90 --kernel attn_fwd --mma wgmma
+    usage_error "--mma tcgen05 on sm_90a" "sm_90a has mma.sync and wgmma; tcgen05 needs sm_100a or sm_103a" -- \
+        --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
+    usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync)" -- \
+        --arch sm_100a --kernel attn_fwd --mma tcgen05
+    usage_error "--mma wgmma for mla_bwd on sm_90a" "mla_bwd has no wgmma generator yet (families: mma.sync)" -- \
+        --arch sm_90a --kernel mla_bwd --mma wgmma
+    usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
+    usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma
+
+    name="--mma auto on sm_100a falls back to mma.sync, saying so in one line"
+    run_cli --arch sm_100a --kernel attn_fwd
+    expect_rc "$name" 0 && expect_output "$name" '^\.target sm_100a$' && if [ "$(grep -c '' "$TMP/err")" = 1 ] &&
+        grep -qx 'ptxgen: note: --mma auto: attn_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
+    then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
+    name="--mma auto on sm_90a: the plan names the family and why"
+    run_cli --arch sm_90a --kernel attn_bwd --plan
+    expect_rc "$name" 0 && expect_output "$name" \
+        '^family: +mma\.sync \(--mma auto: attn_bwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
+        '^attn_bwd bf16 d=128 on sm_90a, mma\.sync, tile' && pass "$name"
+    name="--mma auto on sm_90 (its newest family): no note"
+    run_cli --arch sm_90 --kernel mla_fwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +mma\.sync \(--mma auto: sm_90.s newest\)$' &&
+        if [ -s "$TMP/err" ]; then fail "$name" "stderr: $(one_line "$TMP/err")"; else pass "$name"; fi
+    name="--mma sync on sm_103a: no note, the plan says it was asked for"
+    run_cli --arch sm_103a --kernel mla_bwd --mma sync --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +mma\.sync \(--mma sync\)$' &&
+        if [ -s "$TMP/err" ]; then fail "$name" "stderr: $(one_line "$TMP/err")"; else pass "$name"; fi
+    name="sm_100 and sm_103 (no 'a') take mma.sync kernels at their lowest PTX ISA"
+    run_cli --arch sm_103 --kernel attn_fwd
+    expect_rc "$name" 0 && expect_output "$name" '^\.version 8\.8$' '^\.target sm_103$' && pass "$name"
 }
 
 # check --ref (which reference judges) and selfcheck (of the GPU references):
@@ -445,6 +488,7 @@ names = [k["entry"].split("_")[2] for k in m["kernels"]]
 assert names == ["pre", "main", "dq"], names
 ws = {w["name"]: w for w in m["workspaces"]}
 assert set(ws) == {"delta", "dq_accum"} and ws["dq_accum"]["bytes"] == "b * h_q * s_q * 512", ws
+assert sorted(m["problem_sizes"]) == ["b", "h_kv", "h_q", "s_k", "s_q"], m["problem_sizes"]
 PY
 
     name="mla_fwd manifest: parameters in order, grid s_q x cdiv(h_q, bm), head dims 576/512"
@@ -458,14 +502,22 @@ assert names == ["q", "q_stride_s", "q_stride_h", "kv", "kv_stride_s", "indices"
                  "o", "o_stride_s", "o_stride_h", "lse", "s_q", "s_kv", "h_q", "topk", "softmax_scale"], names
 assert k["grid"] == ["s_q", "cdiv(h_q, 64)", "1"] and k["block"] == [256, 1, 1], (k["grid"], k["block"])
 assert m["constants"]["d"] == 576 and m["constants"]["dv"] == 512 and not m.get("workspaces"), m["constants"]
+assert m["problem_sizes"] == ["s_q", "s_kv", "h_q", "topk"] and m["family"] == "mma.sync", m["problem_sizes"]
+assert k["cluster"] == ["1", "1", "1"] and k["tensor_maps"] == [], (k["cluster"], k["tensor_maps"])
 PY
 }
 
 list_test() {
-    local name="--list names attn_fwd, mla_fwd, sm_100a and the tile keys"
+    local name="--list names the kernels by family, the archs and the tile keys"
     run_cli --list
-    expect_rc "$name" 0 && expect_output "$name" attn_fwd attn_bwd '^  mla_fwd ' sm_100a '^ +bm ' '^ +bn ' '^ +warps ' \
-        '^ +deterministic ' '^tile keys for mla_fwd' && pass "$name"
+    expect_rc "$name" 0 && expect_output "$name" '^  attn_fwd +mma\.sync ' '^  attn_bwd +mma\.sync ' '^  mla_fwd +mma\.sync ' \
+        '^  mla_bwd +mma\.sync ' '^  sm_100a .*mma\.sync and tcgen05' '^  sm_90a .*mma\.sync and wgmma' '^  sm_100 .*PTX 8\.6' \
+        '^ +bm ' '^ +bn ' '^ +warps ' '^ +deterministic ' '^tile keys for mla_fwd' '^tile keys for mla_bwd' && pass "$name"
+    name="--list: every (kernel, family, arch) that builds, refused default plans starred"
+    expect_output "$name" \
+        '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
+        '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' &&
+        if grep -q "not implemented" "$TMP/out"; then fail "$name" "still says 'not implemented'"; else pass "$name"; fi
 }
 
 manifest_tests() {

@@ -1,6 +1,6 @@
 /* Unit tests of the pieces under the generators, with the expected text written
- * out here: the PTX emitter (emit/), launch expressions (gen/expr.h), tile
- * strings (gen/tilecfg.h) and the resource plan (gen/plan.h), plus the public
+ * out here: the PTX emitter (emit/), launch expressions (core/expr.h), tile
+ * strings (core/tilecfg.h) and the resource plan (core/plan.h), plus the public
  * API's launch dimensions. One line per check, then "N passed, N failed". */
 #include <math.h>
 #include <stdarg.h>
@@ -213,7 +213,7 @@ static void test_signature_checks(void)
     check(aborts(float_for_int), "float immediate for an integer operand aborts", "the emitter accepted it");
 }
 
-/* ---- gen/expr.h ---- */
+/* ---- core/expr.h ---- */
 
 static const ExprVar vars[] = {{"s_q", 1000}, {"s_k", 77}, {"h_q", 8}, {"b", 2}};
 #define NVARS (int)(sizeof vars / sizeof vars[0])
@@ -264,7 +264,7 @@ static void test_expr(void)
     expr_fails("", "expected", NULL);
 }
 
-/* ---- gen/tilecfg.h ---- */
+/* ---- core/tilecfg.h ---- */
 
 typedef struct { int bm, bn, warps; } Tile;
 static const TileKey keys[] = {
@@ -325,7 +325,7 @@ static void test_tilecfg(void)
     buf_free(&b);
 }
 
-/* ---- gen/plan.h ---- */
+/* ---- core/plan.h ---- */
 
 static void test_plan_regions(void)
 {

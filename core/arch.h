@@ -2,7 +2,7 @@
 #ifndef PTXGEN_ARCH_H
 #define PTXGEN_ARCH_H
 
-enum { FAM_MMA_SYNC = 1u << 0, FAM_WGMMA = 1u << 1, FAM_TCGEN05 = 1u << 2 };
+#include "family.h"
 
 typedef struct {
     const char *name;        /* "sm_90a": the .target and ptxas -arch */
@@ -23,4 +23,6 @@ typedef struct {
 const ArchInfo *arch_find(const char *name);   /* NULL if unknown */
 int arch_count(void);
 const ArchInfo *arch_at(int i);
+/* The archs that have every family in fams, from the table: "sm_100a or sm_103a". */
+void arch_names_with(unsigned fams, Buf *out);
 #endif

@@ -22,12 +22,34 @@ typedef struct {
     const char *dim;       /* strides: the dimension ("b", "s", "h") */
 } ParamSpec;
 
+/* A TMA tensor map the kernel takes by value in a parameter: what the host
+ * passes to cuTensorMapEncodeTiled. Dimensions run innermost first. */
+#define MAX_TMAP_RANK 5
+typedef struct {
+    const char *param;     /* the kernel parameter that carries it */
+    const char *tensor;    /* the tensor it reads or writes: "q" */
+    const char *dtype;     /* "bf16" / "fp16" / "fp32" */
+    int rank;
+    const char *dims[MAX_TMAP_RANK];      /* elements, expressions over problem sizes */
+    const char *strides[MAX_TMAP_RANK - 1];   /* strides[i]: bytes from one index of dim i + 1 to the next,
+                                                 expressions (cuTensorMapEncodeTiled's globalStrides) */
+    int box[MAX_TMAP_RANK];               /* the box one copy moves, elements */
+    int elem_strides[MAX_TMAP_RANK];      /* traversal strides inside the box (1: dense) */
+    const char *swizzle;   /* "none", "32B", "64B", "128B" */
+    const char *interleave;   /* "none", "16B", "32B" */
+    const char *oob_fill;  /* out-of-bounds elements read as "zero" or "nan" */
+} TensorMapSpec;
+
 #define MAX_PARAMS 40
+#define MAX_TMAPS 8
 typedef struct {
     char entry[128];
     ParamSpec params[MAX_PARAMS];
     int nparams;
     char grid[3][96];      /* expressions over problem sizes (see expr.h) */
+    char cluster[3][32];   /* CTAs per cluster, expressions ("": 1) */
+    TensorMapSpec tmaps[MAX_TMAPS];
+    int ntmaps;
     unsigned block[3];
     unsigned dyn_smem;
     unsigned min_ctas;     /* .minnctapersm: CTAs per SM the plan counts on, which caps
@@ -48,6 +70,7 @@ typedef struct {
 typedef struct {
     char kernel[32];       /* "attn_fwd" */
     const ArchInfo *arch;
+    Family family;         /* the instruction family its generator uses */
     char summary[160];     /* one line: kernel, dtype, dims, tile */
     char *ptx;             /* the module text */
     KernelSpec k[MAX_KERNELS];
@@ -61,5 +84,15 @@ typedef struct {
 
 const char *param_type_ptx(ParamType t);   /* ".u64" ... */
 const ParamSpec *spec_param(const KernelSpec *k, const char *name);   /* NULL if absent */
+const char *spec_cluster(const KernelSpec *k, int i);   /* cluster dim i's expression ("1" when unset) */
+/* The problem sizes a set's expressions use, each once in order of first
+ * use: the size parameters of each kernel, then the names in its grid,
+ * cluster and tensor-map expressions, then in the workspaces'. */
+#define MAX_SIZES 16
+typedef struct {
+    char name[MAX_SIZES][24];
+    int n;
+} SizeList;
+void set_problem_sizes(const KernelSet *s, SizeList *out);
 void kernel_set_free(KernelSet *s);
 #endif

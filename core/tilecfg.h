@@ -3,7 +3,7 @@
 #ifndef PTXGEN_TILECFG_H
 #define PTXGEN_TILECFG_H
 #include <stddef.h>
-#include "../emit/buf.h"
+#include "buf.h"
 
 typedef struct {
     const char *key;

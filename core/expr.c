@@ -102,3 +102,22 @@ int expr_eval(const char *text, const ExprVar *vars, int nvars, long long *out, 
     if (*p.s) fail(&p, "unexpected text");
     return p.failed;
 }
+
+/* A scan, not a parse: a name followed by '(' is a function. */
+void expr_names(const char *text, void (*fn)(const char *name, size_t len, void *ctx), void *ctx) {
+    for (const char *s = text; s && *s;) {
+        if (isdigit((unsigned char)*s)) {   /* a number, not a name */
+            while (isalnum((unsigned char)*s)) s++;
+            continue;
+        }
+        if (!isalpha((unsigned char)*s) && *s != '_') {
+            s++;
+            continue;
+        }
+        const char *id = s;
+        while (isalnum((unsigned char)*s) || *s == '_') s++;
+        const char *after = s;
+        while (isspace((unsigned char)*after)) after++;
+        if (*after != '(') fn(id, (size_t)(s - id), ctx);
+    }
+}

@@ -87,6 +87,8 @@ void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
                  what, p->regs_est, a->name, a->regs_thread);
         return;
     }
+    if (plan_tmem_check(p, a, p->verdict, sizeof p->verdict) || plan_roles_check(p, a, p->verdict, sizeof p->verdict))
+        return;
     occupancy(p, a);
     if (p->ctas_per_sm < 1) {
         snprintf(p->verdict, sizeof p->verdict, "%s does not fit one block per SM on %s (limited by %s)",
@@ -96,6 +98,10 @@ void plan_finish(Plan *p, const ArchInfo *a, const char *what) {
     p->ok = 1;
     snprintf(p->verdict, sizeof p->verdict, "fits: %d B shared memory of %d, ~%d registers of %d, %d CTA(s)/SM (limited by %s)",
              p->smem_bytes, a->smem_block_optin, p->regs_est, a->regs_thread, p->ctas_per_sm, p->occ_limiter);
+    if (p->ntmem) {
+        size_t n = strlen(p->verdict);
+        snprintf(p->verdict + n, sizeof p->verdict - n, ", %d TMEM columns of %d", p->tmem_cols, a->tmem_cols);
+    }
 }
 
 /* The unions: which regions share bytes with an earlier phase's. */
@@ -126,8 +132,10 @@ void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
     buf_printf(out, "  %-10s %8s %8s %8d %7.1f  %.1f%% of the %d B (%.1f KB) a block may opt into on %s, %d B free "
                "(+%d B reserved per block)\n", "total", "", "", p->smem_bytes, p->smem_bytes / 1024.0,
                100.0 * p->smem_bytes / budget, budget, budget / 1024.0, a->name, budget - p->smem_bytes, a->smem_reserved);
+    plan_tmem_print(p, a, out);
     buf_printf(out, "threads per CTA:        %d\n", p->threads);
     buf_printf(out, "registers (estimate):   %d per thread of %d\n", p->regs_est, a->regs_thread);
+    plan_roles_print(p, a, out);
     if (p->ok) buf_printf(out, "CTAs per SM:            %d (limited by %s)\n", p->ctas_per_sm, p->occ_limiter);
     buf_printf(out, "verdict:                %s%s\n", p->ok ? "" : "REFUSED: ", p->verdict);
 }

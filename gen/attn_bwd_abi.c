@@ -1,0 +1,23 @@
+/* attn_bwd (mma.sync family): the ABI pieces every kernel of the set shares,
+ * its entry names and the inputs the main and dQ kernels read. The lowest
+ * file of attn_bwd: the kernels' files and the set's description call it. */
+#include "attn_bwd.h"
+#include <stdio.h>
+
+void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
+    const AttnTile *t = &d->tile;
+    char tile[48] = "";
+    if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d_w%d", t->bm, t->bn, t->warps);
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s", part, dtype_name(d->dtype), d->d, tile,
+             d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+}
+
+void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
+    const char *dt = dtype_name(d->dtype);
+    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
+    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
+    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
+    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
+    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
+    abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+}

@@ -1,0 +1,107 @@
+#include "kinds.h"
+#include "ptxgen.h"
+#include <stdio.h>
+#include <string.h>
+#include "mla.h"
+
+static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
+static const KernelKind kinds[] = {
+    {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_MMA_SYNC,
+     attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
+     NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, 0},
+    {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
+     "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
+     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
+    {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
+     "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
+     mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},
+    {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert or the "
+     "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
+     mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
+     MLA_D_V, 0, 1},
+};
+#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
+
+
+int kind_count(void) { return NKINDS; }
+const KernelKind *kind_at(int i) { return i >= 0 && i < NKINDS ? &kinds[i] : NULL; }
+
+unsigned kind_families(const char *kernel) {
+    unsigned fams = 0;
+    for (int i = 0; kernel && i < NKINDS; i++)
+        if (!strcmp(kinds[i].name, kernel)) fams |= kinds[i].family;
+    return fams;
+}
+
+static const KernelKind *kind_find(const char *kernel, Family f) {
+    for (int i = 0; i < NKINDS; i++)
+        if (!strcmp(kinds[i].name, kernel) && kinds[i].family == f) return &kinds[i];
+    return NULL;
+}
+
+/* Each kernel once, in table order, though it may have a row per family. */
+static int first_row(int i) {
+    for (int j = 0; j < i; j++)
+        if (!strcmp(kinds[j].name, kinds[i].name)) return 0;
+    return 1;
+}
+
+static int unknown_kernel(const char *kernel, char *err, size_t errlen) {
+    Buf names = {0};
+    for (int i = 0; i < NKINDS; i++)
+        if (first_row(i)) buf_printf(&names, "%s%s", names.s ? ", " : "", kinds[i].name);
+    snprintf(err, errlen, "unknown kernel '%s' (available: %s)", kernel ? kernel : "(none)", names.s);
+    buf_free(&names);
+    return 2;
+}
+
+/* "sm_120 has mma.sync only; tcgen05 needs sm_100a or sm_103a" */
+static int arch_lacks(const ArchInfo *a, Family f, char *err, size_t errlen) {
+    Buf has = {0}, where = {0};
+    family_list(a->families, &has);
+    arch_names_with(f, &where);
+    snprintf(err, errlen, "%s has %s%s; %s needs %s", a->name, has.s, (a->families & (a->families - 1)) ? "" : " only",
+             family_name(f), where.s);
+    buf_free(&has);
+    buf_free(&where);
+    return 2;
+}
+
+/* "attn_fwd has no tcgen05 generator yet (families: mma.sync)" */
+static int kernel_lacks(const char *kernel, unsigned have, Family f, char *err, size_t errlen) {
+    Buf fams = {0};
+    family_list(have, &fams);
+    snprintf(err, errlen, "%s has no %s generator yet (families: %s)", kernel, family_name(f), fams.s);
+    buf_free(&fams);
+    return 2;
+}
+
+int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const KernelKind **kind, char *note, size_t notelen,
+              char *err, size_t errlen) {
+    unsigned have = kind_families(kernel);
+    *note = 0;
+    if (!have) return unknown_kernel(kernel, err, errlen);
+    if (asked != FAM_AUTO && !(a->families & asked)) return arch_lacks(a, (Family)asked, err, errlen);
+    if (asked != FAM_AUTO && !(have & asked)) return kernel_lacks(kernel, have, (Family)asked, err, errlen);
+    Family pick = asked != FAM_AUTO ? (Family)asked : family_newest(a->families & have);
+    if (!pick) return kernel_lacks(kernel, have, family_newest(a->families), err, errlen);
+    Family newest = family_newest(a->families);
+    if (asked == FAM_AUTO && pick != newest)
+        snprintf(note, notelen, "--mma auto: %s has no %s generator yet, so %s gets %s", kernel, family_name(newest),
+                 a->name, family_name(pick));
+    *kind = kind_find(kernel, pick);
+    return 0;
+}
+
+int ptxgen_num_kinds(void) { return NKINDS; }
+
+int ptxgen_kind_info(int i, ptxgen_kind *out) {
+    if (i < 0 || i >= NKINDS) return 2;
+    *out = (ptxgen_kind){kinds[i].name, family_name(kinds[i].family), kinds[i].what};
+    return 0;
+}
+
+int ptxgen_kind_on_arch(int i, const char *arch) {
+    const ArchInfo *a = arch ? arch_find(arch) : NULL;
+    return i >= 0 && i < NKINDS && a && (a->families & kinds[i].family);
+}

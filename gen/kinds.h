@@ -1,0 +1,40 @@
+/* The kind table: one row per (kernel, family) that has a generator, with
+ * its tiles, plans and emitter. A set of several kernels goes through
+ * plan/build, a single kernel through plan1/spec1/emit1. The build, the
+ * family choice and --list all read this one table. */
+#ifndef PTXGEN_KINDS_H
+#define PTXGEN_KINDS_H
+#include "attn.h"
+
+typedef struct {
+    const char *name, *what;
+    Family family;         /* the instruction family of this row's generator */
+    const TileKey *keys;
+    const int *nkeys;
+    AttnTile (*default_tile)(const ArchInfo *a, int d);
+    int (*check_tile)(const AttnDesc *d, char *err, size_t errlen);
+    int (*plan)(const AttnDesc *d, Plan *plans);       /* returns the number of kernels */
+    void (*build)(const AttnDesc *d, KernelSet *ks, Buf *module);
+    void (*plan1)(const AttnDesc *d, Plan *p);
+    void (*spec1)(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+    void (*emit1)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+    const int *hdims;
+    int nhdims;
+    int default_hdim;
+    int dv;                /* d_v when fixed by the kind (MLA); 0: d_v = d */
+    int causal_ok;
+    int pair_warps;        /* warps follow the tile: two per 16 rows of bm (MLA) */
+} KernelKind;
+
+
+int kind_count(void);
+const KernelKind *kind_at(int i);
+/* The families with a generator for kernel (0: no such kernel). */
+unsigned kind_families(const char *kernel);
+/* The row for kernel on arch with the asked family (FAM_AUTO: the arch's
+ * newest family the kernel has). 0 with *kind, and note set to one line when
+ * auto fell back from the arch's newest family (else ""); 2 with err when the
+ * kernel is unknown, the arch lacks the family or the kernel has none for it. */
+int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const KernelKind **kind, char *note, size_t notelen,
+              char *err, size_t errlen);
+#endif
