@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "device_impl.h"
 #include "sim_tmap.h"
 
 /* Byte layout of the encoding, little-endian whatever the host. The magic and
@@ -25,41 +26,30 @@ static const uint8_t kMagic[4] = { 'S', 'i', 'm', 'T' };
 enum { DTYPE_COUNT = 13, FIRST_FLOAT_DTYPE = 6, PACKED_DTYPE_END = 16 };
 static const int kElemBytes[DTYPE_COUNT] = { 1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4 };
 
-static int tmap_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int tmap_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen) return -1;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* ---- validation: one set of rules for encode and decode ---- */
 
 static int check_modes(const SimTmap *t, char *err, size_t errlen)
 {
     if (t->dtype >= DTYPE_COUNT && t->dtype < PACKED_DTYPE_END)
-        return tmap_err(err, errlen, "tensor map: tensorDataType = %d (a packed sub-byte type) is not modelled by the sim",
+        return dev_errf(err, errlen, "tensor map: tensorDataType = %d (a packed sub-byte type) is not modelled by the sim",
                         t->dtype);
     if (t->dtype < 0 || t->dtype >= DTYPE_COUNT)
-        return tmap_err(err, errlen, "tensor map: tensorDataType = %d is not a CUtensorMapDataType (0..15)", t->dtype);
+        return dev_errf(err, errlen, "tensor map: tensorDataType = %d is not a CUtensorMapDataType (0..15)", t->dtype);
     if (t->interleave < TMAP_IL_NONE || t->interleave > TMAP_IL_32B)
-        return tmap_err(err, errlen, "tensor map: interleave = %d is not 0 (none), 1 (16B) or 2 (32B)", t->interleave);
+        return dev_errf(err, errlen, "tensor map: interleave = %d is not 0 (none), 1 (16B) or 2 (32B)", t->interleave);
     if (t->swizzle > TMAP_SW_128B && t->swizzle <= 6)
-        return tmap_err(err, errlen, "tensor map: swizzle = %d (a 128B mode with 32B/64B atoms) is not modelled by the sim",
+        return dev_errf(err, errlen, "tensor map: swizzle = %d (a 128B mode with 32B/64B atoms) is not modelled by the sim",
                         t->swizzle);
     if (t->swizzle < TMAP_SW_NONE || t->swizzle > TMAP_SW_128B)
-        return tmap_err(err, errlen, "tensor map: swizzle = %d is not a CUtensorMapSwizzle (0..6)", t->swizzle);
+        return dev_errf(err, errlen, "tensor map: swizzle = %d is not a CUtensorMapSwizzle (0..6)", t->swizzle);
     if (t->interleave == TMAP_IL_32B && t->swizzle != TMAP_SW_32B)
-        return tmap_err(err, errlen, "tensor map: interleave 32B needs swizzle 1 (32B), got swizzle = %d", t->swizzle);
+        return dev_errf(err, errlen, "tensor map: interleave 32B needs swizzle 1 (32B), got swizzle = %d", t->swizzle);
     if (t->l2promo < 0 || t->l2promo > 3)
-        return tmap_err(err, errlen, "tensor map: l2Promotion = %d is not 0..3 (none, 64B, 128B, 256B)", t->l2promo);
+        return dev_errf(err, errlen, "tensor map: l2Promotion = %d is not 0..3 (none, 64B, 128B, 256B)", t->l2promo);
     if (t->oobfill != 0 && t->oobfill != 1)
-        return tmap_err(err, errlen, "tensor map: oobFill = %d is not 0 (zero) or 1 (NaN)", t->oobfill);
+        return dev_errf(err, errlen, "tensor map: oobFill = %d is not 0 (zero) or 1 (NaN)", t->oobfill);
     if (t->oobfill == 1 && t->dtype < FIRST_FLOAT_DTYPE)
-        return tmap_err(err, errlen, "tensor map: oobFill = 1 (NaN) needs a floating-point type, got tensorDataType = %d",
+        return dev_errf(err, errlen, "tensor map: oobFill = 1 (NaN) needs a floating-point type, got tensorDataType = %d",
                         t->dtype);
     return 0;
 }
@@ -67,9 +57,9 @@ static int check_modes(const SimTmap *t, char *err, size_t errlen)
 static int check_rank(const SimTmap *t, char *err, size_t errlen)
 {
     if (t->rank < 1 || t->rank > TMAP_MAX_RANK)
-        return tmap_err(err, errlen, "tensor map: tensorRank = %d is outside 1..%d", t->rank, TMAP_MAX_RANK);
+        return dev_errf(err, errlen, "tensor map: tensorRank = %d is outside 1..%d", t->rank, TMAP_MAX_RANK);
     if (t->interleave != TMAP_IL_NONE && t->rank < 3)
-        return tmap_err(err, errlen, "tensor map: tensorRank = %d with interleave %d; interleaved maps need rank 3..5",
+        return dev_errf(err, errlen, "tensor map: tensorRank = %d with interleave %d; interleaved maps need rank 3..5",
                         t->rank, t->interleave);
     return 0;
 }
@@ -81,18 +71,18 @@ static int check_global(const SimTmap *t, char *err, size_t errlen)
 {
     uint64_t align = global_align(t);
     if (t->gaddr % align)
-        return tmap_err(err, errlen, "tensor map: globalAddress = 0x%llx is not %llu-byte aligned",
+        return dev_errf(err, errlen, "tensor map: globalAddress = 0x%llx is not %llu-byte aligned",
                         (unsigned long long)t->gaddr, (unsigned long long)align);
     for (int i = 0; i < t->rank; i++)
         if (t->dim[i] < 1 || t->dim[i] > (1ull << 32))
-            return tmap_err(err, errlen, "tensor map: globalDim[%d] = %llu is outside 1..2^32", i,
+            return dev_errf(err, errlen, "tensor map: globalDim[%d] = %llu is outside 1..2^32", i,
                             (unsigned long long)t->dim[i]);
     for (int i = 1; i < t->rank; i++) {
         if (t->stride[i] % align)
-            return tmap_err(err, errlen, "tensor map: globalStrides[%d] = %llu is not a multiple of %llu", i - 1,
+            return dev_errf(err, errlen, "tensor map: globalStrides[%d] = %llu is not a multiple of %llu", i - 1,
                             (unsigned long long)t->stride[i], (unsigned long long)align);
         if (t->stride[i] >= (1ull << 40))
-            return tmap_err(err, errlen, "tensor map: globalStrides[%d] = %llu is not below 2^40", i - 1,
+            return dev_errf(err, errlen, "tensor map: globalStrides[%d] = %llu is not below 2^40", i - 1,
                             (unsigned long long)t->stride[i]);
     }
     return 0;
@@ -104,15 +94,15 @@ static int check_box(const SimTmap *t, char *err, size_t errlen)
     uint32_t inner = t->box[0] * (uint32_t)t->elem_bytes;
     for (int i = 0; i < t->rank; i++) {
         if (t->box[i] < 1 || t->box[i] > 256)
-            return tmap_err(err, errlen, "tensor map: boxDim[%d] = %u is outside 1..256", i, t->box[i]);
+            return dev_errf(err, errlen, "tensor map: boxDim[%d] = %u is outside 1..256", i, t->box[i]);
         if (t->estride[i] < 1 || t->estride[i] > 8)
-            return tmap_err(err, errlen, "tensor map: elementStrides[%d] = %u is outside 1..8", i, t->estride[i]);
+            return dev_errf(err, errlen, "tensor map: elementStrides[%d] = %u is outside 1..8", i, t->estride[i]);
     }
     if (t->interleave != TMAP_IL_NONE) return 0;
     if (inner % 16)
-        return tmap_err(err, errlen, "tensor map: boxDim[0] = %u spans %u bytes, not a multiple of 16", t->box[0], inner);
+        return dev_errf(err, errlen, "tensor map: boxDim[0] = %u spans %u bytes, not a multiple of 16", t->box[0], inner);
     if (t->swizzle != TMAP_SW_NONE && inner > kSpan[t->swizzle])
-        return tmap_err(err, errlen, "tensor map: boxDim[0] = %u spans %u bytes, more than swizzle %d's %u-byte span",
+        return dev_errf(err, errlen, "tensor map: boxDim[0] = %u spans %u bytes, more than swizzle %d's %u-byte span",
                         t->box[0], inner, t->swizzle, kSpan[t->swizzle]);
     return 0;
 }
@@ -191,7 +181,7 @@ static int check_arrays(int rank, const uint64_t *dim, const uint64_t *gstrides,
 {
     const char *missing = !dim ? "globalDim" : !box ? "boxDim" : !estride ? "elementStrides"
                         : (!gstrides && rank > 1) ? "globalStrides" : NULL;
-    if (missing) return tmap_err(err, errlen, "tensor map: %s is NULL", missing);
+    if (missing) return dev_errf(err, errlen, "tensor map: %s is NULL", missing);
     return 0;
 }
 
@@ -201,7 +191,7 @@ int sim_tmap_encode(int dtype, int rank, uint64_t gaddr, const uint64_t *dim, co
 {
     SimTmap t = { .dtype = dtype, .rank = rank, .gaddr = gaddr, .interleave = interleave, .swizzle = swizzle,
                   .l2promo = l2promo, .oobfill = oobfill };
-    if (!out) return tmap_err(err, errlen, "tensor map: no output buffer");
+    if (!out) return dev_errf(err, errlen, "tensor map: no output buffer");
     if (check_modes(&t, err, errlen) || check_rank(&t, err, errlen) ||
         check_arrays(rank, dim, gstrides_bytes, box, estride, err, errlen))
         return -1;
@@ -219,25 +209,25 @@ static int refuse_foreign(const uint8_t in[TMAP_BYTES], char *err, size_t errlen
 {
     static const uint8_t kZero[TMAP_BYTES];
     if (!memcmp(in, kZero, TMAP_BYTES))
-        return tmap_err(err, errlen, "tensor map: all 128 bytes are zero (never encoded?)");
+        return dev_errf(err, errlen, "tensor map: all 128 bytes are zero (never encoded?)");
     if (!memcmp(in, "TMAP", 4))
-        return tmap_err(err, errlen, "tensor map: bytes 0..3 are 'TMAP', the launch record's placeholder tag "
+        return dev_errf(err, errlen, "tensor map: bytes 0..3 are 'TMAP', the launch record's placeholder tag "
                         "(id %u); encode its tensormap_encodes entry with the sim first", (unsigned)get_le(in + 4, 4));
-    return tmap_err(err, errlen, "tensor map: bytes 0..3 are %02x %02x %02x %02x, not the sim's magic 'SimT': "
+    return dev_errf(err, errlen, "tensor map: bytes 0..3 are %02x %02x %02x %02x, not the sim's magic 'SimT': "
                     "the sim did not encode this map", in[0], in[1], in[2], in[3]);
 }
 
 int sim_tmap_decode(const uint8_t in[TMAP_BYTES], SimTmap *t, char *err, size_t errlen)
 {
     uint32_t want, got;
-    if (!in || !t) return tmap_err(err, errlen, "tensor map: NULL argument to decode");
+    if (!in || !t) return dev_errf(err, errlen, "tensor map: NULL argument to decode");
     if (memcmp(in + OFF_MAGIC, kMagic, sizeof kMagic)) return refuse_foreign(in, err, errlen);
     if (in[OFF_VERSION] != TMAP_VERSION)
-        return tmap_err(err, errlen, "tensor map: encoding version %u, this sim reads version %d", in[OFF_VERSION],
+        return dev_errf(err, errlen, "tensor map: encoding version %u, this sim reads version %d", in[OFF_VERSION],
                         TMAP_VERSION);
     want = (uint32_t)get_le(in + OFF_SUM, 4), got = checksum(in);
     if (want != got)
-        return tmap_err(err, errlen, "tensor map: checksum 0x%08x does not match its bytes (0x%08x): "
+        return dev_errf(err, errlen, "tensor map: checksum 0x%08x does not match its bytes (0x%08x): "
                         "the map was modified after encoding", want, got);
     deserialize(in, t);
     return check_map(t, err, errlen);
