@@ -1,6 +1,5 @@
 /* The sim's tensor maps: validation with the driver's rules, the 128-byte
  * encoding and its decoder. The walks over a box live in sim_tmap_walk.c. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "device_impl.h"

@@ -2,6 +2,7 @@
  * shared-memory image: the tile-mode box, tile::gather4's four rows, and the
  * swizzle of the landing address. Semantics in sim_tmap.h. */
 #include <stdio.h>
+#include "sim_desc.h"
 #include "sim_tmap.h"
 
 /* The driver ignores elementStrides[0] without interleave (the hardware has
@@ -98,7 +99,8 @@ int sim_tmap_gather4_walk(const SimTmap *t, int32_t col, const int32_t rows[4], 
  * [4, 4 + b), b = 1, 2, 3 for 32B, 64B, 128B. */
 uint32_t sim_tmap_swizzle(int swizzle, uint32_t addr)
 {
-    static const uint32_t kMask[] = { 0, 1, 3, 7 };
-    if (swizzle < TMAP_SW_NONE || swizzle > TMAP_SW_128B) return addr;
-    return addr ^ (((addr >> 7) & kMask[swizzle]) << 4);
+    /* the same XOR of address bits the MMA descriptors read through */
+    static const SimSmemLayout kLayout[] = {SL_INTERLEAVE, SL_SW32, SL_SW64, SL_SW128};
+    if (swizzle <= TMAP_SW_NONE || swizzle > TMAP_SW_128B) return addr;
+    return sim_sdesc_swizzle(kLayout[swizzle], addr);
 }
