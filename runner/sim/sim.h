@@ -112,8 +112,14 @@ SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes);   /* the b
 void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap);
 
 /* ---- one CTA in flight ---- */
-enum { WS_RUN, WS_BAR, WS_MBAR, WS_DONE };
-enum { SM_WRITTEN = 1, SM_PENDING = 2 };
+/* WS_CLUSTER: waiting in barrier.cluster.wait; WS_UNIT: parked by a unit
+ * (e.g. tcgen05.alloc with no free columns) until that unit wakes it. */
+enum { WS_RUN, WS_BAR, WS_MBAR, WS_CLUSTER, WS_UNIT, WS_DONE };
+/* Per shared byte: written at least once; in flight (a cp.async or an async
+ * op will write it when it lands: any access is an error); held (an async op
+ * in flight still reads it: a write is an error); generic (written by the
+ * generic proxy and not yet fenced by fence.proxy.async from its writer). */
+enum { SM_WRITTEN = 1, SM_PENDING = 2, SM_HELD = 4, SM_GENERIC = 8 };
 
 typedef struct {
     uint32_t lane;      /* issuing lane */
@@ -135,6 +141,9 @@ typedef struct {
     SimCopy *copies;        /* cp.async in flight */
     int ncopies, capcopies;
     uint64_t steps;
+    uint32_t cl_phase;      /* barrier.cluster: the phase this warp arrived in */
+    int cl_arrived;         /* arrived and not yet waited */
+    void *wg;               /* the wgmma unit's per-warp state (sim_wgmma.c), or NULL */
 } SimWarp;
 
 typedef struct { int arrived, expected; uint32_t waiting; } SimBarrier;
@@ -153,8 +162,12 @@ typedef struct {
 } SimMbar;
 
 typedef struct Sim Sim;
+typedef struct SimCluster SimCluster;
 typedef struct {
     Sim *sim;
+    SimCluster *cl;                 /* the cluster this CTA runs in (a cluster of one without a cluster launch) */
+    int rank;                       /* %cluster_ctarank */
+    uint32_t smem_base;             /* rank << 24: shared addresses carry the CTA's rank (see SIM_RANK_SHIFT) */
     const SimModule *mod;
     const SimFunc *f;
     unsigned cta[3], grid[3], block[3];
@@ -170,8 +183,98 @@ typedef struct {
     SimMbar mbar[SIM_MAX_MBARS];
     int nmbar;
     int failed;
+    void *tmem;                     /* the TMEM unit's state (sim_tmem.c), or NULL before the first tcgen05 op */
+    int maxnreg[32];                /* setmaxnreg: registers per thread each warp holds (0: the launch's) */
     uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
 } SimCta;
+
+/* ---- the asynchronous proxy (sim_async.c) ----
+ * One queue per cluster holds every operation in flight (TMA copies, tcgen05
+ * MMAs and commits, wgmma groups, bulk stores) in issue order. An op lands
+ * at the latest point the PTX memory model allows: when a thread waits on the
+ * mbarrier it signals and the phase would not complete otherwise, at the
+ * wait_group of its group, or when nothing else can run. Until it lands its
+ * shared-memory destination is in flight (any access is an error naming the
+ * op) and its sources are held (a write is an error), so a missing wait
+ * shows as a named error, not as luck. */
+typedef struct { SimCta *cta; uint32_t lo, bytes; } SimRange;   /* lo: the CTA's local shared offset */
+enum { SIM_ASYNC_RANGES = 4 };
+typedef struct SimAsync SimAsync;
+struct SimAsync {
+    const char *what;               /* "TMA load", "tcgen05.mma", ... for messages */
+    SimCta *cta;                    /* issuer */
+    int warp, lane, line;
+    SimCta *bar_cta;                /* the mbarrier its landing signals (NULL: none) */
+    uint32_t bar_addr;              /* local shared offset of that mbarrier */
+    uint64_t key;                   /* who waits on it by group: unit-defined (e.g. thread, warpgroup) */
+    uint32_t group;                 /* its group index under key */
+    SimRange dst[SIM_ASYNC_RANGES]; /* shared bytes it writes when it lands */
+    SimRange src[SIM_ASYNC_RANGES]; /* shared bytes it reads when it lands */
+    int ndst, nsrc;
+    /* performs the op's effects (data, mbarrier signal); 0, or -1 after sim_fail */
+    int (*land)(SimCluster *cl, SimAsync *op);
+    void (*drop)(SimAsync *op);     /* frees payload; NULL: free(payload) */
+    void *payload;
+};
+/* A zeroed op with the issuer filled in; NULL (and the CTA failed) when out of memory. */
+SimAsync *sim_async_new(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *what);
+/* Queues op: its dst bytes become in flight and its src bytes held. The
+ * caller has checked them (sim_async_check_dst/src). 0 or -1 (failed). */
+int  sim_async_push(SimCluster *cl, SimAsync *op);
+/* The issue-time checks of an async op's shared operands, made for the
+ * issuing warp: a destination may not be in flight or held by another op and
+ * must be ordered after the issuer's view of earlier reads and writes (the
+ * race checker); a source must be written, not in flight, and - for the
+ * async proxy - fenced after generic writes (a note, or an error when strict). */
+int  sim_async_check_dst(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *dc, uint32_t lo, uint32_t bytes);
+int  sim_async_check_src(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *sc, uint32_t lo, uint32_t bytes);
+/* Landing. Each lands ops in issue order and returns how many landed (or -1). */
+int  sim_async_land_mbar(SimCluster *cl, SimCta *bar_cta, uint32_t bar_addr);   /* up to the last op that signals it */
+int  sim_async_land_group(SimCluster *cl, uint64_t key, uint32_t below);        /* key's ops of groups < below */
+int  sim_async_land_all(SimCluster *cl);
+int  sim_async_pending(const SimCluster *cl, uint64_t key);                      /* ops in flight under key */
+/* For messages: the in-flight op writing (dst) or reading (src) shared byte lo of c. */
+const SimAsync *sim_async_covering(const SimCluster *cl, const SimCta *c, uint32_t lo, int dst);
+/* Marks bytes the async proxy wrote: written, not in flight, no generic writer. */
+void sim_async_mark_landed(SimCta *c, uint32_t lo, uint32_t bytes);
+
+/* ---- clusters (sim_cluster.c) ----
+ * The CTAs of a cluster run together, warp by warp in turn. A shared
+ * address carries its CTA's rank in bits 24 and up (as on the hardware,
+ * where CUTLASS clears bit 24 to name the even CTA of a pair): a CTA's own
+ * variables sit at rank << 24, mapa moves an address to another rank, and
+ * .shared::cluster accesses reach any CTA of the cluster. */
+enum { SIM_RANK_SHIFT = 24 };
+struct SimCluster {
+    Sim *sim;
+    unsigned dims[3], id[3];        /* cluster shape and this cluster's index in the grid of clusters */
+    int n;                          /* CTAs in it */
+    SimCta *cta;                    /* by rank */
+    uint32_t bar_phase;             /* barrier.cluster phases completed */
+    int bar_arrived;                /* warps arrived in the current phase */
+    SimAsync **q;                   /* the async queue, issue order */
+    int nq, capq;
+};
+/* The CTA and local offset a shared address names: own (cluster_ok 0: the
+ * address must be this CTA's) or any CTA of the cluster (cluster_ok 1).
+ * Returns NULL after sim_fail when it names no CTA. */
+SimCta *sim_smem_owner(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int cluster_ok, uint32_t *lo);
+int  sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);     /* barrier.cluster, mapa, fences, setmaxnreg, griddepcontrol */
+
+/* ---- units of the async families: each returns 1 when it handled the op ---- */
+int  sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* sim_tma.c */
+int  sim_wgmma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);      /* sim_wgmma.c */
+int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /* sim_tcgen05.c: U_TMEM and U_UMMA */
+/* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM
+ * not deallocated; frees unit state. 0 or -1 (failed). */
+int  sim_tcgen05_exit(SimCta *c);
+void sim_wgmma_free(SimWarp *w);
+
+/* Notes: where the ISA asks for something a kernel omits but the hardware
+ * is known to tolerate (NVIDIA's own tutorials omit fence.proxy.async before
+ * tcgen05.mma reads generic writes, and tcgen05.wait::ld), the sim reports a
+ * note once per (kind, line); with Sim.strict it is an error instead. */
+void sim_note(SimCta *c, int warp, const SimInsn *in, const char *kind, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 struct Sim {
     SimHeap heap;
@@ -179,11 +282,22 @@ struct Sim {
     char *err;
     size_t errlen;
     uint64_t max_steps;     /* per warp: catches a spin that never ends */
+    int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
+    char *notes;            /* the notes so far, one per line (malloc'd), and their count */
+    size_t notes_len;
+    int nnotes;
 };
 
-/* Runs the whole grid; returns 0, or -1 with the first error in sim->err. */
+/* Runs the whole grid; returns 0, or -1 with the first error in sim->err.
+ * args: one pointer per parameter value (sim_launch), or the parameter
+ * space's raw bytes (sim_launch_raw: a launch record's param bytes; params
+ * are addressable memory, so a kernel may take a param's address).
+ * cluster: CTAs per cluster in x, y, z (NULL: 1, 1, 1); the grid must be a
+ * multiple of it. */
 int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
                unsigned dyn_smem, void **args);
+int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
+                   const unsigned cluster[3], unsigned dyn_smem, const uint8_t *params, size_t param_bytes);
 
 /* ---- shared by the exec files ---- */
 /* The one place errors are worded: the PTX line and its text, the CTA and the thread. */
@@ -192,7 +306,9 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
 void     sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v);
 /* Element k of a vector operand as a register operand (a sink "_" reads 0 and drops writes). */
 SimOpnd  sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k);
-uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane);   /* an SO_ADDR operand: base register (if any) + offset */
+/* An SO_ADDR operand: base register (if any) + offset; a shared variable's
+ * address carries the CTA's rank (smem_base). */
+uint64_t sim_addr(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane);
 static inline int sim_warp_id(const SimCta *c, const SimWarp *w) { return (int)(w - c->w); }
 
 int  sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* 1 if op handled */

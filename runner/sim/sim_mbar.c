@@ -24,7 +24,7 @@ static SimMbar *find(SimCta *c, uint32_t addr)
 /* The barrier operand: an 8-byte aligned address inside the CTA's shared memory. */
 static int bar_addr(SimCta *c, SimWarp *w, const SimInsn *in, int lane, const SimOpnd *o, uint32_t *addr)
 {
-    uint64_t a = sim_addr(w, o, lane);
+    uint64_t a = sim_addr(c, w, o, lane);
     if (a - SIM_SHARED_WINDOW < (1ull << 32)) a -= SIM_SHARED_WINDOW;   /* a generic address */
     if (o->kind != SO_ADDR || a % 8 || a + 8 > c->smem_size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier address 0x%llx is not an 8-byte aligned shared address of this CTA",

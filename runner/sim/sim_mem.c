@@ -295,7 +295,7 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t a = sim_addr(w, ao, l);
+        uint64_t a = sim_addr(c, w, ao, l);
         int sp = resolve_space(in, &a);
         ga[l] = a, sa[l] = (uint32_t)a;
         uint8_t *p = sp == SP_SHARED ? sim_smem_write(c, w, l, in, (uint32_t)a, width * n)
@@ -330,7 +330,7 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     }
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t a = sim_addr(w, ao, l);
+        uint64_t a = sim_addr(c, w, ao, l);
         int sp = ao->space == SPACE_PARAM ? SP_PARAM : resolve_space(in, &a);
         sa[l] = (uint32_t)a, ga[l] = a;
         shared = sp == SP_SHARED, param = sp == SP_PARAM;
@@ -369,7 +369,7 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
     for (int l = 0; l < 32 && !c->failed; l++)
         if (exec >> l & 1) {
-            sa[l] = (uint32_t)sim_addr(w, &in->o[0], l), ga[l] = sim_addr(w, &in->o[1], l);
+            sa[l] = (uint32_t)sim_addr(c, w, &in->o[0], l), ga[l] = sim_addr(c, w, &in->o[1], l);
             cp_async_issue(c, w, in, l, sa[l], ga[l], size);
         }
     sim_count_smem(c, sa, exec, size);

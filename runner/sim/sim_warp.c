@@ -27,7 +27,7 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
     uint32_t addr[32] = {0}, providers = nmat == 4 ? 0xFFFFFFFFu : (1u << (8 * nmat)) - 1;
     const SimOpnd *a = &in->o[1];
     for (int l = 0; l < 8 * nmat && !c->failed; l++) {
-        addr[l] = (uint32_t)sim_addr(w, a, l);
+        addr[l] = (uint32_t)sim_addr(c, w, a, l);
         memcpy(m[l / 8][l % 8], sim_smem_read(c, w, l, in, addr[l], 16), 16);
     }
     if (c->failed) return;
