@@ -18,6 +18,7 @@ typedef struct {
     int tmem_cols;           /* TMEM columns per CTA (0: no TMEM) */
     unsigned families;       /* FAM_* instruction families this target has */
     int vec_red;             /* red.global.add.v2/.v4.f32 exist (sm_90+, PTX 8.1) */
+    int cluster_max;         /* most CTAs in a cluster (1: no clusters) */
 } ArchInfo;
 
 const ArchInfo *arch_find(const char *name);   /* NULL if unknown */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "isa.h"
+#include "arch.h"
 
 /* ---- parsed module ---- */
 typedef enum { SO_REG, SO_IMM, SO_SREG, SO_ADDR, SO_VEC, SO_LABEL, SO_SYM, SO_SINK } SimOpndKind;
@@ -166,6 +167,7 @@ typedef struct SimCluster SimCluster;
 typedef struct {
     Sim *sim;
     SimCluster *cl;                 /* the cluster this CTA runs in (a cluster of one without a cluster launch) */
+    const ArchInfo *arch;           /* the module's .target: every limit the sim checks comes from here */
     int rank;                       /* %cluster_ctarank */
     uint32_t smem_base;             /* rank << 24: shared addresses carry the CTA's rank (see SIM_RANK_SHIFT) */
     const SimModule *mod;
@@ -249,6 +251,7 @@ struct SimCluster {
     Sim *sim;
     unsigned dims[3], id[3];        /* cluster shape and this cluster's index in the grid of clusters */
     int n;                          /* CTAs in it */
+    int explicit_launch;            /* launched with cluster dims (%is_explicit_cluster) */
     SimCta *cta;                    /* by rank */
     uint32_t bar_phase;             /* barrier.cluster phases completed */
     int bar_arrived;                /* warps arrived in the current phase */
@@ -260,6 +263,7 @@ struct SimCluster {
  * Returns NULL after sim_fail when it names no CTA. */
 SimCta *sim_smem_owner(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int cluster_ok, uint32_t *lo);
 int  sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);     /* barrier.cluster, mapa, fences, setmaxnreg, griddepcontrol */
+void sim_cluster_bar_check(SimCluster *cl);   /* after a warp exits: the barrier may now be complete */
 
 /* ---- units of the async families: each returns 1 when it handled the op ---- */
 int  sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* sim_tma.c */

@@ -15,6 +15,8 @@ void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt,
 {
     if (c->failed) return;
     c->failed = 1;
+    for (int r = 0; c->cl && r < c->cl->n; r++)
+        if (&c->cl->cta[r] != c && c->cl->cta[r].failed) return;   /* a peer's error came first */
     char msg[1024], where[384] = "";
     va_list ap;
     va_start(ap, fmt);
@@ -45,12 +47,15 @@ static uint32_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
     case SR_LANEID: return (uint32_t)lane;
     case SR_WARPID: return (uint32_t)sim_warp_id(c, w);
     case SR_NWARPID: return (uint32_t)c->nwarps;
-    /* without a cluster launch every CTA is a cluster of one */
-    case SR_CLUSTER_CTARANK: case SR_CLUSTER_CTAID_X: case SR_CLUSTER_CTAID_Y: case SR_CLUSTER_CTAID_Z: return 0;
-    case SR_CLUSTER_NCTARANK: case SR_CLUSTER_NCTAID_X: case SR_CLUSTER_NCTAID_Y: case SR_CLUSTER_NCTAID_Z: return 1;
-    case SR_CLUSTERID_X: case SR_CLUSTERID_Y: case SR_CLUSTERID_Z: return c->cta[id - SR_CLUSTERID_X];
-    case SR_NCLUSTERID_X: case SR_NCLUSTERID_Y: case SR_NCLUSTERID_Z: return c->grid[id - SR_NCLUSTERID_X];
-    case SR_IS_EXPLICIT_CLUSTER: return 0;
+    case SR_CLUSTER_CTARANK: return (uint32_t)c->rank;
+    case SR_CLUSTER_NCTARANK: return (uint32_t)c->cl->n;
+    case SR_CLUSTER_CTAID_X: case SR_CLUSTER_CTAID_Y: case SR_CLUSTER_CTAID_Z:
+        return c->cta[id - SR_CLUSTER_CTAID_X] % c->cl->dims[id - SR_CLUSTER_CTAID_X];
+    case SR_CLUSTER_NCTAID_X: case SR_CLUSTER_NCTAID_Y: case SR_CLUSTER_NCTAID_Z: return c->cl->dims[id - SR_CLUSTER_NCTAID_X];
+    case SR_CLUSTERID_X: case SR_CLUSTERID_Y: case SR_CLUSTERID_Z: return c->cl->id[id - SR_CLUSTERID_X];
+    case SR_NCLUSTERID_X: case SR_NCLUSTERID_Y: case SR_NCLUSTERID_Z:
+        return c->grid[id - SR_NCLUSTERID_X] / c->cl->dims[id - SR_NCLUSTERID_X];
+    case SR_IS_EXPLICIT_CLUSTER: return (uint32_t)c->cl->explicit_launch;
     case SR_LANEMASK_EQ: return 1u << lane;
     case SR_LANEMASK_LT: return (1u << lane) - 1;
     case SR_LANEMASK_LE: return (uint32_t)((2ull << lane) - 1);
@@ -68,13 +73,15 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
     case SO_REG: return w->r[(size_t)o->reg * 32 + (size_t)lane];
     case SO_SREG: return sreg(c, w, lane, (int)o->imm);
     case SO_SINK: case SO_VEC: case SO_ADDR: return 0;
+    case SO_SYM: return (uint64_t)o->imm + (o->space == SPACE_SHARED ? c->smem_base : 0);
     default: return (uint64_t)o->imm;   /* immediates; symbols are their address in their space */
     }
 }
 
-uint64_t sim_addr(const SimWarp *w, const SimOpnd *o, int lane)
+uint64_t sim_addr(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
 {
-    return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm;
+    uint64_t sym_base = o->space == SPACE_SHARED ? c->smem_base : 0;
+    return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm + sym_base;
 }
 
 void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v)
@@ -194,7 +201,10 @@ static void step(SimCta *c, SimWarp *w)
     case I_RET: case I_EXIT:
         w->live &= ~exec;
         advance(w, active & ~exec);
-        if (!w->live) w->state = WS_DONE, w->exit_line = in->line;
+        if (!w->live) {
+            w->state = WS_DONE, w->exit_line = in->line;
+            sim_cluster_bar_check(c->cl);   /* an exited warp no longer holds barrier.cluster back */
+        }
         return;
     case I_BAR_SYNC: case I_BARRIER_SYNC:
         advance(w, active);
@@ -208,8 +218,13 @@ static void step(SimCta *c, SimWarp *w)
         case U_MEM: done = sim_mem(c, w, in, exec); break;
         case U_WARP: done = sim_collective(c, w, in, exec); break;
         case U_MBAR: done = sim_mbar(c, w, in, exec); break;
+        case U_CLUSTER: done = sim_cluster(c, w, in, exec); break;
+        case U_TMA: done = in->d.op == I_FENCE_PROXY_ASYNC ? sim_cluster(c, w, in, exec) : sim_tma(c, w, in, exec); break;
+        case U_WGMMA: done = sim_wgmma(c, w, in, exec); break;
+        case U_TMEM: case U_UMMA: done = sim_tcgen05(c, w, in, exec); break;
         }
-        if (w->state == WS_MBAR) return;   /* try_wait parked the warp: it re-executes when the phase changes */
+        /* try_wait or a unit parked the warp: it re-executes the instruction when woken */
+        if (w->state == WS_MBAR || w->state == WS_UNIT) return;
         if (!done) sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s yet", isa_base_text(in->d.op));
     }
     advance(w, active);
@@ -224,37 +239,75 @@ static void run_step(SimCta *c, SimWarp *w)
                  (unsigned long long)c->sim->max_steps);
 }
 
-static void report_deadlock(SimCta *c)
+static size_t describe_warps(SimCta *c, char *msg, size_t n, size_t cap)
 {
-    char msg[4096];
-    size_t n = (size_t)snprintf(msg, sizeof msg, "deadlock: no warp can run (a barrier that not every warp reaches);");
-    for (int i = 0; i < c->nwarps && n < sizeof msg; i++) {
+    for (int i = 0; i < c->nwarps && n < cap; i++) {
         const SimWarp *w = &c->w[i];
+        const char *cta = c->cl->n > 1 ? " of CTA rank " : "";
+        char rank[16] = "";
+        if (c->cl->n > 1) snprintf(rank, sizeof rank, "%d", c->rank);
         if (w->state == WS_BAR) {
-            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d waits at bar.sync %d (PTX line %d, %d of %d warps arrived);",
-                                  i, w->bar_id, w->wait_line, c->bar[w->bar_id].arrived, c->bar[w->bar_id].expected);
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits at bar.sync %d (PTX line %d, %d of %d warps arrived);",
+                                  i, cta, rank, w->bar_id, w->wait_line, c->bar[w->bar_id].arrived, c->bar[w->bar_id].expected);
         } else if (w->state == WS_MBAR) {
             char what[256];
             sim_mbar_describe(c, w, what, sizeof what);
-            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d waits (PTX line %d) on %s;", i, w->wait_line, what);
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits (PTX line %d) on %s;", i, cta, rank, w->wait_line, what);
+        } else if (w->state == WS_CLUSTER) {
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits in barrier.cluster.wait (PTX line %d, %d warps arrived);",
+                                  i, cta, rank, w->wait_line, c->cl->bar_arrived);
+        } else if (w->state == WS_UNIT) {
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits for a resource at PTX line %d (\"%.80s\");", i, cta,
+                                  rank, w->wait_line, c->mod->lines[w->wait_line - 1]);
         } else {
-            n += (size_t)snprintf(msg + n, sizeof msg - n, " warp %d exited (PTX line %d);", i, w->exit_line);
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s exited (PTX line %d);", i, cta, rank, w->exit_line);
         }
     }
-    sim_fail(c, -1, -1, NULL, "%s", msg);
+    return n;
 }
 
-static void run_cta(SimCta *c)
+static void report_deadlock(SimCluster *cl)
+{
+    char msg[4096];
+    size_t n = (size_t)snprintf(msg, sizeof msg, "deadlock: no warp can run and nothing is in flight (a barrier that not every warp reaches, or an mbarrier phase that never completes);");
+    for (int r = 0; r < cl->n; r++) n = describe_warps(&cl->cta[r], msg, n, sizeof msg);
+    sim_fail(&cl->cta[0], -1, -1, NULL, "%s", msg);
+}
+
+static int cluster_failed(const SimCluster *cl)
+{
+    for (int r = 0; r < cl->n; r++)
+        if (cl->cta[r].failed) return 1;
+    return 0;
+}
+
+/* Runs the cluster's CTAs together, one instruction per runnable warp in
+ * turn. When no warp can run, what is in flight lands (the latest point it
+ * may); only then is a cluster with waiting warps deadlocked. */
+static void run_cluster(SimCluster *cl)
 {
     for (;;) {
-        int ran = 0, done = 0;
-        for (int i = 0; i < c->nwarps && !c->failed; i++) {
-            if (c->w[i].state == WS_RUN) ran = 1, run_step(c, &c->w[i]);
-            done += c->w[i].state == WS_DONE;
+        int ran = 0, done = 0, total = 0;
+        for (int r = 0; r < cl->n && !cluster_failed(cl); r++) {
+            SimCta *c = &cl->cta[r];
+            for (int i = 0; i < c->nwarps && !c->failed; i++) {
+                if (c->w[i].state == WS_RUN) ran = 1, run_step(c, &c->w[i]);
+                done += c->w[i].state == WS_DONE;
+            }
+            total += c->nwarps;
         }
-        if (c->failed || done == c->nwarps) return;
-        if (!ran) { report_deadlock(c); return; }
+        if (cluster_failed(cl)) return;
+        if (ran && done < total) continue;
+        if (cl->nq) {
+            if (sim_async_land_all(cl) < 0) return;
+            continue;
+        }
+        if (done == total) break;
+        report_deadlock(cl);
+        return;
     }
+    for (int r = 0; r < cl->n; r++)
+        if (sim_tcgen05_exit(&cl->cta[r])) return;
 }
 
 /* ---- launch ---- */
@@ -268,6 +321,10 @@ static void reset_cta(SimCta *c)
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
+    c->failed = 0;
+    /* registers per thread before any setmaxnreg: an even share of the register file, as ptxas could at most give */
+    int share = c->arch->regs_sm / (c->nwarps * 32) / 8 * 8;
+    if (share > c->arch->regs_thread) share = c->arch->regs_thread / 8 * 8;
     for (int i = 0; i < c->nwarps; i++) {
         SimWarp *w = &c->w[i];
         int lanes = c->nthreads - i * 32 < 32 ? c->nthreads - i * 32 : 32;
@@ -278,7 +335,8 @@ static void reset_cta(SimCta *c)
         memset(w->committed, 0, sizeof w->committed);
         w->vc[i] = 1;
         w->live = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
-        w->state = WS_RUN, w->ncopies = 0, w->steps = 0;
+        w->state = WS_RUN, w->ncopies = 0, w->steps = 0, w->cl_arrived = 0, w->cl_phase = 0;
+        c->maxnreg[i] = share;
     }
 }
 
@@ -300,49 +358,108 @@ static int cta_alloc(SimCta *c)
 
 static void cta_free(SimCta *c)
 {
-    for (int i = 0; c->w && i < c->nwarps; i++) free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
+    for (int i = 0; c->w && i < c->nwarps; i++) {
+        sim_wgmma_free(&c->w[i]);
+        free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
+    }
     free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wline), free(c->rclk);
 }
 
-static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
-                        unsigned dyn_smem)
+static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const ArchInfo *arch, const unsigned grid[3],
+                        const unsigned block[3], const unsigned cl[3], unsigned dyn_smem)
 {
-    unsigned long threads = (unsigned long)block[0] * block[1] * block[2];
-    const char *bad = NULL;
-    if (!grid[0] || !grid[1] || !grid[2] || grid[1] > 65535 || grid[2] > 65535) bad = "grid dimensions must be >= 1 (y, z <= 65535)";
-    else if (!threads || threads > 1024) bad = "a CTA holds 1 to 1024 threads";
-    else if (f->maxntid && threads > (unsigned long)f->maxntid) bad = "block exceeds the entry's .maxntid";
-    else if ((unsigned long)m->static_smem + dyn_smem > 232448) bad = "shared memory exceeds 227 KB per CTA";
-    if (!bad) return 0;
-    snprintf(sim->err, sim->errlen, "sim: launch of %s with grid %ux%ux%u block %ux%ux%u dyn smem %u: %s", f->name,
-             grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem, bad);
+    unsigned long threads = (unsigned long)block[0] * block[1] * block[2], ncl = (unsigned long)cl[0] * cl[1] * cl[2];
+    char bad[256] = "";
+    if (!arch)
+        snprintf(bad, sizeof bad, "the module's .target %s is not in the arch table, so the sim does not know its limits", m->target);
+    else if (!grid[0] || !grid[1] || !grid[2] || grid[1] > 65535 || grid[2] > 65535)
+        snprintf(bad, sizeof bad, "grid dimensions must be >= 1 (y, z <= 65535)");
+    else if (!threads || threads > 1024) snprintf(bad, sizeof bad, "a CTA holds 1 to 1024 threads");
+    else if (f->maxntid && threads > (unsigned long)f->maxntid) snprintf(bad, sizeof bad, "block exceeds the entry's .maxntid");
+    else if ((unsigned long)m->static_smem + dyn_smem > (unsigned long)arch->smem_block_optin)
+        snprintf(bad, sizeof bad, "shared memory %u B exceeds %s's %d B per CTA", m->static_smem + dyn_smem, arch->name,
+                 arch->smem_block_optin);
+    else if (!cl[0] || !cl[1] || !cl[2] || ncl > (unsigned long)arch->cluster_max)
+        snprintf(bad, sizeof bad, "cluster %ux%ux%u: %s allows 1 to %d CTAs in a cluster", cl[0], cl[1], cl[2], arch->name,
+                 arch->cluster_max);
+    else if (grid[0] % cl[0] || grid[1] % cl[1] || grid[2] % cl[2])
+        snprintf(bad, sizeof bad, "the grid is not a whole number of %ux%ux%u clusters", cl[0], cl[1], cl[2]);
+    if (!bad[0]) return 0;
+    snprintf(sim->err, sim->errlen, "sim: launch of %s with grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn smem %u: %s",
+             f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], cl[0], cl[1], cl[2], dyn_smem, bad);
     return -1;
+}
+
+int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
+                   const unsigned cluster[3], unsigned dyn_smem, const uint8_t *params, size_t param_bytes)
+{
+    static const unsigned one[3] = {1, 1, 1};
+    const unsigned *cd = cluster ? cluster : one;
+    const ArchInfo *arch = arch_find(m->target);
+    if (check_launch(sim, m, f, arch, grid, block, cd, dyn_smem)) return -1;
+    if (param_bytes != (size_t)f->param_bytes) {
+        snprintf(sim->err, sim->errlen, "sim: %s takes %d bytes of parameters; the launch gives %zu", f->name, f->param_bytes,
+                 param_bytes);
+        return -1;
+    }
+    SimCluster cl = {.sim = sim, .n = (int)(cd[0] * cd[1] * cd[2]), .explicit_launch = cluster != NULL};
+    memcpy(cl.dims, cd, sizeof cl.dims);
+    uint8_t *pcopy = malloc(param_bytes + 8);
+    cl.cta = calloc((size_t)cl.n, sizeof *cl.cta);
+    int rc = !pcopy || !cl.cta ? -1 : 0;
+    if (pcopy) memcpy(pcopy, params, param_bytes);
+    for (int r = 0; !rc && r < cl.n; r++) {
+        SimCta *c = &cl.cta[r];
+        *c = (SimCta){.sim = sim, .cl = &cl, .arch = arch, .rank = r, .smem_base = (uint32_t)r << SIM_RANK_SHIFT,
+                      .mod = m, .f = f, .params = pcopy};
+        memcpy(c->grid, grid, sizeof c->grid);
+        memcpy(c->block, block, sizeof c->block);
+        c->nthreads = (int)(block[0] * block[1] * block[2]);
+        c->nwarps = (c->nthreads + 31) / 32;
+        c->dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
+        c->smem_size = (c->dyn_at + dyn_smem + 3) & ~3u;
+        rc = cta_alloc(c);
+    }
+    if (rc) snprintf(sim->err, sim->errlen, "sim: out of host memory");
+    for (unsigned z = 0; !rc && z < grid[2] / cd[2]; z++)
+        for (unsigned y = 0; !rc && y < grid[1] / cd[1]; y++)
+            for (unsigned x = 0; !rc && x < grid[0] / cd[0]; x++) {
+                cl.id[0] = x, cl.id[1] = y, cl.id[2] = z;
+                cl.bar_phase = 0, cl.bar_arrived = 0;
+                for (int r = 0; r < cl.n; r++) {
+                    SimCta *c = &cl.cta[r];
+                    unsigned lx = (unsigned)r % cd[0], ly = (unsigned)r / cd[0] % cd[1], lz = (unsigned)r / (cd[0] * cd[1]);
+                    c->cta[0] = x * cd[0] + lx, c->cta[1] = y * cd[1] + ly, c->cta[2] = z * cd[2] + lz;
+                    reset_cta(c);
+                }
+                run_cluster(&cl);
+                sim->stats.ctas += (uint64_t)cl.n, sim->stats.warps += (uint64_t)(cl.n * cl.cta[0].nwarps);
+                rc = cluster_failed(&cl) ? -1 : 0;
+            }
+    while (cl.nq) {   /* after a failure: free what never landed */
+        SimAsync *op = cl.q[--cl.nq];
+        if (op->drop) op->drop(op);
+        else free(op->payload);
+        free(op);
+    }
+    free(cl.q);
+    for (int r = 0; cl.cta && r < cl.n; r++)
+        if (cl.cta[r].w || cl.cta[r].smem) cta_free(&cl.cta[r]);
+    free(cl.cta);
+    free(pcopy);
+    return rc;
 }
 
 int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
                unsigned dyn_smem, void **args)
 {
-    if (check_launch(sim, m, f, grid, block, dyn_smem)) return -1;
     uint8_t *params = calloc(1, (size_t)f->param_bytes + 8);
-    for (int i = 0; params && i < f->nparams; i++) memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
-    SimCta c = {.sim = sim, .mod = m, .f = f, .params = params};
-    memcpy(c.grid, grid, sizeof c.grid);
-    memcpy(c.block, block, sizeof c.block);
-    c.nthreads = (int)(block[0] * block[1] * block[2]);
-    c.nwarps = (c.nthreads + 31) / 32;
-    c.dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
-    c.smem_size = (c.dyn_at + dyn_smem + 3) & ~3u;
-    int rc = !params || cta_alloc(&c) ? (snprintf(sim->err, sim->errlen, "sim: out of host memory"), -1) : 0;
-    for (unsigned z = 0; !rc && z < grid[2]; z++)
-        for (unsigned y = 0; !rc && y < grid[1]; y++)
-            for (unsigned x = 0; !rc && x < grid[0]; x++) {
-                c.cta[0] = x, c.cta[1] = y, c.cta[2] = z;
-                reset_cta(&c);
-                run_cta(&c);
-                sim->stats.ctas++, sim->stats.warps += (uint64_t)c.nwarps;
-                rc = c.failed ? -1 : 0;
-            }
-    cta_free(&c);
+    if (!params) {
+        snprintf(sim->err, sim->errlen, "sim: out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < f->nparams; i++) memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
+    int rc = sim_launch_raw(sim, m, f, grid, block, NULL, dyn_smem, params, (size_t)f->param_bytes);
     free(params);
     return rc;
 }

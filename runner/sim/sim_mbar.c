@@ -21,18 +21,21 @@ static SimMbar *find(SimCta *c, uint32_t addr)
     return NULL;
 }
 
-/* The barrier operand: an 8-byte aligned address inside the CTA's shared memory. */
-static int bar_addr(SimCta *c, SimWarp *w, const SimInsn *in, int lane, const SimOpnd *o, uint32_t *addr)
+/* The barrier operand: an 8-byte aligned shared address of this CTA, or
+ * with .shared::cluster (arrive, complete_tx) of any CTA of the cluster. */
+static SimCta *bar_addr(SimCta *c, SimWarp *w, const SimInsn *in, int lane, const SimOpnd *o, uint32_t *addr)
 {
     uint64_t a = sim_addr(c, w, o, lane);
-    if (a - SIM_SHARED_WINDOW < (1ull << 32)) a -= SIM_SHARED_WINDOW;   /* a generic address */
-    if (o->kind != SO_ADDR || a % 8 || a + 8 > c->smem_size) {
-        sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier address 0x%llx is not an 8-byte aligned shared address of this CTA",
-                 (unsigned long long)a);
-        return 0;
+    int cluster = in->d.nspace && in->d.space[0] == SP_SHARED_CLUSTER;
+    if (a - SIM_SHARED_WINDOW < (1ull << 32)) a -= SIM_SHARED_WINDOW, cluster = 1;   /* a generic address */
+    SimCta *owner = o->kind == SO_ADDR && a < (1ull << 32) ? sim_smem_owner(c, w, lane, in, (uint32_t)a, cluster, addr) : NULL;
+    if (c->failed) return NULL;
+    if (!owner || *addr % 8 || *addr + 8 > owner->smem_size) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier address 0x%llx is not an 8-byte aligned shared address of this CTA%s",
+                 (unsigned long long)a, cluster ? " or its cluster" : "");
+        return NULL;
     }
-    *addr = (uint32_t)a;
-    return 1;
+    return owner;
 }
 
 static SimMbar *live(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t addr)
@@ -101,7 +104,7 @@ static void init(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t ad
     }
     b->addr = addr, b->expected = b->pending = count, b->tx = 0, b->phase = 0, b->init_line = in->line;
     memset(b->vc, 0, sizeof b->vc), memset(b->done_vc, 0, sizeof b->done_vc);
-    uint8_t *p = sim_smem_write(c, w, lane, in, addr, 8);   /* the object's bytes count as written */
+    uint8_t *p = sim_smem_write(c, w, lane, in, c->smem_base + addr, 8);   /* the object's bytes count as written */
     memset(p, 0, 8);
 }
 
@@ -116,27 +119,36 @@ static void inval(SimCta *c, uint32_t addr)
  * the transaction bytes. */
 static void arrive_like(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
+    int wid = sim_warp_id(c, w);   /* of the issuing CTA, before c becomes the barrier's */
     int op = in->d.op, has_state = op == I_MBAR_ARRIVE || op == I_MBAR_ARRIVE_EXPECT_TX;
     int ai = has_state && in->o[0].kind != SO_ADDR ? 1 : 0;
     uint32_t addr;
-    if (in->nops <= ai || !bar_addr(c, w, in, lane, &in->o[ai], &addr)) {
+    SimCta *owner = in->nops > ai ? bar_addr(c, w, in, lane, &in->o[ai], &addr) : NULL;
+    if (!owner) {
         if (!c->failed) sim_fail(c, sim_warp_id(c, w), lane, in, "%s needs [mbarrier]", isa_base_text(op));
         return;
     }
-    SimMbar *b = live(c, w, in, lane, addr);
-    if (!b) return;
+    SimMbar *b = find(owner, addr);
+    if (!b) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier at shared 0x%x of CTA rank %d is used before mbarrier.init", addr,
+                 owner->rank);
+        return;
+    }
+    /* the race clocks are per CTA: an arrival on a peer's barrier publishes none */
+    const uint32_t *vc = owner == c ? w->vc : NULL;
+    c = owner;
     uint64_t arg = in->nops > ai + 1 ? sim_read(c, w, &in->o[ai + 1], lane) : 1;
     if (ai) sim_write(w, c->f, &in->o[0], lane, b->phase);   /* the state token: the phase arrived on */
     switch (op) {
     case I_MBAR_ARRIVE:
-        if (!arg) { sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier.arrive count 0"); return; }
-        sim_mbar_arrive(c, b, w->vc, (uint32_t)arg);
-        w->vc[sim_warp_id(c, w)]++;   /* what the warp does next is not published by this arrival */
+        if (!arg) { sim_fail(c, wid, lane, in, "mbarrier.arrive count 0"); return; }
+        sim_mbar_arrive(c, b, vc, (uint32_t)arg);
+        w->vc[wid]++;   /* what the warp does next is not published by this arrival */
         break;
     case I_MBAR_ARRIVE_EXPECT_TX:
         b->tx += (int64_t)(uint32_t)arg;
-        sim_mbar_arrive(c, b, w->vc, 1);
-        w->vc[sim_warp_id(c, w)]++;
+        sim_mbar_arrive(c, b, vc, 1);
+        w->vc[wid]++;
         break;
     case I_MBAR_EXPECT_TX: b->tx += (int64_t)(uint32_t)arg; break;
     default: sim_mbar_tx(c, b, -(int64_t)(uint32_t)arg); break;
@@ -157,6 +169,11 @@ static int wait(SimCta *c, SimWarp *w, const SimInsn *in, int lane, int *park)
     if (!b) return 0;
     uint64_t v = sim_read(c, w, &in->o[2], lane);
     int done = (in->d.flags & F_PARITY) ? (b->phase & 1) != (v & 1) : b->phase != (uint32_t)v;
+    if (!done && sim_async_land_mbar(c->cl, c, addr) > 0) {
+        /* the waiter is here: what signals this barrier lands now, the latest point it may */
+        if (c->failed) return 0;
+        done = (in->d.flags & F_PARITY) ? (b->phase & 1) != (v & 1) : b->phase != (uint32_t)v;
+    }
     if (done) {
         join(w->vc, b->done_vc, c->nwarps);
     } else if (in->d.op == I_MBAR_TRY_WAIT) {

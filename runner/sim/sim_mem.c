@@ -83,16 +83,38 @@ static const SimCopy *copy_covering(const SimCta *c, uint32_t addr, int *thread)
 
 static int not_in_flight(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, const char *what)
 {
-    for (int i = 0; i < bytes; i++)
-        if (c->sflag[addr + (uint32_t)i] & SM_PENDING) {
-            int thread = -1;
-            const SimCopy *cp = copy_covering(c, addr + (uint32_t)i, &thread);
+    for (int i = 0; i < bytes; i++) {
+        uint8_t fl = c->sflag[addr + (uint32_t)i];
+        int held = (fl & SM_HELD) && *what == 'w';   /* an in-flight reader blocks writes only */
+        if (!(fl & SM_PENDING) && !held) continue;
+        int thread = -1;
+        const SimCopy *cp = (fl & SM_PENDING) ? copy_covering(c, addr + (uint32_t)i, &thread) : NULL;
+        if (cp) {
             sim_fail(c, sim_warp_id(c, w), lane, in,
                      "%s shared memory at 0x%x while the cp.async at PTX line %d (thread %d) is still filling it: "
                      "missing cp.async.wait_group (or it waits on too few groups)",
-                     what, addr + (uint32_t)i, cp ? cp->line : 0, thread);
+                     what, addr + (uint32_t)i, cp->line, thread);
             return 0;
         }
+        const SimAsync *op = sim_async_covering(c->cl, c, addr + (uint32_t)i, !held);
+        if (!op) {   /* the op landed meanwhile: the flag is stale */
+            c->sflag[addr + (uint32_t)i] &= (uint8_t)~(held ? SM_HELD : SM_PENDING);
+            continue;
+        }
+        if (held)
+            sim_fail(c, sim_warp_id(c, w), lane, in,
+                     "overwrites shared memory at 0x%x that the in-flight %s at PTX line %d (thread %d) still reads: "
+                     "wait for its completion (%s) before reusing the buffer",
+                     addr + (uint32_t)i, op->what, op->line, op->warp * 32 + op->lane,
+                     op->bar_cta ? "the mbarrier its commit signals" : "its wait_group");
+        else
+            sim_fail(c, sim_warp_id(c, w), lane, in,
+                     "%s shared memory at 0x%x before the %s at PTX line %d (thread %d) has landed there: "
+                     "wait on its %s first",
+                     what, addr + (uint32_t)i, op->what, op->line, op->warp * 32 + op->lane,
+                     op->bar_cta ? "mbarrier phase" : "group");
+        return 0;
+    }
     return 1;
 }
 
@@ -120,8 +142,46 @@ static int ordered_after_reads(SimCta *c, SimWarp *w, int lane, const SimInsn *i
     return 1;
 }
 
+/* Whether an instruction may reach a peer CTA's shared memory: .shared::cluster
+ * and generic addresses may, .shared (::cta) may not. */
+static int cluster_ok(const SimInsn *in)
+{
+    return in && (!in->d.nspace || in->d.space[0] == SP_SHARED_CLUSTER);
+}
+
+/* DSMEM: a peer's bytes must be written and not in flight; the race
+ * clocks are per CTA, so ordering across CTAs is left to the cluster
+ * barrier and mbarriers the kernel uses. */
+static uint8_t *remote(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *o, uint32_t lo, int bytes, int store)
+{
+    if ((uint64_t)lo + (uint64_t)bytes > o->smem_size || lo % (uint32_t)bytes) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "%s shared::cluster access of %d bytes at 0x%x of CTA rank %d (it has %u bytes)",
+                 lo % (uint32_t)bytes ? "misaligned" : "out-of-bounds", bytes, lo, o->rank, o->smem_size);
+        return c->scratch;
+    }
+    for (int i = 0; i < bytes; i++) {
+        uint8_t fl = o->sflag[lo + (uint32_t)i];
+        if ((fl & SM_PENDING) || (store && (fl & SM_HELD)) || (!store && !(fl & SM_WRITTEN))) {
+            const SimAsync *op = sim_async_covering(c->cl, o, lo + (uint32_t)i, !(fl & SM_HELD) || !store);
+            sim_fail(c, sim_warp_id(c, w), lane, in, "%s shared 0x%x of CTA rank %d, which %s%s%s", store ? "writes" : "reads",
+                     lo + (uint32_t)i, o->rank,
+                     !(fl & (SM_PENDING | SM_HELD)) ? "nothing has written" : (fl & SM_PENDING) ? "is still in flight from the " : "is still read by the ",
+                     op ? op->what : "", op ? " (wait for it first)" : "");
+            return c->scratch;
+        }
+    }
+    if (store)
+        for (int i = 0; i < bytes; i++) o->sflag[lo + (uint32_t)i] |= SM_WRITTEN | SM_GENERIC;
+    return o->smem + lo;
+}
+
 uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
 {
+    uint32_t lo;
+    SimCta *o = sim_smem_owner(c, w, lane, in, addr, cluster_ok(in), &lo);
+    if (!o) return c->scratch;
+    if (o != c) return remote(c, w, lane, in, o, lo, bytes, 0);
+    addr = lo;
     if (!smem_in_range(c, w, lane, in, addr, bytes, "load") || !not_in_flight(c, w, lane, in, addr, bytes, "reads"))
         return c->scratch;
     for (int i = 0; i < bytes; i++)
@@ -151,13 +211,18 @@ static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
 static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, int line)
 {
     int wid = sim_warp_id(c, w);
-    for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] = SM_WRITTEN;
+    for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] = SM_WRITTEN | SM_GENERIC;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
         c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wline[wd] = line;
 }
 
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
 {
+    uint32_t lo;
+    SimCta *o = sim_smem_owner(c, w, lane, in, addr, cluster_ok(in), &lo);
+    if (!o) return c->scratch;
+    if (o != c) return remote(c, w, lane, in, o, lo, bytes, 1);
+    addr = lo;
     if (!smem_write_ok(c, w, lane, in, addr, bytes)) return c->scratch;
     smem_mark_written(c, w, addr, bytes, in->line);
     return c->smem + addr;
@@ -166,6 +231,7 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 /* ---- cp.async ---- */
 static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src, int size)
 {
+    if (!sim_smem_owner(c, w, lane, in, dst, 0, &dst)) return;
     uint32_t n = in->nops > 3 ? (uint32_t)sim_read(c, w, &in->o[3], lane) : (uint32_t)size;
     if (n > (uint32_t)size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the %d-byte copy", n, size);
@@ -232,6 +298,7 @@ static int elem_width(const SimInsn *in)
 static int resolve_space(const SimInsn *in, uint64_t *addr)
 {
     int sp = in->d.nspace ? in->d.space[0] : SP_NONE;
+    if (sp == SP_SHARED_CLUSTER) return SP_SHARED;   /* the address says which CTA */
     if (sp != SP_NONE) return sp;
     if (*addr - SIM_SHARED_WINDOW < (1ull << 32)) { *addr -= SIM_SHARED_WINDOW; return SP_SHARED; }
     if (*addr - SIM_PARAM_WINDOW < (1ull << 32)) { *addr -= SIM_PARAM_WINDOW; return SP_PARAM; }

@@ -1,0 +1,167 @@
+/* Clusters on the sim (PTX ISA "Cluster of Cooperative Thread Arrays",
+ * barrier.cluster, mapa, setmaxnreg, griddepcontrol) and the shared-memory
+ * address map they need. A shared address is rank << 24 | offset: a CTA's
+ * own variables live at its rank's window, so the same bit arithmetic
+ * NVIDIA's kernels do (clearing bit 24 to reach the even CTA of a pair)
+ * names the same CTA here. Without a cluster launch every CTA is rank 0 of
+ * a cluster of one and addresses are plain offsets. */
+#include <string.h>
+#include "sim.h"
+
+SimCta *sim_smem_owner(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int cluster_ok, uint32_t *lo)
+{
+    uint32_t rank = addr >> SIM_RANK_SHIFT;
+    *lo = addr & ((1u << SIM_RANK_SHIFT) - 1);
+    if ((int)rank == c->rank) return c;
+    if (rank >= (uint32_t)c->cl->n) {
+        sim_fail(c, w ? sim_warp_id(c, w) : -1, lane, in,
+                 "shared address 0x%x names CTA rank %u (bits 24 and up), but the cluster has %d CTA%s", addr, rank,
+                 c->cl->n, c->cl->n == 1 ? "" : "s");
+        return NULL;
+    }
+    if (!cluster_ok) {
+        sim_fail(c, w ? sim_warp_id(c, w) : -1, lane, in,
+                 "a .shared::cta access to 0x%x, which is the memory of CTA rank %u (this CTA is rank %d): "
+                 "reaching a peer needs .shared::cluster", addr, rank, c->rank);
+        return NULL;
+    }
+    return &c->cl->cta[rank];
+}
+
+/* ---- barrier.cluster ---- */
+static void join_cta(SimCta *c)
+{
+    uint32_t join[32] = {0};
+    for (int i = 0; i < c->nwarps; i++)
+        for (int k = 0; k < c->nwarps; k++)
+            if (c->w[i].vc[k] > join[k]) join[k] = c->w[i].vc[k];
+    for (int i = 0; i < c->nwarps; i++)
+        if (c->w[i].state != WS_DONE) {
+            memcpy(c->w[i].vc, join, (size_t)c->nwarps * sizeof *join);
+            c->w[i].vc[i]++;
+        }
+}
+
+/* The phase completes when every warp of the cluster has arrived or exited. */
+void sim_cluster_bar_check(SimCluster *cl)
+{
+    int need = 0;
+    for (int r = 0; r < cl->n; r++)
+        for (int i = 0; i < cl->cta[r].nwarps; i++) need += cl->cta[r].w[i].state != WS_DONE || cl->cta[r].w[i].cl_arrived;
+    if (!cl->bar_arrived || cl->bar_arrived < need) return;
+    cl->bar_phase++, cl->bar_arrived = 0;
+    for (int r = 0; r < cl->n; r++) {
+        SimCta *c = &cl->cta[r];
+        join_cta(c);   /* the barrier orders every warp's earlier shared accesses before every later one */
+        for (int i = 0; i < c->nwarps; i++)
+            if (c->w[i].state == WS_CLUSTER) c->w[i].state = WS_RUN, c->w[i].cl_arrived = 0;
+    }
+}
+
+static void cluster_arrive(SimCta *c, SimWarp *w, const SimInsn *in)
+{
+    if (w->cl_arrived) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "barrier.cluster.arrive twice without a barrier.cluster.wait in between");
+        return;
+    }
+    w->cl_arrived = 1, w->cl_phase = c->cl->bar_phase;
+    c->cl->bar_arrived++;
+    sim_cluster_bar_check(c->cl);
+}
+
+static void cluster_wait(SimCta *c, SimWarp *w, const SimInsn *in)
+{
+    if (!w->cl_arrived) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "barrier.cluster.wait without a barrier.cluster.arrive before it");
+        return;
+    }
+    if (c->cl->bar_phase != w->cl_phase) { w->cl_arrived = 0; return; }
+    w->state = WS_CLUSTER, w->wait_line = in->line;
+}
+
+/* ---- mapa: the same variable in another CTA of the cluster ---- */
+static void mapa(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int generic = !in->d.nspace;
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t a = sim_read(c, w, &in->o[1], l), rank = sim_read(c, w, &in->o[2], l);
+        if (generic) {
+            if (a - SIM_SHARED_WINDOW >= (1ull << 32)) {
+                sim_fail(c, sim_warp_id(c, w), l, in, "mapa of generic address 0x%llx, which is not shared memory",
+                         (unsigned long long)a);
+                return;
+            }
+            a -= SIM_SHARED_WINDOW;
+        }
+        if (rank >= (uint64_t)c->cl->n) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "mapa to CTA rank %llu; the cluster has %d", (unsigned long long)rank, c->cl->n);
+            return;
+        }
+        uint32_t lo = (uint32_t)a & ((1u << SIM_RANK_SHIFT) - 1);
+        if (lo >= c->smem_size) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "mapa of shared 0x%x, past the CTA's %u bytes", lo, c->smem_size);
+            return;
+        }
+        uint64_t d = (uint64_t)(rank << SIM_RANK_SHIFT | lo);
+        sim_write(w, c->f, &in->o[0], l, generic ? d + SIM_SHARED_WINDOW : d);
+    }
+}
+
+/* ---- setmaxnreg: registers move between the warpgroups of a CTA ---- */
+static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int wid = sim_warp_id(c, w), n = (int)sim_read(c, w, &in->o[0], 0), inc = in->d.redop == RO_INC;
+    if (exec != w->live || (in->d.redop != RO_INC && in->d.redop != RO_DEC) || n < 24 || n > 256 || n % 8) {
+        sim_fail(c, wid, -1, in, "setmaxnreg.inc/.dec takes 24 to 256 in steps of 8 and every lane of the warp (got %d)", n);
+        return;
+    }
+    int cur = c->maxnreg[wid];
+    if (inc ? n < cur : n > cur) {
+        sim_fail(c, wid, -1, in, "setmaxnreg.%s to %d registers, but the warp holds %d", inc ? "inc" : "dec", n, cur);
+        return;
+    }
+    int budget = c->arch->regs_sm, used = 0;
+    for (int i = 0; i < c->nwarps; i++) used += 32 * (i == wid ? n : c->maxnreg[i]);
+    if (inc && used > budget) {
+        /* .inc waits until registers are released; none will be if every warp waits */
+        w->state = WS_UNIT, w->wait_line = in->line;
+        return;
+    }
+    c->maxnreg[wid] = n;
+    if (!inc)
+        for (int i = 0; i < c->nwarps; i++)
+            if (c->w[i].state == WS_UNIT) c->w[i].state = WS_RUN;   /* parked .inc warps try again */
+}
+
+/* fence.proxy.async orders the fencing warp's generic shared writes before
+ * the async proxy's later reads: those bytes lose their generic mark. */
+static void fence_proxy_async(SimCta *c, SimWarp *w)
+{
+    int wid = sim_warp_id(c, w);
+    for (uint32_t wd = 0; wd < c->smem_size / 4; wd++)
+        if (c->wwarp[wd] == wid)
+            for (int b = 0; b < 4; b++) c->sflag[wd * 4 + (uint32_t)b] &= (uint8_t)~SM_GENERIC;
+}
+
+int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    switch (in->d.op) {
+    case I_CLUSTER_ARRIVE: case I_CLUSTER_WAIT:
+        if (exec != w->live) {
+            sim_fail(c, sim_warp_id(c, w), -1, in, "%s in divergent code: lanes 0x%08x of live 0x%08x",
+                     isa_base_text(in->d.op), exec, w->live);
+            return 1;
+        }
+        if (in->d.op == I_CLUSTER_ARRIVE) cluster_arrive(c, w, in);
+        else cluster_wait(c, w, in);
+        return 1;
+    case I_MAPA: mapa(c, w, in, exec); return 1;
+    case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
+    case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w); return 1;
+    /* every access is performed in order here and PDL grids do not overlap:
+     * memory fences and griddepcontrol have nothing left to order */
+    case I_FENCE: case I_FENCE_MBAR_INIT: case I_GRIDDEP: return 1;
+    }
+    return 0;
+}
