@@ -74,7 +74,10 @@ typedef struct CuMod CuMod;
 typedef struct CuFunc CuFunc;
 typedef struct CuEvt CuEvt;
 
-struct CuDev { struct Device base; void *lib; Api api; EncodeTiledFn encode_tiled; CUdevice dev; CUcontext ctx; };
+/* Likewise optional: only cluster launches need it. */
+typedef CUresult (*LaunchExFn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+struct CuDev { struct Device base; void *lib; Api api; EncodeTiledFn encode_tiled; LaunchExFn launch_ex; CUdevice dev; CUcontext ctx; };
 /* A module owns the DevFuncs taken from it: device.h has no per-function free,
  * and a CUfunction is dead once its module is unloaded anyway. */
 struct CuMod { struct DevModule base; CuDev *d; CUmodule mod; CuFunc *funcs; };
@@ -124,6 +127,8 @@ static int resolve(CuDev *d, char *err, size_t errlen)
     }
     void *enc = dlsym(d->lib, "cuTensorMapEncodeTiled");   /* optional: NULL is reported when used */
     memcpy(&d->encode_tiled, &enc, sizeof enc);
+    void *lex = dlsym(d->lib, "cuLaunchKernelEx");
+    memcpy(&d->launch_ex, &lex, sizeof lex);
     return 0;
 }
 
@@ -391,19 +396,31 @@ static int cu_fill_u8(Device *d_, DevPtr dst, uint8_t v, size_t bytes, char *err
 
 /* Only configuration errors show up here; faults inside the kernel surface
  * at the next synchronizing call (dev_sync, dev_download, dev_event_ms). */
-static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
-               void **args, char *err, size_t errlen)
+static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
+                     unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
     CuFunc *f = (CuFunc *)f_;
-    char ctx[128];
+    char ctx[160];
     CUresult r;
     if (bind(f->d, err, errlen)) return -1;
-    r = f->d->api.LaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem,
-                               (CUstream)0, args, NULL);
+    if (cluster && !f->d->launch_ex)
+        return dev_errf(err, errlen, "a cluster launch needs cuLaunchKernelEx, which this CUDA driver lacks (CUDA 12.0+)");
+    if (cluster) {
+        CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+        attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
+        CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2], .blockDimX = block[0],
+                              .blockDimY = block[1], .blockDimZ = block[2], .sharedMemBytes = dyn_smem,
+                              .hStream = (CUstream)0, .attrs = &attr, .numAttrs = 1};
+        r = f->d->launch_ex(&cfg, f->fn, args, NULL);
+    } else {
+        r = f->d->api.LaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem,
+                                   (CUstream)0, args, NULL);
+    }
     if (r == CUDA_SUCCESS) return 0;
-    snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u dyn_smem %u", grid[0], grid[1], grid[2],
-             block[0], block[1], block[2], dyn_smem);
-    return drv(f->d, r, "cuLaunchKernel", ctx, err, errlen);
+    snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn_smem %u", grid[0], grid[1], grid[2],
+             block[0], block[1], block[2], cluster ? cluster[0] : 1, cluster ? cluster[1] : 1, cluster ? cluster[2] : 1,
+             dyn_smem);
+    return drv(f->d, r, cluster ? "cuLaunchKernelEx" : "cuLaunchKernel", ctx, err, errlen);
 }
 
 static int cu_sync(Device *d_, char *err, size_t errlen)

@@ -57,7 +57,12 @@ int dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_
 int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args, char *err,
                size_t n)
 {
-    return f->dev->ops->launch(f, grid, block, dyn_smem, args, err, n);
+    return f->dev->ops->launch(f, grid, block, NULL, dyn_smem, args, err, n);
+}
+int dev_launch_cluster(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                       unsigned dyn_smem, void **args, char *err, size_t n)
+{
+    return f->dev->ops->launch(f, grid, block, cluster, dyn_smem, args, err, n);
 }
 int dev_sync(Device *d, char *err, size_t n) { return d->ops->sync(d, err, n); }
 int dev_event_new(Device *d, DevEvent **e, char *err, size_t n) { return d->ops->event_new(d, e, err, n); }

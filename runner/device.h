@@ -72,6 +72,11 @@ int  dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size
 /* args: array of pointers to each parameter value, in the kernel's parameter order. */
 int  dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
                 void **args, char *err, size_t errlen);
+/* The same with cluster dims (CTAs per cluster in x, y, z; the grid a multiple
+ * of them): cuLaunchKernelEx with a cluster attribute on "cuda", a cluster
+ * launch on the sim. */
+int  dev_launch_cluster(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                        unsigned dyn_smem, void **args, char *err, size_t errlen);
 int  dev_sync(Device *d, char *err, size_t errlen);   /* cuCtxSynchronize: surfaces async launch faults */
 
 int  dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen);

@@ -2,10 +2,15 @@
  * ptxas but carry one planted bug each: the sim must refuse every one with
  * the message its header names, and run the correct one to the right bytes.
  * Header lines: "// expect: ok" or "// expect: <text in the error>",
- * "// block: N", "// smem: BYTES", and for correct kernels "// check: atomics"
- * (see atomics_ok) or by default the rotation out[t] = in[(t + 32) % 64] in
- * 16-byte units. Every file has the entry k(.param .u64 in, .param .u64 out)
- * over 1024-byte buffers.
+ * "// block: N", "// smem: BYTES", "// grid: N" (CTAs in x), "// cluster: N"
+ * (CTAs per cluster in x), "// strict" (notes are errors), and for correct
+ * kernels "// check: atomics" (see atomics_ok) or by default the rotation
+ * out[t] = in[(t + 32) % 64] in 16-byte units. Every file has the entry
+ * k(.param .u64 in, .param .u64 out) over 1024-byte buffers; a file with
+ * "// tmap_in: DTYPE DIM0 DIM1 BOX0 BOX1 SWIZZLE" (and/or tmap_out) takes
+ * after them 128-byte tensor maps (.param .align 64 .b8 m[128]) of a 2-D
+ * view of in (then out), encoded by the device (cuTensorMapEncodeTiled
+ * numbering: dtype 6 f16, 7 f32, 9 bf16; swizzle 0-3).
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
@@ -17,7 +22,8 @@
 
 enum { BYTES = 1024 };
 
-typedef struct { char expect[256]; unsigned block, smem; int atomics; } Header;
+typedef struct { int on, dtype, swizzle; unsigned dim[2], box[2]; } TmapHdr;
+typedef struct { char expect[256]; unsigned block, smem, grid, cluster; int atomics, strict; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path)
 {
@@ -41,6 +47,26 @@ static void header(const char *text, Header *h)
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
     h->atomics = strstr(text, "// check: atomics") != NULL;
+    h->strict = strstr(text, "// strict") != NULL;
+    const char *g = strstr(text, "// grid: "), *c = strstr(text, "// cluster: ");
+    h->grid = g ? (unsigned)atoi(g + 9) : 1;
+    h->cluster = c ? (unsigned)atoi(c + 12) : 0;
+    for (int k = 0; k < 2; k++) {
+        const char *t = strstr(text, k ? "// tmap_out: " : "// tmap_in: ");
+        TmapHdr *m = &h->tmap[k];
+        m->on = t && sscanf(strchr(t, ':') + 1, "%d %u %u %u %u %d", &m->dtype, &m->dim[0], &m->dim[1], &m->box[0],
+                            &m->box[1], &m->swizzle) == 6;
+    }
+}
+
+/* A 2-D tensor map over a 1024-byte buffer as the header describes it. */
+static int encode(Device *dev, const TmapHdr *m, DevPtr p, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
+{
+    int eb = m->dtype == 7 ? 4 : 2;
+    DevTmapDesc d = {.dtype = m->dtype, .rank = 2, .gaddr = p, .dim = {m->dim[0], m->dim[1]},
+                     .stride = {(uint64_t)m->dim[0] * (uint64_t)eb}, .box = {m->box[0], m->box[1]}, .estride = {1, 1},
+                     .swizzle = m->swizzle};
+    return dev_tmap_encode(dev, &d, out, err, errlen);
 }
 
 /* atomics.ptx: u32 counter 64, f32 counter 64.0, the 64 atom results a
@@ -65,15 +91,22 @@ static int run(Device *dev, const char *ptx, const Header *h, uint8_t *in, uint8
     DevModule *m = NULL;
     DevFunc *f = NULL;
     DevPtr din = 0, dout = 0;
-    unsigned grid[3] = {1, 1, 1}, block[3] = {h->block, 1, 1};
+    unsigned grid[3] = {h->grid, 1, 1}, block[3] = {h->block, 1, 1}, cluster[3] = {h->cluster, 1, 1};
+    uint8_t maps[2][DEV_TMAP_BYTES] __attribute__((aligned(64)));
     int rc = dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
              dev_set_dyn_smem(f, (int)h->smem, err, errlen) || dev_alloc(dev, &din, BYTES, err, errlen) ||
              dev_alloc(dev, &dout, BYTES, err, errlen) || dev_upload(dev, din, in, BYTES, err, errlen) ||
              dev_fill_u8(dev, dout, 0xFF, BYTES, err, errlen);
+    void *args[4] = {&din, &dout};
+    for (int k = 0, n = 2; !rc && k < 2; k++)
+        if (h->tmap[k].on) {
+            rc = encode(dev, &h->tmap[k], k ? dout : din, maps[k], err, errlen);
+            args[n++] = maps[k];
+        }
     if (!rc) {
-        void *args[] = {&din, &dout};
-        rc = dev_launch(f, grid, block, h->smem, args, err, errlen) || dev_sync(dev, err, errlen) ||
-             dev_download(dev, out, dout, BYTES, err, errlen);
+        rc = (h->cluster ? dev_launch_cluster(f, grid, block, cluster, h->smem, args, err, errlen)
+                         : dev_launch(f, grid, block, h->smem, args, err, errlen)) ||
+             dev_sync(dev, err, errlen) || dev_download(dev, out, dout, BYTES, err, errlen);
     }
     char ignore[256];
     if (din) dev_free(dev, din, ignore, sizeof ignore);
@@ -95,7 +128,15 @@ static void one(Device *dev, const char *path, int gpu)
     if (gpu && !want_ok) { free(ptx); return; }   /* a GPU does not catch these: that is the point */
     uint8_t in[BYTES], out[BYTES];
     for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
-    int rc = run(dev, ptx, &h, in, out, err, sizeof err);
+    Device *use = dev;
+    if (h.strict && !gpu) {   /* a device of its own whose notes are errors */
+        setenv("PTXGEN_SIM_STRICT", "1", 1);
+        int bad = dev_open(&use, "sim", 0, err, sizeof err);
+        unsetenv("PTXGEN_SIM_STRICT");
+        if (bad) { check(0, name, "%s", err); free(ptx); return; }
+    }
+    int rc = run(use, ptx, &h, in, out, err, sizeof err);
+    if (use != dev) dev_close(use);
     if (!want_ok) {
         check(rc && strstr(err, h.expect) != NULL, name, "wanted an error containing \"%s\", got %s: %s", h.expect,
               rc ? "error" : "success", err);

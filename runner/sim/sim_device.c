@@ -35,6 +35,7 @@ static void sd_close(Device *d_)
     SimDev *d = (SimDev *)d_;
     for (int i = 0; i < d->sim.heap.n; i++) free(d->sim.heap.bufs[i].data);
     free(d->sim.heap.bufs);
+    free(d->sim.notes);
     free(d);
 }
 
@@ -183,8 +184,8 @@ static int sd_fill(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, si
 }
 
 /* ---- launch ---- */
-static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args,
-                     char *err, size_t errlen)
+static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
+                     unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
     SimFn *f = (SimFn *)f_;
     SimDev *d = f->m->d;
@@ -194,7 +195,13 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     d->sim.err = err, d->sim.errlen = errlen;
     size_t n = strlen(d->launched);
     if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
-    return sim_launch(&d->sim, f->m->m, f->f, grid, block, dyn_smem, args);
+    if (!cluster) return sim_launch(&d->sim, f->m->m, f->f, grid, block, dyn_smem, args);
+    uint8_t *params = calloc(1, (size_t)f->f->param_bytes + 8);
+    if (!params) return dev_errf(err, errlen, "sim: out of memory");
+    for (int i = 0; i < f->f->nparams; i++) memcpy(params + f->f->params[i].offset, args[i], (size_t)f->f->params[i].bytes);
+    int rc = sim_launch_raw(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, params, (size_t)f->f->param_bytes);
+    free(params);
+    return rc;
 }
 
 static int sd_sync(Device *d, char *err, size_t errlen)
@@ -261,6 +268,8 @@ int sim_open(Device **out, char *err, size_t errlen)
     d->sim.max_steps = 1ull << 27;
     const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
     if (env && atoll(env) > 0) d->sim.max_steps = (uint64_t)atoll(env);
+    env = getenv("PTXGEN_SIM_STRICT");   /* notes become errors (sim.h sim_note) */
+    d->sim.strict = env && atoi(env) > 0;
     *out = &d->base;
     return 0;
 }
