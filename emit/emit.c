@@ -41,13 +41,10 @@ Opnd SR(const char *sreg) { return (Opnd){.kind = K_SREG, .name = sreg}; }
 Opnd SYM(const char *sym) { return (Opnd){.kind = K_SYM, .name = sym}; }
 
 Opnd V(int n, const Reg *regs) {
-    Opnd o = {.kind = K_VEC, .n = (uint8_t)n};
+    Opnd o = {.kind = K_VEC, .n = (uint16_t)n, .v = regs};
     if (n < 1 || n > VEC_MAX) { fprintf(stderr, "ptxgen internal: vector of %d registers\n", n); abort(); }
-    memcpy(o.v, regs, (size_t)n * sizeof(Reg));
     return o;
 }
-Opnd V2(Reg a, Reg b) { return V(2, (Reg[]){a, b}); }
-Opnd V4(Reg a, Reg b, Reg c, Reg d) { return V(4, (Reg[]){a, b, c, d}); }
 
 static int is_reg(const Opnd *o, RegClass c) { return o->kind == K_REG && o->r.cls == c; }
 static int is_int(const Opnd *o) { return o->kind == K_IMM || o->kind == K_IMMX; }
