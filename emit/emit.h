@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "buf.h"
 
-typedef enum { RC_PRED, RC_B32, RC_B64, RC_F32, RC_COUNT } RegClass;
+typedef enum { RC_PRED, RC_B32, RC_B64, RC_F32, RC_B16, RC_COUNT } RegClass;
 typedef struct { uint8_t cls; uint32_t id; } Reg;
 
 typedef enum {
@@ -16,7 +16,7 @@ typedef enum {
     OP_COUNT
 } Op;
 
-typedef enum { K_NONE, K_REG, K_IMM, K_IMMX, K_FIMM, K_ADDR, K_VEC, K_LABEL, K_SREG, K_SYM } OpndKind;
+typedef enum { K_NONE, K_REG, K_IMM, K_IMMX, K_FIMM, K_ADDR, K_VEC, K_LABEL, K_SREG, K_SYM, K_TADDR } OpndKind;
 
 /* Vector operands: up to 128 registers (tcgen05.ld .x128, wgmma n256 f32
  * accumulators). The operand points at the caller's array, which must live
@@ -29,7 +29,7 @@ typedef struct {
     int64_t imm;        /* K_IMM/K_IMMX value; K_ADDR byte offset */
     float f;            /* K_FIMM */
     const char *name;   /* K_SREG / K_SYM text; K_ADDR symbol base */
-    const Reg *v;       /* K_VEC: n registers */
+    const Reg *v;       /* K_VEC: n registers; K_TADDR: n coordinates */
 } Opnd;
 
 typedef struct {
@@ -60,6 +60,8 @@ Opnd L(int label);
 Opnd SR(const char *sreg);             /* "%tid.x" */
 Opnd SYM(const char *sym);
 Opnd V(int n, const Reg *regs);
+/* A TMA tensor address: [map, {c0, .., c(n-1)}] (map: a 64-bit generic address of the tensor map). */
+Opnd TA(Reg map, int n, const Reg *coords);
 #define V2(a, b) V(2, (Reg[]){(a), (b)})
 #define V4(a, b, c, d) V(4, (Reg[]){(a), (b), (c), (d)})
 

@@ -178,7 +178,7 @@ typedef struct {
     uint8_t *smem, *sflag;          /* data and SM_* flags per byte */
     uint32_t smem_size, dyn_at;     /* dyn_at: where the dynamic window starts */
     uint32_t *wclk, *rclk;          /* per 4-byte word: writer's clock; each warp's last read clock */
-    uint8_t *wwarp;
+    uint8_t *wwarp, *wrank;         /* per word: the warp that last wrote it, and its CTA's rank (DSMEM writes) */
     int32_t *wline;
     const uint8_t *params;
     SimBarrier bar[16];

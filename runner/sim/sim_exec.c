@@ -318,6 +318,7 @@ static void reset_cta(SimCta *c)
     memset(c->smem, 0xA5, c->smem_size);
     memset(c->wclk, 0, words * sizeof *c->wclk);
     memset(c->wwarp, 0, words);
+    memset(c->wrank, c->rank, words);
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
@@ -344,10 +345,10 @@ static int cta_alloc(SimCta *c)
 {
     size_t words = c->smem_size / 4 + 1;
     c->smem = malloc(c->smem_size + 16), c->sflag = malloc(c->smem_size + 16);
-    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wline = malloc(words * sizeof *c->wline);
+    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wrank = malloc(words), c->wline = malloc(words * sizeof *c->wline);
     c->rclk = malloc(words * (size_t)c->nwarps * sizeof *c->rclk);
     c->w = calloc((size_t)c->nwarps, sizeof *c->w);
-    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wline || !c->rclk || !c->w) return -1;
+    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wrank || !c->wline || !c->rclk || !c->w) return -1;
     for (int i = 0; i < c->nwarps; i++) {
         c->w[i].r = malloc((size_t)(c->f->nslots ? c->f->nslots : 1) * 32 * sizeof *c->w[i].r);
         c->w[i].vc = malloc(32 * sizeof *c->w[i].vc);
@@ -362,7 +363,7 @@ static void cta_free(SimCta *c)
         sim_wgmma_free(&c->w[i]);
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
     }
-    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wline), free(c->rclk);
+    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk);
 }
 
 static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const ArchInfo *arch, const unsigned grid[3],
