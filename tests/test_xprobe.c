@@ -14,7 +14,11 @@
  * The result is compared with a float64 reference; the same PTX and inputs
  * run on the sim (default) or a GPU (--device cuda), and `xcheck` in the
  * README records that both agree.
- * usage: test_xprobe [--device sim|cuda] [--seed N] [--ptx] */
+ * usage: test_xprobe [--device sim|cuda] [--seed N] [--ptx] [--out FILE] [--compare FILE]
+ *   --out writes O (128x64 f32, row-major); --compare checks O against such a
+ *   file from the other device (same seed: the same inputs) within 1e-3 of
+ *   max |O|: the tensor cores and the sim sum S in different orders, and a
+ *   last-bit difference in S can round P to a neighbouring bf16. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,11 +209,17 @@ int main(int argc, char **argv)
     const char *kind = "sim";
     uint64_t seed = (uint64_t)time(NULL);
     int show = 0;
+    const char *out_path = NULL, *cmp_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) kind = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--ptx")) show = 1;
-        else { fprintf(stderr, "usage: test_xprobe [--device sim|cuda] [--seed N] [--ptx]\n"); return 2; }
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--compare") && i + 1 < argc) cmp_path = argv[++i];
+        else {
+            fprintf(stderr, "usage: test_xprobe [--device sim|cuda] [--seed N] [--ptx] [--out FILE] [--compare FILE]\n");
+            return 2;
+        }
     }
     char *ptx = build_ptx();
     if (show) { fputs(ptx, stdout); free(ptx); return 0; }
@@ -271,6 +281,26 @@ int main(int argc, char **argv)
         printf("  max |O - ref| = %.3g (max |ref| %.3g), %d NaN\n", max_err, max_ref, nan);
         check(!nan && max_err <= 1e-2 * max_ref, "xprobe matches the float64 reference", "max error %.3g of %.3g, %d NaN",
               max_err, max_ref, nan);
+    }
+    if (!rc && out_path) {
+        FILE *f = fopen(out_path, "wb");
+        check(f && fwrite(o, sizeof o, 1, f) == 1, "xprobe output written", "cannot write %s", out_path);
+        if (f) fclose(f);
+    }
+    if (!rc && cmp_path) {
+        static float other[M * N];
+        FILE *f = fopen(cmp_path, "rb");
+        int got = f && fread(other, sizeof other, 1, f) == 1;
+        if (f) fclose(f);
+        double diff = 0, mx = 0;
+        for (int i = 0; got && i < M * N; i++) {
+            double d = fabs((double)o[i] - other[i]);
+            if (d > diff || d != d) diff = d != d ? INFINITY : d;
+            if (fabs(o[i]) > mx) mx = fabs(o[i]);
+        }
+        if (got) printf("  max |O - O(%s)| = %.3g (max |O| %.3g)\n", cmp_path, diff, mx);
+        check(got && diff <= 1e-3 * mx, "xprobe agrees with the other device's output", "%s: %s", cmp_path,
+              got ? "outputs differ" : "cannot read it");
     }
     char ignore[256];
     DevPtr bufs[4] = {da, db, dw, dout};
