@@ -136,7 +136,8 @@ typedef struct {
     uint32_t pc[32];
     uint32_t live;          /* lanes that have not exited */
     int state, bar_id, wait_line, exit_line;
-    uint32_t mbar_addr;     /* WS_MBAR: the mbarrier whose phase change wakes the warp */
+    uint32_t mbar_addr;     /* the mbarrier whose phase change wakes the parked lanes */
+    uint32_t parked;        /* lanes waiting in try_wait on it: not issued until it changes phase; all live lanes parked = WS_MBAR */
     uint32_t *vc;           /* vector clock over the CTA's warps: orders shared accesses */
     uint32_t committed[32]; /* cp.async groups committed per lane */
     SimCopy *copies;        /* cp.async in flight */
