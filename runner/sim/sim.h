@@ -273,7 +273,13 @@ int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /*
 /* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM
  * not deallocated; frees unit state. 0 or -1 (failed). */
 int  sim_tcgen05_exit(SimCta *c);
-void sim_wgmma_free(SimWarp *w);
+void sim_wgmma_free(SimWarp *w);   /* also at each CTA's start: the state is per CTA */
+/* Before each instruction of a warp that has wgmma state: touching a register
+ * an in-flight wgmma.mma_async of the warp still owns is an error; other
+ * accesses are recorded for the wgmma.fence check. 1 when it failed. */
+int  sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in);
+/* At a CTA's exit: a wgmma.mma_async some warps of a warpgroup never issued. */
+int  sim_wgmma_exit(SimCta *c);
 
 /* Notes: where the ISA asks for something a kernel omits but the hardware
  * is known to tolerate (NVIDIA's own tutorials omit fence.proxy.async before

@@ -119,6 +119,26 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_ABS: *out = UD(fabs(da)); return 1;
         case I_RCP: *out = UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da); return 1;
         }
+    } else if ((t == T_F16 || t == T_BF16) && (d->rnd == RND_NONE || d->rnd == RND_RN)) {
+        /* scalar halves (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16): a sum or
+         * product of halves is exact in double, then one rounding to nearest */
+        double ha = t == T_F16 ? fp16_to_f32((uint16_t)a) : bf16_to_f32((uint16_t)a);
+        double hb = t == T_F16 ? fp16_to_f32((uint16_t)b) : bf16_to_f32((uint16_t)b);
+        double hc = t == T_F16 ? fp16_to_f32((uint16_t)c) : bf16_to_f32((uint16_t)c), r;
+        switch (op) {
+        case I_ADD: r = ha + hb; break;
+        case I_SUB: r = ha - hb; break;
+        case I_MUL: r = ha * hb; break;
+        case I_MAD: case I_FMA: r = fma(ha, hb, hc); break;
+        case I_MIN: r = fmin(ha, hb); break;
+        case I_MAX: r = fmax(ha, hb); break;
+        case I_NEG: r = -ha; break;
+        case I_ABS: r = fabs(ha); break;
+        default: return refuse(x, "this half-precision operation");
+        }
+        if (d->flags & F_SAT) r = isnan(r) ? 0 : r < 0 ? 0 : r > 1 ? 1 : r;
+        *out = t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r);
+        return 1;
     }
     return refuse(x, "this floating-point type");
 }

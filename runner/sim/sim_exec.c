@@ -190,6 +190,7 @@ static void step(SimCta *c, SimWarp *w)
     }
     const SimInsn *in = &c->f->code[pc];
     uint32_t exec = guard_mask(w, in, active);
+    if (w->wg && exec && sim_wgmma_check_regs(c, w, in)) return;   /* registers an in-flight wgmma owns */
     c->sim->stats.warp_insns[in->d.cls]++;
     c->sim->stats.lane_insns[in->d.cls] += (uint64_t)__builtin_popcount(exec);
     switch (in->d.op) {
@@ -310,7 +311,7 @@ static void run_cluster(SimCluster *cl)
         return;
     }
     for (int r = 0; r < cl->n; r++)
-        if (sim_tcgen05_exit(&cl->cta[r])) return;
+        if (sim_tcgen05_exit(&cl->cta[r]) || sim_wgmma_exit(&cl->cta[r])) return;
 }
 
 /* ---- launch ---- */
@@ -332,6 +333,7 @@ static void reset_cta(SimCta *c)
     for (int i = 0; i < c->nwarps; i++) {
         SimWarp *w = &c->w[i];
         int lanes = c->nthreads - i * 32 < 32 ? c->nthreads - i * 32 : 32;
+        sim_wgmma_free(w);
         /* registers start as all-ones (NaN as f32) so a use before any write shows */
         memset(w->r, 0xFF, (size_t)c->f->nslots * 32 * sizeof *w->r);
         memset(w->pc, 0, sizeof w->pc);
