@@ -275,6 +275,17 @@ sim_tests() {
         if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
         else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
     done
+    # the probes tests/test_sim_wgmma.c writes as PTX text (every configuration and planted bug)
+    local probes=$TMP/wgmma_probes bad
+    mkdir -p "$probes"
+    if build/tests/test_sim_wgmma --seed 1 --dump "$probes" >"$TMP/probes.log" 2>&1; then
+        bad=$(find "$probes" -name '*.ptx' -print0 | xargs -0 -P "$JOBS" -n 16 sh -c \
+            'for f; do ptxas -arch=sm_90a "$f" -o /dev/null >/dev/null 2>&1 || echo "$(basename "$f")"; done' _)
+        if [ -z "$bad" ]; then pass "ptxas accepts the $(find "$probes" -name '*.ptx' | wc -l) wgmma probes of test_sim_wgmma"
+        else fail "ptxas accepts the wgmma probes of test_sim_wgmma" "refused: $(echo $bad | cut -c1-200)"; fi
+    else
+        fail "ptxas accepts the wgmma probes of test_sim_wgmma" "the dump failed: $(one_line "$TMP/probes.log")"
+    fi
 
     section "sim device: counters and refusals"
     run_cli check --kernel attn_fwd --device sim --hdim 64 --sq 77 --sk 130 --stats

@@ -12,7 +12,9 @@
  * N 8, 64, 256; K-major and MN-major; no swizzle (two LBO/SBO arrangements)
  * and the 32B, 64B and 128B swizzles; negated A or B; D = A*B and D += A*B.
  * Then planted bugs, each refused with the message that names it.
- * usage: test_sim_wgmma [--seed N] [--ptx]   (--ptx: print the first probe) */
+ * usage: test_sim_wgmma [--seed N] [--ptx] [--dump DIR]
+ *   --ptx prints one probe; --dump DIR writes every probe, planted bugs
+ *   included, to DIR/NNN.ptx (tests/run_all.sh assembles them with ptxas). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,18 @@ typedef struct { int mma[STEPS], store, bug; } Lines;
 static int atom_bytes(int ly) { return ly == LY_INTER ? 16 : 16 << ly; }
 static int k_step(const Cfg *c) { return c->at == AT_TF32 ? 8 : 16; }
 static int nregs(const Cfg *c) { return c->d32 ? c->n / 2 : c->n / 4; }
+
+static const char *dump_dir;   /* --dump: where every probe is written */
+
+static void dump(const char *ptx)
+{
+    static int n;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%03d.ptx", dump_dir, n++);
+    FILE *f = fopen(path, "w");
+    if (f) fputs(ptx, f), fclose(f);
+    check(f != NULL, "probe written", "cannot write %s", path);
+}
 
 /* ---- host layouts (PTX ISA "Shared Memory Matrix Layout": canonical layouts in 16-byte units) ---- */
 
@@ -401,6 +415,7 @@ static void one(const Cfg *c, Rng *r, int show)
     Lines ln;
     char *ptx = probe(c, &ln);
     if (show) { fputs(ptx, stdout); free(ptx); return; }
+    if (dump_dir) dump(ptx);
     Data d = {0};
     if (data_make(c, r, &d)) {
         check(0, name, "out of memory");
@@ -457,6 +472,7 @@ static void planted(const char *name, Cfg c, Bug bug, int strict, const char *wa
     c.bug = bug;
     Lines ln;
     char *ptx = probe(&c, &ln), err[2048] = "", line_a[48] = "", line_b[48] = "";
+    if (dump_dir) dump(ptx);
     Rng r;
     rng_seed(&r, 7);
     Data d = {0};
@@ -504,8 +520,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--ptx")) show = 1;
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_dir = argv[++i];
         else {
-            fprintf(stderr, "usage: test_sim_wgmma [--seed N] [--ptx]\n");
+            fprintf(stderr, "usage: test_sim_wgmma [--seed N] [--ptx] [--dump DIR]\n");
             return 2;
         }
     }

@@ -42,6 +42,10 @@ typedef struct {
     int nparts, capparts;
 } WgWarp;
 
+/* Half-issued ops a warpgroup may hold: warps run in near lockstep, so more
+ * means a warp skips its mma_asyncs in a loop (and memory would grow). */
+enum { WG_MAX_PARTS = 256 };
+
 static uint64_t group_key(const SimCta *c, int wg) { return (uint64_t)(uint32_t)c->rank << 32 | (0x10000u + (unsigned)wg); }
 
 static void op_free(WgOp *op)
@@ -338,6 +342,15 @@ static WgOp *new_op(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, WgWarp 
         return NULL;
     }
     op->scale_d = (int)sd;
+    if (g->nparts == WG_MAX_PARTS) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "wgmma.mma_async: this warp is %d wgmma.mma_async ahead of another warp of its warpgroup, "
+                                  "which has not issued the one at PTX line %d: .aligned asks every warp to execute each",
+                 WG_MAX_PARTS, g->parts[0]->in->line);
+        op_free(op);
+        bad(c, w, in, msg);
+        return NULL;
+    }
     if (g->nparts == g->capparts) {
         int cap = g->capparts ? 2 * g->capparts : 8;
         WgOp **p = realloc(g->parts, (size_t)cap * sizeof *p);
