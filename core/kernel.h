@@ -79,7 +79,6 @@ typedef struct {
     int nws;
     Plan plan[MAX_KERNELS];   /* one per kernel, in launch order */
     int deterministic;     /* bit-identical outputs across runs (no float atomics) */
-    const char *ptx_min;   /* a later PTX ISA than the arch's lowest, when an instruction needs it (NULL: none) */
 } KernelSet;
 
 const char *param_type_ptx(ParamType t);   /* ".u64" ... */

@@ -11,8 +11,8 @@ static const OpInfo op_info[OP_COUNT] = {
 #undef OP
 };
 
-static const char *const rc_prefix[RC_COUNT] = {"%p", "%r", "%rd", "%f"};
-static const char *const rc_type[RC_COUNT] = {".pred", ".b32", ".b64", ".f32"};
+static const char *const rc_prefix[RC_COUNT] = {"%p", "%r", "%rd", "%f", "%rs"};
+static const char *const rc_type[RC_COUNT] = {".pred", ".b32", ".b64", ".f32", ".b16"};
 
 const char *op_text(Op op) { return op_info[op].text; }
 const char *op_sig(Op op) { return op_info[op].sig; }
@@ -41,13 +41,16 @@ Opnd SR(const char *sreg) { return (Opnd){.kind = K_SREG, .name = sreg}; }
 Opnd SYM(const char *sym) { return (Opnd){.kind = K_SYM, .name = sym}; }
 
 Opnd V(int n, const Reg *regs) {
-    Opnd o = {.kind = K_VEC, .n = (uint8_t)n};
+    Opnd o = {.kind = K_VEC, .n = (uint16_t)n, .v = regs};
     if (n < 1 || n > VEC_MAX) { fprintf(stderr, "ptxgen internal: vector of %d registers\n", n); abort(); }
-    memcpy(o.v, regs, (size_t)n * sizeof(Reg));
     return o;
 }
-Opnd V2(Reg a, Reg b) { return V(2, (Reg[]){a, b}); }
-Opnd V4(Reg a, Reg b, Reg c, Reg d) { return V(4, (Reg[]){a, b, c, d}); }
+
+Opnd TA(Reg map, int n, const Reg *coords) {
+    Opnd o = {.kind = K_TADDR, .r = map, .n = (uint16_t)n, .v = coords};
+    if (n < 1 || n > 5) { fprintf(stderr, "ptxgen internal: tensor address of %d coordinates\n", n); abort(); }
+    return o;
+}
 
 static int is_reg(const Opnd *o, RegClass c) { return o->kind == K_REG && o->r.cls == c; }
 static int is_int(const Opnd *o) { return o->kind == K_IMM || o->kind == K_IMMX; }
@@ -56,6 +59,7 @@ static int is_int(const Opnd *o) { return o->kind == K_IMM || o->kind == K_IMMX;
 static int sig_ok(char s, const Opnd *o) {
     switch (s) {
     case 'R': return is_reg(o, RC_B32);
+    case 'H': case 'h': return is_reg(o, RC_B16);
     case 'F': return is_reg(o, RC_F32);
     case 'D': return is_reg(o, RC_B64);
     case 'P': case 'p': return is_reg(o, RC_PRED);
@@ -65,6 +69,7 @@ static int sig_ok(char s, const Opnd *o) {
     case 'x': return is_reg(o, RC_B32) || is_reg(o, RC_F32) || is_int(o) || o->kind == K_SREG;
     case 'a': return o->kind == K_ADDR;
     case 'v': return o->kind == K_VEC;
+    case 't': return o->kind == K_TADDR && o->r.cls == RC_B64;
     case 'l': return o->kind == K_LABEL;
     case 'i': return is_int(o);
     }
@@ -98,6 +103,16 @@ static void put_opnd(Buf *b, const Opnd *o) {
             put_reg(b, o->v[i]);
         }
         buf_puts(b, "}");
+        break;
+    case K_TADDR:
+        buf_puts(b, "[");
+        put_reg(b, o->r);
+        buf_puts(b, ", {");
+        for (int i = 0; i < o->n; i++) {
+            if (i) buf_puts(b, ", ");
+            put_reg(b, o->v[i]);
+        }
+        buf_puts(b, "}]");
         break;
     case K_LABEL: buf_printf(b, "$L%lld", (long long)o->imm); break;
     case K_SREG: case K_SYM: buf_puts(b, o->name); break;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "buf.h"
 
-typedef enum { RC_PRED, RC_B32, RC_B64, RC_F32, RC_COUNT } RegClass;
+typedef enum { RC_PRED, RC_B32, RC_B64, RC_F32, RC_B16, RC_COUNT } RegClass;
 typedef struct { uint8_t cls; uint32_t id; } Reg;
 
 typedef enum {
@@ -16,16 +16,20 @@ typedef enum {
     OP_COUNT
 } Op;
 
-typedef enum { K_NONE, K_REG, K_IMM, K_IMMX, K_FIMM, K_ADDR, K_VEC, K_LABEL, K_SREG, K_SYM } OpndKind;
+typedef enum { K_NONE, K_REG, K_IMM, K_IMMX, K_FIMM, K_ADDR, K_VEC, K_LABEL, K_SREG, K_SYM, K_TADDR } OpndKind;
 
-#define VEC_MAX 8
+/* Vector operands: up to 128 registers (tcgen05.ld .x128, wgmma n256 f32
+ * accumulators). The operand points at the caller's array, which must live
+ * until e_insn returns (V2/V4 are macros so their arrays live in the caller). */
+#define VEC_MAX 128
 typedef struct {
-    uint8_t kind, n;
+    uint8_t kind;
+    uint16_t n;
     Reg r;              /* K_REG; K_ADDR base (unless sym) */
     int64_t imm;        /* K_IMM/K_IMMX value; K_ADDR byte offset */
     float f;            /* K_FIMM */
     const char *name;   /* K_SREG / K_SYM text; K_ADDR symbol base */
-    Reg v[VEC_MAX];     /* K_VEC */
+    const Reg *v;       /* K_VEC: n registers; K_TADDR: n coordinates */
 } Opnd;
 
 typedef struct {
@@ -56,8 +60,10 @@ Opnd L(int label);
 Opnd SR(const char *sreg);             /* "%tid.x" */
 Opnd SYM(const char *sym);
 Opnd V(int n, const Reg *regs);
-Opnd V2(Reg a, Reg b);
-Opnd V4(Reg a, Reg b, Reg c, Reg d);
+/* A TMA tensor address: [map, {c0, .., c(n-1)}] (map: a 64-bit generic address of the tensor map). */
+Opnd TA(Reg map, int n, const Reg *coords);
+#define V2(a, b) V(2, (Reg[]){(a), (b)})
+#define V4(a, b, c, d) V(4, (Reg[]){(a), (b), (c), (d)})
 
 #define NOGUARD ((Reg){0xff, 0})
 #define OPNDS(...) (int)(sizeof((Opnd[]){__VA_ARGS__}) / sizeof(Opnd)), (Opnd[]){__VA_ARGS__}

@@ -8,6 +8,7 @@
 #include "expr.h"
 #include "manifest.h"
 #include "kctx.h"
+#include "target.h"
 
 struct ptxgen_set {
     KernelSet ks;
@@ -172,7 +173,14 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     s->ks.arch = s->desc.arch;
     Buf body = {0}, m = {0};
     kind_build(kind, &s->desc, &s->ks, &body);
-    module_header(&m, s->desc.arch, s->ks.ptx_min);
+    char version[16];
+    if (emit_target_check(body.s, s->desc.arch, version, err, errlen)) {   /* a generator bug: say it, emit nothing */
+        buf_free(&body);
+        kernel_set_free(&s->ks);
+        free(s);
+        return 2;
+    }
+    module_header(&m, s->desc.arch, version);
     buf_puts(&m, body.s ? body.s : "");
     buf_free(&body);
     s->ks.ptx = buf_take(&m);

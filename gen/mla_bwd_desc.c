@@ -152,7 +152,6 @@ static void workspaces(const AttnDesc *d, KernelSet *ks) {
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
     ks->nk = MLA_BWD_KERNELS;
     ks->deterministic = d->tile.deterministic;
-    if (!d->tile.deterministic && d->arch->vec_red) ks->ptx_min = "8.1";   /* red.global.add.v2.f32 */
     workspaces(d, ks);
     pre_spec(d, &ks->k[MLA_BWD_PRE]);
     main_spec(d, &ks->plan[MLA_BWD_MAIN], &ks->k[MLA_BWD_MAIN]);

@@ -113,6 +113,7 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     char err[2048];
     if (dev_open(&ss->dev, kind, o->device, err, sizeof err)) return fail("device", err);
     if (dev_info(ss->dev, &ss->info, err, sizeof err)) return fail("device", err);
+    dev_set_strict(ss->dev, 1);   /* our own kernels: what the ISA asks for is required, not a note */
     ptxgen_request rq = o->req;
     if (!rq.arch && arch) snprintf(ss->arch, sizeof ss->arch, "%s", arch), rq.arch = ss->arch;
     if (!rq.arch) {

@@ -70,6 +70,8 @@ void dev_event_free(DevEvent *e) { if (e) e->dev->ops->event_free(e); }
 int dev_event_record(DevEvent *e, char *err, size_t n) { return e->dev->ops->event_record(e, err, n); }
 int dev_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t n) { return b->dev->ops->event_ms(a, b, ms, err, n); }
 int dev_print_stats(Device *d, FILE *out, char *err, size_t n) { return d->ops->stats(d, out, err, n); }
+void dev_set_strict(Device *d, int on) { if (d->ops->set_strict) d->ops->set_strict(d, on); }
+int dev_print_notes(Device *d, FILE *out) { return d->ops->notes ? d->ops->notes(d, out) : 0; }
 int dev_tmap_encode(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t n)
 {
     if (!desc || !out) return dev_errf(err, n, "dev_tmap_encode: NULL %s", desc ? "output buffer" : "description");

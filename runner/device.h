@@ -90,6 +90,13 @@ int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t 
  * valid on the device that encoded it. */
 int  dev_tmap_encode(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen);
 
+/* The sim's notes (sim.h sim_note): what the ISA asks for and a kernel omits
+ * although the hardware tolerates it. strict: such omissions are errors
+ * (ptxgen's own kernels are held to the ISA). No-ops on cuda. print_notes
+ * returns how many it printed. */
+void dev_set_strict(Device *d, int on);
+int  dev_print_notes(Device *d, FILE *out);
+
 /* Prints the counters summed over every launch so far (sim only; cuda says so). */
 int  dev_print_stats(Device *d, FILE *out, char *err, size_t errlen);
 

@@ -26,8 +26,7 @@ Reg  kc_f32(Kctx *k, const char *name);
 Reg  kc_imm32(Kctx *k, int64_t v);        /* a register holding a constant */
 /* Appends the finished entry (signature, directives, declarations, body) to module. */
 void kctx_finish(Kctx *k, Buf *module);
-/* Module header: .version (the arch's lowest, or ptx_min when the kernels use
- * an instruction that needs a later ISA; NULL: none), .target, .address_size
- * and the dynamic smem symbol. */
-void module_header(Buf *module, const ArchInfo *a, const char *ptx_min);
+/* Module header: .version (emit/target.h derives it from the instructions),
+ * .target, .address_size and the dynamic smem symbol. */
+void module_header(Buf *module, const ArchInfo *a, const char *version);
 #endif

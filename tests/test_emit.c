@@ -18,6 +18,7 @@
 #include "plan.h"
 #include "arch.h"
 #include "ptxgen.h"
+#include "target.h"
 
 
 /* s with tabs and newlines made visible, for failure messages */
@@ -430,8 +431,37 @@ static void test_api(void)
     ptxgen_free(s);
 }
 
+/* The target check: each op against each arch, and the derived .version. */
+static void test_target(void)
+{
+    static const struct { const char *arch, *body, *version, *err; } cases[] = {
+        {"sm_80", "\tadd.u32 %r1, %r2, 1;\n$L1:\n\t@%p1 bra $L1;\n// mma.sync\n", "7.0", NULL},
+        {"sm_90", "\tred.global.add.v2.f32 [%rd1], {%f1, %f2};\n", "8.1", NULL},
+        {"sm_80", "\tred.global.add.v2.f32 [%rd1], {%f1, %f2};\n", NULL, "needs sm_90"},
+        {"sm_90a", "\twgmma.fence.sync.aligned;\n", "8.0", NULL},
+        {"sm_90", "\twgmma.fence.sync.aligned;\n", NULL, "arch-specific"},
+        {"sm_100a", "\twgmma.fence.sync.aligned;\n", NULL, "same arch generation"},
+        {"sm_103a", "\ttcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r1], 32;\n", "8.8", NULL},
+        {"sm_100a", "\t@!%p2 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r1];\n", "8.6", NULL},
+        {"sm_90a", "\ttcgen05.fence::after_thread_sync;\n", NULL, "needs sm_100a"},
+        {"sm_90a", "\tcp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];\n", NULL, "needs sm_100a"},
+        {"sm_90a", "\tfrobnicate.b32 %r1;\n", NULL, "does not know"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char v[16] = "", err[256] = "";
+        int rc = emit_target_check(cases[i].body, arch_find(cases[i].arch), v, err, sizeof err);
+        if (cases[i].version)
+            check(rc == 0 && !strcmp(v, cases[i].version), "target: version derived", "%s: rc %d, version %s, want %s (%s)",
+                  cases[i].arch, rc, v, cases[i].version, err);
+        else
+            check(rc != 0 && strstr(err, cases[i].err), "target: refused", "%s on %s: rc %d, err '%s', want '%s'",
+                  cases[i].body, cases[i].arch, rc, err, cases[i].err);
+    }
+}
+
 int main(void)
 {
+    test_target();
     test_registers();
     test_instructions();
     test_labels_and_guards();

@@ -136,7 +136,8 @@ typedef struct {
     uint32_t pc[32];
     uint32_t live;          /* lanes that have not exited */
     int state, bar_id, wait_line, exit_line;
-    uint32_t mbar_addr;     /* WS_MBAR: the mbarrier whose phase change wakes the warp */
+    uint32_t mbar_addr;     /* the mbarrier whose phase change wakes the parked lanes */
+    uint32_t parked;        /* lanes waiting in try_wait on it: not issued until it changes phase; all live lanes parked = WS_MBAR */
     uint32_t *vc;           /* vector clock over the CTA's warps: orders shared accesses */
     uint32_t committed[32]; /* cp.async groups committed per lane */
     SimCopy *copies;        /* cp.async in flight */
@@ -178,7 +179,7 @@ typedef struct {
     uint8_t *smem, *sflag;          /* data and SM_* flags per byte */
     uint32_t smem_size, dyn_at;     /* dyn_at: where the dynamic window starts */
     uint32_t *wclk, *rclk;          /* per 4-byte word: writer's clock; each warp's last read clock */
-    uint8_t *wwarp;
+    uint8_t *wwarp, *wrank;         /* per word: the warp that last wrote it, and its CTA's rank (DSMEM writes) */
     int32_t *wline;
     const uint8_t *params;
     SimBarrier bar[16];

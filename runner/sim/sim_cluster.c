@@ -135,13 +135,19 @@ static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 }
 
 /* fence.proxy.async orders the fencing warp's generic shared writes before
- * the async proxy's later reads: those bytes lose their generic mark. */
-static void fence_proxy_async(SimCta *c, SimWarp *w)
+ * the async proxy's later reads: those bytes lose their generic mark, in
+ * this CTA and (.shared::cluster or no space: the generic window) in the
+ * peers it wrote through DSMEM. */
+static void fence_proxy_async(SimCta *c, SimWarp *w, const SimInsn *in)
 {
-    int wid = sim_warp_id(c, w);
-    for (uint32_t wd = 0; wd < c->smem_size / 4; wd++)
-        if (c->wwarp[wd] == wid)
-            for (int b = 0; b < 4; b++) c->sflag[wd * 4 + (uint32_t)b] &= (uint8_t)~SM_GENERIC;
+    int wid = sim_warp_id(c, w), sp = in->d.nspace ? in->d.space[0] : SP_NONE;
+    for (int r = 0; r < c->cl->n; r++) {
+        SimCta *o = &c->cl->cta[r];
+        if (o != c && sp != SP_SHARED_CLUSTER && sp != SP_NONE) continue;
+        for (uint32_t wd = 0; wd < o->smem_size / 4; wd++)
+            if (o->wwarp[wd] == wid && o->wrank[wd] == c->rank)
+                for (int b = 0; b < 4; b++) o->sflag[wd * 4 + (uint32_t)b] &= (uint8_t)~SM_GENERIC;
+    }
 }
 
 int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
@@ -158,7 +164,7 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         return 1;
     case I_MAPA: mapa(c, w, in, exec); return 1;
     case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
-    case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w); return 1;
+    case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
     /* every access is performed in order here and PDL grids do not overlap:
      * memory fences and griddepcontrol have nothing left to order */
     case I_FENCE: case I_FENCE_MBAR_INIT: case I_GRIDDEP: return 1;

@@ -251,12 +251,22 @@ static int sd_tmap_encode(Device *d, const DevTmapDesc *m, uint8_t out[DEV_TMAP_
                            m->swizzle, m->l2promo, m->oobfill, out, err, errlen);
 }
 
+static void sd_set_strict(Device *d, int on) { ((SimDev *)d)->sim.strict = on; }
+
+static int sd_notes(Device *d_, FILE *out)
+{
+    SimDev *d = (SimDev *)d_;
+    if (d->sim.nnotes) fputs(d->sim.notes, out);
+    return d->sim.nnotes;
+}
+
 static const DevOps kSimOps = {
     .name = "sim", .close = sd_close, .info = sd_info, .load_ptx = sd_load, .unload = sd_unload,
     .get_func = sd_get_func, .func_attrs = sd_attrs, .set_dyn_smem = sd_set_dyn, .alloc = sd_alloc,
     .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .launch = sd_launch,
     .sync = sd_sync, .event_new = sd_event_new, .event_free = sd_event_free, .event_record = sd_event_record,
-    .event_ms = sd_event_ms, .stats = sd_stats, .tmap_encode = sd_tmap_encode,
+    .event_ms = sd_event_ms, .stats = sd_stats, .tmap_encode = sd_tmap_encode, .set_strict = sd_set_strict,
+    .notes = sd_notes,
 };
 
 int sim_open(Device **out, char *err, size_t errlen)

@@ -177,8 +177,10 @@ static void branch(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint
 static void step(SimCta *c, SimWarp *w)
 {
     uint32_t pc = UINT32_MAX, active = 0;
+    uint32_t ready = w->live & ~w->parked;
+    if (!ready) { w->state = WS_MBAR; return; }   /* the lanes left have all parked in try_wait */
     for (int l = 0; l < 32; l++)
-        if ((w->live >> l & 1) && w->pc[l] <= pc) {
+        if ((ready >> l & 1) && w->pc[l] <= pc) {
             if (w->pc[l] < pc) pc = w->pc[l], active = 0;
             active |= 1u << l;
         }
@@ -223,8 +225,9 @@ static void step(SimCta *c, SimWarp *w)
         case U_WGMMA: done = sim_wgmma(c, w, in, exec); break;
         case U_TMEM: case U_UMMA: done = sim_tcgen05(c, w, in, exec); break;
         }
-        /* try_wait or a unit parked the warp: it re-executes the instruction when woken */
-        if (w->state == WS_MBAR || w->state == WS_UNIT) return;
+        /* try_wait or a unit parked the warp (or try_wait these lanes): they re-execute the instruction when woken */
+        if (w->state == WS_UNIT) return;
+        if (w->parked & exec) { advance(w, active & ~exec); return; }
         if (!done) sim_fail(c, sim_warp_id(c, w), -1, in, "the sim has no semantics for %s yet", isa_base_text(in->d.op));
     }
     advance(w, active);
@@ -318,6 +321,7 @@ static void reset_cta(SimCta *c)
     memset(c->smem, 0xA5, c->smem_size);
     memset(c->wclk, 0, words * sizeof *c->wclk);
     memset(c->wwarp, 0, words);
+    memset(c->wrank, c->rank, words);
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
@@ -336,7 +340,7 @@ static void reset_cta(SimCta *c)
         memset(w->committed, 0, sizeof w->committed);
         w->vc[i] = 1;
         w->live = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
-        w->state = WS_RUN, w->ncopies = 0, w->steps = 0, w->cl_arrived = 0, w->cl_phase = 0;
+        w->state = WS_RUN, w->ncopies = 0, w->steps = 0, w->cl_arrived = 0, w->cl_phase = 0, w->parked = 0;
         c->maxnreg[i] = share;
     }
 }
@@ -345,10 +349,10 @@ static int cta_alloc(SimCta *c)
 {
     size_t words = c->smem_size / 4 + 1;
     c->smem = malloc(c->smem_size + 16), c->sflag = malloc(c->smem_size + 16);
-    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wline = malloc(words * sizeof *c->wline);
+    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wrank = malloc(words), c->wline = malloc(words * sizeof *c->wline);
     c->rclk = malloc(words * (size_t)c->nwarps * sizeof *c->rclk);
     c->w = calloc((size_t)c->nwarps, sizeof *c->w);
-    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wline || !c->rclk || !c->w) return -1;
+    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wrank || !c->wline || !c->rclk || !c->w) return -1;
     for (int i = 0; i < c->nwarps; i++) {
         c->w[i].r = malloc((size_t)(c->f->nslots ? c->f->nslots : 1) * 32 * sizeof *c->w[i].r);
         c->w[i].vc = malloc(32 * sizeof *c->w[i].vc);
@@ -363,7 +367,7 @@ static void cta_free(SimCta *c)
         sim_wgmma_free(&c->w[i]);
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
     }
-    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wline), free(c->rclk);
+    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk);
     sim_tma_reset(c);
 }
 

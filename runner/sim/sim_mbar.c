@@ -59,7 +59,10 @@ static void complete_phase(SimCta *c, SimMbar *b)
     b->pending = b->expected;
     b->tx = 0;
     for (int i = 0; i < c->nwarps; i++)
-        if (c->w[i].state == WS_MBAR && c->w[i].mbar_addr == b->addr) c->w[i].state = WS_RUN;
+        if (c->w[i].parked && c->w[i].mbar_addr == b->addr) {
+            c->w[i].parked = 0;
+            if (c->w[i].state == WS_MBAR) c->w[i].state = WS_RUN;
+        }
 }
 
 static void maybe_complete(SimCta *c, SimMbar *b)
@@ -176,7 +179,8 @@ static int wait(SimCta *c, SimWarp *w, const SimInsn *in, int lane, int *park)
     }
     if (done) {
         join(w->vc, b->done_vc, c->nwarps);
-    } else if (in->d.op == I_MBAR_TRY_WAIT) {
+    } else if (in->d.op == I_MBAR_TRY_WAIT && (!w->parked || w->mbar_addr == addr)) {
+        /* the ISA lets try_wait suspend; lanes of this warp parked on another barrier make these spin instead */
         *park = 1;
         w->mbar_addr = addr;
         return 1;
@@ -203,7 +207,11 @@ int sim_mbar(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         default: arrive_like(c, w, in, l);
         }
     }
-    if (park) w->state = WS_MBAR, w->wait_line = in->line;
+    if (park) {
+        /* the lanes re-execute the try_wait when the phase changes; lanes of the warp at other PCs go on */
+        w->parked |= exec, w->wait_line = in->line;
+        if (!(w->live & ~w->parked)) w->state = WS_MBAR;
+    }
     return 1;
 }
 

@@ -171,8 +171,13 @@ static uint8_t *remote(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCt
             return c->scratch;
         }
     }
-    if (store)
+    if (store) {
         for (int i = 0; i < bytes; i++) o->sflag[lo + (uint32_t)i] |= SM_WRITTEN | SM_GENERIC;
+        /* clock 0: the peer's warps are ordered after it by the cluster barrier, not by this CTA's clocks;
+         * writer and rank: so the writer's fence.proxy.async finds its DSMEM writes */
+        for (uint32_t wd = lo / 4; wd <= (lo + (uint32_t)bytes - 1) / 4; wd++)
+            o->wclk[wd] = 0, o->wwarp[wd] = (uint8_t)sim_warp_id(c, w), o->wrank[wd] = (uint8_t)c->rank, o->wline[wd] = in->line;
+    }
     return o->smem + lo;
 }
 
@@ -214,7 +219,7 @@ static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, i
     int wid = sim_warp_id(c, w);
     for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] = SM_WRITTEN | SM_GENERIC;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
-        c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wline[wd] = line;
+        c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wrank[wd] = (uint8_t)c->rank, c->wline[wd] = line;
 }
 
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
