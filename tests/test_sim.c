@@ -12,6 +12,7 @@
  * view of in (then out), encoded by the device (cuTensorMapEncodeTiled
  * numbering: dtype 6 f16, 7 f32, 9 bf16; swizzle 0-3; an optional OOBFILL
  * 1 for NaN). "// check: oob_fill" compares out with oob_fill_ok's boxes.
+ * "// note: TEXT" (with expect: ok) also wants a sim note containing TEXT.
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
@@ -24,7 +25,7 @@
 enum { BYTES = 1024 };
 
 typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256]; unsigned block, smem, grid, cluster; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
+typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path)
 {
@@ -43,8 +44,10 @@ static char *slurp(const char *path)
 static void header(const char *text, Header *h)
 {
     const char *e = strstr(text, "// expect: "), *b = strstr(text, "// block: "), *s = strstr(text, "// smem: ");
-    h->expect[0] = 0;
+    const char *n = strstr(text, "// note: ");
+    h->expect[0] = h->note[0] = 0;
     if (e) sscanf(e + 11, "%255[^\n]", h->expect);
+    if (n) sscanf(n + 9, "%255[^\n]", h->note);
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
     h->atomics = strstr(text, "// check: atomics") != NULL;
@@ -152,13 +155,25 @@ static void one(Device *dev, const char *path, int gpu)
     uint8_t in[BYTES], out[BYTES];
     for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
     Device *use = dev;
-    if (h.strict && !gpu) {   /* a device of its own whose notes are errors */
-        setenv("PTXGEN_SIM_STRICT", "1", 1);
+    if ((h.strict || h.note[0]) && !gpu) {   /* a device of its own: notes are errors, or this file's alone */
+        if (h.strict) setenv("PTXGEN_SIM_STRICT", "1", 1);
         int bad = dev_open(&use, "sim", 0, err, sizeof err);
         unsetenv("PTXGEN_SIM_STRICT");
         if (bad) { check(0, name, "%s", err); free(ptx); return; }
     }
     int rc = run(use, ptx, &h, in, out, err, sizeof err);
+    if (!rc && h.note[0] && !gpu) {   /* "// note: TEXT": the run succeeds and the sim notes TEXT */
+        char notes[2048] = "";
+        FILE *f = tmpfile();
+        if (f) {
+            dev_print_notes(use, f);
+            rewind(f);
+            notes[fread(notes, 1, sizeof notes - 1, f)] = 0;
+            fclose(f);
+        }
+        check(strstr(notes, h.note) != NULL, name, "wanted a note containing \"%s\", got: %s", h.note, notes[0] ? notes : "none");
+        if (notes[0]) printf("  %s", notes);
+    }
     if (use != dev) dev_close(use);
     if (!want_ok) {
         check(rc && strstr(err, h.expect) != NULL, name, "wanted an error containing \"%s\", got %s: %s", h.expect,
