@@ -290,11 +290,29 @@ static int land_image(SimCluster *cl, SimAsync *op)
     return 0;
 }
 
+/* An mbarrier's 8 bytes are its state: a copy landing on them is a bug
+ * the byte flags cannot see (init marks them written). */
+static int over_mbarrier(const TmaIssue *x, SimCta *dc, SimRange r)
+{
+    for (int i = 0; i < dc->nmbar; i++)
+        if (dc->mbar[i].addr < r.lo + r.bytes && r.lo < dc->mbar[i].addr + 8) {
+            tma_fail(x, "the copy's destination (shared 0x%x..0x%x of CTA rank %d) overlaps the mbarrier at 0x%x "
+                     "(initialised at PTX line %d)", r.lo, r.lo + r.bytes - 1, dc->rank, dc->mbar[i].addr,
+                     dc->mbar[i].init_line);
+            return 1;
+        }
+    return 0;
+}
+
 int tma_load_push(const TmaIssue *x, const TmaDests *d, uint8_t *image, uint32_t bytes, int swizzle, const char *what)
 {
     for (int i = 0; i < d->n; i++) {
         CheckCtx k = {x, d->dst[i]};
-        if (each_piece(d->lo, bytes, swizzle, check_dst_piece, &k) || x->c->failed) { free(image); return -1; }
+        if (each_piece(d->lo, bytes, swizzle, check_dst_piece, &k) || x->c->failed ||
+            over_mbarrier(x, d->dst[i], covered(d->dst[i], d->lo, bytes, swizzle))) {
+            free(image);
+            return -1;
+        }
     }
     Image *m = malloc(sizeof *m);
     if (!m) {
@@ -371,8 +389,6 @@ static void drop_store(SimAsync *op)
     free(s->st.runs), free(s);
 }
 
-/* cp.reduce.async.bulk.add.f32 flushes subnormal inputs and results to
- * sign-preserving zero (PTX ISA); the other types keep them. */
 static uint32_t ftz32(uint32_t v) { return (v & 0x7F800000u) ? v : v & 0x80000000u; }
 
 static void reduce_elems(const Store *s, uint8_t *g, const uint8_t *src, uint32_t len)
@@ -381,7 +397,7 @@ static void reduce_elems(const Store *s, uint8_t *g, const uint8_t *src, uint32_
     for (uint32_t i = 0; i + (uint32_t)w <= len; i += (uint32_t)w) {
         uint64_t old = 0, v = 0;
         memcpy(&old, g + i, (size_t)w), memcpy(&v, src + i, (size_t)w);
-        int ftz = s->st.type == T_F32 && s->st.redop == RO_ADD;
+        int ftz = s->st.ftz && s->st.type == T_F32;
         if (ftz) old = ftz32((uint32_t)old), v = ftz32((uint32_t)v);
         uint64_t r = sim_red_apply(s->st.type, s->st.redop, old, v, 0, w);
         if (ftz) r = ftz32((uint32_t)r);

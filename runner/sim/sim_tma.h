@@ -55,6 +55,7 @@ typedef struct {
     TmaRun *runs;
     int n, cap;
     int redop, type;        /* IsaRedOp (RO_NONE: plain store) and IsaType of the elements */
+    int ftz;                /* f32 subnormal inputs and results flush to sign-preserving zero */
 } TmaStore;
 /* Appends a run (merging it with the last when both sides continue); 0 or -1 (out of memory: tma_fail). */
 int tma_store_add(const TmaIssue *x, TmaStore *st, uint64_t gaddr, uint32_t off, uint32_t len);

@@ -37,7 +37,9 @@ static int to_global(const TmaIssue *x)
                  want > 3 ? ", cache-policy" : "");
         return -1;
     }
-    TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE};
+    /* the ISA: cp.reduce.async.bulk .add.f32 flushes subnormal inputs and results to sign-preserving zero */
+    TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE,
+                   .ftz = reduce && in->d.redop == RO_ADD};
     if (reduce) {
         if (!st.redop || !tma_reduce_ok(x, st.redop, st.type)) {
             if (!st.redop) tma_fail(x, "cp.reduce.async.bulk needs a reduction (.add, .min, ...) and a type");
@@ -77,6 +79,11 @@ static int to_shared(const TmaIssue *x, int from_shared)
     TmaDests d;
     if (size_opnd(x, &in->o[2], &size) || tma_load_dests(x, &in->o[0], &in->o[3], mc ? &in->o[4] : NULL, 16, &d))
         return -1;
+    if ((uint64_t)d.lo + size > d.dst[0]->smem_size) {   /* before the image is built: size may be huge */
+        tma_fail(x, "the %u-byte copy to shared 0x%x runs past the CTA's %u bytes of shared memory", size, d.lo,
+                 d.dst[0]->smem_size);
+        return -1;
+    }
     uint8_t *img = malloc(size);
     if (!img) {
         tma_fail(x, "out of host memory for a %u-byte bulk copy", size);

@@ -158,6 +158,8 @@ static int tensor_load(const TmaIssue *x)
 }
 
 /* ---- shared -> global ---- */
+enum { TMAP_DT_F32_FTZ = 10 };   /* CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ */
+
 /* The map's data type as the element type of a reduction (T_NONE: none). */
 static int elem_type(const SimTmap *t)
 {
@@ -207,7 +209,7 @@ static int tensor_store(const TmaIssue *x, int reduce)
                  t.swizzle ? " (a swizzled box starts on its swizzle pattern's repeat)" : "");
         return -1;
     }
-    TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = elem_type(&t)};
+    TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = elem_type(&t), .ftz = t.dtype == TMAP_DT_F32_FTZ};
     if (reduce && (!st.redop || !tma_reduce_ok(x, st.redop, st.type))) {
         if (!st.redop) tma_fail(x, "cp.reduce.async.bulk.tensor needs a reduction (.add, .min, ...)");
         return -1;
