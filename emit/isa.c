@@ -37,7 +37,7 @@ static const Mod kMods[] = {
     {"dec", M_REDOP, RO_DEC}, {"and", M_REDOP, RO_AND}, {"or", M_REDOP, RO_OR}, {"xor", M_REDOP, RO_XOR},
     {"exch", M_REDOP, RO_EXCH}, {"cas", M_REDOP, RO_CAS},
     {"v2", M_VEC, 2}, {"v4", M_VEC, 4}, {"v8", M_VEC, 8},
-    {"wide", M_FLAG, F_WIDE}, {"ftz", M_FLAG, F_FTZ}, {"sat", M_FLAG, F_SAT}, {"approx", M_FLAG, F_APPROX},
+    {"wide", M_FLAG, F_WIDE}, {"ftz", M_FLAG, F_FTZ}, {"noftz", M_FLAG, F_NOFTZ}, {"sat", M_FLAG, F_SAT}, {"approx", M_FLAG, F_APPROX},
     {"full", M_FLAG, F_FULL}, {"uni", M_FLAG, F_UNI}, {"sync", M_FLAG, F_SYNC}, {"aligned", M_FLAG, F_ALIGNED},
     {"trans", M_FLAG, F_TRANS}, {"nc", M_FLAG, F_NC}, {"volatile", M_FLAG, F_VOLATILE},
     {"relaxed", M_FLAG, F_RELAXED}, {"acquire", M_FLAG, F_ACQUIRE}, {"release", M_FLAG, F_RELEASE},

@@ -53,7 +53,7 @@ enum {
     F_WS = 1ull << 31, F_PACK16 = 1ull << 32, F_UNPACK16 = 1ull << 33, F_ARRIVE_ONE = 1ull << 34,
     F_BFLY = 1ull << 35, F_IDX = 1ull << 36, F_UP = 1ull << 37, F_DOWN = 1ull << 38, F_BALLOT = 1ull << 39,
     F_ALL = 1ull << 40, F_ANY = 1ull << 41, F_ROW = 1ull << 42, F_COL = 1ull << 43, F_WEAK = 1ull << 44,
-    F_ASYNC = 1ull << 45, F_SC = 1ull << 46, F_FULL = 1ull << 47,
+    F_ASYNC = 1ull << 45, F_SC = 1ull << 46, F_FULL = 1ull << 47, F_NOFTZ = 1ull << 48,
     F_COLLECTOR = 1ull << 49, F_WARPX2 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52
 };
 

@@ -10,7 +10,9 @@
  * "// tmap_in: DTYPE DIM0 DIM1 BOX0 BOX1 SWIZZLE" (and/or tmap_out) takes
  * after them 128-byte tensor maps (.param .align 64 .b8 m[128]) of a 2-D
  * view of in (then out), encoded by the device (cuTensorMapEncodeTiled
- * numbering: dtype 6 f16, 7 f32, 9 bf16; swizzle 0-3).
+ * numbering: dtype 6 f16, 7 f32, 9 bf16; swizzle 0-3; an optional OOBFILL
+ * 1 for NaN). "// check: oob_fill" compares out with oob_fill_ok's boxes.
+ * "// note: TEXT" (with expect: ok) also wants a sim note containing TEXT.
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
@@ -22,8 +24,8 @@
 
 enum { BYTES = 1024 };
 
-typedef struct { int on, dtype, swizzle; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256]; unsigned block, smem, grid, cluster; int atomics, strict; TmapHdr tmap[2]; } Header;
+typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
+typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path)
 {
@@ -42,11 +44,14 @@ static char *slurp(const char *path)
 static void header(const char *text, Header *h)
 {
     const char *e = strstr(text, "// expect: "), *b = strstr(text, "// block: "), *s = strstr(text, "// smem: ");
-    h->expect[0] = 0;
+    const char *n = strstr(text, "// note: ");
+    h->expect[0] = h->note[0] = 0;
     if (e) sscanf(e + 11, "%255[^\n]", h->expect);
+    if (n) sscanf(n + 9, "%255[^\n]", h->note);
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
     h->atomics = strstr(text, "// check: atomics") != NULL;
+    h->oob = strstr(text, "// check: oob_fill") != NULL;
     h->strict = strstr(text, "// strict") != NULL;
     const char *g = strstr(text, "// grid: "), *c = strstr(text, "// cluster: ");
     h->grid = g ? (unsigned)atoi(g + 9) : 1;
@@ -54,18 +59,20 @@ static void header(const char *text, Header *h)
     for (int k = 0; k < 2; k++) {
         const char *t = strstr(text, k ? "// tmap_out: " : "// tmap_in: ");
         TmapHdr *m = &h->tmap[k];
-        m->on = t && sscanf(strchr(t, ':') + 1, "%d %u %u %u %u %d", &m->dtype, &m->dim[0], &m->dim[1], &m->box[0],
-                            &m->box[1], &m->swizzle) == 6;
+        m->oobfill = 0;   /* an optional seventh number: 1 fills out-of-bound elements with NaN */
+        m->on = t && sscanf(strchr(t, ':') + 1, "%d %u %u %u %u %d %d", &m->dtype, &m->dim[0], &m->dim[1], &m->box[0],
+                            &m->box[1], &m->swizzle, &m->oobfill) >= 6;
     }
 }
 
 /* A 2-D tensor map over a 1024-byte buffer as the header describes it. */
 static int encode(Device *dev, const TmapHdr *m, DevPtr p, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
 {
-    int eb = m->dtype == 7 ? 4 : 2;
+    static const int kBytes[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};   /* CUtensorMapDataType 0..12 */
+    int eb = m->dtype >= 0 && m->dtype < 13 ? kBytes[m->dtype] : 1;
     DevTmapDesc d = {.dtype = m->dtype, .rank = 2, .gaddr = p, .dim = {m->dim[0], m->dim[1]},
                      .stride = {(uint64_t)m->dim[0] * (uint64_t)eb}, .box = {m->box[0], m->box[1]}, .estride = {1, 1},
-                     .swizzle = m->swizzle};
+                     .swizzle = m->swizzle, .oobfill = m->oobfill};
     return dev_tmap_encode(dev, &d, out, err, errlen);
 }
 
@@ -82,6 +89,25 @@ static int atomics_ok(const uint8_t *in, const uint8_t *out, char *why, size_t c
     for (int i = 0; i < 64; i++)
         if (u[8 + i] >= 64 || seen[u[8 + i]]++) return snprintf(why, cap, "atom results are not a permutation"), 0;
     if (memcmp(out + 320, in, 256) || memcmp(out + 576, in, 256)) return snprintf(why, cap, "loaded values differ"), 0;
+    return 1;
+}
+
+/* tma_oob_*.ptx: in as a 16 x 16 f32 tensor; out holds the box of 16 x 8
+ * from (-4, 12) and then the one from (4, -4), elements off the tensor
+ * filled with 0 or (oobfill 1) the f32 NaN 0x7FFFFFFF. */
+static int oob_fill_ok(const uint8_t *in, const uint8_t *out, int nan, char *why, size_t cap)
+{
+    static const int start[2][2] = {{-4, 12}, {4, -4}};
+    for (int b = 0; b < 2; b++)
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 16; x++) {
+                int col = start[b][0] + x, row = start[b][1] + y, at = 4 * (b * 128 + y * 16 + x);
+                uint32_t want = nan ? 0x7FFFFFFFu : 0, got;
+                if (col >= 0 && col < 16 && row >= 0 && row < 16) memcpy(&want, in + 4 * (row * 16 + col), 4);
+                memcpy(&got, out + at, 4);
+                if (got != want)
+                    return snprintf(why, cap, "box %d element (%d, %d) is 0x%08x, wanted 0x%08x", b, x, y, got, want), 0;
+            }
     return 1;
 }
 
@@ -129,13 +155,25 @@ static void one(Device *dev, const char *path, int gpu)
     uint8_t in[BYTES], out[BYTES];
     for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
     Device *use = dev;
-    if (h.strict && !gpu) {   /* a device of its own whose notes are errors */
-        setenv("PTXGEN_SIM_STRICT", "1", 1);
+    if ((h.strict || h.note[0]) && !gpu) {   /* a device of its own: notes are errors, or this file's alone */
+        if (h.strict) setenv("PTXGEN_SIM_STRICT", "1", 1);
         int bad = dev_open(&use, "sim", 0, err, sizeof err);
         unsetenv("PTXGEN_SIM_STRICT");
         if (bad) { check(0, name, "%s", err); free(ptx); return; }
     }
     int rc = run(use, ptx, &h, in, out, err, sizeof err);
+    if (!rc && h.note[0] && !gpu) {   /* "// note: TEXT": the run succeeds and the sim notes TEXT */
+        char notes[2048] = "";
+        FILE *f = tmpfile();
+        if (f) {
+            dev_print_notes(use, f);
+            rewind(f);
+            notes[fread(notes, 1, sizeof notes - 1, f)] = 0;
+            fclose(f);
+        }
+        check(strstr(notes, h.note) != NULL, name, "wanted a note containing \"%s\", got: %s", h.note, notes[0] ? notes : "none");
+        if (notes[0]) printf("  %s", notes);
+    }
     if (use != dev) dev_close(use);
     if (!want_ok) {
         check(rc && strstr(err, h.expect) != NULL, name, "wanted an error containing \"%s\", got %s: %s", h.expect,
@@ -146,6 +184,9 @@ static void one(Device *dev, const char *path, int gpu)
     } else if (h.atomics) {
         char why[128] = "";
         check(atomics_ok(in, out, why, sizeof why), name, "%s", why);
+    } else if (h.oob) {
+        char why[128] = "";
+        check(oob_fill_ok(in, out, h.tmap[0].oobfill, why, sizeof why), name, "%s", why);
     } else {
         int bad = -1;
         for (int i = 0; i < BYTES && bad < 0; i++)
@@ -184,6 +225,26 @@ static void counter_units(void)
           sim_gmem_sectors(g, 0x0000FFFFu, 4));
 }
 
+/* The reductions red/atom and the TMA unit's bulk reductions share. */
+static void reduce_units(void)
+{
+    static const struct { int type, redop; uint64_t old, v, want; const char *what; } k[] = {
+        {T_F16, RO_ADD, 0x3C00, 0x4000, 0x4200, "f16 1 + 2 = 3"},
+        {T_F16, RO_ADD, 0x6800, 0x3C00, 0x6800, "f16 2048 + 1 rounds to even 2048"},
+        {T_F16, RO_ADD, 0x6800, 0x4200, 0x6802, "f16 2048 + 3 rounds to even 2052"},
+        {T_BF16, RO_ADD, 0x3F80, 0x3F80, 0x4000, "bf16 1 + 1 = 2"},
+        {T_F16, RO_MIN, 0xBC00, 0x4000, 0xBC00, "f16 min(-1, 2) = -1"},
+        {T_BF16, RO_MAX, 0xBF80, 0x4000, 0x4000, "bf16 max(-1, 2) = 2"},
+        {T_F32, RO_ADD, 0x3F800000, 0x40000000, 0x40400000, "f32 1 + 2 = 3"},
+        {T_U32, RO_ADD, 0xFFFFFFFF, 2, 1, "u32 add wraps"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        int width = isa_type_bits(k[i].type) / 8;
+        uint64_t got = sim_red_apply(k[i].type, k[i].redop, k[i].old, k[i].v, 0, width);
+        check(got == k[i].want, k[i].what, "got 0x%llx, wanted 0x%llx", (unsigned long long)got, (unsigned long long)k[i].want);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int first = 1, gpu = argc > 2 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda");
@@ -192,7 +253,7 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
-    if (!gpu) counter_units();
+    if (!gpu) counter_units(), reduce_units();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

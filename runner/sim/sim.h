@@ -187,6 +187,7 @@ typedef struct {
     int nmbar;
     int failed;
     void *tmem;                     /* the TMEM unit's state (sim_tmem.c), or NULL before the first tcgen05 op */
+    void *tma;                      /* the TMA unit's per-thread bulk groups (sim_tma.c), or NULL before the first bulk op */
     int maxnreg[32];                /* setmaxnreg: registers per thread each warp holds (0: the launch's) */
     uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
 } SimCta;
@@ -268,6 +269,7 @@ void sim_cluster_bar_check(SimCluster *cl);   /* after a warp exits: the barrier
 
 /* ---- units of the async families: each returns 1 when it handled the op ---- */
 int  sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* sim_tma.c */
+void sim_tma_reset(SimCta *c);                                                /* frees the unit's CTA state (CTA reset, free) */
 int  sim_wgmma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);      /* sim_wgmma.c */
 int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /* sim_tcgen05.c: U_TMEM and U_UMMA */
 /* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM
@@ -339,6 +341,10 @@ int      sim_mbar_describe(SimCta *c, const SimWarp *w, char *out, size_t cap);
 uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store);
+/* red/atom's operation on one element of type (IsaType) and width bytes:
+ * the new value from old and v (v2: cas's new value). Also the TMA unit's
+ * bulk reductions. */
+uint64_t sim_red_apply(int type, int redop, uint64_t old, uint64_t v, uint64_t v2, int width);
 void     sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups);
 /* Counts one shared-memory request of width bytes per lane in exec (16-byte
  * lanes go 8 to a phase, as ldmatrix rows do; 8-byte 16; 4-byte 32). */

@@ -120,6 +120,7 @@ int sim_async_check_dst(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
 int sim_async_check_src(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *sc, uint32_t lo, uint32_t bytes)
 {
     if (!range_ok(c, w, lane, in, sc, lo, bytes, "async read")) return 0;
+    int noted = 0;
     for (uint32_t i = 0; i < bytes; i++) {
         uint8_t f = sc->sflag[lo + i];
         if (f & SM_PENDING) {
@@ -136,11 +137,24 @@ int sim_async_check_src(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
                      lo + i, sc->rank);
             return 0;
         }
-        if (f & SM_GENERIC) {
+        if ((f & SM_GENERIC) && !noted) {
+            noted = 1;
             sim_note(c, sim_warp_id(c, w), in, "fence.proxy.async",
                      "the async proxy reads shared 0x%x, written by the generic proxy (st.shared, cp.async) with no "
                      "fence.proxy.async by its writer in between: the ISA asks for one", lo + i);
-            return !c->failed;
+            if (c->failed) return 0;
+        }
+    }
+    if (sc != c) return 1;   /* the race clocks are per CTA, as for destinations */
+    /* the issuer's view must include the writes it hands to the async proxy */
+    int wid = sim_warp_id(c, w);
+    for (uint32_t wd = lo / 4; wd <= (lo + bytes - 1) / 4; wd++) {
+        int writer = c->wwarp[wd];
+        if (writer != wid && c->wclk[wd] > w->vc[writer]) {
+            sim_fail(c, wid, lane, in,
+                     "shared-memory race: the %s reads word 0x%x that warp %d wrote at PTX line %d with no barrier "
+                     "(or mbarrier wait) in between", in ? isa_base_text(in->d.op) : "async op", wd * 4, writer, c->wline[wd]);
+            return 0;
         }
     }
     return 1;

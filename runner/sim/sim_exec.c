@@ -326,6 +326,7 @@ static void reset_cta(SimCta *c)
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
+    sim_tma_reset(c);
     c->failed = 0;
     /* registers per thread before any setmaxnreg: an even share of the register file, as ptxas could at most give */
     int share = c->arch->regs_sm / (c->nwarps * 32) / 8 * 8;
@@ -369,6 +370,7 @@ static void cta_free(SimCta *c)
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
     }
     free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk);
+    sim_tma_reset(c);
 }
 
 static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const ArchInfo *arch, const unsigned grid[3],

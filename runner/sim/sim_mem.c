@@ -9,6 +9,7 @@
  * barriers and, later, mbarrier phases order accesses the same way. */
 #include <stdlib.h>
 #include <string.h>
+#include "dtype.h"
 #include "sim.h"
 
 /* ---- global heap lookup ---- */
@@ -328,15 +329,26 @@ static uint64_t load_elem(const uint8_t *p, int width, int sign)
     return v;
 }
 
-/* Atomics are trivially atomic here: CTAs run one after another and a warp's
- * lanes in lane order. The old value of atom goes to its destination; a
- * vector red adds each element on its own (as the hardware promises). */
-static uint64_t atomic_apply(const SimInsn *in, uint64_t old, uint64_t v, uint64_t v2, int width)
+/* f16/bf16 elements reduce through f32: its 24 bits round the exact sum of
+ * two halves once more than twice the half's 11 (or bf16's 8) bits plus two,
+ * so rounding again to the half is as if rounded once. */
+static uint64_t half_apply(int t, int redop, uint64_t old, uint64_t v)
 {
-    int t = in->d.type[in->d.ntype - 1], sg = isa_type_is_signed(t);
+    float a = t == T_F16 ? fp16_to_f32((uint16_t)old) : bf16_to_f32((uint16_t)old);
+    float b = t == T_F16 ? fp16_to_f32((uint16_t)v) : bf16_to_f32((uint16_t)v);
+    float r = redop == RO_ADD ? a + b : redop == RO_MIN ? (b < a ? b : a) : (b > a ? b : a);
+    if (redop != RO_ADD && a != a) r = b;   /* min/max return the other operand for one NaN */
+    return t == T_F16 ? f32_to_fp16(r) : f32_to_bf16(r);
+}
+
+uint64_t sim_red_apply(int t, int redop, uint64_t old, uint64_t v, uint64_t v2, int width)
+{
+    int sg = isa_type_is_signed(t);
     uint64_t m = width >= 8 ? ~0ull : (1ull << (8 * width)) - 1;
     int64_t so = (int64_t)load_elem((uint8_t *)&old, width, 1), sv = (int64_t)load_elem((uint8_t *)&v, width, 1);
-    switch (in->d.redop) {
+    if ((t == T_F16 || t == T_BF16) && (redop == RO_ADD || redop == RO_MIN || redop == RO_MAX))
+        return half_apply(t, redop, old, v);
+    switch (redop) {
     case RO_ADD:
         if (t == T_F32) { float a, b; uint32_t o32 = (uint32_t)old, v32 = (uint32_t)v; memcpy(&a, &o32, 4); memcpy(&b, &v32, 4); a += b; memcpy(&o32, &a, 4); return o32; }
         if (t == T_F64) { double a, b; memcpy(&a, &old, 8); memcpy(&b, &v, 8); a += b; uint64_t r; memcpy(&r, &a, 8); return r; }
@@ -354,6 +366,9 @@ static uint64_t atomic_apply(const SimInsn *in, uint64_t old, uint64_t v, uint64
     return old;
 }
 
+/* Atomics are trivially atomic here: CTAs run one after another and a warp's
+ * lanes in lane order. The old value of atom goes to its destination; a
+ * vector red adds each element on its own (as the hardware promises). */
 static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int is_atom = in->d.op == I_ATOM, width = elem_width(in);
@@ -377,7 +392,7 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
             SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
             uint64_t old = load_elem(p + width * k, width, 0), v = sim_read(c, w, &e, l);
             uint64_t v2 = in->d.redop == RO_CAS ? sim_read(c, w, &in->o[is_atom + 2], l) : 0;
-            uint64_t nv = atomic_apply(in, old, v, v2, width);
+            uint64_t nv = sim_red_apply(in->d.type[in->d.ntype - 1], in->d.redop, old, v, v2, width);
             memcpy(p + width * k, &nv, (size_t)width);
             if (is_atom) sim_write(w, c->f, &in->o[0], l, old);
         }

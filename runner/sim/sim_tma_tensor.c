@@ -1,0 +1,254 @@
+/* Tensor copies (PTX ISA cp.async.bulk.tensor, cp.reduce.async.bulk.tensor,
+ * prefetch.tensormap): the tensor-map operand is decoded (the sim's own
+ * encoding, sim_tmap.h), the box walked, and the result handed to the unit's
+ * landings (sim_tma.c): a load's image into shared memory, a store's or
+ * reduction's runs into global memory. Out-of-bound elements are filled
+ * (zero, or NaN per the map's oobFill) on a load and skipped on a store. */
+#include <stdlib.h>
+#include <string.h>
+#include "sim_tma.h"
+#include "sim_tmap.h"
+
+/* The 128-byte map at the operand's address: a .param symbol, a generic
+ * address in the parameter window (cvta.param) or global memory. */
+static int fetch_map(const TmaIssue *x, const SimOpnd *o, SimTmap *t)
+{
+    SimCta *c = x->c;
+    uint64_t a = sim_addr(c, x->w, o, x->lane);
+    const uint8_t *p = NULL;
+    const char *where = "global";
+    int param = o->space == SPACE_PARAM && o->reg < 0;
+    if (!param && a - SIM_PARAM_WINDOW < (1ull << 32)) a -= SIM_PARAM_WINDOW, param = 1;
+    if (param) {
+        where = "parameter offset";
+        if (a % 64 || a + TMAP_BYTES > (uint64_t)c->f->param_bytes) {
+            tma_fail(x, "the tensor map at parameter offset %llu is %s (the kernel has %d bytes of parameters)",
+                     (unsigned long long)a, a % 64 ? "not 64-byte aligned" : "outside the parameters", c->f->param_bytes);
+            return -1;
+        }
+        p = c->params + a;
+    } else if (a - SIM_SHARED_WINDOW < (1ull << 32)) {
+        tma_fail(x, "the tensor map operand 0x%llx is not a generic address of .param or .global memory (the ISA "
+                 "takes the map from .param, .const or .global)", (unsigned long long)a);
+        return -1;
+    } else {
+        TmaGcache gc = {0};
+        if (a % 64) {
+            tma_fail(x, "the tensor map at global 0x%llx is not 64-byte aligned", (unsigned long long)a);
+            return -1;
+        }
+        if (!(p = tma_gptr(x, &gc, a, TMAP_BYTES, 0))) return -1;
+    }
+    char err[320];
+    if (sim_tmap_decode(p, t, err, sizeof err)) {
+        tma_fail(x, "the tensor map at %s 0x%llx is not one the sim encoded (dev_tmap_encode): %s", where,
+                 (unsigned long long)a, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The signed 32-bit coordinates of [map, {c0, ...}]. */
+static int coords(const TmaIssue *x, const SimOpnd *o, int want, int32_t *out)
+{
+    if (o->n != want) {
+        tma_fail(x, "%d tensor coordinates where this copy takes %d", o->n, want);
+        return -1;
+    }
+    SimOpnd v = {.kind = SO_VEC, .reg = o->reg2};
+    for (int k = 0; k < want; k++) {
+        SimOpnd e = sim_vec_elem(x->c->f, &v, k);
+        out[k] = (int32_t)sim_read(x->c, x->w, &e, x->lane);
+    }
+    return 0;
+}
+
+/* The map's rank and coordinates against .dim and .tile::gather4. */
+static int box_coords(const TmaIssue *x, const SimTmap *t, const SimOpnd *o, int32_t *c)
+{
+    int gather = (x->in->d.flags & F_GATHER4) != 0;
+    if (x->in->d.dim != t->rank) {
+        tma_fail(x, ".%dd copy with a rank-%d tensor map", x->in->d.dim, t->rank);
+        return -1;
+    }
+    if (gather) {
+        char err[200];
+        if (sim_tmap_gather4_check(t, err, sizeof err)) {
+            tma_fail(x, "%s", err);
+            return -1;
+        }
+    }
+    return coords(x, o, gather ? 5 : t->rank, c);
+}
+
+static uint32_t image_bytes(const TmaIssue *x, const SimTmap *t)
+{
+    return (x->in->d.flags & F_GATHER4) ? sim_tmap_gather4_bytes(t) : sim_tmap_box_bytes(t);
+}
+
+static int walk(const TmaIssue *x, const SimTmap *t, const int32_t *c, SimTmapVisit fn, void *ctx)
+{
+    return (x->in->d.flags & F_GATHER4) ? sim_tmap_gather4_walk(t, c[0], c + 1, fn, ctx) : sim_tmap_box_walk(t, c, fn, ctx);
+}
+
+/* A box starts at 128 bytes in shared memory, a swizzled one on its
+ * pattern's repeat (256, 512, 1024 bytes for 32B, 64B, 128B): the hardware
+ * swizzles the absolute address, so a box elsewhere lands permuted. */
+static uint32_t smem_align(const SimTmap *t) { return t->swizzle ? 128u << t->swizzle : 128u; }
+
+/* ---- global -> shared ---- */
+typedef struct { const TmaIssue *x; TmaGcache gc; uint8_t *img; int eb, nan; } LoadWalk;
+
+static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
+{
+    LoadWalk *k = ctx;
+    if (!in_bounds) {
+        /* OOB fill: zero, or the type's NaN with every mantissa bit set */
+        memset(k->img + off, k->nan ? 0xFF : 0, (size_t)k->eb);
+        if (k->nan) k->img[off + (uint32_t)k->eb - 1] = 0x7F;
+        return 0;
+    }
+    const uint8_t *p = tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 0);
+    if (!p) return -1;
+    memcpy(k->img + off, p, (size_t)k->eb);
+    return 0;
+}
+
+static int tensor_load(const TmaIssue *x)
+{
+    const SimInsn *in = x->in;
+    int next = 3, mc = (in->d.flags & F_MULTICAST) != 0;
+    if (in->d.flags & F_IM2COL) {
+        tma_fail(x, ".im2col tensor copies are not modelled by the sim");
+        return -1;
+    }
+    if (!(in->d.flags & F_COMPLETE_TX)) {
+        tma_fail(x, "a tensor copy into shared memory completes through .mbarrier::complete_tx::bytes");
+        return -1;
+    }
+    const SimOpnd *mask = mc ? &in->o[next++] : NULL;
+    next += (in->d.flags & F_CACHE_HINT) != 0;
+    if (in->nops != next || in->o[1].kind != SO_ADDR || !in->o[1].n) {
+        tma_fail(x, "takes [dst], [tensorMap, {coordinates}], [mbar]%s%s", mc ? ", ctaMask" : "",
+                 (in->d.flags & F_CACHE_HINT) ? ", cache-policy" : "");
+        return -1;
+    }
+    SimTmap t;
+    int32_t c[TMAP_MAX_RANK];
+    TmaDests d;
+    if (fetch_map(x, &in->o[1], &t) || box_coords(x, &t, &in->o[1], c) ||
+        tma_load_dests(x, &in->o[0], &in->o[2], mask, smem_align(&t), &d))
+        return -1;
+    uint32_t bytes = image_bytes(x, &t);
+    if ((uint64_t)d.lo + bytes > d.dst[0]->smem_size) {   /* before the image is built: a box may be huge */
+        tma_fail(x, "the %u-byte box at shared 0x%x runs past the CTA's %u bytes of shared memory", bytes, d.lo,
+                 d.dst[0]->smem_size);
+        return -1;
+    }
+    LoadWalk k = {x, {0}, malloc(bytes), t.elem_bytes, t.oobfill == 1};
+    if (!k.img) {
+        tma_fail(x, "out of host memory for a %u-byte box", bytes);
+        return -1;
+    }
+    if (walk(x, &t, c, load_elem, &k)) {
+        free(k.img);
+        return -1;
+    }
+    return tma_load_push(x, &d, k.img, bytes, t.swizzle, "TMA load (cp.async.bulk.tensor)");
+}
+
+/* ---- shared -> global ---- */
+enum { TMAP_DT_F32_FTZ = 10 };   /* CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ */
+
+/* The map's data type as the element type of a reduction (T_NONE: none). */
+static int elem_type(const SimTmap *t)
+{
+    static const uint8_t kType[] = {T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_F16, T_F32, T_F64, T_BF16, T_F32, T_TF32, T_TF32};
+    return t->dtype >= 0 && t->dtype < (int)sizeof kType ? kType[t->dtype] : T_NONE;
+}
+
+typedef struct { const TmaIssue *x; TmaGcache gc; TmaStore *st; int eb; } StoreWalk;
+
+static int store_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
+{
+    StoreWalk *k = ctx;
+    if (!in_bounds) return 0;
+    if (!tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 1)) return -1;
+    return tma_store_add(k->x, k->st, ga, off, (uint32_t)k->eb);
+}
+
+static int tensor_store(const TmaIssue *x, int reduce)
+{
+    const SimInsn *in = x->in;
+    int want = 2 + ((in->d.flags & F_CACHE_HINT) != 0);
+    if (in->d.flags & (F_IM2COL | F_GATHER4)) {
+        tma_fail(x, "only .tile tensor stores and reductions are modelled by the sim");
+        return -1;
+    }
+    if (!(in->d.flags & F_BULK_GROUP)) {
+        tma_fail(x, "a tensor copy out of shared memory completes through .bulk_group");
+        return -1;
+    }
+    if (in->nops != want || in->o[0].kind != SO_ADDR || !in->o[0].n) {
+        tma_fail(x, "takes [tensorMap, {coordinates}], [src]%s", want > 2 ? ", cache-policy" : "");
+        return -1;
+    }
+    SimTmap t;
+    int32_t c[TMAP_MAX_RANK];
+    uint32_t lo;
+    if (fetch_map(x, &in->o[0], &t) || box_coords(x, &t, &in->o[0], c) ||
+        !tma_shared_opnd(x, &in->o[1], 0, "the source", &lo))
+        return -1;
+    for (int i = 0; i < t.rank; i++)
+        if (c[i] < 0) {
+            tma_fail(x, "coordinate %d is %d: the ISA requires a store's box to start at non-negative coordinates", i, c[i]);
+            return -1;
+        }
+    if (lo % smem_align(&t)) {
+        tma_fail(x, "the source shared 0x%x is not %u-byte aligned%s", lo, smem_align(&t),
+                 t.swizzle ? " (a swizzled box starts on its swizzle pattern's repeat)" : "");
+        return -1;
+    }
+    TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = elem_type(&t), .ftz = t.dtype == TMAP_DT_F32_FTZ};
+    if (reduce && (!st.redop || !tma_reduce_ok(x, st.redop, st.type))) {
+        if (!st.redop) tma_fail(x, "cp.reduce.async.bulk.tensor needs a reduction (.add, .min, ...)");
+        return -1;
+    }
+    uint32_t bytes = image_bytes(x, &t);
+    if ((uint64_t)lo + bytes > x->c->smem_size) {
+        tma_fail(x, "the %u-byte box at shared 0x%x runs past the CTA's %u bytes of shared memory", bytes, lo,
+                 x->c->smem_size);
+        return -1;
+    }
+    StoreWalk k = {x, {0}, &st, t.elem_bytes};
+    if (walk(x, &t, c, store_elem, &k)) {
+        free(st.runs);
+        return -1;
+    }
+    return tma_store_push(x, &st, lo, bytes, t.swizzle,
+                          reduce ? "TMA reduce (cp.reduce.async.bulk.tensor)" : "TMA store (cp.async.bulk.tensor)");
+}
+
+int tma_tensor(const TmaIssue *x)
+{
+    const IsaInsn *d = &x->in->d;
+    int to_shared = d->nspace == 2 && (d->space[0] == SP_SHARED || d->space[0] == SP_SHARED_CLUSTER) && d->space[1] == SP_GLOBAL;
+    int to_global = d->nspace == 2 && d->space[0] == SP_GLOBAL && d->space[1] == SP_SHARED;
+    int reduce = d->op == I_REDUCE_BULK_TENSOR;
+    if (to_shared && !reduce) return tensor_load(x);
+    if (to_global) return tensor_store(x, reduce);
+    tma_fail(x, "%s copies .shared::cluster/.shared::cta <- .global%s or .global <- .shared::cta; this direction is not one",
+             isa_base_text(d->op), reduce ? " (not for reductions)" : "");
+    return -1;
+}
+
+/* A hint to the hardware; here it checks that a map the sim encoded is there. */
+int tma_prefetch_map(const TmaIssue *x)
+{
+    SimTmap t;
+    if (x->in->nops != 1 || x->in->o[0].kind != SO_ADDR || x->in->o[0].n) {
+        tma_fail(x, "prefetch.tensormap takes [tensorMap]");
+        return -1;
+    }
+    return fetch_map(x, &x->in->o[0], &t);
+}
