@@ -44,6 +44,7 @@ typedef enum {
 
 typedef struct {
     int rs, at, d32, n, neg_a, neg_b, acc;
+    int nobar;     /* no bar.sync after the copy: each warp's writes are ordered before the warpgroup's mma_async */
     Tile a, b;
     Bug bug;
 } Cfg;
@@ -211,8 +212,8 @@ static char *probe(const Cfg *c, Lines *ln)
                    "$copy:\n\tsetp.ge.u32 %%p0, %%r2, %u;\n\t@%%p0 bra $copied;\n\tcvt.u64.u32 %%rd1, %%r2;\n"
                    "\tadd.s64 %%rd2, %%rd0, %%rd1;\n\tld.global.v4.b32 {%%r4, %%r5, %%r6, %%r7}, [%%rd2];\n"
                    "\tadd.u32 %%r3, %%r1, %%r2;\n\tst.shared.v4.b32 [%%r3], {%%r4, %%r5, %%r6, %%r7};\n"
-                   "\tadd.u32 %%r2, %%r2, %d;\n\tbra $copy;\n$copied:\n\tfence.proxy.async.shared::cta;\n\tbar.sync 0;\n",
-               img_bytes(c), COPY_STRIDE);
+                   "\tadd.u32 %%r2, %%r2, %d;\n\tbra $copy;\n$copied:\n\tfence.proxy.async.shared::cta;\n%s",
+               img_bytes(c), COPY_STRIDE, c->nobar ? "" : "\tbar.sync 0;\n");
     /* accumulators, RS fragments, the scale-d predicate */
     buf_printf(&b, "\tld.param.u64 %%rd3, [dinit];\n\tcvta.to.global.u64 %%rd3, %%rd3;\n\tmul.wide.u32 %%rd4, %%r0, %d;\n"
                    "\tadd.s64 %%rd5, %%rd3, %%rd4;\n", 4 * n);
@@ -393,9 +394,10 @@ static void cfg_name(const Cfg *c, char *out, size_t cap)
 {
     char a[64] = "regs";
     if (!c->rs) snprintf(a, sizeof a, "%s-major %s%s", c->a.kmajor ? "K" : "MN", ly_name[c->a.layout], c->a.var ? "'" : "");
-    snprintf(out, cap, "%s m64n%dk%d .%s.%s A %s, B %s-major %s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
+    snprintf(out, cap, "%s m64n%dk%d .%s.%s A %s, B %s-major %s%s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
              c->d32 ? "f32" : "f16", at_name[c->at], a, c->b.kmajor ? "K" : "MN", ly_name[c->b.layout], c->b.var ? "'" : "",
-             c->neg_a ? ", -A" : "", c->neg_b ? ", -B" : "", c->acc ? ", D += A*B" : ", D = A*B");
+             c->neg_a ? ", -A" : "", c->neg_b ? ", -B" : "", c->acc ? ", D += A*B" : ", D = A*B",
+             c->nobar ? ", tiles from the warpgroup's own warps without bar.sync" : "");
 }
 
 static Cfg make_cfg(int rs, int at, int d32, int n, int aly, int akm, int bly, int bkm, int var, int flags)
@@ -455,6 +457,10 @@ static void numerics(Rng *r)
     Cfg mixed[] = {make_cfg(0, AT_F16, 1, 64, LY_SW128, 1, LY_SW64, 0, 0, 4), make_cfg(0, AT_BF16, 1, 128, LY_SW32, 0, LY_INTER, 1, 1, 5),
                    make_cfg(0, AT_F16, 0, 24, LY_INTER, 0, LY_SW128, 1, 0, 6), make_cfg(0, AT_BF16, 1, 200, LY_SW64, 1, LY_SW32, 0, 1, 7)};
     for (size_t k = 0; k < sizeof mixed / sizeof mixed[0]; k++) one(&mixed[k], r, 0);
+    /* the tiles written by the four warps of the warpgroup itself, no bar.sync before the mma_async */
+    Cfg nobar = make_cfg(0, AT_BF16, 1, 64, LY_SW128, 1, LY_SW128, 0, 0, 4);
+    nobar.nobar = 1;
+    one(&nobar, r, 0);
     /* tf32: K-major only (the ISA: no transpose for .tf32), SS and RS */
     for (int ni = 0; ni < 3; ni++)
         for (int ly = LY_INTER; ly <= LY_SW128; ly++) {

@@ -460,6 +460,25 @@ static int check_sources(SimCta *c, SimWarp *w, const SimInsn *in, const WgOp *o
     return ok ? 0 : -1;
 }
 
+/* The sources as the warpgroup sees them. The op starts once all four warps
+ * issued it, each after its own earlier writes, so its view of shared memory
+ * is the join of their clocks (NVIDIA's h01 feeds wgmma from each warp's
+ * cp.async with no bar.sync in between). The issuing warp carries that view
+ * through the queue's checks and gets its own back: the op orders nothing
+ * between the warps themselves. */
+static int check_operands(SimCta *c, SimWarp *w, const SimInsn *in, const WgOp *op)
+{
+    uint32_t own[32];
+    memcpy(own, w->vc, (size_t)c->nwarps * sizeof *own);
+    for (int i = 0; i < WG_WARPS; i++)
+        for (int k = 0; k < c->nwarps; k++)
+            if (c->w[WG_WARPS * op->wg + i].vc[k] > w->vc[k]) w->vc[k] = c->w[WG_WARPS * op->wg + i].vc[k];
+    int rc = (!op->rs && check_sources(c, w, in, op, op->aaddr, WG_M * op->k)) ||
+             check_sources(c, w, in, op, op->baddr, op->n * op->k);
+    memcpy(w->vc, own, (size_t)c->nwarps * sizeof *own);
+    return rc;
+}
+
 /* The fourth warp has issued op, so the hardware may start it: its shared
  * sources are checked and held from now on, and the warps of the warpgroup
  * parked in wait_group try again. */
@@ -467,9 +486,7 @@ static void issue(SimCta *c, SimWarp *w, const SimInsn *in, WgWarp *g, WgOp *op)
 {
     remove_part(g, op);
     SimAsync *a = NULL;
-    if ((!op->rs && check_sources(c, w, in, op, op->aaddr, WG_M * op->k)) ||
-        check_sources(c, w, in, op, op->baddr, op->n * op->k) ||
-        !(a = sim_async_new(c, &c->w[WG_WARPS * op->wg], 0, in, "wgmma.mma_async"))) {
+    if (check_operands(c, w, in, op) || !(a = sim_async_new(c, &c->w[WG_WARPS * op->wg], 0, in, "wgmma.mma_async"))) {
         op_free(op);
         return;
     }
