@@ -39,7 +39,8 @@ typedef struct {
 
 typedef enum {
     BUG_NONE, BUG_READ_EARLY, BUG_WRITE_ACC, BUG_SMEM_OVERWRITE, BUG_SKIP_WARP, BUG_BASE_OFFSET, BUG_DESC_OOB,
-    BUG_NO_FENCE, BUG_FENCE_ORDER, BUG_A_WRITE, BUG_DIVERGENT, BUG_DESC_DIVERGE, BUG_GROUP_MISMATCH, BUG_SMALL_CTA
+    BUG_NO_FENCE, BUG_FENCE_ORDER, BUG_A_WRITE, BUG_DIVERGENT, BUG_DESC_DIVERGE, BUG_GROUP_MISMATCH, BUG_SMALL_CTA,
+    BUG_SKIP_EXIT
 } Bug;
 
 typedef struct {
@@ -231,7 +232,8 @@ static char *probe(const Cfg *c, Lines *ln)
     }
     if (c->bug != BUG_NO_FENCE && c->bug != BUG_FENCE_ORDER) buf_puts(&b, "\twgmma.fence.sync.aligned;\n");
     buf_puts(&b, "\tld.param.u32 %r8, [acc];\n\tsetp.ne.u32 %p1, %r8, 0;\n\tsetp.eq.u32 %p2, %r9, 3;\n");
-    if (c->bug == BUG_SKIP_WARP) buf_puts(&b, "\t@%p2 bra $skip;\n");
+    if (c->bug == BUG_SKIP_WARP) buf_puts(&b, "\t@%p2 bra $quit;\n");
+    if (c->bug == BUG_SKIP_EXIT) buf_puts(&b, "\t@%p2 bra $late;\n");
     if (c->bug == BUG_GROUP_MISMATCH) {
         buf_puts(&b, "\t@!%p2 bra $nocommit;\n");
         ln->bug = line_no(&b);
@@ -254,7 +256,6 @@ static char *probe(const Cfg *c, Lines *ln)
         if (c->at != AT_TF32) buf_printf(&b, ", %d", !c->b.kmajor);
         buf_puts(&b, ";\n");
     }
-    if (c->bug == BUG_SKIP_WARP) buf_puts(&b, "$skip:\n");
     buf_puts(&b, "\twgmma.commit_group.sync.aligned;\n");
     if (c->bug != BUG_GROUP_MISMATCH && c->bug != BUG_FENCE_ORDER) ln->bug = line_no(&b);
     if (c->bug == BUG_WRITE_ACC) buf_printf(&b, "\tmov.b32 %%d%d, 0;\n", n - 1);
@@ -264,7 +265,15 @@ static char *probe(const Cfg *c, Lines *ln)
     if (c->bug != BUG_READ_EARLY) buf_puts(&b, "\twgmma.wait_group.sync.aligned 0;\n");
     ln->store = line_no(&b);
     acc_io(&b, c, 1);
-    buf_puts(&b, "\tret;\n}\n");
+    buf_puts(&b, "\tret;\n");
+    if (c->bug == BUG_SKIP_WARP) buf_puts(&b, "$quit:\n\tret;\n");   /* warp 3 leaves before the others issue */
+    if (c->bug == BUG_SKIP_EXIT) {   /* warp 3 dawdles, then leaves while the others wait for it */
+        buf_puts(&b, "$late:\n\tmov.u32 %r12, 0;\n$spin:\n\tadd.u32 %r12, %r12, 1;\n\tsetp.lt.u32 %p3, %r12, 200;\n"
+                     "\t@%p3 bra $spin;\n");
+        ln->bug = line_no(&b);
+        buf_puts(&b, "\tret;\n");
+    }
+    buf_puts(&b, "}\n");
     return buf_take(&b);
 }
 
@@ -505,8 +514,11 @@ static void planted_bugs(void)
             "that the in-flight wgmma.mma_async at PTX line", 1, 2);
     planted("planted: RS A fragment register written before wait_group", rs, BUG_A_WRITE, 0,
             "wgmma A-fragment register %a6 written before wgmma.wait_group", 2, 2);
-    /* warp 3 runs ahead (it skips the descriptor arithmetic too) and exits before the others issue: they find it gone */
-    planted("planted: warp 3 skips the mma_async", ss, BUG_SKIP_WARP, 0, "warp 3 exited without", 1, 0);
+    /* three ways to skip: warp 3 leaves before the others issue (their wait finds it gone), leaves after
+     * (its exit is refused), or waits itself (tests/sim/wgmma_skip_warp.ptx) */
+    planted("planted: warp 3 skips the mma_async and leaves at once", ss, BUG_SKIP_WARP, 0, "warp 3 exited without", 1, 0);
+    planted("planted: warp 3 skips the mma_async and exits while the others wait", ss, BUG_SKIP_EXIT, 0,
+            "the warp exits without issuing the wgmma.mma_async", 1, 2);
     planted("planted: warp 3 commits a group the others do not", ss, BUG_GROUP_MISMATCH, 0, "in commit group 1", 0, 0);
     planted("planted: descriptor base offset 1 on a 128B-swizzled tile at row 0", ss, BUG_BASE_OFFSET, 0,
             "but base offset is 1", 1, 0);

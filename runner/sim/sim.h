@@ -276,10 +276,12 @@ int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /*
  * not deallocated; frees unit state. 0 or -1 (failed). */
 int  sim_tcgen05_exit(SimCta *c);
 void sim_wgmma_free(SimWarp *w);   /* also at each CTA's start: the state is per CTA */
-/* Before each instruction of a warp that has wgmma state: touching a register
- * an in-flight wgmma.mma_async of the warp still owns is an error; other
- * accesses are recorded for the wgmma.fence check. 1 when it failed. */
-int  sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in);
+/* Before each instruction of a warp that has wgmma state (exec: its lanes):
+ * touching a register an in-flight wgmma.mma_async of the warp still owns is
+ * an error, and so is exiting while the warpgroup holds an mma_async the
+ * warp has not issued; other accesses are recorded for the wgmma.fence
+ * check. 1 when it failed. */
+int  sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
 /* At a CTA's exit: a wgmma.mma_async some warps of a warpgroup never issued. */
 int  sim_wgmma_exit(SimCta *c);
 

@@ -190,7 +190,7 @@ static void step(SimCta *c, SimWarp *w)
     }
     const SimInsn *in = &c->f->code[pc];
     uint32_t exec = guard_mask(w, in, active);
-    if (w->wg && exec && sim_wgmma_check_regs(c, w, in)) return;   /* registers an in-flight wgmma owns */
+    if (w->wg && exec && sim_wgmma_check_regs(c, w, in, exec)) return;   /* registers an in-flight wgmma owns */
     c->sim->stats.warp_insns[in->d.cls]++;
     c->sim->stats.lane_insns[in->d.cls] += (uint64_t)__builtin_popcount(exec);
     switch (in->d.op) {

@@ -125,10 +125,31 @@ static int check_slot(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, int s
     return 0;
 }
 
-int sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in)
+/* A warp that leaves while its warpgroup holds an mma_async it has not
+ * issued never will: its mates would wait for it forever. */
+static int exits_owing(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int wid = sim_warp_id(c, w), wg = wid / WG_WARPS, me = wid % WG_WARPS;
+    const WgWarp *g = c->w[WG_WARPS * wg].wg;
+    if ((w->live & ~exec) || !g) return 0;
+    for (int i = 0; i < g->nparts; i++)
+        if (!(g->parts[i]->have >> me & 1)) {
+            char who[32];
+            warp_list(g->parts[i]->have, who, sizeof who);
+            sim_fail(c, wid, -1, in,
+                     "the warp exits without issuing the wgmma.mma_async at PTX line %d that warp(s) %s of its warpgroup "
+                     "issued: every warp of a warpgroup executes each wgmma.mma_async (.aligned)",
+                     g->parts[i]->in->line, who);
+            return 1;
+        }
+    return 0;
+}
+
+int sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     WgWarp *s = w->wg;
     if (!s || in->d.unit == U_WGMMA) return 0;   /* mma_async checks its own operands */
+    if (in->d.op == I_RET || in->d.op == I_EXIT) return exits_owing(c, w, in, exec);
     const SimFunc *f = c->f;
     for (int i = 0; i < in->nops; i++) {
         const SimOpnd *o = &in->o[i];
