@@ -28,7 +28,7 @@
 
 enum { LY_INTER, LY_SW32, LY_SW64, LY_SW128 };
 enum { AT_F16, AT_BF16, AT_TF32 };
-enum { STEPS = 2, THREADS = 128, COPY_STRIDE = THREADS * 16 };
+enum { STEPS = 2, THREADS = 128 };
 static const char *ly_name[] = {"interleave", "32B", "64B", "128B"}, *at_name[] = {"f16", "bf16", "tf32"};
 
 /* One operand tile in shared memory: rows (M = 64 for A, N for B) x ktot. */
@@ -46,6 +46,7 @@ typedef enum {
 typedef struct {
     int rs, at, d32, n, neg_a, neg_b, acc;
     int nobar;     /* no bar.sync after the copy: each warp's writes are ordered before the warpgroup's mma_async */
+    int wgs;       /* warpgroups (1 or 2, SS only): the second runs its own mma_async with A negated the other way */
     Tile a, b;
     Bug bug;
 } Cfg;
@@ -56,6 +57,8 @@ typedef struct { int mma[STEPS], store, bug; } Lines;
 static int atom_bytes(int ly) { return ly == LY_INTER ? 16 : 16 << ly; }
 static int k_step(const Cfg *c) { return c->at == AT_TF32 ? 8 : 16; }
 static int nregs(const Cfg *c) { return c->d32 ? c->n / 2 : c->n / 4; }
+static int threads(const Cfg *c) { return THREADS * c->wgs; }
+static uint32_t copy_stride(const Cfg *c) { return 16u * (uint32_t)threads(c); }
 
 static const char *dump_dir;   /* --dump: where every probe is written */
 
@@ -162,7 +165,7 @@ static uint32_t img_bytes(const Cfg *c)
 {
     uint32_t end = c->b.base + c->b.bytes;
     if (!c->rs && c->a.base + c->a.bytes > end) end = c->a.base + c->a.bytes;
-    return (end + COPY_STRIDE - 1) / COPY_STRIDE * COPY_STRIDE;
+    return (end + copy_stride(c) - 1) / copy_stride(c) * copy_stride(c);
 }
 
 /* vector operand text {%p<from>, ..., %p<from+n-1>} */
@@ -204,7 +207,8 @@ static char *probe(const Cfg *c, Lines *ln)
     buf_printf(&b, "// wgmma probe: %s m64n%dk%d.%s.%s\n.version 8.0\n.target sm_90a\n.address_size 64\n\n", c->rs ? "RS" : "SS",
                c->n, k_step(c), dt, at);
     buf_puts(&b, ".extern .shared .align 1024 .b8 smem[];\n\n.visible .entry k(.param .u64 img, .param .u64 afrag, "
-                 ".param .u64 dinit, .param .u64 out, .param .u32 acc)\n.maxntid 128, 1, 1\n{\n");
+                 ".param .u64 dinit, .param .u64 out, .param .u32 acc)\n");
+    buf_printf(&b, ".maxntid %d, 1, 1\n{\n", threads(c));
     buf_printf(&b, "\t.reg .pred %%p<4>;\n\t.reg .b32 %%r<16>;\n\t.reg .b64 %%rd<12>;\n\t.reg .b32 %%a<8>;\n\t.reg .%s %%d<%d>;\n\n",
                c->d32 ? "f32" : "b32", n);
     /* the image, 16 bytes a thread at a time */
@@ -214,7 +218,7 @@ static char *probe(const Cfg *c, Lines *ln)
                    "\tadd.s64 %%rd2, %%rd0, %%rd1;\n\tld.global.v4.b32 {%%r4, %%r5, %%r6, %%r7}, [%%rd2];\n"
                    "\tadd.u32 %%r3, %%r1, %%r2;\n\tst.shared.v4.b32 [%%r3], {%%r4, %%r5, %%r6, %%r7};\n"
                    "\tadd.u32 %%r2, %%r2, %d;\n\tbra $copy;\n$copied:\n\tfence.proxy.async.shared::cta;\n%s",
-               img_bytes(c), COPY_STRIDE, c->nobar ? "" : "\tbar.sync 0;\n");
+               img_bytes(c), copy_stride(c), c->nobar ? "" : "\tbar.sync 0;\n");
     /* accumulators, RS fragments, the scale-d predicate */
     buf_printf(&b, "\tld.param.u64 %%rd3, [dinit];\n\tcvta.to.global.u64 %%rd3, %%rd3;\n\tmul.wide.u32 %%rd4, %%r0, %d;\n"
                    "\tadd.s64 %%rd5, %%rd3, %%rd4;\n", 4 * n);
@@ -239,6 +243,8 @@ static char *probe(const Cfg *c, Lines *ln)
         ln->bug = line_no(&b);
         buf_puts(&b, "\twgmma.commit_group.sync.aligned;\n$nocommit:\n");
     }
+    for (int g = 0; g < c->wgs; g++) {
+    if (c->wgs > 1) buf_puts(&b, g ? "\tbra.uni $joined;\n$wg1:\n" : "\tsetp.ge.u32 %p3, %r0, 128;\n\t@%p3 bra $wg1;\n");
     for (int s = 0; s < STEPS; s++) {
         if (!c->rs) desc(&b, c, &c->a, s, 6, c->bug == BUG_BASE_OFFSET);
         Tile bt = c->b;
@@ -251,11 +257,13 @@ static char *probe(const Cfg *c, Lines *ln)
         vec(&b, "%d", 0, n);
         if (c->rs) buf_puts(&b, ", "), vec(&b, "%a", 4 * s, 4);
         else buf_puts(&b, ", %rd6");
-        buf_printf(&b, ", %%rd7, %s, %d, %d", s ? "1" : "%p1", c->neg_a ? -1 : 1, c->neg_b ? -1 : 1);
+        buf_printf(&b, ", %%rd7, %s, %d, %d", s ? "1" : "%p1", c->neg_a ^ g ? -1 : 1, c->neg_b ? -1 : 1);
         if (c->at != AT_TF32 && !c->rs) buf_printf(&b, ", %d", !c->a.kmajor);
         if (c->at != AT_TF32) buf_printf(&b, ", %d", !c->b.kmajor);
         buf_puts(&b, ";\n");
     }
+    }
+    if (c->wgs > 1) buf_puts(&b, "$joined:\n");
     buf_puts(&b, "\twgmma.commit_group.sync.aligned;\n");
     if (c->bug != BUG_GROUP_MISMATCH && c->bug != BUG_FENCE_ORDER) ln->bug = line_no(&b);
     if (c->bug == BUG_WRITE_ACC) buf_printf(&b, "\tmov.b32 %%d%d, 0;\n", n - 1);
@@ -305,9 +313,9 @@ static int data_make(const Cfg *c, Rng *r, Data *d)
 {
     int kt = STEPS * k_step(c), n = c->n, nr = nregs(c), tf32 = c->at == AT_TF32;
     d->a = malloc(sizeof(double) * 64 * (size_t)kt), d->b = malloc(sizeof(double) * (size_t)(n * kt));
-    d->d0 = malloc(sizeof(double) * 64 * (size_t)n), d->img = calloc(img_bytes(c), 1);
-    d->afrag = calloc((size_t)STEPS * THREADS * 4, 4), d->dinit = malloc(4 * THREADS * (size_t)nr);
-    d->out = malloc(4 * THREADS * (size_t)nr);
+    d->d0 = malloc(sizeof(double) * 64 * (size_t)(n * c->wgs)), d->img = calloc(img_bytes(c), 1);
+    d->afrag = calloc((size_t)STEPS * THREADS * 4, 4), d->dinit = malloc(4 * (size_t)(threads(c) * nr));
+    d->out = malloc(4 * (size_t)(threads(c) * nr));
     if (!d->a || !d->b || !d->d0 || !d->img || !d->afrag || !d->dinit || !d->out) return -1;
     uint32_t *abits = malloc(4 * 64 * (size_t)kt);
     if (!abits) return -1;
@@ -327,14 +335,14 @@ static int data_make(const Cfg *c, Rng *r, Data *d)
                     d->afrag[(s * THREADS + t) * 4 + q] |= abits[row * kt + s * k_step(c) + k] << (16 * h);
                 }
     free(abits);
-    for (int t = 0; t < THREADS; t++)
+    for (int t = 0; t < threads(c); t++)
         for (int j = 0; j < nr; j++)
             for (int h = 0; h < (c->d32 ? 1 : 2); h++) {
                 int e = c->d32 ? j : 2 * j + h, row, col;
-                d_elem(t, e, &row, &col);
+                d_elem(t % THREADS, e, &row, &col);
                 double x = rng_uniform(r) * 8 - 4;
                 uint32_t bits = c->d32 ? f32_bits((float)x) : f32_to_fp16((float)x);
-                d->d0[row * n + col] = c->d32 ? bits_f32(bits) : fp16_to_f32((uint16_t)bits);
+                d->d0[(t / THREADS * 64 + row) * n + col] = c->d32 ? bits_f32(bits) : fp16_to_f32((uint16_t)bits);
                 if (!h) d->dinit[t * nr + j] = 0;
                 d->dinit[t * nr + j] |= bits << (16 * h);
             }
@@ -350,21 +358,22 @@ static void data_free(Data *d)
 static double compare(const Cfg *c, const Data *d, int *bad_row, int *bad_col)
 {
     int kt = STEPS * k_step(c), n = c->n, nr = nregs(c);
-    double worst = 0, sa = c->neg_a ? -1 : 1, sb = c->neg_b ? -1 : 1;
-    for (int t = 0; t < THREADS; t++)
+    double worst = 0, sb = c->neg_b ? -1 : 1;
+    for (int t = 0; t < threads(c); t++)
         for (int e = 0; e < n / 2; e++) {
-            int row, col;
-            d_elem(t, e, &row, &col);
+            int row, col, wg = t / THREADS;
+            double sa = c->neg_a ^ wg ? -1 : 1;
+            d_elem(t % THREADS, e, &row, &col);
             uint32_t w = d->out[t * nr + (c->d32 ? e : e / 2)];
             double got = c->d32 ? bits_f32(w) : fp16_to_f32((uint16_t)(w >> (16 * (e % 2))));
-            double ref = c->acc ? d->d0[row * n + col] : 0, mag = fabs(ref);
+            double ref = c->acc ? d->d0[(wg * 64 + row) * n + col] : 0, mag = fabs(ref);
             for (int k = 0; k < kt; k++) {
                 double p = sa * d->a[row * kt + k] * sb * d->b[col * kt + k];
                 ref += p, mag += fabs(p);
             }
             double err = isnan(got) ? -1 : fabs(got - ref) / (mag + 1e-30);
             if (err < 0 || err > worst) {
-                worst = err, *bad_row = row, *bad_col = col;
+                worst = err, *bad_row = wg * 64 + row, *bad_col = col;
                 if (err < 0) return -1;
             }
         }
@@ -378,9 +387,10 @@ static int run(const Cfg *c, const char *ptx, Data *d, int strict, char *err, si
     DevModule *m = NULL;
     DevFunc *f = NULL;
     DevPtr p[4] = {0};
-    size_t sz[4] = {img_bytes(c), (size_t)STEPS * THREADS * 16, 4 * THREADS * (size_t)nregs(c), 4 * THREADS * (size_t)nregs(c)};
+    size_t sz[4] = {img_bytes(c), (size_t)STEPS * THREADS * 16, 4 * (size_t)(threads(c) * nregs(c)),
+                    4 * (size_t)(threads(c) * nregs(c))};
     const void *src[3] = {d->img, d->afrag, d->dinit};
-    unsigned grid[3] = {1, 1, 1}, block[3] = {c->bug == BUG_SMALL_CTA ? 96 : THREADS, 1, 1}, acc = (unsigned)c->acc;
+    unsigned grid[3] = {1, 1, 1}, block[3] = {c->bug == BUG_SMALL_CTA ? 96 : (unsigned)threads(c), 1, 1}, acc = (unsigned)c->acc;
     int rc = dev_open(&dev, "sim", 0, err, errlen);
     if (!rc) dev_set_strict(dev, strict);
     rc = rc || dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
@@ -403,15 +413,16 @@ static void cfg_name(const Cfg *c, char *out, size_t cap)
 {
     char a[64] = "regs";
     if (!c->rs) snprintf(a, sizeof a, "%s-major %s%s", c->a.kmajor ? "K" : "MN", ly_name[c->a.layout], c->a.var ? "'" : "");
-    snprintf(out, cap, "%s m64n%dk%d .%s.%s A %s, B %s-major %s%s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
+    snprintf(out, cap, "%s m64n%dk%d .%s.%s A %s, B %s-major %s%s%s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
              c->d32 ? "f32" : "f16", at_name[c->at], a, c->b.kmajor ? "K" : "MN", ly_name[c->b.layout], c->b.var ? "'" : "",
              c->neg_a ? ", -A" : "", c->neg_b ? ", -B" : "", c->acc ? ", D += A*B" : ", D = A*B",
-             c->nobar ? ", tiles from the warpgroup's own warps without bar.sync" : "");
+             c->nobar ? ", tiles from the warpgroup's own warps without bar.sync" : "",
+             c->wgs > 1 ? ", two warpgroups (the second with A negated the other way)" : "");
 }
 
 static Cfg make_cfg(int rs, int at, int d32, int n, int aly, int akm, int bly, int bkm, int var, int flags)
 {
-    Cfg c = {.rs = rs, .at = at, .d32 = d32, .n = n, .neg_a = flags & 1, .neg_b = flags >> 1 & 1, .acc = flags >> 2 & 1};
+    Cfg c = {.rs = rs, .at = at, .d32 = d32, .n = n, .neg_a = flags & 1, .neg_b = flags >> 1 & 1, .acc = flags >> 2 & 1, .wgs = 1};
     int eb = at == AT_TF32 ? 4 : 2, kt = STEPS * k_step(&c);
     tile_setup(&c.a, aly, akm, var, 64, kt, eb, 0);
     uint32_t bbase = rs ? 0 : (c.a.bytes + 1023) / 1024 * 1024;
@@ -470,6 +481,10 @@ static void numerics(Rng *r)
     Cfg nobar = make_cfg(0, AT_BF16, 1, 64, LY_SW128, 1, LY_SW128, 0, 0, 4);
     nobar.nobar = 1;
     one(&nobar, r, 0);
+    /* two warpgroups, each its own ops, keys and fragments (warps 4-7 hold rows of the second D) */
+    Cfg two[] = {make_cfg(0, AT_F16, 1, 128, LY_SW64, 0, LY_SW128, 1, 1, 4), make_cfg(0, AT_BF16, 1, 8, LY_INTER, 1, LY_SW32, 0, 0, 3),
+                 make_cfg(0, AT_F16, 0, 256, LY_SW128, 1, LY_INTER, 0, 1, 6)};
+    for (size_t k = 0; k < sizeof two / sizeof two[0]; k++) two[k].wgs = 2, one(&two[k], r, 0);
     /* tf32: K-major only (the ISA: no transpose for .tf32), SS and RS */
     for (int ni = 0; ni < 3; ni++)
         for (int ly = LY_INTER; ly <= LY_SW128; ly++) {
