@@ -210,8 +210,8 @@ int tma_load_dests(const TmaIssue *x, const SimOpnd *dst, const SimOpnd *mbar, c
     if (!bc) return -1;
     if (lo % align) {
         tma_fail(x, "the destination shared 0x%x is not %u-byte aligned (%s)", lo, align,
-                 align > 128 ? "a swizzled box starts on its swizzle pattern's repeat"
-                 : align == 128 ? "a tensor copy's box starts on 128 bytes" : "bulk copies move 16-byte aligned data");
+                 align == 128 ? "a tensor copy's box starts on 128 bytes in shared memory; an H200 faults with a "
+                                "misaligned address otherwise" : "bulk copies move 16-byte aligned data");
         return -1;
     }
     if (blo % 8) {

@@ -63,6 +63,19 @@ static int coords(const TmaIssue *x, const SimOpnd *o, int want, int32_t *out)
     return 0;
 }
 
+/* The box's start along the innermost dimension must sit on 16 bytes: an
+ * H200 raises an illegal-instruction fault for a load or store starting
+ * 4, 8 or 12 bytes off (in bounds or not), which the ISA does not spell out. */
+static int inner_aligned(const TmaIssue *x, const SimTmap *t, int32_t c0)
+{
+    int64_t bytes = (int64_t)c0 * t->elem_bytes;
+    if (t->interleave != TMAP_IL_NONE || bytes % 16 == 0) return 0;
+    tma_fail(x, "the innermost coordinate %d of %d-byte elements starts the box %lld bytes off a 16-byte boundary: "
+             "the hardware faults (illegal instruction) unless coordinate 0 times the element size is a multiple of 16",
+             c0, t->elem_bytes, (long long)(bytes % 16 + 16) % 16);
+    return -1;
+}
+
 /* The map's rank and coordinates against .dim and .tile::gather4. */
 static int box_coords(const TmaIssue *x, const SimTmap *t, const SimOpnd *o, int32_t *c)
 {
@@ -78,7 +91,7 @@ static int box_coords(const TmaIssue *x, const SimTmap *t, const SimOpnd *o, int
             return -1;
         }
     }
-    return coords(x, o, gather ? 5 : t->rank, c);
+    return coords(x, o, gather ? 5 : t->rank, c) || inner_aligned(x, t, c[0]);
 }
 
 static uint32_t image_bytes(const TmaIssue *x, const SimTmap *t)
@@ -91,10 +104,23 @@ static int walk(const TmaIssue *x, const SimTmap *t, const int32_t *c, SimTmapVi
     return (x->in->d.flags & F_GATHER4) ? sim_tmap_gather4_walk(t, c[0], c + 1, fn, ctx) : sim_tmap_box_walk(t, c, fn, ctx);
 }
 
-/* A box starts at 128 bytes in shared memory, a swizzled one on its
- * pattern's repeat (256, 512, 1024 bytes for 32B, 64B, 128B): the hardware
- * swizzles the absolute address, so a box elsewhere lands permuted. */
-static uint32_t smem_align(const SimTmap *t) { return t->swizzle ? 128u << t->swizzle : 128u; }
+/* A box starts on 128 bytes in shared memory (an H200 faults with a
+ * misaligned address otherwise). A swizzled box may start inside its
+ * pattern's repeat (256, 512, 1024 bytes for 32B, 64B, 128B): an H200 then
+ * swizzles the absolute address, as the sim does, so its rows land permuted
+ * relative to the box's start. Legal, but a kernel that takes the start for
+ * the pattern's origin reads the box scrambled: a note. */
+enum { BOX_ALIGN = 128 };
+static int swizzle_start_note(const TmaIssue *x, const SimTmap *t, uint32_t lo)
+{
+    uint32_t rep = 128u << t->swizzle;
+    if (!t->swizzle || lo % rep == 0) return 0;
+    sim_note(x->c, sim_warp_id(x->c, x->w), x->in, "tma swizzle origin",
+             "a %uB-swizzled box starts at shared 0x%x, %u bytes into its %u-byte swizzle pattern: the hardware "
+             "swizzles the absolute address, so the box's rows land permuted relative to its start (descriptors "
+             "and ld.shared must follow the absolute pattern)", 16u << t->swizzle, lo, lo % rep, rep);
+    return x->c->failed ? -1 : 0;
+}
 
 /* ---- global -> shared ---- */
 typedef struct { const TmaIssue *x; TmaGcache gc; uint8_t *img; int eb, nan; } LoadWalk;
@@ -103,9 +129,9 @@ static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
 {
     LoadWalk *k = ctx;
     if (!in_bounds) {
-        /* OOB fill: zero, or the type's NaN with every mantissa bit set */
-        memset(k->img + off, k->nan ? 0xFF : 0, (size_t)k->eb);
-        if (k->nan) k->img[off + (uint32_t)k->eb - 1] = 0x7F;
+        /* OOB fill: zero, or NaN, which an H200 writes as 0x7FF7 in every 16 bits of the element (f16,
+         * bf16: 0x7FF7; f32: 0x7FF77FF7; f64: 0x7FF77FF77FF77FF7), a NaN in each float type */
+        for (int i = 0; i < k->eb; i++) k->img[off + (uint32_t)i] = k->nan ? (i & 1 ? 0x7F : 0xF7) : 0;
         return 0;
     }
     const uint8_t *p = tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 0);
@@ -137,7 +163,7 @@ static int tensor_load(const TmaIssue *x)
     int32_t c[TMAP_MAX_RANK];
     TmaDests d;
     if (fetch_map(x, &in->o[1], &t) || box_coords(x, &t, &in->o[1], c) ||
-        tma_load_dests(x, &in->o[0], &in->o[2], mask, smem_align(&t), &d))
+        tma_load_dests(x, &in->o[0], &in->o[2], mask, BOX_ALIGN, &d) || swizzle_start_note(x, &t, d.lo))
         return -1;
     uint32_t bytes = image_bytes(x, &t);
     if ((uint64_t)d.lo + bytes > d.dst[0]->smem_size) {   /* before the image is built: a box may be huge */
@@ -204,11 +230,12 @@ static int tensor_store(const TmaIssue *x, int reduce)
             tma_fail(x, "coordinate %d is %d: the ISA requires a store's box to start at non-negative coordinates", i, c[i]);
             return -1;
         }
-    if (lo % smem_align(&t)) {
-        tma_fail(x, "the source shared 0x%x is not %u-byte aligned%s", lo, smem_align(&t),
-                 t.swizzle ? " (a swizzled box starts on its swizzle pattern's repeat)" : "");
+    if (lo % BOX_ALIGN) {
+        tma_fail(x, "the source shared 0x%x is not %d-byte aligned (a tensor copy's box starts on 128 bytes in shared "
+                 "memory; an H200 faults with a misaligned address otherwise)", lo, BOX_ALIGN);
         return -1;
     }
+    if (swizzle_start_note(x, &t, lo)) return -1;
     TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = elem_type(&t), .ftz = t.dtype == TMAP_DT_F32_FTZ};
     if (reduce && (!st.redop || !tma_reduce_ok(x, st.redop, st.type))) {
         if (!st.redop) tma_fail(x, "cp.reduce.async.bulk.tensor needs a reduction (.add, .min, ...)");
