@@ -58,6 +58,12 @@ uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, i
     return b->data + (ga - b->base);
 }
 
+void tma_count_gmem(const TmaIssue *x, uint64_t bytes, uint64_t sectors)
+{
+    SimStats *st = &x->c->sim->stats;
+    st->gmem_requests++, st->gmem_bytes += bytes, st->gmem_sectors += sectors;
+}
+
 /* ---- bulk async-groups: per thread, committed counts ---- */
 typedef struct { uint32_t *committed; } TmaState;
 
@@ -443,6 +449,9 @@ int tma_store_push(const TmaIssue *x, TmaStore *st, uint32_t lo, uint32_t bytes,
         if (!s) tma_fail(x, "out of host memory for a %s", what);
         goto fail;
     }
+    uint64_t moved = 0, sectors = 0;
+    for (int i = 0; i < st->n; i++) moved += st->runs[i].len, sectors += sectors_of(st->runs[i].gaddr, st->runs[i].len);
+    tma_count_gmem(x, moved, sectors);
     *s = (Store){.st = *st, .lo = lo, .bytes = bytes, .swizzle = swizzle, .in = x->in};
     st->runs = NULL;
     op->key = tma_key(x), op->group = tma_open_group(x);

@@ -23,6 +23,11 @@ SimCta *tma_shared_opnd(const TmaIssue *x, const SimOpnd *o, int cluster_ok, con
 typedef struct { const SimBuf *buf; } TmaGcache;
 uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int store);
 
+/* Counts one TMA request in the global-memory counters: bytes it moves and
+ * the 32-byte sectors it touches (sectors_of: those of a byte range). */
+void tma_count_gmem(const TmaIssue *x, uint64_t bytes, uint64_t sectors);
+static inline uint64_t sectors_of(uint64_t ga, uint64_t len) { return len ? (ga + len - 1) / 32 - ga / 32 + 1 : 0; }
+
 /* The bulk group an op issued now joins and who waits for it (sim.h's key
  * and group of a SimAsync). */
 uint64_t tma_key(const TmaIssue *x);

@@ -102,7 +102,8 @@ static int to_shared(const TmaIssue *x, int from_shared)
     } else {
         TmaGcache gc = {0};
         uint64_t ga = sim_addr(x->c, x->w, &in->o[1], x->lane);
-        if (aligned16(x, ga, "the source global")) src = tma_gptr(x, &gc, ga, size, 0);
+        if (aligned16(x, ga, "the source global") && (src = tma_gptr(x, &gc, ga, size, 0)))
+            tma_count_gmem(x, size, sectors_of(ga, size));
     }
     if (!src || x->c->failed) {
         free(img);

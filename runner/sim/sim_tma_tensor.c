@@ -123,7 +123,7 @@ static int swizzle_start_note(const TmaIssue *x, const SimTmap *t, uint32_t lo)
 }
 
 /* ---- global -> shared ---- */
-typedef struct { const TmaIssue *x; TmaGcache gc; uint8_t *img; int eb, nan; } LoadWalk;
+typedef struct { const TmaIssue *x; TmaGcache gc; uint8_t *img; int eb, nan; uint64_t bytes, sectors, last; } LoadWalk;
 
 static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
 {
@@ -137,6 +137,8 @@ static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
     const uint8_t *p = tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 0);
     if (!p) return -1;
     memcpy(k->img + off, p, (size_t)k->eb);
+    k->bytes += (uint64_t)k->eb;
+    if (ga / 32 + 1 != k->last) k->sectors++, k->last = ga / 32 + 1;   /* elements walk rows in order */
     return 0;
 }
 
@@ -171,7 +173,7 @@ static int tensor_load(const TmaIssue *x)
                  d.dst[0]->smem_size);
         return -1;
     }
-    LoadWalk k = {x, {0}, malloc(bytes), t.elem_bytes, t.oobfill == 1};
+    LoadWalk k = {x, {0}, malloc(bytes), t.elem_bytes, t.oobfill == 1, 0, 0, 0};
     if (!k.img) {
         tma_fail(x, "out of host memory for a %u-byte box", bytes);
         return -1;
@@ -180,6 +182,7 @@ static int tensor_load(const TmaIssue *x)
         free(k.img);
         return -1;
     }
+    tma_count_gmem(x, k.bytes, k.sectors);
     return tma_load_push(x, &d, k.img, bytes, t.swizzle, "TMA load (cp.async.bulk.tensor)");
 }
 
