@@ -15,4 +15,3 @@ for s in 1 2 3; do
   build/tests/test_xprobe --device cuda --seed $s --compare "$OUT/xprobe_sim_$s.bin" 2>&1 | tee -a "$OUT/xprobe.log"
 done
 build/tests/test_sim --device cuda 2>&1 | tail -40 | tee "$OUT/test_sim_gpu.log"
-git rev-parse --short HEAD 2>/dev/null | tee "$OUT/commit.txt"

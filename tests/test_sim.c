@@ -141,6 +141,17 @@ static int run(Device *dev, const char *ptx, const Header *h, uint8_t *in, uint8
     return rc;
 }
 
+/* Whether a GPU of compute capability cc (major*10+minor) runs the file's
+ * .target: sm_NNa / sm_NNf only on NN itself (arch-specific), sm_NN on NN or later. */
+static int gpu_runs_target(const char *ptx, int cc)
+{
+    const char *t = strstr(ptx, ".target sm_");
+    if (!t) return 1;
+    char *end;
+    long nn = strtol(t + 11, &end, 10);
+    return (*end == 'a' || *end == 'f') ? nn == cc : nn <= cc;
+}
+
 static void one(Device *dev, const char *path, int gpu)
 {
     char name[256], err[2048] = "";
@@ -152,6 +163,12 @@ static void one(Device *dev, const char *path, int gpu)
     header(ptx, &h);
     int want_ok = !strcmp(h.expect, "ok");
     if (gpu && !want_ok) { free(ptx); return; }   /* a GPU does not catch these: that is the point */
+    DevInfo info;
+    if (gpu && !dev_info(dev, &info, err, sizeof err) && !gpu_runs_target(ptx, info.cc_major * 10 + info.cc_minor)) {
+        printf("SKIP %s: its .target is not this GPU's (sm_%d%d)\n", name, info.cc_major, info.cc_minor);
+        free(ptx);
+        return;
+    }
     uint8_t in[BYTES], out[BYTES];
     for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
     Device *use = dev;
