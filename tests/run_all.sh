@@ -287,6 +287,16 @@ sim_tests() {
         fail "ptxas accepts the wgmma probes of test_sim_wgmma" "the dump failed: $(one_line "$TMP/probes.log")"
     fi
 
+    # the emitter-written cross-check probes: xprobe (sm_90a), tprobe (tcgen05, sm_100a and sm_103a)
+    local probe parch
+    for probe in "xprobe sm_90a" "tprobe sm_100a" "tprobe sm_103a"; do
+        set -- $probe
+        parch=$2; [ "$1" = xprobe ] && parch=""
+        if build/tests/test_$1 --ptx ${parch:+--arch $parch} >"$TMP/$1.ptx" 2>"$TMP/probe.log" &&
+           ptxas -arch="$2" "$TMP/$1.ptx" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas -arch=$2 accepts the $1 probe"
+        else fail "ptxas -arch=$2 accepts the $1 probe" "$(one_line "$TMP/probe.log") $(one_line "$TMP/ptxas.log")"; fi
+    done
+
     section "sim device: counters and refusals"
     run_cli check --kernel attn_fwd --device sim --hdim 64 --sq 77 --sk 130 --stats
     expect_rc "sim --stats" 0 && expect_output "sim --stats" '^ +tensor \(mma\) +[0-9]+' 'shared memory: [0-9]+ requests' \

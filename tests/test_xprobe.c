@@ -31,6 +31,7 @@
 #include "arch.h"
 #include "hostdata.h"
 #include "target.h"
+#include "probe.h"
 
 enum { M = 128, N = 64, K = 64, ROWS = 64, THREADS = 128 };
 /* shared memory: A 64x64 bf16 (SW128: 8 KB), B 64x64 (two 32-column SW64 chunks), W 64x64 (four 16-column
@@ -52,35 +53,11 @@ static Reg desc(Emit *e, Reg smem, uint32_t off, int swz_bytes)
     return d;
 }
 
-static Reg param_addr(Emit *e, const char *name)
-{
-    Reg r = e_reg(e, RC_B64);
-    INS(e, MOV_B64, R(r), SYM(name));
-    INS(e, CVTA_PARAM, R(r), R(r));
-    return r;
-}
-
-static void tma_load(Emit *e, Reg smem, uint32_t dst, Reg map, Reg x, Reg y, Reg bar, const Reg *mask)
-{
-    Reg a = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(a), R(smem), I(dst));
-    Reg c[2] = {x, y};
-    if (mask) INS(e, TMA_LOAD_2D_MC, A(a, 0), TA(map, 2, c), A(bar, 0), R(*mask));
-    else INS(e, TMA_LOAD_2D, A(a, 0), TA(map, 2, c), A(bar, 0));
-}
-
-static Reg imm(Emit *e, int64_t v)
-{
-    Reg r = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(r), I(v));
-    return r;
-}
-
 static char *build_ptx(void)
 {
     Emit e0 = {0}, *e = &e0;
     Reg tid = e_reg(e, RC_B32), rank = e_reg(e, RC_B32), smem = e_reg(e, RC_B32), bar = e_reg(e, RC_B32);
-    Reg p0 = e_reg(e, RC_PRED), zero = imm(e, 0);
+    Reg p0 = e_reg(e, RC_PRED), zero = probe_imm(e, 0);
     INS(e, MOV_B32, R(tid), SR("%tid.x"));
     INS(e, MOV_B32, R(rank), SR("%cluster_ctarank"));
     INS(e, MOV_U32_SYM, R(smem), SYM("smem"));
@@ -97,22 +74,22 @@ static char *build_ptx(void)
     /* 2. thread 0 of each CTA: expect every byte, then the loads */
     int loaded = e_label(e);
     INSP(e, p0, 1, BRA, L(loaded));
-    Reg state = e_reg(e, RC_B64), mapA = param_addr(e, "tmA"), mapB = param_addr(e, "tmB"), mapW = param_addr(e, "tmW");
+    Reg state = e_reg(e, RC_B64), mapA = probe_param_addr(e, "tmA"), mapB = probe_param_addr(e, "tmB"), mapW = probe_param_addr(e, "tmW");
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(state), A(bar, 0), I(TX));
     Reg row = e_reg(e, RC_B32), mask = e_reg(e, RC_B16);
     INS(e, SHL_B32, R(row), R(rank), I(6));
-    tma_load(e, smem, SM_A, mapA, zero, row, bar, NULL);
+    probe_tma_load(e, smem, SM_A, mapA, zero, row, bar, NULL);
     INS(e, MOV_B16, R(mask), I(3));
     Reg brow = e_reg(e, RC_B32), boff = e_reg(e, RC_B32);
     INS(e, SHL_B32, R(brow), R(rank), I(5));          /* this CTA loads B rows 32r..32r+31 for both */
     INS(e, SHL_B32, R(boff), R(rank), I(11));         /* at 32 rows x 64 B into each chunk */
     for (int c = 0; c < 2; c++) {
-        Reg a = e_reg(e, RC_B32), x = imm(e, 32 * c), co[2] = {x, brow};
+        Reg a = e_reg(e, RC_B32), x = probe_imm(e, 32 * c), co[2] = {x, brow};
         INS(e, ADD_U32, R(a), R(smem), R(boff));
         INS(e, ADD_U32, R(a), R(a), I(SM_B + 4096 * c));
         INS(e, TMA_LOAD_2D_MC, A(a, 0), TA(mapB, 2, co), A(bar, 0), R(mask));
     }
-    for (int c = 0; c < 4; c++) tma_load(e, smem, SM_W + 2048u * (uint32_t)c, mapW, imm(e, 16 * c), zero, bar, NULL);
+    for (int c = 0; c < 4; c++) probe_tma_load(e, smem, SM_W + 2048u * (uint32_t)c, mapW, probe_imm(e, 16 * c), zero, bar, NULL);
     e_place(e, loaded);
     int spin = e_label(e);
     Reg ready = e_reg(e, RC_PRED);
@@ -166,7 +143,7 @@ static char *build_ptx(void)
     INS0(e, CLUSTER_WAIT);
     int done = e_label(e);
     INSP(e, p0, 1, BRA, L(done));
-    Reg mapO = param_addr(e, "tmO"), orow = e_reg(e, RC_B32), src = e_reg(e, RC_B32), co[2] = {zero, orow};
+    Reg mapO = probe_param_addr(e, "tmO"), orow = e_reg(e, RC_B32), src = e_reg(e, RC_B32), co[2] = {zero, orow};
     INS(e, SHL_B32, R(orow), R(peer), I(6));
     INS(e, ADD_U32, R(src), R(smem), I(SM_O));
     INS(e, TMA_STORE_2D, TA(mapO, 2, co), A(src, 0));
@@ -192,16 +169,6 @@ static char *build_ptx(void)
     buf_free(&decls);
     e_free(e);
     return buf_take(&m);
-}
-
-/* 2-D bf16/f32 tensor map over a row-major [rows][cols] matrix. */
-static int map2d(Device *dev, DevPtr p, int dtype, int eb, int rows, int cols, int box0, int box1, int swizzle,
-                 uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
-{
-    DevTmapDesc d = {.dtype = dtype, .rank = 2, .gaddr = p, .dim = {(uint64_t)cols, (uint64_t)rows},
-                     .stride = {(uint64_t)cols * (uint64_t)eb}, .box = {(uint32_t)box0, (uint32_t)box1},
-                     .estride = {1, 1}, .swizzle = swizzle};
-    return dev_tmap_encode(dev, &d, out, err, errlen);
 }
 
 int main(int argc, char **argv)
@@ -250,10 +217,10 @@ int main(int argc, char **argv)
          dev_upload(dev, da, a, sizeof a, err, sizeof err) || dev_upload(dev, db, b, sizeof b, err, sizeof err) ||
          dev_upload(dev, dw, w, sizeof w, err, sizeof err) ||
          dev_fill_u8(dev, dout, 0xFF, sizeof o, err, sizeof err) ||   /* NaN poison: every element must be written */
-         map2d(dev, da, 9, 2, M, K, 64, 64, 3, maps[0], err, sizeof err) ||
-         map2d(dev, db, 9, 2, N, K, 32, 32, 2, maps[1], err, sizeof err) ||
-         map2d(dev, dw, 9, 2, N, K, 16, 64, 1, maps[2], err, sizeof err) ||
-         map2d(dev, dout, 7, 4, M, N, 64, 64, 0, maps[3], err, sizeof err);
+         probe_map2d(dev, da, 9, 2, M, K, 64, 64, 3, maps[0], err, sizeof err) ||
+         probe_map2d(dev, db, 9, 2, N, K, 32, 32, 2, maps[1], err, sizeof err) ||
+         probe_map2d(dev, dw, 9, 2, N, K, 16, 64, 1, maps[2], err, sizeof err) ||
+         probe_map2d(dev, dout, 7, 4, M, N, 64, 64, 0, maps[3], err, sizeof err);
     if (!rc) {
         void *args[4] = {maps[0], maps[1], maps[2], maps[3]};
         rc = dev_launch_cluster(fn, grid, block, cluster, SMEM, args, err, sizeof err) || dev_sync(dev, err, sizeof err) ||
@@ -282,25 +249,10 @@ int main(int argc, char **argv)
         check(!nan && max_err <= 1e-2 * max_ref, "xprobe matches the float64 reference", "max error %.3g of %.3g, %d NaN",
               max_err, max_ref, nan);
     }
-    if (!rc && out_path) {
-        FILE *f = fopen(out_path, "wb");
-        check(f && fwrite(o, sizeof o, 1, f) == 1, "xprobe output written", "cannot write %s", out_path);
-        if (f) fclose(f);
-    }
+    if (!rc && out_path) probe_write("xprobe output written", out_path, o, M * N);
     if (!rc && cmp_path) {
         static float other[M * N];
-        FILE *f = fopen(cmp_path, "rb");
-        int got = f && fread(other, sizeof other, 1, f) == 1;
-        if (f) fclose(f);
-        double diff = 0, mx = 0;
-        for (int i = 0; got && i < M * N; i++) {
-            double d = fabs((double)o[i] - other[i]);
-            if (d > diff || d != d) diff = d != d ? INFINITY : d;
-            if (fabs(o[i]) > mx) mx = fabs(o[i]);
-        }
-        if (got) printf("  max |O - O(%s)| = %.3g (max |O| %.3g)\n", cmp_path, diff, mx);
-        check(got && diff <= 1e-3 * mx, "xprobe agrees with the other device's output", "%s: %s", cmp_path,
-              got ? "outputs differ" : "cannot read it");
+        probe_compare("xprobe agrees with the other device's output", cmp_path, o, other, M * N, 1e-3);
     }
     char ignore[256];
     DevPtr bufs[4] = {da, db, dw, dout};

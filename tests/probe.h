@@ -1,0 +1,71 @@
+/* What the hardware/sim cross-check probes (test_xprobe: sm_90a, test_tprobe:
+ * sm_100a) share: emitter helpers for parameters and 2-D TMA loads, 2-D tensor
+ * maps over row-major matrices, and the sim-vs-device output files. */
+#ifndef PTXGEN_TEST_PROBE_H
+#define PTXGEN_TEST_PROBE_H
+#include <math.h>
+#include <stdio.h>
+#include "check.h"
+#include "device.h"
+#include "emit.h"
+
+/* The generic address of a kernel parameter (a tensor map the TMA reads). */
+static inline Reg probe_param_addr(Emit *e, const char *name)
+{
+    Reg r = e_reg(e, RC_B64);
+    INS(e, MOV_B64, R(r), SYM(name));
+    INS(e, CVTA_PARAM, R(r), R(r));
+    return r;
+}
+
+static inline Reg probe_imm(Emit *e, int64_t v)
+{
+    Reg r = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(r), I(v));
+    return r;
+}
+
+/* A 2-D TMA load of the box at (x, y) to smem + dst, completing on bar; mask: multicast, or NULL. */
+static inline void probe_tma_load(Emit *e, Reg smem, uint32_t dst, Reg map, Reg x, Reg y, Reg bar, const Reg *mask)
+{
+    Reg a = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(a), R(smem), I(dst));
+    Reg c[2] = {x, y};
+    if (mask) INS(e, TMA_LOAD_2D_MC, A(a, 0), TA(map, 2, c), A(bar, 0), R(*mask));
+    else INS(e, TMA_LOAD_2D, A(a, 0), TA(map, 2, c), A(bar, 0));
+}
+
+/* A 2-D tensor map over a row-major [rows][cols] matrix of eb-byte elements. */
+static inline int probe_map2d(Device *dev, DevPtr p, int dtype, int eb, int rows, int cols, int box0, int box1,
+                              int swizzle, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen)
+{
+    DevTmapDesc d = {.dtype = dtype, .rank = 2, .gaddr = p, .dim = {(uint64_t)cols, (uint64_t)rows},
+                     .stride = {(uint64_t)cols * (uint64_t)eb}, .box = {(uint32_t)box0, (uint32_t)box1},
+                     .estride = {1, 1}, .swizzle = swizzle};
+    return dev_tmap_encode(dev, &d, out, err, errlen);
+}
+
+/* --out: writes n floats; --compare: checks them against such a file from the other device within
+ * tol * max |o| (tensor cores and the sim sum in different orders). */
+static inline void probe_write(const char *what, const char *path, const float *o, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    check(f && fwrite(o, sizeof *o, n, f) == n, what, "cannot write %s", path);
+    if (f) fclose(f);
+}
+
+static inline void probe_compare(const char *what, const char *path, const float *o, float *other, size_t n, double tol)
+{
+    FILE *f = fopen(path, "rb");
+    int got = f && fread(other, sizeof *other, n, f) == n;
+    if (f) fclose(f);
+    double diff = 0, mx = 0;
+    for (size_t i = 0; got && i < n; i++) {
+        double d = fabs((double)o[i] - other[i]);
+        if (d > diff || d != d) diff = d != d ? INFINITY : d;
+        if (fabs(o[i]) > mx) mx = fabs(o[i]);
+    }
+    if (got) printf("  max |O - O(%s)| = %.3g (max |O| %.3g)\n", path, diff, mx);
+    check(got && diff <= tol * mx, what, "%s: %s", path, got ? "outputs differ" : "cannot read it");
+}
+#endif
