@@ -284,6 +284,15 @@ void sim_wgmma_free(SimWarp *w);   /* also at each CTA's start: the state is per
 int  sim_wgmma_check_regs(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
 /* At a CTA's exit: a wgmma.mma_async some warps of a warpgroup never issued. */
 int  sim_wgmma_exit(SimCta *c);
+void sim_tcgen05_reset(SimCta *c);   /* frees the TMEM state (CTA reset, free) */
+/* Before each instruction of a warp while registers a tcgen05.ld wrote have
+ * seen no tcgen05.wait::ld: a use is a note (an error when strict). 1 when it failed. */
+int  sim_tcgen05_check_regs(SimCta *c, SimWarp *w, const SimInsn *in);
+/* MMA operands shared by the wgmma and tcgen05 units (sim_wgmma_math.c): an
+ * element of IsaType type (f16, bf16, tf32: its 13 low mantissa bits
+ * dropped) as a double, and the little-endian value of ebytes shared bytes. */
+double   sim_mma_elem(int type, uint32_t bits);
+uint32_t sim_mma_load(const uint8_t *smem, uint32_t lo, int ebytes);
 
 /* Notes: where the ISA asks for something a kernel omits but the hardware
  * is known to tolerate (NVIDIA's own tutorials omit fence.proxy.async before

@@ -191,6 +191,7 @@ static void step(SimCta *c, SimWarp *w)
     const SimInsn *in = &c->f->code[pc];
     uint32_t exec = guard_mask(w, in, active);
     if (w->wg && exec && sim_wgmma_check_regs(c, w, in, exec)) return;   /* registers an in-flight wgmma owns */
+    if (c->tmem && exec && sim_tcgen05_check_regs(c, w, in)) return;   /* registers a tcgen05.ld left in flight */
     c->sim->stats.warp_insns[in->d.cls]++;
     c->sim->stats.lane_insns[in->d.cls] += (uint64_t)__builtin_popcount(exec);
     switch (in->d.op) {
@@ -327,6 +328,7 @@ static void reset_cta(SimCta *c)
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
     sim_tma_reset(c);
+    sim_tcgen05_reset(c);
     c->failed = 0;
     /* registers per thread before any setmaxnreg: an even share of the register file, as ptxas could at most give */
     int share = c->arch->regs_sm / (c->nwarps * 32) / 8 * 8;
@@ -369,6 +371,7 @@ static void cta_free(SimCta *c)
         sim_wgmma_free(&c->w[i]);
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
     }
+    sim_tcgen05_reset(c);   /* before the warps: it knows their count */
     free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk);
     sim_tma_reset(c);
 }

@@ -107,7 +107,7 @@ static int not_in_flight(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
                      "overwrites shared memory at 0x%x that the in-flight %s at PTX line %d (thread %d) still reads: "
                      "wait for its completion (%s) before reusing the buffer",
                      addr + (uint32_t)i, op->what, op->line, op->warp * 32 + op->lane,
-                     op->bar_cta ? "the mbarrier its commit signals" : "its wait_group");
+                     op->bar_cta || !strncmp(op->what, "tcgen05", 7) ? "the mbarrier its commit signals" : "its wait_group");
         else
             sim_fail(c, sim_warp_id(c, w), lane, in,
                      "%s shared memory at 0x%x before the %s at PTX line %d (thread %d) has landed there: "

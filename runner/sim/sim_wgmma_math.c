@@ -30,7 +30,7 @@ void wg_a_frag(int tf32, int t, int reg, int h, int *row, int *k)
     *k = q + 4 * (reg / 2);
 }
 
-static double elem(int type, uint32_t bits)
+double sim_mma_elem(int type, uint32_t bits)
 {
     switch (type) {
     case T_F16: return fp16_to_f32((uint16_t)bits);
@@ -39,7 +39,7 @@ static double elem(int type, uint32_t bits)
     }
 }
 
-static uint32_t load(const uint8_t *smem, uint32_t lo, int ebytes)
+uint32_t sim_mma_load(const uint8_t *smem, uint32_t lo, int ebytes)
 {
     uint32_t v = 0;
     for (int i = 0; i < ebytes; i++) v |= (uint32_t)smem[lo + (uint32_t)i] << (8 * i);
@@ -51,7 +51,7 @@ static void fetch_a(const WgOp *op, double *a)
 {
     double s = op->neg_a ? -1 : 1;
     if (!op->rs) {
-        for (int i = 0; i < WG_M * op->k; i++) a[i] = s * elem(op->atype, load(op->cta->smem, op->aaddr[i], op->ebytes));
+        for (int i = 0; i < WG_M * op->k; i++) a[i] = s * sim_mma_elem(op->atype, sim_mma_load(op->cta->smem, op->aaddr[i], op->ebytes));
         return;
     }
     int tf32 = op->atype == T_TF32;
@@ -61,14 +61,14 @@ static void fetch_a(const WgOp *op, double *a)
                 int row, k;
                 wg_a_frag(tf32, t, r, h, &row, &k);
                 uint32_t bits = tf32 ? op->areg[t][r] : op->areg[t][r] >> (16 * h) & 0xFFFF;
-                a[row * op->k + k] = s * elem(op->atype, bits);
+                a[row * op->k + k] = s * sim_mma_elem(op->atype, bits);
             }
 }
 
 static void fetch_b(const WgOp *op, double *b)
 {
     double s = op->neg_b ? -1 : 1;
-    for (int i = 0; i < op->n * op->k; i++) b[i] = s * elem(op->atype, load(op->cta->smem, op->baddr[i], op->ebytes));
+    for (int i = 0; i < op->n * op->k; i++) b[i] = s * sim_mma_elem(op->atype, sim_mma_load(op->cta->smem, op->baddr[i], op->ebytes));
 }
 
 static double dot(const double *a, const double *b, int k)

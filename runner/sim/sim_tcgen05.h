@@ -1,0 +1,69 @@
+/* The tcgen05 unit's own types, shared by its three files: sim_tmem.c (the
+ * tensor memory of a CTA: allocation, tcgen05.ld/st, lane quarters, the
+ * registers a load leaves in flight), sim_tcgen05.c (dispatch, the issue of
+ * tcgen05.mma and tcgen05.commit to the async queue) and sim_umma_math.c
+ * (what an MMA computes when it lands). Nothing outside the unit includes
+ * this. */
+#ifndef PTXGEN_SIM_TCGEN05_H
+#define PTXGEN_SIM_TCGEN05_H
+#include "sim.h"
+#include "sim_desc.h"
+
+enum { TMEM_LANES = 128, TMEM_CHUNK = 32 };   /* lanes per CTA; allocation granule in columns */
+
+/* One CTA's tensor memory (SimCta.tmem). Cells are [lane][column] 32-bit
+ * words. A cell is poison until an MMA, st or cp writes it after its
+ * column's alloc; pend and held count the in-flight async ops (MMAs) that
+ * will write the cell (D) or still read it (A from TMEM), so an early ld or
+ * a st into an operand is a named error. */
+typedef struct {
+    int cols;                   /* columns per lane: the arch table's tmem_cols */
+    uint32_t *data;
+    uint8_t *written;
+    uint16_t *pend, *held;
+    int32_t *alloc_line;        /* per column: the alloc line holding it, 0 when free */
+    int relinquish_line;        /* tcgen05.relinquish_alloc_permit ran here (0: not yet) */
+    uint32_t parked;            /* warps parked in alloc until a dealloc frees columns */
+    /* tcgen05.ld destinations not yet covered by tcgen05.wait::ld, per warp:
+     * a use is a note (NVIDIA's tutorials rely on the value being there) */
+    uint8_t **ld_slot;          /* [warp][slot] */
+    int32_t *ld_line;           /* [warp]: the ld's line, 0 when nothing is in flight */
+    int ld_noted;               /* the note was given: tracking stops (a kernel without waits would repeat it per load) */
+} Tmem;
+
+/* The CTA's TMEM, created on first use; NULL after sim_fail (no TMEM on the
+ * target, out of memory). */
+Tmem *tmem_get(SimCta *c, SimWarp *w, const SimInsn *in);
+static inline size_t tmem_cell(const Tmem *t, int lane, int col) { return (size_t)lane * (size_t)t->cols + (size_t)col; }
+
+/* alloc, dealloc, relinquish_alloc_permit, ld, st, wait::ld/st (sim_tmem.c) */
+int tmem_insn(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
+
+/* One tcgen05.mma: the pair's CTAs (one for cta_group::1), the decoded
+ * descriptors and the operand addresses fetched at landing. */
+enum { UMMA_MAX_K = 16 };
+typedef struct {
+    const SimInsn *in;
+    SimCta *cta[2];             /* where D lives (cta_group::2: the pair, lower rank first) */
+    int ncta;
+    SimInstrDesc id;
+    int k;                      /* 16 (f16/bf16) or 8 (tf32) */
+    int ebytes;                 /* bytes per A/B element */
+    int enable_d;               /* enable_input_d: D += A*B, else D = A*B */
+    int scale_d;                /* scale_input_d: D is scaled by 2^-scale_d before accumulating */
+    uint32_t d_lane, d_col;     /* the D address */
+    int a_tmem;                 /* A from TMEM at a_lane/a_col (else from a_addr) */
+    uint32_t a_lane, a_col;
+    uint32_t *a_addr[2];        /* per CTA: shared offsets of its A rows [m][k] (M/ncta rows) */
+    uint32_t *b_addr[2];        /* per CTA: shared offsets of its B rows [n][k] (N/ncta rows) */
+    uint32_t disable[8];        /* disable-output-lane bits, 128 per CTA */
+} UmmaOp;
+
+/* The TMEM cell of row r (0 .. M/ncta-1, the CTA's own rows) and column n
+ * (0 .. width-1) of D (width N) or of A from TMEM (width: its 32-bit words
+ * per row) under the ISA's data path layout for the op's M and cta_group. */
+void umma_d_cell(const UmmaOp *op, uint32_t base_lane, uint32_t base_col, int width, int r, int n, int *lane, int *col);
+/* Computes D for CTA i of the op when it lands (sim_umma_math.c); 0, or -1
+ * after sim_fail (accumulating into poison). */
+int umma_compute(const UmmaOp *op, const SimAsync *a, int i);
+#endif
