@@ -29,7 +29,9 @@ build/libptxgen.a: $(LIB_OBJ)
 build/libptxgen.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-ptxgen: build/cli/main.o build/libptxgen.a
+CLI_OBJ := $(patsubst %.c,build/%.o,$(wildcard cli/*.c))
+
+ptxgen: $(CLI_OBJ) build/libptxgen.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 build/example_host: build/examples/host_app.o build/libptxgen.a

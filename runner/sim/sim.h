@@ -311,6 +311,12 @@ struct Sim {
     int nnotes;
 };
 
+/* A Sim with the defaults (a step limit per warp) and the environment's
+ * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors).
+ * sim_fini frees its heap and notes. */
+void sim_init(Sim *sim);
+void sim_fini(Sim *sim);
+
 /* Runs the whole grid; returns 0, or -1 with the first error in sim->err.
  * args: one pointer per parameter value (sim_launch), or the parameter
  * space's raw bytes (sim_launch_raw: a launch record's param bytes; params

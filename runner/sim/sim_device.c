@@ -33,8 +33,7 @@ enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20, DEFAULT_DYN
 static void sd_close(Device *d_)
 {
     SimDev *d = (SimDev *)d_;
-    sim_heap_release(&d->sim.heap);
-    free(d->sim.notes);
+    sim_fini(&d->sim);
     free(d);
 }
 
@@ -257,11 +256,7 @@ int sim_open(Device **out, char *err, size_t errlen)
     *out = NULL;
     if (!d) return dev_errf(err, errlen, "sim: out of memory");
     d->base.ops = &kSimOps;
-    d->sim.max_steps = 1ull << 27;
-    const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
-    if (env && atoll(env) > 0) d->sim.max_steps = (uint64_t)atoll(env);
-    env = getenv("PTXGEN_SIM_STRICT");   /* notes become errors (sim.h sim_note) */
-    d->sim.strict = env && atoi(env) > 0;
+    sim_init(&d->sim);
     *out = &d->base;
     return 0;
 }
