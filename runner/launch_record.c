@@ -230,13 +230,13 @@ static int find_tags(const Ctx *c, LaunchRecord *r)
         char path[64];
         snprintf(path, sizeof path, "param bytes at offset %zu", off);
         if (k == r->nencodes)
-            return bad(c, NULL, path, "hold a TMAP tag for tensor-map encode id %u, which tensormap_encodes lacks (it has %d)", id,
-                       r->nencodes);
+            return bad(c, NULL, path, "a TMAP tag names tensor-map encode id %u, which tensormap_encodes lacks (it has %d "
+                       "encodes)", id, r->nencodes);
         if (ga != r->encodes[k].desc.gaddr)
-            return bad(c, NULL, path, "hold a TMAP tag for encode %u with global address 0x%llx; the encode says 0x%llx", id,
+            return bad(c, NULL, path, "a TMAP tag names encode %u with global address 0x%llx; the encode says 0x%llx", id,
                        (unsigned long long)ga, (unsigned long long)r->encodes[k].desc.gaddr);
         if (off + DEV_TMAP_BYTES > r->param_bytes)
-            return bad(c, NULL, path, "hold a TMAP tag whose 128-byte tensor map runs past the last parameter (%zu bytes)", r->param_bytes);
+            return bad(c, NULL, path, "a TMAP tag's 128-byte tensor map runs past the last parameter (%zu bytes)", r->param_bytes);
         RecTag *nt = realloc(r->tags, (size_t)(r->ntags + 1) * sizeof *nt);
         if (!nt) return bad(c, NULL, path, "out of memory");
         r->tags = nt;
