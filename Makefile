@@ -46,6 +46,11 @@ build/tests/%: tests/%.c build/libptxgen.a
 test: all $(TESTS)
 	@bash tests/run_all.sh
 
+# NVIDIA's oracle kernels on the sim from their launch records (also part of
+# make test); reads $PTXGEN_ORACLE_DIR or ../shared/oracle, SKIP lines without
+test-oracle: all
+	@bash tests/oracle.sh
+
 # check over the shape matrix on a GPU; one clear line where there is none
 gpu-test: all build/tests/test_sim build/tests/test_problem
 	@bash tests/gpu_matrix.sh
@@ -53,4 +58,4 @@ gpu-test: all build/tests/test_sim build/tests/test_problem
 clean:
 	rm -rf build ptxgen
 
-.PHONY: all test gpu-test clean
+.PHONY: all test test-oracle gpu-test clean
