@@ -12,7 +12,9 @@
 #include "json.h"
 #include "launch_record.h"
 
-enum { MAX_PARAM_SPACE = 32764, TMAP_TAG_ALIGN = 64 };   /* CUDA 12.1+'s kernel parameter limit; CUtensorMap's alignment */
+/* CUDA 12.1+'s kernel parameter limit; CUtensorMap's alignment; what a matrix
+ * may take on the host (the reference keeps M x N doubles besides) */
+enum { MAX_PARAM_SPACE = 32764, TMAP_TAG_ALIGN = 64, MAX_MATRIX_BYTES = 256 << 20 };
 
 typedef struct { const char *name; char *err; size_t errlen; } Ctx;
 
@@ -246,6 +248,8 @@ static int find_tags(const Ctx *c, LaunchRecord *r)
 }
 
 /* ---- the problem ---- */
+size_t rec_matrix_bytes(const RecMatrix *m) { return (size_t)m->rows * (size_t)m->cols * (size_t)m->elem_bytes; }
+
 /* "<dtype> <R>x<C> <row-major|column-major> ... @0x<address> ...": the
  * dtype, the shape letters (must be shape, e.g. "MxK"), the layout, and an
  * "X-major" remark, if any, must agree with the layout. */
@@ -271,6 +275,8 @@ static int parse_matrix(const Ctx *c, const Json *desc, const char *path, const 
     if (!at || sscanf(at + 1, "0x%llx", (unsigned long long *)&m->addr) != 1 || !m->addr)
         return bad(c, desc, path, "\"%s\" has no \"@0xADDRESS\"", s);
     m->rows = rows, m->cols = cols;
+    if (rec_matrix_bytes(m) > MAX_MATRIX_BYTES)
+        return bad(c, desc, path, "is %zu bytes; the sim takes at most %d MiB per matrix", rec_matrix_bytes(m), MAX_MATRIX_BYTES >> 20);
     return 0;
 }
 
@@ -299,8 +305,6 @@ static int parse_problem(const Ctx *c, const Json *root, RecGemm *g)
     }
     return parse_matrix(c, d[3], "problem.D", "MxN", g->M, g->N, &g->d);
 }
-
-size_t rec_matrix_bytes(const RecMatrix *m) { return (size_t)m->rows * (size_t)m->cols * (size_t)m->elem_bytes; }
 
 /* A tensor map over a matrix must describe that matrix: its type, and the
  * extents and row stride its layout implies. */
@@ -334,7 +338,7 @@ int launch_record_parse(const char *text, const char *name, LaunchRecord *r, cha
     Ctx c = {name, err, errlen};
     Json *root;
     memset(r, 0, sizeof *r);
-    if (json_parse(text, &root, err + 0, errlen)) {
+    if (json_parse(text, &root, err, errlen)) {
         char why[512];
         snprintf(why, sizeof why, "%s", err);
         snprintf(err, errlen, "%s: not valid JSON: %s", name, why);
