@@ -29,7 +29,9 @@ build/libptxgen.a: $(LIB_OBJ)
 build/libptxgen.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-ptxgen: build/cli/main.o build/libptxgen.a
+CLI_OBJ := $(patsubst %.c,build/%.o,$(wildcard cli/*.c))
+
+ptxgen: $(CLI_OBJ) build/libptxgen.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 build/example_host: build/examples/host_app.o build/libptxgen.a
@@ -44,6 +46,11 @@ build/tests/%: tests/%.c build/libptxgen.a
 test: all $(TESTS)
 	@bash tests/run_all.sh
 
+# NVIDIA's oracle kernels on the sim from their launch records (also part of
+# make test); reads $PTXGEN_ORACLE_DIR or ../shared/oracle, SKIP lines without
+test-oracle: all
+	@bash tests/oracle.sh
+
 # check over the shape matrix on a GPU; one clear line where there is none
 gpu-test: all build/tests/test_sim build/tests/test_problem
 	@bash tests/gpu_matrix.sh
@@ -51,4 +58,4 @@ gpu-test: all build/tests/test_sim build/tests/test_problem
 clean:
 	rm -rf build ptxgen
 
-.PHONY: all test gpu-test clean
+.PHONY: all test test-oracle gpu-test clean

@@ -1,4 +1,4 @@
-/* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench, xcheck, selfcheck. */
+/* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench, xcheck, selfcheck, sim (cmd_sim.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "attn.h"
 #include "mla.h"
 #include "check.h"
+#include "cmd.h"
 
 typedef struct {
     ptxgen_request req;
@@ -35,6 +36,7 @@ static void print_help(void) {
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen selfcheck [--device cuda|cuda:N]\n"
+         "       ptxgen sim FILE.ptx --launch RECORD.json [--seed N] [--out FILE] [--stats] [--strict]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
          "--mma picks the MMA instruction family; auto (default) takes the arch's newest (tcgen05 on\n"
          "sm_100a/sm_103a, wgmma on sm_90a, mma.sync elsewhere) among those the kernel has a generator for,\n"
@@ -54,7 +56,8 @@ static void print_help(void) {
          "--ref picks the reference: cpu (float64), gpu (CUDA C compiled by NVRTC, float64 sums, fp32\n"
          "outputs), or auto (default): gpu on a CUDA device above 20 GFLOP, else cpu; auto falls back to\n"
          "cpu when the GPU reference fails to load. selfcheck compares every GPU reference with the CPU\n"
-         "one at small shapes (exit 0 or 1).");
+         "one at small shapes (exit 0 or 1). sim runs foreign PTX (NVIDIA's oracle GEMMs) on the sim from a\n"
+         "launch record (docs/launch_record.md) and judges its GEMM against float64 (exit 0 pass, 1 fail, 2 bad input).");
 }
 
 static void print_keys(const char *title, const TileKey *keys, int nkeys) {
@@ -256,6 +259,7 @@ static int selfcheck_args(Cli *c, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "sim")) return cmd_sim(argc - 2, argv + 2);
     Cli c = {.run = {.seed = 1, .iters = 30, .warmup = 5}};   /* shape flags left 0 take the kind's defaults */
     int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck */
     const char *modes[] = {"check", "bench", "xcheck", "selfcheck"};

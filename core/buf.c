@@ -51,3 +51,15 @@ void buf_free(Buf *b) {
     b->s = NULL;
     b->len = b->cap = 0;
 }
+
+char *buf_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = NULL;
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (n >= 0 && !fseek(f, 0, SEEK_SET) && (s = malloc((size_t)n + 1)) && fread(s, 1, (size_t)n, f) == (size_t)n) s[n] = 0;
+    else free(s), s = NULL;
+    fclose(f);
+    if (s && len) *len = (size_t)n;
+    return s;
+}

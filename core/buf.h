@@ -10,4 +10,8 @@ void buf_puts(Buf *b, const char *s);
 void buf_append(Buf *b, const Buf *src);
 char *buf_take(Buf *b);   /* hands the text to the caller (never NULL) and empties b */
 void buf_free(Buf *b);
+/* A whole file as one NUL-terminated string (malloc'd) and its length (a
+ * file may hold NUL bytes: callers that parse text refuse those); NULL with
+ * errno set by the failing call when it cannot be read. */
+char *buf_read_file(const char *path, size_t *len);
 #endif

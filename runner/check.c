@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "buf.h"
 #include "device.h"
 #include "gpu_ref.h"
 #include "problem.h"
@@ -97,17 +98,6 @@ static int prepare(const RunOpts *in, int bench, RunOpts *o) {
     return 0;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = NULL;
-    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    if (n >= 0 && !fseek(f, 0, SEEK_SET) && (s = malloc((size_t)n + 1)) && fread(s, 1, (size_t)n, f) == (size_t)n) s[n] = 0;
-    else free(s), s = NULL;
-    fclose(f);
-    return s;
-}
-
 /* kind: "cuda" or "sim"; arch: the target when the request names none (NULL: the device's own). */
 static int open_session(Session *ss, const RunOpts *o, const char *kind, const char *arch) {
     char err[2048];
@@ -125,7 +115,7 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     char dump[256];
     snprintf(dump, sizeof dump, "/tmp/%s.ptx", ptxgen_entry(ss->set, 0));
     char *text = NULL;
-    if (o->ptx_file && !(text = read_text(o->ptx_file))) {
+    if (o->ptx_file && !(text = buf_read_file(o->ptx_file, NULL))) {
         fprintf(stderr, "ptxgen: cannot read --ptx %s\n", o->ptx_file);
         return 2;
     }

@@ -52,4 +52,10 @@ void ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, do
  * exactly 0. Needs no forward outputs: P is recomputed. */
 void ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
                  int nthreads);
+
+/* GEMM (ref_gemm.c): d[m, n] = alpha * sum_k a[m, k] * b[n, k] + beta * c[m, n],
+ * all dense row-major (a [M, K], b [N, K], c and d [M, N]); c may be NULL
+ * (beta ignored). nthreads as ref_attn_fwd. */
+void ref_gemm_abt(int M, int N, int K, double alpha, double beta, const float *a, const float *b, const float *c,
+                  double *d, int nthreads);
 #endif

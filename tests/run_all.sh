@@ -6,7 +6,9 @@
 #      library emits it) at small ragged shapes against the reference,
 #      generated PTX with planted bugs refused (incl. stores into an output's
 #      canary zone), planted-bug files, counters
-#   4. the command line: errors (also of --ref and selfcheck), plan refusals,
+#   4. NVIDIA's oracle kernels from their launch records (tests/oracle.sh;
+#      SKIP lines, not counted, where ../shared/oracle is absent)
+#   5. the command line: errors (also of --ref and selfcheck), plan refusals,
 #      --list, --manifest, -o, and the no-driver path of check, selfcheck and
 #      tests/gpu_matrix.sh
 # Prints one line per test (PASS name / FAIL name: why), then exactly one line
@@ -146,6 +148,25 @@ ptxas_matrix() {
         esac
     done < <(ptxas_configs)
     echo "-- ptxas: $n configs in $((SECONDS - start)) s"
+}
+
+# ---- oracle: NVIDIA's kernels from their launch records ----
+# tests/oracle.sh prints its own PASS/FAIL/SKIP lines and ends with
+# "N passed, N failed, N skipped"; its passes and failures count here.
+oracle_tests() {
+    section "oracle: NVIDIA's kernels on the sim from their launch records (ptxgen sim --launch)"
+    local out rc last
+    out=$(timeout 900 bash tests/oracle.sh 2>&1)
+    rc=$?
+    last=$(printf '%s\n' "$out" | tail -n 1)
+    if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        printf '%s\n' "$out" | sed '$d'
+        echo "-- oracle: $last (exit $rc)"
+        n_pass=$((n_pass + BASH_REMATCH[1]))
+        n_fail=$((n_fail + BASH_REMATCH[2]))
+    else
+        fail "tests/oracle.sh" "exit $rc: $(printf '%s' "$out" | tail -n 5 | tr '\n' ' ' | cut -c1-300)"
+    fi
 }
 
 # ---- 3. the sim device ----
@@ -611,6 +632,7 @@ main() {
     c_tests
     ptxas_matrix
     sim_tests
+    oracle_tests
     cli_errors
     plan_tests
     section "outputs"

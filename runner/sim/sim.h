@@ -108,9 +108,17 @@ typedef struct {
     uint64_t next;      /* next base address to hand out */
 } SimHeap;
 
+/* sim_heap.c */
 SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes);   /* the buffer holding all of it, or NULL */
 /* Describes where addr lies relative to the nearest buffer, for error messages. */
 void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap);
+/* Registers a fresh buffer of bytes (filled with 0xFF, as garbage) at base:
+ * the device's allocations and a launch record's buffers placed at their
+ * recorded addresses. NULL with a message when it would overlap a buffer,
+ * is empty or wraps. next is not moved. */
+SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_t errlen);
+int  sim_heap_remove(SimHeap *h, uint64_t base);   /* frees the buffer at base; -1 when none starts there */
+void sim_heap_release(SimHeap *h);                 /* frees every buffer; the heap is empty again */
 
 /* ---- one CTA in flight ---- */
 /* WS_CLUSTER: waiting in barrier.cluster.wait; WS_UNIT: parked by a unit
@@ -311,6 +319,12 @@ struct Sim {
     size_t notes_len;
     int nnotes;
 };
+
+/* A Sim with the defaults (a step limit per warp) and the environment's
+ * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors).
+ * sim_fini frees its heap and notes. */
+void sim_init(Sim *sim);
+void sim_fini(Sim *sim);
 
 /* Runs the whole grid; returns 0, or -1 with the first error in sim->err.
  * args: one pointer per parameter value (sim_launch), or the parameter

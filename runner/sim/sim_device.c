@@ -33,9 +33,7 @@ enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20, DEFAULT_DYN
 static void sd_close(Device *d_)
 {
     SimDev *d = (SimDev *)d_;
-    for (int i = 0; i < d->sim.heap.n; i++) free(d->sim.heap.bufs[i].data);
-    free(d->sim.heap.bufs);
-    free(d->sim.notes);
+    sim_fini(&d->sim);
     free(d);
 }
 
@@ -122,17 +120,8 @@ static int sd_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errle
     SimHeap *h = &((SimDev *)d_)->sim.heap;
     *p = 0;
     if (!bytes) return dev_errf(err, errlen, "sim: zero-byte allocation");
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 16;
-        SimBuf *nb = realloc(h->bufs, (size_t)h->cap * sizeof *nb);
-        if (!nb) return dev_errf(err, errlen, "sim: out of memory");
-        h->bufs = nb;
-    }
-    uint8_t *data = malloc(bytes);
-    if (!data) return dev_errf(err, errlen, "sim: cannot allocate %zu bytes", bytes);
-    memset(data, 0xFF, bytes);   /* fresh device memory is garbage; all-ones reads as NaN */
     if (!h->next) h->next = HEAP_BASE;
-    h->bufs[h->n++] = (SimBuf){h->next, bytes, data};   /* addresses only grow: bufs stays sorted */
+    if (!sim_heap_place(h, h->next, bytes, err, errlen)) return -1;
     *p = h->next;
     h->next += (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN + HEAP_GAP;
     return 0;
@@ -140,15 +129,7 @@ static int sd_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errle
 
 static int sd_free(Device *d_, DevPtr p, char *err, size_t errlen)
 {
-    SimHeap *h = &((SimDev *)d_)->sim.heap;
-    if (!p) return 0;
-    for (int i = 0; i < h->n; i++)
-        if (h->bufs[i].base == p) {
-            free(h->bufs[i].data);
-            memmove(&h->bufs[i], &h->bufs[i + 1], (size_t)(h->n - i - 1) * sizeof *h->bufs);
-            h->n--;
-            return 0;
-        }
+    if (!p || !sim_heap_remove(&((SimDev *)d_)->sim.heap, p)) return 0;
     return dev_errf(err, errlen, "sim: free of 0x%llx, which is not an allocation", (unsigned long long)p);
 }
 
@@ -275,11 +256,7 @@ int sim_open(Device **out, char *err, size_t errlen)
     *out = NULL;
     if (!d) return dev_errf(err, errlen, "sim: out of memory");
     d->base.ops = &kSimOps;
-    d->sim.max_steps = 1ull << 27;
-    const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
-    if (env && atoll(env) > 0) d->sim.max_steps = (uint64_t)atoll(env);
-    env = getenv("PTXGEN_SIM_STRICT");   /* notes become errors (sim.h sim_note) */
-    d->sim.strict = env && atoi(env) > 0;
+    sim_init(&d->sim);
     *out = &d->base;
     return 0;
 }

@@ -461,6 +461,22 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
     return rc;
 }
 
+void sim_init(Sim *sim)
+{
+    *sim = (Sim){.max_steps = 1ull << 27};
+    const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
+    if (env && atoll(env) > 0) sim->max_steps = (uint64_t)atoll(env);
+    env = getenv("PTXGEN_SIM_STRICT");
+    sim->strict = env && atoi(env) > 0;
+}
+
+void sim_fini(Sim *sim)
+{
+    sim_heap_release(&sim->heap);
+    free(sim->notes);
+    sim->notes = NULL, sim->notes_len = 0, sim->nnotes = 0;
+}
+
 int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
                unsigned dyn_smem, void **args)
 {

@@ -12,33 +12,6 @@
 #include "dtype.h"
 #include "sim.h"
 
-/* ---- global heap lookup ---- */
-SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes)
-{
-    int lo = 0, hi = h->n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        SimBuf *b = &h->bufs[mid];
-        if (addr < b->base) hi = mid - 1;
-        else if (addr >= b->base + b->size) lo = mid + 1;
-        else return addr + bytes <= b->base + b->size ? b : NULL;
-    }
-    return NULL;
-}
-
-void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap)
-{
-    const SimBuf *best = NULL;
-    for (int i = 0; i < h->n; i++)
-        if (h->bufs[i].base <= addr) best = &h->bufs[i];
-    if (!best) { snprintf(out, cap, "below every buffer"); return; }
-    if (addr < best->base + best->size)
-        snprintf(out, cap, "runs past the end of the %zu-byte buffer at 0x%llx", best->size, (unsigned long long)best->base);
-    else
-        snprintf(out, cap, "%llu bytes past the end of the %zu-byte buffer at 0x%llx",
-                 (unsigned long long)(addr - best->base - best->size), best->size, (unsigned long long)best->base);
-}
-
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
 {
     const char *what = store ? "store" : "load";
