@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include "check.h"
 #include "device.h"
+#include "arch.h"
 #include "emit.h"
+#include "target.h"
 
 /* The generic address of a kernel parameter (a tensor map the TMA reads). */
 static inline Reg probe_param_addr(Emit *e, const char *name)
@@ -33,6 +35,28 @@ static inline void probe_tma_load(Emit *e, Reg smem, uint32_t dst, Reg map, Reg 
     Reg c[2] = {x, y};
     if (mask) INS(e, TMA_LOAD_2D_MC, A(a, 0), TA(map, 2, c), A(bar, 0), R(*mask));
     else INS(e, TMA_LOAD_2D, A(a, 0), TA(map, 2, c), A(bar, 0));
+}
+
+/* The module around a probe's body: the target check (which also derives .version), one entry of
+ * `threads` threads in a 2-CTA cluster with dynamic shared memory `smem`; params: its parameter list.
+ * Frees the emitter. Exits 2 when the body does not fit the arch. */
+static inline char *probe_module(Emit *e, const char *arch, const char *comment, const char *entry, const char *params,
+                                 int threads)
+{
+    Buf m = {0}, decls = {0};
+    char version[16], err[256];
+    const ArchInfo *a = arch_find(arch);
+    if (!a || emit_target_check(e->body.s, a, version, err, sizeof err)) {
+        fprintf(stderr, "%s\n", a ? err : "unknown arch");
+        exit(2);
+    }
+    e_decls(e, &decls);
+    buf_printf(&m, "// %s\n.version %s\n.target %s\n.address_size 64\n\n", comment, version, a->name);
+    buf_printf(&m, ".extern .shared .align 1024 .b8 smem[];\n\n.visible .entry %s(\n%s\n)\n"
+                   ".maxntid %d, 1, 1\n.reqnctapercluster 2, 1, 1\n{\n%s%s}\n", entry, params, threads, decls.s, e->body.s);
+    buf_free(&decls);
+    e_free(e);
+    return buf_take(&m);
 }
 
 /* A 2-D tensor map over a row-major [rows][cols] matrix of eb-byte elements. */

@@ -194,23 +194,8 @@ static char *build_ptx(const char *arch)
     e_place(e, done);
     INS0(e, RET);
 
-    Buf m = {0}, decls = {0};
-    char version[16], err[256];
-    const ArchInfo *a = arch_find(arch);
-    if (!a || emit_target_check(e->body.s, a, version, err, sizeof err)) {
-        fprintf(stderr, "%s\n", a ? err : "unknown arch");
-        exit(2);
-    }
-    e_decls(e, &decls);
-    buf_printf(&m, "// ptxgen tcgen05 probe: a CTA pair, TMA 128B swizzle, TMEM S -> P (bf16) -> O, SS and TS MMAs.\n"
-                   ".version %s\n.target %s\n.address_size 64\n\n", version, a->name);
-    buf_printf(&m, ".extern .shared .align 1024 .b8 smem[];\n\n.visible .entry tprobe(\n"
-                   "\t.param .align 64 .b8 tmA[128], .param .align 64 .b8 tmB[128],\n"
-                   "\t.param .align 64 .b8 tmW[128], .param .u64 pO\n)\n"
-                   ".maxntid %d, 1, 1\n.reqnctapercluster 2, 1, 1\n{\n%s%s}\n", THREADS, decls.s, e->body.s);
-    buf_free(&decls);
-    e_free(e);
-    return buf_take(&m);
+    return probe_module(e, arch, "ptxgen tcgen05 probe: a CTA pair, TMA 128B swizzle, TMEM S -> P (bf16) -> O, SS and TS MMAs.",
+                        "tprobe", "\t.param .align 64 .b8 tmA[128], .param .align 64 .b8 tmB[128],\n\t.param .align 64 .b8 tmW[128], .param .u64 pO", THREADS);
 }
 
 int main(int argc, char **argv)

@@ -152,23 +152,8 @@ static char *build_ptx(void)
     e_place(e, done);
     INS0(e, RET);
 
-    Buf m = {0}, decls = {0};
-    char version[16], err[256];
-    const ArchInfo *a = arch_find("sm_90a");
-    if (emit_target_check(e->body.s, a, version, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    e_decls(e, &decls);
-    buf_printf(&m, "// ptxgen cross-check probe: TMA (swizzles 128B/64B/32B/none), mbarrier, 2-CTA cluster with\n"
-                   "// multicast and DSMEM, wgmma SS and RS.\n.version %s\n.target %s\n.address_size 64\n\n", version, a->name);
-    buf_printf(&m, ".extern .shared .align 1024 .b8 smem[];\n\n.visible .entry xprobe(\n"
-                   "\t.param .align 64 .b8 tmA[128], .param .align 64 .b8 tmB[128],\n"
-                   "\t.param .align 64 .b8 tmW[128], .param .align 64 .b8 tmO[128]\n)\n"
-                   ".maxntid %d, 1, 1\n.reqnctapercluster 2, 1, 1\n{\n%s%s}\n", THREADS, decls.s, e->body.s);
-    buf_free(&decls);
-    e_free(e);
-    return buf_take(&m);
+    return probe_module(e, "sm_90a", "ptxgen cross-check probe: TMA (swizzles 128B/64B/32B/none), mbarrier, 2-CTA cluster with multicast, DSMEM, wgmma SS and RS.",
+                        "xprobe", "\t.param .align 64 .b8 tmA[128], .param .align 64 .b8 tmB[128],\n\t.param .align 64 .b8 tmW[128], .param .align 64 .b8 tmO[128]", THREADS);
 }
 
 int main(int argc, char **argv)
