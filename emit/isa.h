@@ -37,7 +37,7 @@ typedef enum { RND_NONE, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_R
 typedef enum { RO_NONE, RO_ADD, RO_MIN, RO_MAX, RO_INC, RO_DEC, RO_AND, RO_OR, RO_XOR, RO_EXCH, RO_CAS } IsaRedOp;
 /* tcgen05 data-movement shapes (tcgen05.ld/st/cp) */
 typedef enum { TS_NONE, TS_32X32B, TS_16X64B, TS_16X128B, TS_16X256B, TS_16X32BX2, TS_128X256B, TS_4X256B,
-               TS_128X128B, TS_64X128B } IsaTmemShape;
+               TS_128X128B, TS_64X128B, TS_32X128B } IsaTmemShape;
 typedef enum { KIND_NONE, KIND_F16, KIND_TF32, KIND_F8F6F4, KIND_I8 } IsaKind;
 
 /* Modifiers that are flags. Cache-policy and eviction hints that change no
@@ -54,7 +54,8 @@ enum {
     F_BFLY = 1ull << 35, F_IDX = 1ull << 36, F_UP = 1ull << 37, F_DOWN = 1ull << 38, F_BALLOT = 1ull << 39,
     F_ALL = 1ull << 40, F_ANY = 1ull << 41, F_ROW = 1ull << 42, F_COL = 1ull << 43, F_WEAK = 1ull << 44,
     F_ASYNC = 1ull << 45, F_SC = 1ull << 46, F_FULL = 1ull << 47, F_NOFTZ = 1ull << 48,
-    F_COLLECTOR = 1ull << 49, F_WARPX2 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52
+    F_COLLECTOR = 1ull << 49, F_WARPX2_02_13 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52,
+    F_WARPX2_01_23 = 1ull << 53, F_DECOMPRESS = 1ull << 54   /* tcgen05.cp: the two warp-pair forms; .b8x16 with .b6x16_p32/.b4x16_p64 */
 };
 
 enum { ISA_MAX_TYPES = 4 };

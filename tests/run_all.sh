@@ -308,6 +308,18 @@ sim_tests() {
         fail "ptxas accepts the wgmma probes of test_sim_wgmma" "the dump failed: $(one_line "$TMP/probes.log")"
     fi
 
+    # the tcgen05 probes tests/test_sim_tcgen05*.c write (ld/st shapes, mma configurations, planted bugs, cp, shift)
+    local tprobes=$TMP/tcgen05_probes t
+    mkdir -p "$tprobes"
+    if for t in test_sim_tcgen05 test_sim_tcgen05_cp; do build/tests/$t --seed 1 --dump "$tprobes" || exit 1; done >"$TMP/tprobes.log" 2>&1; then
+        bad=$(find "$tprobes" -name '*.ptx' -print0 | xargs -0 -P "$JOBS" -n 16 sh -c \
+            'for f; do ptxas -arch=sm_100a "$f" -o /dev/null >/dev/null 2>&1 || echo "$(basename "$f")"; done' _)
+        if [ -z "$bad" ]; then pass "ptxas -arch=sm_100a accepts the $(find "$tprobes" -name '*.ptx' | wc -l) tcgen05 probes of test_sim_tcgen05{,_cp}"
+        else fail "ptxas accepts the tcgen05 probes of test_sim_tcgen05{,_cp}" "refused: $(echo $bad | cut -c1-200)"; fi
+    else
+        fail "ptxas accepts the tcgen05 probes of test_sim_tcgen05{,_cp}" "the dump failed: $(one_line "$TMP/tprobes.log")"
+    fi
+
     # the emitter-written cross-check probes: xprobe (sm_90a), tprobe (tcgen05, sm_100a and sm_103a)
     local probe parch
     for probe in "xprobe sm_90a" "tprobe sm_100a" "tprobe sm_103a"; do

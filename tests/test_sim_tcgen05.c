@@ -14,7 +14,9 @@
  *   lanes after the ISA's data-path layouts (M=128: lane = row; M=64: lanes
  *   0-15 of each quarter).
  * Then planted bugs, each refused with the message that names it.
- * usage: test_sim_tcgen05 [--seed N] [--ptx] */
+ * usage: test_sim_tcgen05 [--seed N] [--ptx] [--dump DIR]
+ *   --dump DIR writes every probe (shapes, mma configurations, planted bugs)
+ *   as DIR/tNNN.ptx; run_all.sh assembles them with ptxas -arch=sm_100a. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,17 @@ typedef struct {
 } Cfg;
 
 typedef struct { int mma, alloc, bug; } Lines;
+
+static const char *dump_dir;   /* --dump: where every probe is written */
+
+static void dump(const char *ptx)
+{
+    static int n;
+    char path[512];
+    snprintf(path, sizeof path, "%s/t%03d.ptx", dump_dir, n++);
+    FILE *f = fopen(path, "w");
+    if (f) fputs(ptx, f), fclose(f);
+}
 
 static int line_no(const Buf *b)
 {
@@ -281,6 +294,7 @@ static void one(const Cfg *c, Rng *r, int show)
     Lines ln;
     char *ptx = mma_probe(c, &ln);
     if (show) fputs(ptx, stdout);
+    if (dump_dir) dump(ptx);
     Data d = {0};
     int rc = data_make(c, r, &d) ? (snprintf(err, sizeof err, "out of memory"), -1) : run(c, ptx, &d, err, sizeof err);
     double worst = 0;
@@ -334,6 +348,7 @@ static void planted(const char *name, Bug bug, const char *want, int want_mma, i
     c.bug = bug;
     Lines ln;
     char *ptx = mma_probe(&c, &ln), err[4096] = "", la[48] = "", lb[48] = "";
+    if (dump_dir) dump(ptx);
     Rng r;
     rng_seed(&r, 7);
     Data d = {0};
@@ -369,6 +384,13 @@ static void shape_pins(void)
         {TM_32X32B, 1, 5, 0, 0, 5, 0},   {TM_32X32B, 8, 31, 7, 0, 31, 7},  {TM_16X256B, 1, 0, 0, 0, 0, 0},
         {TM_16X256B, 1, 5, 2, 0, 9, 2},  {TM_16X256B, 2, 30, 7, 0, 15, 13}, {TM_16X32BX2, 2, 3, 1, 8, 3, 1},
         {TM_16X32BX2, 2, 17, 1, 8, 1, 9},
+        /* 16x64b and 16x128b, decoded by hand from CUTLASS's Copy_Traits<SM100_TMEM_LOAD_16dp64b1x> DstLayout
+         * ((2,2,8),32):((512,32,64),1) over ValID (64 bits, 16 lanes): thread t -> lane t/4 + 8(t%2), column
+         * (t/2)%2 (+2 per .x repeat); and <..._16dp128b1x> ((4,8),(32,2)):((32,128),(1,1024)) over (128 bits,
+         * 16 lanes): register 2k -> lane t/4, column 4k + t%4; register 2k+1 -> lane t/4 + 8 (PTX_FACTS 3.9) */
+        {TM_16X64B, 1, 5, 0, 0, 9, 0},   {TM_16X64B, 1, 6, 0, 0, 1, 1},    {TM_16X64B, 2, 31, 1, 0, 15, 3},
+        {TM_16X64B, 4, 12, 2, 0, 3, 4},  {TM_16X128B, 1, 6, 1, 0, 9, 2},   {TM_16X128B, 2, 31, 3, 0, 15, 7},
+        {TM_16X128B, 2, 0, 2, 0, 0, 4},
     };
     for (size_t i = 0; i < sizeof pin / sizeof pin[0]; i++) {
         int lane, col;
@@ -426,6 +448,7 @@ static void shape_case(int shape, int num, int half)
         }
     width = width <= 32 ? 32 : width <= 64 ? 64 : 128;
     char *ptx = shape_probe(shape, num, half, width), err[2048] = "", name[96];
+    if (dump_dir) dump(ptx);
     snprintf(name, sizeof name, "tcgen05.st/ld .%s.x%d%s round trip", shape_text[shape], num, half ? " (half offset)" : "");
     uint32_t *out = malloc(4u * THREADS * (unsigned)width), *out2 = malloc(4u * THREADS * (unsigned)regs);
     Device *dev = NULL;
@@ -476,8 +499,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--ptx")) show = 1;
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_dir = argv[++i];
         else {
-            fprintf(stderr, "usage: test_sim_tcgen05 [--seed N] [--ptx]\n");
+            fprintf(stderr, "usage: test_sim_tcgen05 [--seed N] [--ptx] [--dump DIR]\n");
             return 2;
         }
     }

@@ -263,6 +263,29 @@ void sim_tmem_shape_map(int shape, int num, int thread, int reg, int imm_half_of
     }
 }
 
+/* ---- tcgen05.cp lane maps (the table in sim_desc.h) ---- */
+
+int sim_tmem_cp_dims(int cp, int *rows, int *words, int *copies)
+{
+    static const int dims[CP_SHAPES][3] = {{128, 8, 1}, {4, 8, 1}, {128, 4, 1}, {64, 4, 2}, {64, 4, 2}, {32, 4, 4}};
+    if (cp < 0 || cp >= CP_SHAPES) return -1;
+    *rows = dims[cp][0], *words = dims[cp][1], *copies = dims[cp][2];
+    return 0;
+}
+
+int sim_tmem_cp_lane(int cp, int row, int copy)
+{
+    int rows, words, copies;
+    if (sim_tmem_cp_dims(cp, &rows, &words, &copies) || row < 0 || row >= rows || copy < 0 || copy >= copies) return -1;
+    switch (cp) {
+    case CP_4X256B: return 32 * row;
+    case CP_64X128B_02_13: return row + 64 * copy;
+    case CP_64X128B_01_23: return 64 * (row / 32) + row % 32 + 32 * copy;
+    case CP_32X128B_X4: return row + 32 * copy;
+    default: return row;
+    }
+}
+
 /* ---- wgmma register fragments (m64nNk16) ---- */
 
 /* D: warp w of the warpgroup owns rows 16w..16w+15; inside it the m16n8 C

@@ -97,6 +97,24 @@ enum { TM_32X32B, TM_16X64B, TM_16X128B, TM_16X256B, TM_16X32BX2, TM_SHAPES };
 int sim_tmem_shape_regs(int shape, int num);
 void sim_tmem_shape_map(int shape, int num, int thread, int reg, int imm_half_off, int *lane, int *col);
 
+/* tcgen05.cp shapes with their multicast, after the PTX ISA ("tcgen05.cp",
+ * "Data Movement Shape") and CUTLASS's SM100_UTCCP_* copy traits: the source
+ * is a K-major matrix of `rows` rows of `words` 32-bit words (128 or 256
+ * bits) in the descriptor's canonical layout (8-row x 16-byte core
+ * matrices: SBO between 8-row groups, LBO between 16-byte columns); each row
+ * lands in `copies` TMEM lanes at consecutive columns from the address's.
+ *   128x256b, 128x128b: row r -> lane r.
+ *   4x256b:             row r -> lane 32r (the first lane of each quarter).
+ *   64x128b.warpx2::02_13: row r -> lanes r and r + 64 (warps 0/2, 1/3).
+ *   64x128b.warpx2::01_23: row r -> lanes 64(r/32) + r%32 and that + 32
+ *                       (rows 0-31 to warps 0/1, rows 32-63 to warps 2/3).
+ *   32x128b.warpx4:     row r -> lanes r, r + 32, r + 64, r + 96. */
+enum { CP_128X256B, CP_4X256B, CP_128X128B, CP_64X128B_02_13, CP_64X128B_01_23, CP_32X128B_X4, CP_SHAPES };
+/* rows, words per row and copies of a shape; -1 for a shape out of range */
+int sim_tmem_cp_dims(int cp, int *rows, int *words, int *copies);
+/* The lane offset (added to the address's lane) of copy `copy` of source row `row`; -1 out of range. */
+int sim_tmem_cp_lane(int cp, int row, int copy);
+
 /* wgmma accumulator fragment: thread t (0-127) of the warpgroup, element
  * index reg (0 .. n/2-1) of an m64nN accumulator -> (row, col) of D. An f32
  * accumulator has one element per register; a packed f16 accumulator holds

@@ -17,16 +17,14 @@
  *   and N/2 rows of B (the lower rank the first half), and receives its M/2
  *   rows of D (all N columns) in its own TMEM at the same address.
  * - tcgen05.fence::before/after_thread_sync order nothing the sim reorders.
- * - tcgen05.cp and tcgen05.shift are refused with a named error. */
+ * - tcgen05.cp and tcgen05.shift: sim_tcgen05_cp.c, on the same queue. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sim_tcgen05.h"
 
-/* sim_fail for the issuing thread; returns 1 so a caller can return it. */
-static int fail(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int fail(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *fmt, ...)
+int tc_fail(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -37,7 +35,18 @@ static int fail(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *
     return 1;
 }
 
-static uint64_t tc_key(const SimCta *c) { return (uint64_t)(uint32_t)c->rank << 32 | 0x20000u; }
+int tc_ctas(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *cta[2])
+{
+    if (in->d.cta_group != 2) return cta[0] = c, 1;
+    int r0 = c->rank & ~1;
+    if (r0 + 1 >= c->cl->n) {
+        tc_fail(c, w, lane, in, "%s.cta_group::2 needs a CTA pair: rank %d has no peer in a %d-CTA cluster", isa_base_text(in->d.op),
+             c->rank, c->cl->n);
+        return 0;
+    }
+    cta[0] = &c->cl->cta[r0], cta[1] = &c->cl->cta[r0 + 1];
+    return 2;
+}
 
 static void drop_mma(SimAsync *a)
 {
@@ -137,14 +146,14 @@ static int cells_allocated(SimCta *c, SimWarp *w, int lane, const SimInsn *in, c
     int rows = op->id.m / op->ncta, acols = op->k * op->ebytes / 4;
     for (int i = 0; i < op->ncta; i++) {
         Tmem *t = op->cta[i]->tmem;
-        if (!t) return fail(c, w, lane, in, "tcgen05.mma: CTA rank %d has allocated no TMEM", op->cta[i]->rank);
+        if (!t) return tc_fail(c, w, lane, in, "tcgen05.mma: CTA rank %d has allocated no TMEM", op->cta[i]->rank);
         for (int pass = 0; pass < 1 + op->a_tmem; pass++)
             for (int r = 0; r < rows; r++)
                 for (int n = 0; n < (pass ? acols : op->id.n); n++) {
                     int l, k;
                     umma_d_cell(op, pass ? op->a_lane : op->d_lane, pass ? op->a_col : op->d_col, pass ? acols : op->id.n, r, n, &l, &k);
                     if (l >= TMEM_LANES || k >= t->cols || !t->alloc_line[k])
-                        return fail(c, w, lane, in, "tcgen05.mma: the %s reaches TMEM lane %d column %d of CTA rank %d, which is %s",
+                        return tc_fail(c, w, lane, in, "tcgen05.mma: the %s reaches TMEM lane %d column %d of CTA rank %d, which is %s",
                                     pass ? "A operand" : "D matrix", l, k, op->cta[i]->rank,
                                     l >= TMEM_LANES || k >= t->cols ? "outside the tensor memory" : "not allocated");
                 }
@@ -152,18 +161,87 @@ static int cells_allocated(SimCta *c, SimWarp *w, int lane, const SimInsn *in, c
     return 0;
 }
 
+/* A from TMEM (the TS form), cell by cell: a tcgen05.st into it needs the
+ * writer's tcgen05.wait::st first (an error when the MMA's issuing thread
+ * is the writer, whose own wait the ISA asks for; a note otherwise, where
+ * the ISA also asks for fence::before_thread_sync, a barrier and
+ * fence::after_thread_sync, which the sim cannot see apart); a cell an
+ * in-flight cp or shift of another thread will write is an error (only the
+ * issuing thread's cp/shift -> mma pipeline is ordered without a wait). */
+static int a_cells_ready(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const UmmaOp *op)
+{
+    int rows = op->id.m / op->ncta, acols = op->k * op->ebytes / 4, me = sim_warp_id(c, w) * 32 + lane;
+    for (int i = 0; i < op->ncta; i++) {
+        SimCta *tc = op->cta[i];
+        Tmem *t = tc->tmem;
+        for (int r = 0; r < rows; r++)
+            for (int k = 0; k < acols; k++) {
+                int l, col, writes = 0;
+                umma_d_cell(op, op->a_lane, op->a_col, acols, r, k, &l, &col);
+                size_t cell = tmem_cell(t, l, col);
+                const SimAsync *p = t->pend[cell] ? tc_op_at(tc, l, col, &writes) : NULL;
+                if (p && writes && strcmp(p->what, "tcgen05.mma") && (p->cta != c || p->warp != sim_warp_id(c, w) || p->lane != lane))
+                    return tc_fail(c, w, lane, in,
+                                "tcgen05.mma reads A from TMEM lane %d column %d of CTA rank %d, which the %s at PTX line %d "
+                                "(another thread) has not written yet: only a thread's own %s -> mma pipeline needs no "
+                                "wait; wait on that op's commit first", l, col, tc->rank, p->what, p->line, p->what);
+                int th = t->st_thread[cell];
+                if (!t->st_line[cell] || t->st_gen[cell] != t->st_waits[th / 32]) continue;
+                if (tc == c && th == me)
+                    return tc_fail(c, w, lane, in,
+                                "tcgen05.mma reads A from TMEM lane %d column %d, which this thread's tcgen05.st at PTX line %d "
+                                "wrote with no tcgen05.wait::st since: the ISA asks for tcgen05.wait::st before an MMA reads it",
+                                l, col, t->st_line[cell]);
+                sim_note(c, sim_warp_id(c, w), in, "tcgen05.wait::st",
+                         "tcgen05.mma reads A from TMEM lane %d column %d of CTA rank %d, which the tcgen05.st at PTX line %d "
+                         "(warp %d) wrote with no tcgen05.wait::st since: the ISA asks for wait::st, then "
+                         "tcgen05.fence::before_thread_sync, a barrier and fence::after_thread_sync", l, col, tc->rank,
+                         t->st_line[cell], th / 32);
+                return c->failed;
+            }
+    }
+    return 0;
+}
+
+/* Does mma op a write (D: 1) or read (A from TMEM: 2) cell (lane, col) of c? */
+static int mma_covers(const UmmaOp *op, const SimCta *c, int lane, int col)
+{
+    int rows = op->id.m / op->ncta, acols = op->k * op->ebytes / 4;
+    for (int i = 0; i < op->ncta; i++) {
+        if (op->cta[i] != c) continue;
+        for (int pass = 0; pass < 1 + op->a_tmem; pass++)
+            for (int r = 0; r < rows; r++)
+                for (int n = 0; n < (pass ? acols : op->id.n); n++) {
+                    int l, k;
+                    umma_d_cell(op, pass ? op->a_lane : op->d_lane, pass ? op->a_col : op->d_col, pass ? acols : op->id.n, r, n, &l, &k);
+                    if (l == lane && k == col) return pass + 1;
+                }
+    }
+    return 0;
+}
+
+const SimAsync *tc_op_at(const SimCta *c, int lane, int col, int *writes)
+{
+    for (int i = 0; i < c->cl->nq; i++) {
+        const SimAsync *a = c->cl->q[i];
+        int hit = a->land == land_mma ? mma_covers(a->payload, c, lane, col) : tc_cp_covers(a, c, lane, col);
+        if (hit > 0) return *writes = hit == 1, a;
+    }
+    return NULL;
+}
+
 /* The form: [d], a_desc | [a_tmem], b_desc, idesc, {disable-output-lane}?, enable_input_d [, scale_input_d]. */
 static int mma_form(SimCta *c, SimWarp *w, int lane, const SimInsn *in, UmmaOp *op, int *pred_at)
 {
     int cg = in->d.cta_group ? in->d.cta_group : 1, at = 4;
-    if (in->d.flags & F_WS) return fail(c, w, lane, in, "tcgen05.mma: the .ws form is not modelled yet");
+    if (in->d.flags & F_WS) return tc_fail(c, w, lane, in, "tcgen05.mma: the .ws form is not modelled yet");
     if (in->d.kind != KIND_F16 && in->d.kind != KIND_TF32)
-        return fail(c, w, lane, in, "tcgen05.mma: only kind::f16 and kind::tf32 are modelled");
+        return tc_fail(c, w, lane, in, "tcgen05.mma: only kind::f16 and kind::tf32 are modelled");
     if (in->nops < 5 || in->o[0].kind != SO_ADDR || (in->o[1].kind != SO_ADDR && in->o[1].kind != SO_REG))
-        return fail(c, w, lane, in, "tcgen05.mma: expected [d_tmem], a_desc or [a_tmem], b_desc, idesc, {disable-output-lane}, enable_input_d");
+        return tc_fail(c, w, lane, in, "tcgen05.mma: expected [d_tmem], a_desc or [a_tmem], b_desc, idesc, {disable-output-lane}, enable_input_d");
     if (in->o[4].kind == SO_VEC) {
         if (in->o[4].n != 4 * cg)
-            return fail(c, w, lane, in, "tcgen05.mma: the disable-output-lane vector has %d registers; cta_group::%d takes 4 per CTA",
+            return tc_fail(c, w, lane, in, "tcgen05.mma: the disable-output-lane vector has %d registers; cta_group::%d takes 4 per CTA",
                         in->o[4].n, cg);
         for (int i = 0; i < in->o[4].n; i++) {
             SimOpnd e = sim_vec_elem(c->f, &in->o[4], i);
@@ -172,7 +250,7 @@ static int mma_form(SimCta *c, SimWarp *w, int lane, const SimInsn *in, UmmaOp *
         at = 5;
     }
     if (at >= in->nops || at + 2 < in->nops)
-        return fail(c, w, lane, in, "tcgen05.mma: expected enable_input_d [, scale_input_d] after the descriptors");
+        return tc_fail(c, w, lane, in, "tcgen05.mma: expected enable_input_d [, scale_input_d] after the descriptors");
     *pred_at = at;
     return 0;
 }
@@ -180,7 +258,7 @@ static int mma_form(SimCta *c, SimWarp *w, int lane, const SimInsn *in, UmmaOp *
 static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
     UmmaOp *op = calloc(1, sizeof *op);
-    if (!op) return fail(c, w, lane, in, "out of host memory for a tcgen05.mma");
+    if (!op) return tc_fail(c, w, lane, in, "out of host memory for a tcgen05.mma");
     SimAsync *a = NULL;
     int cg = in->d.cta_group ? in->d.cta_group : 1, pat = 0;
     char err[256];
@@ -193,21 +271,21 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         goto out;
     }
     if (op->id.sparse) {
-        fail(c, w, lane, in, "tcgen05.mma: sparse A (instruction descriptor bit 2) is not modelled yet");
+        tc_fail(c, w, lane, in, "tcgen05.mma: sparse A (instruction descriptor bit 2) is not modelled yet");
         goto out;
     }
     op->ebytes = kind == UMMA_KIND_TF32 ? 4 : 2, op->k = 32 / op->ebytes;
     op->enable_d = sim_read(c, w, &in->o[pat], lane) != 0;
     op->scale_d = pat + 1 < in->nops ? (int)sim_read(c, w, &in->o[pat + 1], lane) : 0;
     if (op->scale_d < 0 || op->scale_d > 15) {
-        fail(c, w, lane, in, "tcgen05.mma: scale_input_d %d is outside 0..15", op->scale_d);
+        tc_fail(c, w, lane, in, "tcgen05.mma: scale_input_d %d is outside 0..15", op->scale_d);
         goto out;
     }
     uint32_t dt = (uint32_t)sim_addr(c, w, &in->o[0], lane);
     op->d_lane = dt >> 16, op->d_col = dt & 0xFFFF;
     int layout_f = cg == 1 && op->id.m == 64;
     if (op->d_lane != 0 && !(layout_f && op->d_lane == 16)) {
-        fail(c, w, lane, in, "tcgen05.mma: D address lane %u must be 0%s", op->d_lane, layout_f ? " or 16 (M = 64 uses half the lanes)" : "");
+        tc_fail(c, w, lane, in, "tcgen05.mma: D address lane %u must be 0%s", op->d_lane, layout_f ? " or 16 (M = 64 uses half the lanes)" : "");
         goto out;
     }
     op->a_tmem = in->o[1].kind == SO_ADDR;
@@ -215,24 +293,13 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         uint32_t at = (uint32_t)sim_addr(c, w, &in->o[1], lane);
         op->a_lane = at >> 16, op->a_col = at & 0xFFFF;
         if (op->a_lane != op->d_lane) {
-            fail(c, w, lane, in, "tcgen05.mma: A in TMEM at lane %u, D at lane %u: the ISA asks for the same lane alignment",
+            tc_fail(c, w, lane, in, "tcgen05.mma: A in TMEM at lane %u, D at lane %u: the ISA asks for the same lane alignment",
                  op->a_lane, op->d_lane);
             goto out;
         }
     }
-    op->ncta = cg;
-    if (cg == 2) {
-        int r0 = c->rank & ~1;
-        if (r0 + 1 >= c->cl->n) {
-            fail(c, w, lane, in, "tcgen05.mma.cta_group::2 needs a CTA pair: rank %d has no peer in a %d-CTA cluster", c->rank,
-                 c->cl->n);
-            goto out;
-        }
-        op->cta[0] = &c->cl->cta[r0], op->cta[1] = &c->cl->cta[r0 + 1];
-    } else {
-        op->cta[0] = c;
-    }
-    if (cells_allocated(c, w, lane, in, op)) goto out;
+    if (!(op->ncta = tc_ctas(c, w, lane, in, op->cta))) goto out;
+    if (cells_allocated(c, w, lane, in, op) || (op->a_tmem && a_cells_ready(c, w, lane, in, op))) goto out;
     if (!(a = sim_async_new(c, w, lane, in, "tcgen05.mma"))) goto out;
     uint64_t ad = sim_read(c, w, &in->o[1], lane), bd = sim_read(c, w, &in->o[2], lane);
     for (int i = 0; i < op->ncta; i++) {
@@ -273,25 +340,25 @@ static int issue_commit(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
     int mc = !!(in->d.flags & F_MULTICAST);
     if (in->nops != 1 + mc || in->o[0].kind != SO_ADDR)
-        return fail(c, w, lane, in, "tcgen05.commit: expected [mbar]%s", mc ? ", ctaMask" : "");
+        return tc_fail(c, w, lane, in, "tcgen05.commit: expected [mbar]%s", mc ? ", ctaMask" : "");
     uint32_t lo;
     SimCta *bc = sim_smem_owner(c, w, lane, in, (uint32_t)sim_addr(c, w, &in->o[0], lane), 1, &lo);
     if (!bc) return 1;
     uint32_t mask = mc ? (uint16_t)sim_read(c, w, &in->o[1], lane) : 1u << bc->rank;
-    if (!mask) return fail(c, w, lane, in, "tcgen05.commit: ctaMask 0x0000 names no CTA");
+    if (!mask) return tc_fail(c, w, lane, in, "tcgen05.commit: ctaMask 0x0000 names no CTA");
     for (int r = 0; r < 16; r++) {
         if (!(mask >> r & 1)) continue;
         if (r >= c->cl->n)
-            return fail(c, w, lane, in, "tcgen05.commit: ctaMask 0x%04x names CTA rank %d; the cluster has %d CTAs", mask, r, c->cl->n);
+            return tc_fail(c, w, lane, in, "tcgen05.commit: ctaMask 0x%04x names CTA rank %d; the cluster has %d CTAs", mask, r, c->cl->n);
         SimCta *t = &c->cl->cta[r];
         if (!sim_mbar_at(t, lo))
-            return fail(c, w, lane, in, "tcgen05.commit arrives on shared 0x%x of CTA rank %d, which is no initialised mbarrier",
+            return tc_fail(c, w, lane, in, "tcgen05.commit arrives on shared 0x%x of CTA rank %d, which is no initialised mbarrier",
                         lo, r);
         SimAsync *a = sim_async_new(c, w, lane, in, "tcgen05.commit");
         Commit *k = a ? calloc(1, sizeof *k) : NULL;
         if (!k) {
             free(a);
-            return c->failed ? 1 : fail(c, w, lane, in, "out of host memory for a tcgen05.commit");
+            return c->failed ? 1 : tc_fail(c, w, lane, in, "out of host memory for a tcgen05.commit");
         }
         memcpy(k->vc, w->vc, (size_t)c->nwarps * sizeof *w->vc);
         k->in = in;
@@ -305,15 +372,16 @@ int sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->d.op) {
     case I_TC_FENCE_BEFORE: case I_TC_FENCE_AFTER: return 1;
-    case I_TC_CP: case I_TC_SHIFT:
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s is not modelled by the sim yet", isa_base_text(in->d.op));
-        return 1;
-    case I_TC_MMA: case I_TC_COMMIT:
+    case I_TC_MMA: case I_TC_COMMIT: case I_TC_CP: case I_TC_SHIFT: {
+        static int (*const issue[])(SimCta *, SimWarp *, const SimInsn *, int) = {issue_mma, issue_commit, tc_issue_cp,
+                                                                                 tc_issue_shift};
+        int which = in->d.op == I_TC_MMA ? 0 : in->d.op == I_TC_COMMIT ? 1 : in->d.op == I_TC_CP ? 2 : 3;
         if (!tmem_get(c, w, in)) return 1;
         /* issued per thread: each active lane issues its own */
         for (int l = 0; l < 32 && !c->failed; l++)
-            if (exec >> l & 1) (in->d.op == I_TC_MMA ? issue_mma : issue_commit)(c, w, in, l);
+            if (exec >> l & 1) issue[which](c, w, in, l);
         return 1;
+    }
     }
     return tmem_insn(c, w, in, exec);
 }

@@ -1,9 +1,9 @@
 /* The tcgen05 unit's own types, shared by its three files: sim_tmem.c (the
  * tensor memory of a CTA: allocation, tcgen05.ld/st, lane quarters, the
  * registers a load leaves in flight), sim_tcgen05.c (dispatch, the issue of
- * tcgen05.mma and tcgen05.commit to the async queue) and sim_umma_math.c
- * (what an MMA computes when it lands). Nothing outside the unit includes
- * this. */
+ * tcgen05.mma and tcgen05.commit to the async queue), sim_tcgen05_cp.c
+ * (tcgen05.cp and tcgen05.shift) and sim_umma_math.c (what an MMA computes
+ * when it lands). Nothing outside the unit includes this. */
 #ifndef PTXGEN_SIM_TCGEN05_H
 #define PTXGEN_SIM_TCGEN05_H
 #include "sim.h"
@@ -29,6 +29,13 @@ typedef struct {
     uint8_t **ld_slot;          /* [warp][slot] */
     int32_t *ld_line;           /* [warp]: the ld's line, 0 when nothing is in flight */
     int ld_noted;               /* the note was given: tracking stops (a kernel without waits would repeat it per load) */
+    /* tcgen05.st not yet covered by the writer warp's tcgen05.wait::st: a
+     * cell's st line (0: none), writing thread (warp * 32 + lane) and the
+     * writer warp's wait count then; the st is unwaited while that count
+     * is still st_waits[warp]. An MMA reading such a cell as A is checked. */
+    int32_t *st_line;
+    uint16_t *st_thread;
+    uint32_t *st_gen, *st_waits;
 } Tmem;
 
 /* The CTA's TMEM, created on first use; NULL after sim_fail (no TMEM on the
@@ -38,6 +45,26 @@ static inline size_t tmem_cell(const Tmem *t, int lane, int col) { return (size_
 
 /* alloc, dealloc, relinquish_alloc_permit, ld, st, wait::ld/st (sim_tmem.c) */
 int tmem_insn(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
+/* Column col of the CTA's TMEM is allocated (and inside it). */
+static inline int tmem_col_ok(const Tmem *t, int col) { return col >= 0 && col < t->cols && t->alloc_line[col]; }
+
+/* ---- shared by the issue files (sim_tcgen05.c, sim_tcgen05_cp.c) ---- */
+/* sim_fail for the issuing thread; returns 1 so a caller can return it. */
+int tc_fail(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The async-queue key of a CTA's tcgen05 ops (commit lands what is queued before it). */
+static inline uint64_t tc_key(const SimCta *c) { return (uint64_t)(uint32_t)c->rank << 32 | 0x20000u; }
+/* The CTAs an op of the instruction's cta_group touches (::2: the pair,
+ * lower rank first): their count, or 0 after sim_fail. */
+int tc_ctas(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *cta[2]);
+/* The in-flight tcgen05 op (mma, cp, shift) that writes (*writes = 1) or
+ * reads TMEM cell (lane, col) of c, first in issue order; NULL when none. */
+const SimAsync *tc_op_at(const SimCta *c, int lane, int col, int *writes);
+/* For tc_op_at: 1 when a is a cp or shift writing the cell, 2 reading it,
+ * 0 when it does not touch it, -1 when a is no cp or shift (sim_tcgen05_cp.c). */
+int tc_cp_covers(const SimAsync *a, const SimCta *c, int lane, int col);
+/* Issue of tcgen05.cp / tcgen05.shift by one thread (sim_tcgen05_cp.c). */
+int tc_issue_cp(SimCta *c, SimWarp *w, const SimInsn *in, int lane);
+int tc_issue_shift(SimCta *c, SimWarp *w, const SimInsn *in, int lane);
 
 /* One tcgen05.mma: the pair's CTAs (one for cta_group::1), the decoded
  * descriptors and the operand addresses fetched at landing. */

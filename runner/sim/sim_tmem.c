@@ -28,6 +28,7 @@ static void tmem_free(Tmem *t, int nwarps)
     if (!t) return;
     for (int i = 0; t->ld_slot && i < nwarps; i++) free(t->ld_slot[i]);
     free(t->ld_slot), free(t->ld_line);
+    free(t->st_line), free(t->st_thread), free(t->st_gen), free(t->st_waits);
     free(t->data), free(t->written), free(t->pend), free(t->held), free(t->alloc_line), free(t);
 }
 
@@ -52,31 +53,20 @@ Tmem *tmem_get(SimCta *c, SimWarp *w, const SimInsn *in)
         t->data = malloc(cells * sizeof *t->data), t->written = calloc(cells, 1);
         t->pend = calloc(cells, sizeof *t->pend), t->held = calloc(cells, sizeof *t->held);
         t->alloc_line = calloc((size_t)t->cols, sizeof *t->alloc_line);
+        t->st_line = calloc(cells, sizeof *t->st_line), t->st_thread = calloc(cells, sizeof *t->st_thread);
+        t->st_gen = calloc(cells, sizeof *t->st_gen), t->st_waits = calloc((size_t)c->nwarps, sizeof *t->st_waits);
         t->ld_slot = calloc((size_t)c->nwarps, sizeof *t->ld_slot), t->ld_line = calloc((size_t)c->nwarps, sizeof *t->ld_line);
         for (int i = 0; t->ld_slot && i < c->nwarps; i++)
             if (!(t->ld_slot[i] = calloc(slots, 1))) t->ld_line = NULL;
     }
-    if (!t || !t->data || !t->written || !t->pend || !t->held || !t->alloc_line || !t->ld_slot || !t->ld_line) {
+    if (!t || !t->data || !t->written || !t->pend || !t->held || !t->alloc_line || !t->ld_slot || !t->ld_line ||
+        !t->st_line || !t->st_thread || !t->st_gen || !t->st_waits) {
         tmem_free(t, c->nwarps);
         sim_fail(c, wid, -1, in, "out of host memory for the tensor memory");
         return NULL;
     }
     c->tmem = t;
     return t;
-}
-
-/* The in-flight op writing (d) or reading TMEM cell (lane, col) of c, for messages. */
-static const SimAsync *tmem_op(const SimCta *c, int col)
-{
-    for (int i = 0; i < c->cl->nq; i++) {
-        const SimAsync *op = c->cl->q[i];
-        if (strcmp(op->what, "tcgen05.mma")) continue;
-        const UmmaOp *u = op->payload;
-        for (int k = 0; k < u->ncta; k++)
-            if (u->cta[k] == c && (int)u->d_col <= col && col < (int)u->d_col + u->id.n) return op;
-        if (u->a_tmem && (int)u->a_col <= col && col < (int)u->a_col + u->k * u->ebytes / 4) return op;
-    }
-    return NULL;
 }
 
 /* ---- allocation ---- */
@@ -154,10 +144,11 @@ static int do_dealloc(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         }
         for (int l = 0; l < TMEM_LANES; l++)
             if (t->pend[tmem_cell(t, l, (int)k)] || t->held[tmem_cell(t, l, (int)k)]) {
-                const SimAsync *op = tmem_op(c, (int)k);
+                int writes;
+                const SimAsync *op = tc_op_at(c, l, (int)k, &writes);
                 sim_fail(c, sim_warp_id(c, w), lane, in,
-                         "tcgen05.dealloc of column %u while the tcgen05.mma at PTX line %d still uses it: wait on its commit first",
-                         k, op ? op->line : 0);
+                         "tcgen05.dealloc of column %u while the %s at PTX line %d still uses it: wait on its commit first",
+                         k, op ? op->what : "tcgen05 op", op ? op->line : 0);
                 return 1;
             }
     }
@@ -211,10 +202,11 @@ static int ld_cell_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, long ce
 {
     int lane = (int)(cell / t->cols), col = (int)(cell % t->cols);
     if (t->pend[cell]) {
-        const SimAsync *op = tmem_op(c, col);
+        int writes;
+        const SimAsync *op = tc_op_at(c, lane, col, &writes);
         sim_fail(c, sim_warp_id(c, w), thread, in,
-                 "tcgen05.ld reads TMEM lane %d column %d before the tcgen05.mma at PTX line %d has landed there: wait on "
-                 "the mbarrier phase of its tcgen05.commit first", lane, col, op ? op->line : 0);
+                 "tcgen05.ld reads TMEM lane %d column %d before the %s at PTX line %d has landed there: wait on "
+                 "the mbarrier phase of its tcgen05.commit first", lane, col, op ? op->what : "tcgen05 op", op ? op->line : 0);
         return 0;
     }
     if (!t->written[cell]) {
@@ -228,11 +220,11 @@ static int ld_cell_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, long ce
 static int st_cell_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, long cell, int thread)
 {
     if (!t->pend[cell] && !t->held[cell]) return 1;
-    int col = (int)(cell % t->cols);
-    const SimAsync *op = tmem_op(c, col);
+    int col = (int)(cell % t->cols), lane = (int)(cell / t->cols), writes = 0;
+    const SimAsync *op = tc_op_at(c, lane, col, &writes);
     sim_fail(c, sim_warp_id(c, w), thread, in,
-             "tcgen05.st writes TMEM lane %d column %d while the tcgen05.mma at PTX line %d still %s it: wait on its commit first",
-             (int)(cell / t->cols), col, op ? op->line : 0, t->pend[cell] ? "writes" : "reads");
+             "tcgen05.st writes TMEM lane %d column %d while the %s at PTX line %d still %s it: wait on its commit first",
+             lane, col, op ? op->what : "tcgen05 op", op ? op->line : 0, writes ? "writes" : "reads");
     return 0;
 }
 
@@ -272,6 +264,7 @@ static int ldst(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int st)
                     if (!st_cell_ok(c, w, in, t, cell, l)) return 1;
                     t->data[cell] = pack ? v >> (16 * p) & 0xFFFF : v;
                     t->written[cell] = 1;
+                    t->st_line[cell] = in->line, t->st_thread[cell] = (uint16_t)(wid * 32 + l), t->st_gen[cell] = t->st_waits[wid];
                 } else {
                     if (!ld_cell_ok(c, w, in, t, cell, l)) return 1;
                     v |= pack ? (t->data[cell] & 0xFFFF) << (16 * p) : t->data[cell];
@@ -338,7 +331,11 @@ int tmem_insn(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         if (t) wait_ld(c, t, sim_warp_id(c, w));
         return 1;
     }
-    case I_TC_WAIT_ST: return 1;   /* a st lands at once in the sim */
+    case I_TC_WAIT_ST: {   /* a st lands at once in the sim; the wait retires the warp's sts for the TS check */
+        Tmem *t = tmem_get(c, w, in);
+        if (t) t->st_waits[sim_warp_id(c, w)]++;
+        return 1;
+    }
     }
     return 0;
 }
