@@ -13,6 +13,7 @@
  * numbering: dtype 6 f16, 7 f32, 9 bf16; swizzle 0-3; an optional OOBFILL
  * 1 for NaN). "// check: oob_fill" compares out with oob_fill_ok's boxes.
  * "// note: TEXT" (with expect: ok) also wants a sim note containing TEXT.
+ * "// ctas_per_sm: N" runs N CTAs together on one SM (they share its TMEM).
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
@@ -25,7 +26,7 @@
 enum { BYTES = 1024 };
 
 typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
+typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path)
 {
@@ -56,6 +57,8 @@ static void header(const char *text, Header *h)
     const char *g = strstr(text, "// grid: "), *c = strstr(text, "// cluster: ");
     h->grid = g ? (unsigned)atoi(g + 9) : 1;
     h->cluster = c ? (unsigned)atoi(c + 12) : 0;
+    const char *sm = strstr(text, "// ctas_per_sm: ");
+    h->ctas_per_sm = sm ? (unsigned)atoi(sm + 16) : 0;
     for (int k = 0; k < 2; k++) {
         const char *t = strstr(text, k ? "// tmap_out: " : "// tmap_in: ");
         TmapHdr *m = &h->tmap[k];
@@ -172,10 +175,14 @@ static void one(Device *dev, const char *path, int gpu)
     uint8_t in[BYTES], out[BYTES];
     for (int i = 0; i < BYTES; i++) in[i] = (uint8_t)(rand() & 0xFF);
     Device *use = dev;
-    if ((h.strict || h.note[0]) && !gpu) {   /* a device of its own: notes are errors, or this file's alone */
+    if ((h.strict || h.note[0] || h.ctas_per_sm) && !gpu) {   /* a device of its own: strict, this file's notes, co-resident CTAs */
+        char k[16];
+        snprintf(k, sizeof k, "%u", h.ctas_per_sm);
         if (h.strict) setenv("PTXGEN_SIM_STRICT", "1", 1);
+        if (h.ctas_per_sm) setenv("PTXGEN_SIM_CTAS_PER_SM", k, 1);
         int bad = dev_open(&use, "sim", 0, err, sizeof err);
         unsetenv("PTXGEN_SIM_STRICT");
+        unsetenv("PTXGEN_SIM_CTAS_PER_SM");
         if (bad) { check(0, name, "%s", err); free(ptx); return; }
     }
     int rc = run(use, ptx, &h, in, out, err, sizeof err);

@@ -173,9 +173,12 @@ typedef struct {
 
 typedef struct Sim Sim;
 typedef struct SimCluster SimCluster;
-typedef struct {
+typedef struct SimCta SimCta;
+struct SimCta {
     Sim *sim;
     SimCluster *cl;                 /* the cluster this CTA runs in (a cluster of one without a cluster launch) */
+    SimCta *sm_next;                /* the ring of CTAs resident on this CTA's SM (itself alone by default):
+                                     * they share the SM's TMEM columns (Sim.ctas_per_sm) */
     const ArchInfo *arch;           /* the module's .target: every limit the sim checks comes from here */
     int rank;                       /* %cluster_ctarank */
     uint32_t smem_base;             /* rank << 24: shared addresses carry the CTA's rank (see SIM_RANK_SHIFT) */
@@ -198,7 +201,7 @@ typedef struct {
     void *tma;                      /* the TMA unit's per-thread bulk groups (sim_tma.c), or NULL before the first bulk op */
     int maxnreg[32];                /* setmaxnreg: registers per thread each warp holds (0: the launch's) */
     uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
-} SimCta;
+};
 
 /* ---- the asynchronous proxy (sim_async.c) ----
  * One queue per cluster holds every operation in flight (TMA copies, tcgen05
@@ -256,7 +259,7 @@ void sim_async_mark_landed(SimCta *c, uint32_t lo, uint32_t bytes);
  * where CUTLASS clears bit 24 to name the even CTA of a pair): a CTA's own
  * variables sit at rank << 24, mapa moves an address to another rank, and
  * .shared::cluster accesses reach any CTA of the cluster. */
-enum { SIM_RANK_SHIFT = 24 };
+enum { SIM_RANK_SHIFT = 24, SIM_MAX_CTAS_PER_SM = 32 };
 struct SimCluster {
     Sim *sim;
     unsigned dims[3], id[3];        /* cluster shape and this cluster's index in the grid of clusters */
@@ -283,6 +286,8 @@ int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /*
 /* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM
  * not deallocated; frees unit state. 0 or -1 (failed). */
 int  sim_tcgen05_exit(SimCta *c);
+/* For a deadlock report: who holds the TMEM columns of c's SM (c and its co-resident CTAs). */
+void sim_tcgen05_describe(const SimCta *c, char *out, size_t cap);
 void sim_wgmma_free(SimWarp *w);   /* also at each CTA's start: the state is per CTA */
 /* Before each instruction of a warp that has wgmma state (exec: its lanes):
  * touching a register an in-flight wgmma.mma_async of the warp still owns is
@@ -315,13 +320,16 @@ struct Sim {
     size_t errlen;
     uint64_t max_steps;     /* per warp: catches a spin that never ends */
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
+    int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
+                             * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
     char *notes;            /* the notes so far, one per line (malloc'd), and their count */
     size_t notes_len;
     int nnotes;
 };
 
 /* A Sim with the defaults (a step limit per warp) and the environment's
- * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors).
+ * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors),
+ * PTXGEN_SIM_CTAS_PER_SM=k (k clusters co-resident, sharing TMEM; 1 to 32).
  * sim_fini frees its heap and notes. */
 void sim_init(Sim *sim);
 void sim_fini(Sim *sim);

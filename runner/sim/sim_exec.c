@@ -262,8 +262,10 @@ static size_t describe_warps(SimCta *c, char *msg, size_t n, size_t cap)
             n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits in barrier.cluster.wait (PTX line %d, %d warps arrived);",
                                   i, cta, rank, w->wait_line, c->cl->bar_arrived);
         } else if (w->state == WS_UNIT) {
-            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits for a resource at PTX line %d (\"%.80s\");", i, cta,
-                                  rank, w->wait_line, c->mod->lines[w->wait_line - 1]);
+            char tm[256];
+            sim_tcgen05_describe(c, tm, sizeof tm);
+            n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s waits for a resource at PTX line %d (\"%.80s\")%s%s;", i, cta,
+                                  rank, w->wait_line, c->mod->lines[w->wait_line - 1], tm[0] ? ": " : "", tm);
         } else {
             n += (size_t)snprintf(msg + n, cap - n, " warp %d%s%s exited (PTX line %d);", i, cta, rank, w->exit_line);
         }
@@ -271,12 +273,17 @@ static size_t describe_warps(SimCta *c, char *msg, size_t n, size_t cap)
     return n;
 }
 
-static void report_deadlock(SimCluster *cl)
+static void report_deadlock(SimCluster *cl, int k)
 {
     char msg[4096];
     size_t n = (size_t)snprintf(msg, sizeof msg, "deadlock: no warp can run and nothing is in flight (a barrier that not every warp reaches, or an mbarrier phase that never completes);");
-    for (int r = 0; r < cl->n; r++) n = describe_warps(&cl->cta[r], msg, n, sizeof msg);
-    sim_fail(&cl->cta[0], -1, -1, NULL, "%s", msg);
+    for (int j = 0; j < k; j++) {
+        if (k > 1 && n < sizeof msg)
+            n += (size_t)snprintf(msg + n, sizeof msg - n, " [CTA (%u,%u,%u), one of %d co-resident clusters]",
+                                  cl[j].cta[0].cta[0], cl[j].cta[0].cta[1], cl[j].cta[0].cta[2], k);
+        for (int r = 0; r < cl[j].n; r++) n = describe_warps(&cl[j].cta[r], msg, n, sizeof msg);
+    }
+    sim_fail(&cl[0].cta[0], -1, -1, NULL, "%s", msg);
 }
 
 static int cluster_failed(const SimCluster *cl)
@@ -286,33 +293,45 @@ static int cluster_failed(const SimCluster *cl)
     return 0;
 }
 
-/* Runs the cluster's CTAs together, one instruction per runnable warp in
- * turn. When no warp can run, what is in flight lands (the latest point it
- * may); only then is a cluster with waiting warps deadlocked. */
-static void run_cluster(SimCluster *cl)
+static int any_failed(const SimCluster *cl, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (cluster_failed(&cl[j])) return 1;
+    return 0;
+}
+
+/* Runs k co-resident clusters (Sim.ctas_per_sm; 1 by default) together, one
+ * instruction per runnable warp in turn. When no warp can run, what is in
+ * flight lands (the latest point it may); only then are waiting warps
+ * deadlocked. */
+static void run_clusters(SimCluster *cl, int k)
 {
     for (;;) {
-        int ran = 0, done = 0, total = 0;
-        for (int r = 0; r < cl->n && !cluster_failed(cl); r++) {
-            SimCta *c = &cl->cta[r];
-            for (int i = 0; i < c->nwarps && !c->failed; i++) {
-                if (c->w[i].state == WS_RUN) ran = 1, run_step(c, &c->w[i]);
-                done += c->w[i].state == WS_DONE;
+        int ran = 0, done = 0, total = 0, landed = 0;
+        for (int j = 0; j < k && !any_failed(cl, k); j++)
+            for (int r = 0; r < cl[j].n && !cluster_failed(&cl[j]); r++) {
+                SimCta *c = &cl[j].cta[r];
+                for (int i = 0; i < c->nwarps && !c->failed; i++) {
+                    if (c->w[i].state == WS_RUN) ran = 1, run_step(c, &c->w[i]);
+                    done += c->w[i].state == WS_DONE;
+                }
+                total += c->nwarps;
             }
-            total += c->nwarps;
-        }
-        if (cluster_failed(cl)) return;
+        if (any_failed(cl, k)) return;
         if (ran && done < total) continue;
-        if (cl->nq) {
-            if (sim_async_land_all(cl) < 0) return;
-            continue;
+        for (int j = 0; j < k; j++) {
+            if (!cl[j].nq) continue;
+            if (sim_async_land_all(&cl[j]) < 0) return;
+            landed = 1;
         }
+        if (landed) continue;
         if (done == total) break;
-        report_deadlock(cl);
+        report_deadlock(cl, k);
         return;
     }
-    for (int r = 0; r < cl->n; r++)
-        if (sim_tcgen05_exit(&cl->cta[r]) || sim_wgmma_exit(&cl->cta[r])) return;
+    for (int j = 0; j < k; j++)
+        for (int r = 0; r < cl[j].n; r++)
+            if (sim_tcgen05_exit(&cl[j].cta[r]) || sim_wgmma_exit(&cl[j].cta[r])) return;
 }
 
 /* ---- launch ---- */
@@ -413,50 +432,70 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
                  param_bytes);
         return -1;
     }
-    SimCluster cl = {.sim = sim, .n = (int)(cd[0] * cd[1] * cd[2]), .explicit_launch = cluster != NULL};
-    memcpy(cl.dims, cd, sizeof cl.dims);
+    if (sim->ctas_per_sm < 1 || sim->ctas_per_sm > SIM_MAX_CTAS_PER_SM) {
+        snprintf(sim->err, sim->errlen, "sim: CTAs per SM (PTXGEN_SIM_CTAS_PER_SM) must be an integer 1..%d", SIM_MAX_CTAS_PER_SM);
+        return -1;
+    }
+    /* k clusters run together: CTA rank r of each shares one SM (its TMEM columns) with rank r of the others */
+    int n = (int)(cd[0] * cd[1] * cd[2]), k = sim->ctas_per_sm, rc = 0;
+    unsigned nclusters = grid[0] / cd[0] * (grid[1] / cd[1]) * (grid[2] / cd[2]);
+    if ((unsigned)k > nclusters) k = (int)nclusters;   /* a smaller grid has fewer CTAs to co-schedule */
+    SimCluster *cl = calloc((size_t)k, sizeof *cl);
     uint8_t *pcopy = malloc(param_bytes + 8);
-    cl.cta = calloc((size_t)cl.n, sizeof *cl.cta);
-    int rc = !pcopy || !cl.cta ? -1 : 0;
-    if (pcopy) memcpy(pcopy, params, param_bytes);
-    for (int r = 0; !rc && r < cl.n; r++) {
-        SimCta *c = &cl.cta[r];
-        *c = (SimCta){.sim = sim, .cl = &cl, .arch = arch, .rank = r, .smem_base = (uint32_t)r << SIM_RANK_SHIFT,
-                      .mod = m, .f = f, .params = pcopy};
-        memcpy(c->grid, grid, sizeof c->grid);
-        memcpy(c->block, block, sizeof c->block);
-        c->nthreads = (int)(block[0] * block[1] * block[2]);
-        c->nwarps = (c->nthreads + 31) / 32;
-        c->dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
-        c->smem_size = (c->dyn_at + dyn_smem + 3) & ~3u;
-        rc = cta_alloc(c);
+    if (!cl || !pcopy) rc = -1;
+    else memcpy(pcopy, params, param_bytes);
+    for (int j = 0; !rc && j < k; j++) {
+        cl[j] = (SimCluster){.sim = sim, .n = n, .explicit_launch = cluster != NULL};
+        memcpy(cl[j].dims, cd, sizeof cl[j].dims);
+        cl[j].cta = calloc((size_t)n, sizeof *cl[j].cta);
+        if (!cl[j].cta) rc = -1;
+        for (int r = 0; !rc && r < n; r++) {
+            SimCta *c = &cl[j].cta[r];
+            *c = (SimCta){.sim = sim, .cl = &cl[j], .arch = arch, .rank = r, .smem_base = (uint32_t)r << SIM_RANK_SHIFT,
+                          .mod = m, .f = f, .params = pcopy};
+            memcpy(c->grid, grid, sizeof c->grid);
+            memcpy(c->block, block, sizeof c->block);
+            c->nthreads = (int)(block[0] * block[1] * block[2]);
+            c->nwarps = (c->nthreads + 31) / 32;
+            c->dyn_at = (uint32_t)((m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align);
+            c->smem_size = (c->dyn_at + dyn_smem + 3) & ~3u;
+            rc = cta_alloc(c);
+        }
     }
     if (rc) snprintf(sim->err, sim->errlen, "sim: out of host memory");
-    for (unsigned z = 0; !rc && z < grid[2] / cd[2]; z++)
-        for (unsigned y = 0; !rc && y < grid[1] / cd[1]; y++)
-            for (unsigned x = 0; !rc && x < grid[0] / cd[0]; x++) {
-                cl.id[0] = x, cl.id[1] = y, cl.id[2] = z;
-                cl.bar_phase = 0, cl.bar_arrived = 0;
-                for (int r = 0; r < cl.n; r++) {
-                    SimCta *c = &cl.cta[r];
-                    unsigned lx = (unsigned)r % cd[0], ly = (unsigned)r / cd[0] % cd[1], lz = (unsigned)r / (cd[0] * cd[1]);
-                    c->cta[0] = x * cd[0] + lx, c->cta[1] = y * cd[1] + ly, c->cta[2] = z * cd[2] + lz;
-                    reset_cta(c);
-                }
-                run_cluster(&cl);
-                sim->stats.ctas += (uint64_t)cl.n, sim->stats.warps += (uint64_t)(cl.n * cl.cta[0].nwarps);
-                rc = cluster_failed(&cl) ? -1 : 0;
+    for (unsigned id = 0; !rc && id < nclusters; id += (unsigned)k) {
+        int active = nclusters - id < (unsigned)k ? (int)(nclusters - id) : k;
+        for (int j = 0; j < active; j++) {
+            unsigned cid = id + (unsigned)j, nx = grid[0] / cd[0], ny = grid[1] / cd[1];
+            SimCluster *c1 = &cl[j];
+            c1->id[0] = cid % nx, c1->id[1] = cid / nx % ny, c1->id[2] = cid / (nx * ny);
+            c1->bar_phase = 0, c1->bar_arrived = 0;
+            for (int r = 0; r < n; r++) {
+                SimCta *c = &c1->cta[r];
+                unsigned lx = (unsigned)r % cd[0], ly = (unsigned)r / cd[0] % cd[1], lz = (unsigned)r / (cd[0] * cd[1]);
+                for (int a = 0; a < 3; a++) c->cta[a] = c1->id[a] * cd[a] + (a == 0 ? lx : a == 1 ? ly : lz);
+                c->sm_next = &cl[(j + 1) % active].cta[r];
+                reset_cta(c);
             }
-    while (cl.nq) {   /* after a failure: free what never landed */
-        SimAsync *op = cl.q[--cl.nq];
-        if (op->drop) op->drop(op);
-        else free(op->payload);
-        free(op);
+        }
+        run_clusters(cl, active);
+        for (int j = 0; j < active; j++)
+            sim->stats.ctas += (uint64_t)n, sim->stats.warps += (uint64_t)(n * cl[j].cta[0].nwarps);
+        rc = any_failed(cl, active) ? -1 : 0;
     }
-    free(cl.q);
-    for (int r = 0; cl.cta && r < cl.n; r++)
-        if (cl.cta[r].w || cl.cta[r].smem) cta_free(&cl.cta[r]);
-    free(cl.cta);
+    for (int j = 0; cl && j < k; j++) {
+        while (cl[j].nq) {   /* after a failure: free what never landed */
+            SimAsync *op = cl[j].q[--cl[j].nq];
+            if (op->drop) op->drop(op);
+            else free(op->payload);
+            free(op);
+        }
+        free(cl[j].q);
+        for (int r = 0; cl[j].cta && r < n; r++)
+            if (cl[j].cta[r].w || cl[j].cta[r].smem) cta_free(&cl[j].cta[r]);
+        free(cl[j].cta);
+    }
+    free(cl);
     free(pcopy);
     return rc;
 }
@@ -468,6 +507,13 @@ void sim_init(Sim *sim)
     if (env && atoll(env) > 0) sim->max_steps = (uint64_t)atoll(env);
     env = getenv("PTXGEN_SIM_STRICT");
     sim->strict = env && atoi(env) > 0;
+    env = getenv("PTXGEN_SIM_CTAS_PER_SM");
+    sim->ctas_per_sm = 1;
+    if (env) {   /* a bad value is refused at launch, naming the variable, not clamped */
+        char *end;
+        long k = strtol(env, &end, 10);
+        sim->ctas_per_sm = *env && !*end && k >= 1 && k <= SIM_MAX_CTAS_PER_SM ? (int)k : -1;
+    }
 }
 
 void sim_fini(Sim *sim)

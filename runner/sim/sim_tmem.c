@@ -87,11 +87,45 @@ static int cols_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, uint32_t n
 }
 
 /* Wakes the warps parked in alloc: they try again. */
-static void wake(SimCta *c, Tmem *t)
+/* Wakes the warps parked in alloc on c's SM (c and its co-resident CTAs): they try again. */
+static void wake(SimCta *c)
 {
-    for (int i = 0; i < c->nwarps; i++)
-        if (t->parked >> i & 1 && c->w[i].state == WS_UNIT) c->w[i].state = WS_RUN;
-    t->parked = 0;
+    SimCta *p = c;
+    do {
+        Tmem *t = p->tmem;
+        for (int i = 0; t && i < p->nwarps; i++)
+            if (t->parked >> i & 1 && p->w[i].state == WS_UNIT) p->w[i].state = WS_RUN;
+        if (t) t->parked = 0;
+        p = p->sm_next ? p->sm_next : c;
+    } while (p != c);
+}
+
+/* The CTA holding TMEM column col of c's SM (c or a co-resident CTA), or NULL when it is free. */
+static const SimCta *col_holder(const SimCta *c, int col)
+{
+    const SimCta *p = c;
+    do {
+        const Tmem *t = p->tmem;
+        if (t && col < t->cols && t->alloc_line[col]) return p;
+        p = p->sm_next ? p->sm_next : c;
+    } while (p != c);
+    return NULL;
+}
+
+void sim_tcgen05_describe(const SimCta *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    const SimCta *p = c;
+    do {
+        const Tmem *t = p->tmem;
+        int held = 0;
+        for (int k = 0; t && k < t->cols; k++) held += t->alloc_line[k] != 0;
+        if (held && n < cap)
+            n += (size_t)snprintf(out + n, cap - n, "%sCTA (%u,%u,%u) holds %d TMEM columns", n ? ", " : "", p->cta[0], p->cta[1],
+                                  p->cta[2], held);
+        p = p->sm_next ? p->sm_next : c;
+    } while (p != c);
 }
 
 static int do_alloc(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
@@ -108,7 +142,7 @@ static int do_alloc(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
     }
     for (int start = 0; start + (int)n <= t->cols; start += (int)n) {
         int free_run = 1;
-        for (int k = start; k < start + (int)n && free_run; k++) free_run = !t->alloc_line[k];
+        for (int k = start; k < start + (int)n && free_run; k++) free_run = !col_holder(c, k);   /* this SM's columns */
         if (!free_run) continue;
         uint8_t *p = sim_smem_write(c, w, lane, in, (uint32_t)sim_addr(c, w, &in->o[0], lane), 4);
         if (c->failed) return 1;
@@ -119,7 +153,7 @@ static int do_alloc(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         }
         return 1;
     }
-    /* blocks until a dealloc frees columns (the hardware's behaviour) */
+    /* blocks until a dealloc (here or in a co-resident CTA) frees columns (the hardware's behaviour) */
     w->state = WS_UNIT, w->wait_line = in->line;
     t->parked |= 1u << sim_warp_id(c, w);
     return 1;
@@ -153,7 +187,7 @@ static int do_dealloc(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
             }
     }
     for (uint32_t k = col; k < col + n; k++) t->alloc_line[k] = 0;
-    wake(c, t);
+    wake(c);
     return 1;
 }
 
