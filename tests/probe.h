@@ -5,11 +5,95 @@
 #define PTXGEN_TEST_PROBE_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include "check.h"
 #include "device.h"
+#include "dtype.h"
+#include "hostdata.h"
 #include "arch.h"
 #include "emit.h"
 #include "target.h"
+
+/* The probe tests' command line. `allowed` names the options a test takes, among: seed (--seed N,
+ * default from the clock), ptx (--ptx: print one probe), dump (--dump DIR: write every probe for
+ * run_all.sh to assemble), arch (--arch A), device (--device sim|cuda), out (--out FILE), compare
+ * (--compare FILE). Returns 0, or 2 after printing the usage line. */
+typedef struct { uint64_t seed; int show; const char *dump, *arch, *device, *out, *compare; } ProbeArgs;
+static inline int probe_args(int argc, char **argv, const char *allowed, const char *usage, ProbeArgs *a)
+{
+    static const char *valued[] = {"seed", "dump", "arch", "device", "out", "compare"};
+    const char **slot[] = {NULL, &a->dump, &a->arch, &a->device, &a->out, &a->compare};
+    a->seed = (uint64_t)time(NULL);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int ok = 0;
+        if (!strcmp(o, "--ptx") && strstr(allowed, "ptx")) a->show = ok = 1;
+        for (int k = 0; !ok && k < 6; k++)
+            if (!strncmp(o, "--", 2) && !strcmp(o + 2, valued[k]) && strstr(allowed, valued[k]) && i + 1 < argc) {
+                if (slot[k]) *slot[k] = argv[++i];
+                else a->seed = strtoull(argv[++i], NULL, 10);
+                ok = 1;
+            }
+        if (!ok) {
+            fprintf(stderr, "usage: %s\n", usage);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* --dump: writes one probe's PTX as DIR/PREFIXnnn.ptx, numbered in the order written. */
+static inline void probe_dump(const char *dir, const char *prefix, const char *ptx)
+{
+    static int n;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s%03d.ptx", dir, prefix, n++);
+    FILE *f = fopen(path, "w");
+    if (f) fputs(ptx, f), fclose(f);
+    if (!f) check(0, "probe written", "cannot write %s", path);
+}
+
+/* Runs entry "k" of ptx on the sim (strict: notes are errors) as one CTA of `threads` threads with
+ * `smem` bytes of dynamic shared memory. Its parameters: nin input buffers (src[i], sz[i] bytes),
+ * then the output buffer (out_bytes, poisoned with 0xFF, read back into out), then *scalar unless
+ * NULL. 0, or non-zero with the error in err. */
+enum { PROBE_MAX_IN = 4 };
+static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem, int strict, int nin, const void *const *src,
+                                const size_t *sz, void *out, size_t out_bytes, const unsigned *scalar, char *err, size_t errlen)
+{
+    Device *dev = NULL;
+    DevModule *m = NULL;
+    DevFunc *f = NULL;
+    DevPtr p[PROBE_MAX_IN + 1] = {0};
+    void *args[PROBE_MAX_IN + 2];
+    unsigned grid[3] = {1, 1, 1}, block[3] = {threads, 1, 1};
+    if (nin > PROBE_MAX_IN) return snprintf(err, errlen, "probe_run_sim: %d inputs, at most %d", nin, PROBE_MAX_IN), 1;
+    int rc = dev_open(&dev, "sim", 0, err, errlen);
+    if (!rc) dev_set_strict(dev, strict);
+    rc = rc || dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
+         dev_set_dyn_smem(f, (int)smem, err, errlen);
+    for (int i = 0; i <= nin && !rc; i++)
+        rc = i < nin ? dev_alloc(dev, &p[i], sz[i], err, errlen) || dev_upload(dev, p[i], src[i], sz[i], err, errlen)
+                     : dev_alloc(dev, &p[i], out_bytes, err, errlen) || dev_fill_u8(dev, p[i], 0xFF, out_bytes, err, errlen);
+    for (int i = 0; i <= nin; i++) args[i] = &p[i];
+    args[nin + 1] = (void *)scalar;
+    rc = rc || dev_launch(f, grid, block, smem, args, err, errlen) || dev_sync(dev, err, errlen) ||
+         dev_download(dev, out, p[nin], out_bytes, err, errlen);
+    char ignore[256];
+    for (int i = 0; i <= nin; i++)
+        if (p[i]) dev_free(dev, p[i], ignore, sizeof ignore);
+    if (m) dev_unload(m);
+    if (dev) dev_close(dev);
+    return rc;
+}
+
+/* n bf16 values uniform in [-1, 1): fresh inputs (never zeros) for a probe's matrices. */
+static inline void probe_fill_bf16(Rng *r, uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = f32_to_bf16((float)(rng_uniform(r) * 2 - 1));
+}
 
 /* The generic address of a kernel parameter (a tensor map the TMA reads). */
 static inline Reg probe_param_addr(Emit *e, const char *name)

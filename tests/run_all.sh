@@ -49,6 +49,22 @@ crashed() {
 
 # ---- 1. C tests ----
 
+# ptxas_probes WHAT ARCH TEST...: each TEST writes its probes (--dump DIR); ptxas -arch=ARCH must accept
+# every one of them.
+ptxas_probes() {
+    local what=$1 arch=$2 dir=$TMP/probes_$2 bad t
+    shift 2
+    rm -rf "$dir" && mkdir -p "$dir"
+    if for t in "$@"; do build/tests/$t --seed 1 --dump "$dir" || exit 1; done >"$TMP/probes.log" 2>&1; then
+        bad=$(find "$dir" -name '*.ptx' -print0 | xargs -0 -P "$JOBS" -n 16 sh -c \
+            'for f; do ptxas -arch='"$arch"' "$f" -o /dev/null >/dev/null 2>&1 || echo "$(basename "$f")"; done' _)
+        if [ -z "$bad" ]; then pass "ptxas -arch=$arch accepts the $(find "$dir" -name '*.ptx' | wc -l) $what"
+        else fail "ptxas -arch=$arch accepts the $what" "refused: $(echo $bad | cut -c1-200)"; fi
+    else
+        fail "ptxas -arch=$arch accepts the $what" "the dump failed: $(one_line "$TMP/probes.log")"
+    fi
+}
+
 # c_test NAME: runs build/tests/NAME. One whose last line is "N passed, N failed"
 # adds its own counts; any other counts as one test that passes on exit 0.
 c_test() {
@@ -296,29 +312,9 @@ sim_tests() {
         if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
         else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
     done
-    # the probes tests/test_sim_wgmma.c writes as PTX text (every configuration and planted bug)
-    local probes=$TMP/wgmma_probes bad
-    mkdir -p "$probes"
-    if build/tests/test_sim_wgmma --seed 1 --dump "$probes" >"$TMP/probes.log" 2>&1; then
-        bad=$(find "$probes" -name '*.ptx' -print0 | xargs -0 -P "$JOBS" -n 16 sh -c \
-            'for f; do ptxas -arch=sm_90a "$f" -o /dev/null >/dev/null 2>&1 || echo "$(basename "$f")"; done' _)
-        if [ -z "$bad" ]; then pass "ptxas accepts the $(find "$probes" -name '*.ptx' | wc -l) wgmma probes of test_sim_wgmma"
-        else fail "ptxas accepts the wgmma probes of test_sim_wgmma" "refused: $(echo $bad | cut -c1-200)"; fi
-    else
-        fail "ptxas accepts the wgmma probes of test_sim_wgmma" "the dump failed: $(one_line "$TMP/probes.log")"
-    fi
-
-    # the tcgen05 probes tests/test_sim_tcgen05*.c write (ld/st shapes, mma configurations, planted bugs, cp, shift)
-    local tprobes=$TMP/tcgen05_probes t
-    mkdir -p "$tprobes"
-    if for t in test_sim_tcgen05 test_sim_tcgen05_cp; do build/tests/$t --seed 1 --dump "$tprobes" || exit 1; done >"$TMP/tprobes.log" 2>&1; then
-        bad=$(find "$tprobes" -name '*.ptx' -print0 | xargs -0 -P "$JOBS" -n 16 sh -c \
-            'for f; do ptxas -arch=sm_100a "$f" -o /dev/null >/dev/null 2>&1 || echo "$(basename "$f")"; done' _)
-        if [ -z "$bad" ]; then pass "ptxas -arch=sm_100a accepts the $(find "$tprobes" -name '*.ptx' | wc -l) tcgen05 probes of test_sim_tcgen05{,_cp}"
-        else fail "ptxas accepts the tcgen05 probes of test_sim_tcgen05{,_cp}" "refused: $(echo $bad | cut -c1-200)"; fi
-    else
-        fail "ptxas accepts the tcgen05 probes of test_sim_tcgen05{,_cp}" "the dump failed: $(one_line "$TMP/tprobes.log")"
-    fi
+    # the probes the sim's unit tests write as PTX text (every configuration and planted bug)
+    ptxas_probes "wgmma probes of test_sim_wgmma" sm_90a test_sim_wgmma
+    ptxas_probes "tcgen05 probes of test_sim_tcgen05{,_cp}" sm_100a test_sim_tcgen05 test_sim_tcgen05_cp
 
     # the emitter-written cross-check probes: xprobe (sm_90a), tprobe (tcgen05, sm_100a and sm_103a)
     local probe parch

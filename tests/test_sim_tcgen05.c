@@ -27,6 +27,7 @@
 #include "device.h"
 #include "dtype.h"
 #include "hostdata.h"
+#include "probe.h"
 #include "sim_desc.h"
 
 enum { THREADS = 128, STEPS = 2, SLOT = 32768, IMG = 2 * STEPS * SLOT };   /* SLOT: shared bytes per operand tile (A, B per step) */
@@ -48,15 +49,6 @@ typedef struct {
 typedef struct { int mma, alloc, bug; } Lines;
 
 static const char *dump_dir;   /* --dump: where every probe is written */
-
-static void dump(const char *ptx)
-{
-    static int n;
-    char path[512];
-    snprintf(path, sizeof path, "%s/t%03d.ptx", dump_dir, n++);
-    FILE *f = fopen(path, "w");
-    if (f) fputs(ptx, f), fclose(f);
-}
 
 static int line_no(const Buf *b)
 {
@@ -261,28 +253,9 @@ static void data_free(Data *d) { free(d->img), free(d->dinit), free(d->out), fre
 
 static int run(const Cfg *c, const char *ptx, Data *d, char *err, size_t errlen)
 {
-    Device *dev = NULL;
-    DevModule *m = NULL;
-    DevFunc *f = NULL;
-    DevPtr p[3] = {0};
-    size_t dbytes = sizeof(float) * THREADS * (size_t)c->n, sz[3] = {IMG, dbytes, dbytes};
+    size_t dbytes = sizeof(float) * THREADS * (size_t)c->n, sz[2] = {IMG, dbytes};
     const void *src[2] = {d->img, d->dinit};
-    unsigned grid[3] = {1, 1, 1}, block[3] = {THREADS, 1, 1};
-    int rc = dev_open(&dev, "sim", 0, err, errlen);
-    rc = rc || dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
-         dev_set_dyn_smem(f, IMG, err, errlen);
-    for (int i = 0; i < 3 && !rc; i++)
-        rc = dev_alloc(dev, &p[i], sz[i], err, errlen) ||
-             (i < 2 ? dev_upload(dev, p[i], src[i], sz[i], err, errlen) : dev_fill_u8(dev, p[i], 0xFF, sz[i], err, errlen));
-    void *args[3] = {&p[0], &p[1], &p[2]};
-    rc = rc || dev_launch(f, grid, block, IMG, args, err, errlen) || dev_sync(dev, err, errlen) ||
-         dev_download(dev, d->out, p[2], sz[2], err, errlen);
-    char ignore[256];
-    for (int i = 0; i < 3; i++)
-        if (p[i]) dev_free(dev, p[i], ignore, sizeof ignore);
-    if (m) dev_unload(m);
-    if (dev) dev_close(dev);
-    return rc;
+    return probe_run_sim(ptx, THREADS, IMG, 0, 2, src, sz, d->out, dbytes, NULL, err, errlen);
 }
 
 static void one(const Cfg *c, Rng *r, int show)
@@ -294,7 +267,7 @@ static void one(const Cfg *c, Rng *r, int show)
     Lines ln;
     char *ptx = mma_probe(c, &ln);
     if (show) fputs(ptx, stdout);
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "t", ptx);
     Data d = {0};
     int rc = data_make(c, r, &d) ? (snprintf(err, sizeof err, "out of memory"), -1) : run(c, ptx, &d, err, sizeof err);
     double worst = 0;
@@ -348,7 +321,7 @@ static void planted(const char *name, Bug bug, const char *want, int want_mma, i
     c.bug = bug;
     Lines ln;
     char *ptx = mma_probe(&c, &ln), err[4096] = "", la[48] = "", lb[48] = "";
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "t", ptx);
     Rng r;
     rng_seed(&r, 7);
     Data d = {0};
@@ -448,7 +421,7 @@ static void shape_case(int shape, int num, int half)
         }
     width = width <= 32 ? 32 : width <= 64 ? 64 : 128;
     char *ptx = shape_probe(shape, num, half, width), err[2048] = "", name[96];
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "t", ptx);
     snprintf(name, sizeof name, "tcgen05.st/ld .%s.x%d%s round trip", shape_text[shape], num, half ? " (half offset)" : "");
     uint32_t *out = malloc(4u * THREADS * (unsigned)width), *out2 = malloc(4u * THREADS * (unsigned)regs);
     Device *dev = NULL;
@@ -494,17 +467,11 @@ static void shapes(void)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL);
-    int show = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--ptx")) show = 1;
-        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_dir = argv[++i];
-        else {
-            fprintf(stderr, "usage: test_sim_tcgen05 [--seed N] [--ptx] [--dump DIR]\n");
-            return 2;
-        }
-    }
+    ProbeArgs args = {0};
+    if (probe_args(argc, argv, "seed ptx dump", "test_sim_tcgen05 [--seed N] [--ptx] [--dump DIR]", &args)) return 2;
+    uint64_t seed = args.seed;
+    int show = args.show;
+    dump_dir = args.dump;
     Rng r;
     rng_seed(&r, seed);
     if (show) {

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "device.h"
 #include "hostdata.h"
+#include "probe.h"
 #include "sim_desc.h"
 
 enum { THREADS = 128, IMG = 16384, COLS = 32, AT_COL = 8, MARK = 0xA5000000u };
@@ -33,15 +34,6 @@ static const char *ly_name[] = {"none", "SW32", "SW64", "SW128"};
 static const char *cp_text[CP_SHAPES] = {"128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13", "64x128b.warpx2::01_23",
                                          "32x128b.warpx4"};
 static const char *dump_dir;   /* --dump: where every probe is written (run_all.sh assembles them) */
-
-static void dump(const char *ptx)
-{
-    static int n;
-    char path[512];
-    snprintf(path, sizeof path, "%s/cp%03d.ptx", dump_dir, n++);
-    FILE *f = fopen(path, "w");
-    if (f) fputs(ptx, f), fclose(f);
-}
 
 /* rows, words and the lanes of each row, as the ISA and CUTLASS state them (written out, not taken from the sim) */
 static int cp_rows(int s) { return s == CP_4X256B ? 4 : s == CP_32X128B_X4 ? 32 : s >= CP_64X128B_02_13 ? 64 : 128; }
@@ -170,7 +162,7 @@ static void cp_case(int s, int ly, Rng *r)
     snprintf(body, sizeof body, "\tor.b64 %%rd6, %%rd6, 0x%016llx;\n\ttcgen05.cp.cta_group::1.%s [%%r2+%d], %%rd6;\n",
              (unsigned long long)desc_hi(ly, words), cp_text[s], AT_COL);
     char *ptx = probe(body);
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "cp", ptx);
     int rc = run(ptx, img, out, err, sizeof err);
     compare(name, rc, err, out, want);
     free(ptx), free(img), free(out), free(want);
@@ -196,7 +188,7 @@ static void shift_case(Rng *r)
     snprintf(body, sizeof body, "\ttcgen05.shift.cta_group::1.down [%%r2];\n\tor.b64 %%rd6, %%rd6, 0x%016llx;\n"
                                 "\ttcgen05.cp.cta_group::1.4x256b [%%r2], %%rd6;\n", (unsigned long long)desc_hi(LY_NONE, 8));
     char *ptx = probe(body);
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "cp", ptx);
     int rc = run(ptx, img, out, err, sizeof err);
     compare("tcgen05.shift.down then (pipelined) cp.4x256b at lane 0", rc, err, out, want);
     free(ptx), free(img), free(out), free(want);
@@ -220,15 +212,10 @@ static void pins(void)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_dir = argv[++i];
-        else {
-            fprintf(stderr, "usage: test_sim_tcgen05_cp [--seed N] [--dump DIR]\n");
-            return 2;
-        }
-    }
+    ProbeArgs args = {0};
+    if (probe_args(argc, argv, "seed dump", "test_sim_tcgen05_cp [--seed N] [--dump DIR]", &args)) return 2;
+    uint64_t seed = args.seed;
+    dump_dir = args.dump;
     Rng r;
     rng_seed(&r, seed);
     printf("tcgen05.cp / shift on the sim, seed %llu\n", (unsigned long long)seed);

@@ -25,6 +25,7 @@
 #include "device.h"
 #include "dtype.h"
 #include "hostdata.h"
+#include "probe.h"
 
 enum { LY_INTER, LY_SW32, LY_SW64, LY_SW128 };
 enum { AT_F16, AT_BF16, AT_TF32 };
@@ -61,16 +62,6 @@ static int threads(const Cfg *c) { return THREADS * c->wgs; }
 static uint32_t copy_stride(const Cfg *c) { return 16u * (uint32_t)threads(c); }
 
 static const char *dump_dir;   /* --dump: where every probe is written */
-
-static void dump(const char *ptx)
-{
-    static int n;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%03d.ptx", dump_dir, n++);
-    FILE *f = fopen(path, "w");
-    if (f) fputs(ptx, f), fclose(f);
-    check(f != NULL, "probe written", "cannot write %s", path);
-}
 
 /* ---- host layouts (PTX ISA "Shared Memory Matrix Layout": canonical layouts in 16-byte units) ---- */
 
@@ -383,30 +374,10 @@ static double compare(const Cfg *c, const Data *d, int *bad_row, int *bad_col)
 /* Runs the probe on the sim; 0, or -1 with the error in err. */
 static int run(const Cfg *c, const char *ptx, Data *d, int strict, char *err, size_t errlen)
 {
-    Device *dev = NULL;
-    DevModule *m = NULL;
-    DevFunc *f = NULL;
-    DevPtr p[4] = {0};
-    size_t sz[4] = {img_bytes(c), (size_t)STEPS * THREADS * 16, 4 * (size_t)(threads(c) * nregs(c)),
-                    4 * (size_t)(threads(c) * nregs(c))};
+    size_t sz[3] = {img_bytes(c), (size_t)STEPS * THREADS * 16, 4 * (size_t)(threads(c) * nregs(c))};
     const void *src[3] = {d->img, d->afrag, d->dinit};
-    unsigned grid[3] = {1, 1, 1}, block[3] = {c->bug == BUG_SMALL_CTA ? 96 : (unsigned)threads(c), 1, 1}, acc = (unsigned)c->acc;
-    int rc = dev_open(&dev, "sim", 0, err, errlen);
-    if (!rc) dev_set_strict(dev, strict);
-    rc = rc || dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
-         dev_set_dyn_smem(f, (int)img_bytes(c), err, errlen);
-    for (int i = 0; i < 4 && !rc; i++)
-        rc = dev_alloc(dev, &p[i], sz[i], err, errlen) ||
-             (i < 3 ? dev_upload(dev, p[i], src[i], sz[i], err, errlen) : dev_fill_u8(dev, p[i], 0xFF, sz[i], err, errlen));
-    void *args[5] = {&p[0], &p[1], &p[2], &p[3], &acc};
-    rc = rc || dev_launch(f, grid, block, img_bytes(c), args, err, errlen) || dev_sync(dev, err, errlen) ||
-         dev_download(dev, d->out, p[3], sz[3], err, errlen);
-    char ignore[256];
-    for (int i = 0; i < 4; i++)
-        if (p[i]) dev_free(dev, p[i], ignore, sizeof ignore);
-    if (m) dev_unload(m);
-    if (dev) dev_close(dev);
-    return rc;
+    unsigned acc = (unsigned)c->acc, nthreads = c->bug == BUG_SMALL_CTA ? 96 : (unsigned)threads(c);
+    return probe_run_sim(ptx, nthreads, (unsigned)img_bytes(c), strict, 3, src, sz, d->out, sz[2], &acc, err, errlen);
 }
 
 static void cfg_name(const Cfg *c, char *out, size_t cap)
@@ -437,7 +408,7 @@ static void one(const Cfg *c, Rng *r, int show)
     Lines ln;
     char *ptx = probe(c, &ln);
     if (show) { fputs(ptx, stdout); free(ptx); return; }
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "", ptx);
     Data d = {0};
     if (data_make(c, r, &d)) {
         check(0, name, "out of memory");
@@ -502,7 +473,7 @@ static void planted(const char *name, Cfg c, Bug bug, int strict, const char *wa
     c.bug = bug;
     Lines ln;
     char *ptx = probe(&c, &ln), err[2048] = "", line_a[48] = "", line_b[48] = "";
-    if (dump_dir) dump(ptx);
+    if (dump_dir) probe_dump(dump_dir, "", ptx);
     Rng r;
     rng_seed(&r, 7);
     Data d = {0};
@@ -548,17 +519,11 @@ static void planted_bugs(void)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL);
-    int show = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--ptx")) show = 1;
-        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_dir = argv[++i];
-        else {
-            fprintf(stderr, "usage: test_sim_wgmma [--seed N] [--ptx] [--dump DIR]\n");
-            return 2;
-        }
-    }
+    ProbeArgs args = {0};
+    if (probe_args(argc, argv, "seed ptx dump", "test_sim_wgmma [--seed N] [--ptx] [--dump DIR]", &args)) return 2;
+    uint64_t seed = args.seed;
+    int show = args.show;
+    dump_dir = args.dump;
     Rng r;
     rng_seed(&r, seed);
     if (show) {

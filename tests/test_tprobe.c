@@ -200,18 +200,11 @@ static char *build_ptx(const char *arch)
 
 int main(int argc, char **argv)
 {
-    uint64_t seed = (uint64_t)time(NULL);
-    int show = 0;
-    const char *arch = "sm_100a";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--ptx")) show = 1;
-        else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
-        else {
-            fprintf(stderr, "usage: test_tprobe [--seed N] [--ptx] [--arch sm_100a|sm_103a]\n");
-            return 2;
-        }
-    }
+    ProbeArgs args = {.arch = "sm_100a"};
+    if (probe_args(argc, argv, "seed ptx arch", "test_tprobe [--seed N] [--ptx] [--arch sm_100a|sm_103a]", &args)) return 2;
+    uint64_t seed = args.seed;
+    int show = args.show;
+    const char *arch = args.arch;
     char *ptx = build_ptx(arch);
     if (show) { fputs(ptx, stdout); free(ptx); return 0; }
     printf("tprobe on sim, seed %llu\n", (unsigned long long)seed);
@@ -219,9 +212,9 @@ int main(int argc, char **argv)
     rng_seed(&rng, seed);
     static uint16_t a[M * K1], b[N1 * K1], w[N2 * N1];
     static float o[M * N2];
-    for (int i = 0; i < M * K1; i++) a[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
-    for (int i = 0; i < N1 * K1; i++) b[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
-    for (int i = 0; i < N2 * N1; i++) w[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
+    probe_fill_bf16(&rng, a, M * K1);
+    probe_fill_bf16(&rng, b, N1 * K1);
+    probe_fill_bf16(&rng, w, N2 * N1);
     char err[4096] = "";
     Device *dev = NULL;
     DevModule *mod = NULL;

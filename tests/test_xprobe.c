@@ -158,21 +158,13 @@ static char *build_ptx(void)
 
 int main(int argc, char **argv)
 {
-    const char *kind = "sim";
-    uint64_t seed = (uint64_t)time(NULL);
-    int show = 0;
-    const char *out_path = NULL, *cmp_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) kind = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--ptx")) show = 1;
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
-        else if (!strcmp(argv[i], "--compare") && i + 1 < argc) cmp_path = argv[++i];
-        else {
-            fprintf(stderr, "usage: test_xprobe [--device sim|cuda] [--seed N] [--ptx] [--out FILE] [--compare FILE]\n");
-            return 2;
-        }
-    }
+    ProbeArgs args = {.device = "sim"};
+    if (probe_args(argc, argv, "seed ptx device out compare",
+                   "test_xprobe [--device sim|cuda] [--seed N] [--ptx] [--out FILE] [--compare FILE]", &args))
+        return 2;
+    const char *kind = args.device, *out_path = args.out, *cmp_path = args.compare;
+    uint64_t seed = args.seed;
+    int show = args.show;
     char *ptx = build_ptx();
     if (show) { fputs(ptx, stdout); free(ptx); return 0; }
     printf("xprobe on %s, seed %llu\n", kind, (unsigned long long)seed);
@@ -180,9 +172,9 @@ int main(int argc, char **argv)
     rng_seed(&rng, seed);
     static uint16_t a[M * K], b[N * K], w[N * K];
     static float o[M * N];
-    for (int i = 0; i < M * K; i++) a[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
-    for (int i = 0; i < N * K; i++) b[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
-    for (int i = 0; i < N * K; i++) w[i] = f32_to_bf16((float)(rng_uniform(&rng) * 2 - 1));
+    probe_fill_bf16(&rng, a, M * K);
+    probe_fill_bf16(&rng, b, N * K);
+    probe_fill_bf16(&rng, w, N * K);
     char err[4096] = "";
     Device *dev = NULL;
     DevModule *mod = NULL;

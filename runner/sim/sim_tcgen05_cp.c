@@ -91,12 +91,20 @@ static int cta_tmem_gone(const SimAsync *a, const CpOp *op)
     return 0;
 }
 
+/* What a landing cp or shift starts with: its TMEM still there, its cells no longer in flight. NULL after sim_fail. */
+static CpOp *landing(SimAsync *a)
+{
+    CpOp *op = a->payload;
+    if (cta_tmem_gone(a, op)) return NULL;
+    each_cp_cell(op, mark_land);
+    return op;
+}
+
 static int land_cp(SimCluster *cl, SimAsync *a)
 {
     (void)cl;
-    CpOp *op = a->payload;
-    if (cta_tmem_gone(a, op)) return -1;
-    each_cp_cell(op, mark_land);
+    CpOp *op = landing(a);
+    if (!op) return -1;
     for (int i = 0; i < op->ncta; i++) {
         Tmem *t = op->cta[i]->tmem;
         for (int r = 0; r < op->rows; r++)
@@ -114,9 +122,8 @@ static int land_cp(SimCluster *cl, SimAsync *a)
 static int land_shift(SimCluster *cl, SimAsync *a)
 {
     (void)cl;
-    CpOp *op = a->payload;
-    if (cta_tmem_gone(a, op)) return -1;
-    each_cp_cell(op, mark_land);
+    CpOp *op = landing(a);
+    if (!op) return -1;
     for (int i = 0; i < op->ncta; i++) {
         Tmem *t = op->cta[i]->tmem;
         for (int r = op->rows - 1; r > 0; r--)   /* bottom up: each row takes the one above it */
