@@ -14,7 +14,7 @@ static const BaseInfo kBase[I_COUNT] = {
 #undef ISA
 };
 
-typedef enum { M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_IGNORE, M_TMSHAPE, M_KIND, M_CTAGROUP } ModCat;
+typedef enum { M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_IGNORE, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT } ModCat;
 typedef struct { const char *text; uint8_t cat; uint64_t val; } Mod;
 static const Mod kMods[] = {
     {"pred", M_TYPE, T_PRED}, {"b8", M_TYPE, T_B8}, {"b16", M_TYPE, T_B16}, {"b32", M_TYPE, T_B32},
@@ -62,6 +62,15 @@ static const Mod kMods[] = {
     {"32x128b", M_TMSHAPE, TS_32X128B},
     {"kind::f16", M_KIND, KIND_F16}, {"kind::tf32", M_KIND, KIND_TF32}, {"kind::f8f6f4", M_KIND, KIND_F8F6F4},
     {"kind::i8", M_KIND, KIND_I8}, {"cta_group::1", M_CTAGROUP, 1}, {"cta_group::2", M_CTAGROUP, 2},
+    /* tcgen05.mma.ws's B collector buffers: ISA_BCOLLECT(action, buffer) */
+    {"collector::b0::fill", M_BCOLLECT, ISA_BCOLLECT(BC_FILL, 0)}, {"collector::b1::fill", M_BCOLLECT, ISA_BCOLLECT(BC_FILL, 1)},
+    {"collector::b2::fill", M_BCOLLECT, ISA_BCOLLECT(BC_FILL, 2)}, {"collector::b3::fill", M_BCOLLECT, ISA_BCOLLECT(BC_FILL, 3)},
+    {"collector::b0::use", M_BCOLLECT, ISA_BCOLLECT(BC_USE, 0)}, {"collector::b1::use", M_BCOLLECT, ISA_BCOLLECT(BC_USE, 1)},
+    {"collector::b2::use", M_BCOLLECT, ISA_BCOLLECT(BC_USE, 2)}, {"collector::b3::use", M_BCOLLECT, ISA_BCOLLECT(BC_USE, 3)},
+    {"collector::b0::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 0)}, {"collector::b1::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 1)},
+    {"collector::b2::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 2)}, {"collector::b3::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 3)},
+    {"collector::b0::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 0)}, {"collector::b1::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 1)},
+    {"collector::b2::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 2)}, {"collector::b3::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 3)},
     /* hints with no effect on results */
     {"ca", M_IGNORE, 0}, {"cg", M_IGNORE, 0}, {"cs", M_IGNORE, 0}, {"lu", M_IGNORE, 0}, {"cv", M_IGNORE, 0},
     {"wb", M_IGNORE, 0}, {"wt", M_IGNORE, 0}, {"L2::64B", M_IGNORE, 0}, {"L2::128B", M_IGNORE, 0},
@@ -141,6 +150,7 @@ static int apply_mod(const char *t, IsaInsn *in)
         case M_TMSHAPE: in->tmshape = (uint8_t)m->val; return 1;
         case M_KIND: in->kind = (uint8_t)m->val; return 1;
         case M_CTAGROUP: in->cta_group = (uint8_t)m->val; return 1;
+        case M_BCOLLECT: in->bcollect = (uint8_t)m->val; return 1;
         case M_IGNORE: return 1;
         }
     }

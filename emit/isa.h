@@ -69,10 +69,19 @@ typedef struct {
     uint8_t dim;                  /* .1d-.5d */
     uint8_t cta_group;            /* 0 when not written */
     uint8_t kind, tmshape;
+    uint8_t bcollect;             /* tcgen05.mma.ws .collector::bN::action: ISA_BCOLLECT(action, N), 0 when not written */
     uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
     uint16_t m, n, k;             /* .mMnNkK */
     uint64_t flags;
 } IsaInsn;
+
+/* The B collector buffers of tcgen05.mma.ws: fill keeps B in buffer N, use and
+ * lastuse read the kept copy instead of shared memory (lastuse then frees it),
+ * discard reads shared memory and keeps nothing. */
+enum { BC_NONE, BC_FILL, BC_USE, BC_LASTUSE, BC_DISCARD };
+#define ISA_BCOLLECT(action, buf) ((action) << 2 | (buf))
+#define ISA_BCOLLECT_ACTION(v) ((v) >> 2)
+#define ISA_BCOLLECT_BUF(v) ((v) & 3)
 
 /* Decodes a mnemonic; an unknown instruction or modifier is an error that
  * names it. */

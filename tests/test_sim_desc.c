@@ -303,33 +303,45 @@ static void mnmajor_tests(void)
 static void idesc_tests(void)
 {
     SimInstrDesc d;
-    int rc = sim_umma_idesc_decode(0x08400010, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    int rc = sim_umma_idesc_decode(0x08400010, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.m == 128 && d.n == 256 && d.a_type == UMMA_T_F16 && d.b_type == UMMA_T_F16 &&
               d.d_type == UMMA_T_F32 && !d.a_mn_major && !d.b_mn_major && !d.negate_a && !d.sparse,
           "idesc t01 0x08400010: f16 -> f32, K-major, 128x256", "rc %d m %d n %d '%s'", rc, d.m, d.n, err);
-    rc = sim_umma_idesc_decode(0x10400010, UMMA_KIND_F16, 2, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x10400010, UMMA_KIND_F16, 2, 0, &d, err, sizeof err);
     check(rc == 0 && d.m == 256 && d.n == 256, "idesc t04 0x10400010 cta_group::2 M=256", "rc %d m %d '%s'", rc, d.m, err);
-    rc = sim_umma_idesc_decode(0x08418010, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08418010, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.a_mn_major && d.b_mn_major, "idesc t02_mn 0x08418010: A and B MN-major", "rc %d", rc);
-    rc = sim_umma_idesc_decode(0x08410010, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08410010, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && !d.a_mn_major && d.b_mn_major, "idesc B N-major only (bit 16)", "rc %d", rc);
-    rc = sim_umma_idesc_decode(0x08100490, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08100490, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.a_type == UMMA_T_BF16 && d.b_type == UMMA_T_BF16 && d.n == 64, "idesc bf16 M128 N64 0x08100490",
           "rc %d", rc);
-    rc = sim_umma_idesc_decode(0x08200000, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08200000, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.d_type == UMMA_T_F16, "idesc f16 accumulator (D format 0)", "rc %d '%s'", rc, err);
-    rc = sim_umma_idesc_decode(0x08106490, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08106490, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.negate_a && d.negate_b, "idesc negate bits 13/14", "rc %d", rc);
-    rc = sim_umma_idesc_decode(0x48400014, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x48400014, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.max_shift == 1 && d.sparse, "idesc max shift (30-31) and sparsity (2)", "rc %d", rc);
-    rc = sim_umma_idesc_decode(0x04020010, UMMA_KIND_F16, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x04020010, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.m == 64 && d.n == 8, "idesc M=64 N=8 cta_group::1", "rc %d '%s'", rc, err);
-    rc = sim_umma_idesc_decode(0x08040010, UMMA_KIND_F16, 2, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08040010, UMMA_KIND_F16, 2, 0, &d, err, sizeof err);
     check(rc == 0 && d.m == 128 && d.n == 16, "idesc M=128 N=16 cta_group::2", "rc %d '%s'", rc, err);
     /* tf32: A/B format 2, D f32, M128 N128 */
-    rc = sim_umma_idesc_decode(0x08200910, UMMA_KIND_TF32, 1, &d, err, sizeof err);
+    rc = sim_umma_idesc_decode(0x08200910, UMMA_KIND_TF32, 1, 0, &d, err, sizeof err);
     check(rc == 0 && d.a_type == UMMA_T_TF32 && d.b_type == UMMA_T_TF32 && d.d_type == UMMA_T_F32 && d.n == 128,
           "idesc kind::tf32 0x08200910", "rc %d '%s'", rc, err);
+
+    /* .ws: M 32/64/128 with N 64/128/256 (CUTLASS's tmem_frg_ws), cta_group::1 only */
+    rc = sim_umma_idesc_decode(0x02400490, UMMA_KIND_F16, 1, 1, &d, err, sizeof err);
+    check(rc == 0 && d.m == 32 && d.n == 256, "idesc .ws M=32 N=256 0x02400490", "rc %d '%s' M %d N %d", rc, err, d.m, d.n);
+    rc = sim_umma_idesc_decode(0x04100490, UMMA_KIND_F16, 1, 1, &d, err, sizeof err);
+    check(rc == 0 && d.m == 64 && d.n == 64, "idesc .ws M=64 N=64 0x04100490", "rc %d '%s'", rc, err);
+    rc = sim_umma_idesc_decode(0x02400490, UMMA_KIND_F16, 1, 0, &d, err, sizeof err);
+    check(rc == -1 && strstr(err, "M = 32"), "idesc M=32 refused without .ws", "rc %d '%s'", rc, err);
+    rc = sim_umma_idesc_decode(0x02080490, UMMA_KIND_F16, 1, 1, &d, err, sizeof err);
+    check(rc == -1 && strstr(err, "not a .ws shape"), "idesc .ws N=32 refused", "rc %d '%s'", rc, err);
+    rc = sim_umma_idesc_decode(0x08400490, UMMA_KIND_F16, 2, 1, &d, err, sizeof err);
+    check(rc == -1 && strstr(err, "cta_group::1 only"), "idesc .ws with cta_group::2 refused", "rc %d '%s'", rc, err);
 
     static const struct { uint32_t w; int kind, cg; const char *phrase, *name; } bad[] = {
         {0x10400010, UMMA_KIND_F16, 1, "M = 256", "idesc M=256 on cta_group::1 refused"},
@@ -354,7 +366,7 @@ static void idesc_tests(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        rc = sim_umma_idesc_decode(bad[i].w, bad[i].kind, bad[i].cg, &d, err, sizeof err);
+        rc = sim_umma_idesc_decode(bad[i].w, bad[i].kind, bad[i].cg, 0, &d, err, sizeof err);
         check(rc == -1 && strstr(err, bad[i].phrase), bad[i].name, "rc %d err '%s'", rc, err);
     }
 }

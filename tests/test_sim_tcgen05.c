@@ -37,11 +37,12 @@ static const char *ly_name[] = {"none", "SW32", "SW64", "SW128"}, *at_name[] = {
 
 typedef enum {
     BUG_NONE, BUG_LD_EARLY, BUG_SMEM_OVERWRITE, BUG_QUARTER, BUG_UNWRITTEN, BUG_NO_DEALLOC, BUG_REALLOC, BUG_OVERALLOC,
-    BUG_ACC_POISON
+    BUG_ACC_POISON, BUG_COLL_NOFILL
 } Bug;
 
 typedef struct {
     int at, m, n, akm, bkm, aly, bly, acc, d16;
+    int ws, coll;   /* tcgen05.mma.ws; coll: step 0 fills collector b1, step 1 uses it (lastuse) instead of its own B */
     uint32_t disable[4];
     Bug bug;
 } Cfg;
@@ -176,8 +177,14 @@ static char *mma_probe(const Cfg *c, Lines *ln)
         }
         buf_printf(&b, "\tsetp.ne.u32 %%p2, %d, 0;\n", s ? 1 : c->acc);
         if (s == 0) ln->mma = line_no(&b);
-        buf_printf(&b, "\ttcgen05.mma.cta_group::1.kind::%s [%%r2], %%rd6, %%rd7, %%r7, {%%r10, %%r11, %%r12, %%r13}, %%p2;\n",
-                   c->at == AT_TF32 ? "tf32" : "f16");
+        if (c->ws) {
+            const char *coll = c->bug == BUG_COLL_NOFILL ? ".collector::b1::use" : !c->coll ? "" : s ? ".collector::b1::lastuse" : ".collector::b1::fill";
+            buf_printf(&b, "\ttcgen05.mma.ws.cta_group::1.kind::%s%s [%%r2], %%rd6, %%rd7, %%r7, %%p2;\n", c->at == AT_TF32 ? "tf32" : "f16",
+                       coll);
+        } else {
+            buf_printf(&b, "\ttcgen05.mma.cta_group::1.kind::%s [%%r2], %%rd6, %%rd7, %%r7, {%%r10, %%r11, %%r12, %%r13}, %%p2;\n",
+                       c->at == AT_TF32 ? "tf32" : "f16");
+        }
     }
     buf_puts(&b, "\ttcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [mbar];\n");
     if (c->bug == BUG_SMEM_OVERWRITE) ln->bug = line_no(&b), buf_puts(&b, "\tst.shared.b32 [smem+64], %r0;\n");
@@ -208,8 +215,17 @@ static uint32_t draw(Rng *r, int at, double *val)
     return *val = bits_f32(bits), bits;
 }
 
-/* TMEM lane of D row r (the ISA's data path layouts D and F). */
-static int row_lane(const Cfg *c, int r) { return c->m == 128 ? r : 32 * (r / 16) + r % 16; }
+/* TMEM lane and column of D row r, column j: the data path layouts as CUTLASS's TMEM traits state
+ * them (mma_traits_sm100.hpp): D (M=128), F (M=64: 16 rows per 32-lane quarter), and for .ws
+ * E (M=64: column halves over lanes 0-63 / 64-127) and G (M=32: column quarters over the four
+ * 32-lane quarters). */
+static void d_cell(const Cfg *c, int r, int j, int *lane, int *col)
+{
+    *lane = r, *col = j;
+    if (c->ws && c->m == 32) *lane = r + 32 * (j / (c->n / 4)), *col = j % (c->n / 4);
+    else if (c->ws && c->m == 64) *lane = r + 64 * (j / (c->n / 2)), *col = j % (c->n / 2);
+    else if (c->m == 64) *lane = 32 * (r / 16) + r % 16;
+}
 
 static int data_make(const Cfg *c, Rng *r, Data *d)
 {
@@ -219,7 +235,8 @@ static int data_make(const Cfg *c, Rng *r, Data *d)
     if (!d->img || !d->dinit || !d->out || !d->ref) return -1;
     for (int i = 0; i < THREADS * n; i++) d->dinit[i] = (float)(rng_uniform(r) * 2 - 1);
     double *a = malloc(sizeof(double) * (size_t)c->m * (size_t)k), *bb = malloc(sizeof(double) * (size_t)n * (size_t)k);
-    if (!a || !bb) return free(a), free(bb), -1;
+    double *b0 = malloc(sizeof(double) * (size_t)n * (size_t)k);
+    if (!a || !bb || !b0) return free(a), free(bb), free(b0), -1;
     for (int lane = 0; lane < THREADS; lane++)   /* lanes the MMA does not write keep dinit */
         for (int j = 0; j < n; j++) d->ref[lane * n + j] = d->dinit[lane * n + j];
     for (int s = 0; s < STEPS; s++) {
@@ -234,18 +251,20 @@ static int data_make(const Cfg *c, Rng *r, Data *d)
                     (op ? bb : a)[mn * k + kk] = v;
                 }
         }
-        for (int row = 0; row < c->m; row++) {
-            int lane = row_lane(c, row);
-            if (c->disable[lane / 32] >> (lane % 32) & 1) continue;
+        if (c->coll && s == 0) memcpy(b0, bb, sizeof *bb * (size_t)n * (size_t)k);
+        const double *bs = c->coll && s == 1 ? b0 : bb;   /* lastuse reads what step 0's fill kept, not this step's tile */
+        for (int row = 0; row < c->m; row++)
             for (int j = 0; j < n; j++) {
+                int lane, col;
+                d_cell(c, row, j, &lane, &col);
+                if (c->disable[lane / 32] >> (lane % 32) & 1) continue;
                 double sum = 0;
-                for (int kk = 0; kk < k; kk++) sum += a[row * k + kk] * bb[j * k + kk];
-                double *ref = &d->ref[lane * n + j];
+                for (int kk = 0; kk < k; kk++) sum += a[row * k + kk] * bs[j * k + kk];
+                double *ref = &d->ref[lane * n + col];
                 *ref = (s == 0 && !c->acc ? 0 : *ref) + sum;
             }
-        }
     }
-    free(a), free(bb);
+    free(a), free(bb), free(b0);
     return 0;
 }
 
@@ -261,9 +280,10 @@ static int run(const Cfg *c, const char *ptx, Data *d, char *err, size_t errlen)
 static void one(const Cfg *c, Rng *r, int show)
 {
     char name[160], err[2048] = "";
-    snprintf(name, sizeof name, "mma %s M%d N%d A %s-major %s, B %s-major %s, D %s%s%s", at_name[c->at], c->m, c->n,
-             c->akm ? "K" : "MN", ly_name[c->aly], c->bkm ? "K" : "N", ly_name[c->bly], c->d16 ? "f16" : "f32",
-             c->acc ? " += A*B" : " = A*B", c->disable[0] | c->disable[1] ? ", lanes disabled" : "");
+    snprintf(name, sizeof name, "mma%s %s M%d N%d A %s-major %s, B %s-major %s, D %s%s%s%s", c->ws ? ".ws" : "", at_name[c->at],
+             c->m, c->n, c->akm ? "K" : "MN", ly_name[c->aly], c->bkm ? "K" : "N", ly_name[c->bly], c->d16 ? "f16" : "f32",
+             c->acc ? " += A*B" : " = A*B", c->disable[0] | c->disable[1] ? ", lanes disabled" : "",
+             c->coll ? ", B of step 2 from collector b1" : "");
     Lines ln;
     char *ptx = mma_probe(c, &ln);
     if (show) fputs(ptx, stdout);
@@ -313,12 +333,26 @@ static void numerics(Rng *r)
     Cfg dis = cfg(AT_F16, 128, 32, 1, LY_SW128, 1, LY_SW128, 1);
     dis.disable[0] = 0x0000FF01u, dis.disable[2] = 0x80000000u;
     one(&dis, r, 0);
+    /* .ws: M 32/64/128 x N 64/128/256 (Layouts G, E, D), and B kept in a collector buffer */
+    int wm[] = {32, 64, 128, 32, 64}, wn[] = {256, 128, 64, 64, 256};
+    for (int i = 0; i < 5; i++) {
+        Cfg w = cfg(i % 2 ? AT_BF16 : AT_F16, wm[i], wn[i], 1, LY_SW128, i % 2, i % 2 ? LY_SW64 : LY_SW128, i % 2);
+        w.ws = 1;
+        one(&w, r, 0);
+    }
+    Cfg wc = cfg(AT_F16, 32, 128, 1, LY_SW128, 1, LY_SW128, 0);
+    wc.ws = 1, wc.coll = 1;
+    one(&wc, r, 0);
+    Cfg wt = cfg(AT_TF32, 64, 64, 1, LY_SW128, 1, LY_SW32, 0);
+    wt.ws = 1;
+    one(&wt, r, 0);
 }
 
 static void planted(const char *name, Bug bug, const char *want, int want_mma, int want_at)
 {
-    Cfg c = cfg(AT_F16, bug == BUG_UNWRITTEN ? 64 : 128, 32, 1, LY_SW128, 1, LY_SW128, bug == BUG_ACC_POISON);
-    c.bug = bug;
+    Cfg c = cfg(AT_F16, bug == BUG_UNWRITTEN ? 64 : 128, bug == BUG_COLL_NOFILL ? 64 : 32, 1, LY_SW128, 1, LY_SW128,
+                bug == BUG_ACC_POISON);
+    c.bug = bug, c.ws = bug == BUG_COLL_NOFILL;
     Lines ln;
     char *ptx = mma_probe(&c, &ln), err[4096] = "", la[48] = "", lb[48] = "";
     if (dump_dir) probe_dump(dump_dir, "t", ptx);
@@ -347,6 +381,7 @@ static void planted_bugs(void)
     planted("planted: alloc after relinquish_alloc_permit", BUG_REALLOC, "after tcgen05.relinquish_alloc_permit", 0, 2);
     planted("planted: alloc beyond 512 columns blocks forever", BUG_OVERALLOC, "waits for a resource at", 0, 2);
     planted("planted: enable_input_d true on never-written D", BUG_ACC_POISON, "accumulates (enable_input_d true) into TMEM", 1, 0);
+    planted("planted: .ws uses collector b1 that nothing filled", BUG_COLL_NOFILL, "no .collector::b1::fill has filled the buffer", 1, 0);
 }
 
 /* ---- ld/st shapes ---- */

@@ -189,8 +189,15 @@ static int idesc_types(unsigned a, unsigned b, unsigned dfmt, int kind, SimInstr
 /* "tcgen05 Matrix Shape", dense kind::f16/tf32: cta_group::1 M 64 (N 8..256
  * step 8) or 128 (N 16..256 step 16); cta_group::2 M 128 or 256, N 16..256
  * step 16. */
-static int idesc_shape(int m, int n, int cta_group, char *err, size_t errlen)
+static int idesc_shape(int m, int n, int cta_group, int ws, char *err, size_t errlen)
 {
+    if (ws) {   /* weight-stationary: cta_group::1, M 32/64/128, N 64/128/256 */
+        if (cta_group != 1) return dev_errf(err, errlen, "instruction descriptor: .ws takes cta_group::1 only");
+        if ((m != 32 && m != 64 && m != 128) || (n != 64 && n != 128 && n != 256))
+            return dev_errf(err, errlen, "instruction descriptor: M = %d, N = %d is not a .ws shape (M 32, 64 or 128; N 64, 128 or 256)",
+                            m, n);
+        return 0;
+    }
     int m_ok = cta_group == 1 ? (m == 64 || m == 128) : (m == 128 || m == 256);
     if (!m_ok)
         return dev_errf(err, errlen, "instruction descriptor: M = %d (bits 24-28) is not a cta_group::%d shape (%s)", m,
@@ -203,7 +210,7 @@ static int idesc_shape(int m, int n, int cta_group, char *err, size_t errlen)
     return 0;
 }
 
-int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, SimInstrDesc *out, char *err, size_t errlen)
+int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, int ws, SimInstrDesc *out, char *err, size_t errlen)
 {
     if (kind != UMMA_KIND_F16 && kind != UMMA_KIND_TF32)
         return dev_errf(err, errlen, "instruction descriptor: unknown kind %d", kind);
@@ -216,7 +223,7 @@ int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, SimInstrDesc 
     d.m = (int)field(idesc, 24, 5) << 4;
     d.n = (int)field(idesc, 17, 6) << 3;
     if (idesc_types(field(idesc, 7, 3), field(idesc, 10, 3), field(idesc, 4, 2), kind, &d, err, errlen)) return -1;
-    if (idesc_shape(d.m, d.n, cta_group, err, errlen)) return -1;
+    if (idesc_shape(d.m, d.n, cta_group, ws, err, errlen)) return -1;
     d.sparse = (int)field(idesc, 2, 1);
     d.negate_a = (int)field(idesc, 13, 1);
     d.negate_b = (int)field(idesc, 14, 1);

@@ -82,7 +82,7 @@ typedef struct {
 /* Decodes and validates against the kind (UMMA_KIND_*) and cta_group (1 or
  * 2): legal M and N for each, the types the kind allows, zero reserved bits
  * (6, 23, 29) and no saturate (integer kinds only); an error names the field. */
-int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, SimInstrDesc *out, char *err, size_t errlen);
+int sim_umma_idesc_decode(uint32_t idesc, int kind, int cta_group, int ws, SimInstrDesc *out, char *err, size_t errlen);
 
 /* tcgen05.ld / tcgen05.st data movement shapes. */
 enum { TM_32X32B, TM_16X64B, TM_16X128B, TM_16X256B, TM_16X32BX2, TM_SHAPES };

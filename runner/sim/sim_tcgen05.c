@@ -234,7 +234,19 @@ const SimAsync *tc_op_at(const SimCta *c, int lane, int col, int *writes)
 static int mma_form(SimCta *c, SimWarp *w, int lane, const SimInsn *in, UmmaOp *op, int *pred_at)
 {
     int cg = in->d.cta_group ? in->d.cta_group : 1, at = 4;
-    if (in->d.flags & F_WS) return tc_fail(c, w, lane, in, "tcgen05.mma: the .ws form is not modelled yet");
+    op->ws = !!(in->d.flags & F_WS);
+    op->bc_action = ISA_BCOLLECT_ACTION(in->d.bcollect), op->bc_buf = ISA_BCOLLECT_BUF(in->d.bcollect);
+    if (op->bc_action && !op->ws)
+        return tc_fail(c, w, lane, in, "tcgen05.mma: .collector::b%d is for the .ws form only", op->bc_buf);
+    if (op->ws) {   /* [d], a_desc | [a_tmem], b_desc, idesc, enable_input_d [, zero_column_mask_desc] */
+        if (cg != 1) return tc_fail(c, w, lane, in, "tcgen05.mma.ws takes .cta_group::1 only");
+        if (in->nops < 5 || in->nops > 6 || in->o[0].kind != SO_ADDR || in->o[4].kind == SO_VEC)
+            return tc_fail(c, w, lane, in, "tcgen05.mma.ws: expected [d_tmem], a_desc or [a_tmem], b_desc, idesc, enable_input_d "
+                                           "[, zero_column_mask_desc]");
+        if (in->nops == 6) return tc_fail(c, w, lane, in, "tcgen05.mma.ws: the zero-column mask descriptor is not modelled yet");
+        *pred_at = 4;
+        return 0;
+    }
     if (in->d.kind != KIND_F16 && in->d.kind != KIND_TF32)
         return tc_fail(c, w, lane, in, "tcgen05.mma: only kind::f16 and kind::tf32 are modelled");
     if (in->nops < 5 || in->o[0].kind != SO_ADDR || (in->o[1].kind != SO_ADDR && in->o[1].kind != SO_REG))
@@ -266,7 +278,7 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
     if (mma_form(c, w, lane, in, op, &pat)) goto out;
     int kind = in->d.kind == KIND_TF32 ? UMMA_KIND_TF32 : UMMA_KIND_F16;
     uint32_t idesc = (uint32_t)sim_read(c, w, &in->o[3], lane);
-    if (sim_umma_idesc_decode(idesc, kind, cg, &op->id, err, sizeof err)) {
+    if (sim_umma_idesc_decode(idesc, kind, cg, op->ws, &op->id, err, sizeof err)) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "tcgen05.mma: %s", err);
         goto out;
     }
@@ -276,19 +288,23 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
     }
     op->ebytes = kind == UMMA_KIND_TF32 ? 4 : 2, op->k = 32 / op->ebytes;
     op->enable_d = sim_read(c, w, &in->o[pat], lane) != 0;
-    op->scale_d = pat + 1 < in->nops ? (int)sim_read(c, w, &in->o[pat + 1], lane) : 0;
+    op->scale_d = !op->ws && pat + 1 < in->nops ? (int)sim_read(c, w, &in->o[pat + 1], lane) : 0;
     if (op->scale_d < 0 || op->scale_d > 15) {
         tc_fail(c, w, lane, in, "tcgen05.mma: scale_input_d %d is outside 0..15", op->scale_d);
         goto out;
     }
     uint32_t dt = (uint32_t)sim_addr(c, w, &in->o[0], lane);
     op->d_lane = dt >> 16, op->d_col = dt & 0xFFFF;
-    int layout_f = cg == 1 && op->id.m == 64;
+    int layout_f = cg == 1 && op->id.m == 64 && !op->ws;
     if (op->d_lane != 0 && !(layout_f && op->d_lane == 16)) {
         tc_fail(c, w, lane, in, "tcgen05.mma: D address lane %u must be 0%s", op->d_lane, layout_f ? " or 16 (M = 64 uses half the lanes)" : "");
         goto out;
     }
     op->a_tmem = in->o[1].kind == SO_ADDR;
+    if (op->a_tmem && op->ws && op->id.m != 128) {
+        tc_fail(c, w, lane, in, "tcgen05.mma.ws with A in TMEM and M = %d: that A layout is not modelled yet", op->id.m);
+        goto out;
+    }
     if (op->a_tmem) {
         uint32_t at = (uint32_t)sim_addr(c, w, &in->o[1], lane);
         op->a_lane = at >> 16, op->a_col = at & 0xFFFF;
@@ -306,6 +322,7 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         if (!op->a_tmem &&
             !(op->a_addr[i] = operand(c, w, lane, in, op->cta[i], ad, op->id.a_mn_major, op->id.m / cg, op, "a-desc", &a->src[a->nsrc++])))
             goto out;
+        if (op->bc_action == BC_USE || op->bc_action == BC_LASTUSE) continue;   /* B comes from the collector buffer */
         if (!(op->b_addr[i] = operand(c, w, lane, in, op->cta[i], bd, op->id.b_mn_major, op->id.n / cg, op, "b-desc", &a->src[a->nsrc++])))
             goto out;
     }

@@ -36,6 +36,10 @@ typedef struct {
     int32_t *st_line;
     uint16_t *st_thread;
     uint32_t *st_gen, *st_waits;
+    /* tcgen05.mma.ws B collector buffers b0-b3: what a .collector::bN::fill
+     * kept (NULL: empty), the B values [n][k] as read, and their shape */
+    double *bcol[4];
+    int bcol_n[4], bcol_k[4];
 } Tmem;
 
 /* The CTA's TMEM, created on first use; NULL after sim_fail (no TMEM on the
@@ -84,6 +88,8 @@ typedef struct {
     uint32_t *a_addr[2];        /* per CTA: shared offsets of its A rows [m][k] (M/ncta rows) */
     uint32_t *b_addr[2];        /* per CTA: shared offsets of its B rows [n][k] (N/ncta rows) */
     uint32_t disable[8];        /* disable-output-lane bits, 128 per CTA */
+    int ws;                     /* tcgen05.mma.ws: Layouts G (M=32) / E (M=64) for D */
+    int bc_action, bc_buf;      /* .ws B collector: BC_* (emit/isa.h) and buffer */
 } UmmaOp;
 
 /* The TMEM cell of row r (0 .. M/ncta-1, the CTA's own rows) and column n

@@ -29,6 +29,7 @@ static void tmem_free(Tmem *t, int nwarps)
     for (int i = 0; t->ld_slot && i < nwarps; i++) free(t->ld_slot[i]);
     free(t->ld_slot), free(t->ld_line);
     free(t->st_line), free(t->st_thread), free(t->st_gen), free(t->st_waits);
+    for (int i = 0; i < 4; i++) free(t->bcol[i]);
     free(t->data), free(t->written), free(t->pend), free(t->held), free(t->alloc_line), free(t);
 }
 

@@ -17,13 +17,17 @@
  * 16-bit elements, or one tf32, per cell. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "dtype.h"
 #include "sim_tcgen05.h"
 
 void umma_d_cell(const UmmaOp *op, uint32_t base_lane, uint32_t base_col, int width, int r, int n, int *lane, int *col)
 {
     int l = r, c = n;
-    if (op->ncta == 1 && op->id.m == 64) l = 32 * (r / 16) + r % 16;
+    if (op->ws && op->id.m == 32) l = r + 32 * (n / (width / 4)), c = n % (width / 4);        /* Layout G */
+    else if (op->ws && op->id.m == 64) l = r + 64 * (n / (width / 2)), c = n % (width / 2);   /* Layout E */
+    else if (op->ws) { /* M = 128: Layout D, row r in lane r */ }
+    else if (op->ncta == 1 && op->id.m == 64) l = 32 * (r / 16) + r % 16;
     if (op->ncta == 2 && op->id.m == 128) l = r + 64 * (n / (width / 2)), c = n % (width / 2);
     *lane = (int)base_lane + l, *col = (int)base_col + c;
 }
@@ -50,16 +54,43 @@ static void fetch_a(const UmmaOp *op, int i, double *a)
         }
 }
 
-/* All N rows of B: with cta_group::2 the lower rank holds n < N/2. */
-static void fetch_b(const UmmaOp *op, double *b)
+/* All N rows of B [n][k] as read (before negation): with cta_group::2 the
+ * lower rank holds n < N/2; a .ws MMA that uses a collector buffer reads
+ * the copy its fill kept instead. 0, or -1 after sim_fail. */
+static int fetch_b(const UmmaOp *op, const SimAsync *a, double *b)
 {
+    Tmem *t = op->cta[0]->tmem;
+    int nk = op->id.n * op->k, act = op->bc_action, buf = op->bc_buf;
+    if (act == BC_USE || act == BC_LASTUSE) {
+        if (!t->bcol[buf] || t->bcol_n[buf] != op->id.n || t->bcol_k[buf] != op->k) {
+            if (t->bcol[buf])
+                sim_fail(a->cta, a->warp, a->lane, op->in, "tcgen05.mma.ws .collector::b%d::%s: the buffer holds a %dx%d B, this MMA's "
+                         "is %dx%d", buf, act == BC_USE ? "use" : "lastuse", t->bcol_n[buf], t->bcol_k[buf], op->id.n, op->k);
+            else
+                sim_fail(a->cta, a->warp, a->lane, op->in, "tcgen05.mma.ws .collector::b%d::%s: no .collector::b%d::fill has filled "
+                         "the buffer (or a lastuse or discard emptied it)", buf, act == BC_USE ? "use" : "lastuse", buf);
+            return -1;
+        }
+        memcpy(b, t->bcol[buf], sizeof *b * (size_t)nk);
+        if (act == BC_LASTUSE) free(t->bcol[buf]), t->bcol[buf] = NULL;
+        return 0;
+    }
     int per = op->id.n / op->ncta, type = isa_type(op->id.b_type);
-    double s = op->id.negate_b ? -1 : 1;
     for (int n = 0; n < op->id.n; n++) {
         const SimCta *c = op->cta[n / per];
         const uint32_t *addr = op->b_addr[n / per] + (size_t)(n % per) * (size_t)op->k;
-        for (int k = 0; k < op->k; k++) b[n * op->k + k] = s * sim_mma_elem(type, sim_mma_load(c->smem, addr[k], op->ebytes));
+        for (int k = 0; k < op->k; k++) b[n * op->k + k] = sim_mma_elem(type, sim_mma_load(c->smem, addr[k], op->ebytes));
     }
+    if (act == BC_FILL || act == BC_DISCARD) free(t->bcol[buf]), t->bcol[buf] = NULL;
+    if (act == BC_FILL) {
+        if (!(t->bcol[buf] = malloc(sizeof *b * (size_t)nk))) {
+            sim_fail(a->cta, a->warp, a->lane, op->in, "out of host memory for a collector buffer");
+            return -1;
+        }
+        memcpy(t->bcol[buf], b, sizeof *b * (size_t)nk);
+        t->bcol_n[buf] = op->id.n, t->bcol_k[buf] = op->k;
+    }
+    return 0;
 }
 
 int umma_compute(const UmmaOp *op, const SimAsync *a, int i)
@@ -71,7 +102,11 @@ int umma_compute(const UmmaOp *op, const SimAsync *a, int i)
         return -1;
     }
     fetch_a(op, i, av);
-    fetch_b(op, bv);
+    if (fetch_b(op, a, bv)) {   /* per CTA of the op; collectors (.ws) come with cta_group::1 only */
+        free(av);
+        return -1;
+    }
+    for (int n = 0, nk = op->id.n * op->k; op->id.negate_b && n < nk; n++) bv[n] = -bv[n];
     Tmem *t = op->cta[i]->tmem;
     int rows = op->id.m / op->ncta, f32 = op->id.d_type == UMMA_T_F32;
     double scale = ldexp(1.0, -op->scale_d);
