@@ -28,6 +28,18 @@ int  mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  mla_bwd_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 
+/* mla_bwd, tcgen05 family (sm_100a/103a): the same set with a tcgen05 main kernel */
+#define MLA_TC_BN 128         /* slots per step: the MMAs' M, one TMEM lane each */
+#define MLA_TC_DQ_TILES 5     /* dQ^T in M=128 row tiles: d_qk rows 0-511 and 448-575 */
+#define MLA_TC_DKV_COLS 256   /* dkv columns per TMEM chunk (the dkv MMAs' largest N) */
+extern const TileKey mla_bwd_tc_keys[];
+extern const int mla_bwd_tc_nkeys;
+AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d);
+int  mla_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  mla_bwd_tc_plan(const AttnDesc *d, Plan *plans);
+void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module);
+int  mla_bwd_tc_mmas_per_step(const AttnDesc *d);
+
 /* The launch ABI the MLA kernels share (KERNELS.md "mla_fwd / mla_bwd"). */
 #define MLA_SCALE_MEANING "S = softmax_scale * q . K[idx] (natural units); no default"
 #define MLA_LSE_MEANING "log-sum-exp of the scaled scores over valid slots, natural log, +inf for tokens with no valid slot; contiguous"

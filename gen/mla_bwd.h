@@ -6,9 +6,11 @@
  *   convert dkv = the accumulator rounded to the dtype       (default)
  *   reduce  dkv[r] = the stored contributions of every (token, slot) that
  *           selected r, summed in token and slot order        (deterministic=1)
- * Internal to the mla_bwd generator files. Calls point one way:
- *   mla_bwd_desc.c (plans, the set) -> mla_bwd.c, mla_bwd_rows.c
- *   every one of them               -> mla_bwd_split.c (the work split) */
+ * The tcgen05 family (mla_bwd_tc*.c) has its own main kernel and the same
+ * others. Internal to the mla_bwd generator files. Calls point one way:
+ *   mla_bwd_tc_desc.c (its tiles, plan) -> mla_bwd_desc.c (plans, the set)
+ *   mla_bwd_desc.c                      -> mla_bwd.c, mla_bwd_tc.c, mla_bwd_rows.c
+ *   every one of them                   -> mla_bwd_split.c (the work split) */
 #ifndef PTXGEN_MLA_BWD_H
 #define PTXGEN_MLA_BWD_H
 #include "mla_emit.h"
@@ -30,6 +32,19 @@ MlaDkvSplit mla_dkv_split(const AttnTile *t);
 int mla_reduce_cols(const ArchInfo *a);
 
 void mla_bwd_main_plan(const AttnDesc *d, Plan *p);   /* mla_bwd_desc.c */
+
+/* The family's main kernel: its plan, emitter and entry-name part; the rest
+ * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
+typedef struct {
+    void (*plan)(const AttnDesc *d, Plan *p);
+    void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+    const char *part;
+} MlaBwdMain;
+int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
+void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);
+/* the tcgen05 main kernel (mla_bwd_tc.c) */
+void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
+void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* the emitters: main in mla_bwd.c, the row-wise kernels in mla_bwd_rows.c */
 void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 void mla_bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);

@@ -1,6 +1,8 @@
-/* mla_bwd (mma.sync family): tile keys and defaults, the plans of the kernel
- * set, its launch ABI and workspaces, and the set put together from the
- * kernels' files (mla_bwd.c, mla_bwd_rows.c), which never call back here. */
+/* mla_bwd: the mma.sync family's tile keys and defaults, the plans of the
+ * kernel set, its launch ABI and workspaces, and the set put together from
+ * the kernels' files (mla_bwd.c, mla_bwd_rows.c), which never call back here.
+ * The set is the same in every family but for its main kernel (MlaBwdMain):
+ * the tcgen05 family's is mla_bwd_tc.c. */
 #include "mla_bwd.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -65,9 +67,9 @@ static void reduce_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, name);
 }
 
-int mla_bwd_plan(const AttnDesc *d, Plan *plans) {
+int mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk) {
     rows_plan(d, &plans[MLA_BWD_PRE], "pre (delta, 8 heads per CTA)");
-    mla_bwd_main_plan(d, &plans[MLA_BWD_MAIN]);
+    mk->plan(d, &plans[MLA_BWD_MAIN]);
     if (d->tile.deterministic) reduce_plan(d, &plans[MLA_BWD_DKV]);
     else rows_plan(d, &plans[MLA_BWD_DKV], "convert (16 kv rows per CTA)");
     return MLA_BWD_KERNELS;
@@ -93,10 +95,10 @@ static void pre_spec(const AttnDesc *d, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
 }
 
-static void main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+static void main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    entry(ks, d, "main", 1);
+    entry(ks, d, mk->part, 1);
     mla_abi_inputs(ks, d);
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "lse", PR_IN, MLA_LSE_MEANING " (from the forward)", "[s_q, h_q]", "fp32", "");
@@ -149,18 +151,22 @@ static void workspaces(const AttnDesc *d, KernelSet *ks) {
     }
 }
 
-void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMain *mk) {
     ks->nk = MLA_BWD_KERNELS;
     ks->deterministic = d->tile.deterministic;
     workspaces(d, ks);
     pre_spec(d, &ks->k[MLA_BWD_PRE]);
-    main_spec(d, &ks->plan[MLA_BWD_MAIN], &ks->k[MLA_BWD_MAIN]);
+    main_spec(d, &ks->plan[MLA_BWD_MAIN], mk, &ks->k[MLA_BWD_MAIN]);
     if (d->tile.deterministic) reduce_spec(d, &ks->plan[MLA_BWD_DKV], &ks->k[MLA_BWD_DKV]);
     else convert_spec(d, &ks->k[MLA_BWD_DKV]);
     mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], m);
     buf_puts(m, "\n");
-    mla_bwd_main_emit(d, &ks->k[MLA_BWD_MAIN], &ks->plan[MLA_BWD_MAIN], m);
+    mk->emit(d, &ks->k[MLA_BWD_MAIN], &ks->plan[MLA_BWD_MAIN], m);
     buf_puts(m, "\n");
     if (d->tile.deterministic) mla_bwd_reduce_emit(d, &ks->k[MLA_BWD_DKV], &ks->plan[MLA_BWD_DKV], m);
     else mla_bwd_convert_emit(d, &ks->k[MLA_BWD_DKV], m);
 }
+
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main"};
+int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &sync_main); }
+void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &sync_main); }

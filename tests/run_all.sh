@@ -400,7 +400,7 @@ family_tests() {
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
     usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync)" -- \
         --arch sm_100a --kernel attn_fwd --mma tcgen05
-    usage_error "--mma wgmma for mla_bwd on sm_90a" "mla_bwd has no wgmma generator yet (families: mma.sync)" -- \
+    usage_error "--mma wgmma for mla_bwd on sm_90a" "mla_bwd has no wgmma generator yet (families: mma.sync and tcgen05)" -- \
         --arch sm_90a --kernel mla_bwd --mma wgmma
     usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
     usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma

@@ -204,6 +204,25 @@ static int a_cells_ready(SimCta *c, SimWarp *w, int lane, const SimInsn *in, con
 }
 
 /* Does mma op a write (D: 1) or read (A from TMEM: 2) cell (lane, col) of c? */
+/* D's cells in this CTA are not still being read by another warp's
+ * tcgen05.ld that no barrier ordered before this issue (a peer CTA's are
+ * ordered by its own barriers and mbarriers: the race clocks are per CTA). */
+static int d_cells_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const UmmaOp *op)
+{
+    int rows = op->id.m / op->ncta;
+    for (int i = 0; i < op->ncta; i++) {
+        if (op->cta[i] != c) continue;
+        Tmem *t = c->tmem;
+        for (int r = 0; r < rows; r++)
+            for (int n = 0; n < op->id.n; n++) {
+                int dl, dc;
+                umma_d_cell(op, op->d_lane, op->d_col, op->id.n, r, n, &dl, &dc);
+                if (!tmem_write_ordered(c, w, lane, in, t, tmem_cell(t, dl, dc), "tcgen05.mma")) return 0;
+            }
+    }
+    return 1;
+}
+
 static int mma_covers(const UmmaOp *op, const SimCta *c, int lane, int col)
 {
     int rows = op->id.m / op->ncta, acols = op->k * op->ebytes / 4;
@@ -315,7 +334,9 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
         }
     }
     if (!(op->ncta = tc_ctas(c, w, lane, in, op->cta))) goto out;
-    if (cells_allocated(c, w, lane, in, op) || (op->a_tmem && a_cells_ready(c, w, lane, in, op))) goto out;
+    if (cells_allocated(c, w, lane, in, op) || (op->a_tmem && a_cells_ready(c, w, lane, in, op)) ||
+        !d_cells_ordered(c, w, lane, in, op))
+        goto out;
     if (!(a = sim_async_new(c, w, lane, in, "tcgen05.mma"))) goto out;
     uint64_t ad = sim_read(c, w, &in->o[1], lane), bd = sim_read(c, w, &in->o[2], lane);
     for (int i = 0; i < op->ncta; i++) {

@@ -36,6 +36,13 @@ typedef struct {
     int32_t *st_line;
     uint16_t *st_thread;
     uint32_t *st_gen, *st_waits;
+    /* the race clock of each cell's last tcgen05.ld: the reading warp, its
+     * own clock then and the line (0: not read since alloc). A write (MMA
+     * issue, st) from another warp not ordered after that read by a barrier
+     * is a race, as for shared memory (the DESIGN's vector clocks). */
+    int16_t *rd_warp;
+    uint32_t *rd_clk;
+    int32_t *rd_line;
     /* tcgen05.mma.ws B collector buffers b0-b3: what a .collector::bN::fill
      * kept (NULL: empty), the B values [n][k] as read, and their shape */
     double *bcol[4];
@@ -49,6 +56,9 @@ static inline size_t tmem_cell(const Tmem *t, int lane, int col) { return (size_
 
 /* alloc, dealloc, relinquish_alloc_permit, ld, st, wait::ld/st (sim_tmem.c) */
 int tmem_insn(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
+/* Whether warp w's write of a cell (what: "tcgen05.mma", "tcgen05.st") is
+ * ordered after the cell's last tcgen05.ld by another warp; else a race error. */
+int tmem_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, Tmem *t, size_t cell, const char *what);
 /* Column col of the CTA's TMEM is allocated (and inside it). */
 static inline int tmem_col_ok(const Tmem *t, int col) { return col >= 0 && col < t->cols && t->alloc_line[col]; }
 

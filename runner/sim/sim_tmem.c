@@ -29,6 +29,7 @@ static void tmem_free(Tmem *t, int nwarps)
     for (int i = 0; t->ld_slot && i < nwarps; i++) free(t->ld_slot[i]);
     free(t->ld_slot), free(t->ld_line);
     free(t->st_line), free(t->st_thread), free(t->st_gen), free(t->st_waits);
+    free(t->rd_warp), free(t->rd_clk), free(t->rd_line);
     for (int i = 0; i < 4; i++) free(t->bcol[i]);
     free(t->data), free(t->written), free(t->pend), free(t->held), free(t->alloc_line), free(t);
 }
@@ -56,12 +57,14 @@ Tmem *tmem_get(SimCta *c, SimWarp *w, const SimInsn *in)
         t->alloc_line = calloc((size_t)t->cols, sizeof *t->alloc_line);
         t->st_line = calloc(cells, sizeof *t->st_line), t->st_thread = calloc(cells, sizeof *t->st_thread);
         t->st_gen = calloc(cells, sizeof *t->st_gen), t->st_waits = calloc((size_t)c->nwarps, sizeof *t->st_waits);
+        t->rd_warp = calloc(cells, sizeof *t->rd_warp), t->rd_clk = calloc(cells, sizeof *t->rd_clk);
+        t->rd_line = calloc(cells, sizeof *t->rd_line);
         t->ld_slot = calloc((size_t)c->nwarps, sizeof *t->ld_slot), t->ld_line = calloc((size_t)c->nwarps, sizeof *t->ld_line);
         for (int i = 0; t->ld_slot && i < c->nwarps; i++)
             if (!(t->ld_slot[i] = calloc(slots, 1))) t->ld_line = NULL;
     }
     if (!t || !t->data || !t->written || !t->pend || !t->held || !t->alloc_line || !t->ld_slot || !t->ld_line ||
-        !t->st_line || !t->st_thread || !t->st_gen || !t->st_waits) {
+        !t->st_line || !t->st_thread || !t->st_gen || !t->st_waits || !t->rd_warp || !t->rd_clk || !t->rd_line) {
         tmem_free(t, c->nwarps);
         sim_fail(c, wid, -1, in, "out of host memory for the tensor memory");
         return NULL;
@@ -252,8 +255,20 @@ static int ld_cell_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, long ce
     return 1;
 }
 
+int tmem_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, Tmem *t, size_t cell, const char *what)
+{
+    int wid = sim_warp_id(c, w), reader = t->rd_warp[cell];
+    if (!t->rd_line[cell] || reader == wid || t->rd_clk[cell] <= w->vc[reader]) return 1;
+    sim_fail(c, wid, lane, in,
+             "TMEM race: the %s overwrites lane %d column %d that warp %d read at PTX line %d with no barrier in between "
+             "(tcgen05.fence::before_thread_sync, bar.sync, tcgen05.fence::after_thread_sync)",
+             what, (int)(cell / (size_t)t->cols), (int)(cell % (size_t)t->cols), reader, t->rd_line[cell]);
+    return 0;
+}
+
 static int st_cell_ok(SimCta *c, SimWarp *w, const SimInsn *in, Tmem *t, long cell, int thread)
 {
+    if (!tmem_write_ordered(c, w, thread, in, t, (size_t)cell, "tcgen05.st")) return 0;
     if (!t->pend[cell] && !t->held[cell]) return 1;
     int col = (int)(cell % t->cols), lane = (int)(cell / t->cols), writes = 0;
     const SimAsync *op = tc_op_at(c, lane, col, &writes);
@@ -302,6 +317,7 @@ static int ldst(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int st)
                     t->st_line[cell] = in->line, t->st_thread[cell] = (uint16_t)(wid * 32 + l), t->st_gen[cell] = t->st_waits[wid];
                 } else {
                     if (!ld_cell_ok(c, w, in, t, cell, l)) return 1;
+                    t->rd_warp[cell] = (int16_t)wid, t->rd_clk[cell] = w->vc[wid], t->rd_line[cell] = in->line;
                     v |= pack ? (t->data[cell] & 0xFFFF) << (16 * p) : t->data[cell];
                 }
             }

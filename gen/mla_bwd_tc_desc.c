@@ -1,0 +1,68 @@
+/* mla_bwd, tcgen05 family (sm_100a / sm_103a): tile keys, the main kernel's
+ * plan (shared memory, the TMEM column map, the per-step MMA count) and the
+ * kind-table entry points. The emitter is mla_bwd_tc.c; every other kernel
+ * of the set is the mma.sync family's (they use no tensor cores). */
+#include "mla_bwd.h"
+#include <stddef.h>
+#include <stdio.h>
+#include "../templates/umma.h"
+
+const TileKey mla_bwd_tc_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {16, 32}, 2, "heads of one token per CTA (the MMAs' N; h_q is padded up to it)"},
+    {"bn", offsetof(AttnTile, bn), {MLA_TC_BN}, 1, "top-k slots per step: the MMAs' M (one TMEM lane each)"},
+    {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
+     "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
+};
+const int mla_bwd_tc_nkeys = (int)(sizeof mla_bwd_tc_keys / sizeof mla_bwd_tc_keys[0]);
+
+AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d) {
+    (void)a, (void)d;
+    return (AttnTile){.bm = 32, .bn = MLA_TC_BN, .warps = MLA_TC_BN / 32};
+}
+
+int mla_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    (void)d, (void)err, (void)errlen;
+    return 0;   /* the keys allow only what the MMA shapes take; the plan judges the budgets */
+}
+
+/* MMAs (K = 16 each) one thread issues per step of bn slots. */
+int mla_bwd_tc_mmas_per_step(const AttnDesc *d) {
+    int hb = d->tile.bm, s = d->d / 16, dp = d->dv / 16;
+    int dq = MLA_TC_DQ_TILES * (d->tile.bn / 16);
+    int dkv = (d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS * (hb / 16) + (d->dv / MLA_TC_DKV_COLS) * (hb / 16);
+    return s + dp + dq + dkv;
+}
+
+void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    int hb = t->bm;
+    static char shp[6][40];
+    *p = (Plan){.threads = 32 * t->warps};
+    int kv = plan_add_region(p, "KV", t->bn * d->d * 2, 1024,
+                             "loop: the step's gathered rows, K-major 128B slabs (A of S^T, dP^T; MN-major A of dQ^T)");
+    plan_add_region(p, "Q", hb * d->d * 2, 1024, "the head block's queries, 128B slabs (B of S^T; MN-major B of dkv)");
+    plan_add_region(p, "dO", hb * d->dv * 2, 1024, "the head block's output gradients (B of dP^T; MN-major B of dkv)");
+    plan_add_region(p, "dS", t->bn * hb * 2, 1024, "loop: scale * dS^T rows, MN-major (B of dQ^T)");
+    plan_add_region(p, "bars", 32, 8, "mbarriers: S/dP done, dQ done, dkv chunk done; the TMEM address");
+    plan_union_region(p, "dQ", kv, hb * d->d * 2, "epilogue: dq staging for 16-byte stores");
+    snprintf(shp[0], sizeof shp[0], "[%d, %d]", t->bn, MLA_TC_DKV_COLS);
+    snprintf(shp[1], sizeof shp[1], "%d x [128, %d]", MLA_TC_DQ_TILES, hb);
+    snprintf(shp[2], sizeof shp[2], "[%d, %d]", t->bn, hb);
+    plan_add_tmem(p, "dKV", MLA_TC_DKV_COLS, "fp32", shp[0], "loop: one column chunk of the step's dkv at a time");
+    plan_add_tmem(p, "dQ^T", MLA_TC_DQ_TILES * hb, "fp32", shp[1], "whole kernel: d_qk rows 0-511, 448-575 x heads");
+    plan_add_tmem(p, "S^T", hb, "fp32", shp[2], "loop");
+    plan_add_tmem(p, "dP^T", hb, "fp32", shp[2], "loop");
+    plan_add_tmem(p, "P^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
+    plan_add_tmem(p, "dS^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
+    plan_add_role(p, "all: load, MMA (thread 0), softmax, dkv out", t->warps, 0);
+    /* live per thread: S^T and dP^T rows, lse and delta of the heads, a 32-column chunk, addresses */
+    p->regs_est = 4 * hb + 32 + 48;
+    char what[96];
+    snprintf(what, sizeof what, "mla_bwd main (tcgen05) d_qk=%d d_v=%d bm=%d bn=%d%s", d->d, d->dv, hb, t->bn,
+             t->deterministic ? " deterministic" : "");
+    plan_finish(p, d->arch, what);
+}
+
+static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc"};
+int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &tc_main); }
+void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &tc_main); }

@@ -1,0 +1,111 @@
+/* tcgen05 building blocks (umma.h). */
+#include "umma.h"
+
+uint32_t umma_idesc_f16(DType dt, int m, int n, int a_mn, int b_mn) {
+    uint32_t ab = dt == DT_BF16 ? 1u : 0u;   /* 0 f16, 1 bf16 */
+    return 1u << 4                          /* D: f32 */
+           | ab << 7 | ab << 10             /* A, B formats */
+           | (uint32_t)a_mn << 15 | (uint32_t)b_mn << 16
+           | (uint32_t)(n >> 3) << 17 | (uint32_t)(m >> 4) << 24;
+}
+
+/* layout type, bits 61-63: 2 128B, 4 64B, 6 32B swizzle */
+static uint64_t layout_bits(int swizzle) {
+    return (uint64_t)(swizzle == 128 ? 2 : swizzle == 64 ? 4 : 6) << 61;
+}
+
+Reg umma_desc(Kctx *k, Reg smem, Reg off, int imm, UmmaLayout l) {
+    Emit *e = &k->e;
+    Reg a = e_reg(e, RC_B32), d = e_reg(e, RC_B64);
+    INS(e, ADD_U32, R(a), R(smem), I(imm));
+    if (off.cls != NOGUARD.cls) INS(e, ADD_U32, R(a), R(a), R(off));
+    INS(e, SHR_U32, R(a), R(a), I(4));
+    INS(e, AND_B32, R(a), R(a), I(0x3FFF));
+    INS(e, CVT_U64_U32, R(d), R(a));
+    uint64_t f = (uint64_t)(l.lbo >> 4) << 16 | (uint64_t)(l.sbo >> 4) << 32 | 1ull << 46 | layout_bits(l.swizzle);
+    INS(e, OR_B64, R(d), R(d), I((int64_t)f));
+    return d;
+}
+
+Reg umma_desc_at(Kctx *k, Reg desc, int bytes) {
+    if (!bytes) return desc;
+    Reg d = e_reg(&k->e, RC_B64);
+    INS(&k->e, ADD_U64, R(d), R(desc), I(bytes >> 4));   /* the start field counts 16-byte units */
+    return d;
+}
+
+void umma_row(Kctx *k, UmmaRow *ur, Reg tile_addr, Reg r) {
+    Emit *e = &k->e;
+    Reg base = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(base), R(r), I(128), R(tile_addr));
+    INS(e, AND_B32, R(x), R(r), I(7));
+    INS(e, SHL_B32, R(x), R(x), I(4));
+    for (int c = 0; c < 8; c++) {
+        Reg t = e_reg(e, RC_B32);
+        ur->chunk[c] = e_reg(e, RC_B32);
+        INS(e, XOR_B32, R(t), R(x), I(16 * c));
+        INS(e, ADD_U32, R(ur->chunk[c]), R(base), R(t));
+    }
+}
+
+void umma_row_slab_copy(Kctx *k, const UmmaRow *ur, int rows, int s, Reg src, Reg srcsize) {
+    for (int c = 0; c < 8; c++)
+        INS(&k->e, CP_ASYNC_CG_16, A(ur->chunk[c], (int64_t)s * rows * 128), A(src, 128 * s + 16 * c), I(16), R(srcsize));
+}
+
+void umma_tile_copy(Kctx *k, Reg tile_addr, int rows, int cols, int threads, Reg src, Reg stride, Reg nrows) {
+    Emit *e = &k->e;
+    int slabs = cols / UMMA_SLAB_COLS, tasks = rows * slabs;
+    for (int p = 0; p < tasks; p += threads) {
+        /* task p + tid: row (p + tid) % rows of slab (p + tid) / rows */
+        Reg task = e_reg(e, RC_B32), r = e_reg(e, RC_B32), s = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);
+        Reg ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+        int skip = e_label(e);
+        INS(e, ADD_U32, R(task), R(k->tid), I(p));
+        INS(e, SETP_LT_U32, R(in), R(task), I(tasks));
+        INSP(e, in, 1, BRA, L(skip));
+        INS(e, REM_U32, R(r), R(task), I(rows));
+        INS(e, DIV_U32, R(s), R(task), I(rows));
+        INS(e, SETP_LT_U32, R(ok), R(r), R(nrows));
+        INS(e, SELP_B32, R(row), R(r), I(0), R(ok));         /* a zero row reads nothing: row 0's address */
+        INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
+        INS(e, MAD_WIDE_U32, R(a), R(row), R(stride), R(src));
+        Reg t = e_reg(e, RC_B32), off = e_reg(e, RC_B32), sa = e_reg(e, RC_B64);
+        INS(e, MUL_LO_U32, R(off), R(s), I(128));            /* the slab's columns in the source row */
+        INS(e, MUL_WIDE_U32, R(sa), R(off), I(1));
+        INS(e, ADD_U64, R(a), R(a), R(sa));
+        INS(e, MAD_LO_U32, R(t), R(s), I(rows * 128), R(tile_addr));
+        UmmaRow ur;
+        umma_row(k, &ur, t, r);
+        umma_row_slab_copy(k, &ur, rows, 0, a, sz);
+        e_place(e, skip);
+    }
+}
+
+Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c) {
+    Emit *e = &k->e;
+    Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+    /* the swizzle XORs address bits [4, 4 + log2(w/16)) with the bits from 7 up */
+    INS(e, MUL_LO_U32, R(x), R(r), I(w / 8));                /* (r * w / 128) << 4 */
+    INS(e, AND_B32, R(x), R(x), I(w - 16));
+    INS(e, XOR_B32, R(x), R(x), I(16 * c));
+    INS(e, MAD_LO_U32, R(a), R(r), I(w), R(tile_addr));
+    INS(e, ADD_U32, R(a), R(a), R(x));
+    return A(a, 0);
+}
+
+void umma_sync(Kctx *k) {
+    INS0(&k->e, TC_FENCE_BEFORE);
+    INS(&k->e, BAR_SYNC, I(0));
+    INS0(&k->e, TC_FENCE_AFTER);
+}
+
+void umma_wait(Kctx *k, Reg bar, Reg parity) {
+    Emit *e = &k->e;
+    int spin = e_label(e);
+    Reg ready = e_reg(e, RC_PRED);
+    e_place(e, spin);
+    INS(e, MBAR_TRY_WAIT_PARITY, R(ready), A(bar, 0), R(parity));
+    INSP(e, ready, 1, BRA, L(spin));
+    INS0(e, TC_FENCE_AFTER);
+}

@@ -1,0 +1,60 @@
+/* tcgen05 (UMMA) building blocks of a single-CTA (cta_group::1) kernel:
+ * instruction and shared-memory descriptors, the canonical operand layouts
+ * the MMA reads, copies into them, and the ordering rules around TMEM and
+ * mbarriers. Bit positions: PTX ISA "tcgen05 Instruction descriptor" and
+ * "tcgen05 Shared Memory Descriptor"; layouts: "tcgen05 canonical layouts"
+ * (PTX_FACTS §3). */
+#ifndef PTXGEN_UMMA_H
+#define PTXGEN_UMMA_H
+#include "kctx.h"
+#include "dtype.h"
+
+/* kind::f16 with fp32 accumulators: A and B of type dt, M x N, each operand
+ * K-major (0) or MN-major (1). A from TMEM must be K-major. */
+uint32_t umma_idesc_f16(DType dt, int m, int n, int a_mn, int b_mn);
+
+/* A shared-memory operand: its canonical layout's swizzle width (32, 64 or
+ * 128 bytes), LBO and SBO in bytes. */
+typedef struct { int swizzle, lbo, sbo; } UmmaLayout;
+
+/* The descriptor of an operand starting at the shared address smem + off
+ * (off a runtime register or NOGUARD for none, plus imm). The start must sit
+ * on the swizzle pattern's first row (base offset 0): regions are 1024-aligned. */
+Reg  umma_desc(Kctx *k, Reg smem, Reg off, int imm, UmmaLayout l);
+/* desc moved by `bytes` along its start address (a K step inside an atom, the next atom). */
+Reg  umma_desc_at(Kctx *k, Reg desc, int bytes);
+
+/* K-major, 128-byte swizzle, 16-bit elements: a [rows][cols] tile stored as
+ * cols/64 slabs of [rows][64], each row 128 bytes, 16-byte chunk c of row r at
+ * chunk c ^ (r & 7). Slab s starts at s * rows * 128. The same bytes are the
+ * MN-major operand whose MN runs along cols (atoms at LBO = rows * 128). */
+#define UMMA_SLAB_COLS 64
+static inline UmmaLayout umma_kmajor128(void) { return (UmmaLayout){128, 16, 1024}; }
+static inline UmmaLayout umma_mn128(int rows) { return (UmmaLayout){128, rows * 128, 1024}; }
+
+/* Per-row chunk bases of a K-major 128B tile: the shared address of chunk c
+ * of row r of slab 0 is chunk[c] (row base with c ^ (r & 7) applied). */
+typedef struct { Reg chunk[8]; } UmmaRow;
+void umma_row(Kctx *k, UmmaRow *ur, Reg tile_addr, Reg r);
+/* cp.async of slab s of one row (8 x 16 bytes from src, src-size bytes each:
+ * 16, or 0 for a zero row that reads nothing) into the tile of `rows` rows. */
+void umma_row_slab_copy(Kctx *k, const UmmaRow *ur, int rows, int s, Reg src, Reg srcsize);
+
+/* Rows [0, rows) of a [rows][cols] 16-bit tensor at src + r * stride into a
+ * K-major 128B tile, one (row, slab) per thread and pass; rows >= nrows are
+ * zero-filled without a read. Adds to the current cp.async group. */
+void umma_tile_copy(Kctx *k, Reg tile_addr, int rows, int cols, int threads, Reg src, Reg stride, Reg nrows);
+
+/* MN-major operand written by threads: row r (one K index) of `w` bytes
+ * (32, 64 or 128: the swizzle width) at tile + r * w, chunk c of it
+ * at chunk c ^ ((r * w / 128) & (w / 16 - 1)). SBO = 8 rows. */
+static inline UmmaLayout umma_mn_rows(int w) { return (UmmaLayout){w, 16, 8 * w}; }   /* one atom: LBO unused */
+Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c);
+
+/* Thread ordering around tcgen05 work: fence::before_thread_sync, bar.sync 0,
+ * fence::after_thread_sync. */
+void umma_sync(Kctx *k);
+/* Wait until the mbarrier at bar completes the phase with parity `parity`
+ * (register), then order later tcgen05 work after it. */
+void umma_wait(Kctx *k, Reg bar, Reg parity);
+#endif
