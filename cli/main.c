@@ -115,8 +115,10 @@ static void print_list(void) {
                "deterministic=0, which adds dQ with fp32 atomics inside the dK/dV kernel):", attn_bwd_keys, attn_bwd_nkeys);
     print_keys("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):",
                mla_fwd_keys, mla_fwd_nkeys);
-    print_keys("tile keys for mla_bwd (default: the largest bm whose plan fits the arch, deterministic=0; "
+    print_keys("tile keys for mla_bwd, mma.sync (default: the largest bm whose plan fits the arch, deterministic=0; "
                "warps = 2 * bm / 16):", mla_bwd_keys, mla_bwd_nkeys);
+    print_keys("tile keys for mla_bwd, tcgen05 (default bm=32,bn=128,deterministic=0; 4 warps, one TMEM lane per slot):",
+               mla_bwd_tc_keys, mla_bwd_tc_nkeys);
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {

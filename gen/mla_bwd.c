@@ -93,15 +93,7 @@ static void fragment_bases(Kctx *k, MlaBwd *f) {
     INS(e, MAD_LO_U32, R(col[1]), R(grp), I(f->sp.rope), R(tq));
     INS(e, ADD_U32, R(col[1]), R(col[1]), I(f->d->dv));
     Reg base = f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum");
-    if (f->det) {
-        /* this CTA's [topk, d_qk] block of the part workspace: (t * nhb + hb) * topk rows in */
-        Reg blk = e_reg(e, RC_B32), nhb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32);
-        INS(e, MOV_B32, R(nhb), SR("%nctaid.y"));
-        INS(e, MOV_B32, R(hb), SR("%ctaid.y"));
-        INS(e, MAD_LO_U32, R(blk), R(c->t), R(nhb), R(hb));
-        INS(e, MUL_LO_U32, R(blk), R(blk), R(kc_u32(k, "topk")));
-        INS(e, MAD_WIDE_U32, R(base), R(blk), I(4 * f->d->d), R(base));
-    }
+    if (f->det) mla_dkv_part_block(k, c->t, f->d->d, base);
     if (f->det) INS(e, MAD_WIDE_U32, R(base), R(slot_lane), I(4 * f->d->d), R(base));   /* the lane's row g slot */
     f->dst = e_reg(e, RC_B64), f->rope_delta = e_reg(e, RC_B32);
     INS(e, MAD_WIDE_U32, R(f->dst), R(col[0]), I(4), R(base));

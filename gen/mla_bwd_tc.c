@@ -40,6 +40,7 @@ typedef struct {
     Reg scale, scale_log2, zero;
     Reg neg_lse2[MAX_HB], delta[MAX_HB];
     Reg dkv_base;                          /* b64: dkv_accum, or this CTA's block of dkv_part */
+    Reg next_ok, next_row;                 /* the gathered step's slot of this thread: valid, kv row */
     /* descriptors at their operands' first byte */
     Reg kv_k, q_k, do_k, kv_mn, ds_mn, q_mn, do_mn;
     uint32_t i_s, i_dq, i_kv[2];
@@ -118,30 +119,28 @@ static void descriptors(Kctx *k, TcBwd *f) {
     f->i_kv[1] = umma_idesc_f16(dt, f->bn, f->d->d % MLA_TC_DKV_COLS, 0, 1);
 }
 
-/* Step n's slots: thread j gathers slot 128 n + j (a zero row when the slot
- * is past the token's count or its index is not a kv row). Returns whether
- * the slot is valid; *row is its kv row. */
-static Reg gather(Kctx *k, TcBwd *f, Reg n, Reg *row) {
+/* Step n's slots into the KV tile: thread j gathers slot 128 n + j (a zero
+ * row when the slot is past the token's count or its index is not a kv row).
+ * Sets f->next_ok (valid slot) and f->next_row (its kv row) for the step. */
+static void gather(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
-    Reg ok = e_reg(e, RC_PRED), r = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
+    Reg sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
     INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(k->tid));
     INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
     INS(e, MOV_B32, R(idx), I(-1));
     INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
     INSP(e, in, 0, LD_GLOBAL_NC_B32, R(idx), A(a, 0));
-    INS(e, SETP_LT_U32, R(ok), R(idx), R(f->s_kv));          /* unsigned: negative indices fail too */
-    INS(e, SELP_B32, R(r), R(idx), I(0), R(ok));
-    INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
-    INS(e, MAD_WIDE_U32, R(src), R(r), R(f->kv_rs), R(f->kv_ptr));
+    INS(e, SETP_LT_U32, R(f->next_ok), R(idx), R(f->s_kv));   /* unsigned: negative indices fail too */
+    INS(e, SELP_B32, R(f->next_row), R(idx), I(0), R(f->next_ok));
+    INS(e, SELP_B32, R(sz), I(16), I(0), R(f->next_ok));
+    INS(e, MAD_WIDE_U32, R(src), R(f->next_row), R(f->kv_rs), R(f->kv_ptr));
     UmmaRow ur;
     Reg tile = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(tile), R(k->smem), I(f->kv));
     umma_row(k, &ur, tile, k->tid);
     for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) umma_row_slab_copy(k, &ur, f->bn, s, src, sz);
     INS0(e, CP_ASYNC_COMMIT);
-    *row = r;
-    return ok;
 }
 
 /* The generic-proxy writes to shared memory (cp.async, st.shared) and the
@@ -279,8 +278,12 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
     int issued[5];
     for (int i = 0; i < 5; i++) issued[i] = e_label(e);
-    e_comment(e, "top-k step n: gather, S^T and dP^T");
-    Reg row, ok = gather(k, f, n, &row), par = e_reg(e, RC_B32), first = e_reg(e, RC_PRED);
+    e_comment(e, "top-k step n: its rows landed (gathered during step n-1), S^T and dP^T");
+    Reg row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), par = e_reg(e, RC_B32), first = e_reg(e, RC_PRED);
+    Reg okv = e_reg(e, RC_B32);                             /* copies: step n+1's gather overwrites next_* */
+    INS(e, MOV_B32, R(row), R(f->next_row));
+    INS(e, SELP_B32, R(okv), I(1), I(0), R(f->next_ok));
+    INS(e, SETP_NE_U32, R(ok), R(okv), I(0));
     INS(e, CP_ASYNC_WAIT, I(0));
     publish(k);
     INSP(e, f->leader, 1, BRA, L(issued[0]));
@@ -303,6 +306,15 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
         INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(k->tid));
         INS(e, MAD_WIDE_U32, R(dst), R(slot), I(4 * f->d->d), R(f->dkv_base));
     } else INS(e, MAD_WIDE_U32, R(dst), R(row), I(4 * f->d->d), R(f->dkv_base));
+    /* the dQ^T MMAs landed: KV and dS are free, step n+1's rows come in behind the dkv readout */
+    Reg more = e_reg(e, RC_PRED), n1 = e_reg(e, RC_B32);
+    int last = e_label(e);
+    umma_wait(k, f->bar[BAR_DQ], par);
+    INS(e, ADD_U32, R(n1), R(n), I(1));
+    INS(e, SETP_LT_U32, R(more), R(n1), R(f->nsteps));
+    INSP(e, more, 1, BRA_UNI, L(last));
+    gather(k, f, n1);
+    e_place(e, last);
     int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS;
     for (int ch = 0; ch < chunks; ch++) {
         Reg cp = e_reg(e, RC_B32);
@@ -312,14 +324,13 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
         INS(e, AND_B32, R(cp), R(cp), I(1));
         umma_wait(k, f->bar[BAR_KV], cp);
         dkv_out(k, f, ch, ok, dst);
-        umma_sync(k);                                      /* every lane's chunk is out of TMEM */
         if (ch + 1 < chunks) {
+            umma_sync(k);                                  /* every lane's chunk is out of TMEM */
             INSP(e, f->leader, 1, BRA, L(issued[2 + ch]));
             issue_dkv(k, f, ch + 1);
             e_place(e, issued[2 + ch]);
         }
     }
-    umma_wait(k, f->bar[BAR_DQ], par);                     /* KV and dS are free for the next step */
 }
 
 /* dq = (dQ^T)^T: each warp's lanes of each row tile (a d_qk row, all heads)
@@ -373,16 +384,8 @@ static void epilogue(Kctx *k, TcBwd *f) {
 }
 
 static void dkv_base(Kctx *k, TcBwd *f) {
-    Emit *e = &k->e;
     f->dkv_base = f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum");
-    if (!f->det) return;
-    /* this CTA's [topk, d_qk] block of the part workspace: (t * nhb + hb) * topk rows in */
-    Reg blk = e_reg(e, RC_B32), nhb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(nhb), SR("%nctaid.y"));
-    INS(e, MOV_B32, R(hb), SR("%ctaid.y"));
-    INS(e, MAD_LO_U32, R(blk), R(f->t), R(nhb), R(hb));
-    INS(e, MUL_LO_U32, R(blk), R(blk), R(kc_u32(k, "topk")));
-    INS(e, MAD_WIDE_U32, R(f->dkv_base), R(blk), I(4 * f->d->d), R(f->dkv_base));
+    if (f->det) mla_dkv_part_block(k, f->t, f->d->d, f->dkv_base);
 }
 
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
@@ -439,6 +442,10 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     Reg n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
     int top = e_label(e), done = e_label(e);
     INS(e, MOV_B32, R(n), I(0));
+    f.next_ok = e_reg(e, RC_PRED), f.next_row = e_reg(e, RC_B32);
+    INS(e, SETP_LT_U32, R(more), R(n), R(f.nsteps));
+    INSP(e, more, 1, BRA_UNI, L(done));
+    gather(k, &f, n);                                      /* step 0's rows */
     e_place(e, top);
     INS(e, SETP_LT_U32, R(more), R(n), R(f.nsteps));
     INSP(e, more, 1, BRA_UNI, L(done));

@@ -54,12 +54,12 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_tmem(p, "dP^T", hb, "fp32", shp[2], "loop");
     plan_add_tmem(p, "P^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
     plan_add_tmem(p, "dS^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
-    plan_add_role(p, "all: load, MMA (thread 0), softmax, dkv out", t->warps, 0);
+    plan_add_role(p, "all", t->warps, 0);   /* gather, MMA issue (thread 0), P/dS, dkv out: one role */
     /* live per thread: S^T and dP^T rows, lse and delta of the heads, a 32-column chunk, addresses */
     p->regs_est = 4 * hb + 32 + 48;
     char what[96];
-    snprintf(what, sizeof what, "mla_bwd main (tcgen05) d_qk=%d d_v=%d bm=%d bn=%d%s", d->d, d->dv, hb, t->bn,
-             t->deterministic ? " deterministic" : "");
+    snprintf(what, sizeof what, "mla_bwd main (tcgen05) d_qk=%d d_v=%d bm=%d bn=%d%s, %d MMAs (K=16) per step", d->d,
+             d->dv, hb, t->bn, t->deterministic ? " det" : "", mla_bwd_tc_mmas_per_step(d));
     plan_finish(p, d->arch, what);
 }
 

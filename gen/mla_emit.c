@@ -156,3 +156,14 @@ void mla_add_bias(Kctx *k, const MlaSlots *s, Reg bias_lane, Acc *acc) {
         for (int c = 0; c < 4; c++) INS(&k->e, ADD_F32, R(ACC(acc, 0, j, c)), R(ACC(acc, 0, j, c)), R(b[c & 1]));
     }
 }
+
+void mla_dkv_part_block(Kctx *k, Reg t, int d_qk, Reg base) {
+    Emit *e = &k->e;
+    /* (t * nhb + hb) * topk rows of d_qk fp32 in, hb = ctaid.y of nhb = nctaid.y */
+    Reg blk = e_reg(e, RC_B32), nhb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(nhb), SR("%nctaid.y"));
+    INS(e, MOV_B32, R(hb), SR("%ctaid.y"));
+    INS(e, MAD_LO_U32, R(blk), R(t), R(nhb), R(hb));
+    INS(e, MUL_LO_U32, R(blk), R(blk), R(kc_u32(k, "topk")));
+    INS(e, MAD_WIDE_U32, R(base), R(blk), I(4 * d_qk), R(base));
+}

@@ -26,6 +26,10 @@ void mla_pair_sync(Kctx *k, const MlaCta *c);
  * zero-filled without a read. */
 void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile);
 
+/* base (b64, in place) moves to this CTA's [topk, d_qk] block of mla_bwd's
+ * deterministic dkv_part workspace [s_q, nctaid.y, topk, d_qk] fp32. */
+void mla_dkv_part_block(Kctx *k, Reg t, int d_qk, Reg base);
+
 /* Token t's slot count: topk, or clamp(topk_length[t], 0, topk) when topk_length is not null. */
 Reg  mla_token_slots(Kctx *k, Reg t, Reg topk);
 

@@ -238,6 +238,70 @@ mla_bwd_sim_tests() {
     sim_mla_bwd "sim mla_bwd sm_90 bm=16 s_kv=2" --tile bm=16 --sq 6 --skv 2 --hq 24 --topk 40
 }
 
+# mla_bwd in the tcgen05 family on the sim: every h_q of the issue (16, 32,
+# 40, 64, 128, and 20 with bm=16), both dtypes, topk_length, ragged top-k,
+# both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
+# duplicates and a token with no valid slot. Strict: notes are errors.
+mla_bwd_tc_sim_tests() {
+    local a=(--arch sm_100a --mma tcgen05)
+    export PTXGEN_SIM_STRICT=1
+    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=128 topk=256" "${a[@]}" --sq 3 --skv 300 --hq 128 --topk 256 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=64 ragged topk=130" "${a[@]}" --dtype fp16 --sq 3 --skv 500 --hq 64 --topk 130
+    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=40 pad 8" "${a[@]}" --dtype fp16 --sq 4 --skv 77 --hq 40 --topk 96 \
+        --topk-length --pad 8
+    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=32 deterministic" "${a[@]}" --tile deterministic=1 --sq 3 --skv 200 --hq 32 \
+        --topk 200 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=16 bm=16 s_kv=2" "${a[@]}" --tile bm=16 --sq 4 --skv 2 --hq 16 --topk 40
+    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=20 bm=16 deterministic" "${a[@]}" --dtype fp16 --tile bm=16,deterministic=1 \
+        --sq 3 --skv 90 --hq 20 --topk 150 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a bf16 h_q=128" --arch sm_103a --sq 2 --skv 400 --hq 128 --topk 128 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a fp16 h_q=64 deterministic" --arch sm_103a --dtype fp16 --tile deterministic=1 \
+        --sq 2 --skv 300 --hq 64 --topk 160
+    unset PTXGEN_SIM_STRICT
+    # planted bugs in the generated kernel: the sim must name each
+    tc_mutant "planted: S^T read before its MMA landed (first mbarrier wait dropped)" w=1 \
+        "tcgen05.ld reads TMEM lane .* before the tcgen05.mma at PTX line"
+    tc_mutant "planted: a dkv chunk read before its MMA landed (chunk 1's wait dropped)" w=3 \
+        "tcgen05.ld reads TMEM lane .* before the tcgen05.mma at PTX line"
+    tc_mutant "planted: a dkv chunk overwritten before every warp read it out (its bar.sync dropped)" b=4 \
+        "TMEM race: the tcgen05.mma overwrites lane .* that warp .* read at PTX line"
+    tc_mutant "planted: dS^T rows published without a barrier (the MMA reads them racing)" b=3 \
+        "shared-memory race: the tcgen05.mma reads word"
+    local f
+    for f in "sm_100a 16" "sm_103a 16" "sm_100a 32"; do
+        set -- $f
+        tc_ptxas "ptxas $1 mla_bwd tcgen05 bm=$2 fp16 deterministic: 0 spills" --arch $1 --dtype fp16 --tile bm=$2,deterministic=1
+    done
+}
+
+# tc_mutant NAME EDIT PHRASE: mla_bwd's tcgen05 main kernel with one wait (w=K: the K-th mbarrier
+# wait loop) or one bar.sync (b=K) removed must fail on the sim, naming PHRASE
+tc_mutant() {
+    local name=$1 edit=$2 phrase=$3 args=(--kernel mla_bwd --arch sm_100a --mma tcgen05)
+    ./ptxgen "${args[@]}" | awk -v "$edit" '
+        /\.entry mla_bwd_main_tc/ { inmain = 1 }
+        /\.entry / && !/mla_bwd_main_tc/ { inmain = 0 }
+        inmain && /mbarrier.try_wait/ { nw++; if (nw == w) { drop = 1; next } }
+        drop && /bra/ { drop = 0; next }
+        inmain && /^\tbar.sync 0;/ { nb++; if (nb == b) next }
+        { print }' >"$TMP/tc_mutant.ptx"
+    if cmp -s <(./ptxgen "${args[@]}") "$TMP/tc_mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim "${args[@]}" --sq 2 --skv 300 --hq 64 --topk 256 --ptx "$TMP/tc_mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
+# tc_ptxas NAME ARGS...: the mla_bwd set for ARGS assembles with no spill or stack
+tc_ptxas() {
+    local name=$1 arch
+    shift
+    arch=$(printf '%s\n' "$@" | grep -m1 '^sm_')
+    if ! ./ptxgen --kernel mla_bwd "$@" -o "$TMP/tc.ptx" 2>"$TMP/err"; then fail "$name" "$(one_line "$TMP/err")"; return; fi
+    if ! ptxas -arch="$arch" -v "$TMP/tc.ptx" -o /dev/null >"$TMP/tc.log" 2>&1; then fail "$name" "$(one_line "$TMP/tc.log")"; return; fi
+    if grep 'bytes stack frame' "$TMP/tc.log" | awk '{ if ($1 || $5 || $9) bad = 1 } END { exit !bad }'; then
+        fail "$name" "$(grep 'bytes stack frame' "$TMP/tc.log" | tr -s ' \n' ' ')"
+    else pass "$name ($(grep -o 'Used [0-9]* registers' "$TMP/tc.log" | sort -t' ' -k2 -n | tail -1))"; fi
+}
+
 # sim_mutant NAME SED_SCRIPT PHRASE: the generated PTX, edited by SED_SCRIPT, must be refused naming PHRASE
 sim_mutant() {
     local name=$1 script=$2 phrase=$3 args=(--kernel attn_fwd --hdim 64 --sq 77 --sk 300 --hq 2 --hkv 1)
@@ -290,6 +354,7 @@ sim_tests() {
 
     section "sim device: mla_bwd"
     mla_bwd_sim_tests
+    mla_bwd_tc_sim_tests
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
@@ -521,6 +586,12 @@ plan_tests() {
         '^ +dO +[0-9]+ +[0-9]+' '^ +dO.1 +[0-9]+ +[0-9]+' '^ +stats.1 +[0-9]+ +[0-9]+' '^ +K.1 +[0-9]+ +[0-9]+' \
         && [ "$(grep -c '^verdict: *fits' "$TMP/out")" = 3 ] && pass "$name"
 
+    name="mla_bwd tcgen05 plan: TMEM column map (512 of 512), shared-memory union, MMAs per step"
+    run_cli --arch sm_100a --kernel mla_bwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05' '^kernel mla_bwd main \(tcgen05\).*118 MMAs \(K=16\) per step' \
+        '^ +dKV +0 +256 +256 +fp32' '^ +dQ\^T +256 +416 +160 +fp32' '^ +dS\^T +496 +512 +16 +bf16' \
+        '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +225312' && pass "$name"
+
     name="attn_bwd main kernel asks for the plan's CTAs per SM"
     run_cli --arch sm_90 --kernel attn_bwd --hdim 64
     expect_rc "$name" 0 && expect_output "$name" '^\.minnctapersm 3$' && pass "$name"
@@ -566,7 +637,8 @@ list_test() {
     name="--list: every (kernel, family, arch) that builds, refused default plans starred"
     expect_output "$name" \
         '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
-        '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' &&
+        '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' \
+        '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^tile keys for mla_bwd, tcgen05' &&
         if grep -q "not implemented" "$TMP/out"; then fail "$name" "still says 'not implemented'"; else pass "$name"; fi
 }
 

@@ -178,7 +178,7 @@ static void test_families(void) {
     int n = ptxgen_num_kinds(), ok = n == 5, tc = 0;
     for (int i = 0; ok && i < n; i++) {
         ok = !ptxgen_kind_info(i, &k);
-        if (ok && strcmp(k.family, "mma.sync")) tc += !strcmp(k.family, "tcgen05") && !strcmp(k.name, "mla_bwd");
+        if (ok && strcmp(k.family, "mma.sync")) tc += !strcmp(k.family, "tcgen05") && !strcmp(k.kernel, "mla_bwd");
         else ok = ok && !strcmp(k.family, "mma.sync");
     }
     check(ok && tc == 1, "kind table: four kernels in mma.sync, mla_bwd in tcgen05 too", "%d kinds, %d tcgen05", n, tc);

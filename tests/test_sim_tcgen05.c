@@ -363,7 +363,11 @@ static void planted(const char *name, Bug bug, const char *want, int want_mma, i
     if (want_mma) snprintf(la, sizeof la, "PTX line %d", ln.mma);
     if (want_at == 1) snprintf(lb, sizeof lb, "PTX line %d", ln.alloc);
     if (want_at == 2) snprintf(lb, sizeof lb, "PTX line %d", ln.bug);
-    check(rc && strstr(err, want) && strstr(err, la) && strstr(err, lb), name, "wanted an error with \"%s\" %s %s, got %s: %s",
+    /* want may name two reports, "first|second": either one found is right */
+    const char *bar = strchr(want, '|');
+    int found = strstr(err, bar ? bar + 1 : want) != NULL;
+    if (bar) found = found || (memmem(err, strlen(err), want, (size_t)(bar - want)) != NULL);
+    check(rc && found && strstr(err, la) && strstr(err, lb), name, "wanted an error with \"%s\" %s %s, got %s: %s",
           want, la, lb, rc ? "this error" : "success", err);
     if (rc) printf("  %s\n", err);
     data_free(&d);
@@ -372,7 +376,9 @@ static void planted(const char *name, Bug bug, const char *want, int want_mma, i
 
 static void planted_bugs(void)
 {
-    planted("planted: tcgen05.ld of D before the commit's mbarrier wait", BUG_LD_EARLY, "before the tcgen05.mma at PTX line", 1, 0);
+    /* warp 0 reads its own lanes before the MMA landed; warp 1, ahead of the issue, read lanes the MMA then overwrites */
+    planted("planted: tcgen05.ld of D before the commit's mbarrier wait", BUG_LD_EARLY,
+            "before the tcgen05.mma at PTX line|TMEM race: the tcgen05.mma overwrites lane", 1, 0);
     planted("planted: A overwritten by st.shared while the mma is in flight", BUG_SMEM_OVERWRITE,
             "that the in-flight tcgen05.mma at PTX line", 1, 2);
     planted("planted: warp 1 loads warp 0's lane quarter", BUG_QUARTER, "warp 1 may access lanes 32..63 only", 0, 2);
