@@ -186,9 +186,14 @@ static void issue_dq(Kctx *k, TcBwd *f, Reg acc) {
 
 /* dkv chunk ch (columns [256 ch, ...)) = dS^T Q (+ P^T dO on d_v's columns),
  * A from TMEM, B MN-major over the heads 16 at a time. */
+static int chunk_cols(const TcBwd *f, int ch) {
+    int left = f->d->d - ch * MLA_TC_DKV_COLS;
+    return left < MLA_TC_DKV_COLS ? left : MLA_TC_DKV_COLS;
+}
+
 static void issue_dkv(Kctx *k, TcBwd *f, int ch) {
     Emit *e = &k->e;
-    int n = f->d->d - ch * MLA_TC_DKV_COLS < MLA_TC_DKV_COLS ? f->d->d - ch * MLA_TC_DKV_COLS : MLA_TC_DKV_COLS;
+    int n = chunk_cols(f, ch);
     Reg idesc = kc_imm32(k, f->i_kv[n != MLA_TC_DKV_COLS]);
     int slab0 = ch * MLA_TC_DKV_COLS / UMMA_SLAB_COLS, with_do = ch * MLA_TC_DKV_COLS < f->d->dv;
     for (int kh = 0; kh < f->hb / 16; kh++) {
@@ -260,7 +265,7 @@ static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
  * slot's contribution. */
 static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
     Emit *e = &k->e;
-    int n = f->d->d - ch * MLA_TC_DKV_COLS < MLA_TC_DKV_COLS ? f->d->d - ch * MLA_TC_DKV_COLS : MLA_TC_DKV_COLS;
+    int n = chunk_cols(f, ch);
     for (int c = 0; c < n; c += 32) {
         Reg v[32];
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
@@ -319,8 +324,8 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
     for (int ch = 0; ch < chunks; ch++) {
         Reg cp = e_reg(e, RC_B32);
         e_comment(e, "dkv chunk %d", ch);
-        INS(e, ADD_U32, R(cp), R(n), I(ch));               /* the chunk barrier completes chunks-per-step times */
-        if (chunks % 2 == 0) INS(e, MOV_B32, R(cp), I(ch));
+        /* the chunk barrier completes `chunks` phases per step: this one is chunks * n + ch */
+        INS(e, MAD_LO_U32, R(cp), R(n), I(chunks), I(ch));
         INS(e, AND_B32, R(cp), R(cp), I(1));
         umma_wait(k, f->bar[BAR_KV], cp);
         dkv_out(k, f, ch, ok, dst);

@@ -37,7 +37,7 @@ static const char *ly_name[] = {"none", "SW32", "SW64", "SW128"}, *at_name[] = {
 
 typedef enum {
     BUG_NONE, BUG_LD_EARLY, BUG_SMEM_OVERWRITE, BUG_QUARTER, BUG_UNWRITTEN, BUG_NO_DEALLOC, BUG_REALLOC, BUG_OVERALLOC,
-    BUG_ACC_POISON, BUG_COLL_NOFILL
+    BUG_ACC_POISON, BUG_COLL_NOFILL, BUG_TMEM_RACE
 } Bug;
 
 typedef struct {
@@ -197,6 +197,10 @@ static char *mma_probe(const Cfg *c, Lines *ln)
     buf_printf(&b, "\tld.param.u64 %%rd8, [out];\n\tcvta.to.global.u64 %%rd8, %%rd8;\n\tadd.s64 %%rd9, %%rd8, %%rd4;\n");
     if (c->bug == BUG_UNWRITTEN || c->bug == BUG_QUARTER) ln->bug = line_no(&b);
     d_io(&b, c, 1, "%rd9");
+    if (c->bug == BUG_TMEM_RACE) {   /* thread 0 reuses D while other warps may still read it: no bar.sync */
+        ln->bug = line_no(&b);
+        buf_puts(&b, "\t@%p1 tcgen05.mma.cta_group::1.kind::f16 [%r2], %rd6, %rd7, %r7, {%r10, %r11, %r12, %r13}, %p2;\n");
+    }
     buf_puts(&b, "\ttcgen05.fence::before_thread_sync;\n\tbar.sync 0;\n");
     if (c->bug != BUG_NO_DEALLOC) buf_printf(&b, "\t@%%p0 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %%r2, %d;\n", nc);
     buf_puts(&b, "\tret;\n}\n");
@@ -388,6 +392,8 @@ static void planted_bugs(void)
     planted("planted: alloc beyond 512 columns blocks forever", BUG_OVERALLOC, "waits for a resource at", 0, 2);
     planted("planted: enable_input_d true on never-written D", BUG_ACC_POISON, "accumulates (enable_input_d true) into TMEM", 1, 0);
     planted("planted: .ws uses collector b1 that nothing filled", BUG_COLL_NOFILL, "no .collector::b1::fill has filled the buffer", 1, 0);
+    planted("planted: an MMA overwrites D that other warps read, with no barrier", BUG_TMEM_RACE,
+            "TMEM race: the tcgen05.mma overwrites lane", 0, 2);
 }
 
 /* ---- ld/st shapes ---- */
