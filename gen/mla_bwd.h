@@ -39,6 +39,8 @@ typedef struct {
     void (*plan)(const AttnDesc *d, Plan *p);
     void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
     const char *part;
+    int pin_ctas;   /* 1: .minnctapersm from the plan (ptxas otherwise may cap registers for an occupancy the
+                       shared memory never allows) */
 } MlaBwdMain;
 int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);

@@ -99,6 +99,7 @@ static void main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, Ke
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     entry(ks, d, mk->part, 1);
+    if (mk->pin_ctas) ks->min_ctas = (unsigned)p->ctas_per_sm;
     mla_abi_inputs(ks, d);
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "lse", PR_IN, MLA_LSE_MEANING " (from the forward)", "[s_q, h_q]", "fp32", "");
@@ -167,6 +168,6 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     else mla_bwd_convert_emit(d, &ks->k[MLA_BWD_DKV], m);
 }
 
-static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main"};
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0};
 int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &sync_main); }
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &sync_main); }

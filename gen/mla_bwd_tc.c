@@ -1,7 +1,7 @@
 /* mla_bwd main kernel, tcgen05 family (sm_100a / sm_103a, cta_group::1):
  * dq of one token's head block, and the block's share of dkv. The top-k
- * slots are the MMAs' M (128 per step, one TMEM lane and one thread each),
- * the block's heads their N, so every product is transposed:
+ * slots are the MMAs' M (128 per step, one TMEM lane and one compute thread
+ * each), the block's heads their N, so every product is transposed:
  *
  *   for each CTA (token t, heads [h0, h0 + hb)):
  *     load Q[t, hb], dO[t, hb]
@@ -9,42 +9,22 @@
  *       gather KV_n = kv[indices[t, 128n ...]]   (invalid slots: zero rows, P = 0)
  *       S^T  = KV_n Q^T;   dP^T = V_n dO^T                    (SS MMAs into TMEM)
  *       P^T  = exp(scale S^T - lse);  dS^T = scale P^T (dP^T - delta)
- *                                                   (thread j = slot j: its TMEM lane)
  *       dQ^T += KV_n^T dS^T                         (A = KV MN-major, B = dS^T in smem)
  *       dkv[idx[j]] += dS^T Q + P^T dO              (A = dS^T, P^T from TMEM, B = Q, dO
  *                                                    MN-major), 256 columns at a time
  *     store dq = (dQ^T)^T
  *
- * One thread issues every MMA and commits it to an mbarrier; all four warps
- * gather, form P and dS, and move dkv out of TMEM (warp w owns lanes 32w..).
- * The inner loop is tc_step(). */
-#include "mla_bwd.h"
+ * Warp roles, joined by mbarriers only (mla_bwd_tc.h names each):
+ *   producer (warps 5-7)  gathers step n's rows once dQ^T of step n-1 landed
+ *   issuer (warp 4 lane 0) S^T, dP^T | dQ^T, dkv chunk 0 | chunks 1, 2 (tc_issue_*)
+ *   compute (warps 0-3)   P^T, dS^T from its lanes of S^T, dP^T; dkv chunks out
+ * so step n+1's gather overlaps step n's dkv chunks. The loops are
+ * producer_loop(), issuer_loop() and compute_loop(); the math of a step is
+ * probabilities() and dkv_out() (compute) and mla_bwd_tc_mma.c (issuer). */
+#include "mla_bwd_tc.h"
 #include <math.h>
 #include <string.h>
 #include "../templates/epilogue.h"
-#include "../templates/umma.h"
-
-enum { BAR_S, BAR_DQ, BAR_KV, TMEM_SLOT = 24 };
-#define MAX_HB 32
-
-typedef struct {
-    const AttnDesc *d;
-    int hb, bn, det;
-    int kv, q, dout, ds, dq, bars;         /* shared regions */
-    int c_kv, c_dq, c_s, c_dp, c_p, c_ds;  /* TMEM columns */
-    Reg t, h0, h_q, s_kv, eff, nsteps;
-    Reg kv_ptr, kv_rs, idx_row;
-    Reg taddr, tq;                         /* TMEM base; this warp's lane quarter */
-    Reg leader, yes, no;                   /* thread 0; constant predicates for enable-input-d */
-    Reg bar[3];
-    Reg scale, scale_log2, zero;
-    Reg neg_lse2[MAX_HB], delta[MAX_HB];
-    Reg dkv_base;                          /* b64: dkv_accum, or this CTA's block of dkv_part */
-    Reg next_ok, next_row;                 /* the gathered step's slot of this thread: valid, kv row */
-    /* descriptors at their operands' first byte */
-    Reg kv_k, q_k, do_k, kv_mn, ds_mn, q_mn, do_mn;
-    uint32_t i_s, i_dq, i_kv[2];
-} TcBwd;
 
 static Reg new_pred(Emit *e, int v) {
     Reg p = e_reg(e, RC_PRED), z = e_reg(e, RC_B32);
@@ -57,27 +37,59 @@ static Reg new_pred(Emit *e, int v) {
 /* Barriers and TMEM: thread 0 initialises the mbarriers, warp 0 takes the
  * plan's columns; everyone reads the TMEM address after the sync. */
 static void setup(Kctx *k, TcBwd *f, int cols) {
+    static const int count[NBARS] = {TC_PRODUCERS, 1, TC_COMPUTE, 1, 1, TC_COMPUTE};
     Emit *e = &k->e;
-    Reg w0 = e_reg(e, RC_PRED);
+    Reg w0 = e_reg(e, RC_PRED), t0 = e_reg(e, RC_PRED);
     int skip = e_label(e), noalloc = e_label(e);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NBARS; i++) {
         f->bar[i] = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(f->bar[i]), R(k->smem), I(f->bars + 8 * i));
     }
-    INSP(e, f->leader, 1, BRA, L(skip));
-    for (int i = 0; i < 3; i++) INS(e, MBAR_INIT, A(f->bar[i], 0), I(1));
+    INS(e, SETP_EQ_U32, R(t0), R(k->tid), I(0));
+    INSP(e, t0, 1, BRA, L(skip));
+    for (int i = 0; i < NBARS; i++) INS(e, MBAR_INIT, A(f->bar[i], 0), I(count[i]));
     INS0(e, FENCE_MBAR_INIT);
     e_place(e, skip);
     INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
     INSP(e, w0, 1, BRA, L(noalloc));
-    INS(e, TC_ALLOC_1, A(k->smem, f->bars + TMEM_SLOT), I(cols));
+    INS(e, TC_ALLOC_1, A(k->smem, f->bars + TC_TMEM_SLOT), I(cols));
     INS0(e, TC_RELINQUISH_1);
     e_place(e, noalloc);
     umma_sync(k);
     f->taddr = e_reg(e, RC_B32), f->tq = e_reg(e, RC_B32);
-    INS(e, LD_SHARED_B32, R(f->taddr), A(k->smem, f->bars + TMEM_SLOT));
-    INS(e, SHL_B32, R(f->tq), R(k->warp), I(21));          /* lane 32 w in bits 16 and up */
+    Reg quarter = e_reg(e, RC_B32);
+    INS(e, LD_SHARED_B32, R(f->taddr), A(k->smem, f->bars + TC_TMEM_SLOT));
+    INS(e, AND_B32, R(quarter), R(k->warp), I(3));
+    INS(e, SHL_B32, R(f->tq), R(quarter), I(21));          /* lane 32 (w % 4) in bits 16 and up */
     INS(e, ADD_U32, R(f->tq), R(f->tq), R(f->taddr));
+}
+
+/* (n * per + plus) & 1: the parity of phase n * per + plus of a barrier that completes `per` times a step */
+static Reg phase(Kctx *k, Reg n, int per, int plus) {
+    Reg p = e_reg(&k->e, RC_B32);
+    INS(&k->e, MAD_LO_U32, R(p), R(n), I(per), I(plus));
+    INS(&k->e, AND_B32, R(p), R(p), I(1));
+    return p;
+}
+
+static void arrive(Kctx *k, Reg bar) {
+    Reg st = e_reg(&k->e, RC_B64);
+    INS(&k->e, MBAR_ARRIVE, R(st), A(bar, 0));
+}
+
+/* for (n = 0; n < nsteps; n++) body(n): one copy, uniform branches */
+static void step_loop(Kctx *k, TcBwd *f, void (*body)(Kctx *, TcBwd *, Reg)) {
+    Emit *e = &k->e;
+    Reg n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
+    int top = e_label(e), done = e_label(e);
+    INS(e, MOV_B32, R(n), I(0));
+    e_place(e, top);
+    INS(e, SETP_LT_U32, R(more), R(n), R(f->nsteps));
+    INSP(e, more, 1, BRA_UNI, L(done));
+    body(k, f, n);
+    INS(e, ADD_U32, R(n), R(n), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
 }
 
 /* -lse log2(e) and delta of every head of the block (heads past h_q: -inf and 0, so P = 0). */
@@ -102,109 +114,88 @@ static void head_stats(Kctx *k, TcBwd *f) {
     }
 }
 
-/* The descriptors of every operand, at its first byte; MMAs move them by immediates. */
-static void descriptors(Kctx *k, TcBwd *f) {
-    Reg none = NOGUARD;
-    DType dt = f->d->dtype;
-    f->kv_k = umma_desc(k, k->smem, none, f->kv, umma_kmajor128());
-    f->q_k = umma_desc(k, k->smem, none, f->q, umma_kmajor128());
-    f->do_k = umma_desc(k, k->smem, none, f->dout, umma_kmajor128());
-    f->kv_mn = umma_desc(k, k->smem, none, f->kv, umma_mn128(f->bn));
-    f->q_mn = umma_desc(k, k->smem, none, f->q, umma_mn128(f->hb));
-    f->do_mn = umma_desc(k, k->smem, none, f->dout, umma_mn128(f->hb));
-    f->ds_mn = umma_desc(k, k->smem, none, f->ds, umma_mn_rows(2 * f->hb));
-    f->i_s = umma_idesc_f16(dt, f->bn, f->hb, 0, 0);
-    f->i_dq = umma_idesc_f16(dt, f->bn, f->hb, 1, 1);
-    f->i_kv[0] = umma_idesc_f16(dt, f->bn, MLA_TC_DKV_COLS, 0, 1);
-    f->i_kv[1] = umma_idesc_f16(dt, f->bn, f->d->d % MLA_TC_DKV_COLS, 0, 1);
-}
-
-/* Step n's slots into the KV tile: thread j gathers slot 128 n + j (a zero
- * row when the slot is past the token's count or its index is not a kv row).
- * Sets f->next_ok (valid slot) and f->next_row (its kv row) for the step. */
-static void gather(Kctx *k, TcBwd *f, Reg n) {
+/* The producer's step n: once dQ^T of step n-1 landed (KV and the rows
+ * buffer of step n-2 are free), each producer thread gathers its rows of
+ * step n (slot 128 n + j; a zero row that reads nothing when the slot is past
+ * the token's count or its index is not a kv row), records each slot's kv row
+ * (-1: none) for the compute warps, and arrives on KV_FULL when its copies
+ * landed and are visible to the MMAs. */
+static void produce(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
-    Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
-    Reg sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
-    INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(k->tid));
-    INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
-    INS(e, MOV_B32, R(idx), I(-1));
-    INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
-    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(idx), A(a, 0));
-    INS(e, SETP_LT_U32, R(f->next_ok), R(idx), R(f->s_kv));   /* unsigned: negative indices fail too */
-    INS(e, SELP_B32, R(f->next_row), R(idx), I(0), R(f->next_ok));
-    INS(e, SELP_B32, R(sz), I(16), I(0), R(f->next_ok));
-    INS(e, MAD_WIDE_U32, R(src), R(f->next_row), R(f->kv_rs), R(f->kv_ptr));
-    UmmaRow ur;
-    Reg tile = e_reg(e, RC_B32);
+    Reg pt = e_reg(e, RC_B32), first = e_reg(e, RC_PRED), tile = e_reg(e, RC_B32), rows = e_reg(e, RC_B32);
+    int go = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(go));
+    umma_wait(k, f->bar[BAR_DQ], phase(k, n, 1, 1));      /* phase n-1: n + 1 has its parity */
+    e_place(e, go);
+    INS(e, SUB_U32, R(pt), R(k->tid), I(TC_PRODUCER0));
     INS(e, ADD_U32, R(tile), R(k->smem), I(f->kv));
-    umma_row(k, &ur, tile, k->tid);
-    for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) umma_row_slab_copy(k, &ur, f->bn, s, src, sz);
+    INS(e, AND_B32, R(rows), R(n), I(1));
+    INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * f->bn), R(k->smem));
+    for (int pass = 0; pass < f->bn; pass += TC_PRODUCERS) {
+        Reg j = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);
+        Reg idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64), ok = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
+        Reg sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64), ra = e_reg(e, RC_B32);
+        int skip = e_label(e);
+        INS(e, ADD_U32, R(j), R(pt), I(pass));
+        INS(e, SETP_LT_U32, R(mine), R(j), I(f->bn));
+        INSP(e, mine, 1, BRA, L(skip));
+        INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(j));
+        INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
+        INS(e, MOV_B32, R(idx), I(-1));
+        INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
+        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(idx), A(a, 0));
+        INS(e, SETP_LT_U32, R(ok), R(idx), R(f->s_kv));   /* unsigned: negative indices fail too */
+        INS(e, SELP_B32, R(r), R(idx), I(0), R(ok));
+        INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
+        INS(e, MAD_WIDE_U32, R(src), R(r), R(f->kv_rs), R(f->kv_ptr));
+        UmmaRow ur;
+        umma_row(k, &ur, tile, j);
+        for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) umma_row_slab_copy(k, &ur, f->bn, s, src, sz);
+        INS(e, SELP_B32, R(r), R(idx), I(-1), R(ok));
+        INS(e, MAD_LO_U32, R(ra), R(j), I(4), R(rows));
+        INS(e, ST_SHARED_B32, A(ra, f->rows), R(r));
+        e_place(e, skip);
+    }
     INS0(e, CP_ASYNC_COMMIT);
+    INS(e, CP_ASYNC_WAIT, I(0));
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                        /* generic-proxy copies, read by the MMAs */
+    arrive(k, f->bar[BAR_KV_FULL]);
 }
 
-/* The generic-proxy writes to shared memory (cp.async, st.shared) and the
- * tcgen05.st of every thread are visible to the MMAs thread 0 issues next. */
-static void publish(Kctx *k) {
-    INS0(&k->e, FENCE_PROXY_ASYNC_CTA);
-    umma_sync(k);
+/* The issuer warp's step n: every lane waits until an MMA group's inputs are
+ * ready and the TMEM it writes has been read out; lane 0 issues the group. */
+static void issue_group(Kctx *k, TcBwd *f, void (*group)(Kctx *, TcBwd *, int), int arg) {
+    int skip = e_label(&k->e);
+    INSP(&k->e, f->leader, 1, BRA, L(skip));
+    group(k, f, arg);
+    e_place(&k->e, skip);
 }
 
-/* S^T = KV Q^T (K = d_qk) and dP^T = V dO^T (K = d_v), 16 at a time along the 128B slabs. */
-static void issue_scores(Kctx *k, TcBwd *f) {
+static void scores(Kctx *k, TcBwd *f, int arg) { (void)arg, tc_issue_scores(k, f); }
+static void dq_first(Kctx *k, TcBwd *f, int first) { tc_issue_dq(k, f, first ? f->no : f->yes); }
+
+static void issue(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
-    Reg idesc = kc_imm32(k, f->i_s);
-    for (int c = 0; c < f->d->d / 16; c++) {
-        Reg a = umma_desc_at(k, f->kv_k, (c / 4) * f->bn * 128 + 32 * (c % 4));
-        Reg b = umma_desc_at(k, f->q_k, (c / 4) * f->hb * 128 + 32 * (c % 4));
-        INS(e, TC_MMA_1_F16_SS, A(f->taddr, f->c_s), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
+    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS, first_step = e_label(e), dq_done = e_label(e);
+    Reg later = e_reg(e, RC_PRED);
+    umma_wait(k, f->bar[BAR_KV_FULL], phase(k, n, 1, 0));
+    issue_group(k, f, scores, 0);
+    /* S^T, dP^T read; P^T, dS^T in. The compute warps arrive here only after
+     * step n-1's last dkv chunk is out, so chunk 0 needs no FREE wait of its own. */
+    umma_wait(k, f->bar[BAR_P], phase(k, n, 1, 0));
+    INS(e, SETP_NE_U32, R(later), R(n), I(0));
+    INSP(e, later, 1, BRA_UNI, L(first_step));
+    issue_group(k, f, dq_first, 0);                        /* dQ^T += ... */
+    INS(e, BRA_UNI, L(dq_done));
+    e_place(e, first_step);
+    issue_group(k, f, dq_first, 1);                        /* dQ^T = ... on the first step */
+    e_place(e, dq_done);
+    issue_group(k, f, tc_issue_dkv, 0);
+    for (int ch = 1; ch < chunks; ch++) {
+        umma_wait(k, f->bar[BAR_FREE], phase(k, n, chunks, ch - 1));
+        issue_group(k, f, tc_issue_dkv, ch);
     }
-    for (int c = 0; c < f->d->dv / 16; c++) {
-        Reg a = umma_desc_at(k, f->kv_k, (c / 4) * f->bn * 128 + 32 * (c % 4));
-        Reg b = umma_desc_at(k, f->do_k, (c / 4) * f->hb * 128 + 32 * (c % 4));
-        INS(e, TC_MMA_1_F16_SS, A(f->taddr, f->c_dp), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
-    }
-    INS(e, TC_COMMIT_1, A(f->bar[BAR_S], 0));
-}
-
-/* dQ^T += KV^T dS^T: row tile i covers d_qk rows from 128 i (the last, 448:
- * its upper half is the rope part); A walks two 64-column slabs (LBO), K the
- * step's slots 16 at a time. `acc`: the kernel's first step starts at zero. */
-static void issue_dq(Kctx *k, TcBwd *f, Reg acc) {
-    Emit *e = &k->e;
-    Reg idesc = kc_imm32(k, f->i_dq);
-    for (int i = 0; i < MLA_TC_DQ_TILES; i++) {
-        int slab = i < MLA_TC_DQ_TILES - 1 ? 2 * i : f->d->d / UMMA_SLAB_COLS - 2;
-        for (int kj = 0; kj < f->bn / 16; kj++) {
-            Reg a = umma_desc_at(k, f->kv_mn, slab * f->bn * 128 + kj * 16 * 128);
-            Reg b = umma_desc_at(k, f->ds_mn, kj * 16 * 2 * f->hb);
-            INS(e, TC_MMA_1_F16_SS, A(f->taddr, f->c_dq + i * f->hb), R(a), R(b), R(idesc), R(kj ? f->yes : acc));
-        }
-    }
-    INS(e, TC_COMMIT_1, A(f->bar[BAR_DQ], 0));
-}
-
-/* dkv chunk ch (columns [256 ch, ...)) = dS^T Q (+ P^T dO on d_v's columns),
- * A from TMEM, B MN-major over the heads 16 at a time. */
-static int chunk_cols(const TcBwd *f, int ch) {
-    int left = f->d->d - ch * MLA_TC_DKV_COLS;
-    return left < MLA_TC_DKV_COLS ? left : MLA_TC_DKV_COLS;
-}
-
-static void issue_dkv(Kctx *k, TcBwd *f, int ch) {
-    Emit *e = &k->e;
-    int n = chunk_cols(f, ch);
-    Reg idesc = kc_imm32(k, f->i_kv[n != MLA_TC_DKV_COLS]);
-    int slab0 = ch * MLA_TC_DKV_COLS / UMMA_SLAB_COLS, with_do = ch * MLA_TC_DKV_COLS < f->d->dv;
-    for (int kh = 0; kh < f->hb / 16; kh++) {
-        Reg b = umma_desc_at(k, f->q_mn, slab0 * f->hb * 128 + kh * 16 * 128);
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_kv), A(f->taddr, f->c_ds + 8 * kh), R(b), R(idesc), R(kh ? f->yes : f->no));
-    }
-    for (int kh = 0; with_do && kh < f->hb / 16; kh++) {
-        Reg b = umma_desc_at(k, f->do_mn, slab0 * f->hb * 128 + kh * 16 * 128);
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_kv), A(f->taddr, f->c_p + 8 * kh), R(b), R(idesc), R(f->yes));
-    }
-    INS(e, TC_COMMIT_1, A(f->bar[BAR_KV], 0));
 }
 
 /* this thread's n TMEM columns from col (its lane) into v, 32 or 16 at a time */
@@ -265,7 +256,7 @@ static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
  * slot's contribution. */
 static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
     Emit *e = &k->e;
-    int n = chunk_cols(f, ch);
+    int n = tc_chunk_cols(f, ch);
     for (int c = 0; c < n; c += 32) {
         Reg v[32];
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
@@ -278,32 +269,24 @@ static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
     }
 }
 
-/* One step of 128 slots: the inner loop of the kernel. */
-static void tc_step(Kctx *k, TcBwd *f, Reg n) {
+/* The compute warps' step n: P^T and dS^T of the thread's slot (its lane),
+ * then each dkv chunk out of TMEM. */
+static void compute(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
-    int issued[5];
-    for (int i = 0; i < 5; i++) issued[i] = e_label(e);
-    e_comment(e, "top-k step n: its rows landed (gathered during step n-1), S^T and dP^T");
-    Reg row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), par = e_reg(e, RC_B32), first = e_reg(e, RC_PRED);
-    Reg okv = e_reg(e, RC_B32);                             /* copies: step n+1's gather overwrites next_* */
-    INS(e, MOV_B32, R(row), R(f->next_row));
-    INS(e, SELP_B32, R(okv), I(1), I(0), R(f->next_ok));
-    INS(e, SETP_NE_U32, R(ok), R(okv), I(0));
-    INS(e, CP_ASYNC_WAIT, I(0));
-    publish(k);
-    INSP(e, f->leader, 1, BRA, L(issued[0]));
-    issue_scores(k, f);
-    e_place(e, issued[0]);
-    INS(e, AND_B32, R(par), R(n), I(1));
+    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS;
+    Reg par = phase(k, n, 1, 0), ra = e_reg(e, RC_B32), row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED);
+    e_comment(e, "compute step n: P^T, dS^T");
+    umma_wait(k, f->bar[BAR_KV_FULL], par);                /* the step's kv rows are recorded */
+    INS(e, AND_B32, R(ra), R(n), I(1));
+    INS(e, MAD_LO_U32, R(ra), R(ra), I(4 * f->bn), R(k->smem));
+    INS(e, MAD_LO_U32, R(ra), R(k->tid), I(4), R(ra));
+    INS(e, LD_SHARED_B32, R(row), A(ra, f->rows));
+    INS(e, SETP_NE_U32, R(ok), R(row), I(-1));
     umma_wait(k, f->bar[BAR_S], par);
-    e_comment(e, "P^T, dS^T");
     probabilities(k, f, ok);
-    publish(k);
-    INS(e, SETP_NE_U32, R(first), R(n), I(0));             /* false on the first step: dQ^T starts at zero */
-    INSP(e, f->leader, 1, BRA, L(issued[1]));
-    issue_dq(k, f, first);
-    issue_dkv(k, f, 0);
-    e_place(e, issued[1]);
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                        /* the dS^T rows, read by the dQ^T MMAs */
+    INS0(e, TC_FENCE_BEFORE);
+    arrive(k, f->bar[BAR_P]);
     /* where this slot's dkv goes: its kv row of the accumulator, or its slot of the part block */
     Reg dst = e_reg(e, RC_B64);
     if (f->det) {
@@ -311,30 +294,12 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
         INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(k->tid));
         INS(e, MAD_WIDE_U32, R(dst), R(slot), I(4 * f->d->d), R(f->dkv_base));
     } else INS(e, MAD_WIDE_U32, R(dst), R(row), I(4 * f->d->d), R(f->dkv_base));
-    /* the dQ^T MMAs landed: KV and dS are free, step n+1's rows come in behind the dkv readout */
-    Reg more = e_reg(e, RC_PRED), n1 = e_reg(e, RC_B32);
-    int last = e_label(e);
-    umma_wait(k, f->bar[BAR_DQ], par);
-    INS(e, ADD_U32, R(n1), R(n), I(1));
-    INS(e, SETP_LT_U32, R(more), R(n1), R(f->nsteps));
-    INSP(e, more, 1, BRA_UNI, L(last));
-    gather(k, f, n1);
-    e_place(e, last);
-    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS;
     for (int ch = 0; ch < chunks; ch++) {
-        Reg cp = e_reg(e, RC_B32);
         e_comment(e, "dkv chunk %d", ch);
-        /* the chunk barrier completes `chunks` phases per step: this one is chunks * n + ch */
-        INS(e, MAD_LO_U32, R(cp), R(n), I(chunks), I(ch));
-        INS(e, AND_B32, R(cp), R(cp), I(1));
-        umma_wait(k, f->bar[BAR_KV], cp);
+        umma_wait(k, f->bar[BAR_KV], phase(k, n, chunks, ch));
         dkv_out(k, f, ch, ok, dst);
-        if (ch + 1 < chunks) {
-            umma_sync(k);                                  /* every lane's chunk is out of TMEM */
-            INSP(e, f->leader, 1, BRA, L(issued[2 + ch]));
-            issue_dkv(k, f, ch + 1);
-            e_place(e, issued[2 + ch]);
-        }
+        INS0(e, TC_FENCE_BEFORE);
+        arrive(k, f->bar[BAR_FREE]);
     }
 }
 
@@ -343,8 +308,11 @@ static void tc_step(Kctx *k, TcBwd *f, Reg n) {
 static void epilogue(Kctx *k, TcBwd *f) {
     Emit *e = &k->e;
     SmemTile st = {f->hb, f->d->d, f->dq};
-    Reg has = e_reg(e, RC_PRED);
+    Reg has = e_reg(e, RC_PRED), cw = e_reg(e, RC_PRED);
+    int staged = e_label(e);
     INS(e, SETP_NE_U32, R(has), R(f->nsteps), I(0));
+    INS(e, SETP_LT_U32, R(cw), R(k->tid), I(TC_COMPUTE));
+    INSP(e, cw, 1, BRA_UNI, L(staged));                    /* the compute warps own the TMEM lanes */
     for (int i = 0; i < MLA_TC_DQ_TILES; i++) {
         int d0 = i < MLA_TC_DQ_TILES - 1 ? 128 * i : f->d->d - 128, skip = e_label(e);
         Reg v[MAX_HB], dd = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED);
@@ -381,10 +349,11 @@ static void epilogue(Kctx *k, TcBwd *f) {
         }
         e_place(e, skip);
     }
+    e_place(e, staged);
     INS(e, BAR_SYNC, I(0));
     Reg rows_left = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(rows_left), R(f->h_q), R(f->h0));
-    smem_to_global(k, st, 32 * f->d->tile.warps, tensor_base(k, "dq", 's', f->t, 'h', f->h0),
+    smem_to_global(k, st, TC_THREADS, tensor_base(k, "dq", 's', f->t, 'h', f->h0),
                    stride_bytes(k, "dq", 'h'), rows_left);
 }
 
@@ -400,7 +369,8 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     Emit *e = &k->e;
     TcBwd f = {.d = d, .hb = d->tile.bm, .bn = d->tile.bn, .det = d->tile.deterministic,
                .kv = plan_region(p, "KV"), .q = plan_region(p, "Q"), .dout = plan_region(p, "dO"),
-               .ds = plan_region(p, "dS"), .dq = plan_region(p, "dQ"), .bars = plan_region(p, "bars")};
+               .ds = plan_region(p, "dS"), .dq = plan_region(p, "dQ"), .bars = plan_region(p, "bars"),
+               .rows = plan_region(p, "rows")};
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
         int *col = !strcmp(r->name, "dKV") ? &f.c_kv : !strcmp(r->name, "dQ^T") ? &f.c_dq : !strcmp(r->name, "S^T") ? &f.c_s
@@ -425,40 +395,47 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     INS(e, DIV_U32, R(f.nsteps), R(f.nsteps), I(f.bn));
     f.scale = kc_f32(k, "softmax_scale");
     f.scale_log2 = scale_log2(k);
-    f.leader = e_reg(e, RC_PRED);
-    INS(e, SETP_EQ_U32, R(f.leader), R(k->tid), I(0));
     f.yes = new_pred(e, 1), f.no = new_pred(e, 0);
 
-    e_comment(e, "prologue: barriers, TMEM, Q and dO in flight, head statistics");
+    e_comment(e, "prologue: barriers, TMEM, Q and dO landed and visible to the MMAs");
     setup(k, &f, plan_tmem_alloc(p));
     Reg room = e_reg(e, RC_B32), tile = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(room), R(f.h_q), R(f.h0));
     INS(e, ADD_U32, R(tile), R(k->smem), I(f.q));
-    umma_tile_copy(k, tile, f.hb, d->d, 32 * d->tile.warps, tensor_base(k, "q", 's', f.t, 'h', f.h0),
-                   stride_bytes(k, "q", 'h'), room);
+    umma_tile_copy(k, tile, f.hb, d->d, TC_THREADS, tensor_base(k, "q", 's', f.t, 'h', f.h0), stride_bytes(k, "q", 'h'),
+                   room);
     Reg tile2 = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(tile2), R(k->smem), I(f.dout));
-    umma_tile_copy(k, tile2, f.hb, d->dv, 32 * d->tile.warps, tensor_base(k, "do", 's', f.t, 'h', f.h0),
+    umma_tile_copy(k, tile2, f.hb, d->dv, TC_THREADS, tensor_base(k, "do", 's', f.t, 'h', f.h0),
                    stride_bytes(k, "do", 'h'), room);
-    head_stats(k, &f);
-    descriptors(k, &f);
-    dkv_base(k, &f);
+    INS0(e, CP_ASYNC_COMMIT);
+    INS(e, CP_ASYNC_WAIT, I(0));
+    INS0(e, FENCE_PROXY_ASYNC_CTA);
+    umma_sync(k);
 
-    Reg n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
-    int top = e_label(e), done = e_label(e);
-    INS(e, MOV_B32, R(n), I(0));
-    f.next_ok = e_reg(e, RC_PRED), f.next_row = e_reg(e, RC_B32);
-    INS(e, SETP_LT_U32, R(more), R(n), R(f.nsteps));
-    INSP(e, more, 1, BRA_UNI, L(done));
-    gather(k, &f, n);                                      /* step 0's rows */
-    e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(n), R(f.nsteps));
-    INSP(e, more, 1, BRA_UNI, L(done));
-    tc_step(k, &f, n);
-    INS(e, ADD_U32, R(n), R(n), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
-    INS(e, CP_ASYNC_WAIT, I(0));                           /* no step: Q and dO still land before the exit */
+    /* the roles: uniform branches per warp, but the issuer is lane 0 of its warp */
+    Reg role = e_reg(e, RC_PRED);
+    int not_compute = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_COMPUTE));
+    INSP(e, role, 1, BRA_UNI, L(not_compute));
+    e_comment(e, "role: compute (warps 0-3)");
+    head_stats(k, &f);
+    dkv_base(k, &f);
+    step_loop(k, &f, compute);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_compute);
+    INS(e, SETP_GE_U32, R(role), R(k->tid), I(TC_PRODUCER0));
+    INSP(e, role, 1, BRA_UNI, L(not_issuer));
+    e_comment(e, "role: producer (warps 5-7)");
+    step_loop(k, &f, produce);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_issuer);
+    e_comment(e, "role: MMA issuer (warp 4; lane 0 issues)");
+    f.leader = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f.leader), R(k->tid), I(TC_ISSUER));
+    tc_descriptors(k, &f);
+    step_loop(k, &f, issue);
+    e_place(e, roles_done);
     umma_sync(k);
 
     e_comment(e, "epilogue: dq out, TMEM back");

@@ -2,10 +2,9 @@
  * plan (shared memory, the TMEM column map, the per-step MMA count) and the
  * kind-table entry points. The emitter is mla_bwd_tc.c; every other kernel
  * of the set is the mma.sync family's (they use no tensor cores). */
-#include "mla_bwd.h"
+#include "mla_bwd_tc.h"
 #include <stddef.h>
 #include <stdio.h>
-#include "../templates/umma.h"
 
 const TileKey mla_bwd_tc_keys[] = {
     {"bm", offsetof(AttnTile, bm), {16, 32}, 2, "heads of one token per CTA (the MMAs' N; h_q is padded up to it)"},
@@ -17,7 +16,7 @@ const int mla_bwd_tc_nkeys = (int)(sizeof mla_bwd_tc_keys / sizeof mla_bwd_tc_ke
 
 AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a, (void)d;
-    return (AttnTile){.bm = 32, .bn = MLA_TC_BN, .warps = MLA_TC_BN / 32};
+    return (AttnTile){.bm = 32, .bn = MLA_TC_BN, .warps = TC_THREADS / 32};
 }
 
 int mla_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -43,7 +42,8 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "Q", hb * d->d * 2, 1024, "the head block's queries, 128B slabs (B of S^T; MN-major B of dkv)");
     plan_add_region(p, "dO", hb * d->dv * 2, 1024, "the head block's output gradients (B of dP^T; MN-major B of dkv)");
     plan_add_region(p, "dS", t->bn * hb * 2, 1024, "loop: scale * dS^T rows, MN-major (B of dQ^T)");
-    plan_add_region(p, "bars", 32, 8, "mbarriers: S/dP done, dQ done, dkv chunk done; the TMEM address");
+    plan_add_region(p, "rows", 2 * t->bn * 4, 16, "loop: each slot's kv row (-1: none), two steps (producer -> compute)");
+    plan_add_region(p, "bars", TC_BARS_BYTES, 8, "mbarriers: KV full, S done, P ready, dQ done, dkv chunk done/free; TMEM address");
     plan_union_region(p, "dQ", kv, hb * d->d * 2, "epilogue: dq staging for 16-byte stores");
     snprintf(shp[0], sizeof shp[0], "[%d, %d]", t->bn, MLA_TC_DKV_COLS);
     snprintf(shp[1], sizeof shp[1], "%d x [128, %d]", MLA_TC_DQ_TILES, hb);
@@ -54,15 +54,17 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_tmem(p, "dP^T", hb, "fp32", shp[2], "loop");
     plan_add_tmem(p, "P^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
     plan_add_tmem(p, "dS^T", hb / 2, "bf16", shp[2], "loop: A of dkv (TMEM operand)");
-    plan_add_role(p, "all", t->warps, 0);   /* gather, MMA issue (thread 0), P/dS, dkv out: one role */
-    /* live per thread: S^T and dP^T rows, lse and delta of the heads, a 32-column chunk, addresses */
+    /* live per compute thread: S^T and dP^T rows, lse and delta of the heads, a 32-column chunk, addresses */
     p->regs_est = 4 * hb + 32 + 48;
+    plan_add_role(p, "compute", TC_COMPUTE / 32, 0);    /* P^T, dS^T; dkv chunks out; dq */
+    plan_add_role(p, "mma", 1, 0);                      /* lane 0 issues, the warp waits */
+    plan_add_role(p, "producer", TC_PRODUCERS / 32, 0); /* the gather */
     char what[96];
     snprintf(what, sizeof what, "mla_bwd main (tcgen05) d_qk=%d d_v=%d bm=%d bn=%d%s, %d MMAs (K=16) per step", d->d,
              d->dv, hb, t->bn, t->deterministic ? " det" : "", mla_bwd_tc_mmas_per_step(d));
     plan_finish(p, d->arch, what);
 }
 
-static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc"};
+static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1};
 int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &tc_main); }
 void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &tc_main); }

@@ -258,15 +258,21 @@ mla_bwd_tc_sim_tests() {
     sim_mla_bwd "sim mla_bwd tcgen05 sm_103a fp16 h_q=64 deterministic" --arch sm_103a --dtype fp16 --tile deterministic=1 \
         --sq 2 --skv 300 --hq 64 --topk 160
     unset PTXGEN_SIM_STRICT
-    # planted bugs in the generated kernel: the sim must name each
-    tc_mutant "planted: S^T read before its MMA landed (first mbarrier wait dropped)" w=1 \
-        "tcgen05.ld reads TMEM lane .* before the tcgen05.mma at PTX line"
-    tc_mutant "planted: a dkv chunk read before its MMA landed (chunk 1's wait dropped)" w=3 \
-        "tcgen05.ld reads TMEM lane .* before the tcgen05.mma at PTX line"
-    tc_mutant "planted: a dkv chunk overwritten before every warp read it out (its bar.sync dropped)" b=4 \
-        "TMEM race: the tcgen05.mma overwrites lane .* that warp .* read at PTX line"
-    tc_mutant "planted: dS^T rows published without a barrier (the MMA reads them racing)" b=3 \
-        "shared-memory race: the tcgen05.mma reads word"
+    # planted bugs in the generated kernel (the K-th mbarrier wait loop of the main entry dropped:
+    # compute 1 KV_FULL, 2 S, 3-5 dkv chunks; producer 6 DQ; issuer 7 KV_FULL, 8 P, 9-10 FREE):
+    # the sim must name each
+    tc_mutant "planted: compute reads the step's kv rows before the producer published them" 1 \
+        "shared-memory race: reads word .* that warp [5-7] wrote"
+    tc_mutant "planted: S^T read before its MMA landed" 2 "tcgen05.ld reads TMEM lane .* before the tcgen05.mma at PTX line"
+    tc_mutant "planted: a dkv chunk read before its MMA landed" 4 \
+        "TMEM race: the tcgen05.mma overwrites lane|before the tcgen05.mma at PTX line"
+    tc_mutant "planted: the next gather overwrites KV before dQ^T's MMAs (its readers) landed" 6 \
+        "before the cp.async at PTX line [0-9]+ \\(thread [0-9]+\\) has landed|while the tcgen05.mma at PTX line"
+    tc_mutant "planted: the MMAs read KV before the producer's rows landed" 7 \
+        "before the cp.async at PTX line [0-9]+ \\(thread [0-9]+\\) has landed"
+    tc_mutant "planted: dQ^T and dkv MMAs read P^T, dS^T before the compute warps wrote them" 8 \
+        "the async proxy reads shared .* that nothing has written|tcgen05.mma reads TMEM"
+    tc_mutant "planted: a dkv chunk overwritten before every compute warp read it out" 9 "deadlock|TMEM race"
     local f
     for f in "sm_100a 16" "sm_103a 16" "sm_100a 32"; do
         set -- $f
@@ -274,16 +280,15 @@ mla_bwd_tc_sim_tests() {
     done
 }
 
-# tc_mutant NAME EDIT PHRASE: mla_bwd's tcgen05 main kernel with one wait (w=K: the K-th mbarrier
-# wait loop) or one bar.sync (b=K) removed must fail on the sim, naming PHRASE
+# tc_mutant NAME K PHRASE: mla_bwd's tcgen05 main kernel with its K-th mbarrier wait loop removed
+# must fail on the sim, naming PHRASE (an extended regular expression)
 tc_mutant() {
-    local name=$1 edit=$2 phrase=$3 args=(--kernel mla_bwd --arch sm_100a --mma tcgen05)
-    ./ptxgen "${args[@]}" | awk -v "$edit" '
+    local name=$1 k=$2 phrase=$3 args=(--kernel mla_bwd --arch sm_100a --mma tcgen05)
+    ./ptxgen "${args[@]}" | awk -v w="$k" '
         /\.entry mla_bwd_main_tc/ { inmain = 1 }
         /\.entry / && !/mla_bwd_main_tc/ { inmain = 0 }
         inmain && /mbarrier.try_wait/ { nw++; if (nw == w) { drop = 1; next } }
         drop && /bra/ { drop = 0; next }
-        inmain && /^\tbar.sync 0;/ { nb++; if (nb == b) next }
         { print }' >"$TMP/tc_mutant.ptx"
     if cmp -s <(./ptxgen "${args[@]}") "$TMP/tc_mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
     run_cli check --device sim "${args[@]}" --sq 2 --skv 300 --hq 64 --topk 256 --ptx "$TMP/tc_mutant.ptx"
@@ -590,7 +595,8 @@ plan_tests() {
     run_cli --arch sm_100a --kernel mla_bwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05' '^kernel mla_bwd main \(tcgen05\).*118 MMAs \(K=16\) per step' \
         '^ +dKV +0 +256 +256 +fp32' '^ +dQ\^T +256 +416 +160 +fp32' '^ +dS\^T +496 +512 +16 +bf16' \
-        '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +225312' && pass "$name"
+        '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +226360' '^ +compute +4 ' '^ +mma +1 ' '^ +producer +3 ' \
+        && pass "$name"
 
     name="attn_bwd main kernel asks for the plan's CTAs per SM"
     run_cli --arch sm_90 --kernel attn_bwd --hdim 64

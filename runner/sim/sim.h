@@ -250,6 +250,8 @@ int  sim_async_land_all(SimCluster *cl);
 int  sim_async_pending(const SimCluster *cl, uint64_t key);                      /* ops in flight under key */
 /* For messages: the in-flight op writing (dst) or reading (src) shared byte lo of c. */
 const SimAsync *sim_async_covering(const SimCluster *cl, const SimCta *c, uint32_t lo, int dst);
+/* The in-flight cp.async covering shared address addr of CTA c (NULL: none), and its thread (sim_mem.c). */
+const SimCopy *sim_copy_covering(const SimCta *c, uint32_t addr, int *thread);
 /* Marks bytes the async proxy wrote: written, not in flight, no generic writer. */
 void sim_async_mark_landed(SimCta *c, uint32_t lo, uint32_t bytes);
 

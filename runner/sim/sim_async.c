@@ -88,11 +88,12 @@ int sim_async_check_dst(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
         uint8_t f = dc->sflag[lo + i];
         if (!(f & (SM_PENDING | SM_HELD))) continue;
         const SimAsync *op = sim_async_covering(c->cl, dc, lo + i, !(f & SM_HELD));
-        if (!op && (f & SM_PENDING)) op = NULL;   /* a cp.async: the checker's own message follows */
+        int thread = -1;
+        const SimCopy *cp = op ? NULL : sim_copy_covering(dc, lo + i, &thread);
         sim_fail(c, sim_warp_id(c, w), lane, in,
                  "async write to shared 0x%x of CTA rank %d while the %s at PTX line %d (thread %d) still %s it",
-                 lo + i, dc->rank, op ? op->what : "cp.async", op ? op->line : 0,
-                 op ? op->warp * 32 + op->lane : -1, (f & SM_HELD) ? "reads" : "writes");
+                 lo + i, dc->rank, op ? op->what : "cp.async", op ? op->line : cp ? cp->line : 0,
+                 op ? op->warp * 32 + op->lane : thread, (f & SM_HELD) ? "reads" : "writes");
         return 0;
     }
     if (dc != c) return 1;   /* the race clocks are per CTA; a peer's bytes are ordered by its mbarrier */
@@ -125,11 +126,14 @@ int sim_async_check_src(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
         uint8_t f = sc->sflag[lo + i];
         if (f & SM_PENDING) {
             const SimAsync *op = sim_async_covering(c->cl, sc, lo + i, 1);
+            int thread = -1;
+            const SimCopy *cp = op ? NULL : sim_copy_covering(sc, lo + i, &thread);
             sim_fail(c, sim_warp_id(c, w), lane, in,
-                     "reads shared 0x%x of CTA rank %d before the %s at PTX line %d has landed there: "
+                     "reads shared 0x%x of CTA rank %d before the %s at PTX line %d (thread %d) has landed there: "
                      "wait on its %s first",
-                     lo + i, sc->rank, op ? op->what : "cp.async", op ? op->line : 0,
-                     op && op->bar_cta ? "mbarrier phase" : "completion");
+                     lo + i, sc->rank, op ? op->what : "cp.async", op ? op->line : cp ? cp->line : 0,
+                     op ? op->warp * 32 + op->lane : thread,
+                     op && op->bar_cta ? "mbarrier phase" : op ? "completion" : "cp.async group (cp.async.wait_group)");
             return 0;
         }
         if (!(f & SM_WRITTEN)) {

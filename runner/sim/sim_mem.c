@@ -44,7 +44,7 @@ static int smem_in_range(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
 }
 
 /* The in-flight copy covering addr, and the thread that issued it. */
-static const SimCopy *copy_covering(const SimCta *c, uint32_t addr, int *thread)
+const SimCopy *sim_copy_covering(const SimCta *c, uint32_t addr, int *thread)
 {
     for (int i = 0; i < c->nwarps; i++)
         for (int k = 0; k < c->w[i].ncopies; k++)
@@ -62,7 +62,7 @@ static int not_in_flight(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
         int held = (fl & SM_HELD) && *what == 'w';   /* an in-flight reader blocks writes only */
         if (!(fl & SM_PENDING) && !held) continue;
         int thread = -1;
-        const SimCopy *cp = (fl & SM_PENDING) ? copy_covering(c, addr + (uint32_t)i, &thread) : NULL;
+        const SimCopy *cp = (fl & SM_PENDING) ? sim_copy_covering(c, addr + (uint32_t)i, &thread) : NULL;
         if (cp) {
             sim_fail(c, sim_warp_id(c, w), lane, in,
                      "%s shared memory at 0x%x while the cp.async at PTX line %d (thread %d) is still filling it: "
