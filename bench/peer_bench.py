@@ -126,6 +126,9 @@ class KernelSet:
         for k, fn in zip(self.kernels, self.fns):
             vals = []
             for p in k["params"]:
+                if p["role"] == "tensor_map":
+                    raise ValueError(f"{k['entry']}: parameter {p['name']!r} is a TMA tensor map; this launcher "
+                                     "does not encode tensor maps yet")
                 role, ct = p["role"], PTX_CTYPES[p["ptx_type"]]
                 if role in ("input", "output"):
                     t = self._tensor(tensors, p["name"], role)

@@ -8,8 +8,10 @@
 #include "arch.h"
 #include "plan.h"
 
-typedef enum { PT_PTR, PT_U32, PT_U64, PT_F32 } ParamType;
-typedef enum { PR_IN, PR_OUT, PR_SIZE, PR_STRIDE, PR_SCALE, PR_WORKSPACE } ParamRole;
+/* PT_TMAP: a 128-byte TMA tensor map passed by value (.param .align 64 .b8 name[128]); its role is
+ * PR_TMAP, `of` the tensor it maps, and the KernelSpec's tmaps row of the same param says how to encode it. */
+typedef enum { PT_PTR, PT_U32, PT_U64, PT_F32, PT_TMAP } ParamType;
+typedef enum { PR_IN, PR_OUT, PR_SIZE, PR_STRIDE, PR_SCALE, PR_WORKSPACE, PR_TMAP } ParamRole;
 
 typedef struct {
     const char *name;      /* "q", "s_q", "q_stride_s", "softmax_scale" */

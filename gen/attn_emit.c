@@ -192,6 +192,15 @@ void abi_scale(KernelSpec *ks, const char *meaning) {
     add(ks, (ParamSpec){"softmax_scale", PT_F32, PR_SCALE, meaning, NULL, NULL, NULL, NULL});
 }
 
+void abi_tensor_map(KernelSpec *ks, const char *tensor, const char *meaning, TensorMapSpec map) {
+    if (ks->ntmaps >= MAX_TMAPS) {
+        fprintf(stderr, "ptxgen internal: %s has more than %d tensor maps\n", ks->entry, MAX_TMAPS);
+        abort();
+    }
+    add(ks, (ParamSpec){map.param, PT_TMAP, PR_TMAP, meaning, NULL, map.dtype, tensor, NULL});
+    ks->tmaps[ks->ntmaps++] = map;
+}
+
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning) {
     add(ks, (ParamSpec){name, PT_PTR, PR_WORKSPACE, meaning, NULL, NULL, name, NULL});
 }

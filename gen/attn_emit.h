@@ -59,6 +59,8 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
 void abi_sizes(KernelSpec *ks, const char *const *names, int n);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
+/* A TMA tensor map over `tensor`, passed by value in parameter map.param (see ParamType PT_TMAP). */
+void abi_tensor_map(KernelSpec *ks, const char *tensor, const char *meaning, TensorMapSpec map);
 
 /* Row-wise arithmetic on 16-byte chunks of 16-bit elements. */
 /* v[0..3] = the 16 bytes at addr (global) */

@@ -1,6 +1,6 @@
 #include "manifest.h"
 
-static const char *const role_names[] = {"input", "output", "size", "stride", "scale", "workspace"};
+static const char *const role_names[] = {"input", "output", "size", "stride", "scale", "workspace", "tensor_map"};
 
 static void json_str(Buf *b, const char *s) {
     buf_puts(b, "\"");
@@ -28,7 +28,8 @@ static void write_param(Buf *b, const ParamSpec *p, int last) {
     field(b, "meaning", p->meaning);
     field(b, "shape", p->shape);
     field(b, "dtype", p->dtype);
-    field(b, p->role == PR_STRIDE ? "tensor" : p->role == PR_WORKSPACE ? "workspace" : "size", p->of);
+    field(b, p->role == PR_STRIDE || p->role == PR_TMAP ? "tensor" : p->role == PR_WORKSPACE ? "workspace" : "size", p->of);
+    if (p->type == PT_TMAP) buf_puts(b, ", \"bytes\": 128, \"align\": 64");
     field(b, "dim", p->dim);
     buf_printf(b, "}%s\n", last ? "" : ",");
 }

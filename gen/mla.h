@@ -8,6 +8,7 @@
 #include "attn.h"
 
 #define MLA_D_QK 576
+#define MLA_D_QK_TEXT "576"     /* the same, for manifest expressions */
 #define MLA_D_V 512
 /* P's shared tile is 64 columns wide whatever bn: swizzled rows need 128 bytes */
 #define MLA_P_COLS 64

@@ -41,6 +41,7 @@ typedef struct {
     const char *part;
     int pin_ctas;   /* 1: .minnctapersm from the plan (ptxas otherwise may cap registers for an occupancy the
                        shared memory never allows) */
+    void (*abi)(const AttnDesc *d, KernelSpec *ks);   /* parameters past the shared ABI (NULL: none) */
 } MlaBwdMain;
 int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);

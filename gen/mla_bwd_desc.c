@@ -109,6 +109,7 @@ static void main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, Ke
     abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[s_q, h_q, d_qk]", dt, "sh");
     abi_sizes(ks, mla_size_names, 4);
     abi_scale(ks, MLA_SCALE_MEANING);
+    if (mk->abi) mk->abi(d, ks);
     snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
     snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", d->tile.bm);
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
@@ -168,6 +169,6 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     else mla_bwd_convert_emit(d, &ks->k[MLA_BWD_DKV], m);
 }
 
-static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0};
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL};
 int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &sync_main); }
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &sync_main); }

@@ -114,53 +114,46 @@ static void head_stats(Kctx *k, TcBwd *f) {
     }
 }
 
-/* The producer's step n: once dQ^T of step n-1 landed (KV and the rows
- * buffer of step n-2 are free), each producer thread gathers its rows of
- * step n (slot 128 n + j; a zero row that reads nothing when the slot is past
- * the token's count or its index is not a kv row), records each slot's kv row
- * (-1: none) for the compute warps, and arrives on KV_FULL when its copies
- * landed and are visible to the MMAs. */
+/* The producer warp's step n: once dQ^T of step n-1 landed (KV and the rows
+ * buffer of step n-2 are free), lane l gathers slots 128 n + 4l .. 4l + 3 of
+ * every 64-column slab with TMA tile::gather4 onto KV_FULL. A slot past the
+ * token's count or whose index is not a kv row gets row coordinate -1: out of
+ * the map, zero-filled, nothing read. Each slot's kv row (-1: none) goes to
+ * the rows buffer for the compute warps before the lane arrives. */
 static void produce(Kctx *k, TcBwd *f, Reg n) {
     Emit *e = &k->e;
-    Reg pt = e_reg(e, RC_B32), first = e_reg(e, RC_PRED), tile = e_reg(e, RC_B32), rows = e_reg(e, RC_B32);
+    Reg first = e_reg(e, RC_PRED), lead = e_reg(e, RC_PRED), rows = e_reg(e, RC_B32), coord[4];
     int go = e_label(e);
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(go));
     umma_wait(k, f->bar[BAR_DQ], phase(k, n, 1, 1));      /* phase n-1: n + 1 has its parity */
     e_place(e, go);
-    INS(e, SUB_U32, R(pt), R(k->tid), I(TC_PRODUCER0));
-    INS(e, ADD_U32, R(tile), R(k->smem), I(f->kv));
     INS(e, AND_B32, R(rows), R(n), I(1));
     INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * f->bn), R(k->smem));
-    for (int pass = 0; pass < f->bn; pass += TC_PRODUCERS) {
-        Reg j = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);
-        Reg idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64), ok = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
-        Reg sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64), ra = e_reg(e, RC_B32);
-        int skip = e_label(e);
-        INS(e, ADD_U32, R(j), R(pt), I(pass));
-        INS(e, SETP_LT_U32, R(mine), R(j), I(f->bn));
-        INSP(e, mine, 1, BRA, L(skip));
+    for (int r = 0; r < 4; r++) {
+        Reg j = e_reg(e, RC_B32), slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+        Reg ok = e_reg(e, RC_PRED), ra = e_reg(e, RC_B32);
+        coord[r] = e_reg(e, RC_B32);
+        INS(e, MAD_LO_U32, R(j), R(k->lane), I(4), I(r));
         INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(j));
         INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
-        INS(e, MOV_B32, R(idx), I(-1));
+        INS(e, MOV_B32, R(coord[r]), I(-1));
         INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
-        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(idx), A(a, 0));
-        INS(e, SETP_LT_U32, R(ok), R(idx), R(f->s_kv));   /* unsigned: negative indices fail too */
-        INS(e, SELP_B32, R(r), R(idx), I(0), R(ok));
-        INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
-        INS(e, MAD_WIDE_U32, R(src), R(r), R(f->kv_rs), R(f->kv_ptr));
-        UmmaRow ur;
-        umma_row(k, &ur, tile, j);
-        for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) umma_row_slab_copy(k, &ur, f->bn, s, src, sz);
-        INS(e, SELP_B32, R(r), R(idx), I(-1), R(ok));
+        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(coord[r]), A(a, 0));
+        INS(e, SETP_LT_U32, R(ok), R(coord[r]), R(f->s_kv));     /* unsigned: negative indices fail too */
+        INS(e, SELP_B32, R(coord[r]), R(coord[r]), I(-1), R(ok));
         INS(e, MAD_LO_U32, R(ra), R(j), I(4), R(rows));
-        INS(e, ST_SHARED_B32, A(ra, f->rows), R(r));
-        e_place(e, skip);
+        INS(e, ST_SHARED_B32, A(ra, f->rows), R(coord[r]));
     }
-    INS0(e, CP_ASYNC_COMMIT);
-    INS(e, CP_ASYNC_WAIT, I(0));
-    INS0(e, FENCE_PROXY_ASYNC_CTA);                        /* generic-proxy copies, read by the MMAs */
-    arrive(k, f->bar[BAR_KV_FULL]);
+    Reg st = e_reg(e, RC_B64), dst = e_reg(e, RC_B32), bytes = kc_imm32(k, f->bn * f->d->d * 2);
+    INS(e, SETP_EQ_U32, R(lead), R(k->lane), I(0));
+    INSP(e, lead, 0, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[BAR_KV_FULL], 0), R(bytes));
+    INS(e, MAD_LO_U32, R(dst), R(k->lane), I(4 * 128), R(k->smem));
+    for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) {
+        Reg c[5] = {kc_imm32(k, s * UMMA_SLAB_COLS), coord[0], coord[1], coord[2], coord[3]};
+        INS(e, TMA_GATHER4, A(dst, f->kv + s * f->bn * 128), TA(f->kv_map, 5, c), A(f->bar[BAR_KV_FULL], 0));
+    }
+    INSP(e, lead, 1, MBAR_ARRIVE, R(st), A(f->bar[BAR_KV_FULL], 0));
 }
 
 /* The issuer warp's step n: every lane waits until an MMA group's inputs are
@@ -382,7 +375,7 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     INS(e, MOV_B32, R(f.h0), SR("%ctaid.y"));
     INS(e, MUL_LO_U32, R(f.h0), R(f.h0), I(f.hb));
     f.h_q = kc_u32(k, "h_q"), f.s_kv = kc_u32(k, "s_kv");
-    f.kv_ptr = kc_ptr(k, "kv"), f.kv_rs = row_stride_bytes(k, "kv");
+    f.kv_map = kc_tmap(k, "kv_map");
     Reg a = e_reg(e, RC_B64);
     INS(e, CVT_U64_U32, R(a), R(f.t));
     INS(e, MUL_LO_U64, R(a), R(a), R(kc_u64(k, "indices_stride_s")));

@@ -7,7 +7,7 @@
 #include "../templates/umma.h"
 
 /* mbarriers, in the plan's "bars" region, and who arrives on each:
- *   KV_FULL   the producer threads, once a step's rows landed (and are fenced)
+ *   KV_FULL   the producer lanes (lane 0 with the step's bytes), then the gathers' bytes
  *   S         the issuer's commit of S^T, dP^T
  *   P         the compute threads, once P^T, dS^T are in TMEM and dS^T rows in smem
  *   DQ        the issuer's commit of dQ^T: KV and dS are free again
@@ -17,12 +17,13 @@ enum { BAR_KV_FULL, BAR_S, BAR_P, BAR_DQ, BAR_KV, BAR_FREE, NBARS };
 #define TC_TMEM_SLOT (8 * NBARS)   /* the TMEM address tcgen05.alloc writes, after the barriers */
 #define TC_BARS_BYTES (8 * NBARS + 8)
 #define MAX_HB 32
-/* warps: 4 compute (TMEM lane quarters 0-3), 1 MMA issuer (lane 0), 3 producers */
+/* warps: 4 compute (TMEM lane quarters 0-3), 1 MMA issuer (lane 0), 1 producer
+ * (TMA tile::gather4: 4 rows per lane, 32 lanes = the step's 128 slots) */
 #define TC_COMPUTE 128
 #define TC_ISSUER 128              /* its thread */
 #define TC_PRODUCER0 160
-#define TC_PRODUCERS 96
-#define TC_THREADS 256
+#define TC_PRODUCERS 32
+#define TC_THREADS 192
 
 typedef struct {
     const AttnDesc *d;
@@ -30,7 +31,7 @@ typedef struct {
     int kv, q, dout, ds, dq, bars, rows;   /* shared regions */
     int c_kv, c_dq, c_s, c_dp, c_p, c_ds;  /* TMEM columns */
     Reg t, h0, h_q, s_kv, eff, nsteps;
-    Reg kv_ptr, kv_rs, idx_row;
+    Reg kv_map, idx_row;                   /* kv's tensor map (generic address); this token's index row */
     Reg taddr, tq;                         /* TMEM base; this warp's lane quarter */
     Reg leader;                            /* the issuer warp's lane 0 */
     Reg yes, no;                           /* constant predicates for enable-input-d */

@@ -38,7 +38,7 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     static char shp[6][40];
     *p = (Plan){.threads = 32 * t->warps};
     int kv = plan_add_region(p, "KV", t->bn * d->d * 2, 1024,
-                             "loop: the step's gathered rows, K-major 128B slabs (A of S^T, dP^T; MN-major A of dQ^T)");
+                             "loop: the step's rows (TMA gather4), K-major 128B slabs (A of S^T, dP^T; MN-major A of dQ^T)");
     plan_add_region(p, "Q", hb * d->d * 2, 1024, "the head block's queries, 128B slabs (B of S^T; MN-major B of dkv)");
     plan_add_region(p, "dO", hb * d->dv * 2, 1024, "the head block's output gradients (B of dP^T; MN-major B of dkv)");
     plan_add_region(p, "dS", t->bn * hb * 2, 1024, "loop: scale * dS^T rows, MN-major (B of dQ^T)");
@@ -58,13 +58,24 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     p->regs_est = 4 * hb + 32 + 48;
     plan_add_role(p, "compute", TC_COMPUTE / 32, 0);    /* P^T, dS^T; dkv chunks out; dq */
     plan_add_role(p, "mma", 1, 0);                      /* lane 0 issues, the warp waits */
-    plan_add_role(p, "producer", TC_PRODUCERS / 32, 0); /* the gather */
+    plan_add_role(p, "producer", TC_PRODUCERS / 32, 0); /* the gather (TMA tile::gather4) */
     char what[96];
     snprintf(what, sizeof what, "mla_bwd main (tcgen05) d_qk=%d d_v=%d bm=%d bn=%d%s, %d MMAs (K=16) per step", d->d,
              d->dv, hb, t->bn, t->deterministic ? " det" : "", mla_bwd_tc_mmas_per_step(d));
     plan_finish(p, d->arch, what);
 }
 
-static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1};
+/* kv by TMA tile::gather4: rows of d_qk elements, one row per box, 64 columns (128 bytes) per
+ * box under the 128B swizzle the MMAs read; rows out of the map (invalid slots) are zeros */
+static void tc_abi(const AttnDesc *d, KernelSpec *ks) {
+    static const char *const dims[] = {MLA_D_QK_TEXT, "s_kv"}, *const strides[] = {"kv_stride_s * 2"};
+    TensorMapSpec m = {.param = "kv_map", .tensor = "kv", .dtype = dtype_name(d->dtype), .rank = 2,
+                       .dims = {dims[0], dims[1]}, .strides = {strides[0]}, .box = {UMMA_SLAB_COLS, 1},
+                       .elem_strides = {1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, "kv", "kv [s_kv, d_qk] for TMA tile::gather4 (box 64 x 1, 128B swizzle, zero fill); "
+                   "the row stride kv_stride_s * 2 bytes must be a multiple of 16", m);
+}
+
+static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1, tc_abi};
 int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &tc_main); }
 void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &tc_main); }

@@ -70,9 +70,11 @@ void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 int  ptxgen_num_kernels(const ptxgen_set *s);
 const char *ptxgen_entry(const ptxgen_set *s, int k);
 
-typedef enum { PTXGEN_PARAM_PTR, PTXGEN_PARAM_U32, PTXGEN_PARAM_U64, PTXGEN_PARAM_F32 } ptxgen_param_type;
+/* PTXGEN_PARAM_TMAP: 128 bytes (64-aligned) passed by value, role TENSOR_MAP: the host encodes the
+ * kernel's tensor map of that parameter (ptxgen_tensor_map_info) over the tensor `of` names. */
+typedef enum { PTXGEN_PARAM_PTR, PTXGEN_PARAM_U32, PTXGEN_PARAM_U64, PTXGEN_PARAM_F32, PTXGEN_PARAM_TMAP } ptxgen_param_type;
 typedef enum { PTXGEN_ROLE_IN, PTXGEN_ROLE_OUT, PTXGEN_ROLE_SIZE, PTXGEN_ROLE_STRIDE, PTXGEN_ROLE_SCALE,
-               PTXGEN_ROLE_WORKSPACE } ptxgen_param_role;
+               PTXGEN_ROLE_WORKSPACE, PTXGEN_ROLE_TENSOR_MAP } ptxgen_param_role;
 typedef struct {
     const char *name;
     ptxgen_param_type type;

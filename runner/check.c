@@ -182,7 +182,7 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     if (problem_init(p, ss->dev, o->seed, o->pad, err, sizeof err) || problem_workspaces(p, ss->dev, ss->set, err, sizeof err))
         return fail("inputs", err);
     for (int i = 0; i < ss->nk; i++)
-        if (problem_args(p, ss->set, i, err, sizeof err)) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
+        if (problem_args(p, ss->set, i, ss->dev, err, sizeof err)) { fprintf(stderr, "ptxgen: %s\n", err); return 2; }
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "expr.h"
 #include "guard.h"
 #include "ref.h"
 
@@ -554,13 +555,71 @@ static int param_value(Problem *p, const ptxgen_param *pi, uint64_t *v, char *er
         return 0;
     case PTXGEN_ROLE_SCALE:
         break;
+    case PTXGEN_ROLE_TENSOR_MAP:
+        snprintf(err, errlen, "parameter %s is a tensor map, not an 8-byte value", pi->name);
+        return 1;
     }
     memcpy(v, &p->scale, sizeof p->scale);
     return 0;
 }
 
-int problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t errlen) {
-    int n = ptxgen_num_params(s, kernel);
+/* The kernel's stride parameters and the problem sizes, by name: what tensor-map expressions use. */
+static int expr_vars(Problem *p, const ptxgen_set *s, int kernel, ExprVar *vars, int cap, char *err, size_t errlen) {
+    ptxgen_size sizes[PROBLEM_NSIZES];
+    int n = 0;
+    for (int i = 0, ns = problem_sizes(p, sizes); i < ns && n < cap; i++) vars[n++] = (ExprVar){sizes[i].name, sizes[i].value};
+    for (int i = 0; i < ptxgen_num_params(s, kernel) && n < cap; i++) {
+        ptxgen_param pi;
+        ptxgen_param_info(s, kernel, i, &pi);
+        uint64_t v;
+        if (pi.role != PTXGEN_ROLE_STRIDE) continue;
+        if (param_value(p, &pi, &v, err, errlen)) return -1;
+        vars[n++] = (ExprVar){pi.name, (long long)v};
+    }
+    return n;
+}
+
+static int tmap_dtype(const char *dt) { return !strcmp(dt, "bf16") ? 9 : !strcmp(dt, "fp16") ? 6 : 7; }
+
+/* Encodes parameter pi's tensor map over its tensor into out. */
+static int encode_tmap(Problem *p, const ptxgen_set *s, int kernel, const ptxgen_param *pi, Device *dev, uint8_t *out,
+                       char *err, size_t errlen) {
+    ptxgen_tensor_map m;
+    int found = 0;
+    for (int i = 0; i < ptxgen_num_tensor_maps(s, kernel) && !found; i++)
+        found = !ptxgen_tensor_map_info(s, kernel, i, &m) && !strcmp(m.param, pi->name);
+    Tensor *t = found ? bound_tensor(p, pi->of, err, errlen) : NULL;
+    if (!found) snprintf(err, errlen, "%s: no tensor map describes parameter %s", ptxgen_entry(s, kernel), pi->name);
+    if (!t) return 1;
+    ExprVar vars[PROBLEM_NSIZES + 64];
+    int nv = expr_vars(p, s, kernel, vars, (int)(sizeof vars / sizeof vars[0]), err, errlen);
+    if (nv < 0) return 1;
+    DevTmapDesc d = {.dtype = tmap_dtype(m.dtype), .rank = m.rank, .gaddr = t->dev,
+                     .swizzle = !strcmp(m.swizzle, "128B") ? 3 : !strcmp(m.swizzle, "64B") ? 2 : !strcmp(m.swizzle, "32B"),
+                     .interleave = !strcmp(m.interleave, "16B") ? 1 : !strcmp(m.interleave, "32B") ? 2 : 0,
+                     .oobfill = !strcmp(m.oob_fill, "nan")};
+    for (int i = 0; i < m.rank; i++) {
+        long long v;
+        char why[256];
+        if (expr_eval(m.dims[i], vars, nv, &v, why, sizeof why)) {
+            snprintf(err, errlen, "%s: tensor map %s dim %d: %s", ptxgen_entry(s, kernel), m.param, i, why);
+            return 1;
+        }
+        d.dim[i] = (uint64_t)v;
+        if (i + 1 < m.rank) {
+            if (expr_eval(m.strides_bytes[i], vars, nv, &v, why, sizeof why)) {
+                snprintf(err, errlen, "%s: tensor map %s stride %d: %s", ptxgen_entry(s, kernel), m.param, i, why);
+                return 1;
+            }
+            d.stride[i] = (uint64_t)v;
+        }
+        d.box[i] = (uint32_t)m.box[i], d.estride[i] = (uint32_t)m.element_strides[i];
+    }
+    return dev_tmap_encode(dev, &d, out, err, errlen) ? 1 : 0;
+}
+
+int problem_args(Problem *p, const ptxgen_set *s, int kernel, Device *dev, char *err, size_t errlen) {
+    int n = ptxgen_num_params(s, kernel), maps = 0;
     if (n > (int)(sizeof p->argv[0] / sizeof p->argv[0][0])) {
         snprintf(err, errlen, "%s has %d parameters; the runner holds at most 64", ptxgen_entry(s, kernel), n);
         return 1;
@@ -568,6 +627,15 @@ int problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t 
     for (int i = 0; i < n; i++) {
         ptxgen_param pi;
         ptxgen_param_info(s, kernel, i, &pi);
+        if (pi.type == PTXGEN_PARAM_TMAP) {
+            if (maps == (int)(sizeof p->tmap[0] / sizeof p->tmap[0][0])) {
+                snprintf(err, errlen, "%s has more tensor maps than the runner holds", ptxgen_entry(s, kernel));
+                return 1;
+            }
+            if (encode_tmap(p, s, kernel, &pi, dev, p->tmap[kernel][maps], err, errlen)) return 1;
+            p->args[kernel][i] = p->tmap[kernel][maps++];
+            continue;
+        }
         uint64_t v = 0;
         if (param_value(p, &pi, &v, err, errlen)) return 1;
         if (pi.type == PTXGEN_PARAM_U32 && v > 0xFFFFFFFFull) {

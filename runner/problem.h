@@ -50,6 +50,7 @@ typedef struct {
     Tensor kv, indices, topk_length, dkv;       /* MLA: the latent kv, the top-k selection, kv's gradient */
     uint64_t argv[4][64];        /* per kernel of the set: parameter values, 8-byte slots */
     void *args[4][64];
+    uint8_t tmap[4][4][128] __attribute__((aligned(64)));   /* tensor-map parameters, by kernel and map */
     struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
     int nws;
     GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */
@@ -93,7 +94,9 @@ int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err,
 /* Zero-fills the workspaces the manifest marks zero_init: before every launch of the set. */
 int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
 /* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
-int  problem_args(Problem *p, const ptxgen_set *s, int kernel, char *err, size_t errlen);
+/* Tensor-map parameters are encoded on dev over the bound tensor (its dims and strides from the
+ * set's expressions, over the problem sizes and the kernel's stride parameters). */
+int  problem_args(Problem *p, const ptxgen_set *s, int kernel, Device *dev, char *err, size_t errlen);
 /* The problem sizes by name (b s_q s_k h_q h_kv s_kv topk), for launch dimensions and workspace sizes. */
 int  problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]);
 void problem_free(Problem *p, Device *dev);

@@ -52,6 +52,14 @@ Reg kc_u32(Kctx *k, const char *name) { return load_param(k, name, PT_U32, OP_LD
 Reg kc_u64(Kctx *k, const char *name) { return load_param(k, name, PT_U64, OP_LD_PARAM_U64, RC_B64); }
 Reg kc_f32(Kctx *k, const char *name) { return load_param(k, name, PT_F32, OP_LD_PARAM_F32, RC_F32); }
 
+Reg kc_tmap(Kctx *k, const char *name) {
+    need_param(k, name, PT_TMAP);
+    Reg r = e_reg(&k->e, RC_B64);
+    INS(&k->e, MOV_B64, R(r), SYM(name));
+    INS(&k->e, CVTA_PARAM, R(r), R(r));   /* TMA takes the map by its generic address */
+    return r;
+}
+
 Reg kc_imm32(Kctx *k, int64_t v) {
     Reg r = e_reg(&k->e, RC_B32);
     INS(&k->e, MOV_B32, R(r), I(v));
@@ -62,8 +70,8 @@ void kctx_finish(Kctx *k, Buf *m) {
     const KernelSpec *s = k->spec;
     buf_printf(m, ".visible .entry %s(\n", s->entry);
     for (int i = 0; i < s->nparams; i++)
-        buf_printf(m, "\t.param %s %s%s\n", param_type_ptx(s->params[i].type), s->params[i].name,
-                   i + 1 < s->nparams ? "," : "");
+        buf_printf(m, "\t.param %s %s%s%s\n", param_type_ptx(s->params[i].type), s->params[i].name,
+                   s->params[i].type == PT_TMAP ? "[128]" : "", i + 1 < s->nparams ? "," : "");
     buf_printf(m, ")\n.maxntid %u, %u, %u\n", s->block[0], s->block[1], s->block[2]);
     if (s->min_ctas) buf_printf(m, ".minnctapersm %u\n", s->min_ctas);
     buf_puts(m, "{\n");

@@ -109,12 +109,15 @@ static int walk(const TmaIssue *x, const SimTmap *t, const int32_t *c, SimTmapVi
  * pattern's repeat (256, 512, 1024 bytes for 32B, 64B, 128B): an H200 then
  * swizzles the absolute address, as the sim does, so its rows land permuted
  * relative to the box's start. Legal, but a kernel that takes the start for
- * the pattern's origin reads the box scrambled: a note. */
+ * the pattern's origin reads the box scrambled: a note. A tile::gather4
+ * writes four rows, less than a 128B pattern, so a tile of gathered rows is
+ * built from gathers that start every four rows inside it: no note then. */
 enum { BOX_ALIGN = 128 };
 static int swizzle_start_note(const TmaIssue *x, const SimTmap *t, uint32_t lo)
 {
-    uint32_t rep = 128u << t->swizzle;
+    uint32_t rep = 128u << t->swizzle, four_rows = 4u * t->box[0] * (uint32_t)t->elem_bytes;
     if (!t->swizzle || lo % rep == 0) return 0;
+    if ((x->in->d.flags & F_GATHER4) && (lo % rep) % four_rows == 0) return 0;
     sim_note(x->c, sim_warp_id(x->c, x->w), x->in, "tma swizzle origin",
              "a %uB-swizzled box starts at shared 0x%x, %u bytes into its %u-byte swizzle pattern: the hardware "
              "swizzles the absolute address, so the box's rows land permuted relative to its start (descriptors "
