@@ -132,7 +132,7 @@ static void produce(Kctx *k, TcBwd *f, Reg n) {
     INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * f->bn), R(k->smem));
     for (int r = 0; r < 4; r++) {
         Reg j = e_reg(e, RC_B32), slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-        Reg ok = e_reg(e, RC_PRED), ra = e_reg(e, RC_B32);
+        Reg ok = e_reg(e, RC_PRED);
         coord[r] = e_reg(e, RC_B32);
         INS(e, MAD_LO_U32, R(j), R(k->lane), I(4), I(r));
         INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(j));
@@ -142,9 +142,10 @@ static void produce(Kctx *k, TcBwd *f, Reg n) {
         INSP(e, in, 0, LD_GLOBAL_NC_B32, R(coord[r]), A(a, 0));
         INS(e, SETP_LT_U32, R(ok), R(coord[r]), R(f->s_kv));     /* unsigned: negative indices fail too */
         INS(e, SELP_B32, R(coord[r]), R(coord[r]), I(-1), R(ok));
-        INS(e, MAD_LO_U32, R(ra), R(j), I(4), R(rows));
-        INS(e, ST_SHARED_B32, A(ra, f->rows), R(coord[r]));
     }
+    Reg ra = e_reg(e, RC_B32);                             /* the lane's four slots: one 16-byte store */
+    INS(e, MAD_LO_U32, R(ra), R(k->lane), I(16), R(rows));
+    INS(e, ST_SHARED_V4_B32, A(ra, f->rows), V4(coord[0], coord[1], coord[2], coord[3]));
     Reg st = e_reg(e, RC_B64), dst = e_reg(e, RC_B32), bytes = kc_imm32(k, f->bn * f->d->d * 2);
     INS(e, SETP_EQ_U32, R(lead), R(k->lane), I(0));
     INSP(e, lead, 0, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[BAR_KV_FULL], 0), R(bytes));
