@@ -65,12 +65,13 @@ ptxas_probes() {
     fi
 }
 
-# c_test NAME: runs build/tests/NAME. One whose last line is "N passed, N failed"
+# c_test NAME [ARGS...]: runs build/tests/NAME. One whose last line is "N passed, N failed"
 # adds its own counts; any other counts as one test that passes on exit 0.
 c_test() {
     local name=$1 bin=build/tests/$1 out rc last
+    shift
     if [ ! -x "$bin" ]; then fail "$name" "$bin is not built (make test builds it)"; return; fi
-    out=$(timeout 300 "$bin" 2>&1)
+    out=$(timeout 300 "$bin" "$@" 2>&1)
     rc=$?
     last=$(printf '%s\n' "$out" | tail -n 1)
     if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
@@ -90,7 +91,8 @@ c_test() {
 c_tests() {
     section "C tests"
     local src
-    for src in tests/test_*.c; do c_test "$(basename "$src" .c)"; done
+    # test_manifest_sim takes a generated set's files: mla_bwd_tc_sim_tests runs it
+    for src in tests/test_*.c; do [ "$src" = tests/test_manifest_sim.c ] || c_test "$(basename "$src" .c)"; done
 }
 
 # ---- 2. ptxas over every default config ----
@@ -273,6 +275,16 @@ mla_bwd_tc_sim_tests() {
     tc_mutant "planted: dQ^T and dkv MMAs read P^T, dS^T before the compute warps wrote them" 8 \
         "the async proxy reads shared .* that nothing has written|tcgen05.mma reads TMEM"
     tc_mutant "planted: a dkv chunk overwritten before every compute warp read it out" 9 "deadlock|TMEM race"
+    # an independent launcher runs the set from its PTX and manifest alone (tensor map included)
+    local set=$TMP/manifest_set
+    if ./ptxgen --arch sm_100a --kernel mla_bwd -o "$set.ptx" --manifest "$set.json" 2>"$TMP/err" &&
+        ./ptxgen --arch sm_103a --kernel mla_bwd --tile deterministic=1 -o "$set.det.ptx" --manifest "$set.det.json" \
+            2>>"$TMP/err"; then
+        c_test test_manifest_sim "$set.ptx" "$set.json" --seed $((RANDOM + 1)) --sq 6 --topk-length
+        c_test test_manifest_sim "$set.det.ptx" "$set.det.json" --seed $((RANDOM + 1)) --sq 4 --hq 128 --topk 200
+    else
+        fail "manifest-only launch: generating the sets" "$(one_line "$TMP/err")"
+    fi
     local f
     for f in "sm_100a 16" "sm_103a 16" "sm_100a 32"; do
         set -- $f

@@ -1,0 +1,311 @@
+/* An independent launcher: runs a generated mla_bwd set on the sim device
+ * from its PTX file and its manifest JSON alone (no ptxgen library call, no
+ * runner binding code), the way a host app would: tensors sized from the
+ * manifest's shapes, contiguous strides, workspaces from their byte
+ * expressions (zeroed where asked), tensor maps encoded from the manifest's
+ * tensor_maps rows, grids, clusters and shared memory from its expressions,
+ * kernels in the listed order. dq and dkv are judged against float64.
+ * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "device.h"
+#include "dtype.h"
+#include "expr.h"
+#include "hostdata.h"
+#include "json.h"
+#include "ref.h"
+
+enum { MAX_T = 16, MAX_V = 48 };
+typedef struct {
+    const char *name, *dtype;
+    int ndim;
+    long long dim[4];
+    size_t bytes;
+    DevPtr dev;
+    void *host;
+} Buffer;
+
+typedef struct {
+    Device *dev;
+    DevModule *mod;
+    ExprVar var[MAX_V];
+    int nvar;
+    Buffer t[MAX_T];
+    int nt;
+    char err[1024];
+} Ctx;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) free(s), s = NULL;
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static const char *str(const Json *o, const char *key) {
+    const Json *v = json_get(o, key);
+    return v && v->kind == JSON_STR ? v->str : NULL;
+}
+
+static long long eval(Ctx *c, const char *text) {
+    long long v = -1;
+    char why[256];
+    if (expr_eval(text, c->var, c->nvar, &v, why, sizeof why)) {
+        snprintf(c->err, sizeof c->err, "expression '%s': %s", text, why);
+        return -1;
+    }
+    return v;
+}
+
+static int esize(const char *dtype) { return !strcmp(dtype, "bf16") || !strcmp(dtype, "fp16") ? 2 : 4; }
+
+/* The tensor a parameter names, allocated from its shape ("[s_q, h_q, d_qk]") on first sight. */
+static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *dtype) {
+    for (int i = 0; i < c->nt; i++)
+        if (!strcmp(c->t[i].name, name)) return &c->t[i];
+    if (!shape || !dtype || c->nt == MAX_T) return NULL;
+    Buffer *b = &c->t[c->nt++];
+    *b = (Buffer){.name = name, .dtype = dtype, .bytes = (size_t)esize(dtype)};
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", shape + 1);
+    for (char *tok = strtok(buf, ",] "); tok; tok = strtok(NULL, ",] ")) {
+        long long v = eval(c, tok);
+        if (v < 0 || b->ndim == 4) return NULL;
+        b->dim[b->ndim++] = v;
+        b->bytes *= (size_t)v;
+    }
+    b->host = calloc(b->bytes ? b->bytes : 1, 1);
+    return b->host && !dev_alloc(c->dev, &b->dev, b->bytes ? b->bytes : 1, c->err, sizeof c->err) ? b : NULL;
+}
+
+/* Contiguous strides in elements: dim 's' is the first, 'h' the second. */
+static long long stride(const Buffer *b, const char *dim) {
+    long long s = 1;
+    for (int i = (!strcmp(dim, "s") ? 1 : 2); i < b->ndim; i++) s *= b->dim[i];
+    return s;
+}
+
+/* A tensor_maps row of the kernel, encoded over its tensor with the kernel's strides as variables. */
+static int tmap(Ctx *c, const Json *k, const char *param, uint8_t *out) {
+    const Json *maps = json_get(k, "tensor_maps");
+    for (int i = 0; maps && i < maps->n; i++) {
+        const Json *m = &maps->item[i];
+        if (strcmp(str(m, "param"), param)) continue;
+        Buffer *b = tensor(c, str(m, "tensor"), NULL, NULL);
+        const Json *dims = json_get(m, "dims"), *st = json_get(m, "strides_bytes"), *box = json_get(m, "box");
+        const Json *es = json_get(m, "element_strides");
+        int64_t rank;
+        if (!b || json_i64(json_get(m, "rank"), &rank) || rank < 1 || rank > DEV_TMAP_MAX_RANK) return 1;
+        const char *sw = str(m, "swizzle"), *dt = str(m, "dtype");
+        DevTmapDesc d = {.dtype = !strcmp(dt, "bf16") ? 9 : !strcmp(dt, "fp16") ? 6 : 7, .rank = (int)rank, .gaddr = b->dev,
+                         .swizzle = !strcmp(sw, "128B") ? 3 : !strcmp(sw, "64B") ? 2 : !strcmp(sw, "32B") ? 1 : 0,
+                         .oobfill = !strcmp(str(m, "oob_fill"), "nan")};
+        for (int r = 0; r < rank; r++) {
+            int64_t bx, e;
+            d.dim[r] = (uint64_t)eval(c, dims->item[r].str);
+            if (r + 1 < rank) d.stride[r] = (uint64_t)eval(c, st->item[r].str);
+            if (json_i64(&box->item[r], &bx) || json_i64(&es->item[r], &e)) return 1;
+            d.box[r] = (uint32_t)bx, d.estride[r] = (uint32_t)e;
+        }
+        return dev_tmap_encode(c->dev, &d, out, c->err, sizeof c->err);
+    }
+    snprintf(c->err, sizeof c->err, "no tensor_maps row for parameter %s", param);
+    return 1;
+}
+
+static void fill_bf16(Rng *r, Buffer *b, float *copy, int n) {
+    for (int i = 0; i < n; i++) {
+        uint16_t h = f32_to_bf16((float)(rng_uniform(r) * 2 - 1));
+        ((uint16_t *)b->host)[i] = h, copy[i] = bf16_to_f32(h);
+    }
+}
+
+static void add_var(Ctx *c, const char *name, long long v) { c->var[c->nvar++] = (ExprVar){name, v}; }
+
+/* Every kernel in order: its arguments bound by role, launched. */
+static int launch_all(Ctx *c, const Json *man, double scale) {
+    const Json *ks = json_get(man, "kernels"), *wss = json_get(man, "workspaces");
+    Buffer ws[4];
+    int nws = 0;
+    for (int w = 0; wss && w < wss->n && w < 4; w++) {
+        long long n = eval(c, str(&wss->item[w], "bytes"));
+        ws[nws] = (Buffer){.name = str(&wss->item[w], "name"), .bytes = (size_t)(n > 0 ? n : 1)};
+        if (n < 0 || dev_alloc(c->dev, &ws[nws].dev, ws[nws].bytes, c->err, sizeof c->err)) return 1;
+        const Json *z = json_get(&wss->item[w], "zero_init");
+        if (z && z->boolean && dev_fill_u8(c->dev, ws[nws].dev, 0, ws[nws].bytes, c->err, sizeof c->err)) return 1;
+        nws++;
+    }
+    static uint8_t maps[4][128] __attribute__((aligned(64)));
+    float fscale = (float)scale;
+    for (int i = 0; ks && i < ks->n; i++) {
+        const Json *k = &ks->item[i], *ps = json_get(k, "params");
+        uint64_t val[64];
+        void *args[64];
+        int nmap = 0, base = c->nvar;
+        /* the kernel's stride parameters are variables of its tensor-map expressions */
+        for (int p = 0; p < ps->n && c->nvar < MAX_V; p++)
+            if (!strcmp(str(&ps->item[p], "role"), "stride")) {
+                Buffer *b = tensor(c, str(&ps->item[p], "tensor"), NULL, NULL);
+                if (b) add_var(c, str(&ps->item[p], "name"), stride(b, str(&ps->item[p], "dim")));
+            }
+        for (int p = 0; p < ps->n && p < 64; p++) {
+            const Json *q = &ps->item[p];
+            const char *role = str(q, "role"), *name = str(q, "name");
+            Buffer *b;
+            val[p] = 0, args[p] = &val[p];
+            if (!strcmp(role, "input") || !strcmp(role, "output")) {
+                if (!(b = tensor(c, name, str(q, "shape"), str(q, "dtype")))) return snprintf(c->err, sizeof c->err, "tensor %s", name), 1;
+                val[p] = b->dev;
+            } else if (!strcmp(role, "stride")) {
+                val[p] = (uint64_t)stride(tensor(c, str(q, "tensor"), NULL, NULL), str(q, "dim"));
+            } else if (!strcmp(role, "size")) {
+                val[p] = (uint64_t)eval(c, str(q, "size"));
+            } else if (!strcmp(role, "scale")) {
+                memcpy(&val[p], &fscale, 4);
+            } else if (!strcmp(role, "workspace")) {
+                for (int w = 0; w < nws; w++)
+                    if (!strcmp(ws[w].name, str(q, "workspace"))) val[p] = ws[w].dev;
+            } else if (!strcmp(role, "tensor_map")) {
+                if (nmap == 4 || tmap(c, k, name, maps[nmap])) return 1;
+                args[p] = maps[nmap++];
+            } else return snprintf(c->err, sizeof c->err, "unknown role %s", role), 1;
+        }
+        c->nvar = base;
+        unsigned grid[3], block[3], cl[3];
+        const Json *g = json_get(k, "grid"), *bl = json_get(k, "block"), *cj = json_get(k, "cluster");
+        for (int d = 0; d < 3; d++) {
+            int64_t v;
+            grid[d] = (unsigned)eval(c, g->item[d].str);
+            cl[d] = cj ? (unsigned)eval(c, cj->item[d].str) : 1;
+            if (json_i64(&bl->item[d], &v)) return 1;
+            block[d] = (unsigned)v;
+        }
+        int64_t smem;
+        DevFunc *fn = NULL;
+        if (json_i64(json_get(k, "dynamic_smem_bytes"), &smem)) return snprintf(c->err, sizeof c->err, "no smem"), 1;
+        if (dev_get_func(c->mod, str(k, "entry"), &fn, c->err, sizeof c->err) ||
+            dev_set_dyn_smem(fn, (int)smem, c->err, sizeof c->err) ||
+            (cl[0] * cl[1] * cl[2] > 1 ? dev_launch_cluster(fn, grid, block, cl, (unsigned)smem, args, c->err, sizeof c->err)
+                                       : dev_launch(fn, grid, block, (unsigned)smem, args, c->err, sizeof c->err)) ||
+            dev_sync(c->dev, c->err, sizeof c->err))
+            return 1;
+    }
+    return 0;
+}
+
+/* Every input and output named by a parameter, allocated from its shape. */
+static int bind_tensors(Ctx *c, const Json *man) {
+    const Json *ks = json_get(man, "kernels");
+    for (int i = 0; ks && i < ks->n; i++) {
+        const Json *ps = json_get(&ks->item[i], "params");
+        for (int p = 0; p < ps->n; p++) {
+            const char *role = str(&ps->item[p], "role");
+            if ((!strcmp(role, "input") || !strcmp(role, "output")) &&
+                !tensor(c, str(&ps->item[p], "name"), str(&ps->item[p], "shape"), str(&ps->item[p], "dtype")))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static Buffer *named(Ctx *c, const char *name) { return tensor(c, name, NULL, NULL); }
+
+static int upload(Ctx *c, Buffer *b) { return dev_upload(c->dev, b->dev, b->host, b->bytes, c->err, sizeof c->err); }
+
+/* rel L2 of got (bf16) against want, how many elements are not finite, and want's L2 norm */
+static double rel_l2(const Buffer *b, const double *want, int *nonfinite, double *norm) {
+    double se = 0, sr = 0;
+    size_t n = b->bytes / 2;
+    *nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = bf16_to_f32(((uint16_t *)b->host)[i]);
+        if (!isfinite(g)) (*nonfinite)++;
+        se += (g - want[i]) * (g - want[i]), sr += want[i] * want[i];
+    }
+    *norm = sqrt(sr);
+    return sqrt(se / (sr > 0 ? sr : 1));
+}
+
+int main(int argc, char **argv) {
+    uint64_t seed = 1;
+    int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0;
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length]\n");
+        return 2;
+    }
+    for (int i = 3; i < argc; i++) {
+        int more = i + 1 < argc;
+        if (!strcmp(argv[i], "--seed") && more) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--sq") && more) s_q = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--skv") && more) s_kv = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hq") && more) h_q = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--topk") && more) topk = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--topk-length")) with_len = 1;
+        else return fprintf(stderr, "test_manifest_sim: bad argument '%s'\n", argv[i]), 2;
+    }
+    char *ptx = slurp(argv[1]), *text = slurp(argv[2]);
+    Json *man = NULL;
+    Ctx c = {0};
+    if (!ptx || !text || json_parse(text, &man, c.err, sizeof c.err)) {
+        fprintf(stderr, "test_manifest_sim: cannot read %s / %s: %s\n", argv[1], argv[2], c.err);
+        return 2;
+    }
+    const Json *cons = json_get(man, "constants");
+    int64_t d_qk = 0, d_v = 0;
+    json_i64(json_get(cons, "d"), &d_qk), json_i64(json_get(cons, "dv"), &d_v);
+    printf("manifest-only launch of %s on the sim: s_q=%d s_kv=%d h_q=%d topk=%d%s seed=%llu\n", str(man, "summary"), s_q,
+           s_kv, h_q, topk, with_len ? " topk_length" : "", (unsigned long long)seed);
+    add_var(&c, "s_q", s_q), add_var(&c, "s_kv", s_kv), add_var(&c, "h_q", h_q), add_var(&c, "topk", topk);
+    add_var(&c, "d_qk", d_qk), add_var(&c, "d_v", d_v);
+    setenv("PTXGEN_SIM_STRICT", "1", 1);
+    int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
+             dev_load_ptx(c.dev, ptx, "/tmp/test_manifest_sim.ptx", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
+    Buffer *q = named(&c, "q"), *kv = named(&c, "kv"), *dout = named(&c, "do"), *o = named(&c, "o");
+    Buffer *lse = named(&c, "lse"), *idx = named(&c, "indices"), *len = named(&c, "topk_length");
+    Buffer *dq = named(&c, "dq"), *dkv = named(&c, "dkv");
+    check(!rc && q && kv && dout && o && lse && idx && len && dq && dkv, "the manifest names every tensor of mla_bwd",
+          "%s", c.err);
+    if (rc || !q || !kv || !dout || !o || !lse || !idx || !len || !dq || !dkv) return check_summary();
+    /* inputs: fresh random values, indices with invalid entries and duplicates, O and LSE from float64 */
+    Rng r;
+    rng_seed(&r, seed);
+    size_t nq = q->bytes / 2, nkv = kv->bytes / 2, ndo = dout->bytes / 2;
+    float *fq = malloc(nq * 4), *fkv = malloc(nkv * 4), *fdo = malloc(ndo * 4);
+    double *ro = malloc(ndo * 8), *rlse = malloc((size_t)s_q * (size_t)h_q * 8);
+    double *rdq = malloc(nq * 8), *rdkv = malloc(nkv * 8);
+    fill_bf16(&r, q, fq, (int)nq), fill_bf16(&r, kv, fkv, (int)nkv), fill_bf16(&r, dout, fdo, (int)ndo);
+    mla_draw_indices(&r, s_q, s_kv, topk, idx->host);
+    if (with_len) mla_draw_topk_length(&r, s_q, topk, len->host);
+    RefMla p = {s_q, s_kv, h_q, topk, (int)d_qk, (int)d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
+    ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
+    for (size_t i = 0; i < ndo; i++) ((uint16_t *)o->host)[i] = f32_to_bf16((float)ro[i]);
+    for (int i = 0; i < s_q * h_q; i++) ((float *)lse->host)[i] = (float)rlse[i];
+    ref_mla_bwd(&p, fq, fkv, fdo, rdq, rdkv, 2);
+    rc = upload(&c, q) || upload(&c, kv) || upload(&c, dout) || upload(&c, o) || upload(&c, lse) || upload(&c, idx) ||
+         (with_len && upload(&c, len)) || dev_fill_u8(c.dev, dq->dev, 0xFF, dq->bytes, c.err, sizeof c.err) ||
+         dev_fill_u8(c.dev, dkv->dev, 0xFF, dkv->bytes, c.err, sizeof c.err);
+    if (!with_len) len->dev = 0;   /* topk_length is optional: a null pointer */
+    rc = rc || launch_all(&c, man, p.scale) || dev_download(c.dev, dq->host, dq->dev, dq->bytes, c.err, sizeof c.err) ||
+         dev_download(c.dev, dkv->host, dkv->dev, dkv->bytes, c.err, sizeof c.err);
+    check(!rc, "every kernel launches from the manifest alone", "%s", c.err);
+    if (!rc) {
+        int bad_q, bad_kv;
+        double nq_ref, nkv_ref, eq = rel_l2(dq, rdq, &bad_q, &nq_ref), ekv = rel_l2(dkv, rdkv, &bad_kv, &nkv_ref);
+        printf("  dq rel_l2 %.3e, dkv rel_l2 %.3e (tol 1e-2), non-finite %d / %d, |ref| %.3g / %.3g\n", eq, ekv, bad_q,
+               bad_kv, nq_ref, nkv_ref);
+        check(nq_ref > 0 && nkv_ref > 0, "the draw has valid slots (a zero reference would prove nothing)", "|dq| %g |dkv| %g",
+              nq_ref, nkv_ref);
+        check(!bad_q && eq <= 1e-2, "dq matches float64", "rel_l2 %.3e, %d non-finite", eq, bad_q);
+        check(!bad_kv && ekv <= 1e-2, "dkv matches float64", "rel_l2 %.3e, %d non-finite", ekv, bad_kv);
+    }
+    return check_summary();
+}
