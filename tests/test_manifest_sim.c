@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "buf.h"
 #include "check.h"
 #include "device.h"
 #include "dtype.h"
@@ -37,19 +38,6 @@ typedef struct {
     int nt;
     char err[1024];
 } Ctx;
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) free(s), s = NULL;
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
 
 static const char *str(const Json *o, const char *key) {
     const Json *v = json_get(o, key);
@@ -252,7 +240,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--topk-length")) with_len = 1;
         else return fprintf(stderr, "test_manifest_sim: bad argument '%s'\n", argv[i]), 2;
     }
-    char *ptx = slurp(argv[1]), *text = slurp(argv[2]);
+    char *ptx = buf_read_file(argv[1], NULL), *text = buf_read_file(argv[2], NULL);
     Json *man = NULL;
     Ctx c = {0};
     if (!ptx || !text || json_parse(text, &man, c.err, sizeof c.err)) {
