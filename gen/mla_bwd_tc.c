@@ -15,7 +15,7 @@
  *     store dq = (dQ^T)^T
  *
  * Warp roles, joined by mbarriers only (mla_bwd_tc.h names each):
- *   producer (warps 5-7)  gathers step n's rows once dQ^T of step n-1 landed
+ *   producer (warp 5)     gathers step n's rows (TMA gather4) once dQ^T of step n-1 landed
  *   issuer (warp 4 lane 0) S^T, dP^T | dQ^T, dkv chunk 0 | chunks 1, 2 (tc_issue_*)
  *   compute (warps 0-3)   P^T, dS^T from its lanes of S^T, dP^T; dkv chunks out
  * so step n+1's gather overlaps step n's dkv chunks. The loops are
@@ -407,7 +407,7 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     INS0(e, FENCE_PROXY_ASYNC_CTA);
     umma_sync(k);
 
-    /* the roles: uniform branches per warp, but the issuer is lane 0 of its warp */
+    /* the roles: branches uniform per warp; in the MMA warp every lane waits and lane 0 issues */
     Reg role = e_reg(e, RC_PRED);
     int not_compute = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
     INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_COMPUTE));
@@ -420,7 +420,7 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     e_place(e, not_compute);
     INS(e, SETP_GE_U32, R(role), R(k->tid), I(TC_PRODUCER0));
     INSP(e, role, 1, BRA_UNI, L(not_issuer));
-    e_comment(e, "role: producer (warps 5-7)");
+    e_comment(e, "role: producer (warp 5)");
     step_loop(k, &f, produce);
     INS(e, BRA_UNI, L(roles_done));
     e_place(e, not_issuer);
