@@ -110,6 +110,7 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
         snprintf(ss->arch, sizeof ss->arch, "sm_%d%d", ss->info.cc_major, ss->info.cc_minor);
         rq.arch = ss->arch;
     }
+    if (rq.arch != ss->arch) snprintf(ss->arch, sizeof ss->arch, "%s", rq.arch);   /* the target, for the report */
     int rc = ptxgen_build(&rq, &ss->set, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
     char dump[256];
@@ -216,7 +217,9 @@ static void close_session(Session *ss) {
 }
 
 static void print_kernel(const Session *ss) {
-    printf("device: %s (sm_%d%d, %d SMs)\n", ss->info.name, ss->info.cc_major, ss->info.cc_minor, ss->info.sm_count);
+    if (!strcmp(dev_kind(ss->dev), "sim"))   /* the sim runs each module as its .target, with that arch's limits */
+        printf("device: %s, running %s PTX\n", ss->info.name, ss->arch);
+    else printf("device: %s (sm_%d%d, %d SMs)\n", ss->info.name, ss->info.cc_major, ss->info.cc_minor, ss->info.sm_count);
     for (int i = 0; i < ss->nk; i++)
         printf("kernel: %s\n  registers %d, local (spill/stack) %d B, static smem %d B, dynamic smem %u B, grid %ux%ux%u, "
                "block %u\n", ptxgen_entry(ss->set, i), ss->k[i].attrs.num_regs, ss->k[i].attrs.local_bytes,
