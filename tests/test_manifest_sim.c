@@ -36,6 +36,7 @@ typedef struct {
     int nvar;
     Buffer t[MAX_T];
     int nt;
+    uint8_t maps[4][128] __attribute__((aligned(64)));   /* the tensor-map parameters of the kernel being launched */
     char err[1024];
 } Ctx;
 
@@ -132,7 +133,6 @@ static int launch_all(Ctx *c, const Json *man, double scale) {
         if (z && z->boolean && dev_fill_u8(c->dev, ws[nws].dev, 0, ws[nws].bytes, c->err, sizeof c->err)) return 1;
         nws++;
     }
-    static uint8_t maps[4][128] __attribute__((aligned(64)));
     float fscale = (float)scale;
     for (int i = 0; ks && i < ks->n; i++) {
         const Json *k = &ks->item[i], *ps = json_get(k, "params");
@@ -163,8 +163,8 @@ static int launch_all(Ctx *c, const Json *man, double scale) {
                 for (int w = 0; w < nws; w++)
                     if (!strcmp(ws[w].name, str(q, "workspace"))) val[p] = ws[w].dev;
             } else if (!strcmp(role, "tensor_map")) {
-                if (nmap == 4 || tmap(c, k, name, maps[nmap])) return 1;
-                args[p] = maps[nmap++];
+                if (nmap == 4 || tmap(c, k, name, c->maps[nmap])) return 1;
+                args[p] = c->maps[nmap++];
             } else return snprintf(c->err, sizeof c->err, "unknown role %s", role), 1;
         }
         c->nvar = base;
