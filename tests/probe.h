@@ -121,6 +121,38 @@ static inline void probe_tma_load(Emit *e, Reg smem, uint32_t dst, Reg map, Reg 
     else INS(e, TMA_LOAD_2D, A(a, 0), TA(map, 2, c), A(bar, 0));
 }
 
+/* A K-major 128B-swizzled tcgen05 smem descriptor at smem + off: start >> 4, LBO field 1 (unused),
+ * SBO 1024 (8 rows of 128 B), bit 46 (the sm_100 version), layout 2 (128B swizzle) in bits 61-63. */
+static inline Reg probe_sdesc_sw128(Emit *e, Reg smem, uint32_t off)
+{
+    Reg a = e_reg(e, RC_B32), d = e_reg(e, RC_B64);
+    INS(e, ADD_U32, R(a), R(smem), I(off));
+    INS(e, SHR_U32, R(a), R(a), I(4));
+    INS(e, AND_B32, R(a), R(a), I(0x3FFF));
+    INS(e, CVT_U64_U32, R(d), R(a));
+    INS(e, OR_B64, R(d), R(d), I((int64_t)(1ull << 16 | (uint64_t)(1024 >> 4) << 32 | 1ull << 46 | 2ull << 61)));
+    return d;
+}
+
+/* barrier.cluster between tcgen05 fences: the pair's TMEM and tiles are ordered for both CTAs */
+static inline void probe_pair_sync(Emit *e)
+{
+    INS0(e, TC_FENCE_BEFORE);
+    INS0(e, CLUSTER_ARRIVE);
+    INS0(e, CLUSTER_WAIT);
+    INS0(e, TC_FENCE_AFTER);
+}
+
+/* spins until the mbarrier at bar completes the phase with parity `parity` (acquire.cluster) */
+static inline void probe_wait_cluster(Emit *e, Reg bar, int parity)
+{
+    int spin = e_label(e);
+    Reg ready = e_reg(e, RC_PRED);
+    e_place(e, spin);
+    INS(e, MBAR_TRY_WAIT_PARITY_CLUSTER, R(ready), A(bar, 0), I(parity));
+    INSP(e, ready, 1, BRA, L(spin));
+}
+
 /* The module around a probe's body: the target check (which also derives .version), one entry of
  * `threads` threads in a 2-CTA cluster with dynamic shared memory `smem`; params: its parameter list.
  * Frees the emitter. Exits 2 when the body does not fit the arch. */

@@ -398,9 +398,9 @@ sim_tests() {
     ptxas_probes "wgmma probes of test_sim_wgmma" sm_90a test_sim_wgmma
     ptxas_probes "tcgen05 probes of test_sim_tcgen05{,_cp}" sm_100a test_sim_tcgen05 test_sim_tcgen05_cp
 
-    # the emitter-written cross-check probes: xprobe (sm_90a), tprobe (tcgen05, sm_100a and sm_103a)
+    # the emitter-written cross-check probes: xprobe (sm_90a), tprobe and tprobe_pair (tcgen05, sm_100a and sm_103a)
     local probe parch
-    for probe in "xprobe sm_90a" "tprobe sm_100a" "tprobe sm_103a"; do
+    for probe in "xprobe sm_90a" "tprobe sm_100a" "tprobe sm_103a" "tprobe_pair sm_100a" "tprobe_pair sm_103a"; do
         set -- $probe
         parch=$2; [ "$1" = xprobe ] && parch=""
         if build/tests/test_$1 --ptx ${parch:+--arch $parch} >"$TMP/$1.ptx" 2>"$TMP/probe.log" &&

@@ -41,36 +41,6 @@ enum { COL_S = 0, COL_P = 128, COL_O = 192, NCOLS = 256 };
 /* instruction descriptors: f32 D (bit 4), bf16 A and B (bits 7, 10), K-major, N >> 3 at 17, M >> 4 at 24 */
 #define IDESC(m, n) (0x490u | (uint32_t)((n) >> 3) << 17 | (uint32_t)((m) >> 4) << 24)
 
-/* A K-major 128B-swizzled tcgen05 smem descriptor at smem + off: start >> 4, LBO field 1 (unused),
- * SBO 1024 (8 rows of 128 B), bit 46 (the sm_100 version), layout 2 (128B swizzle) in bits 61-63. */
-static Reg desc(Emit *e, Reg smem, uint32_t off)
-{
-    Reg a = e_reg(e, RC_B32), d = e_reg(e, RC_B64);
-    INS(e, ADD_U32, R(a), R(smem), I(off));
-    INS(e, SHR_U32, R(a), R(a), I(4));
-    INS(e, AND_B32, R(a), R(a), I(0x3FFF));
-    INS(e, CVT_U64_U32, R(d), R(a));
-    INS(e, OR_B64, R(d), R(d), I((int64_t)(1ull << 16 | (uint64_t)(1024 >> 4) << 32 | 1ull << 46 | 2ull << 61)));
-    return d;
-}
-
-static void cluster_sync(Emit *e)
-{
-    INS0(e, TC_FENCE_BEFORE);
-    INS0(e, CLUSTER_ARRIVE);
-    INS0(e, CLUSTER_WAIT);
-    INS0(e, TC_FENCE_AFTER);
-}
-
-static void wait_parity(Emit *e, Reg bar, int parity)
-{
-    int spin = e_label(e);
-    Reg ready = e_reg(e, RC_PRED);
-    e_place(e, spin);
-    INS(e, MBAR_TRY_WAIT_PARITY_CLUSTER, R(ready), A(bar, 0), I(parity));
-    INSP(e, ready, 1, BRA, L(spin));
-}
-
 static Reg add(Emit *e, Reg a, int64_t v)
 {
     Reg r = e_reg(e, RC_B32);
@@ -106,7 +76,7 @@ static char *build_ptx(const char *arch)
     INS(e, TC_ALLOC_2, A(slot, 0), I(NCOLS));
     INS0(e, TC_RELINQUISH_2);
     e_place(e, noalloc);
-    cluster_sync(e);
+    probe_pair_sync(e);
     Reg taddr = e_reg(e, RC_B32), tq = e_reg(e, RC_B32);
     INS(e, LD_SHARED_B32, R(taddr), A(slot, 0));
     INS(e, SHL_B32, R(tq), R(warp), I(21));          /* this warp's lane quarter: lane 32 * warp, in bits 16+ */
@@ -125,8 +95,8 @@ static char *build_ptx(const char *arch)
     probe_tma_load(e, smem, SM_W, mapW, zero, rw, bar, NULL);
     probe_tma_load(e, smem, SM_W + 4096, mapW, probe_imm(e, 64), rw, bar, NULL);
     e_place(e, loaded);
-    wait_parity(e, bar, 0);
-    cluster_sync(e);                                  /* both CTAs' tiles are in shared memory */
+    probe_wait_cluster(e, bar, 0);
+    probe_pair_sync(e);                                  /* both CTAs' tiles are in shared memory */
     /* 3. S = A B^T */
     int issued1 = e_label(e), issued2 = e_label(e);
     Reg mask = e_reg(e, RC_B16), idesc1 = probe_imm(e, IDESC(M, N1)), idesc2 = probe_imm(e, IDESC(M, N2));
@@ -135,7 +105,7 @@ static char *build_ptx(const char *arch)
     INS(e, SETP_EQ_U32, R(more), R(zero), I(0));
     INS(e, MOV_B16, R(mask), I(3));
     INSP(e, leader, 1, BRA, L(issued1));
-    Reg da = desc(e, smem, SM_A), db = desc(e, smem, SM_B);
+    Reg da = probe_sdesc_sw128(e, smem, SM_A), db = probe_sdesc_sw128(e, smem, SM_B);
     for (int k = 0; k < K1 / 16; k++) {
         Reg ak = e_reg(e, RC_B64), bk = e_reg(e, RC_B64);
         INS(e, ADD_U64, R(ak), R(da), I(2 * k));     /* +32 bytes along K inside the swizzle atom */
@@ -144,7 +114,7 @@ static char *build_ptx(const char *arch)
     }
     INS(e, TC_COMMIT_2_MC, A(mbar, 0), R(mask));
     e_place(e, issued1);
-    wait_parity(e, mbar, 0);
+    probe_wait_cluster(e, mbar, 0);
     INS0(e, TC_FENCE_AFTER);
     /* 4. P = bf16(S), two per column: column COL_P + k/2 holds S[., k] (low half, k even) and S[., k+1] */
     for (int c = 0; c < N1 / 32; c++) {
@@ -159,10 +129,10 @@ static char *build_ptx(const char *arch)
         INS(e, TC_ST_32X32B_X16, A(tq, COL_P + 16 * c), V(16, p));
     }
     INS0(e, TC_WAIT_ST);
-    cluster_sync(e);                                  /* both CTAs' P is in TMEM */
+    probe_pair_sync(e);                                  /* both CTAs' P is in TMEM */
     /* 5. O = P W^T (A from TMEM), then out */
     INSP(e, leader, 1, BRA, L(issued2));
-    Reg dw = desc(e, smem, SM_W);
+    Reg dw = probe_sdesc_sw128(e, smem, SM_W);
     for (int k = 0; k < N1 / 16; k++) {
         Reg wk = e_reg(e, RC_B64);
         INS(e, ADD_U64, R(wk), R(dw), I(4096 / 16 * (k / 4) + 2 * (k % 4)));
@@ -170,7 +140,7 @@ static char *build_ptx(const char *arch)
     }
     INS(e, TC_COMMIT_2_MC, A(mbar, 0), R(mask));
     e_place(e, issued2);
-    wait_parity(e, mbar, 1);
+    probe_wait_cluster(e, mbar, 1);
     INS0(e, TC_FENCE_AFTER);
     Reg out = e_reg(e, RC_B64), row = e_reg(e, RC_B32), off = e_reg(e, RC_B64);
     INS(e, LD_PARAM_U64, R(out), AS("pO"));
@@ -187,7 +157,7 @@ static char *build_ptx(const char *arch)
         INS0(e, TC_WAIT_LD);
         for (int i = 0; i < 32; i++) INS(e, ST_GLOBAL_F32, A(out, 4 * (32 * c + i)), R(o[i]));
     }
-    cluster_sync(e);                                  /* the pair is done with TMEM */
+    probe_pair_sync(e);                                  /* the pair is done with TMEM */
     int done = e_label(e);
     INSP(e, pw0, 1, BRA, L(done));
     INS(e, TC_DEALLOC_2, R(taddr), I(NCOLS));
