@@ -1,6 +1,7 @@
-/* What the hardware/sim cross-check probes (test_xprobe: sm_90a, test_tprobe:
- * sm_100a) share: emitter helpers for parameters and 2-D TMA loads, 2-D tensor
- * maps over row-major matrices, and the sim-vs-device output files. */
+/* What the hardware/sim cross-check probes (test_xprobe: sm_90a, test_tprobe and
+ * test_tprobe_pair: sm_100a) share: emitter helpers for parameters and 2-D TMA
+ * loads, 2-D tensor maps over row-major matrices, the device side of a 2-CTA
+ * cluster probe, the error against float64, and the sim-vs-device output files. */
 #ifndef PTXGEN_TEST_PROBE_H
 #define PTXGEN_TEST_PROBE_H
 #include <math.h>
@@ -87,6 +88,85 @@ static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem
     if (m) dev_unload(m);
     if (dev) dev_close(dev);
     return rc;
+}
+
+/* A 2-CTA cluster probe's device side (xprobe, tprobe, tprobe_pair): the device, the probe's
+ * entry, and every buffer allocated for it, all released by probe_dev_close. Each call returns 0
+ * or non-zero with the error in err. */
+enum { PROBE_MAX_BUFS = 8 };
+typedef struct { Device *dev; DevModule *mod; DevFunc *fn; DevPtr buf[PROBE_MAX_BUFS]; int nbuf; } ProbeDev;
+
+/* strict: the sim holds the kernel to the ISA (notes are errors); no effect on CUDA */
+static inline int probe_dev_open(ProbeDev *p, const char *kind, int strict, char *err, size_t errlen)
+{
+    *p = (ProbeDev){0};
+    int rc = dev_open(&p->dev, kind, 0, err, errlen);
+    if (!rc) dev_set_strict(p->dev, strict);
+    return rc;
+}
+
+/* Loads ptx (written to dump when it fails to load) and takes `entry` with smem bytes of dynamic shared memory. */
+static inline int probe_dev_load(ProbeDev *p, const char *ptx, const char *dump, const char *entry, unsigned smem,
+                                 char *err, size_t errlen)
+{
+    return dev_load_ptx(p->dev, ptx, dump, &p->mod, err, errlen) || dev_get_func(p->mod, entry, &p->fn, err, errlen) ||
+           dev_set_dyn_smem(p->fn, (int)smem, err, errlen);
+}
+
+static inline int probe_dev_alloc(ProbeDev *p, size_t bytes, DevPtr *out, char *err, size_t errlen)
+{
+    if (p->nbuf == PROBE_MAX_BUFS) return snprintf(err, errlen, "probe: more than %d buffers", PROBE_MAX_BUFS), 1;
+    if (dev_alloc(p->dev, out, bytes, err, errlen)) return 1;
+    p->buf[p->nbuf++] = *out;
+    return 0;
+}
+
+/* An input buffer holding src. */
+static inline int probe_dev_in(ProbeDev *p, const void *src, size_t bytes, DevPtr *out, char *err, size_t errlen)
+{
+    return probe_dev_alloc(p, bytes, out, err, errlen) || dev_upload(p->dev, *out, src, bytes, err, errlen);
+}
+
+/* An output buffer poisoned with 0xFF (NaN as floats): every element the kernel must write. */
+static inline int probe_dev_out(ProbeDev *p, size_t bytes, DevPtr *out, char *err, size_t errlen)
+{
+    return probe_dev_alloc(p, bytes, out, err, errlen) || dev_fill_u8(p->dev, *out, 0xFF, bytes, err, errlen);
+}
+
+/* One 2-CTA cluster of `threads` threads each, then the output read back. */
+static inline int probe_dev_run(ProbeDev *p, unsigned threads, unsigned smem, void **args, DevPtr dout, void *out,
+                                size_t bytes, char *err, size_t errlen)
+{
+    unsigned grid[3] = {2, 1, 1}, block[3] = {threads, 1, 1}, cluster[3] = {2, 1, 1};
+    return dev_launch_cluster(p->fn, grid, block, cluster, smem, args, err, errlen) || dev_sync(p->dev, err, errlen) ||
+           dev_download(p->dev, out, dout, bytes, err, errlen);
+}
+
+static inline void probe_dev_close(ProbeDev *p)
+{
+    char ignore[256];
+    for (int i = 0; i < p->nbuf; i++) dev_free(p->dev, p->buf[i], ignore, sizeof ignore);
+    if (p->mod) dev_unload(p->mod);
+    if (p->dev) dev_close(p->dev);
+    *p = (ProbeDev){0};
+}
+
+/* A probe's output against its float64 reference: the largest error (infinite once a NaN is
+ * seen), the largest reference magnitude, the NaN count. */
+typedef struct { double max_err, max_ref; int nan; } ProbeErr;
+static inline void probe_err_add(ProbeErr *e, double got, double ref)
+{
+    if (isnan(got)) e->nan++, e->max_err = INFINITY;
+    else if (fabs(got - ref) > e->max_err) e->max_err = fabs(got - ref);
+    if (fabs(ref) > e->max_ref) e->max_ref = fabs(ref);
+}
+
+/* Prints the errors (what: "O") and checks: no NaN, max error within tol * max |ref|. */
+static inline void probe_err_check(const ProbeErr *e, const char *what, const char *name, double tol)
+{
+    printf("  max |%s - ref| = %.3g (max |ref| %.3g), %d NaN\n", what, e->max_err, e->max_ref, e->nan);
+    check(!e->nan && e->max_err <= tol * e->max_ref, name, "max error %.3g of %.3g, %d NaN", e->max_err, e->max_ref,
+          e->nan);
 }
 
 /* n bf16 values uniform in [-1, 1): fresh inputs (never zeros) for a probe's matrices. */

@@ -186,30 +186,20 @@ int main(int argc, char **argv)
     probe_fill_bf16(&rng, b, N1 * K1);
     probe_fill_bf16(&rng, w, N2 * N1);
     char err[4096] = "";
-    Device *dev = NULL;
-    DevModule *mod = NULL;
-    DevFunc *fn = NULL;
-    DevPtr da = 0, db = 0, dw = 0, dout = 0;
+    ProbeDev pd;
+    DevPtr da, db, dw, dout = 0;
     uint8_t maps[3][DEV_TMAP_BYTES] __attribute__((aligned(64)));
-    unsigned grid[3] = {2, 1, 1}, block[3] = {THREADS, 1, 1}, cluster[3] = {2, 1, 1};
     /* strict: ptxgen's own kernels are held to the ISA (notes are errors) */
-    setenv("PTXGEN_SIM_STRICT", "1", 1);
-    int rc = dev_open(&dev, "sim", 0, err, sizeof err) ||
-             dev_load_ptx(dev, ptx, "/tmp/tprobe_failed.ptx", &mod, err, sizeof err) ||
-             dev_get_func(mod, "tprobe", &fn, err, sizeof err) || dev_set_dyn_smem(fn, SMEM, err, sizeof err) ||
-             dev_alloc(dev, &da, sizeof a, err, sizeof err) || dev_alloc(dev, &db, sizeof b, err, sizeof err) ||
-             dev_alloc(dev, &dw, sizeof w, err, sizeof err) || dev_alloc(dev, &dout, sizeof o, err, sizeof err) ||
-             dev_upload(dev, da, a, sizeof a, err, sizeof err) || dev_upload(dev, db, b, sizeof b, err, sizeof err) ||
-             dev_upload(dev, dw, w, sizeof w, err, sizeof err) ||
-             dev_fill_u8(dev, dout, 0xFF, sizeof o, err, sizeof err) ||   /* NaN poison: every element must be written */
-             probe_map2d(dev, da, 9, 2, M, K1, 64, ROWS, 3, maps[0], err, sizeof err) ||
-             probe_map2d(dev, db, 9, 2, N1, K1, 64, N1 / 2, 3, maps[1], err, sizeof err) ||
-             probe_map2d(dev, dw, 9, 2, N2, N1, 64, N2 / 2, 3, maps[2], err, sizeof err);
-    unsetenv("PTXGEN_SIM_STRICT");
+    int rc = probe_dev_open(&pd, "sim", 1, err, sizeof err) ||
+             probe_dev_load(&pd, ptx, "/tmp/tprobe_failed.ptx", "tprobe", SMEM, err, sizeof err) ||
+             probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
+             probe_dev_in(&pd, w, sizeof w, &dw, err, sizeof err) || probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
+             probe_map2d(pd.dev, da, 9, 2, M, K1, 64, ROWS, 3, maps[0], err, sizeof err) ||
+             probe_map2d(pd.dev, db, 9, 2, N1, K1, 64, N1 / 2, 3, maps[1], err, sizeof err) ||
+             probe_map2d(pd.dev, dw, 9, 2, N2, N1, 64, N2 / 2, 3, maps[2], err, sizeof err);
     if (!rc) {
         void *args[4] = {maps[0], maps[1], maps[2], &dout};
-        rc = dev_launch_cluster(fn, grid, block, cluster, SMEM, args, err, sizeof err) || dev_sync(dev, err, sizeof err) ||
-             dev_download(dev, o, dout, sizeof o, err, sizeof err);
+        rc = probe_dev_run(&pd, THREADS, SMEM, args, dout, o, sizeof o, err, sizeof err);
     }
     check(!rc, "tprobe runs", "%s", err);
     if (!rc) {
@@ -222,28 +212,16 @@ int main(int argc, char **argv)
                 for (int k = 0; k < K1; k++) s += (double)bf16_to_f32(a[i * K1 + k]) * bf16_to_f32(b[j * K1 + k]);
                 p[i * N1 + j] = bf16_to_f32(f32_to_bf16((float)s));
             }
-        double max_err = 0, max_ref = 0;
-        int nan = 0;
+        ProbeErr pe = {0};
         for (int i = 0; i < M; i++)
             for (int n = 0; n < N2; n++) {
                 double ref = 0;
                 for (int j = 0; j < N1; j++) ref += p[i * N1 + j] * bf16_to_f32(w[n * N1 + j]);
-                double got = o[i * N2 + n];
-                nan += isnan(got) != 0;
-                if (isnan(got)) max_err = INFINITY;
-                else if (fabs(got - ref) > max_err) max_err = fabs(got - ref);
-                if (fabs(ref) > max_ref) max_ref = fabs(ref);
+                probe_err_add(&pe, o[i * N2 + n], ref);
             }
-        printf("  max |O - ref| = %.3g (max |ref| %.3g), %d NaN\n", max_err, max_ref, nan);
-        check(!nan && max_err <= 1e-2 * max_ref, "tprobe matches the float64 reference", "max error %.3g of %.3g, %d NaN",
-              max_err, max_ref, nan);
+        probe_err_check(&pe, "O", "tprobe matches the float64 reference", 1e-2);
     }
-    char ignore[256];
-    DevPtr bufs[4] = {da, db, dw, dout};
-    for (int i = 0; i < 4; i++)
-        if (bufs[i]) dev_free(dev, bufs[i], ignore, sizeof ignore);
-    if (mod) dev_unload(mod);
-    if (dev) dev_close(dev);
+    probe_dev_close(&pd);
     free(ptx);
     return check_summary();
 }

@@ -127,53 +127,34 @@ int main(int argc, char **argv) {
     probe_fill_bf16(&rng, a, M * K);
     probe_fill_bf16(&rng, b, N * K);
     char err[4096] = "";
-    Device *dev = NULL;
-    DevModule *mod = NULL;
-    DevFunc *fn = NULL;
-    DevPtr da = 0, db = 0, dout = 0;
+    ProbeDev pd;
+    DevPtr da, db, dout = 0;
     uint8_t maps[2][DEV_TMAP_BYTES] __attribute__((aligned(64)));
-    unsigned grid[3] = {2, 1, 1}, block[3] = {THREADS, 1, 1}, cluster[3] = {2, 1, 1};
-    setenv("PTXGEN_SIM_STRICT", "1", 1);
-    int rc = dev_open(&dev, "sim", 0, err, sizeof err) ||
-             dev_load_ptx(dev, ptx, "/tmp/tprobe_pair_failed.ptx", &mod, err, sizeof err) ||
-             dev_get_func(mod, "tprobe_pair", &fn, err, sizeof err) || dev_set_dyn_smem(fn, SMEM, err, sizeof err) ||
-             dev_alloc(dev, &da, sizeof a, err, sizeof err) || dev_alloc(dev, &db, sizeof b, err, sizeof err) ||
-             dev_alloc(dev, &dout, sizeof o, err, sizeof err) || dev_upload(dev, da, a, sizeof a, err, sizeof err) ||
-             dev_upload(dev, db, b, sizeof b, err, sizeof err) ||
-             dev_fill_u8(dev, dout, 0xFF, sizeof o, err, sizeof err) ||   /* NaN poison: every element must be written */
-             probe_map2d(dev, da, 9, 2, M, K, 64, ROWS, 3, maps[0], err, sizeof err) ||
-             probe_map2d(dev, db, 9, 2, N, K, 64, HALF, 3, maps[1], err, sizeof err);
-    unsetenv("PTXGEN_SIM_STRICT");
+    int rc = probe_dev_open(&pd, "sim", 1, err, sizeof err) ||
+             probe_dev_load(&pd, ptx, "/tmp/tprobe_pair_failed.ptx", "tprobe_pair", SMEM, err, sizeof err) ||
+             probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
+             probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
+             probe_map2d(pd.dev, da, 9, 2, M, K, 64, ROWS, 3, maps[0], err, sizeof err) ||
+             probe_map2d(pd.dev, db, 9, 2, N, K, 64, HALF, 3, maps[1], err, sizeof err);
     if (!rc) {
         void *p[3] = {maps[0], maps[1], &dout};
-        rc = dev_launch_cluster(fn, grid, block, cluster, SMEM, p, err, sizeof err) || dev_sync(dev, err, sizeof err) ||
-             dev_download(dev, o, dout, sizeof o, err, sizeof err);
+        rc = probe_dev_run(&pd, THREADS, SMEM, p, dout, o, sizeof o, err, sizeof err);
     }
     check(!rc, "pair probe runs", "%s", err);
     if (!rc) {
         /* Layout B: CTA c, lane L, column j holds row 64c + (L % 64) of D, column j + 32 (L / 64) */
-        double max_err = 0, max_ref = 0;
-        int nan = 0;
+        ProbeErr pe = {0};
         for (int c = 0; c < 2; c++)
             for (int l = 0; l < THREADS; l++)
                 for (int j = 0; j < COLS; j++) {
                     int m = 64 * c + l % 64, n = j + COLS * (l / 64);
-                    double ref = 0, got = o[(c * THREADS + l) * COLS + j];
+                    double ref = 0;
                     for (int k = 0; k < K; k++) ref += (double)bf16_to_f32(a[m * K + k]) * bf16_to_f32(b[n * K + k]);
-                    if (isnan(got)) nan++, max_err = INFINITY;
-                    else if (fabs(got - ref) > max_err) max_err = fabs(got - ref);
-                    if (fabs(ref) > max_ref) max_ref = fabs(ref);
+                    probe_err_add(&pe, o[(c * THREADS + l) * COLS + j], ref);
                 }
-        printf("  max |D - ref| = %.3g (max |ref| %.3g), %d NaN\n", max_err, max_ref, nan);
-        check(!nan && max_err <= 1e-4 * max_ref, "Layout B and the N-split B of an M=128 cta_group::2 MMA match float64",
-              "max error %.3g of %.3g, %d NaN", max_err, max_ref, nan);
+        probe_err_check(&pe, "D", "Layout B and the N-split B of an M=128 cta_group::2 MMA match float64", 1e-4);
     }
-    char ignore[256];
-    DevPtr bufs[3] = {da, db, dout};
-    for (int i = 0; i < 3; i++)
-        if (bufs[i]) dev_free(dev, bufs[i], ignore, sizeof ignore);
-    if (mod) dev_unload(mod);
-    if (dev) dev_close(dev);
+    probe_dev_close(&pd);
     free(ptx);
     return check_summary();
 }

@@ -176,39 +176,30 @@ int main(int argc, char **argv)
     probe_fill_bf16(&rng, b, N * K);
     probe_fill_bf16(&rng, w, N * K);
     char err[4096] = "";
-    Device *dev = NULL;
-    DevModule *mod = NULL;
-    DevFunc *fn = NULL;
-    DevPtr da = 0, db = 0, dw = 0, dout = 0;
+    ProbeDev pd;
+    DevPtr da, db, dw, dout = 0;
     uint8_t maps[4][DEV_TMAP_BYTES] __attribute__((aligned(64)));
-    unsigned grid[3] = {2, 1, 1}, block[3] = {THREADS, 1, 1}, cluster[3] = {2, 1, 1};
-    int rc = dev_open(&dev, kind, 0, err, sizeof err);
+    int rc = probe_dev_open(&pd, kind, 0, err, sizeof err);
     if (rc && strstr(err, "no CUDA driver")) {
         printf("SKIP xprobe: %s\n0 passed, 0 failed\n", err);
         return 0;
     }
-    rc = rc || dev_load_ptx(dev, ptx, "/tmp/xprobe_failed.ptx", &mod, err, sizeof err) ||
-         dev_get_func(mod, "xprobe", &fn, err, sizeof err) || dev_set_dyn_smem(fn, SMEM, err, sizeof err) ||
-         dev_alloc(dev, &da, sizeof a, err, sizeof err) || dev_alloc(dev, &db, sizeof b, err, sizeof err) ||
-         dev_alloc(dev, &dw, sizeof w, err, sizeof err) || dev_alloc(dev, &dout, sizeof o, err, sizeof err) ||
-         dev_upload(dev, da, a, sizeof a, err, sizeof err) || dev_upload(dev, db, b, sizeof b, err, sizeof err) ||
-         dev_upload(dev, dw, w, sizeof w, err, sizeof err) ||
-         dev_fill_u8(dev, dout, 0xFF, sizeof o, err, sizeof err) ||   /* NaN poison: every element must be written */
-         probe_map2d(dev, da, 9, 2, M, K, 64, 64, 3, maps[0], err, sizeof err) ||
-         probe_map2d(dev, db, 9, 2, N, K, 32, 32, 2, maps[1], err, sizeof err) ||
-         probe_map2d(dev, dw, 9, 2, N, K, 16, 64, 1, maps[2], err, sizeof err) ||
-         probe_map2d(dev, dout, 7, 4, M, N, 64, 64, 0, maps[3], err, sizeof err);
+    rc = rc || probe_dev_load(&pd, ptx, "/tmp/xprobe_failed.ptx", "xprobe", SMEM, err, sizeof err) ||
+         probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
+         probe_dev_in(&pd, w, sizeof w, &dw, err, sizeof err) || probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
+         probe_map2d(pd.dev, da, 9, 2, M, K, 64, 64, 3, maps[0], err, sizeof err) ||
+         probe_map2d(pd.dev, db, 9, 2, N, K, 32, 32, 2, maps[1], err, sizeof err) ||
+         probe_map2d(pd.dev, dw, 9, 2, N, K, 16, 64, 1, maps[2], err, sizeof err) ||
+         probe_map2d(pd.dev, dout, 7, 4, M, N, 64, 64, 0, maps[3], err, sizeof err);
     if (!rc) {
         void *args[4] = {maps[0], maps[1], maps[2], maps[3]};
-        rc = dev_launch_cluster(fn, grid, block, cluster, SMEM, args, err, sizeof err) || dev_sync(dev, err, sizeof err) ||
-             dev_download(dev, o, dout, sizeof o, err, sizeof err);
+        rc = probe_dev_run(&pd, THREADS, SMEM, args, dout, o, sizeof o, err, sizeof err);
     }
     check(!rc, "xprobe runs", "%s", err);
     if (!rc) {
         /* S in float64, P rounded to bf16 as the kernel does (from its fp32 S: a rounding tie may differ,
          * hence the tolerance), O = P W^T */
-        double max_err = 0, max_ref = 0;
-        int nan = 0;
+        ProbeErr pe = {0};
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 double ref = 0;
@@ -217,26 +208,16 @@ int main(int argc, char **argv)
                     for (int x = 0; x < K; x++) sik += (double)bf16_to_f32(a[i * K + x]) * bf16_to_f32(b[k * K + x]);
                     ref += (double)bf16_to_f32(f32_to_bf16((float)sik)) * bf16_to_f32(w[j * K + k]);
                 }
-                double got = o[i * N + j];
-                nan += isnan(got) != 0;
-                if (fabs(got - ref) > max_err || isnan(got)) max_err = isnan(got) ? INFINITY : fabs(got - ref);
-                if (fabs(ref) > max_ref) max_ref = fabs(ref);
+                probe_err_add(&pe, o[i * N + j], ref);
             }
-        printf("  max |O - ref| = %.3g (max |ref| %.3g), %d NaN\n", max_err, max_ref, nan);
-        check(!nan && max_err <= 1e-2 * max_ref, "xprobe matches the float64 reference", "max error %.3g of %.3g, %d NaN",
-              max_err, max_ref, nan);
+        probe_err_check(&pe, "O", "xprobe matches the float64 reference", 1e-2);
     }
     if (!rc && out_path) probe_write("xprobe output written", out_path, o, M * N);
     if (!rc && cmp_path) {
         static float other[M * N];
         probe_compare("xprobe agrees with the other device's output", cmp_path, o, other, M * N, 1e-3);
     }
-    char ignore[256];
-    DevPtr bufs[4] = {da, db, dw, dout};
-    for (int i = 0; i < 4; i++)
-        if (bufs[i]) dev_free(dev, bufs[i], ignore, sizeof ignore);
-    if (mod) dev_unload(mod);
-    if (dev) dev_close(dev);
+    probe_dev_close(&pd);
     free(ptx);
     return check_summary();
 }
