@@ -4,15 +4,14 @@
 
 /* The descriptors of every operand, at its first byte; MMAs move them by immediates. */
 void tc_descriptors(Kctx *k, TcBwd *f) {
-    Reg none = NOGUARD;
     DType dt = f->d->dtype;
-    f->kv_k = umma_desc(k, k->smem, none, f->kv, umma_kmajor128());
-    f->q_k = umma_desc(k, k->smem, none, f->q, umma_kmajor128());
-    f->do_k = umma_desc(k, k->smem, none, f->dout, umma_kmajor128());
-    f->kv_mn = umma_desc(k, k->smem, none, f->kv, umma_mn128(f->bn));
-    f->q_mn = umma_desc(k, k->smem, none, f->q, umma_mn128(f->hb));
-    f->do_mn = umma_desc(k, k->smem, none, f->dout, umma_mn128(f->hb));
-    f->ds_mn = umma_desc(k, k->smem, none, f->ds, umma_mn_rows(2 * f->hb));
+    f->kv_k = umma_desc(k, f->kv, umma_kmajor128());
+    f->q_k = umma_desc(k, f->q, umma_kmajor128());
+    f->do_k = umma_desc(k, f->dout, umma_kmajor128());
+    f->kv_mn = umma_desc(k, f->kv, umma_mn128(f->bn));
+    f->q_mn = umma_desc(k, f->q, umma_mn128(f->hb));
+    f->do_mn = umma_desc(k, f->dout, umma_mn128(f->hb));
+    f->ds_mn = umma_desc(k, f->ds, umma_mn_rows(2 * f->hb));
     f->i_s = umma_idesc_f16(dt, f->bn, f->hb, 0, 0);
     f->i_dq = umma_idesc_f16(dt, f->bn, f->hb, 1, 1);
     f->i_kv[0] = umma_idesc_f16(dt, f->bn, MLA_TC_DKV_COLS, 0, 1);

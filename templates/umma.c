@@ -14,11 +14,10 @@ static uint64_t layout_bits(int swizzle) {
     return (uint64_t)(swizzle == 128 ? 2 : swizzle == 64 ? 4 : 6) << 61;
 }
 
-Reg umma_desc(Kctx *k, Reg smem, Reg off, int imm, UmmaLayout l) {
+Reg umma_desc(Kctx *k, int off, UmmaLayout l) {
     Emit *e = &k->e;
     Reg a = e_reg(e, RC_B32), d = e_reg(e, RC_B64);
-    INS(e, ADD_U32, R(a), R(smem), I(imm));
-    if (off.cls != NOGUARD.cls) INS(e, ADD_U32, R(a), R(a), R(off));
+    INS(e, ADD_U32, R(a), R(k->smem), I(off));
     INS(e, SHR_U32, R(a), R(a), I(4));
     INS(e, AND_B32, R(a), R(a), I(0x3FFF));
     INS(e, CVT_U64_U32, R(d), R(a));
@@ -34,23 +33,21 @@ Reg umma_desc_at(Kctx *k, Reg desc, int bytes) {
     return d;
 }
 
-void umma_row(Kctx *k, UmmaRow *ur, Reg tile_addr, Reg r) {
+/* cp.async of one 128-byte row r of a slab at slab_addr: 8 x 16 bytes from
+ * src, src-size bytes each (16, or 0 for a zero row that reads nothing),
+ * chunk c stored at chunk c ^ (r & 7). */
+static void row_copy(Kctx *k, Reg slab_addr, Reg r, Reg src, Reg srcsize) {
     Emit *e = &k->e;
     Reg base = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(base), R(r), I(128), R(tile_addr));
+    INS(e, MAD_LO_U32, R(base), R(r), I(128), R(slab_addr));
     INS(e, AND_B32, R(x), R(r), I(7));
     INS(e, SHL_B32, R(x), R(x), I(4));
     for (int c = 0; c < 8; c++) {
-        Reg t = e_reg(e, RC_B32);
-        ur->chunk[c] = e_reg(e, RC_B32);
+        Reg t = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
         INS(e, XOR_B32, R(t), R(x), I(16 * c));
-        INS(e, ADD_U32, R(ur->chunk[c]), R(base), R(t));
+        INS(e, ADD_U32, R(dst), R(base), R(t));
+        INS(e, CP_ASYNC_CG_16, A(dst, 0), A(src, 16 * c), I(16), R(srcsize));
     }
-}
-
-void umma_row_slab_copy(Kctx *k, const UmmaRow *ur, int rows, int s, Reg src, Reg srcsize) {
-    for (int c = 0; c < 8; c++)
-        INS(&k->e, CP_ASYNC_CG_16, A(ur->chunk[c], (int64_t)s * rows * 128), A(src, 128 * s + 16 * c), I(16), R(srcsize));
 }
 
 void umma_tile_copy(Kctx *k, Reg tile_addr, int rows, int cols, int threads, Reg src, Reg stride, Reg nrows) {
@@ -70,14 +67,10 @@ void umma_tile_copy(Kctx *k, Reg tile_addr, int rows, int cols, int threads, Reg
         INS(e, SELP_B32, R(row), R(r), I(0), R(ok));         /* a zero row reads nothing: row 0's address */
         INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
         INS(e, MAD_WIDE_U32, R(a), R(row), R(stride), R(src));
-        Reg t = e_reg(e, RC_B32), off = e_reg(e, RC_B32), sa = e_reg(e, RC_B64);
-        INS(e, MUL_LO_U32, R(off), R(s), I(128));            /* the slab's columns in the source row */
-        INS(e, MUL_WIDE_U32, R(sa), R(off), I(1));
-        INS(e, ADD_U64, R(a), R(a), R(sa));
-        INS(e, MAD_LO_U32, R(t), R(s), I(rows * 128), R(tile_addr));
-        UmmaRow ur;
-        umma_row(k, &ur, t, r);
-        umma_row_slab_copy(k, &ur, rows, 0, a, sz);
+        INS(e, MAD_WIDE_U32, R(a), R(s), I(128), R(a));      /* the slab's 64 columns in the source row */
+        Reg slab = e_reg(e, RC_B32);
+        INS(e, MAD_LO_U32, R(slab), R(s), I(rows * 128), R(tile_addr));
+        row_copy(k, slab, r, a, sz);
         e_place(e, skip);
     }
 }

@@ -17,10 +17,10 @@ uint32_t umma_idesc_f16(DType dt, int m, int n, int a_mn, int b_mn);
  * 128 bytes), LBO and SBO in bytes. */
 typedef struct { int swizzle, lbo, sbo; } UmmaLayout;
 
-/* The descriptor of an operand starting at the shared address smem + off
- * (off a runtime register or NOGUARD for none, plus imm). The start must sit
- * on the swizzle pattern's first row (base offset 0): regions are 1024-aligned. */
-Reg  umma_desc(Kctx *k, Reg smem, Reg off, int imm, UmmaLayout l);
+/* The descriptor of an operand starting at byte off of the dynamic shared
+ * memory. The start must sit on the swizzle pattern's first row (base offset
+ * 0): regions are 1024-aligned. */
+Reg  umma_desc(Kctx *k, int off, UmmaLayout l);
 /* desc moved by `bytes` along its start address (a K step inside an atom, the next atom). */
 Reg  umma_desc_at(Kctx *k, Reg desc, int bytes);
 
@@ -31,14 +31,6 @@ Reg  umma_desc_at(Kctx *k, Reg desc, int bytes);
 #define UMMA_SLAB_COLS 64
 static inline UmmaLayout umma_kmajor128(void) { return (UmmaLayout){128, 16, 1024}; }
 static inline UmmaLayout umma_mn128(int rows) { return (UmmaLayout){128, rows * 128, 1024}; }
-
-/* Per-row chunk bases of a K-major 128B tile: the shared address of chunk c
- * of row r of slab 0 is chunk[c] (row base with c ^ (r & 7) applied). */
-typedef struct { Reg chunk[8]; } UmmaRow;
-void umma_row(Kctx *k, UmmaRow *ur, Reg tile_addr, Reg r);
-/* cp.async of slab s of one row (8 x 16 bytes from src, src-size bytes each:
- * 16, or 0 for a zero row that reads nothing) into the tile of `rows` rows. */
-void umma_row_slab_copy(Kctx *k, const UmmaRow *ur, int rows, int s, Reg src, Reg srcsize);
 
 /* Rows [0, rows) of a [rows][cols] 16-bit tensor at src + r * stride into a
  * K-major 128B tile, one (row, slab) per thread and pass; rows >= nrows are
