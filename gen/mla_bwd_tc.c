@@ -77,19 +77,11 @@ static void arrive(Kctx *k, Reg bar) {
     INS(&k->e, MBAR_ARRIVE, R(st), A(bar, 0));
 }
 
-/* for (n = 0; n < nsteps; n++) body(n): one copy, uniform branches */
-static void step_loop(Kctx *k, TcBwd *f, void (*body)(Kctx *, TcBwd *, Reg)) {
-    Emit *e = &k->e;
-    Reg n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
-    int top = e_label(e), done = e_label(e);
-    INS(e, MOV_B32, R(n), I(0));
-    e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(n), R(f->nsteps));
-    INSP(e, more, 1, BRA_UNI, L(done));
-    body(k, f, n);
-    INS(e, ADD_U32, R(n), R(n), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
+/* for (n = 0; n < nsteps; n++) body(n): attn_emit's key loop over the token's steps */
+static void step_loop(Kctx *k, TcBwd *f, KeyStep body) {
+    Reg n = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(n), I(0));
+    key_loop(k, body, f, n, f->nsteps, f->nsteps, 0);
 }
 
 /* -lse log2(e) and delta of every head of the block (heads past h_q: -inf and 0, so P = 0). */
@@ -120,7 +112,9 @@ static void head_stats(Kctx *k, TcBwd *f) {
  * token's count or whose index is not a kv row gets row coordinate -1: out of
  * the map, zero-filled, nothing read. Each slot's kv row (-1: none) goes to
  * the rows buffer for the compute warps before the lane arrives. */
-static void produce(Kctx *k, TcBwd *f, Reg n) {
+static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcBwd *f = ctx;
+    (void)n_max, (void)masked;
     Emit *e = &k->e;
     Reg first = e_reg(e, RC_PRED), lead = e_reg(e, RC_PRED), rows = e_reg(e, RC_B32), coord[4];
     int go = e_label(e);
@@ -158,37 +152,37 @@ static void produce(Kctx *k, TcBwd *f, Reg n) {
 }
 
 /* The issuer warp's step n: every lane waits until an MMA group's inputs are
- * ready and the TMEM it writes has been read out; lane 0 issues the group. */
-static void issue_group(Kctx *k, TcBwd *f, void (*group)(Kctx *, TcBwd *, int), int arg) {
-    int skip = e_label(&k->e);
-    INSP(&k->e, f->leader, 1, BRA, L(skip));
-    group(k, f, arg);
-    e_place(&k->e, skip);
+ * ready and the TMEM it writes has been read out; lane 0 issues the group
+ * (lead() branches the others past it, to the returned label). */
+static int lead(Kctx *k, const TcBwd *f) {
+    int past = e_label(&k->e);
+    INSP(&k->e, f->leader, 1, BRA, L(past));
+    return past;
 }
 
-static void scores(Kctx *k, TcBwd *f, int arg) { (void)arg, tc_issue_scores(k, f); }
-static void dq_first(Kctx *k, TcBwd *f, int first) { tc_issue_dq(k, f, first ? f->no : f->yes); }
-
-static void issue(Kctx *k, TcBwd *f, Reg n) {
+static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcBwd *f = ctx;
+    (void)n_max, (void)masked;
     Emit *e = &k->e;
-    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS, first_step = e_label(e), dq_done = e_label(e);
-    Reg later = e_reg(e, RC_PRED);
+    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS, past;
+    Reg acc = e_reg(e, RC_PRED);
     umma_wait(k, f->bar[BAR_KV_FULL], phase(k, n, 1, 0));
-    issue_group(k, f, scores, 0);
+    past = lead(k, f);
+    tc_issue_scores(k, f);
+    e_place(e, past);
     /* S^T, dP^T read; P^T, dS^T in. The compute warps arrive here only after
      * step n-1's last dkv chunk is out, so chunk 0 needs no FREE wait of its own. */
     umma_wait(k, f->bar[BAR_P], phase(k, n, 1, 0));
-    INS(e, SETP_NE_U32, R(later), R(n), I(0));
-    INSP(e, later, 1, BRA_UNI, L(first_step));
-    issue_group(k, f, dq_first, 0);                        /* dQ^T += ... */
-    INS(e, BRA_UNI, L(dq_done));
-    e_place(e, first_step);
-    issue_group(k, f, dq_first, 1);                        /* dQ^T = ... on the first step */
-    e_place(e, dq_done);
-    issue_group(k, f, tc_issue_dkv, 0);
+    INS(e, SETP_NE_U32, R(acc), R(n), I(0));               /* false on the first step: dQ^T starts at zero */
+    past = lead(k, f);
+    tc_issue_dq(k, f, acc);
+    tc_issue_dkv(k, f, 0);
+    e_place(e, past);
     for (int ch = 1; ch < chunks; ch++) {
         umma_wait(k, f->bar[BAR_FREE], phase(k, n, chunks, ch - 1));
-        issue_group(k, f, tc_issue_dkv, ch);
+        past = lead(k, f);
+        tc_issue_dkv(k, f, ch);
+        e_place(e, past);
     }
 }
 
@@ -265,7 +259,9 @@ static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
 
 /* The compute warps' step n: P^T and dS^T of the thread's slot (its lane),
  * then each dkv chunk out of TMEM. */
-static void compute(Kctx *k, TcBwd *f, Reg n) {
+static void compute(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcBwd *f = ctx;
+    (void)n_max, (void)masked;
     Emit *e = &k->e;
     int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS;
     Reg par = phase(k, n, 1, 0), ra = e_reg(e, RC_B32), row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED);
