@@ -195,13 +195,6 @@ static void tmem_load(Kctx *k, TcBwd *f, int col, Reg *v, int n) {
     INS0(&k->e, TC_WAIT_LD);
 }
 
-static Reg pack2(Kctx *k, DType dt, Reg lo, Reg hi) {
-    Reg r = e_reg(&k->e, RC_B32);
-    if (dt == DT_BF16) INS(&k->e, CVT_BF16X2, R(r), R(hi), R(lo));   /* the first source is the high half */
-    else INS(&k->e, CVT_F16X2, R(r), R(hi), R(lo));
-    return r;
-}
-
 /* P^T and dS^T of this thread's slot from S^T and dP^T; into TMEM (A of dkv)
  * and dS^T into its shared row (B of dQ^T). */
 static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
@@ -220,9 +213,9 @@ static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
         INS(e, MUL_F32, R(sp), R(s[h]), R(f->scale));
         INS(e, MUL_F32, R(dp[h]), R(dp[h]), R(sp));
     }
-    for (int i = 0; i < hb / 2; i++) {
-        p[i] = pack2(k, f->d->dtype, s[2 * i], s[2 * i + 1]);
-        ds[i] = pack2(k, f->d->dtype, dp[2 * i], dp[2 * i + 1]);
+    for (int c = 0; c < hb / 8; c++) {
+        f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);
+        f32x8_pack(k, f->d->dtype, dp + 8 * c, ds + 4 * c);
     }
     if (hb == 32) {
         INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_p), V(16, p));
