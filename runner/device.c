@@ -72,6 +72,29 @@ int dev_event_ms(DevEvent *a, DevEvent *b, float *ms, char *err, size_t n) { ret
 int dev_print_stats(Device *d, FILE *out, char *err, size_t n) { return d->ops->stats(d, out, err, n); }
 void dev_set_strict(Device *d, int on) { if (d->ops->set_strict) d->ops->set_strict(d, on); }
 int dev_print_notes(Device *d, FILE *out) { return d->ops->notes ? d->ops->notes(d, out) : 0; }
+/* The index of name in names (n of them), or -1. */
+static int name_index(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+int dev_tmap_names(DevTmapDesc *d, const char *dtype, const char *swizzle, const char *interleave, const char *oob_fill,
+                   char *err, size_t errlen)
+{
+    static const char *const dtypes[] = {"fp16", "fp32", "bf16"}, *const swizzles[] = {"none", "32B", "64B", "128B"};
+    static const char *const interleaves[] = {"none", "16B", "32B"}, *const fills[] = {"zero", "nan"};
+    static const int dtype_codes[] = {6, 7, 9};   /* CUtensorMapDataType */
+    int t = name_index(dtype, dtypes, 3), s = name_index(swizzle, swizzles, 4), i = name_index(interleave, interleaves, 3);
+    int f = name_index(oob_fill, fills, 2);
+    if (t < 0 || s < 0 || i < 0 || f < 0)
+        return dev_errf(err, errlen, "tensor map: unknown %s '%s'", t < 0 ? "dtype" : s < 0 ? "swizzle" : i < 0 ? "interleave" : "OOB fill",
+                        t < 0 ? dtype : s < 0 ? swizzle : i < 0 ? interleave : oob_fill);
+    d->dtype = dtype_codes[t], d->swizzle = s, d->interleave = i, d->oobfill = f;
+    return 0;
+}
+
 int dev_tmap_encode(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t n)
 {
     if (!desc || !out) return dev_errf(err, n, "dev_tmap_encode: NULL %s", desc ? "output buffer" : "description");

@@ -89,6 +89,11 @@ int  dev_event_ms(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t 
  * the sim's own encoding (runner/sim/sim_tmap.h) on "sim". A map is only
  * valid on the device that encoded it. */
 int  dev_tmap_encode(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen);
+/* desc's dtype, swizzle, interleave and oobfill from a manifest tensor map's names ("bf16" | "fp16" |
+ * "fp32"; "none" | "32B" | "64B" | "128B"; "none" | "16B" | "32B"; "zero" | "nan"); an unknown name is
+ * an error naming it. */
+int  dev_tmap_names(DevTmapDesc *desc, const char *dtype, const char *swizzle, const char *interleave,
+                    const char *oob_fill, char *err, size_t errlen);
 
 /* The sim's notes (sim.h sim_note): what the ISA asks for and a kernel omits
  * although the hardware tolerates it. strict: such omissions are errors

@@ -579,8 +579,6 @@ static int expr_vars(Problem *p, const ptxgen_set *s, int kernel, ExprVar *vars,
     return n;
 }
 
-static int tmap_dtype(const char *dt) { return !strcmp(dt, "bf16") ? 9 : !strcmp(dt, "fp16") ? 6 : 7; }
-
 /* Encodes parameter pi's tensor map over its tensor into out. */
 static int encode_tmap(Problem *p, const ptxgen_set *s, int kernel, const ptxgen_param *pi, Device *dev, uint8_t *out,
                        char *err, size_t errlen) {
@@ -594,10 +592,8 @@ static int encode_tmap(Problem *p, const ptxgen_set *s, int kernel, const ptxgen
     ExprVar vars[PROBLEM_NSIZES + 64];
     int nv = expr_vars(p, s, kernel, vars, (int)(sizeof vars / sizeof vars[0]), err, errlen);
     if (nv < 0) return 1;
-    DevTmapDesc d = {.dtype = tmap_dtype(m.dtype), .rank = m.rank, .gaddr = t->dev,
-                     .swizzle = !strcmp(m.swizzle, "128B") ? 3 : !strcmp(m.swizzle, "64B") ? 2 : !strcmp(m.swizzle, "32B"),
-                     .interleave = !strcmp(m.interleave, "16B") ? 1 : !strcmp(m.interleave, "32B") ? 2 : 0,
-                     .oobfill = !strcmp(m.oob_fill, "nan")};
+    DevTmapDesc d = {.rank = m.rank, .gaddr = t->dev};
+    if (dev_tmap_names(&d, m.dtype, m.swizzle, m.interleave, m.oob_fill, err, errlen)) return 1;
     for (int i = 0; i < m.rank; i++) {
         long long v;
         char why[256];

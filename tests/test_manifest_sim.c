@@ -94,10 +94,10 @@ static int tmap(Ctx *c, const Json *k, const char *param, uint8_t *out) {
         const Json *es = json_get(m, "element_strides");
         int64_t rank;
         if (!b || json_i64(json_get(m, "rank"), &rank) || rank < 1 || rank > DEV_TMAP_MAX_RANK) return 1;
-        const char *sw = str(m, "swizzle"), *dt = str(m, "dtype");
-        DevTmapDesc d = {.dtype = !strcmp(dt, "bf16") ? 9 : !strcmp(dt, "fp16") ? 6 : 7, .rank = (int)rank, .gaddr = b->dev,
-                         .swizzle = !strcmp(sw, "128B") ? 3 : !strcmp(sw, "64B") ? 2 : !strcmp(sw, "32B") ? 1 : 0,
-                         .oobfill = !strcmp(str(m, "oob_fill"), "nan")};
+        DevTmapDesc d = {.rank = (int)rank, .gaddr = b->dev};
+        if (dev_tmap_names(&d, str(m, "dtype"), str(m, "swizzle"), str(m, "interleave"), str(m, "oob_fill"), c->err,
+                           sizeof c->err))
+            return 1;
         for (int r = 0; r < rank; r++) {
             int64_t bx, e;
             d.dim[r] = (uint64_t)eval(c, dims->item[r].str);
