@@ -56,7 +56,7 @@ static inline size_t tmem_cell(const Tmem *t, int lane, int col) { return (size_
 
 /* alloc, dealloc, relinquish_alloc_permit, ld, st, wait::ld/st (sim_tmem.c) */
 int tmem_insn(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);
-/* Whether warp w's write of a cell (what: "tcgen05.mma", "tcgen05.st") is
+/* Whether warp w's write of a cell (what: "tcgen05.mma", "tcgen05.st", "tcgen05.cp", "tcgen05.shift") is
  * ordered after the cell's last tcgen05.ld by another warp; else a race error. */
 int tmem_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, Tmem *t, size_t cell, const char *what);
 /* Column col of the CTA's TMEM is allocated (and inside it). */

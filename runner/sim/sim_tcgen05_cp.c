@@ -155,8 +155,9 @@ static int cp_shape(SimCta *c, SimWarp *w, int lane, const SimInsn *in)
                    ".warpx2::02_13 or ::01_23, or .32x128b with .warpx4"), -1;
 }
 
-/* Every cell of the op in allocated TMEM, and none that an in-flight op
- * uses unless the ISA pipelines the pair for this thread. */
+/* Every cell of the op in allocated TMEM, none that another warp read with no
+ * barrier since (the race clocks, as for an MMA's D), and none that an
+ * in-flight op uses unless the ISA pipelines the pair for this thread. */
 static int cells_free(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const CpOp *op, const char *name)
 {
     for (int i = 0; i < op->ncta; i++) {
@@ -170,6 +171,7 @@ static int cells_free(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const 
                         return tc_fail(c, w, lane, in, "%s reaches TMEM lane %d column %d of CTA rank %d, which is %s", name, l, col,
                                        op->cta[i]->rank, l >= TMEM_LANES || col >= t->cols ? "outside the tensor memory" : "not allocated");
                     size_t cell = tmem_cell(t, l, col);
+                    if (op->cta[i] == c && !tmem_write_ordered(c, w, lane, in, t, cell, name)) return 1;
                     if (!t->pend[cell] && !t->held[cell]) continue;
                     int writes = 0;
                     const SimAsync *p = tc_op_at(op->cta[i], l, col, &writes);
