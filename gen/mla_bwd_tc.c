@@ -164,7 +164,7 @@ static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcBwd *f = ctx;
     (void)n_max, (void)masked;
     Emit *e = &k->e;
-    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS, past;
+    int chunks = tc_chunks(f), past;
     Reg acc = e_reg(e, RC_PRED);
     umma_wait(k, f->bar[BAR_KV_FULL], phase(k, n, 1, 0));
     past = lead(k, f);
@@ -256,7 +256,7 @@ static void compute(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcBwd *f = ctx;
     (void)n_max, (void)masked;
     Emit *e = &k->e;
-    int chunks = (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS;
+    int chunks = tc_chunks(f);
     Reg par = phase(k, n, 1, 0), ra = e_reg(e, RC_B32), row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED);
     e_comment(e, "compute step n: P^T, dS^T");
     umma_wait(k, f->bar[BAR_KV_FULL], par);                /* the step's kv rows are recorded */

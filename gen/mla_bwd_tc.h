@@ -46,6 +46,7 @@ typedef struct {
 
 /* mla_bwd_tc_mma.c: what the issuing thread emits */
 void tc_descriptors(Kctx *k, TcBwd *f);
+int  tc_chunks(const TcBwd *f);                   /* dkv chunks per step (the KV and FREE phases per step) */
 int  tc_chunk_cols(const TcBwd *f, int ch);
 void tc_issue_scores(Kctx *k, TcBwd *f);          /* S^T, dP^T; commit to S */
 void tc_issue_dq(Kctx *k, TcBwd *f, Reg acc);     /* dQ^T (+)= ...; commit to DQ */

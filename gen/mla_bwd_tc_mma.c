@@ -54,6 +54,8 @@ void tc_issue_dq(Kctx *k, TcBwd *f, Reg acc) {
 
 /* dkv chunk ch (columns [256 ch, ...)) = dS^T Q (+ P^T dO on d_v's columns),
  * A from TMEM, B MN-major over the heads 16 at a time. */
+int tc_chunks(const TcBwd *f) { return (f->d->d + MLA_TC_DKV_COLS - 1) / MLA_TC_DKV_COLS; }
+
 int tc_chunk_cols(const TcBwd *f, int ch) {
     int left = f->d->d - ch * MLA_TC_DKV_COLS;
     return left < MLA_TC_DKV_COLS ? left : MLA_TC_DKV_COLS;
