@@ -19,8 +19,9 @@ static const KernelKind kinds[] = {
      "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
      MLA_D_V, 0, 1},
-    {"mla_bwd", "sparse MLA backward on tcgen05 (cta_group::1, TMEM accumulators): delta, main (dq, dkv), "
-     "convert or the deterministic reduce; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,
+    {"mla_bwd", "sparse MLA backward on tcgen05 (TMEM accumulators): delta; bm=128 (default) a CTA-pair dq kernel "
+     "(cta_group::2) and a KV-stationary dkv kernel, bm=16/32 one main kernel (cta_group::1); convert or the "
+     "deterministic reduce; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,
      mla_bwd_tc_default_tile, mla_bwd_tc_check_tile, mla_bwd_tc_plan, mla_bwd_tc_build, NULL, NULL, NULL, mla_hdims, 1,
      MLA_D_QK, MLA_D_V, 0, 0},
 };

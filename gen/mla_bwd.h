@@ -15,7 +15,7 @@
 #define PTXGEN_MLA_BWD_H
 #include "mla_emit.h"
 
-enum { MLA_BWD_PRE, MLA_BWD_MAIN, MLA_BWD_DKV, MLA_BWD_KERNELS };
+enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any), then convert or reduce */
 #define MLA_PRE_HEADS 8          /* heads per CTA of pre: 16 threads per 512-wide row */
 #define MLA_CONVERT_ROWS 16      /* kv rows per CTA of convert: 8 threads per 576-wide row */
 #define MLA_ROW_THREADS 128
@@ -35,14 +35,25 @@ void mla_bwd_main_plan(const AttnDesc *d, Plan *p);   /* mla_bwd_desc.c */
 
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
  * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
-typedef struct {
+typedef struct MlaBwdMain MlaBwdMain;
+struct MlaBwdMain {
     void (*plan)(const AttnDesc *d, Plan *p);
     void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
     const char *part;
     int pin_ctas;   /* 1: .minnctapersm from the plan (ptxas otherwise may cap registers for an occupancy the
                        shared memory never allows) */
     void (*abi)(const AttnDesc *d, KernelSpec *ks);   /* parameters past the shared ABI (NULL: none) */
-} MlaBwdMain;
+    /* A kernel whose ABI is not main's (NULL: mla_bwd_main_spec), a second main kernel launched after
+     * this one (NULL: none), and workspaces past the shared ones (NULL: none). */
+    void (*spec)(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks);
+    const MlaBwdMain *then;
+    void (*workspaces)(const AttnDesc *d, KernelSet *ks);
+};
+/* The shared main ABI (q, kv, the selection, do, lse, delta, the dkv workspace, dq, sizes, scale; grid
+ * (s_q, cdiv(h_q, bm))) and the set's entry names: mla_bwd_<part>_<dtype>_dqk.._dv..[_bm.._bn..][_det]. */
+void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks);
+void mla_bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile);
+void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks);   /* dkv_part or dkv_accum, by the tile */
 int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);
 /* the tcgen05 main kernel (mla_bwd_tc.c) */

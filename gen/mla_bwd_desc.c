@@ -68,14 +68,15 @@ static void reduce_plan(const AttnDesc *d, Plan *p) {
 }
 
 int mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk) {
+    int n = MLA_BWD_MAIN;
     rows_plan(d, &plans[MLA_BWD_PRE], "pre (delta, 8 heads per CTA)");
-    mk->plan(d, &plans[MLA_BWD_MAIN]);
-    if (d->tile.deterministic) reduce_plan(d, &plans[MLA_BWD_DKV]);
-    else rows_plan(d, &plans[MLA_BWD_DKV], "convert (16 kv rows per CTA)");
-    return MLA_BWD_KERNELS;
+    for (const MlaBwdMain *m = mk; m; m = m->then) m->plan(d, &plans[n++]);
+    if (d->tile.deterministic) reduce_plan(d, &plans[n]);
+    else rows_plan(d, &plans[n], "convert (16 kv rows per CTA)");
+    return n + 1;
 }
 
-static void entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
+void mla_bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
     char tile[48] = "";
     if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d", d->tile.bm, d->tile.bn);
     snprintf(ks->entry, sizeof ks->entry, "mla_bwd_%s_%s_dqk%d_dv%d%s%s", part, dtype_name(d->dtype), d->d, d->dv, tile,
@@ -85,7 +86,7 @@ static void entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_
 static void pre_spec(const AttnDesc *d, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
-    entry(ks, d, "pre", 0);
+    mla_bwd_entry(ks, d, "pre", 0);
     abi_tensor(ks, "o", PR_IN, "forward output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
     abi_workspace(ks, "delta", "rowsum(dO * o), written here");
@@ -95,17 +96,21 @@ static void pre_spec(const AttnDesc *d, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
 }
 
-static void main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks) {
+void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks) {
+    if (d->tile.deterministic) abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, stored here");
+    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, added into here (atomics)");
+}
+
+void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    entry(ks, d, mk->part, 1);
+    mla_bwd_entry(ks, d, mk->part, 1);
     if (mk->pin_ctas) ks->min_ctas = (unsigned)p->ctas_per_sm;
     mla_abi_inputs(ks, d);
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "lse", PR_IN, MLA_LSE_MEANING " (from the forward)", "[s_q, h_q]", "fp32", "");
     abi_workspace(ks, "delta", "rowsum(dO * o), read here");
-    if (d->tile.deterministic) abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, stored here");
-    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, added into here (atomics)");
+    mla_bwd_dkv_workspace(d, ks);
     abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[s_q, h_q, d_qk]", dt, "sh");
     abi_sizes(ks, mla_size_names, 4);
     abi_scale(ks, MLA_SCALE_MEANING);
@@ -119,7 +124,7 @@ static void main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, Ke
 
 static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
-    entry(ks, d, "convert", 0);
+    mla_bwd_entry(ks, d, "convert", 0);
     abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
     abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
     abi_sizes(ks, convert_sizes, 1);
@@ -130,7 +135,7 @@ static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
 
 static void reduce_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32 * MLA_REDUCE_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    entry(ks, d, "reduce", 1);
+    mla_bwd_entry(ks, d, "reduce", 1);
     mla_abi_selection(ks);
     abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, read here");
     abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
@@ -154,21 +159,28 @@ static void workspaces(const AttnDesc *d, KernelSet *ks) {
 }
 
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMain *mk) {
-    ks->nk = MLA_BWD_KERNELS;
+    int n = MLA_BWD_MAIN;
     ks->deterministic = d->tile.deterministic;
     workspaces(d, ks);
     pre_spec(d, &ks->k[MLA_BWD_PRE]);
-    main_spec(d, &ks->plan[MLA_BWD_MAIN], mk, &ks->k[MLA_BWD_MAIN]);
-    if (d->tile.deterministic) reduce_spec(d, &ks->plan[MLA_BWD_DKV], &ks->k[MLA_BWD_DKV]);
-    else convert_spec(d, &ks->k[MLA_BWD_DKV]);
+    for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
+        (x->spec ? x->spec : mla_bwd_main_spec)(d, &ks->plan[n], x, &ks->k[n]);
+        if (x->workspaces) x->workspaces(d, ks);
+    }
+    ks->nk = n + 1;
+    if (d->tile.deterministic) reduce_spec(d, &ks->plan[n], &ks->k[n]);
+    else convert_spec(d, &ks->k[n]);
     mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], m);
+    n = MLA_BWD_MAIN;
+    for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
+        buf_puts(m, "\n");
+        x->emit(d, &ks->k[n], &ks->plan[n], m);
+    }
     buf_puts(m, "\n");
-    mk->emit(d, &ks->k[MLA_BWD_MAIN], &ks->plan[MLA_BWD_MAIN], m);
-    buf_puts(m, "\n");
-    if (d->tile.deterministic) mla_bwd_reduce_emit(d, &ks->k[MLA_BWD_DKV], &ks->plan[MLA_BWD_DKV], m);
-    else mla_bwd_convert_emit(d, &ks->k[MLA_BWD_DKV], m);
+    if (d->tile.deterministic) mla_bwd_reduce_emit(d, &ks->k[n], &ks->plan[n], m);
+    else mla_bwd_convert_emit(d, &ks->k[n], m);
 }
 
-static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL};
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL};
 int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &sync_main); }
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &sync_main); }

@@ -26,42 +26,12 @@
 #include <string.h>
 #include "../templates/epilogue.h"
 
-static Reg new_pred(Emit *e, int v) {
-    Reg p = e_reg(e, RC_PRED), z = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(z), I(0));
-    if (v) INS(e, SETP_EQ_U32, R(p), R(z), I(0));
-    else INS(e, SETP_NE_U32, R(p), R(z), I(0));
-    return p;
-}
-
-/* Barriers and TMEM: thread 0 initialises the mbarriers, warp 0 takes the
- * plan's columns; everyone reads the TMEM address after the sync. */
+/* Barriers and TMEM (umma_prologue), with each barrier's arrival count (mla_bwd_tc.h). */
 static void setup(Kctx *k, TcBwd *f, int cols) {
     static const int count[NBARS] = {TC_PRODUCERS, 1, TC_COMPUTE, 1, 1, TC_COMPUTE};
-    Emit *e = &k->e;
-    Reg w0 = e_reg(e, RC_PRED), t0 = e_reg(e, RC_PRED);
-    int skip = e_label(e), noalloc = e_label(e);
-    for (int i = 0; i < NBARS; i++) {
-        f->bar[i] = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(f->bar[i]), R(k->smem), I(f->bars + 8 * i));
-    }
-    INS(e, SETP_EQ_U32, R(t0), R(k->tid), I(0));
-    INSP(e, t0, 1, BRA, L(skip));
-    for (int i = 0; i < NBARS; i++) INS(e, MBAR_INIT, A(f->bar[i], 0), I(count[i]));
-    INS0(e, FENCE_MBAR_INIT);
-    e_place(e, skip);
-    INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
-    INSP(e, w0, 1, BRA, L(noalloc));
-    INS(e, TC_ALLOC_1, A(k->smem, f->bars + TC_TMEM_SLOT), I(cols));
-    INS0(e, TC_RELINQUISH_1);
-    e_place(e, noalloc);
-    umma_sync(k);
-    f->taddr = e_reg(e, RC_B32), f->tq = e_reg(e, RC_B32);
-    Reg quarter = e_reg(e, RC_B32);
-    INS(e, LD_SHARED_B32, R(f->taddr), A(k->smem, f->bars + TC_TMEM_SLOT));
-    INS(e, AND_B32, R(quarter), R(k->warp), I(3));
-    INS(e, SHL_B32, R(f->tq), R(quarter), I(21));          /* lane 32 (w % 4) in bits 16 and up */
-    INS(e, ADD_U32, R(f->tq), R(f->tq), R(f->taddr));
+    Opnd c[NBARS];
+    for (int i = 0; i < NBARS; i++) c[i] = I(count[i]);
+    f->taddr = umma_prologue(k, f->bars, NBARS, c, f->bar, cols, 0, &f->tq);
 }
 
 /* (n * per + plus) & 1: the parity of phase n * per + plus of a barrier that completes `per` times a step */
@@ -152,14 +122,7 @@ static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
 }
 
 /* The issuer warp's step n: every lane waits until an MMA group's inputs are
- * ready and the TMEM it writes has been read out; lane 0 issues the group
- * (lead() branches the others past it, to the returned label). */
-static int lead(Kctx *k, const TcBwd *f) {
-    int past = e_label(&k->e);
-    INSP(&k->e, f->leader, 1, BRA, L(past));
-    return past;
-}
-
+ * ready and the TMEM it writes has been read out; lane 0 issues the group. */
 static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcBwd *f = ctx;
     (void)n_max, (void)masked;
@@ -167,20 +130,20 @@ static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     int chunks = tc_chunks(f), past;
     Reg acc = e_reg(e, RC_PRED);
     umma_wait(k, f->bar[BAR_KV_FULL], phase(k, n, 1, 0));
-    past = lead(k, f);
+    past = umma_leader_only(k, f->leader);
     tc_issue_scores(k, f);
     e_place(e, past);
     /* S^T, dP^T read; P^T, dS^T in. The compute warps arrive here only after
      * step n-1's last dkv chunk is out, so chunk 0 needs no FREE wait of its own. */
     umma_wait(k, f->bar[BAR_P], phase(k, n, 1, 0));
     INS(e, SETP_NE_U32, R(acc), R(n), I(0));               /* false on the first step: dQ^T starts at zero */
-    past = lead(k, f);
+    past = umma_leader_only(k, f->leader);
     tc_issue_dq(k, f, acc);
     tc_issue_dkv(k, f, 0);
     e_place(e, past);
     for (int ch = 1; ch < chunks; ch++) {
         umma_wait(k, f->bar[BAR_FREE], phase(k, n, chunks, ch - 1));
-        past = lead(k, f);
+        past = umma_leader_only(k, f->leader);
         tc_issue_dkv(k, f, ch);
         e_place(e, past);
     }
@@ -366,19 +329,14 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     INS(e, MUL_LO_U32, R(f.h0), R(f.h0), I(f.hb));
     f.h_q = kc_u32(k, "h_q"), f.s_kv = kc_u32(k, "s_kv");
     f.kv_map = kc_tmap(k, "kv_map");
-    Reg a = e_reg(e, RC_B64);
-    INS(e, CVT_U64_U32, R(a), R(f.t));
-    INS(e, MUL_LO_U64, R(a), R(a), R(kc_u64(k, "indices_stride_s")));
-    INS(e, MUL_LO_U64, R(a), R(a), I(4));
-    f.idx_row = kc_ptr(k, "indices");
-    INS(e, ADD_U64, R(f.idx_row), R(f.idx_row), R(a));
+    f.idx_row = mla_index_row(k, f.t);
     f.eff = mla_token_slots(k, f.t, kc_u32(k, "topk"));
     f.nsteps = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(f.nsteps), R(f.eff), I(f.bn - 1));
     INS(e, DIV_U32, R(f.nsteps), R(f.nsteps), I(f.bn));
     f.scale = kc_f32(k, "softmax_scale");
     f.scale_log2 = scale_log2(k);
-    f.yes = new_pred(e, 1), f.no = new_pred(e, 0);
+    f.yes = umma_const_pred(k, 1), f.no = umma_const_pred(k, 0);
 
     e_comment(e, "prologue: barriers, TMEM, Q and dO landed and visible to the MMAs");
     setup(k, &f, plan_tmem_alloc(p));
@@ -423,12 +381,6 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
 
     e_comment(e, "epilogue: dq out, TMEM back");
     epilogue(k, &f);
-    umma_sync(k);
-    Reg w0 = e_reg(e, RC_PRED);
-    int kept = e_label(e);
-    INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
-    INSP(e, w0, 1, BRA, L(kept));
-    INS(e, TC_DEALLOC_1, R(f.taddr), I(plan_tmem_alloc(p)));
-    e_place(e, kept);
+    umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
     kctx_finish(k, module);
 }

@@ -14,7 +14,7 @@
  *   KV        the issuer's commit of a dkv chunk
  *   FREE      the compute threads, once a dkv chunk is out of TMEM */
 enum { BAR_KV_FULL, BAR_S, BAR_P, BAR_DQ, BAR_KV, BAR_FREE, NBARS };
-#define TC_TMEM_SLOT (8 * NBARS)   /* the TMEM address tcgen05.alloc writes, after the barriers */
+
 #define TC_BARS_BYTES (8 * NBARS + 8)
 #define MAX_HB 32
 /* warps: 4 compute (TMEM lane quarters 0-3), 1 MMA issuer (lane 0), 1 producer

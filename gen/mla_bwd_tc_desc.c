@@ -3,20 +3,25 @@
  * kind-table entry points. The emitter is mla_bwd_tc.c; every other kernel
  * of the set is the mma.sync family's (they use no tensor cores). */
 #include "mla_bwd_tc.h"
+#include "mla_bwd_pair.h"
 #include <stddef.h>
 #include <stdio.h>
 
 const TileKey mla_bwd_tc_keys[] = {
-    {"bm", offsetof(AttnTile, bm), {16, 32}, 2, "heads of one token per CTA (the MMAs' N; h_q is padded up to it)"},
+    {"bm", offsetof(AttnTile, bm), {16, 32, 128}, 3,
+     "heads of one token per CTA (the MMAs' N; h_q is padded up to it); 128: the CTA-pair plan (cta_group::2 dq kernel, "
+     "64 heads per CTA, then a KV-stationary dkv kernel)"},
     {"bn", offsetof(AttnTile, bn), {MLA_TC_BN}, 1, "top-k slots per step: the MMAs' M (one TMEM lane each)"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
      "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
 };
 const int mla_bwd_tc_nkeys = (int)(sizeof mla_bwd_tc_keys / sizeof mla_bwd_tc_keys[0]);
 
+/* The CTA pair: seed 001's plan for DeepSeek's h_q = 128 (any h_q runs; it is padded to 128 a head
+ * block, so bm = 16 or 32 waste less at h_q <= 32 or 64). */
 AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a, (void)d;
-    return (AttnTile){.bm = 32, .bn = MLA_TC_BN, .warps = TC_THREADS / 32};
+    return (AttnTile){.bm = PAIR_HEADS, .bn = MLA_TC_BN, .warps = TC_THREADS / 32};
 }
 
 int mla_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -67,7 +72,7 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
 
 /* kv by TMA tile::gather4: rows of d_qk elements, one row per box, 64 columns (128 bytes) per
  * box under the 128B swizzle the MMAs read; rows out of the map (invalid slots) are zeros */
-static void tc_abi(const AttnDesc *d, KernelSpec *ks) {
+void mla_bwd_tc_kv_map(const AttnDesc *d, KernelSpec *ks) {
     static const char *const dims[] = {MLA_D_QK_TEXT, "s_kv"}, *const strides[] = {"kv_stride_s * 2"};
     TensorMapSpec m = {.param = "kv_map", .tensor = "kv", .dtype = dtype_name(d->dtype), .rank = 2,
                        .dims = {dims[0], dims[1]}, .strides = {strides[0]}, .box = {UMMA_SLAB_COLS, 1},
@@ -76,6 +81,7 @@ static void tc_abi(const AttnDesc *d, KernelSpec *ks) {
                    "the row stride kv_stride_s * 2 bytes must be a multiple of 16", m);
 }
 
-static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1, tc_abi};
-int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &tc_main); }
-void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &tc_main); }
+static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1, mla_bwd_tc_kv_map, NULL, NULL, NULL};
+static const MlaBwdMain *main_of(const AttnDesc *d) { return d->tile.bm == PAIR_HEADS ? &mla_bwd_pair_main : &tc_main; }
+int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, main_of(d)); }
+void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, main_of(d)); }

@@ -15,7 +15,7 @@ typedef struct {
     DevInfo info;
     ptxgen_set *set;
     DevModule *mod;
-    struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], smem; } k[4];   /* the set, in launch order */
+    struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], cluster[3], smem; } k[4];   /* the set, in launch order */
     int nk;
     Problem pb;
     GpuRef *gref;               /* the GPU reference, when it judges this session's runs (pick_reference) */
@@ -168,7 +168,8 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     ptxgen_size sizes[PROBLEM_NSIZES];
     int ns = problem_sizes(p, sizes);
     for (int i = 0; i < ss->nk; i++) {
-        if (ptxgen_launch_dims(ss->set, i, sizes, ns, ss->k[i].grid, ss->k[i].block, &ss->k[i].smem, err, sizeof err)) {
+        if (ptxgen_launch_dims(ss->set, i, sizes, ns, ss->k[i].grid, ss->k[i].block, &ss->k[i].smem, err, sizeof err) ||
+            ptxgen_cluster_dims(ss->set, i, sizes, ns, ss->k[i].cluster, err, sizeof err)) {
             fprintf(stderr, "ptxgen: %s\n", err);
             return 2;
         }
@@ -189,7 +190,11 @@ static int setup_problem(Session *ss, const RunOpts *o) {
 
 static int launch_kernel(Session *ss, int i) {
     char err[1024];
-    if (dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err, sizeof err))
+    const unsigned *c = ss->k[i].cluster;
+    if (c[0] * c[1] * c[2] > 1 ? dev_launch_cluster(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, c, ss->k[i].smem,
+                                                    ss->pb.args[i], err, sizeof err)
+                               : dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err,
+                                            sizeof err))
         return fail("launch", err);
     return 0;
 }

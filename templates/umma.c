@@ -87,18 +87,92 @@ Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c) {
     return A(a, 0);
 }
 
+Reg umma_prologue(Kctx *k, int bars, int n, const Opnd *counts, Reg *bar, int cols, int pair, Reg *tq) {
+    Emit *e = &k->e;
+    Reg w0 = e_reg(e, RC_PRED), t0 = e_reg(e, RC_PRED);
+    int skip = e_label(e), noalloc = e_label(e);
+    for (int i = 0; i < n; i++) {
+        bar[i] = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(bar[i]), R(k->smem), I(bars + 8 * i));
+    }
+    INS(e, SETP_EQ_U32, R(t0), R(k->tid), I(0));
+    INSP(e, t0, 1, BRA, L(skip));
+    for (int i = 0; i < n; i++) INS(e, MBAR_INIT, A(bar[i], 0), counts[i]);
+    INS0(e, FENCE_MBAR_INIT);
+    e_place(e, skip);
+    INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
+    INSP(e, w0, 1, BRA, L(noalloc));
+    if (pair) {
+        INS(e, TC_ALLOC_2, A(k->smem, bars + 8 * n), I(cols));
+        INS0(e, TC_RELINQUISH_2);
+    } else {
+        INS(e, TC_ALLOC_1, A(k->smem, bars + 8 * n), I(cols));
+        INS0(e, TC_RELINQUISH_1);
+    }
+    e_place(e, noalloc);
+    if (pair) umma_pair_sync(k);
+    else umma_sync(k);
+    Reg taddr = e_reg(e, RC_B32);
+    *tq = e_reg(e, RC_B32);
+    Reg quarter = e_reg(e, RC_B32);
+    INS(e, LD_SHARED_B32, R(taddr), A(k->smem, bars + 8 * n));
+    INS(e, AND_B32, R(quarter), R(k->warp), I(3));
+    INS(e, SHL_B32, R(*tq), R(quarter), I(21));              /* lane 32 (w % 4) in bits 16 and up */
+    INS(e, ADD_U32, R(*tq), R(*tq), R(taddr));
+    return taddr;
+}
+
+void umma_epilogue(Kctx *k, Reg taddr, int cols, int pair) {
+    Emit *e = &k->e;
+    Reg w0 = e_reg(e, RC_PRED);
+    int kept = e_label(e);
+    if (pair) umma_pair_sync(k);
+    else umma_sync(k);
+    INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
+    INSP(e, w0, 1, BRA, L(kept));
+    if (pair) INS(e, TC_DEALLOC_2, R(taddr), I(cols));
+    else INS(e, TC_DEALLOC_1, R(taddr), I(cols));
+    e_place(e, kept);
+}
+
+Reg umma_const_pred(Kctx *k, int v) {
+    Emit *e = &k->e;
+    Reg p = e_reg(e, RC_PRED), z = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(z), I(0));
+    if (v) INS(e, SETP_EQ_U32, R(p), R(z), I(0));
+    else INS(e, SETP_NE_U32, R(p), R(z), I(0));
+    return p;
+}
+
+int umma_leader_only(Kctx *k, Reg leader) {
+    int past = e_label(&k->e);
+    INSP(&k->e, leader, 1, BRA, L(past));
+    return past;
+}
+
 void umma_sync(Kctx *k) {
     INS0(&k->e, TC_FENCE_BEFORE);
     INS(&k->e, BAR_SYNC, I(0));
     INS0(&k->e, TC_FENCE_AFTER);
 }
 
-void umma_wait(Kctx *k, Reg bar, Reg parity) {
+static void wait_at(Kctx *k, Reg bar, Reg parity, int cluster) {
     Emit *e = &k->e;
     int spin = e_label(e);
     Reg ready = e_reg(e, RC_PRED);
     e_place(e, spin);
-    INS(e, MBAR_TRY_WAIT_PARITY, R(ready), A(bar, 0), R(parity));
+    if (cluster) INS(e, MBAR_TRY_WAIT_PARITY_CLUSTER, R(ready), A(bar, 0), R(parity));
+    else INS(e, MBAR_TRY_WAIT_PARITY, R(ready), A(bar, 0), R(parity));
     INSP(e, ready, 1, BRA, L(spin));
     INS0(e, TC_FENCE_AFTER);
+}
+
+void umma_wait(Kctx *k, Reg bar, Reg parity) { wait_at(k, bar, parity, 0); }
+void umma_wait_cluster(Kctx *k, Reg bar, Reg parity) { wait_at(k, bar, parity, 1); }
+
+void umma_pair_sync(Kctx *k) {
+    INS0(&k->e, TC_FENCE_BEFORE);
+    INS0(&k->e, CLUSTER_ARRIVE);
+    INS0(&k->e, CLUSTER_WAIT);
+    INS0(&k->e, TC_FENCE_AFTER);
 }

@@ -43,10 +43,29 @@ void umma_tile_copy(Kctx *k, Reg tile_addr, int rows, int cols, int threads, Reg
 static inline UmmaLayout umma_mn_rows(int w) { return (UmmaLayout){w, 16, 8 * w}; }   /* one atom: LBO unused */
 Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c);
 
+/* The prologue of a tcgen05 kernel: n mbarriers at shared offset `bars` (bar[i]: the address of
+ * the i-th, 8 bytes each) initialised by thread 0 with counts[i] (an immediate or a register); warp 0
+ * allocates `cols` TMEM columns (pair: cta_group::2, warp 0 of each CTA) into the word after them;
+ * the CTA (pair: the cluster) syncs and every thread reads the base. Returns it; *tq is the base at
+ * this warp's lane quarter (warp % 4). */
+Reg  umma_prologue(Kctx *k, int bars, int n, const Opnd *counts, Reg *bar, int cols, int pair, Reg *tq);
+/* The end of a tcgen05 kernel: every thread (pair: of both CTAs) past its TMEM work, then warp 0
+ * gives the prologue's columns back. */
+void umma_epilogue(Kctx *k, Reg taddr, int cols, int pair);
+/* A predicate that is always v (enable-input-d operands take a predicate, not an immediate). */
+Reg  umma_const_pred(Kctx *k, int v);
+/* In an issuing warp whose lanes all wait, only `leader` goes on: the others branch to the returned
+ * label, which the caller places after the group it issues. */
+int  umma_leader_only(Kctx *k, Reg leader);
+
 /* Thread ordering around tcgen05 work: fence::before_thread_sync, bar.sync 0,
  * fence::after_thread_sync. */
 void umma_sync(Kctx *k);
 /* Wait until the mbarrier at bar completes the phase with parity `parity`
  * (register), then order later tcgen05 work after it. */
 void umma_wait(Kctx *k, Reg bar, Reg parity);
+/* The same at cluster scope: for a barrier a peer CTA arrives on (a remote arrival, a multicast commit). */
+void umma_wait_cluster(Kctx *k, Reg bar, Reg parity);
+/* umma_sync across a CTA pair: the fences around barrier.cluster (every thread of both CTAs). */
+void umma_pair_sync(Kctx *k);
 #endif

@@ -245,20 +245,32 @@ mla_bwd_sim_tests() {
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
 # duplicates and a token with no valid slot. Strict: notes are errors.
 mla_bwd_tc_sim_tests() {
-    local a=(--arch sm_100a --mma tcgen05)
+    local a=(--arch sm_100a --mma tcgen05 --tile bm=32)
     export PTXGEN_SIM_STRICT=1
     sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=128 topk=256" "${a[@]}" --sq 3 --skv 300 --hq 128 --topk 256 --topk-length
     sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=64 ragged topk=130" "${a[@]}" --dtype fp16 --sq 3 --skv 500 --hq 64 --topk 130
     sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=40 pad 8" "${a[@]}" --dtype fp16 --sq 4 --skv 77 --hq 40 --topk 96 \
         --topk-length --pad 8
-    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=32 deterministic" "${a[@]}" --tile deterministic=1 --sq 3 --skv 200 --hq 32 \
+    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=32 deterministic" "${a[@]}" --tile bm=32,deterministic=1 --sq 3 --skv 200 --hq 32 \
         --topk 200 --topk-length
     sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=16 bm=16 s_kv=2" "${a[@]}" --tile bm=16 --sq 4 --skv 2 --hq 16 --topk 40
     sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=20 bm=16 deterministic" "${a[@]}" --dtype fp16 --tile bm=16,deterministic=1 \
         --sq 3 --skv 90 --hq 20 --topk 150 --topk-length
-    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a bf16 h_q=128" --arch sm_103a --sq 2 --skv 400 --hq 128 --topk 128 --topk-length
-    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a fp16 h_q=64 deterministic" --arch sm_103a --dtype fp16 --tile deterministic=1 \
-        --sq 2 --skv 300 --hq 64 --topk 160
+    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a bf16 h_q=128 bm=32" --arch sm_103a --tile bm=32 --sq 2 --skv 400 --hq 128 \
+        --topk 128 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 sm_103a fp16 h_q=64 deterministic" --arch sm_103a --dtype fp16 \
+        --tile bm=32,deterministic=1 --sq 2 --skv 300 --hq 64 --topk 160
+    # the CTA-pair plan (the default): a cta_group::2 dq kernel over a cluster of 2, then the dkv kernel
+    sim_mla_bwd "sim mla_bwd pair bf16 h_q=128 ragged topk=300" --arch sm_100a --sq 3 --skv 500 --hq 128 --topk 300
+    sim_mla_bwd "sim mla_bwd pair fp16 h_q=100 topk_length" --arch sm_100a --dtype fp16 --sq 4 --skv 257 --hq 100 \
+        --topk 200 --topk-length
+    sim_mla_bwd "sim mla_bwd pair bf16 h_q=40 (the odd CTA all padding)" --arch sm_100a --sq 3 --skv 90 --hq 40 --topk 130
+    sim_mla_bwd "sim mla_bwd pair bf16 h_q=192 (two head blocks) deterministic" --arch sm_100a --tile deterministic=1 \
+        --sq 2 --skv 300 --hq 192 --topk 129
+    sim_mla_bwd "sim mla_bwd pair sm_103a bf16 h_q=128 topk_length pad 8" --arch sm_103a --sq 3 --skv 400 --hq 128 \
+        --topk 400 --topk-length --pad 8
+    sim_mla_bwd "sim mla_bwd pair sm_103a fp16 h_q=64 deterministic" --arch sm_103a --dtype fp16 --tile deterministic=1 \
+        --sq 2 --skv 300 --hq 64 --topk 256
     unset PTXGEN_SIM_STRICT
     # planted bugs in the generated kernel (the K-th mbarrier wait loop of the main entry dropped:
     # compute 1 KV_FULL, 2 S, 3-5 dkv chunks; producer 6 DQ; issuer 7 KV_FULL, 8 P, 9-10 FREE):
@@ -275,18 +287,41 @@ mla_bwd_tc_sim_tests() {
     tc_mutant "planted: dQ^T and dkv MMAs read P^T, dS^T before the compute warps wrote them" 8 \
         "the async proxy reads shared .* that nothing has written|tcgen05.mma reads TMEM"
     tc_mutant "planted: a dkv chunk overwritten before every compute warp read it out" 9 "deadlock|TMEM race"
+    # the pair's kernels (dq: compute 1 S, 2 the last dQ; issuer 3 FULL, 4 P; producer 5 DQ, 6 the odd
+    # CTA's FULL before its relay. dkv: the rope chunk's read-outs 1-4)
+    tc_mutant "planted pair: P formed from S before its MMA landed" 1 "tcgen05.ld reads TMEM lane" mla_bwd_dq_pair
+    tc_mutant "planted pair: the peer CTA's barrier not waited (the odd CTA says its rows landed before they did)" 6 \
+        "reads shared 0x[0-9a-f]+ of CTA rank 1 before the TMA load" mla_bwd_dq_pair
+    tc_mutant "planted pair: the MMAs read rows before the pair's gathers landed" 3 \
+        "the async proxy reads shared .* that nothing has written|before the TMA load" mla_bwd_dq_pair
+    tc_mutant "planted pair: dQ MMAs read dS before every compute thread of the pair wrote it" 4 \
+        "the async proxy reads shared .* that nothing has written" mla_bwd_dq_pair
+    tc_mutant "planted pair: the next gather overwrites rows before dQ's MMAs (their readers) landed" 5 \
+        "async write to shared .* while the TMA load" mla_bwd_dq_pair
+    tc_mutant "planted pair: a dkv block read out before its MMAs landed" 2 "tcgen05.ld reads TMEM lane .* before the tcgen05.mma" \
+        mla_bwd_dkv_pair
+    name="planted pair: a dkv TMEM buffer overwritten before it was read out"
+    ./ptxgen --kernel mla_bwd --arch sm_100a | awk '/\.entry mla_bwd_dkv_pair/ { i = 1 } /\.entry / && !/dkv_pair/ { i = 0 }
+        i && /tcgen05.mma/ { sub(/\+128\]/, "]") } { print }' >"$TMP/tc_mutant.ptx"
+    run_cli check --device sim --kernel mla_bwd --arch sm_100a --sq 2 --skv 300 --hq 128 --topk 400 --ptx "$TMP/tc_mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "tcgen05.ld reads TMEM lane .* before the tcgen05.mma" && pass "$name"
     # an independent launcher runs the set from its PTX and manifest alone (tensor map included)
     local set=$TMP/manifest_set
-    if ./ptxgen --arch sm_100a --kernel mla_bwd -o "$set.ptx" --manifest "$set.json" 2>"$TMP/err" &&
-        ./ptxgen --arch sm_103a --kernel mla_bwd --tile deterministic=1 -o "$set.det.ptx" --manifest "$set.det.json" \
+    if ./ptxgen --arch sm_100a --kernel mla_bwd --tile bm=32 -o "$set.ptx" --manifest "$set.json" 2>"$TMP/err" &&
+        ./ptxgen --arch sm_103a --kernel mla_bwd --tile bm=32,deterministic=1 -o "$set.det.ptx" --manifest "$set.det.json" \
+            2>>"$TMP/err" &&
+        ./ptxgen --arch sm_100a --kernel mla_bwd -o "$set.pair.ptx" --manifest "$set.pair.json" 2>>"$TMP/err" &&
+        ./ptxgen --arch sm_103a --kernel mla_bwd --tile deterministic=1 -o "$set.pdet.ptx" --manifest "$set.pdet.json" \
             2>>"$TMP/err"; then
         c_test test_manifest_sim "$set.ptx" "$set.json" --seed $((RANDOM + 1)) --sq 6 --topk-length
         c_test test_manifest_sim "$set.det.ptx" "$set.det.json" --seed $((RANDOM + 1)) --sq 4 --hq 128 --topk 200
+        c_test test_manifest_sim "$set.pair.ptx" "$set.pair.json" --seed $((RANDOM + 1)) --sq 5 --hq 128 --topk-length
+        c_test test_manifest_sim "$set.pdet.ptx" "$set.pdet.json" --seed $((RANDOM + 1)) --sq 3 --hq 72 --topk 140
     else
         fail "manifest-only launch: generating the sets" "$(one_line "$TMP/err")"
     fi
     local f
-    for f in "sm_100a 16" "sm_103a 16" "sm_100a 32"; do
+    for f in "sm_100a 16" "sm_103a 16" "sm_100a 32" "sm_100a 128" "sm_103a 128"; do
         set -- $f
         tc_ptxas "ptxas $1 mla_bwd tcgen05 bm=$2 fp16 deterministic: 0 spills" --arch $1 --dtype fp16 --tile bm=$2,deterministic=1
     done
@@ -295,15 +330,17 @@ mla_bwd_tc_sim_tests() {
 # tc_mutant NAME K PHRASE: mla_bwd's tcgen05 main kernel with its K-th mbarrier wait loop removed
 # must fail on the sim, naming PHRASE (an extended regular expression)
 tc_mutant() {
-    local name=$1 k=$2 phrase=$3 args=(--kernel mla_bwd --arch sm_100a --mma tcgen05)
-    ./ptxgen "${args[@]}" | awk -v w="$k" '
-        /\.entry mla_bwd_main_tc/ { inmain = 1 }
-        /\.entry / && !/mla_bwd_main_tc/ { inmain = 0 }
+    local name=$1 k=$2 phrase=$3 ent=${4:-mla_bwd_main_tc} args=(--kernel mla_bwd --arch sm_100a --mma tcgen05)
+    [ "$ent" = mla_bwd_main_tc ] && args+=(--tile bm=32)
+    ./ptxgen "${args[@]}" | awk -v w="$k" -v ent="$ent" '
+        $0 ~ "\\.entry " ent { inmain = 1 }
+        /\.entry / && $0 !~ ent { inmain = 0 }
         inmain && /mbarrier.try_wait/ { nw++; if (nw == w) { drop = 1; next } }
         drop && /bra/ { drop = 0; next }
         { print }' >"$TMP/tc_mutant.ptx"
     if cmp -s <(./ptxgen "${args[@]}") "$TMP/tc_mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --device sim "${args[@]}" --sq 2 --skv 300 --hq 64 --topk 256 --ptx "$TMP/tc_mutant.ptx"
+    run_cli check --device sim "${args[@]}" --sq 2 --skv 300 --hq "$([ "$ent" = mla_bwd_main_tc ] && echo 64 || echo 128)" \
+        --topk 256 --ptx "$TMP/tc_mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
@@ -604,11 +641,36 @@ plan_tests() {
         && [ "$(grep -c '^verdict: *fits' "$TMP/out")" = 3 ] && pass "$name"
 
     name="mla_bwd tcgen05 plan: TMEM column map (512 of 512), shared-memory union, MMAs per step"
-    run_cli --arch sm_100a --kernel mla_bwd --plan
+    run_cli --arch sm_100a --kernel mla_bwd --tile bm=32 --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05' '^kernel mla_bwd main \(tcgen05\).*118 MMAs \(K=16\) per step' \
         '^ +dKV +0 +256 +256 +fp32' '^ +dQ\^T +256 +416 +160 +fp32' '^ +dS\^T +496 +512 +16 +bf16' \
         '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +226360' '^ +compute +4 ' '^ +mma +1 ' '^ +producer +1 ' \
         && pass "$name"
+
+    name="mla_bwd pair plan (the default on sm_100a): dq kernel's TMEM map and smem, dkv kernel's"
+    run_cli --arch sm_100a --kernel mla_bwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^kernel mla_bwd dq \(tcgen05 CTA pair, cluster 2x1x1\)' \
+        '^ +dQ +0 +256 +256 +fp32' '^ +dQ_rope +256 +320 +64 +fp32' '^ +S +320 +352 +32 ' '^ +dP +352 +384 +32 ' \
+        '^ +total +225320 ' '^ +Y +[0-9]+ +[0-9]+ +40960 ' '^kernel mla_bwd dkv \(tcgen05, KV-stationary\)' \
+        '^ +dKV.1 +128 +256 +128 +fp32' '^ +total +196632 ' && [ "$(grep -c '^verdict: *fits' "$TMP/out")" = 4 ] && pass "$name"
+
+    name="mla_bwd pair manifest: dq kernel in a 2x1x1 cluster (.reqnctapercluster), the ps workspace between the two"
+    run_cli --arch sm_100a --kernel mla_bwd --manifest "$TMP/pair.json" -o "$TMP/pair.ptx"
+    expect_rc "$name" 0 && grep -q '^\.reqnctapercluster 2, 1, 1$' "$TMP/pair.ptx" &&
+        python3 - "$TMP/pair.json" >"$TMP/pairman.txt" 2>&1 <<'PY' && pass "$name" || fail "$name" "$(one_line "$TMP/pairman.txt")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+ks = [k["entry"] for k in m["kernels"]]
+assert [e.split("_")[2] for e in ks] == ["pre", "dq", "dkv", "convert"], ks
+dq, dkv = m["kernels"][1], m["kernels"][2]
+assert dq["cluster"] == ["2", "1", "1"] and dq["grid"] == ["2", "s_q", "cdiv(h_q, 128)"], (dq["cluster"], dq["grid"])
+assert dkv["cluster"] == ["1", "1", "1"], dkv["cluster"]
+ws = {w["name"]: w for w in m["workspaces"]}
+assert "ps" in ws and "cdiv(topk, 128)" in ws["ps"]["bytes"], ws
+names = lambda k: {p["name"] for p in k["params"]}
+assert "ps" in names(dq) and "ps" in names(dkv) and "kv_map" in names(dq) and "dkv_accum" in names(dkv), ks
+assert "dkv_accum" not in names(dq) and "kv" not in names(dkv), ks
+PY
 
     name="attn_bwd main kernel asks for the plan's CTAs per SM"
     run_cli --arch sm_90 --kernel attn_bwd --hdim 64

@@ -200,8 +200,18 @@ int sim_async_land_mbar(SimCluster *cl, SimCta *bar_cta, uint32_t bar_addr)
     int last = -1, n = 0;
     for (int i = 0; i < cl->nq; i++)
         if (cl->q[i]->bar_cta == bar_cta && cl->q[i]->bar_addr == bar_addr) last = i;
-    for (int i = 0; i <= last; i++, n++)
-        if (land_at(cl, 0)) return -1;
+    /* in issue order up to the last op that completes on this barrier, but not ops that complete on
+     * another mbarrier: nothing orders those before this phase (a TMA whose own barrier nobody has
+     * waited for is still in flight here), so they land when their barrier is waited */
+    for (int i = 0; i <= last;) {
+        const SimAsync *op = cl->q[i];
+        if (op->bar_cta && (op->bar_cta != bar_cta || op->bar_addr != bar_addr)) {
+            i++;
+            continue;
+        }
+        if (land_at(cl, i)) return -1;
+        last--, n++;
+    }
     return n;
 }
 

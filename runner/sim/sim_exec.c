@@ -319,6 +319,17 @@ static void run_clusters(SimCluster *cl, int k)
             }
         if (any_failed(cl, k)) return;
         if (ran && done < total) continue;
+        /* first only what a parked waiter waits for: an op whose own barrier nobody waits on stays in
+         * flight (a peer told "landed" before it was reads it as such); then everything */
+        for (int j = 0; j < k; j++)
+            for (int r = 0; r < cl[j].n; r++)
+                for (int i = 0; i < cl[j].cta[r].nwarps; i++) {
+                    SimWarp *w = &cl[j].cta[r].w[i];
+                    int n = w->state == WS_MBAR ? sim_async_land_mbar(&cl[j], &cl[j].cta[r], w->mbar_addr) : 0;
+                    if (n < 0) return;
+                    landed |= n > 0;
+                }
+        if (landed) continue;
         for (int j = 0; j < k; j++) {
             if (!cl[j].nq) continue;
             if (sim_async_land_all(&cl[j]) < 0) return;
