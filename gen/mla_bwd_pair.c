@@ -315,8 +315,9 @@ void mla_bwd_pair_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     }
     f.t = e_reg(e, RC_B32), f.rank = e_reg(e, RC_B32), f.h0 = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f.rank), SR("%cluster_ctarank"));
-    INS(e, MOV_B32, R(f.t), SR("%ctaid.y"));
-    INS(e, MOV_B32, R(f.h0), SR("%ctaid.z"));
+    INS(e, MOV_B32, R(f.t), SR("%ctaid.x"));
+    INS(e, SHR_U32, R(f.t), R(f.t), I(1));                    /* the pair is ctaid.x 2t, 2t + 1: s_q may pass 65535 */
+    INS(e, MOV_B32, R(f.h0), SR("%ctaid.y"));
     INS(e, MAD_LO_U32, R(f.h0), R(f.h0), I(2), R(f.rank));
     INS(e, MUL_LO_U32, R(f.h0), R(f.h0), I(PAIR_CTA_HEADS));
     f.h_q = kc_u32(k, "h_q"), f.s_kv = kc_u32(k, "s_kv");
@@ -362,16 +363,16 @@ void mla_bwd_pair_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     INS(e, AND_B32, R(f.hl), R(k->tid), I(PAIR_CTA_HEADS - 1));
     INS(e, SHR_U32, R(f.half), R(k->tid), I(6));
     head_stats(k, &f);
-    {   /* ps [s_q, nctaid.z, 2 (P, dS), 128 heads, topk_pad] bf16: this head's P row */
+    {   /* ps [s_q, nctaid.y, 2 (P, dS), 128 heads, topk_pad] bf16: this head's P row */
         Reg r = e_reg(e, RC_B32), z = e_reg(e, RC_B32), nz = e_reg(e, RC_B32);
-        INS(e, MOV_B32, R(z), SR("%ctaid.z"));
-        INS(e, MOV_B32, R(nz), SR("%nctaid.z"));
+        INS(e, MOV_B32, R(z), SR("%ctaid.y"));
+        INS(e, MOV_B32, R(nz), SR("%nctaid.y"));
         INS(e, MAD_LO_U32, R(r), R(f.t), R(nz), R(z));
         INS(e, MUL_LO_U32, R(r), R(r), I(2 * PAIR_HEADS));
         INS(e, MAD_LO_U32, R(r), R(f.rank), I(PAIR_CTA_HEADS), R(r));
         INS(e, ADD_U32, R(r), R(r), R(f.hl));
-        INS(e, MUL_LO_U32, R(r), R(r), R(f.topk_pad));
-        INS(e, MUL_WIDE_U32, R(f.ps_p), R(r), I(2));
+        INS(e, MUL_WIDE_U32, R(f.ps_p), R(r), R(f.topk_pad));   /* 64-bit: past 2^32 elements at s_q > 8192 */
+        INS(e, SHL_B64, R(f.ps_p), R(f.ps_p), I(1));
         INS(e, ADD_U64, R(f.ps_p), R(f.ps_p), R(kc_ptr(k, "ps")));
     }
     Reg n = e_reg(e, RC_B32);

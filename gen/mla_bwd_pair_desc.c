@@ -65,9 +65,9 @@ static void dq_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, Kern
     abi_sizes(ks, mla_size_names, 4);
     abi_scale(ks, MLA_SCALE_MEANING);
     mla_bwd_tc_kv_map(d, ks);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "2");
-    snprintf(ks->grid[1], sizeof ks->grid[1], "s_q");
-    snprintf(ks->grid[2], sizeof ks->grid[2], "cdiv(h_q, %d)", PAIR_HEADS);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "2 * s_q");
+    snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", PAIR_HEADS);
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
     snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");
 }
 
@@ -81,8 +81,8 @@ static void dkv_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, Ker
     abi_workspace(ks, "ps", "P and dS per (head, slot), read here");
     mla_bwd_dkv_workspace(d, ks);
     abi_sizes(ks, mla_size_names, 4);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "%d", (d->d + PAIR_DKV_COLS - 1) / PAIR_DKV_COLS);
-    snprintf(ks->grid[1], sizeof ks->grid[1], "s_q");
+    snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
+    snprintf(ks->grid[1], sizeof ks->grid[1], "%d", (d->d + PAIR_DKV_COLS - 1) / PAIR_DKV_COLS);
     snprintf(ks->grid[2], sizeof ks->grid[2], "cdiv(h_q, %d)", PAIR_HEADS);
 }
 

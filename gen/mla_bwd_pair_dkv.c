@@ -1,7 +1,7 @@
 /* mla_bwd dkv kernel of the CTA-pair plan (tcgen05, cta_group::1),
  * KV-stationary: the dq kernel left P and dS of every (head, slot) in the
- * `ps` workspace, so dkv needs no kv at all. One CTA per (column chunk c,
- * token t, head block z): the slots are the MMAs' M (128 per step, one TMEM
+ * `ps` workspace, so dkv needs no kv at all. One CTA per (token t = ctaid.x,
+ * column chunk c = ctaid.y, head block z = ctaid.z): the slots are the MMAs' M (128 per step, one TMEM
  * lane and one thread each), the chunk's columns N, and all 128 heads of the
  * block K, so the head contraction happens inside the MMA:
  *
@@ -186,8 +186,8 @@ void mla_bwd_pair_dkv_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
              .st = {{plan_region(p, "dS^T.0"), plan_region(p, "P^T.0")}, {plan_region(p, "dS^T.1"), plan_region(p, "P^T.1")}}};
     Reg c = e_reg(e, RC_B32), h0 = e_reg(e, RC_B32);
     f.t = e_reg(e, RC_B32), f.col0 = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(c), SR("%ctaid.x"));
-    INS(e, MOV_B32, R(f.t), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(c), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(f.t), SR("%ctaid.x"));                   /* tokens in x: s_q may pass 65535 */
     INS(e, MOV_B32, R(h0), SR("%ctaid.z"));
     INS(e, MUL_LO_U32, R(h0), R(h0), I(PAIR_HEADS));
     INS(e, MUL_LO_U32, R(f.col0), R(c), I(PAIR_DKV_COLS));

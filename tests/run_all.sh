@@ -663,7 +663,7 @@ m = json.load(open(sys.argv[1]))
 ks = [k["entry"] for k in m["kernels"]]
 assert [e.split("_")[2] for e in ks] == ["pre", "dq", "dkv", "convert"], ks
 dq, dkv = m["kernels"][1], m["kernels"][2]
-assert dq["cluster"] == ["2", "1", "1"] and dq["grid"] == ["2", "s_q", "cdiv(h_q, 128)"], (dq["cluster"], dq["grid"])
+assert dq["cluster"] == ["2", "1", "1"] and dq["grid"] == ["2 * s_q", "cdiv(h_q, 128)", "1"], (dq["cluster"], dq["grid"])
 assert dkv["cluster"] == ["1", "1", "1"], dkv["cluster"]
 ws = {w["name"]: w for w in m["workspaces"]}
 assert "ps" in ws and "cdiv(topk, 128)" in ws["ps"]["bytes"], ws
