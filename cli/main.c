@@ -1,5 +1,7 @@
 /* ptxgen command line: emit (default), --list, --plan, --manifest, check, bench, xcheck, selfcheck, sim (cmd_sim.c). */
 #include <errno.h>
+#include <math.h>
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,15 +179,24 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     if (!strcmp(f, "--scale")) {
         char *end;
         c->run.scale = strtod(v, &end);
-        *rc = *end || !*v || !(c->run.scale > 0) ? usage_error("--scale needs a positive number, got '%s'", v) : 0;
+        /* a subnormal scale would flush to zero in the kernels' fp32 math: as wrong as 0 */
+        *rc = *end || !*v || !(c->run.scale > 0) || !isnormal(c->run.scale) || (float)c->run.scale < FLT_MIN ||
+                      isinf((float)c->run.scale)
+                  ? usage_error("--scale needs a positive normal fp32 number, got '%s'", v)
+                  : 0;
         return 1;
     }
     return 0;
 }
 
 static int parse_args(Cli *c, int argc, char **argv, int first) {
+    const char *seen[64];   /* the flags so far (values are skipped below, so a value never counts) */
+    int nseen = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
+        for (int j = 0; j < nseen; j++)
+            if (!strcmp(seen[j], f)) return usage_error("%s is given twice (the second would silently override the first)", f);
+        if (nseen < (int)(sizeof seen / sizeof seen[0])) seen[nseen++] = f;
         if (!strcmp(f, "--causal")) c->req.causal = 1;
         else if (!strcmp(f, "--list")) c->list = 1;
         else if (!strcmp(f, "--plan")) c->plan = 1;

@@ -61,7 +61,7 @@ int main(void) {
     if (ptxgen_build(&rq, &set, err, sizeof err)) return die("generate", err);
     DevModule *mod;
     DevFunc *fn;
-    if (dev_load_ptx(dev, ptxgen_ptx(set), "/tmp/example_attn_fwd.ptx", &mod, err, sizeof err) ||
+    if (dev_load_ptx(dev, ptxgen_ptx(set), "example_attn_fwd", &mod, err, sizeof err) ||
         dev_get_func(mod, ptxgen_entry(set, 0), &fn, err, sizeof err))
         return die("load", err);
 

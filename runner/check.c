@@ -113,14 +113,12 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     if (rq.arch != ss->arch) snprintf(ss->arch, sizeof ss->arch, "%s", rq.arch);   /* the target, for the report */
     int rc = ptxgen_build(&rq, &ss->set, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
-    char dump[256];
-    snprintf(dump, sizeof dump, "/tmp/%s.ptx", ptxgen_entry(ss->set, 0));
     char *text = NULL;
     if (o->ptx_file && !(text = buf_read_file(o->ptx_file, NULL))) {
         fprintf(stderr, "ptxgen: cannot read --ptx %s\n", o->ptx_file);
         return 2;
     }
-    rc = dev_load_ptx(ss->dev, text ? text : ptxgen_ptx(ss->set), dump, &ss->mod, err, sizeof err);
+    rc = dev_load_ptx(ss->dev, text ? text : ptxgen_ptx(ss->set), ptxgen_entry(ss->set, 0), &ss->mod, err, sizeof err);
     free(text);
     if (rc) return fail("load", err);
     ss->nk = ptxgen_num_kernels(ss->set);

@@ -221,27 +221,18 @@ static void ptx_target(const char *ptx, char *out, size_t cap)
     if (!n) snprintf(out, cap, "sm_XX");
 }
 
-static int dump_ptx(const char *path, const char *ptx)
-{
-    FILE *f = fopen(path, "w");
-    int bad;
-    if (!f) return -1;
-    bad = fputs(ptx, f) < 0;
-    return (fclose(f) != 0 || bad) ? -1 : 0;
-}
-
 /* The dump path and repro go last but are budgeted first, so a small err
  * buffer loses the middle of the JIT log rather than where the PTX went. */
-static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *dump_path, const char *log,
+static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *dump_name, const char *log,
                      char *err, size_t errlen)
 {
-    char tail[2 * 4096 + 128] = "", arch[64];
+    char tail[2 * 4096 + 128] = "", arch[64], path[1024];
     size_t used, tl;
-    if (dump_path && dump_ptx(dump_path, ptx) == 0) {
+    if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
         ptx_target(ptx, arch, sizeof arch);
-        snprintf(tail, sizeof tail, "; PTX dumped to %s; repro: ptxas -arch=%s %s", dump_path, arch, dump_path);
-    } else if (dump_path) {
-        snprintf(tail, sizeof tail, "; could not dump PTX to %s: %s", dump_path, strerror(errno));
+        snprintf(tail, sizeof tail, "; PTX dumped to %s; repro: ptxas -arch=%s %s", path, arch, path);
+    } else if (dump_name) {
+        snprintf(tail, sizeof tail, "; could not dump the PTX to a new file in $TMPDIR: %s", strerror(errno));
     }
     drv(d, r, "cuModuleLoadDataEx", NULL, err, errlen);
     if (!err || !errlen) return;
@@ -256,7 +247,7 @@ static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *du
     snprintf(err + used, errlen - used, "%s", tail);
 }
 
-static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
+static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen)
 {
     CuDev *d = (CuDev *)d_;
     char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP);
@@ -273,7 +264,7 @@ static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_path, DevMo
     } else if (bind(d, err, errlen) == 0) {
         r = d->api.ModuleLoadDataEx(&m->mod, ptx, (unsigned)(sizeof opt / sizeof opt[0]), opt, val);
         if (r != CUDA_SUCCESS) {
-            jit_fail(d, r, ptx, dump_path, elog, err, errlen);
+            jit_fail(d, r, ptx, dump_name, elog, err, errlen);
         } else {
             if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
             m->d = d;

@@ -1,4 +1,9 @@
 /* Dispatch from the device.h calls to the backend that opened the device. */
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
 #include "device_impl.h"
@@ -29,6 +34,25 @@ int dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errl
 const char *dev_kind(const Device *d) { return d->ops->name; }
 void dev_close(Device *d) { if (d) d->ops->close(d); }
 int dev_info(Device *d, DevInfo *i, char *err, size_t n) { return d->ops->info(d, i, err, n); }
+int dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen) {
+    const char *dir = getenv("TMPDIR");
+    char safe[64];
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof safe; i++)   /* the name is a file-name part, never a path */
+        safe[i] = isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '-' ? name[i] : '_';
+    safe[i] = '\0';
+    if (snprintf(path, pathlen, "%s/ptxgen-%s-XXXXXX.ptx", dir && *dir ? dir : "/tmp", safe) >= (int)pathlen) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkstemps(path, 4);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) { close(fd); return -1; }
+    int bad = fputs(ptx, f) < 0;
+    return fclose(f) != 0 || bad ? -1 : 0;
+}
+
 int dev_load_ptx(Device *d, const char *ptx, const char *dump, DevModule **m, char *err, size_t n)
 {
     return d->ops->load_ptx(d, ptx, dump, m, err, n);

@@ -54,9 +54,12 @@ void dev_close(Device *d);
 int  dev_info(Device *d, DevInfo *info, char *err, size_t errlen);
 
 /* Loads PTX with cuModuleLoadDataEx and JIT info/error log buffers. On failure
- * the PTX is written to dump_path (if non-NULL) and err holds the JIT error log
- * and the dump path. */
-int  dev_load_ptx(Device *d, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen);
+ * the PTX is written to a fresh private file named after dump_name (if
+ * non-NULL; dev_dump_ptx) and err holds the JIT error log and the file's path. */
+int  dev_load_ptx(Device *d, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen);
+/* ptx into a new file $TMPDIR/ptxgen-<name>-XXXXXX.ptx (mkstemps: created exclusively, mode 0600, so
+ * it never follows a link or reuses another's file); its path into path. 0 ok, -1 with errno. */
+int  dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen);
 void dev_unload(DevModule *m);
 int  dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen);
 int  dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen);

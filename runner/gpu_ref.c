@@ -392,23 +392,17 @@ static int err_prefix(char *err, size_t errlen, const char *what)
     return -1;
 }
 
-static const char *tmp_dir(void)
-{
-    const char *t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
-
 /* NVRTC for dev's compute capability, then the driver's JIT; PTX newer than
  * the driver understands fails in the second step, naming both versions. */
 static int build(GpuRef *g, char *err, size_t errlen)
 {
     DevInfo info;
     Nvrtc *nv = NULL;
-    char *ptx = NULL, dump[512], what[400];
+    char *ptx = NULL, dump[64], what[400];
     int major = 0, minor = 0, rc = -1;
     if (dev_info(g->dev, &info, err, errlen) || nvrtc_open(&nv, err, errlen)) return -1;
     nvrtc_version(nv, &major, &minor);
-    snprintf(dump, sizeof dump, "%s/ptxgen_gpu_ref_sm_%d%d.ptx", tmp_dir(), info.cc_major, info.cc_minor);
+    snprintf(dump, sizeof dump, "gpu_ref_sm_%d%d", info.cc_major, info.cc_minor);
     snprintf(what, sizeof what, "gpu_ref: loading the PTX of NVRTC %d.%d on %s", major, minor, info.name);
     if (nvrtc_compile(nv, gpu_ref_source, "ptxgen_gpu_ref.cu", info.cc_major, info.cc_minor, &ptx, NULL, err,
                       errlen) == 0)

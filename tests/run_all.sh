@@ -245,11 +245,11 @@ mla_bwd_sim_tests() {
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
 # duplicates and a token with no valid slot. Strict: notes are errors.
 mla_bwd_tc_sim_tests() {
-    local a=(--arch sm_100a --mma tcgen05 --tile bm=32)
+    local a=(--arch sm_100a --mma tcgen05)
     export PTXGEN_SIM_STRICT=1
-    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=128 topk=256" "${a[@]}" --sq 3 --skv 300 --hq 128 --topk 256 --topk-length
-    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=64 ragged topk=130" "${a[@]}" --dtype fp16 --sq 3 --skv 500 --hq 64 --topk 130
-    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=40 pad 8" "${a[@]}" --dtype fp16 --sq 4 --skv 77 --hq 40 --topk 96 \
+    sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=128 topk=256" "${a[@]}" --tile bm=32 --sq 3 --skv 300 --hq 128 --topk 256 --topk-length
+    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=64 ragged topk=130" "${a[@]}" --tile bm=32 --dtype fp16 --sq 3 --skv 500 --hq 64 --topk 130
+    sim_mla_bwd "sim mla_bwd tcgen05 fp16 h_q=40 pad 8" "${a[@]}" --tile bm=32 --dtype fp16 --sq 4 --skv 77 --hq 40 --topk 96 \
         --topk-length --pad 8
     sim_mla_bwd "sim mla_bwd tcgen05 bf16 h_q=32 deterministic" "${a[@]}" --tile bm=32,deterministic=1 --sq 3 --skv 200 --hq 32 \
         --topk 200 --topk-length
@@ -595,6 +595,24 @@ mla_cli_errors() {
     usage_error "mla_fwd --topk missing its value" "--topk" "needs a value" -- "${mla[@]}" --topk
     usage_error "mla_fwd --pad 4" "--pad" "multiple of 8" -- "${mla[@]}" --pad 4
     usage_error "mla_fwd --scale 0" "--scale" -- "${mla[@]}" --scale 0
+    local sc
+    for sc in -1 nan inf 1e-39 1e-45 3.5e38; do
+        usage_error "--scale $sc refused (not a positive normal fp32)" "--scale needs a positive normal fp32 number" "'$sc'" -- \
+            "${mla[@]}" --scale "$sc"
+    done
+    usage_error "a repeated flag is refused, not a silent override" "--arch is given twice" -- \
+        --arch sm_90 --kernel attn_fwd --arch sm_80
+    usage_error "a repeated switch is refused too" "--causal is given twice" -- check --kernel attn_fwd --causal --causal
+    usage_error "a repeated check flag is refused" "--sq is given twice" -- "${mla[@]}" --sq 4 --sq 5
+
+    name="a PTX that fails to load is dumped to a fresh private file in \$TMPDIR, never a fixed path"
+    printf '.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus.op; ret; }\n' >"$TMP/bad.ptx"
+    TMPDIR=$TMP run_cli check --device sim --kernel attn_fwd --sq 16 --sk 16 --ptx "$TMP/bad.ptx"
+    local dumped
+    dumped=$(grep -o "PTX dumped to [^ ;]*" "$TMP/err" | sed 's/PTX dumped to //')
+    if [ "$rc" = 1 ] && [[ "$dumped" == "$TMP"/ptxgen-attn_fwd_*-??????.ptx ]] && [ -f "$dumped" ] &&
+        [ "$(stat -c %a "$dumped")" = 600 ] && cmp -s "$dumped" "$TMP/bad.ptx"; then pass "$name"
+    else fail "$name" "rc $rc, dumped '$dumped': $(one_line "$TMP/err")"; fi
     usage_error "check of a kind the runner lacks" "run attn_fwd, attn_bwd, mla_fwd, mla_bwd;" "'nosuch'" -- check --kernel nosuch
 }
 

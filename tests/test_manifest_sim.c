@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
     add_var(&c, "d_qk", d_qk), add_var(&c, "d_v", d_v);
     setenv("PTXGEN_SIM_STRICT", "1", 1);
     int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
-             dev_load_ptx(c.dev, ptx, "/tmp/test_manifest_sim.ptx", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
+             dev_load_ptx(c.dev, ptx, "test_manifest_sim", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
     Buffer *q = named(&c, "q"), *kv = named(&c, "kv"), *dout = named(&c, "do"), *o = named(&c, "o");
     Buffer *lse = named(&c, "lse"), *idx = named(&c, "indices"), *len = named(&c, "topk_length");
     Buffer *dq = named(&c, "dq"), *dkv = named(&c, "dkv");

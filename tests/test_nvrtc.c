@@ -2,6 +2,7 @@
  * sm_90 and its PTX assembles with ptxas; compile errors come back with their
  * log; a missing or wrong libnvrtc and a device that is not "cuda" give one
  * clean line. Where a CUDA device exists, gpu_ref_selfcheck runs as well. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +18,14 @@ static void skip(const char *name, const char *why) { printf("SKIP %s: %s\n", na
 /* Writes ptx to a file and assembles it for arch; 0 when ptxas accepts it. */
 static int assemble(const char *ptx, const char *arch, char *why, size_t whylen)
 {
-    const char *tmp = getenv("TMPDIR");
-    char path[512], log[600], cmd[1800];
+    char path[1024], log[1100], cmd[2400];
     FILE *f;
     int rc;
-    snprintf(path, sizeof path, "%s/ptxgen_test_nvrtc_%s_%d.ptx", tmp && *tmp ? tmp : "/tmp", arch, (int)getpid());
-    snprintf(log, sizeof log, "%s.log", path);
-    if (!(f = fopen(path, "w")) || fputs(ptx, f) < 0 || fclose(f)) {
-        snprintf(why, whylen, "cannot write %s", path);
+    if (dev_dump_ptx(arch, ptx, path, sizeof path)) {   /* a fresh private file, never a fixed name */
+        snprintf(why, whylen, "cannot write a PTX file in $TMPDIR: %s", strerror(errno));
         return -1;
     }
+    snprintf(log, sizeof log, "%s.log", path);
     snprintf(cmd, sizeof cmd, "ptxas -arch=%s %s -o /dev/null >%s 2>&1", arch, path, log);
     rc = system(cmd);
     if (rc != 0 && (f = fopen(log, "r"))) {

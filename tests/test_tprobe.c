@@ -191,7 +191,7 @@ int main(int argc, char **argv)
     uint8_t maps[3][DEV_TMAP_BYTES] __attribute__((aligned(64)));
     /* strict: ptxgen's own kernels are held to the ISA (notes are errors) */
     int rc = probe_dev_open(&pd, "sim", 1, err, sizeof err) ||
-             probe_dev_load(&pd, ptx, "/tmp/tprobe_failed.ptx", "tprobe", SMEM, err, sizeof err) ||
+             probe_dev_load(&pd, ptx, "tprobe", "tprobe", SMEM, err, sizeof err) ||
              probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
              probe_dev_in(&pd, w, sizeof w, &dw, err, sizeof err) || probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
              probe_map2d(pd.dev, da, 9, 2, M, K1, 64, ROWS, 3, maps[0], err, sizeof err) ||

@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     DevPtr da, db, dout = 0;
     uint8_t maps[2][DEV_TMAP_BYTES] __attribute__((aligned(64)));
     int rc = probe_dev_open(&pd, "sim", 1, err, sizeof err) ||
-             probe_dev_load(&pd, ptx, "/tmp/tprobe_pair_failed.ptx", "tprobe_pair", SMEM, err, sizeof err) ||
+             probe_dev_load(&pd, ptx, "tprobe_pair", "tprobe_pair", SMEM, err, sizeof err) ||
              probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
              probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
              probe_map2d(pd.dev, da, 9, 2, M, K, 64, ROWS, 3, maps[0], err, sizeof err) ||

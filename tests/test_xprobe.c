@@ -184,7 +184,7 @@ int main(int argc, char **argv)
         printf("SKIP xprobe: %s\n0 passed, 0 failed\n", err);
         return 0;
     }
-    rc = rc || probe_dev_load(&pd, ptx, "/tmp/xprobe_failed.ptx", "xprobe", SMEM, err, sizeof err) ||
+    rc = rc || probe_dev_load(&pd, ptx, "xprobe", "xprobe", SMEM, err, sizeof err) ||
          probe_dev_in(&pd, a, sizeof a, &da, err, sizeof err) || probe_dev_in(&pd, b, sizeof b, &db, err, sizeof err) ||
          probe_dev_in(&pd, w, sizeof w, &dw, err, sizeof err) || probe_dev_out(&pd, sizeof o, &dout, err, sizeof err) ||
          probe_map2d(pd.dev, da, 9, 2, M, K, 64, 64, 3, maps[0], err, sizeof err) ||

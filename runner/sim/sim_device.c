@@ -47,19 +47,17 @@ static int sd_info(Device *d, DevInfo *info, char *err, size_t errlen)
     return 0;
 }
 
-static int sd_load(Device *d_, const char *ptx, const char *dump_path, DevModule **out, char *err, size_t errlen)
+static int sd_load(Device *d_, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen)
 {
     SimDev *d = (SimDev *)d_;
     SimMod *m = calloc(1, sizeof *m);
     *out = NULL;
     if (!m) return dev_errf(err, errlen, "sim: out of memory");
     if (sim_parse(ptx, &m->m, err, errlen)) {
-        FILE *f = dump_path ? fopen(dump_path, "w") : NULL;
-        if (f) {
-            fputs(ptx, f);
-            fclose(f);
+        char path[1024];
+        if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
             size_t n = strlen(err);
-            snprintf(err + n, errlen - n, "; PTX dumped to %s", dump_path);
+            snprintf(err + n, errlen - n, "; PTX dumped to %s", path);
         }
         free(m);
         return -1;
