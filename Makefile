@@ -18,10 +18,12 @@ all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host
 build/core/%.o: INC := -Icore
 build/emit/%.o: INC := -Icore -Iemit
 build/templates/%.o: INC := -Icore -Iemit -Itemplates
+# the example is a host application: it sees the public header only
+build/examples/%.o: INC := -Iinclude
 
 build/%.o: %.c $(wildcard */*.h */*/*.h) emit/ops.def emit/isa.def
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC $(INC) -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(INC) -c $< -o $@
 
 build/libptxgen.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -55,7 +57,19 @@ test-oracle: all
 gpu-test: all build/tests/test_sim build/tests/test_problem
 	@bash tests/gpu_matrix.sh
 
+# make install PREFIX=/opt/ptxgen: the public header, the static and shared libraries (which export the
+# ptxgen_ API only), the CLI and a pkg-config file (pkg-config --cflags --libs [--static] ptxgen)
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/ptxgen.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 build/libptxgen.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 build/libptxgen.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 ptxgen $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ptxgen.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/ptxgen.pc
+
 clean:
 	rm -rf build ptxgen
 
-.PHONY: all test test-oracle gpu-test clean
+.PHONY: install all test test-oracle gpu-test clean

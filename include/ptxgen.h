@@ -9,6 +9,13 @@
 extern "C" {
 #endif
 
+/* The library exports these names only (it is built with -fvisibility=hidden). */
+#if defined(__GNUC__)
+#define PTXGEN_API __attribute__((visibility("default")))
+#else
+#define PTXGEN_API
+#endif
+
 typedef struct {
     const char *arch;     /* "sm_90", "sm_100a", ... (required) */
     const char *kernel;   /* "attn_fwd" (required) */
@@ -29,24 +36,24 @@ typedef struct ptxgen_set ptxgen_set;
  * for an unknown arch, kernel or family, a family the arch lacks ("sm_120 has
  * mma.sync only; tcgen05 needs sm_100a or sm_103a") or one the kernel lacks
  * ("attn_fwd has no tcgen05 generator yet (families: mma.sync)"). */
-int ptxgen_pick_family(const ptxgen_request *req, const char **family, char *note, size_t notelen, char *err,
+PTXGEN_API int ptxgen_pick_family(const ptxgen_request *req, const char **family, char *note, size_t notelen, char *err,
                        size_t errlen);
 
 /* Return codes: 0 ok; 2 the request is invalid or its plan is refused (err
  * names the constraint and the numbers). */
-int  ptxgen_build(const ptxgen_request *req, ptxgen_set **out, char *err, size_t errlen);
-void ptxgen_free(ptxgen_set *s);
+PTXGEN_API int  ptxgen_build(const ptxgen_request *req, ptxgen_set **out, char *err, size_t errlen);
+PTXGEN_API void ptxgen_free(ptxgen_set *s);
 
 /* The plan table for any well-formed request, including one whose plan is
  * refused (then *fits = 0 and err holds the verdict). NULL if the request is
  * malformed (err says why). Caller frees. */
-char *ptxgen_plan_request(const ptxgen_request *req, int *fits, char *err, size_t errlen);
+PTXGEN_API char *ptxgen_plan_request(const ptxgen_request *req, int *fits, char *err, size_t errlen);
 
-const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
-char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
-char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
-const char *ptxgen_family(const ptxgen_set *s);       /* "mma.sync", "wgmma" or "tcgen05" */
-const char *ptxgen_family_note(const ptxgen_set *s);  /* auto's fallback note (see ptxgen_pick_family), or NULL */
+PTXGEN_API const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
+PTXGEN_API char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
+PTXGEN_API char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
+PTXGEN_API const char *ptxgen_family(const ptxgen_set *s);       /* "mma.sync", "wgmma" or "tcgen05" */
+PTXGEN_API const char *ptxgen_family_note(const ptxgen_set *s);  /* auto's fallback note (see ptxgen_pick_family), or NULL */
 
 /* What exists: one kind per (kernel, family) with a generator, from the same
  * table the build reads. ptxgen_kind_on_arch: 1 when the arch has the kind's
@@ -56,19 +63,19 @@ typedef struct {
     const char *family;   /* "mma.sync" */
     const char *what;     /* one line */
 } ptxgen_kind;
-int ptxgen_num_kinds(void);
-int ptxgen_kind_info(int i, ptxgen_kind *out);
-int ptxgen_kind_on_arch(int i, const char *arch);
+PTXGEN_API int ptxgen_num_kinds(void);
+PTXGEN_API int ptxgen_kind_info(int i, ptxgen_kind *out);
+PTXGEN_API int ptxgen_kind_on_arch(int i, const char *arch);
 
 /* 1 when the set gives bit-identical outputs on every run with the same
  * inputs (no floating-point atomics); attn_bwd is only with deterministic=1. */
-int  ptxgen_deterministic(const ptxgen_set *s);
+PTXGEN_API int  ptxgen_deterministic(const ptxgen_set *s);
 /* The set's head dims: d (d_qk for MLA) and dv (d_v). */
-void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
+PTXGEN_API void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 
 /* Kernels in launch order. */
-int  ptxgen_num_kernels(const ptxgen_set *s);
-const char *ptxgen_entry(const ptxgen_set *s, int k);
+PTXGEN_API int  ptxgen_num_kernels(const ptxgen_set *s);
+PTXGEN_API const char *ptxgen_entry(const ptxgen_set *s, int k);
 
 /* PTXGEN_PARAM_TMAP: 128 bytes (64-aligned) passed by value, role TENSOR_MAP: the host encodes the
  * kernel's tensor map of that parameter (ptxgen_tensor_map_info) over the tensor `of` names. */
@@ -83,21 +90,21 @@ typedef struct {
     const char *of;       /* strides: the tensor; sizes: the size name; workspaces: the workspace */
     const char *dim;      /* strides: "b", "s" or "h" */
 } ptxgen_param;
-int ptxgen_num_params(const ptxgen_set *s, int k);
-int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *out);
+PTXGEN_API int ptxgen_num_params(const ptxgen_set *s, int k);
+PTXGEN_API int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *out);
 
 /* Problem sizes by name: the names ptxgen_problem_size lists. */
 typedef struct { const char *name; long long value; } ptxgen_size;
-int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
+PTXGEN_API int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
 
 /* The size names the set's expressions use (grid, cluster, workspaces, tensor
  * maps), derived from its kernels' descriptions: attention b, s_q, s_k, h_q,
  * h_kv; sparse MLA s_q, s_kv, h_q, topk. */
-int  ptxgen_num_problem_sizes(const ptxgen_set *s);
-const char *ptxgen_problem_size(const ptxgen_set *s, int i);   /* NULL past the end */
+PTXGEN_API int  ptxgen_num_problem_sizes(const ptxgen_set *s);
+PTXGEN_API const char *ptxgen_problem_size(const ptxgen_set *s, int i);   /* NULL past the end */
 /* CTAs per cluster of kernel k for a problem (1, 1, 1 without clusters). */
-int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
+PTXGEN_API int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
                         char *err, size_t errlen);
 
 /* TMA tensor maps kernel k takes by value in parameters: the host encodes each
@@ -114,8 +121,8 @@ typedef struct {
     const char *interleave;            /* "none", "16B", "32B" */
     const char *oob_fill;              /* "zero" or "nan" */
 } ptxgen_tensor_map;
-int ptxgen_num_tensor_maps(const ptxgen_set *s, int k);
-int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *out);
+PTXGEN_API int ptxgen_num_tensor_maps(const ptxgen_set *s, int k);
+PTXGEN_API int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *out);
 
 /* Workspaces: device scratch the host allocates once per problem and passes to
  * every kernel parameter with role WORKSPACE and that name. */
@@ -125,10 +132,72 @@ typedef struct {
     int zero_init;        /* fill with zeros before launching the set */
     const char *meaning;
 } ptxgen_workspace;
-int ptxgen_num_workspaces(const ptxgen_set *s);
-int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out);
-int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes, int nsizes, unsigned long long *bytes,
+PTXGEN_API int ptxgen_num_workspaces(const ptxgen_set *s);
+PTXGEN_API int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out);
+PTXGEN_API int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes, int nsizes, unsigned long long *bytes,
                            char *err, size_t errlen);
+
+/* ---- Running a set -------------------------------------------------------
+ * A device is the CUDA driver (loaded with dlopen at run time: no link-time
+ * dependency on libcuda) or "sim", ptxgen's CPU PTX interpreter. A set loaded
+ * on it runs with named tensors: the library derives the problem sizes from
+ * their shapes, checks them against each other and the set, computes every
+ * kernel's grid, cluster, parameters and tensor maps, allocates the
+ * workspaces (zeroing those that must start zeroed) and launches the kernels
+ * in order on the given stream. Every call returns PTXGEN_OK (0) or one of
+ * the codes below with a one-line message in err (the driver's JIT log
+ * included for a load failure); none exits or aborts on bad input. */
+enum {
+    PTXGEN_OK = 0,
+    PTXGEN_EINVAL = 2,    /* a bad request, tensor, size or argument: err names it */
+    PTXGEN_EDEVICE = 3,   /* no such device, no CUDA driver, or a driver call failed */
+    PTXGEN_ELOAD = 4,     /* the driver (or the sim) refused the PTX: err has the JIT log and a dump path */
+    PTXGEN_ELAUNCH = 5,   /* a launch failed, or the device reported a fault */
+    PTXGEN_ENOMEM = 6     /* host or device memory ran out */
+};
+
+typedef struct ptxgen_device ptxgen_device;
+/* name: "cuda" (GPU 0), "cuda:N", or "sim". Launches use the device's primary context (the one the CUDA
+ * runtime and PyTorch use). */
+PTXGEN_API int  ptxgen_device_open(const char *name, ptxgen_device **out, char *err, size_t errlen);
+PTXGEN_API void ptxgen_device_close(ptxgen_device *d);
+/* "This GPU" as a request's arch: sm_XY, with the "a" suffix (sm_90a, sm_100a, sm_103a, sm_120a) where the
+ * GPU has arch-specific instructions, so the newest family is available. The sim: sm_100a. */
+PTXGEN_API int  ptxgen_device_arch(ptxgen_device *d, char *arch, size_t archlen, char *err, size_t errlen);
+/* Device memory, for hosts without an allocator of their own and for the sim. */
+PTXGEN_API int  ptxgen_device_alloc(ptxgen_device *d, size_t bytes, unsigned long long *ptr, char *err, size_t errlen);
+PTXGEN_API int  ptxgen_device_free(ptxgen_device *d, unsigned long long ptr, char *err, size_t errlen);
+PTXGEN_API int  ptxgen_device_upload(ptxgen_device *d, unsigned long long dst, const void *src, size_t bytes, char *err, size_t errlen);
+PTXGEN_API int  ptxgen_device_download(ptxgen_device *d, void *dst, unsigned long long src, size_t bytes, char *err, size_t errlen);
+PTXGEN_API int  ptxgen_device_sync(ptxgen_device *d, char *err, size_t errlen);
+
+/* A set loaded on a device (its PTX JIT-compiled by the driver). Loading is thread-safe; one loaded set
+ * launches from one thread at a time (its workspaces are shared by its launches). */
+typedef struct ptxgen_loaded ptxgen_loaded;
+PTXGEN_API int  ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char *err, size_t errlen);
+PTXGEN_API void ptxgen_unload(ptxgen_loaded *l);
+/* What the driver made of kernel k: registers per thread, local (spill and stack) bytes per thread. */
+PTXGEN_API int  ptxgen_kernel_resources(const ptxgen_loaded *l, int k, int *regs, int *local_bytes);
+
+/* A tensor argument: one of the set's tensor parameters by name (ptxgen_param_info: role IN or OUT), its
+ * device address, and its shape and strides in elements along the axes of the parameter's shape
+ * ("[b, s_q, h_q, d]": rank 4). The innermost stride must be 1; axes the set has no stride parameter for
+ * must be dense; 2-byte tensors need 16-byte aligned addresses and row strides. A parameter whose meaning
+ * starts with "optional" may be left out (the kernels get a null pointer). */
+#define PTXGEN_MAX_RANK 5
+typedef struct {
+    const char *name;
+    unsigned long long ptr;
+    int rank;
+    long long shape[PTXGEN_MAX_RANK];
+    long long strides[PTXGEN_MAX_RANK];
+} ptxgen_tensor;
+
+/* Runs the set on stream (a CUstream; NULL: the default stream; ignored by the sim). sizes may add or
+ * confirm problem sizes (NULL, 0: every size comes from the tensors' shapes). softmax_scale: the scale of
+ * S, for sets that take one. Asynchronous on a GPU: faults surface at the next synchronizing call. */
+PTXGEN_API int  ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, int ntensors, const ptxgen_size *sizes,
+                   int nsizes, float softmax_scale, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -190,8 +190,8 @@ static int launch_kernel(Session *ss, int i) {
     char err[1024];
     const unsigned *c = ss->k[i].cluster;
     if (c[0] * c[1] * c[2] > 1 ? dev_launch_cluster(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, c, ss->k[i].smem,
-                                                    ss->pb.args[i], err, sizeof err)
-                               : dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.args[i], err,
+                                                    ss->pb.bound[i].args, err, sizeof err)
+                               : dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.bound[i].args, err,
                                             sizeof err))
         return fail("launch", err);
     return 0;

@@ -47,7 +47,7 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must
     X(MemFree, "cuMemFree_v2", NULL, (CUdeviceptr))                                                   \
     X(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL, (CUdeviceptr, const void *, size_t))                       \
     X(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL, (void *, CUdeviceptr, size_t))                             \
-    X(MemsetD8, "cuMemsetD8_v2", NULL, (CUdeviceptr, unsigned char, size_t))                          \
+    X(MemsetD8Async, "cuMemsetD8Async", NULL, (CUdeviceptr, unsigned char, size_t, CUstream))         \
     X(LaunchKernel, "cuLaunchKernel", NULL,                                                           \
       (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,              \
        unsigned int, unsigned int, CUstream, void **, void **))                                       \
@@ -382,7 +382,8 @@ static int cu_fill_u8(Device *d_, DevPtr dst, uint8_t v, size_t bytes, char *err
 {
     CuDev *d = (CuDev *)d_;
     return (bind(d, err, errlen) ||
-            mem_check(d, d->api.MemsetD8((CUdeviceptr)dst, v, bytes), "cuMemsetD8", bytes, err, errlen)) ? -1 : 0;
+            mem_check(d, d->api.MemsetD8Async((CUdeviceptr)dst, v, bytes, (CUstream)d->base.stream), "cuMemsetD8Async", bytes,
+                      err, errlen)) ? -1 : 0;
 }
 
 /* Only configuration errors show up here; faults inside the kernel surface
@@ -401,11 +402,11 @@ static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
         attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
         CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2], .blockDimX = block[0],
                               .blockDimY = block[1], .blockDimZ = block[2], .sharedMemBytes = dyn_smem,
-                              .hStream = (CUstream)0, .attrs = &attr, .numAttrs = 1};
+                              .hStream = (CUstream)f->d->base.stream, .attrs = &attr, .numAttrs = 1};
         r = f->d->launch_ex(&cfg, f->fn, args, NULL);
     } else {
         r = f->d->api.LaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem,
-                                   (CUstream)0, args, NULL);
+                                   (CUstream)f->d->base.stream, args, NULL);
     }
     if (r == CUDA_SUCCESS) return 0;
     snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn_smem %u", grid[0], grid[1], grid[2],
@@ -449,7 +450,7 @@ static int cu_event_record(DevEvent *e_, char *err, size_t errlen)
 {
     CuEvt *e = (CuEvt *)e_;
     return (bind(e->d, err, errlen) ||
-            drv(e->d, e->d->api.EventRecord(e->ev, (CUstream)0), "cuEventRecord", NULL, err, errlen)) ? -1 : 0;
+            drv(e->d, e->d->api.EventRecord(e->ev, (CUstream)e->d->base.stream), "cuEventRecord", NULL, err, errlen)) ? -1 : 0;
 }
 
 static int cu_event_ms(DevEvent *start_, DevEvent *stop_, float *ms, char *err, size_t errlen)

@@ -53,6 +53,8 @@ int dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen) 
     return fclose(f) != 0 || bad ? -1 : 0;
 }
 
+void dev_set_stream(Device *d, void *stream) { d->stream = stream; }
+
 int dev_load_ptx(Device *d, const char *ptx, const char *dump, DevModule **m, char *err, size_t n)
 {
     return d->ops->load_ptx(d, ptx, dump, m, err, n);

@@ -80,7 +80,9 @@ int  dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], uns
  * launch on the sim. */
 int  dev_launch_cluster(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
                         unsigned dyn_smem, void **args, char *err, size_t errlen);
-int  dev_sync(Device *d, char *err, size_t errlen);   /* cuCtxSynchronize: surfaces async launch faults */
+int  dev_sync(Device *d, char *err, size_t errlen);
+/* Later launches, fills and event records go on this CUstream (NULL: the default stream). The sim has none. */
+void dev_set_stream(Device *d, void *stream);   /* cuCtxSynchronize: surfaces async launch faults */
 
 int  dev_event_new(Device *d, DevEvent **e, char *err, size_t errlen);
 void dev_event_free(DevEvent *e);

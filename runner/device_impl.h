@@ -32,7 +32,7 @@ typedef struct DevOps {
     int (*notes)(Device *d, FILE *out);
 } DevOps;
 
-struct Device { const DevOps *ops; };
+struct Device { const DevOps *ops; void *stream; /* CUstream of launches, fills and events (NULL: the default) */ };
 struct DevModule { Device *dev; };
 struct DevFunc { Device *dev; };
 struct DevEvent { Device *dev; };

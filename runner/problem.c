@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "expr.h"
+#include "bind.h"
 #include "guard.h"
 #include "ref.h"
 
@@ -520,127 +521,19 @@ static int workspace_named(const Problem *p, const char *name, uint64_t *v) {
     return 1;
 }
 
-static int stride_of(const Tensor *t, const char *dim, uint64_t *v, char *err, size_t errlen) {
-    *v = !strcmp(dim, "b") ? t->stride_b : !strcmp(dim, "s") ? t->stride_s : t->stride_h;
-    /* the kernels form row addresses with 32-bit products of the row stride in bytes */
-    if (!strcmp(dim, "s") && *v * (uint64_t)t->esize >= (1ull << 32)) {
-        snprintf(err, errlen, "%s row stride %llu elements is too large: stride * %d bytes must be < 2^32",
-                 t->name, (unsigned long long)*v, t->esize);
-        return 1;
-    }
-    return 0;
-}
-
-/* The value of one parameter, by its role and name. */
-static int param_value(Problem *p, const ptxgen_param *pi, uint64_t *v, char *err, size_t errlen) {
-    Tensor *t;
-    int named = pi->role == PTXGEN_ROLE_STRIDE || pi->role == PTXGEN_ROLE_SIZE || pi->role == PTXGEN_ROLE_WORKSPACE;
-    if (named && (!pi->of || (pi->role == PTXGEN_ROLE_STRIDE && !pi->dim))) {
-        snprintf(err, errlen, "parameter %s does not name its %s", pi->name, pi->of ? "dimension" : "tensor, size or workspace");
-        return 1;
-    }
-    switch (pi->role) {
-    case PTXGEN_ROLE_IN:
-    case PTXGEN_ROLE_OUT:
-        if (!(t = bound_tensor(p, pi->name, err, errlen))) return 1;
-        *v = t->dev;
-        return 0;
-    case PTXGEN_ROLE_STRIDE:
-        return !(t = bound_tensor(p, pi->of, err, errlen)) || stride_of(t, pi->dim, v, err, errlen);
-    case PTXGEN_ROLE_SIZE:
-        if (size_named(p, pi->of, v)) { snprintf(err, errlen, "runner has no size '%s'", pi->of); return 1; }
-        return 0;
-    case PTXGEN_ROLE_WORKSPACE:
-        if (workspace_named(p, pi->of, v)) { snprintf(err, errlen, "runner has no workspace '%s'", pi->of); return 1; }
-        return 0;
-    case PTXGEN_ROLE_SCALE:
-        break;
-    case PTXGEN_ROLE_TENSOR_MAP:
-        snprintf(err, errlen, "parameter %s is a tensor map, not an 8-byte value", pi->name);
-        return 1;
-    }
-    memcpy(v, &p->scale, sizeof p->scale);
-    return 0;
-}
-
-/* The kernel's stride parameters and the problem sizes, by name: what tensor-map expressions use. */
-static int expr_vars(Problem *p, const ptxgen_set *s, int kernel, ExprVar *vars, int cap, char *err, size_t errlen) {
-    ptxgen_size sizes[PROBLEM_NSIZES];
-    int n = 0;
-    for (int i = 0, ns = problem_sizes(p, sizes); i < ns && n < cap; i++) vars[n++] = (ExprVar){sizes[i].name, sizes[i].value};
-    for (int i = 0; i < ptxgen_num_params(s, kernel) && n < cap; i++) {
-        ptxgen_param pi;
-        ptxgen_param_info(s, kernel, i, &pi);
-        uint64_t v;
-        if (pi.role != PTXGEN_ROLE_STRIDE) continue;
-        if (param_value(p, &pi, &v, err, errlen)) return -1;
-        vars[n++] = (ExprVar){pi.name, (long long)v};
-    }
-    return n;
-}
-
-/* Encodes parameter pi's tensor map over its tensor into out. */
-static int encode_tmap(Problem *p, const ptxgen_set *s, int kernel, const ptxgen_param *pi, Device *dev, uint8_t *out,
-                       char *err, size_t errlen) {
-    ptxgen_tensor_map m;
-    int found = 0;
-    for (int i = 0; i < ptxgen_num_tensor_maps(s, kernel) && !found; i++)
-        found = !ptxgen_tensor_map_info(s, kernel, i, &m) && !strcmp(m.param, pi->name);
-    Tensor *t = found ? bound_tensor(p, pi->of, err, errlen) : NULL;
-    if (!found) snprintf(err, errlen, "%s: no tensor map describes parameter %s", ptxgen_entry(s, kernel), pi->name);
+/* the Binder callbacks over this problem's tensors, sizes and workspaces */
+static int bind_tensor(void *ctx, const char *name, BindTensor *out, char *err, size_t errlen) {
+    const Tensor *t = bound_tensor(ctx, name, err, errlen);
     if (!t) return 1;
-    ExprVar vars[PROBLEM_NSIZES + 64];
-    int nv = expr_vars(p, s, kernel, vars, (int)(sizeof vars / sizeof vars[0]), err, errlen);
-    if (nv < 0) return 1;
-    DevTmapDesc d = {.rank = m.rank, .gaddr = t->dev};
-    if (dev_tmap_names(&d, m.dtype, m.swizzle, m.interleave, m.oob_fill, err, errlen)) return 1;
-    for (int i = 0; i < m.rank; i++) {
-        long long v;
-        char why[256];
-        if (expr_eval(m.dims[i], vars, nv, &v, why, sizeof why)) {
-            snprintf(err, errlen, "%s: tensor map %s dim %d: %s", ptxgen_entry(s, kernel), m.param, i, why);
-            return 1;
-        }
-        d.dim[i] = (uint64_t)v;
-        if (i + 1 < m.rank) {
-            if (expr_eval(m.strides_bytes[i], vars, nv, &v, why, sizeof why)) {
-                snprintf(err, errlen, "%s: tensor map %s stride %d: %s", ptxgen_entry(s, kernel), m.param, i, why);
-                return 1;
-            }
-            d.stride[i] = (uint64_t)v;
-        }
-        d.box[i] = (uint32_t)m.box[i], d.estride[i] = (uint32_t)m.element_strides[i];
-    }
-    return dev_tmap_encode(dev, &d, out, err, errlen) ? 1 : 0;
+    *out = (BindTensor){t->dev, t->stride_b, t->stride_s, t->stride_h, t->esize};
+    return 0;
 }
+static int bind_size(void *ctx, const char *name, uint64_t *v) { return size_named(ctx, name, v); }
+static int bind_workspace(void *ctx, const char *name, uint64_t *v) { return workspace_named(ctx, name, v); }
 
 int problem_args(Problem *p, const ptxgen_set *s, int kernel, Device *dev, char *err, size_t errlen) {
-    int n = ptxgen_num_params(s, kernel), maps = 0;
-    if (n > (int)(sizeof p->argv[0] / sizeof p->argv[0][0])) {
-        snprintf(err, errlen, "%s has %d parameters; the runner holds at most 64", ptxgen_entry(s, kernel), n);
-        return 1;
-    }
-    for (int i = 0; i < n; i++) {
-        ptxgen_param pi;
-        ptxgen_param_info(s, kernel, i, &pi);
-        if (pi.type == PTXGEN_PARAM_TMAP) {
-            if (maps == (int)(sizeof p->tmap[0] / sizeof p->tmap[0][0])) {
-                snprintf(err, errlen, "%s has more tensor maps than the runner holds", ptxgen_entry(s, kernel));
-                return 1;
-            }
-            if (encode_tmap(p, s, kernel, &pi, dev, p->tmap[kernel][maps], err, errlen)) return 1;
-            p->args[kernel][i] = p->tmap[kernel][maps++];
-            continue;
-        }
-        uint64_t v = 0;
-        if (param_value(p, &pi, &v, err, errlen)) return 1;
-        if (pi.type == PTXGEN_PARAM_U32 && v > 0xFFFFFFFFull) {
-            snprintf(err, errlen, "%s = %llu does not fit u32", pi.name, (unsigned long long)v);
-            return 1;
-        }
-        p->argv[kernel][i] = v;   /* little-endian: a u32/f32 parameter reads the low bytes */
-        p->args[kernel][i] = &p->argv[kernel][i];
-    }
+    Binder b = {p, bind_tensor, bind_size, bind_workspace, p->scale};
+    if (bind_args(s, kernel, dev, &b, &p->bound[kernel], err, errlen)) return 1;
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #define PTXGEN_PROBLEM_H
 #include <stddef.h>
 #include <stdint.h>
+#include "bind.h"
 #include "device.h"
 #include "gpu_ref.h"
 #include "hostdata.h"
@@ -48,9 +49,7 @@ typedef struct {
     int causal;
     Tensor q, k, v, o, dout, dq, dk, dv, lse;   /* dout is "do" (a C keyword) */
     Tensor kv, indices, topk_length, dkv;       /* MLA: the latent kv, the top-k selection, kv's gradient */
-    uint64_t argv[4][64];        /* per kernel of the set: parameter values, 8-byte slots */
-    void *args[4][64];
-    uint8_t tmap[4][4][128] __attribute__((aligned(64)));   /* tensor-map parameters, by kernel and map */
+    BoundArgs bound[4];          /* per kernel of the set: its launch arguments (bind.h) */
     struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
     int nws;
     GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */

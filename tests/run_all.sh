@@ -801,6 +801,36 @@ no_driver_tests() {
     else fail "$name" "exit $rc: $(one_line "$TMP/out") $(one_line "$TMP/err")"; fi
 }
 
+# The library as a host application gets it: the public header only, the exported names, make install and
+# pkg-config, the example built against the installed tree (static and shared) running on the sim.
+library_tests() {
+    section "the library: public API, exports, install"
+    local name="libptxgen.so exports the ptxgen_ API only" bad
+    bad=$(nm -D --defined-only build/libptxgen.so | awk '{ print $3 }' | grep -v '^ptxgen_' | head -3 | tr '\n' ' ')
+    if [ -z "$bad" ] && [ "$(nm -D --defined-only build/libptxgen.so | grep -c ' ptxgen_')" -ge 30 ]; then pass "$name"
+    else fail "$name" "also exports: $bad"; fi
+    name="the example host app includes only ptxgen.h"
+    if [ "$(grep -c '#include "' examples/host_app.c)" = 1 ] && grep -q '#include "ptxgen.h"' examples/host_app.c; then
+        pass "$name"
+    else fail "$name" "$(grep '#include "' examples/host_app.c | tr '\n' ' ')"; fi
+    name="the example host app runs on the sim (build/example_host sim)"
+    if timeout 120 ./build/example_host sim >"$TMP/out" 2>"$TMP/err" && grep -q ': ok$' "$TMP/out"; then pass "$name"
+    else fail "$name" "$(one_line "$TMP/out") $(one_line "$TMP/err")"; fi
+    name="make install PREFIX=...: header, libraries, CLI, pkg-config; the example links against it (static, shared)"
+    local inst=$TMP/inst
+    if ! command -v pkg-config >/dev/null; then skip "$name" "no pkg-config on this machine"; return; fi
+    if make -s install PREFIX="$inst" >"$TMP/out" 2>&1 &&
+        PKG_CONFIG_PATH=$inst/lib/pkgconfig cc -std=c11 -o "$TMP/ex_static" examples/host_app.c -Wl,-Bstatic \
+            $(PKG_CONFIG_PATH=$inst/lib/pkgconfig pkg-config --cflags --libs-only-L ptxgen) -lptxgen -Wl,-Bdynamic \
+            -ldl -lm -lpthread >>"$TMP/out" 2>&1 &&
+        cc -std=c11 -o "$TMP/ex_shared" examples/host_app.c $(PKG_CONFIG_PATH=$inst/lib/pkgconfig pkg-config --cflags \
+            --libs ptxgen) -Wl,-rpath,"$inst/lib" -lm >>"$TMP/out" 2>&1 &&
+        "$TMP/ex_static" sim >>"$TMP/out" 2>&1 && "$TMP/ex_shared" sim >>"$TMP/out" 2>&1 &&
+        [ "$(grep -c ': ok$' "$TMP/out")" = 2 ] && [ -x "$inst/bin/ptxgen" ] && [ -f "$inst/include/ptxgen.h" ]; then
+        pass "$name"
+    else fail "$name" "$(one_line "$TMP/out")"; fi
+}
+
 main() {
     if [ ! -x ./ptxgen ]; then
         fail "ptxgen built" "./ptxgen is missing (run make)"
@@ -818,6 +848,7 @@ main() {
     manifest_tests
     stdout_vs_file_test
     no_driver_tests
+    library_tests
     echo "-- suite time: ${SECONDS} s"
     echo "$n_pass passed, $n_fail failed"
     [ "$n_fail" -eq 0 ]

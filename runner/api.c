@@ -1,0 +1,378 @@
+/* The public run API (ptxgen.h "Running a set"): devices, loaded sets and
+ * launches with named tensors, over the runner's device layer (device.h)
+ * and argument binding (bind.h). */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bind.h"
+#include "device.h"
+#include "ptxgen.h"
+
+struct ptxgen_device {
+    Device *dev;
+    int sim;
+    pthread_mutex_t mu;   /* loads (the driver's module table) */
+};
+
+enum { MAX_K = 4, MAX_WS = 4, MAX_SIZES = 16, MAX_TENSORS = 24 };
+struct ptxgen_loaded {
+    ptxgen_device *d;
+    const ptxgen_set *s;
+    DevModule *mod;
+    int nk;
+    DevFunc *fn[MAX_K];
+    DevFuncAttrs attrs[MAX_K];
+    struct { DevPtr ptr; unsigned long long bytes; } ws[MAX_WS];
+    BoundArgs bound[MAX_K];
+};
+
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int ptxgen_device_open(const char *name, ptxgen_device **out, char *err, size_t errlen) {
+    if (!out) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_open: out is NULL");
+    *out = NULL;
+    const char *kind = name;
+    int ordinal = 0;
+    if (!name) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_open: name is NULL (\"cuda\", \"cuda:N\" or \"sim\")");
+    if (!strncmp(name, "cuda:", 5)) {
+        char *end;
+        long v = strtol(name + 5, &end, 10);
+        if (!name[5] || *end || v < 0 || v > 64)
+            return fail(PTXGEN_EINVAL, err, errlen, "device '%s': want cuda:N with N a GPU ordinal", name);
+        kind = "cuda", ordinal = (int)v;
+    } else if (strcmp(name, "cuda") && strcmp(name, "sim")) {
+        return fail(PTXGEN_EINVAL, err, errlen, "device '%s': want \"cuda\", \"cuda:N\" or \"sim\"", name);
+    }
+    ptxgen_device *d = calloc(1, sizeof *d);
+    if (!d) return fail(PTXGEN_ENOMEM, err, errlen, "out of host memory");
+    if (dev_open(&d->dev, kind, ordinal, err, errlen)) {
+        free(d);
+        return PTXGEN_EDEVICE;
+    }
+    d->sim = !strcmp(kind, "sim");
+    pthread_mutex_init(&d->mu, NULL);
+    *out = d;
+    return PTXGEN_OK;
+}
+
+void ptxgen_device_close(ptxgen_device *d) {
+    if (!d) return;
+    dev_close(d->dev);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+int ptxgen_device_arch(ptxgen_device *d, char *arch, size_t archlen, char *err, size_t errlen) {
+    if (!d || !arch || !archlen) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_arch: a NULL argument");
+    if (d->sim) return snprintf(arch, archlen, "sm_100a") < (int)archlen ? PTXGEN_OK : PTXGEN_EINVAL;
+    DevInfo info;
+    if (dev_info(d->dev, &info, err, errlen)) return PTXGEN_EDEVICE;
+    int cc = 10 * info.cc_major + info.cc_minor;
+    /* the GPUs whose arch-specific instructions (wgmma, tcgen05, ...) have an "a" target */
+    int a = cc == 90 || cc == 100 || cc == 103 || cc == 120 || cc == 121;
+    snprintf(arch, archlen, "sm_%d%s", cc, a ? "a" : "");
+    return PTXGEN_OK;
+}
+
+int ptxgen_device_alloc(ptxgen_device *d, size_t bytes, unsigned long long *ptr, char *err, size_t errlen) {
+    if (!d || !ptr) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_alloc: a NULL argument");
+    DevPtr p = 0;
+    if (dev_alloc(d->dev, &p, bytes, err, errlen)) return PTXGEN_ENOMEM;
+    *ptr = p;
+    return PTXGEN_OK;
+}
+
+int ptxgen_device_free(ptxgen_device *d, unsigned long long ptr, char *err, size_t errlen) {
+    if (!d) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_free: device is NULL");
+    return dev_free(d->dev, ptr, err, errlen) ? PTXGEN_EDEVICE : PTXGEN_OK;
+}
+
+int ptxgen_device_upload(ptxgen_device *d, unsigned long long dst, const void *src, size_t bytes, char *err, size_t errlen) {
+    if (!d || !src) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_upload: a NULL argument");
+    return dev_upload(d->dev, dst, src, bytes, err, errlen) ? PTXGEN_EDEVICE : PTXGEN_OK;
+}
+
+int ptxgen_device_download(ptxgen_device *d, void *dst, unsigned long long src, size_t bytes, char *err, size_t errlen) {
+    if (!d || !dst) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_download: a NULL argument");
+    return dev_download(d->dev, dst, src, bytes, err, errlen) ? PTXGEN_ELAUNCH : PTXGEN_OK;
+}
+
+int ptxgen_device_sync(ptxgen_device *d, char *err, size_t errlen) {
+    if (!d) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_device_sync: device is NULL");
+    return dev_sync(d->dev, err, errlen) ? PTXGEN_ELAUNCH : PTXGEN_OK;
+}
+
+int ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char *err, size_t errlen) {
+    if (!d || !s || !out) return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_load: a NULL argument");
+    *out = NULL;
+    int nk = ptxgen_num_kernels(s);
+    if (nk > MAX_K || ptxgen_num_workspaces(s) > MAX_WS)
+        return fail(PTXGEN_EINVAL, err, errlen, "the set has more kernels or workspaces than the loader holds");
+    ptxgen_loaded *l = calloc(1, sizeof *l);
+    if (!l) return fail(PTXGEN_ENOMEM, err, errlen, "out of host memory");
+    l->d = d, l->s = s, l->nk = nk;
+    pthread_mutex_lock(&d->mu);
+    int rc = dev_load_ptx(d->dev, ptxgen_ptx(s), ptxgen_entry(s, 0), &l->mod, err, errlen) ? PTXGEN_ELOAD : PTXGEN_OK;
+    for (int k = 0; !rc && k < nk; k++)
+        if (dev_get_func(l->mod, ptxgen_entry(s, k), &l->fn[k], err, errlen) ||
+            dev_func_attrs(l->fn[k], &l->attrs[k], err, errlen))
+            rc = PTXGEN_ELOAD;
+    pthread_mutex_unlock(&d->mu);
+    if (rc) {
+        ptxgen_unload(l);
+        return rc;
+    }
+    *out = l;
+    return PTXGEN_OK;
+}
+
+void ptxgen_unload(ptxgen_loaded *l) {
+    if (!l) return;
+    char err[256];
+    for (int i = 0; i < MAX_WS; i++)
+        if (l->ws[i].ptr) dev_free(l->d->dev, l->ws[i].ptr, err, sizeof err);
+    if (l->mod) dev_unload(l->mod);
+    free(l);
+}
+
+int ptxgen_kernel_resources(const ptxgen_loaded *l, int k, int *regs, int *local_bytes) {
+    if (!l || k < 0 || k >= l->nk) return PTXGEN_EINVAL;
+    if (regs) *regs = l->attrs[k].num_regs;
+    if (local_bytes) *local_bytes = l->attrs[k].local_bytes;
+    return PTXGEN_OK;
+}
+
+/* ---- a launch: the caller's tensors against the set's parameters ---- */
+
+typedef struct {
+    const ptxgen_set *s;
+    const ptxgen_tensor *t;
+    int nt;
+    struct { const char *name; long long v; const char *from; } size[MAX_SIZES];
+    int nsize;
+    const ptxgen_loaded *l;
+} Launch;
+
+/* The axis names of a parameter's shape "[b, s_q, h_q, d]" into names (each up to 15 chars); their count. */
+static int axes(const char *shape, char names[PTXGEN_MAX_RANK][16]) {
+    int n = 0;
+    if (!shape || *shape != '[') return 0;
+    for (const char *p = shape + 1; *p && *p != ']' && n < PTXGEN_MAX_RANK;) {
+        while (*p == ' ' || *p == ',') p++;
+        int len = 0;
+        while (p[len] && p[len] != ',' && p[len] != ']' && p[len] != ' ') len++;
+        if (!len) break;
+        snprintf(names[n++], 16, "%.*s", len, p);
+        p += len;
+    }
+    return n;
+}
+
+static const ptxgen_tensor *caller_tensor(const Launch *L, const char *name) {
+    for (int i = 0; i < L->nt; i++)
+        if (L->t[i].name && !strcmp(L->t[i].name, name)) return &L->t[i];
+    return NULL;
+}
+
+/* The first parameter row describing tensor `name` (role IN or OUT) in any kernel of the set. */
+static int tensor_param(const ptxgen_set *s, const char *name, ptxgen_param *out) {
+    for (int k = 0; k < ptxgen_num_kernels(s); k++)
+        for (int i = 0; i < ptxgen_num_params(s, k); i++)
+            if (!ptxgen_param_info(s, k, i, out) && (out->role == PTXGEN_ROLE_IN || out->role == PTXGEN_ROLE_OUT) &&
+                !strcmp(out->name, name))
+                return 1;
+    return 0;
+}
+
+/* Whether any kernel has a stride parameter for tensor `name` along dimension letter dim. */
+static int has_stride(const ptxgen_set *s, const char *name, char dim) {
+    for (int k = 0; k < ptxgen_num_kernels(s); k++)
+        for (int i = 0; i < ptxgen_num_params(s, k); i++) {
+            ptxgen_param p;
+            if (!ptxgen_param_info(s, k, i, &p) && p.role == PTXGEN_ROLE_STRIDE && p.of && !strcmp(p.of, name) &&
+                p.dim && p.dim[0] == dim)
+                return 1;
+        }
+    return 0;
+}
+
+static int esize_of(const char *dtype) { return dtype && (!strcmp(dtype, "bf16") || !strcmp(dtype, "fp16")) ? 2 : 4; }
+
+/* A size named by a tensor axis: set it, or check it against what an earlier tensor or the caller said. */
+static int note_size(Launch *L, const char *name, long long v, const char *from, char *err, size_t errlen) {
+    for (int i = 0; i < L->nsize; i++) {
+        if (strcmp(L->size[i].name, name)) continue;
+        if (!L->size[i].from) { L->size[i].v = v, L->size[i].from = from; return 0; }
+        if (L->size[i].v != v)
+            return fail(PTXGEN_EINVAL, err, errlen, "%s says %s = %lld but %s says %lld", from, name, v, L->size[i].from,
+                        L->size[i].v);
+        return 0;
+    }
+    return -1;   /* not a problem size */
+}
+
+/* One tensor parameter against the caller's tensor: present (or optional), rank, shape, strides, alignment. */
+static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errlen) {
+    const ptxgen_tensor *t = caller_tensor(L, p->name);
+    int optional = p->meaning && !strncmp(p->meaning, "optional", 8);
+    if (!t || !t->ptr) {
+        if (optional) return 0;
+        return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' %s is %s (%s)", p->name, p->shape ? p->shape : "",
+                    t ? "a null pointer" : "not given", p->meaning ? p->meaning : "");
+    }
+    char ax[PTXGEN_MAX_RANK][16];
+    int rank = axes(p->shape, ax), d, dv, es = esize_of(p->dtype);
+    if (t->rank != rank)
+        return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' has rank %d; the set takes %s", p->name, t->rank, p->shape);
+    ptxgen_head_dims(L->s, &d, &dv);
+    long long dense = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        long long n = t->shape[i];
+        if (n < 1) return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s has extent %lld", p->name, ax[i], n);
+        int head = !strcmp(ax[i], "d") || !strcmp(ax[i], "d_qk") ? d : !strcmp(ax[i], "dv") || !strcmp(ax[i], "d_v") ? dv : 0;
+        if (head && n != head)
+            return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is %lld; the set was built for %d", p->name, ax[i],
+                        n, head);
+        if (!head) {
+            int rc = note_size(L, ax[i], n, p->name, err, errlen);
+            if (rc > 0) return rc;
+            if (rc < 0) return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is no size of the set", p->name, ax[i]);
+        }
+        long long st = t->strides[i];
+        int strided = i < rank - 1 && (ax[i][0] == 'b' || ax[i][0] == 's' || ax[i][0] == 'h') && has_stride(L->s, p->name, ax[i][0]);
+        if (i == rank - 1 && st != 1)
+            return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' innermost axis %s has stride %lld; the kernels need 1",
+                        p->name, ax[i], st);
+        if (i < rank - 1 && !strided && st != dense)
+            return fail(PTXGEN_EINVAL, err, errlen,
+                        "tensor '%s' axis %s has stride %lld; the set takes it dense (stride %lld): pass a contiguous tensor",
+                        p->name, ax[i], st, dense);
+        if (strided && (st < 0 || (es == 2 && st % 8)))
+            return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s stride %lld: want a non-negative multiple of 8 "
+                        "elements (16-byte rows)", p->name, ax[i], st);
+        dense *= n;
+    }
+    if (t->ptr % (unsigned long long)(es == 2 ? 16 : es))
+        return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' address 0x%llx is not %d-byte aligned", p->name, t->ptr,
+                    es == 2 ? 16 : es);
+    return 0;
+}
+
+static int bind_tensor(void *ctx, const char *name, BindTensor *out, char *err, size_t errlen) {
+    const Launch *L = ctx;
+    ptxgen_param p;
+    const ptxgen_tensor *t = caller_tensor(L, name);
+    if (!tensor_param(L->s, name, &p)) return fail(1, err, errlen, "the set has no tensor '%s'", name);
+    *out = (BindTensor){.esize = esize_of(p.dtype)};
+    if (!t) return 0;   /* optional, checked */
+    char ax[PTXGEN_MAX_RANK][16];
+    int rank = axes(p.shape, ax);
+    out->ptr = t->ptr;
+    for (int i = 0; i < rank; i++) {
+        uint64_t st = (uint64_t)t->strides[i];
+        if (ax[i][0] == 'b') out->stride_b = st;
+        else if (ax[i][0] == 's') out->stride_s = st;
+        else if (ax[i][0] == 'h') out->stride_h = st;
+    }
+    return 0;
+}
+
+static int bind_size(void *ctx, const char *name, uint64_t *v) {
+    const Launch *L = ctx;
+    for (int i = 0; i < L->nsize; i++)
+        if (!strcmp(L->size[i].name, name) && L->size[i].from) { *v = (uint64_t)L->size[i].v; return 0; }
+    return 1;
+}
+
+static int bind_workspace(void *ctx, const char *name, uint64_t *v) {
+    const Launch *L = ctx;
+    for (int i = 0; i < ptxgen_num_workspaces(L->s); i++) {
+        ptxgen_workspace w;
+        if (!ptxgen_workspace_info(L->s, i, &w) && !strcmp(w.name, name)) { *v = L->l->ws[i].ptr; return 0; }
+    }
+    return 1;
+}
+
+/* Each workspace at least its size for this problem (grown, never shrunk), zeroed where it must start so. */
+static int workspaces(ptxgen_loaded *l, const ptxgen_size *sz, int n, char *err, size_t errlen) {
+    for (int i = 0; i < ptxgen_num_workspaces(l->s); i++) {
+        ptxgen_workspace w;
+        unsigned long long bytes;
+        if (ptxgen_workspace_info(l->s, i, &w) || ptxgen_workspace_bytes(l->s, i, sz, n, &bytes, err, errlen))
+            return PTXGEN_EINVAL;
+        if (bytes > l->ws[i].bytes) {
+            if (l->ws[i].ptr && dev_free(l->d->dev, l->ws[i].ptr, err, errlen)) return PTXGEN_EDEVICE;
+            l->ws[i].ptr = 0, l->ws[i].bytes = 0;
+            if (dev_alloc(l->d->dev, &l->ws[i].ptr, bytes ? bytes : 1, err, errlen)) return PTXGEN_ENOMEM;
+            l->ws[i].bytes = bytes;
+        }
+        if (w.zero_init && bytes && dev_fill_u8(l->d->dev, l->ws[i].ptr, 0, bytes, err, errlen)) return PTXGEN_EDEVICE;
+    }
+    return PTXGEN_OK;
+}
+
+int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, int ntensors, const ptxgen_size *sizes,
+                  int nsizes, float softmax_scale, char *err, size_t errlen) {
+    if (!l || (ntensors && !tensors) || ntensors < 0 || (nsizes && !sizes) || nsizes < 0)
+        return fail(PTXGEN_EINVAL, err, errlen, "ptxgen_launch: a NULL or negative argument");
+    const ptxgen_set *s = l->s;
+    Launch L = {.s = s, .t = tensors, .nt = ntensors, .l = l};
+    for (int i = 0; i < ptxgen_num_problem_sizes(s) && L.nsize < MAX_SIZES; i++)
+        L.size[L.nsize++].name = ptxgen_problem_size(s, i);
+    for (int i = 0; i < nsizes; i++) {
+        if (!sizes[i].name) return fail(PTXGEN_EINVAL, err, errlen, "size %d has no name", i);
+        int rc = note_size(&L, sizes[i].name, sizes[i].value, "the sizes given", err, errlen);
+        if (rc > 0) return rc;
+        if (rc < 0) return fail(PTXGEN_EINVAL, err, errlen, "the set has no size '%s'", sizes[i].name);
+    }
+    for (int i = 0; i < ntensors; i++) {
+        ptxgen_param p;
+        if (!tensors[i].name || !tensor_param(s, tensors[i].name, &p))
+            return fail(PTXGEN_EINVAL, err, errlen, "the set has no tensor '%s'", tensors[i].name ? tensors[i].name : "(null)");
+        for (int j = 0; j < i; j++)
+            if (!strcmp(tensors[j].name, tensors[i].name))
+                return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' is given twice", tensors[i].name);
+    }
+    for (int k = 0; k < l->nk; k++)
+        for (int i = 0; i < ptxgen_num_params(s, k); i++) {
+            ptxgen_param p;
+            if (ptxgen_param_info(s, k, i, &p) || (p.role != PTXGEN_ROLE_IN && p.role != PTXGEN_ROLE_OUT)) continue;
+            int rc = check_tensor(&L, &p, err, errlen);
+            if (rc) return rc;
+        }
+    ptxgen_size sz[MAX_SIZES];
+    int nsz = 0;
+    for (int i = 0; i < L.nsize; i++) {
+        if (!L.size[i].from) return fail(PTXGEN_EINVAL, err, errlen, "size %s is not given and no tensor carries it", L.size[i].name);
+        if (L.size[i].v < 1) return fail(PTXGEN_EINVAL, err, errlen, "size %s = %lld", L.size[i].name, L.size[i].v);
+        sz[nsz++] = (ptxgen_size){L.size[i].name, L.size[i].v};
+    }
+    dev_set_stream(l->d->dev, stream);
+    int rc = workspaces(l, sz, nsz, err, errlen);
+    Binder b = {&L, bind_tensor, bind_size, bind_workspace, softmax_scale};
+    for (int k = 0; !rc && k < l->nk; k++) {
+        unsigned grid[3], block[3], cluster[3], smem;
+        if (ptxgen_launch_dims(s, k, sz, nsz, grid, block, &smem, err, errlen) ||
+            ptxgen_cluster_dims(s, k, sz, nsz, cluster, err, errlen) || bind_args(s, k, l->d->dev, &b, &l->bound[k], err, errlen)) {
+            rc = PTXGEN_EINVAL;
+            break;
+        }
+        if (!grid[0] || !grid[1] || !grid[2]) continue;   /* nothing to do (no token, no row) */
+        if (dev_set_dyn_smem(l->fn[k], (int)smem, err, errlen)) { rc = PTXGEN_ELAUNCH; break; }
+        int clustered = cluster[0] * cluster[1] * cluster[2] > 1;
+        if (clustered ? dev_launch_cluster(l->fn[k], grid, block, cluster, smem, l->bound[k].args, err, errlen)
+                      : dev_launch(l->fn[k], grid, block, smem, l->bound[k].args, err, errlen))
+            rc = PTXGEN_ELAUNCH;
+    }
+    dev_set_stream(l->d->dev, NULL);
+    return rc;
+}

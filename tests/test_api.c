@@ -1,0 +1,283 @@
+/* The public run API, through include/ptxgen.h only (as a host application
+ * sees it), on the sim device: attn_fwd with padded row strides and GQA,
+ * then sparse MLA forward and the tcgen05 CTA-pair backward (clusters, a
+ * tensor map, workspaces, the optional topk_length), each against a float64
+ * reference written here; and the errors a caller gets for bad tensors,
+ * sizes and devices. usage: test_api [--seed N] (a fresh seed each run, printed) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "ptxgen.h"
+
+static int passed, failed;
+static void check(int ok, const char *name, const char *detail) {
+    printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name, ok || !detail ? "" : ": ", ok || !detail ? "" : detail);
+    ok ? passed++ : failed++;
+}
+
+static unsigned long long rng_state;
+static double uniform(void) {   /* xorshift64*, in (-1, 1) */
+    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / 4503599627370496.0 - 1.0;
+}
+static unsigned short to_bf16(double x) {   /* round to nearest even */
+    float f = (float)x;
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return (unsigned short)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+static double from_bf16(unsigned short h) {
+    unsigned u = (unsigned)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* a bf16 tensor of n values at stride rows of `row` elements (the rest zero-padded), uploaded; vals: the rounded values */
+static unsigned long long upload_bf16(ptxgen_device *d, double *vals, long long rows, long long width, long long row,
+                                      char *err) {
+    unsigned short *h = calloc((size_t)(rows * row), 2);
+    for (long long r = 0; r < rows; r++)
+        for (long long c = 0; c < width; c++) {
+            h[r * row + c] = to_bf16(uniform());
+            vals[r * width + c] = from_bf16(h[r * row + c]);
+        }
+    unsigned long long p = 0;
+    if (ptxgen_device_alloc(d, (size_t)(rows * row) * 2, &p, err, 512) ||
+        ptxgen_device_upload(d, p, h, (size_t)(rows * row) * 2, err, 512))
+        p = 0;
+    free(h);
+    return p;
+}
+
+static double rel_l2(const double *x, const double *ref, long long n) {
+    double e = 0, r = 0;
+    for (long long i = 0; i < n; i++) e += (x[i] - ref[i]) * (x[i] - ref[i]), r += ref[i] * ref[i];
+    return r > 0 ? sqrt(e / r) : sqrt(e);
+}
+
+static double *download_bf16(ptxgen_device *d, unsigned long long p, long long n, char *err) {
+    unsigned short *h = malloc((size_t)n * 2);
+    double *v = malloc((size_t)n * sizeof *v);
+    if (ptxgen_device_download(d, h, p, (size_t)n * 2, err, 512)) {
+        free(h), free(v);
+        return NULL;
+    }
+    for (long long i = 0; i < n; i++) v[i] = from_bf16(h[i]);
+    free(h);
+    return v;
+}
+
+/* attn_fwd, b 1, h_q 4 over h_kv 2, d 64, q and o with padded rows */
+static void attn_fwd(ptxgen_device *dev) {
+    enum { SQ = 37, SK = 70, HQ = 4, HKV = 2, D = 64, PAD = 8 };
+    char err[512] = "", msg[600];
+    ptxgen_request rq = {.arch = "sm_90", .kernel = "attn_fwd", .hdim = D};
+    ptxgen_set *s = NULL;
+    ptxgen_loaded *l = NULL;
+    int rc = ptxgen_build(&rq, &s, err, sizeof err) || ptxgen_load(dev, s, &l, err, sizeof err);
+    check(!rc, "api: attn_fwd builds and loads on the sim", err);
+    if (rc) { ptxgen_free(s); return; }
+    static double q[SQ * HQ * D], k[SK * HKV * D], v[SK * HKV * D], ref[SQ * HQ * D];
+    unsigned long long qp = upload_bf16(dev, q, SQ * HQ, D, D + PAD, err), kp = upload_bf16(dev, k, SK * HKV, D, D, err),
+                       vp = upload_bf16(dev, v, SK * HKV, D, D, err), op = 0, lp = 0;
+    /* o's rows padded too: its row (s) stride is HQ * (D + PAD), its head stride D + PAD */
+    ptxgen_device_alloc(dev, (size_t)SQ * HQ * (D + PAD) * 2, &op, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)HQ * SQ * 4, &lp, err, sizeof err);
+    ptxgen_tensor t[] = {
+        {"q", qp, 4, {1, SQ, HQ, D}, {SQ * HQ * (D + PAD), HQ * (D + PAD), D + PAD, 1}},
+        {"k", kp, 4, {1, SK, HKV, D}, {SK * HKV * D, HKV * D, D, 1}},
+        {"v", vp, 4, {1, SK, HKV, D}, {SK * HKV * D, HKV * D, D, 1}},
+        {"o", op, 4, {1, SQ, HQ, D}, {SQ * HQ * (D + PAD), HQ * (D + PAD), D + PAD, 1}},
+        {"lse", lp, 3, {1, HQ, SQ}, {HQ * SQ, SQ, 1}}};
+    double scale = 1 / sqrt((double)D);
+    rc = ptxgen_launch(l, NULL, t, 5, NULL, 0, (float)scale, err, sizeof err) || ptxgen_device_sync(dev, err, sizeof err);
+    check(!rc, "api: attn_fwd launches from named tensors alone (sizes from their shapes)", err);
+    double *o = rc ? NULL : download_bf16(dev, op, SQ * HQ * (D + PAD), err), oc[SQ * HQ * D];
+    if (o) {
+        for (int i = 0; i < SQ; i++)
+            for (int h = 0; h < HQ; h++) {
+                double sc[SK], m = -INFINITY, sum = 0;
+                const double *qi = q + (i * HQ + h) * D;
+                for (int j = 0; j < SK; j++) {
+                    const double *kj = k + (j * HKV + h / (HQ / HKV)) * D;
+                    sc[j] = 0;
+                    for (int c = 0; c < D; c++) sc[j] += qi[c] * kj[c];
+                    sc[j] *= scale, m = fmax(m, sc[j]);
+                }
+                for (int j = 0; j < SK; j++) sum += sc[j] = exp(sc[j] - m);
+                for (int c = 0; c < D; c++) {
+                    double a = 0;
+                    for (int j = 0; j < SK; j++) a += sc[j] * v[(j * HKV + h / (HQ / HKV)) * D + c];
+                    ref[(i * HQ + h) * D + c] = a / sum;
+                    oc[(i * HQ + h) * D + c] = o[(i * HQ + h) * (D + PAD) + c];
+                }
+            }
+        double e = rel_l2(oc, ref, SQ * HQ * D);
+        snprintf(msg, sizeof msg, "rel L2 %.3e (tol 1e-2)", e);
+        printf("  %s\n", msg);
+        check(e < 1e-2, "api: attn_fwd o matches float64 (padded q and o rows, GQA 4/2)", msg);
+    }
+    free(o);
+    /* the errors a caller gets, each before anything runs */
+    struct { const char *name, *phrase; int idx; ptxgen_tensor bad; } cases[] = {
+        {"a tensor of the wrong rank", "rank 3", 0, {"q", qp, 3, {SQ, HQ, D}, {HQ * D, D, 1}}},
+        {"sizes that disagree between tensors", "s_q", 3, {"o", op, 4, {1, SQ + 1, HQ, D}, {0, HQ * D, D, 1}}},
+        {"a head dim the set was not built for", "built for 64", 1, {"k", kp, 4, {1, SK, HKV, 128}, {0, HKV * 128, 128, 1}}},
+        {"an innermost stride that is not 1", "innermost", 2, {"v", vp, 4, {1, SK, HKV, D}, {0, HKV * D * 2, D * 2, 2}}},
+        {"a non-dense lse", "dense", 4, {"lse", lp, 3, {1, HQ, SQ}, {HQ * SQ * 2, SQ * 2, 1}}},
+        {"a row stride that breaks 16-byte rows", "multiple of 8", 0, {"q", qp, 4, {1, SQ, HQ, D}, {0, HQ * (D + 4), D + 4, 1}}},
+        {"a misaligned address", "aligned", 0, {"q", qp + 2, 4, {1, SQ, HQ, D}, {0, HQ * (D + PAD), D + PAD, 1}}},
+        {"a null pointer for a required tensor", "null pointer", 1, {"k", 0, 4, {1, SK, HKV, D}, {0, HKV * D, D, 1}}},
+        {"a name the set does not have", "no tensor 'qq'", 0, {"qq", qp, 4, {1, SQ, HQ, D}, {0, HQ * D, D, 1}}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ptxgen_tensor tt[5];
+        memcpy(tt, t, sizeof tt);
+        tt[cases[c].idx] = cases[c].bad;
+        err[0] = '\0';
+        rc = ptxgen_launch(l, NULL, tt, 5, NULL, 0, (float)scale, err, sizeof err);
+        snprintf(msg, sizeof msg, "rc %d: %s", rc, err);
+        char name[160];
+        snprintf(name, sizeof name, "api: %s is refused naming it", cases[c].name);
+        check(rc == PTXGEN_EINVAL && strstr(err, cases[c].phrase), name, msg);
+    }
+    ptxgen_size wrong = {"s_q", SQ + 3};
+    rc = ptxgen_launch(l, NULL, t, 5, &wrong, 1, (float)scale, err, sizeof err);
+    check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: a given size that contradicts the tensors is refused", err);
+    rc = ptxgen_launch(l, NULL, t, 4, NULL, 0, (float)scale, err, sizeof err);
+    check(rc == PTXGEN_EINVAL && strstr(err, "'lse'") && strstr(err, "not given"), "api: a missing output is refused", err);
+    unsigned long long ptrs[] = {qp, kp, vp, op, lp};
+    for (int i = 0; i < 5; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
+    ptxgen_unload(l);
+    ptxgen_free(s);
+}
+
+/* Sparse MLA: the forward gives o and lse, the default sm_100a backward (the CTA pair) dq and dkv. */
+enum { MSQ = 3, MSKV = 150, MHQ = 72, MTOPK = 140, DQK = 576, DV = 512 };
+static double mq[MSQ * MHQ * DQK], mkv[MSKV * DQK], mdo[MSQ * MHQ * DV];
+static int midx[MSQ * MTOPK], mlen[MSQ];
+
+static int valid_slot(int t, int j) { return j < mlen[t] && midx[t * MTOPK + j] >= 0 && midx[t * MTOPK + j] < MSKV; }
+
+static void mla(ptxgen_device *dev) {
+    char err[512] = "", msg[600];
+    ptxgen_request fq = {.arch = "sm_100a", .kernel = "mla_fwd"}, bq = {.arch = "sm_100a", .kernel = "mla_bwd"};
+    ptxgen_set *fs = NULL, *bs = NULL;
+    ptxgen_loaded *fl = NULL, *bl = NULL;
+    int rc = ptxgen_build(&fq, &fs, err, sizeof err) || ptxgen_build(&bq, &bs, err, sizeof err) ||
+             ptxgen_load(dev, fs, &fl, err, sizeof err) || ptxgen_load(dev, bs, &bl, err, sizeof err);
+    check(!rc, "api: sparse MLA forward and the tcgen05 pair backward build and load", err);
+    if (rc) goto out;
+    for (int t = 0; t < MSQ; t++) {
+        mlen[t] = t == 1 ? 0 : MTOPK - 17 * t;   /* token 1 has no slot: dq 0, lse +inf */
+        for (int j = 0; j < MTOPK; j++) {
+            int r = (int)((uniform() + 1) * 0.55 * MSKV);   /* some past s_kv: invalid */
+            midx[t * MTOPK + j] = j % 13 == 5 ? -1 : j % 17 == 3 ? midx[t * MTOPK] : r;   /* invalid, duplicate */
+        }
+    }
+    unsigned long long qp = upload_bf16(dev, mq, MSQ * MHQ, DQK, DQK, err), kvp = upload_bf16(dev, mkv, MSKV, DQK, DQK, err),
+                       dop = upload_bf16(dev, mdo, MSQ * MHQ, DV, DV, err), ip = 0, lenp = 0, op = 0, lp = 0, dqp = 0, dkvp = 0;
+    ptxgen_device_alloc(dev, sizeof midx, &ip, err, sizeof err);
+    ptxgen_device_upload(dev, ip, midx, sizeof midx, err, sizeof err);
+    ptxgen_device_alloc(dev, sizeof mlen, &lenp, err, sizeof err);
+    ptxgen_device_upload(dev, lenp, mlen, sizeof mlen, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)MSQ * MHQ * DV * 2, &op, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)MSQ * MHQ * 4, &lp, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)MSQ * MHQ * DQK * 2, &dqp, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)MSKV * DQK * 2, &dkvp, err, sizeof err);
+    ptxgen_tensor t[] = {
+        {"q", qp, 3, {MSQ, MHQ, DQK}, {MHQ * DQK, DQK, 1}},   {"kv", kvp, 2, {MSKV, DQK}, {DQK, 1}},
+        {"indices", ip, 2, {MSQ, MTOPK}, {MTOPK, 1}},         {"topk_length", lenp, 1, {MSQ}, {1}},
+        {"o", op, 3, {MSQ, MHQ, DV}, {MHQ * DV, DV, 1}},      {"lse", lp, 2, {MSQ, MHQ}, {MHQ, 1}},
+        {"do", dop, 3, {MSQ, MHQ, DV}, {MHQ * DV, DV, 1}},    {"dq", dqp, 3, {MSQ, MHQ, DQK}, {MHQ * DQK, DQK, 1}},
+        {"dkv", dkvp, 2, {MSKV, DQK}, {DQK, 1}}};
+    double scale = 1 / sqrt((double)DQK);
+    ptxgen_tensor ft[6] = {t[0], t[1], t[2], t[3], t[4], t[5]}, bt[9];
+    memcpy(bt, t, sizeof bt);
+    rc = ptxgen_launch(fl, NULL, ft, 6, NULL, 0, (float)scale, err, sizeof err) ||
+         ptxgen_launch(bl, NULL, bt, 9, NULL, 0, (float)scale, err, sizeof err) || ptxgen_device_sync(dev, err, sizeof err);
+    check(!rc, "api: mla_fwd then the pair mla_bwd launch (cluster, tensor map, workspaces from the set)", err);
+    if (rc) goto out;
+    /* float64: P over the valid slots, O from P, then the gradients with the kernels' own O and lse */
+    double *o = download_bf16(dev, op, MSQ * MHQ * DV, err), *dq = download_bf16(dev, dqp, MSQ * MHQ * DQK, err),
+           *dkv = download_bf16(dev, dkvp, MSKV * DQK, err);
+    static double rdq[MSQ * MHQ * DQK], rdkv[MSKV * DQK], ro[MSQ * MHQ * DV];
+    memset(rdkv, 0, sizeof rdkv);
+    for (int tk = 0; tk < MSQ; tk++)
+        for (int h = 0; h < MHQ; h++) {
+            const double *qh = mq + (tk * MHQ + h) * DQK, *doh = mdo + (tk * MHQ + h) * DV;
+            double s[MTOPK], m = -INFINITY, sum = 0, delta = 0;
+            for (int j = 0; j < MTOPK; j++) {
+                s[j] = -INFINITY;
+                if (!valid_slot(tk, j)) continue;
+                const double *kr = mkv + midx[tk * MTOPK + j] * DQK;
+                double a = 0;
+                for (int c = 0; c < DQK; c++) a += qh[c] * kr[c];
+                s[j] = a * scale, m = fmax(m, s[j]);
+            }
+            for (int j = 0; j < MTOPK; j++) sum += s[j] = valid_slot(tk, j) ? exp(s[j] - m) : 0;
+            for (int c = 0; c < DV; c++) {
+                double a = 0;
+                for (int j = 0; j < MTOPK; j++)
+                    if (s[j] != 0) a += s[j] * mkv[midx[tk * MTOPK + j] * DQK + c];
+                ro[(tk * MHQ + h) * DV + c] = sum > 0 ? a / sum : 0;
+            }
+            for (int c = 0; c < DV; c++) delta += doh[c] * o[(tk * MHQ + h) * DV + c];
+            for (int c = 0; c < DQK; c++) rdq[(tk * MHQ + h) * DQK + c] = 0;
+            for (int j = 0; j < MTOPK; j++) {
+                if (s[j] == 0) continue;
+                const double *kr = mkv + midx[tk * MTOPK + j] * DQK;
+                double p = s[j] / sum, dp = 0;
+                for (int c = 0; c < DV; c++) dp += doh[c] * kr[c];
+                double ds = p * (dp - delta) * scale;
+                for (int c = 0; c < DQK; c++) {
+                    rdq[(tk * MHQ + h) * DQK + c] += ds * kr[c];
+                    rdkv[midx[tk * MTOPK + j] * DQK + c] += ds * qh[c] + (c < DV ? p * doh[c] : 0);
+                }
+            }
+        }
+    double eo = rel_l2(o, ro, MSQ * MHQ * DV), eq = rel_l2(dq, rdq, MSQ * MHQ * DQK), ek = rel_l2(dkv, rdkv, MSKV * DQK);
+    snprintf(msg, sizeof msg, "rel L2 o %.3e, dq %.3e, dkv %.3e (tol 1e-2)", eo, eq, ek);
+    printf("  %s\n", msg);
+    check(eo < 1e-2 && eq < 1e-2 && ek < 1e-2, "api: sparse MLA o, dq and dkv match float64 (h_q 72, ragged, topk_length)", msg);
+    free(o), free(dq), free(dkv);
+    /* topk_length is optional: leaving it out is allowed and means every slot */
+    ptxgen_tensor nolen[5] = {t[0], t[1], t[2], t[4], t[5]};
+    rc = ptxgen_launch(fl, NULL, nolen, 5, NULL, 0, (float)scale, err, sizeof err);
+    check(!rc, "api: an optional tensor (topk_length) may be left out", err);
+out:
+    ptxgen_unload(fl), ptxgen_unload(bl);
+    ptxgen_free(fs), ptxgen_free(bs);
+}
+
+int main(int argc, char **argv) {
+    unsigned long long seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);   /* fresh each run */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
+        else { fprintf(stderr, "usage: test_api [--seed N]\n"); return 2; }
+    }
+    rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+    printf("test_api: public API on the sim, seed %llu\n", seed);
+    char err[512] = "";
+    ptxgen_device *dev = NULL;
+    int rc = ptxgen_device_open("gpu7", &dev, err, sizeof err);
+    check(rc == PTXGEN_EINVAL && strstr(err, "gpu7"), "api: an unknown device name is refused naming it", err);
+    rc = ptxgen_device_open("cuda:x", &dev, err, sizeof err);
+    check(rc == PTXGEN_EINVAL, "api: cuda:x is refused", err);
+    check(ptxgen_launch(NULL, NULL, NULL, 0, NULL, 0, 1, err, sizeof err) == PTXGEN_EINVAL, "api: a NULL set is refused", err);
+    rc = ptxgen_device_open("sim", &dev, err, sizeof err);
+    check(!rc, "api: the sim device opens", err);
+    if (rc) return 1;
+    char arch[16];
+    rc = ptxgen_device_arch(dev, arch, sizeof arch, err, sizeof err);
+    check(!rc && !strcmp(arch, "sm_100a"), "api: the sim stands for sm_100a as 'this GPU'", arch);
+    attn_fwd(dev);
+    mla(dev);
+    ptxgen_device_close(dev);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
