@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "buf.h"
 #include "device.h"
 #include "gpu_ref.h"
@@ -118,9 +119,16 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
         fprintf(stderr, "ptxgen: cannot read --ptx %s\n", o->ptx_file);
         return 2;
     }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = dev_load_ptx(ss->dev, text ? text : ptxgen_ptx(ss->set), ptxgen_entry(ss->set, 0), &ss->mod, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     free(text);
     if (rc) return fail("load", err);
+    if (strcmp(dev_kind(ss->dev), "sim"))
+        printf("module load: %.2f ms (%s)\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6,
+               (const char *[]){"the driver's JIT, not cached", "cubin from the JIT cache",
+                                "the driver's JIT, cubin stored"}[dev_last_load_cached(ss->dev)]);
     ss->nk = ptxgen_num_kernels(ss->set);
     if (ss->nk > (int)(sizeof ss->k / sizeof ss->k[0])) {
         snprintf(err, sizeof err, "the set has %d kernels; the runner holds at most %d", ss->nk, (int)(sizeof ss->k / sizeof ss->k[0]));

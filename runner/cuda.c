@@ -3,6 +3,7 @@
  * without a GPU or driver; only running kernels needs one. cuda.h is used for
  * types and enums only, never for linking. */
 #include "device_impl.h"
+#include "jit_cache.h"
 #include "sim_tmap.h"
 
 #include <ctype.h>
@@ -37,9 +38,14 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must
     X(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", NULL, (CUdevice))                            \
     X(CtxSetCurrent, "cuCtxSetCurrent", NULL, (CUcontext))                                            \
     X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                               \
-    X(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL,                                                   \
-      (CUmodule *, const void *, unsigned int, CUjit_option *, void **))                              \
     X(ModuleUnload, "cuModuleUnload", NULL, (CUmodule))                                               \
+    X(ModuleLoadData, "cuModuleLoadData", NULL, (CUmodule *, const void *))                           \
+    X(LinkCreate, "cuLinkCreate_v2", "cuLinkCreate", (unsigned int, CUjit_option *, void **, CUlinkState *)) \
+    X(LinkAddData, "cuLinkAddData_v2", "cuLinkAddData",                                              \
+      (CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned int, CUjit_option *, void **)) \
+    X(LinkComplete, "cuLinkComplete", NULL, (CUlinkState, void **, size_t *))                         \
+    X(LinkDestroy, "cuLinkDestroy", NULL, (CUlinkState))                                              \
+    X(DriverGetVersion, "cuDriverGetVersion", NULL, (int *))                                          \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL, (CUfunction *, CUmodule, const char *))         \
     X(FuncGetAttribute, "cuFuncGetAttribute", NULL, (int *, CUfunction_attribute, CUfunction))        \
     X(FuncSetAttribute, "cuFuncSetAttribute", NULL, (CUfunction, CUfunction_attribute, int))          \
@@ -77,7 +83,18 @@ typedef struct CuEvt CuEvt;
 /* Likewise optional: only cluster launches need it. */
 typedef CUresult (*LaunchExFn)(const CUlaunchConfig *, CUfunction, void **, void **);
 
-struct CuDev { struct Device base; void *lib; Api api; EncodeTiledFn encode_tiled; LaunchExFn launch_ex; CUdevice dev; CUcontext ctx; };
+struct CuDev {
+    struct Device base;
+    void *lib;
+    Api api;
+    EncodeTiledFn encode_tiled;
+    LaunchExFn launch_ex;
+    CUdevice dev;
+    CUcontext ctx;
+    JitCache cache;        /* cubins by (PTX, arch, driver, JIT options): jit_cache.h */
+    char jit_arch[16], jit_driver[16];
+    int last_hit;          /* the last load: 0 JIT (not stored), 1 from the cache, 2 JIT and stored */
+};
 /* A module owns the DevFuncs taken from it: device.h has no per-function free,
  * and a CUfunction is dead once its module is unloaded anyway. */
 struct CuMod { struct DevModule base; CuDev *d; CUmodule mod; CuFunc *funcs; };
@@ -150,6 +167,7 @@ static int attach(CuDev *d, int ordinal, char *err, size_t errlen)
 
 static void cu_close(Device *d_);
 static const DevOps kCudaOps;
+static int dattr(const CuDev *d, CUdevice_attribute a, int *v, const char *what, char *err, size_t errlen);
 
 int cuda_open(Device **out, int ordinal, char *err, size_t errlen)
 {
@@ -161,6 +179,17 @@ int cuda_open(Device **out, int ordinal, char *err, size_t errlen)
         cu_close(&d->base);
         return -1;
     }
+    int major = 0, minor = 0, version = 0;
+    char why[256];
+    if (dattr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major, "COMPUTE_CAPABILITY_MAJOR", err, errlen) ||
+        dattr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor, "COMPUTE_CAPABILITY_MINOR", err, errlen) ||
+        drv(d, d->api.DriverGetVersion(&version), "cuDriverGetVersion", NULL, err, errlen)) {
+        cu_close(&d->base);
+        return -1;
+    }
+    snprintf(d->jit_arch, sizeof d->jit_arch, "sm_%d%d", major, minor);
+    snprintf(d->jit_driver, sizeof d->jit_driver, "%d", version);
+    jit_cache_open(&d->cache, why, sizeof why);   /* off: every load compiles */
     *out = &d->base;
     return 0;
 }
@@ -234,7 +263,7 @@ static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *du
     } else if (dump_name) {
         snprintf(tail, sizeof tail, "; could not dump the PTX to a new file in $TMPDIR: %s", strerror(errno));
     }
-    drv(d, r, "cuModuleLoadDataEx", NULL, err, errlen);
+    drv(d, r, "the driver's JIT (cuLinkAddData/cuLinkComplete/cuModuleLoadData)", NULL, err, errlen);
     if (!err || !errlen) return;
     used = strlen(err);
     tl = strlen(tail);
@@ -247,6 +276,26 @@ static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *du
     snprintf(err + used, errlen - used, "%s", tail);
 }
 
+/* PTXGEN_DUMP_DIR: each load's PTX and JIT logs as <dir>/<name>-<key>.ptx and .log */
+static void dump_load(const char *name, const uint8_t key[32], const char *ptx, const char *info, const char *elog)
+{
+    const char *dir = getenv("PTXGEN_DUMP_DIR");
+    char path[1200];
+    if (!dir || !*dir) return;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s-%02x%02x%02x%02x.%s", dir, name ? name : "module", key[0], key[1], key[2], key[3],
+                 i ? "log" : "ptx");
+        FILE *f = fopen(path, "w");
+        if (!f) continue;
+        if (i) fprintf(f, "JIT info log:\n%s\nJIT error log:\n%s\n", info, elog);
+        else fputs(ptx, f);
+        fclose(f);
+    }
+}
+
+/* JIT options the cubin depends on, part of its cache key */
+#define JIT_OPTIONS "default-opt;verbose-log"
+
 static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen)
 {
     CuDev *d = (CuDev *)d_;
@@ -256,29 +305,54 @@ static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevMo
                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
     /* sizes leave one byte spare so the calloc'd NUL survives a full log */
     void *val[] = { info, (void *)(uintptr_t)(LOG_CAP - 1), elog, (void *)(uintptr_t)(LOG_CAP - 1), (void *)(uintptr_t)1 };
-    int rc = -1;
+    const char *parts[] = { ptx, d->jit_arch, d->jit_driver, JIT_OPTIONS };
+    uint8_t key[32];
+    void *bin = NULL, *cubin = NULL;
+    size_t n = 0;
+    int rc = -1, corrupt = 0;
     CUresult r;
+    CUlinkState ls = NULL;
     *out = NULL;
+    d->last_hit = 0;
+    jit_cache_key(parts, 4, key);
     if (!info || !elog || !m) {
         dev_errf(err, errlen, "dev_load_ptx: out of memory");
-    } else if (bind(d, err, errlen) == 0) {
-        r = d->api.ModuleLoadDataEx(&m->mod, ptx, (unsigned)(sizeof opt / sizeof opt[0]), opt, val);
+        goto done;
+    }
+    if (bind(d, err, errlen)) goto done;
+    if (jit_cache_get(&d->cache, key, &bin, &n, &corrupt) && d->api.ModuleLoadData(&m->mod, bin) == CUDA_SUCCESS) {
+        d->last_hit = 1;   /* a cubin the driver cannot load (a stale one) is rebuilt below */
+    } else {
+        /* the driver's JIT through the linker, so the cubin comes back for the cache */
+        r = d->api.LinkCreate((unsigned)(sizeof opt / sizeof opt[0]), opt, val, &ls);
+        if (r == CUDA_SUCCESS)
+            r = d->api.LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, dump_name ? dump_name : "ptxgen", 0,
+                                   NULL, NULL);
+        if (r == CUDA_SUCCESS) r = d->api.LinkComplete(ls, &cubin, &n);
+        if (r == CUDA_SUCCESS) r = d->api.ModuleLoadData(&m->mod, cubin);
+        dump_load(dump_name, key, ptx, info, elog);
         if (r != CUDA_SUCCESS) {
             jit_fail(d, r, ptx, dump_name, elog, err, errlen);
-        } else {
-            if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
-            m->d = d;
-            m->base.dev = &d->base;
-            *out = &m->base;
-            m = NULL;
-            rc = 0;
+            goto done;
         }
+        if (d->cache.on && !jit_cache_put(&d->cache, key, cubin, n)) d->last_hit = 2;   /* a failed store costs a JIT later */
+        if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
     }
+    m->d = d;
+    m->base.dev = &d->base;
+    *out = &m->base;
+    m = NULL;
+    rc = 0;
+done:
+    if (ls) (void)d->api.LinkDestroy(ls);   /* owns cubin */
+    free(bin);
     free(m);
     free(info);
     free(elog);
     return rc;
 }
+
+static int cu_last_load_cached(const Device *d) { return ((const CuDev *)d)->last_hit; }
 
 static void cu_unload(DevModule *m_)
 {
@@ -511,5 +585,5 @@ static const DevOps kCudaOps = {
     .get_func = cu_get_func, .func_attrs = cu_func_attrs, .set_dyn_smem = cu_set_dyn_smem, .alloc = cu_alloc,
     .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .launch = cu_launch,
     .sync = cu_sync, .event_new = cu_event_new, .event_free = cu_event_free, .event_record = cu_event_record,
-    .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode,
+    .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode, .last_load_cached = cu_last_load_cached,
 };

@@ -3,7 +3,8 @@
  * then sparse MLA forward and the tcgen05 CTA-pair backward (clusters, a
  * tensor map, workspaces, the optional topk_length), each against a float64
  * reference written here; and the errors a caller gets for bad tensors,
- * sizes and devices. usage: test_api [--seed N] (a fresh seed each run, printed) */
+ * sizes and devices. usage: test_api [--seed N] [--device sim|cuda|cuda:N] (a fresh seed each run, printed;
+ * the sets are built for the device's arch: on a GPU, "this GPU") */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,14 +73,14 @@ static double *download_bf16(ptxgen_device *d, unsigned long long p, long long n
 }
 
 /* attn_fwd, b 1, h_q 4 over h_kv 2, d 64, q and o with padded rows */
-static void attn_fwd(ptxgen_device *dev) {
+static void attn_fwd(ptxgen_device *dev, const char *arch) {
     enum { SQ = 37, SK = 70, HQ = 4, HKV = 2, D = 64, PAD = 8 };
     char err[512] = "", msg[600];
-    ptxgen_request rq = {.arch = "sm_90", .kernel = "attn_fwd", .hdim = D};
+    ptxgen_request rq = {.arch = arch, .kernel = "attn_fwd", .hdim = D};
     ptxgen_set *s = NULL;
     ptxgen_loaded *l = NULL;
     int rc = ptxgen_build(&rq, &s, err, sizeof err) || ptxgen_load(dev, s, &l, err, sizeof err);
-    check(!rc, "api: attn_fwd builds and loads on the sim", err);
+    check(!rc, "api: attn_fwd builds and loads", err);
     if (rc) { ptxgen_free(s); return; }
     static double q[SQ * HQ * D], k[SK * HKV * D], v[SK * HKV * D], ref[SQ * HQ * D];
     unsigned long long qp = upload_bf16(dev, q, SQ * HQ, D, D + PAD, err), kp = upload_bf16(dev, k, SK * HKV, D, D, err),
@@ -163,14 +164,14 @@ static int midx[MSQ * MTOPK], mlen[MSQ];
 
 static int valid_slot(int t, int j) { return j < mlen[t] && midx[t * MTOPK + j] >= 0 && midx[t * MTOPK + j] < MSKV; }
 
-static void mla(ptxgen_device *dev) {
+static void mla(ptxgen_device *dev, const char *arch) {
     char err[512] = "", msg[600];
-    ptxgen_request fq = {.arch = "sm_100a", .kernel = "mla_fwd"}, bq = {.arch = "sm_100a", .kernel = "mla_bwd"};
+    ptxgen_request fq = {.arch = arch, .kernel = "mla_fwd"}, bq = {.arch = arch, .kernel = "mla_bwd"};
     ptxgen_set *fs = NULL, *bs = NULL;
     ptxgen_loaded *fl = NULL, *bl = NULL;
     int rc = ptxgen_build(&fq, &fs, err, sizeof err) || ptxgen_build(&bq, &bs, err, sizeof err) ||
              ptxgen_load(dev, fs, &fl, err, sizeof err) || ptxgen_load(dev, bs, &bl, err, sizeof err);
-    check(!rc, "api: sparse MLA forward and the tcgen05 pair backward build and load", err);
+    check(!rc, "api: sparse MLA forward and backward build and load (sm_100a: the tcgen05 pair)", err);
     if (rc) goto out;
     for (int t = 0; t < MSQ; t++) {
         mlen[t] = t == 1 ? 0 : MTOPK - 17 * t;   /* token 1 has no slot: dq 0, lse +inf */
@@ -200,7 +201,7 @@ static void mla(ptxgen_device *dev) {
     memcpy(bt, t, sizeof bt);
     rc = ptxgen_launch(fl, NULL, ft, 6, NULL, 0, (float)scale, err, sizeof err) ||
          ptxgen_launch(bl, NULL, bt, 9, NULL, 0, (float)scale, err, sizeof err) || ptxgen_device_sync(dev, err, sizeof err);
-    check(!rc, "api: mla_fwd then the pair mla_bwd launch (cluster, tensor map, workspaces from the set)", err);
+    check(!rc, "api: mla_fwd then mla_bwd launch (sm_100a: cluster, tensor map, workspaces from the set)", err);
     if (rc) goto out;
     /* float64: P over the valid slots, O from P, then the gradients with the kernels' own O and lse */
     double *o = download_bf16(dev, op, MSQ * MHQ * DV, err), *dq = download_bf16(dev, dqp, MSQ * MHQ * DQK, err),
@@ -256,12 +257,14 @@ out:
 
 int main(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);   /* fresh each run */
+    const char *device = "sim";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
-        else { fprintf(stderr, "usage: test_api [--seed N]\n"); return 2; }
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else { fprintf(stderr, "usage: test_api [--seed N] [--device sim|cuda|cuda:N]\n"); return 2; }
     }
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
-    printf("test_api: public API on the sim, seed %llu\n", seed);
+    printf("test_api: public API on %s, seed %llu\n", device, seed);
     char err[512] = "";
     ptxgen_device *dev = NULL;
     int rc = ptxgen_device_open("gpu7", &dev, err, sizeof err);
@@ -269,14 +272,14 @@ int main(int argc, char **argv) {
     rc = ptxgen_device_open("cuda:x", &dev, err, sizeof err);
     check(rc == PTXGEN_EINVAL, "api: cuda:x is refused", err);
     check(ptxgen_launch(NULL, NULL, NULL, 0, NULL, 0, 1, err, sizeof err) == PTXGEN_EINVAL, "api: a NULL set is refused", err);
-    rc = ptxgen_device_open("sim", &dev, err, sizeof err);
-    check(!rc, "api: the sim device opens", err);
+    rc = ptxgen_device_open(device, &dev, err, sizeof err);
+    check(!rc, "api: the device opens", err);
     if (rc) return 1;
     char arch[16];
     rc = ptxgen_device_arch(dev, arch, sizeof arch, err, sizeof err);
-    check(!rc && !strcmp(arch, "sm_100a"), "api: the sim stands for sm_100a as 'this GPU'", arch);
-    attn_fwd(dev);
-    mla(dev);
+    check(!rc && (strcmp(device, "sim") || !strcmp(arch, "sm_100a")), "api: the device names its arch (the sim: sm_100a)", arch);
+    attn_fwd(dev, arch);
+    mla(dev, arch);
     ptxgen_device_close(dev);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
