@@ -11,7 +11,7 @@ RUN_SRC := $(wildcard runner/*.c runner/sim/*.c)
 LIB_OBJ := $(patsubst %.c,build/%.o,$(LIB_SRC) $(RUN_SRC))
 TESTS   := $(patsubst tests/%.c,build/tests/%,$(wildcard tests/test_*.c))
 
-all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host
+all: ptxgen build/libptxgen.a build/libptxgen.so build/example_host build/load_bench
 
 # The layers see only what lies below them, so an arrow pointing up is a
 # build error: core/ sees itself, emit/ core, templates/ emit and core.
@@ -20,6 +20,7 @@ build/emit/%.o: INC := -Icore -Iemit
 build/templates/%.o: INC := -Icore -Iemit -Itemplates
 # the example is a host application: it sees the public header only
 build/examples/%.o: INC := -Iinclude
+build/bench/%.o: INC := -Iinclude
 
 build/%.o: %.c $(wildcard */*.h */*/*.h) emit/ops.def emit/isa.def
 	@mkdir -p $(dir $@)
@@ -37,6 +38,9 @@ ptxgen: $(CLI_OBJ) build/libptxgen.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 build/example_host: build/examples/host_app.o build/libptxgen.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+build/load_bench: build/bench/load_bench.o build/libptxgen.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 build/tests/%: tests/%.c build/libptxgen.a
