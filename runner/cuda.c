@@ -277,7 +277,7 @@ static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *du
 }
 
 /* PTXGEN_DUMP_DIR: each load's PTX and JIT logs as <dir>/<name>-<key>.ptx and .log */
-static void dump_load(const char *name, const uint8_t key[32], const char *ptx, const char *info, const char *elog)
+static void dump_load(const char *name, const uint8_t key[16], const char *ptx, const char *info, const char *elog)
 {
     const char *dir = getenv("PTXGEN_DUMP_DIR");
     char path[1200];
@@ -306,7 +306,7 @@ static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevMo
     /* sizes leave one byte spare so the calloc'd NUL survives a full log */
     void *val[] = { info, (void *)(uintptr_t)(LOG_CAP - 1), elog, (void *)(uintptr_t)(LOG_CAP - 1), (void *)(uintptr_t)1 };
     const char *parts[] = { ptx, d->jit_arch, d->jit_driver, JIT_OPTIONS };
-    uint8_t key[32];
+    uint8_t key[16];
     void *bin = NULL, *cubin = NULL;
     size_t n = 0;
     int rc = -1, corrupt = 0;
