@@ -68,10 +68,16 @@ ptxas_probes() {
 # c_test NAME [ARGS...]: runs build/tests/NAME. One whose last line is "N passed, N failed"
 # adds its own counts; any other counts as one test that passes on exit 0.
 c_test() {
-    local name=$1 bin=build/tests/$1 out rc last
+    local bin=build/tests/$1
+    if [ ! -x "$bin" ]; then fail "$1" "$bin is not built (make test builds it)"; return; fi
+    counted_test "$1" "$bin" "${@:2}"
+}
+
+# counted_test NAME CMD [ARGS...]: the same for any command
+counted_test() {
+    local name=$1 out rc last
     shift
-    if [ ! -x "$bin" ]; then fail "$name" "$bin is not built (make test builds it)"; return; fi
-    out=$(timeout 300 "$bin" "$@" 2>&1)
+    out=$(timeout 300 "$@" 2>&1)
     rc=$?
     last=$(printf '%s\n' "$out" | tail -n 1)
     if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
@@ -828,6 +834,19 @@ library_tests() {
         "$TMP/ex_static" sim >>"$TMP/out" 2>&1 && "$TMP/ex_shared" sim >>"$TMP/out" 2>&1 &&
         [ "$(grep -c ': ok$' "$TMP/out")" = 2 ] && [ -x "$inst/bin/ptxgen" ] && [ -f "$inst/include/ptxgen.h" ]; then
         pass "$name"
+    else fail "$name" "$(one_line "$TMP/out")"; fi
+
+    section "the Python binding (its GPU checks say SKIP without a GPU)"
+    counted_test python_binding python3 python/tests/test_ptxgen.py
+    name="pip install ./python: a self-contained package (libptxgen.so inside) that emits"
+    rm -rf "$TMP/pyinst"
+    if pip install -q --no-deps --target "$TMP/pyinst" ./python >"$TMP/out" 2>&1; then
+        if (cd "$TMP" && PYTHONPATH=$TMP/pyinst python3 -c 'import ptxgen, sys; p = ptxgen.library_path()
+assert p.startswith(sys.argv[1]), p; print(ptxgen.emit("mla_fwd", "sm_90")[1]["kernels"][0]["entry"])' "$TMP/pyinst" \
+            >"$TMP/out" 2>&1); then pass "$name"
+        else fail "$name" "$(one_line "$TMP/out")"; fi
+    elif grep -qiE "connection|network|resolve|proxy|Could not find a version" "$TMP/out"; then
+        skip "$name" "pip could not fetch its build tools (setuptools, wheel): $(one_line "$TMP/out" | cut -c1-150)"
     else fail "$name" "$(one_line "$TMP/out")"; fi
 }
 

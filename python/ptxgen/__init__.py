@@ -1,0 +1,280 @@
+"""ptxgen from Python: the C library through ctypes (include/ptxgen.h), and torch ops on top.
+
+emit() needs no GPU. attention() and sparse_mla() take CUDA torch tensors, build the kernel set for
+their GPU once per process, and launch it on the current stream with the tensors' own pointers and
+strides; their backward runs ptxgen's backward kernels."""
+import ctypes
+import ctypes.util
+import json
+import math
+import os
+import threading
+
+__all__ = ["emit", "attention", "sparse_mla", "PtxgenError", "library_path"]
+
+MAX_RANK = 5
+_ERR = 4096
+
+
+class PtxgenError(RuntimeError):
+    """A call into libptxgen failed; .code is its PTXGEN_E* code."""
+
+    def __init__(self, what, code, message):
+        super().__init__(f"ptxgen: {what}: {message}")
+        self.code = code
+
+
+class _Request(ctypes.Structure):
+    _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
+                ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
+                ("family", ctypes.c_char_p)]
+
+
+class _Size(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_longlong)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("ptr", ctypes.c_ulonglong), ("rank", ctypes.c_int),
+                ("shape", ctypes.c_longlong * MAX_RANK), ("strides", ctypes.c_longlong * MAX_RANK)]
+
+
+def library_path():
+    """Where libptxgen.so is taken from: $PTXGEN_LIB, the installed package, or the repository's build/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.environ.get("PTXGEN_LIB"), os.path.join(here, "libptxgen.so"),
+                 os.path.join(here, "..", "..", "build", "libptxgen.so")):
+        if path and os.path.exists(path):
+            return os.path.abspath(path)
+    raise PtxgenError("load", 0, "libptxgen.so not found: set PTXGEN_LIB, pip install ./python, or run make")
+
+
+_lib = None
+_lock = threading.RLock()   # re-entrant: _Device.of opens a device, which loads the library under it
+
+
+def _library():
+    global _lib
+    with _lock:
+        if _lib is None:
+            lib = ctypes.CDLL(library_path())
+            P, I, S = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+            sigs = {
+                "ptxgen_build": (I, [ctypes.POINTER(_Request), ctypes.POINTER(P), ctypes.c_char_p, S]),
+                "ptxgen_free": (None, [P]),
+                "ptxgen_ptx": (ctypes.c_char_p, [P]),
+                "ptxgen_manifest_json": (P, [P]),
+                "ptxgen_device_open": (I, [ctypes.c_char_p, ctypes.POINTER(P), ctypes.c_char_p, S]),
+                "ptxgen_device_arch": (I, [P, ctypes.c_char_p, S, ctypes.c_char_p, S]),
+                "ptxgen_load": (I, [P, P, ctypes.POINTER(P), ctypes.c_char_p, S]),
+                "ptxgen_launch": (I, [P, P, ctypes.POINTER(_Tensor), I, ctypes.POINTER(_Size), I, ctypes.c_float,
+                                      ctypes.c_char_p, S]),
+            }
+            for name, (res, args) in sigs.items():
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = res, args
+            _lib = lib
+    return _lib
+
+
+def _check(rc, what, err):
+    if rc:
+        raise (ValueError(f"ptxgen: {what}: {err.value.decode()}") if rc == 2 else
+               PtxgenError(what, rc, err.value.decode()))
+
+
+def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None):
+    lib = _library()
+    rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
+                  tile.encode() if tile else None, family.encode() if family else None)
+    s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
+    _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
+    return s
+
+
+def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None):
+    """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
+    A bad request raises ValueError naming the problem. No GPU is needed."""
+    lib = _library()
+    s = _build(kernel, arch, dtype, hdim, causal, tile, family)
+    try:
+        ptx = lib.ptxgen_ptx(s).decode()
+        raw = lib.ptxgen_manifest_json(s)
+        if not raw:
+            raise PtxgenError("manifest", 6, "out of memory")
+        text = ctypes.string_at(raw).decode()
+        ctypes.CDLL(None).free(ctypes.c_void_p(raw))
+        return ptx, json.loads(text)
+    finally:
+        lib.ptxgen_free(s)
+
+
+class _Device:
+    """One GPU as libptxgen sees it, and the kernel sets loaded on it (by request)."""
+    _all = {}
+
+    def __init__(self, name):
+        lib, err = _library(), ctypes.create_string_buffer(_ERR)
+        self.dev = ctypes.c_void_p()
+        _check(lib.ptxgen_device_open(name.encode(), ctypes.byref(self.dev), err, _ERR), "device", err)
+        arch = ctypes.create_string_buffer(16)
+        _check(lib.ptxgen_device_arch(self.dev, arch, 16, err, _ERR), "device arch", err)
+        self.arch = arch.value.decode()
+        self.loaded = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def of(cls, tensor):
+        index = tensor.device.index if tensor.device.index is not None else 0
+        with _lock:
+            if index not in cls._all:
+                cls._all[index] = cls(f"cuda:{index}")
+            return cls._all[index]
+
+    def kernel_set(self, kernel, **rq):
+        key = (kernel, tuple(sorted(rq.items())))
+        with self.lock:
+            if key not in self.loaded:
+                lib, err = _library(), ctypes.create_string_buffer(_ERR)
+                s = _build(kernel, self.arch, **rq)
+                l = ctypes.c_void_p()
+                rc = lib.ptxgen_load(self.dev, s, ctypes.byref(l), err, _ERR)
+                if rc:
+                    lib.ptxgen_free(s)
+                    _check(rc, f"load {kernel}", err)
+                self.loaded[key] = (s, l)   # kept for the process's life, like a JIT-compiled extension
+            return self.loaded[key][1]
+
+
+def _dtype_name(t):
+    import torch
+    names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+    if t.dtype not in names:
+        raise ValueError(f"ptxgen: {t.dtype} tensors are not supported (bf16 or fp16)")
+    return names[t.dtype]
+
+
+def _launch(loaded, tensors, scale):
+    """tensors: name -> torch tensor (None: an optional input left out)."""
+    import torch
+    lib, err = _library(), ctypes.create_string_buffer(_ERR)
+    arr = (_Tensor * len(tensors))()
+    n, device = 0, None
+    for name, t in tensors.items():
+        if t is None:
+            continue
+        if not t.is_cuda:
+            raise ValueError(f"ptxgen: tensor '{name}' is on {t.device}; the kernels need a CUDA tensor")
+        if t.dim() > MAX_RANK:
+            raise ValueError(f"ptxgen: tensor '{name}' has rank {t.dim()} (at most {MAX_RANK})")
+        device = device or t.device
+        if t.device != device:
+            raise ValueError(f"ptxgen: tensor '{name}' is on {t.device}, the others on {device}")
+        arr[n].name, arr[n].ptr, arr[n].rank = name.encode(), t.data_ptr(), t.dim()
+        for i in range(t.dim()):
+            arr[n].shape[i], arr[n].strides[i] = t.shape[i], t.stride(i)
+        n += 1
+    stream = torch.cuda.current_stream(device).cuda_stream
+    rc = lib.ptxgen_launch(loaded, ctypes.c_void_p(stream), arr, n, None, 0, float(scale), err, _ERR)
+    _check(rc, "launch", err)
+
+
+def _rows_ok(t):
+    """The kernels read 16-byte rows: innermost stride 1 and the others multiples of 8 elements."""
+    return t.stride(-1) == 1 and all(s % 8 == 0 for s in t.stride()[:-1])
+
+
+def _attn_fwd(q, k, v, causal, scale):
+    import torch
+    dev = _Device.of(q)
+    b, s_q, h_q, d = q.shape
+    dv = v.shape[-1]
+    loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=d, causal=causal)
+    o = torch.empty(b, s_q, h_q, dv, dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
+    _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse}, scale)
+    return o, lse
+
+
+def _make_autograd():
+    import torch
+
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, causal, scale):
+            o, lse = _attn_fwd(q, k, v, causal, scale)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.causal, ctx.scale = causal, scale
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            if not _rows_ok(do):
+                do = do.contiguous()
+            dev = _Device.of(q)
+            loaded = dev.kernel_set("attn_bwd", dtype=_dtype_name(q), hdim=q.shape[-1], causal=ctx.causal)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv},
+                    ctx.scale)
+            return dq, dk, dv, None, None
+
+    class SparseMla(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, kv, indices, topk_length, scale):
+            dev = _Device.of(q)
+            loaded = dev.kernel_set("mla_fwd", dtype=_dtype_name(q))
+            s_q, h_q = q.shape[0], q.shape[1]
+            o = torch.empty(s_q, h_q, 512, dtype=q.dtype, device=q.device)
+            lse = torch.empty(s_q, h_q, dtype=torch.float32, device=q.device)
+            _launch(loaded, {"q": q, "kv": kv, "indices": indices, "topk_length": topk_length, "o": o, "lse": lse},
+                    scale)
+            ctx.save_for_backward(q, kv, indices, topk_length, o, lse)
+            ctx.scale = scale
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, kv, indices, topk_length, o, lse = ctx.saved_tensors
+            if not _rows_ok(do):
+                do = do.contiguous()
+            dev = _Device.of(q)
+            loaded = dev.kernel_set("mla_bwd", dtype=_dtype_name(q))
+            dq, dkv = torch.empty_like(q), torch.empty_like(kv)
+            _launch(loaded, {"q": q, "kv": kv, "indices": indices, "topk_length": topk_length, "o": o, "lse": lse,
+                             "do": do, "dq": dq, "dkv": dkv}, ctx.scale)
+            return dq, dkv, None, None, None
+
+    return Attention, SparseMla
+
+
+_fns = None
+
+
+def _autograd():
+    global _fns
+    with _lock:
+        if _fns is None:
+            _fns = _make_autograd()
+    return _fns
+
+
+def attention(q, k, v, causal=False, softmax_scale=None):
+    """Softmax attention: q [b, s_q, h_q, d], k and v [b, s_k, h_kv, d] (h_kv divides h_q), bf16 or fp16, on one
+    GPU. Returns (o [b, s_q, h_q, d], lse [b, h_q, s_q] fp32, natural log); causal is bottom-right aligned.
+    Differentiable in q, k and v."""
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return _autograd()[0].apply(q, k, v, bool(causal), float(scale))
+
+
+def sparse_mla(q, kv, indices, topk_length=None, softmax_scale=None):
+    """DeepSeek-style sparse MLA: q [s_q, h_q, 576], kv [s_kv, 576] (K = kv, V = kv[:, :512]), indices [s_q, topk]
+    int32 (a slot is valid iff 0 <= idx < s_kv), topk_length [s_q] int32 or None. Returns (o [s_q, h_q, 512],
+    lse [s_q, h_q] fp32). Differentiable in q and kv."""
+    import torch
+    if indices.dtype != torch.int32 or (topk_length is not None and topk_length.dtype != torch.int32):
+        raise ValueError("ptxgen: indices and topk_length must be int32")
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return _autograd()[1].apply(q, kv, indices, topk_length, float(scale))
