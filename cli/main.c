@@ -18,6 +18,8 @@ typedef struct {
     const char *out, *manifest, *ref;   /* ref: --ref's value, read by parse_ref */
     int list, plan, help;
     RunOpts run;
+    const char *variants[8], *svg;      /* compare */
+    int nvariants;
 } Cli;
 
 static int usage_error(const char *fmt, const char *a) {
@@ -37,6 +39,8 @@ static void print_help(void) {
          "              [--ref cpu|gpu|auto] (check and xcheck)\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
+         "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
+         "              as check); SPEC: key=value parts joined by ';', keys tile, mma, dtype, ptx (\"\": the default)\n"
          "       ptxgen selfcheck [--device cuda|cuda:N]\n"
          "       ptxgen sim FILE.ptx --launch RECORD.json [--seed N] [--out FILE] [--stats] [--strict]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
@@ -170,6 +174,11 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
         *rc = parse_device(v, &c->run);
         return 1;
     }
+    if (!strcmp(f, "--variant")) {   /* compare: repeatable */
+        *rc = c->nvariants == 8 ? usage_error("%s: at most 8 variants", f) : (c->variants[c->nvariants++] = v, 0);
+        return 1;
+    }
+    if (!strcmp(f, "--svg")) { c->svg = v; *rc = 0; return 1; }
     if (!strcmp(f, "--seed")) {
         char *end;
         c->run.seed = strtoull(v, &end, 0);
@@ -194,7 +203,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
     int nseen = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
-        for (int j = 0; j < nseen; j++)
+        for (int j = 0; j < nseen && strcmp(f, "--variant"); j++)   /* --variant is the one flag meant to repeat */
             if (!strcmp(seen[j], f)) return usage_error("%s is given twice (the second would silently override the first)", f);
         if (nseen < (int)(sizeof seen / sizeof seen[0])) seen[nseen++] = f;
         if (!strcmp(f, "--causal")) c->req.causal = 1;
@@ -274,9 +283,9 @@ static int selfcheck_args(Cli *c, int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "sim")) return cmd_sim(argc - 2, argv + 2);
     Cli c = {.run = {.seed = 1, .iters = 30, .warmup = 5}};   /* shape flags left 0 take the kind's defaults */
-    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck */
-    const char *modes[] = {"check", "bench", "xcheck", "selfcheck"};
-    for (int i = 0; i < 4; i++)
+    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck, 5 compare */
+    const char *modes[] = {"check", "bench", "xcheck", "selfcheck", "compare"};
+    for (int i = 0; i < 5; i++)
         if (argc > 1 && !strcmp(argv[1], modes[i])) mode = i + 1;
     int rc = mode == 4 ? selfcheck_args(&c, argc, argv) : parse_args(&c, argc, argv, mode ? 2 : 1);
     if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
@@ -287,5 +296,7 @@ int main(int argc, char **argv) {
     if (mode == 4) return run_selfcheck(&c.run);
     if (!c.req.kernel) return usage_error("%s", "--kernel is required");
     c.run.req = c.req;
+    if ((c.nvariants || c.svg) && mode != 5) return usage_error("%s", "--variant and --svg belong to compare");
+    if (mode == 5) return run_compare(&c.run, c.variants, c.nvariants, c.svg);
     return mode == 1 ? run_check(&c.run) : mode == 2 ? run_bench(&c.run) : run_xcheck(&c.run);
 }

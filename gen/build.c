@@ -209,6 +209,13 @@ char *ptxgen_manifest_json(const ptxgen_set *s) {
 }
 
 int ptxgen_num_kernels(const ptxgen_set *s) { return s->ks.nk; }
+
+int ptxgen_kernel_plan_info(const ptxgen_set *s, int k, ptxgen_kernel_plan *out) {
+    if (!s || !out || k < 0 || k >= s->ks.nk) return 2;
+    const Plan *p = &s->ks.plan[k];
+    *out = (ptxgen_kernel_plan){p->threads, p->smem_bytes, p->regs_est, p->ctas_per_sm, p->ntmem ? plan_tmem_alloc(p) : 0};
+    return 0;
+}
 int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
 void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }
 const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }

@@ -76,6 +76,15 @@ PTXGEN_API void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 /* Kernels in launch order. */
 PTXGEN_API int  ptxgen_num_kernels(const ptxgen_set *s);
 PTXGEN_API const char *ptxgen_entry(const ptxgen_set *s, int k);
+/* Kernel k's plan in numbers (the --plan table has the rest). */
+typedef struct {
+    int threads;          /* per CTA */
+    int smem_bytes;       /* dynamic shared memory per CTA */
+    int regs_est;         /* the plan's register estimate per thread (the driver or ptxas has the real count) */
+    int ctas_per_sm;      /* what shared memory, registers and threads allow */
+    int tmem_cols;        /* TMEM columns allocated (tcgen05), else 0 */
+} ptxgen_kernel_plan;
+PTXGEN_API int  ptxgen_kernel_plan_info(const ptxgen_set *s, int k, ptxgen_kernel_plan *out);
 
 /* PTXGEN_PARAM_TMAP: 128 bytes (64-aligned) passed by value, role TENSOR_MAP: the host encodes the
  * kernel's tensor map of that parameter (ptxgen_tensor_map_info) over the tensor `of` names. */

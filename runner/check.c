@@ -445,6 +445,44 @@ int run_check(const RunOpts *in) {
     return rc;
 }
 
+static int time_runs(Session *ss, const RunOpts *o, int which, float *ms, float *median);
+
+int run_measure(const RunOpts *in, Measure *m) {
+    RunOpts opts, *o = &opts;
+    char err[1024];
+    *m = (Measure){.ms = -1};
+    int rc = prepare(in, 0, o);
+    if (rc) return rc;
+    Session ss = {0};
+    rc = open_session(&ss, o, o->device_kind, NULL);
+    if (!rc) rc = setup_problem(&ss, o);
+    if (!rc) {
+        m->nk = ss.nk;
+        for (int i = 0; i < ss.nk; i++) {
+            snprintf(m->k[i].entry, sizeof m->k[i].entry, "%s", ptxgen_entry(ss.set, i));
+            m->k[i].regs = ss.k[i].attrs.num_regs, m->k[i].local_bytes = ss.k[i].attrs.local_bytes;
+            ptxgen_kernel_plan_info(ss.set, i, &m->k[i].plan);
+        }
+        rc = pick_reference(&ss, o) || check_outputs(&ss, o);
+        m->ok = !rc;
+        DevStats s0;
+        if (!rc && !dev_stats(ss.dev, &s0)) {   /* the sim: one more run's counters */
+            rc = launch(&ss) || (dev_sync(ss.dev, err, sizeof err) && fail("sim", err)) || dev_stats(ss.dev, &m->stats);
+            for (int c = 0; !rc && c < DEV_STAT_CLASSES; c++) m->stats.warp_insns[c] -= s0.warp_insns[c];
+            m->stats.smem_wavefronts -= s0.smem_wavefronts, m->stats.smem_ideal -= s0.smem_ideal;
+            m->stats.gmem_sectors -= s0.gmem_sectors, m->stats.ctas -= s0.ctas;
+            m->have_stats = !rc;
+        } else if (!rc) {
+            float *ms = calloc((size_t)o->iters, sizeof *ms), med = 0;
+            rc = !ms || time_runs(&ss, o, -1, ms, &med);
+            if (!rc) m->ms = med, m->tflops = problem_flops(&ss.pb) / (med * 1e-3) / 1e12;
+            free(ms);
+        }
+    }
+    close_session(&ss);
+    return rc;
+}
+
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);

@@ -3,6 +3,7 @@
 #ifndef PTXGEN_CHECK_H
 #define PTXGEN_CHECK_H
 #include <stdint.h>
+#include "device.h"
 #include "ptxgen.h"
 
 /* --ref: which reference judges check and xcheck. Not given acts as auto: the
@@ -32,6 +33,20 @@ int run_check(const RunOpts *o);
 int run_bench(const RunOpts *o);
 /* The same kernel and inputs on the GPU and on the sim, compared with each other. */
 int run_xcheck(const RunOpts *o);
+/* One variant measured for compare: checked against the reference once, then (sim) the counters of one
+ * more run of the set, or (GPU) the median time of o->iters runs. */
+typedef struct {
+    int ok;                 /* the outputs matched the reference */
+    int nk;
+    struct { char entry[128]; int regs, local_bytes; ptxgen_kernel_plan plan; } k[4];   /* regs: the driver's (0 on the sim) */
+    double ms, tflops;      /* GPU; ms < 0: not timed */
+    int have_stats;         /* sim */
+    DevStats stats;
+} Measure;
+int run_measure(const RunOpts *o, Measure *m);
+/* ptxgen compare: run_measure for each variant ("tile=...;mma=...;ptx=FILE;dtype=..."), a table, an SVG. */
+int run_compare(const RunOpts *o, const char *const *variants, int nvariants, const char *svg_path);
+
 /* gpu_ref_selfcheck on the CUDA device o->device: 0 when every GPU reference
  * matches the float64 CPU one at small shapes, 1 otherwise, 2 for the sim. */
 int run_selfcheck(const RunOpts *o);

@@ -113,5 +113,12 @@ int  dev_print_notes(Device *d, FILE *out);
 
 /* Prints the counters summed over every launch so far (sim only; cuda says so). */
 int  dev_print_stats(Device *d, FILE *out, char *err, size_t errlen);
+/* The same counters as numbers (sim only: -1 elsewhere). Warp instructions by class (emit/isa.h IsaClass). */
+enum { DEV_STAT_CLASSES = 32 };
+typedef struct {
+    uint64_t warp_insns[DEV_STAT_CLASSES];
+    uint64_t smem_wavefronts, smem_ideal, gmem_sectors, ctas;
+} DevStats;
+int  dev_stats(Device *d, DevStats *out);
 
 #endif

@@ -27,6 +27,7 @@ typedef struct DevOps {
     int (*event_record)(DevEvent *e, char *err, size_t errlen);
     int (*event_ms)(DevEvent *start, DevEvent *stop, float *ms, char *err, size_t errlen);
     int (*stats)(Device *d, FILE *out, char *err, size_t errlen);
+    int (*stats_get)(Device *d, DevStats *out);   /* NULL: no counters (cuda) */
     int (*tmap_encode)(Device *d, const DevTmapDesc *desc, uint8_t out[DEV_TMAP_BYTES], char *err, size_t errlen);
     /* sim only (NULL elsewhere): notes become errors; the notes so far */
     void (*set_strict)(Device *d, int on);

@@ -418,6 +418,8 @@ sim_tests() {
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
+    PTXGEN_SIM_MAX_STEPS=200000 sim_mutant "sim mutant: an endless loop is stopped after a bounded instruction count" \
+        '0,/^{$/s//{\nENDLESS:\n\tbra.uni ENDLESS;/' "instructions without finishing .endless loop"
     sim_mutant "sim mutant: wait_group 1 instead of 0" 's/cp.async.wait_group 0/cp.async.wait_group 1/' "is still filling it"
     sim_mutant "sim mutant: first bar.sync dropped" '0,/bar.sync/{/bar.sync/d}' "missing bar.sync"
     sim_mutant "sim mutant: every bar.sync dropped" '/bar.sync/d' "shared-memory race"
@@ -670,6 +672,19 @@ plan_tests() {
         '^ +dKV +0 +256 +256 +fp32' '^ +dQ\^T +256 +416 +160 +fp32' '^ +dS\^T +496 +512 +16 +bf16' \
         '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +226360' '^ +compute +4 ' '^ +mma +1 ' '^ +producer +1 ' \
         && pass "$name"
+
+    name="compare on the sim: two variants of mla_bwd side by side, and an SVG"
+    run_cli compare --device sim --arch sm_100a --kernel mla_bwd --sq 2 --skv 300 --hq 64 --topk 130 --variant "" \
+        --variant "tile=bm=32" --svg "$TMP/cmp.svg"
+    expect_rc "$name" 0 && expect_output "$name" '^compare: mla_bwd on sim' '^check \(1 pass\) +\| PASS +\| PASS' \
+        '^k1 registers +\| [0-9]+ +\| [0-9]+' '^k1 smem bytes +\| 225320 +\| 226360' '^tensor \(MMA\) per CTA +\| [0-9.]+ +\| [0-9.]+' \
+        '^global sectors +\| [0-9]+' && python3 -c 'import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith("svg") and sum(e.tag.endswith("rect") for e in r.iter()) > 8' \
+        "$TMP/cmp.svg" && pass "$name" || fail "$name" "svg: $(head -c 200 "$TMP/cmp.svg" 2>&1)"
+    usage_error "compare needs two variants" "2 to 8 --variant" -- compare --device sim --kernel attn_fwd --variant ""
+    usage_error "compare: an unknown variant key" "unknown key 'tiles'" -- compare --device sim --kernel attn_fwd \
+        --variant "" --variant "tiles=bm=64"
+    usage_error "--variant outside compare" "belong to compare" -- check --device sim --kernel attn_fwd --variant ""
 
     name="mla_bwd pair plan (the default on sm_100a): dq kernel's TMEM map and smem, dkv kernel's"
     run_cli --arch sm_100a --kernel mla_bwd --plan

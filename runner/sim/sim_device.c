@@ -219,6 +219,16 @@ static int sd_stats(Device *d_, FILE *out, char *err, size_t errlen)
     return 0;
 }
 
+_Static_assert((int)CL_COUNT <= (int)DEV_STAT_CLASSES, "device.h holds every instruction class");
+static int sd_stats_get(Device *d_, DevStats *out)
+{
+    const SimStats *st = &((SimDev *)d_)->sim.stats;
+    *out = (DevStats){.smem_wavefronts = st->smem_wavefronts, .smem_ideal = st->smem_ideal, .gmem_sectors = st->gmem_sectors,
+                      .ctas = st->ctas};
+    for (int c = 0; c < CL_COUNT; c++) out->warp_insns[c] = st->warp_insns[c];
+    return 0;
+}
+
 /* The gaddr is not checked against the heap: like the driver, encode takes
  * any aligned address, and a copy through the map faults where it reads. */
 _Static_assert((int)DEV_TMAP_BYTES == (int)TMAP_BYTES && (int)DEV_TMAP_MAX_RANK == (int)TMAP_MAX_RANK,
@@ -244,7 +254,7 @@ static const DevOps kSimOps = {
     .get_func = sd_get_func, .func_attrs = sd_attrs, .set_dyn_smem = sd_set_dyn, .alloc = sd_alloc,
     .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .launch = sd_launch,
     .sync = sd_sync, .event_new = sd_event_new, .event_free = sd_event_free, .event_record = sd_event_record,
-    .event_ms = sd_event_ms, .stats = sd_stats, .tmap_encode = sd_tmap_encode, .set_strict = sd_set_strict,
+    .event_ms = sd_event_ms, .stats = sd_stats, .stats_get = sd_stats_get, .tmap_encode = sd_tmap_encode, .set_strict = sd_set_strict,
     .notes = sd_notes,
 };
 
