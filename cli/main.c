@@ -18,7 +18,8 @@ typedef struct {
     const char *out, *manifest, *ref;   /* ref: --ref's value, read by parse_ref */
     int list, plan, help;
     RunOpts run;
-    const char *variants[8], *svg;      /* compare */
+    const char *variants[8], *svg;      /* compare (and tune's --svg) */
+    const char *csv, *json;             /* tune */
     int nvariants;
 } Cli;
 
@@ -41,6 +42,8 @@ static void print_help(void) {
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
          "              as check); SPEC: key=value parts joined by ';', keys tile, mma, dtype, ptx (\"\": the default)\n"
+         "       ptxgen tune --kernel KERNEL --arch ARCH [--mma F] [--csv FILE] [--json FILE] [--svg FILE] (shape and\n"
+         "              device flags as check): every tile of the kernel's keys, refused ones with the reason\n"
          "       ptxgen selfcheck [--device cuda|cuda:N]\n"
          "       ptxgen sim FILE.ptx --launch RECORD.json [--seed N] [--out FILE] [--stats] [--strict]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
@@ -179,6 +182,8 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
         return 1;
     }
     if (!strcmp(f, "--svg")) { c->svg = v; *rc = 0; return 1; }
+    if (!strcmp(f, "--csv")) { c->csv = v; *rc = 0; return 1; }
+    if (!strcmp(f, "--json")) { c->json = v; *rc = 0; return 1; }
     if (!strcmp(f, "--seed")) {
         char *end;
         c->run.seed = strtoull(v, &end, 0);
@@ -283,9 +288,9 @@ static int selfcheck_args(Cli *c, int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "sim")) return cmd_sim(argc - 2, argv + 2);
     Cli c = {.run = {.seed = 1, .iters = 30, .warmup = 5}};   /* shape flags left 0 take the kind's defaults */
-    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck, 5 compare */
-    const char *modes[] = {"check", "bench", "xcheck", "selfcheck", "compare"};
-    for (int i = 0; i < 5; i++)
+    int mode = 0; /* 0 emit, 1 check, 2 bench, 3 xcheck, 4 selfcheck, 5 compare, 6 tune */
+    const char *modes[] = {"check", "bench", "xcheck", "selfcheck", "compare", "tune"};
+    for (int i = 0; i < 6; i++)
         if (argc > 1 && !strcmp(argv[1], modes[i])) mode = i + 1;
     int rc = mode == 4 ? selfcheck_args(&c, argc, argv) : parse_args(&c, argc, argv, mode ? 2 : 1);
     if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
@@ -296,7 +301,10 @@ int main(int argc, char **argv) {
     if (mode == 4) return run_selfcheck(&c.run);
     if (!c.req.kernel) return usage_error("%s", "--kernel is required");
     c.run.req = c.req;
-    if ((c.nvariants || c.svg) && mode != 5) return usage_error("%s", "--variant and --svg belong to compare");
+    if (c.nvariants && mode != 5) return usage_error("%s", "--variant belongs to compare");
+    if (c.svg && mode != 5 && mode != 6) return usage_error("%s", "--svg belongs to compare and tune");
+    if ((c.csv || c.json) && mode != 6) return usage_error("%s", "--csv and --json belong to tune");
     if (mode == 5) return run_compare(&c.run, c.variants, c.nvariants, c.svg);
+    if (mode == 6) return run_tune(&c.run, c.csv, c.json, c.svg);
     return mode == 1 ? run_check(&c.run) : mode == 2 ? run_bench(&c.run) : run_xcheck(&c.run);
 }

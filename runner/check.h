@@ -47,6 +47,9 @@ int run_measure(const RunOpts *o, Measure *m);
 /* ptxgen compare: run_measure for each variant ("tile=...;mma=...;ptx=FILE;dtype=..."), a table, an SVG. */
 int run_compare(const RunOpts *o, const char *const *variants, int nvariants, const char *svg_path);
 
+/* ptxgen tune: every tile of the kernel's keys for o->req.arch on o's problem and device; CSV, JSON, SVG. */
+int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path);
+
 /* gpu_ref_selfcheck on the CUDA device o->device: 0 when every GPU reference
  * matches the float64 CPU one at small shapes, 1 otherwise, 2 for the sim. */
 int run_selfcheck(const RunOpts *o);

@@ -681,10 +681,23 @@ plan_tests() {
         '^global sectors +\| [0-9]+' && python3 -c 'import sys, xml.etree.ElementTree as E
 r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith("svg") and sum(e.tag.endswith("rect") for e in r.iter()) > 8' \
         "$TMP/cmp.svg" && pass "$name" || fail "$name" "svg: $(head -c 200 "$TMP/cmp.svg" 2>&1)"
+    name="tune on the sim: every attn_fwd tile, the refused ones with their reason, CSV, JSON and SVG"
+    run_cli tune --device sim --arch sm_90 --kernel attn_fwd --hdim 64 --sq 77 --sk 130 --hq 2 --hkv 1 --csv "$TMP/t.csv" \
+        --json "$TMP/t.json" --svg "$TMP/t.svg"
+    expect_rc "$name" 0 && expect_output "$name" '^tune: attn_fwd on sm_90 \(sim\), 12 tiles' \
+        '^  bm=64,bn=32,warps=8 +refused +tile bm=64 with warps=8' '^  bm=128,bn=64,warps=4 +ok +[0-9]+ \| [0-9.]+' \
+        '^tune: 9 passed, 3 refused by the plan, 0 failed their check; the sim does not time' &&
+        python3 -c 'import csv, json, sys, xml.etree.ElementTree as E
+rows = list(csv.DictReader(open(sys.argv[1]))); j = json.load(open(sys.argv[2])); E.parse(sys.argv[3])
+assert len(rows) == 12 and len(j["points"]) == 12 and j["best"] is None, (len(rows), j["best"])
+assert sum(r["result"] == "refused" and "warps=8" in r["reason"] for r in rows) == 3' "$TMP/t.csv" "$TMP/t.json" "$TMP/t.svg" \
+        >"$TMP/tune.txt" 2>&1 && pass "$name" || fail "$name" "$(one_line "$TMP/tune.txt")"
+    usage_error "tune sweeps the tiles itself" "leave out --tile" -- tune --device sim --arch sm_90 --kernel attn_fwd \
+        --tile bm=64
     usage_error "compare needs two variants" "2 to 8 --variant" -- compare --device sim --kernel attn_fwd --variant ""
     usage_error "compare: an unknown variant key" "unknown key 'tiles'" -- compare --device sim --kernel attn_fwd \
         --variant "" --variant "tiles=bm=64"
-    usage_error "--variant outside compare" "belong to compare" -- check --device sim --kernel attn_fwd --variant ""
+    usage_error "--variant outside compare" "belongs to compare" -- check --device sim --kernel attn_fwd --variant ""
 
     name="mla_bwd pair plan (the default on sm_100a): dq kernel's TMEM map and smem, dkv kernel's"
     run_cli --arch sm_100a --kernel mla_bwd --plan
