@@ -201,7 +201,8 @@ static void cu_close(Device *d_)
     CuDev *d = (CuDev *)d_;
     if (!d) return;
     if (d->ctx) (void)d->api.PrimaryCtxRelease(d->dev);
-    if (d->lib) dlclose(d->lib);
+    /* libcuda stays loaded: unloading the driver while its threads live is not safe, and a process that
+     * opens devices again and again (tune, compare) crashed on the next open after a dlclose */
     free(d);
 }
 
