@@ -20,6 +20,7 @@ typedef struct {
     RunOpts run;
     const char *variants[8], *svg;      /* compare (and tune's --svg) */
     const char *csv, *json;             /* tune */
+    int save;
     int nvariants;
 } Cli;
 
@@ -42,8 +43,10 @@ static void print_help(void) {
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
          "              as check); SPEC: key=value parts joined by ';', keys tile, mma, dtype, ptx (\"\": the default)\n"
-         "       ptxgen tune --kernel KERNEL --arch ARCH [--mma F] [--csv FILE] [--json FILE] [--svg FILE] (shape and\n"
-         "              device flags as check): every tile of the kernel's keys, refused ones with the reason\n"
+         "       ptxgen tune --kernel KERNEL --arch ARCH [--mma F] [--csv FILE] [--json FILE] [--svg FILE] [--save]\n"
+         "              (shape and device flags as check): every tile of the kernel's keys, refused ones with the\n"
+         "              reason; --save keeps a GPU's best for its shape class ($PTXGEN_TUNED, else\n"
+         "              ~/.config/ptxgen/tuned.txt), which check, bench and the API then build with\n"
          "       ptxgen selfcheck [--device cuda|cuda:N]\n"
          "       ptxgen sim FILE.ptx --launch RECORD.json [--seed N] [--out FILE] [--stats] [--strict]\n"
          "Emits PTX to stdout (or -o FILE). --plan prints the resource plan and exits 2 if it is refused.\n"
@@ -216,6 +219,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--plan")) c->plan = 1;
         else if (!strcmp(f, "--stats")) c->run.stats = 1;
         else if (!strcmp(f, "--topk-length")) c->run.topk_length = 1;
+        else if (!strcmp(f, "--save")) c->save = 1;
         else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
         else {
             int rc;
@@ -305,6 +309,7 @@ int main(int argc, char **argv) {
     if (c.svg && mode != 5 && mode != 6) return usage_error("%s", "--svg belongs to compare and tune");
     if ((c.csv || c.json) && mode != 6) return usage_error("%s", "--csv and --json belong to tune");
     if (mode == 5) return run_compare(&c.run, c.variants, c.nvariants, c.svg);
-    if (mode == 6) return run_tune(&c.run, c.csv, c.json, c.svg);
+    if (c.save && mode != 6) return usage_error("%s", "--save belongs to tune");
+    if (mode == 6) return run_tune(&c.run, c.csv, c.json, c.svg, c.save);
     return mode == 1 ? run_check(&c.run) : mode == 2 ? run_bench(&c.run) : run_xcheck(&c.run);
 }

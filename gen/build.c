@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ptxgen.h"
 #include "kinds.h"
+#include "tuned.h"
 #include "mla.h"
 #include "expr.h"
 #include "manifest.h"
@@ -16,6 +17,7 @@ struct ptxgen_set {
     char constants[320];
     unsigned asked;        /* the family the request named (FAM_AUTO: none) */
     char note[200];        /* why auto fell back from the arch's newest family ("": it did not) */
+    char tuned[400];       /* where a tuned tile came from, or why it was not used ("": no tuned tile) */
     SizeList sizes;        /* the problem sizes its expressions use */
 };
 
@@ -90,6 +92,9 @@ static int parse_dtype(const ptxgen_request *rq, AttnDesc *d, char *err, size_t 
     return 0;
 }
 
+static void tuned_tile(const ptxgen_request *rq, const KernelKind *kind, ptxgen_set *s);
+static int plan_all(const KernelKind *kind, const AttnDesc *d, Plan *plans, int *n, char *err, size_t errlen);
+
 static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind **kind, char *err, size_t errlen) {
     AttnDesc *d = &s->desc;
     if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
@@ -103,7 +108,32 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     d->tile = (*kind)->default_tile(d->arch, d->d);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
     if ((*kind)->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
-    return (*kind)->check_tile(d, err, errlen) ? 2 : 0;
+    if ((*kind)->check_tile(d, err, errlen)) return 2;
+    if (!rq->tile || !rq->tile[0]) tuned_tile(rq, *kind, s);
+    return 0;
+}
+
+/* A tile tune saved for this request's key replaces the default; one that no longer parses or fits is
+ * not used, and the note says so (never a silent choice either way). */
+static void tuned_tile(const ptxgen_request *rq, const KernelKind *kind, ptxgen_set *s) {
+    AttnDesc *d = &s->desc;
+    TunedKey k = {d->arch->name, kind->name, family_name(kind->family), dtype_name(d->dtype), d->d, d->causal, rq->shape_class};
+    char tile[128], why[256];
+    AttnTile saved = d->tile;
+    if (!tuned_lookup(&k, tile, sizeof tile, s->tuned, sizeof s->tuned)) return;
+    int bad = tile_parse(kind->keys, *kind->nkeys, tile, &d->tile, why, sizeof why);
+    if (!bad && kind->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
+    bad = bad || kind->check_tile(d, why, sizeof why);
+    Plan plans[MAX_KERNELS];
+    int n;
+    if (!bad && !plan_all(kind, d, plans, &n, why, sizeof why)) bad = 1;
+    if (bad) {
+        d->tile = saved;
+        Buf note = {0};
+        buf_printf(&note, "%s is not used: %s; the default tile is used instead", s->tuned, why);
+        snprintf(s->tuned, sizeof s->tuned, "%.399s", note.s ? note.s : "");
+        buf_free(&note);
+    }
 }
 
 static void describe(ptxgen_set *s, const KernelKind *kind) {
@@ -201,6 +231,19 @@ const char *ptxgen_ptx(const ptxgen_set *s) { return s->ks.ptx; }
 char *ptxgen_plan_text(const ptxgen_set *s) { return plan_text(s, s->ks.nk); }
 const char *ptxgen_family(const ptxgen_set *s) { return family_name(s->ks.family); }
 const char *ptxgen_family_note(const ptxgen_set *s) { return *s->note ? s->note : NULL; }
+const char *ptxgen_tile_note(const ptxgen_set *s) { return *s->tuned ? s->tuned : NULL; }
+
+int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int n, char *out, size_t len) {
+    long long s_max = 0, h_q = 0;
+    if (!kernel || !out || !len || (n && !sizes)) return 2;
+    for (int i = 0; i < n; i++) {
+        if (!sizes[i].name) return 2;
+        if (!strcmp(sizes[i].name, "h_q")) h_q = sizes[i].value;
+        if (!strncmp(sizes[i].name, "s_", 2) && sizes[i].value > s_max) s_max = sizes[i].value;
+    }
+    tuned_shape_class(!strncmp(kernel, "mla_", 4), s_max, h_q, out, len);
+    return 0;
+}
 
 char *ptxgen_manifest_json(const ptxgen_set *s) {
     Buf out = {0};

@@ -26,6 +26,9 @@ typedef struct {
     const char *family;   /* MMA instruction family: "sync" (or "mma.sync"), "wgmma", "tcgen05", or NULL /
                              "auto": the arch's newest family (tcgen05 on sm_100a/sm_103a, wgmma on sm_90a,
                              mma.sync elsewhere) among those the kernel has a generator for */
+    const char *shape_class;   /* ptxgen_shape_class of the problem, or NULL: with it and no tile, a tile `ptxgen tune`
+                                  saved for this arch, kernel, family, dtype, head dim, causal and class is used
+                                  (ptxgen_tile_note says so) */
 } ptxgen_request;
 
 typedef struct ptxgen_set ptxgen_set;
@@ -54,6 +57,7 @@ PTXGEN_API char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd tab
 PTXGEN_API char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
 PTXGEN_API const char *ptxgen_family(const ptxgen_set *s);       /* "mma.sync", "wgmma" or "tcgen05" */
 PTXGEN_API const char *ptxgen_family_note(const ptxgen_set *s);  /* auto's fallback note (see ptxgen_pick_family), or NULL */
+PTXGEN_API const char *ptxgen_tile_note(const ptxgen_set *s);    /* where a tuned tile came from (or why it was not used), or NULL */
 
 /* What exists: one kind per (kernel, family) with a generator, from the same
  * table the build reads. ptxgen_kind_on_arch: 1 when the arch has the kind's
@@ -104,6 +108,9 @@ PTXGEN_API int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param
 
 /* Problem sizes by name: the names ptxgen_problem_size lists. */
 typedef struct { const char *name; long long value; } ptxgen_size;
+/* The class of a problem that a tuned tile is kept for: attention by its longer sequence (s<=1k, s<=4k,
+ * s<=16k, s<=inf), sparse MLA by h_q (h<=16 ... h<=128, beyond). sizes: the set's size names. */
+PTXGEN_API int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int nsizes, char *out, size_t outlen);
 PTXGEN_API int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
 

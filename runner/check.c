@@ -100,6 +100,12 @@ static int prepare(const RunOpts *in, int bench, RunOpts *o) {
 }
 
 /* kind: "cuda" or "sim"; arch: the target when the request names none (NULL: the device's own). */
+/* The problem's shape class (ptxgen_shape_class) from the resolved shape flags. */
+static int shape_class(const RunOpts *o, char *out, size_t len) {
+    ptxgen_size sz[] = {{"s_q", o->s_q}, {"s_k", o->s_k}, {"s_kv", o->s_kv}, {"h_q", o->h_q}};
+    return ptxgen_shape_class(o->req.kernel, sz, 4, out, len);
+}
+
 static int open_session(Session *ss, const RunOpts *o, const char *kind, const char *arch) {
     char err[2048];
     if (dev_open(&ss->dev, kind, o->device, err, sizeof err)) return fail("device", err);
@@ -112,8 +118,11 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
         rq.arch = ss->arch;
     }
     if (rq.arch != ss->arch) snprintf(ss->arch, sizeof ss->arch, "%s", rq.arch);   /* the target, for the report */
+    char cls[32];
+    if (!shape_class(o, cls, sizeof cls)) rq.shape_class = cls;   /* a tile tune saved for this class is used */
     int rc = ptxgen_build(&rq, &ss->set, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
+    if (ptxgen_tile_note(ss->set)) printf("tile: %s\n", ptxgen_tile_note(ss->set));
     char *text = NULL;
     if (o->ptx_file && !(text = buf_read_file(o->ptx_file, NULL))) {
         fprintf(stderr, "ptxgen: cannot read --ptx %s\n", o->ptx_file);
@@ -457,6 +466,10 @@ int run_measure(const RunOpts *in, Measure *m) {
     rc = open_session(&ss, o, o->device_kind, NULL);
     if (!rc) rc = setup_problem(&ss, o);
     if (!rc) {
+        int dv;
+        shape_class(o, m->cls, sizeof m->cls);
+        problem_describe(&ss.pb, m->shape, sizeof m->shape);
+        ptxgen_head_dims(ss.set, &m->d, &dv);
         m->nk = ss.nk;
         for (int i = 0; i < ss.nk; i++) {
             snprintf(m->k[i].entry, sizeof m->k[i].entry, "%s", ptxgen_entry(ss.set, i));

@@ -42,13 +42,15 @@ typedef struct {
     double ms, tflops;      /* GPU; ms < 0: not timed */
     int have_stats;         /* sim */
     DevStats stats;
+    char cls[32], shape[160];   /* the resolved problem: its shape class (ptxgen_shape_class) and sizes */
+    int d;                  /* the set's head dim (d_qk) */
 } Measure;
 int run_measure(const RunOpts *o, Measure *m);
 /* ptxgen compare: run_measure for each variant ("tile=...;mma=...;ptx=FILE;dtype=..."), a table, an SVG. */
 int run_compare(const RunOpts *o, const char *const *variants, int nvariants, const char *svg_path);
 
 /* ptxgen tune: every tile of the kernel's keys for o->req.arch on o's problem and device; CSV, JSON, SVG. */
-int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path);
+int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path, int save);
 
 /* gpu_ref_selfcheck on the CUDA device o->device: 0 when every GPU reference
  * matches the float64 CPU one at small shapes, 1 otherwise, 2 for the sim. */

@@ -13,6 +13,7 @@
 #include "family.h"
 #include "isa.h"
 #include "kinds.h"
+#include "tuned.h"
 
 enum { MAX_POINTS = 512 };
 
@@ -97,7 +98,7 @@ static void svg(const char *path, const Point *p, int n, int gpu, const char *ti
     buf_free(&b);
 }
 
-int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path) {
+int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path, int save) {
     const ArchInfo *a = o->req.arch ? arch_find(o->req.arch) : NULL;
     unsigned fam = FAM_AUTO;
     char err[512], note[200];
@@ -110,6 +111,10 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
         return 2;
     }
     if (o->req.tile && o->req.tile[0]) { fprintf(stderr, "ptxgen: tune sweeps the tiles itself: leave out --tile\n"); return 2; }
+    if (save && o->device_kind && !strcmp(o->device_kind, "sim")) {
+        fprintf(stderr, "ptxgen: tune --save needs a GPU: the sim does not time, so it has no best tile\n");
+        return 2;
+    }
     Point *p = calloc(MAX_POINTS, sizeof *p);
     if (!p) return 1;
     int n = enumerate(kind, p), gpu = !o->device_kind || strcmp(o->device_kind, "sim"), ok = 0, best = -1;
@@ -151,6 +156,19 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
            gpu ? "" : "; the sim does not time, so no tile is called best here (run tune on a GPU)");
     if (best >= 0) printf("tune: best %s: %.1f TFLOP/s\n", p[best].tile, p[best].m.tflops);
     int rc = 0;
+    if (save && best >= 0) {   /* shapes without spaces, so the file stays one entry a line */
+        char path[1024], shape[160];
+        size_t j = 0;
+        for (const char *c = p[best].m.shape; *c && j + 1 < sizeof shape; c++) shape[j++] = *c == ' ' ? ',' : *c;
+        shape[j] = '\0';
+        TunedKey k = {o->req.arch, o->req.kernel, family_name(kind->family), o->req.dtype ? o->req.dtype : "bf16",
+                      p[best].m.d, o->req.causal != 0, p[best].m.cls};
+        if (tuned_store(&k, p[best].tile, p[best].m.tflops, shape, path, sizeof path)) {
+            fprintf(stderr, "ptxgen: tune --save: cannot write the tuned-tile file (%s)\n", path);
+            rc = 1;
+        } else printf("tune: saved %s for class %s to %s: check, bench and the API use it for that class\n",
+                      p[best].tile, p[best].m.cls, path);
+    }
     if (csv) {
         Buf b = {0};
         buf_puts(&b, "tile,result,reason,ms,tflops,warp_instructions\n");

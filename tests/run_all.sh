@@ -673,6 +673,24 @@ plan_tests() {
         '512 +100\.0% of the 512 columns' '^ +dQ +0 +36864 .*union over KV' '^ +total +226360' '^ +compute +4 ' '^ +mma +1 ' '^ +producer +1 ' \
         && pass "$name"
 
+    name="a tile tune saved is used for its shape class (and said), a stale one is not, another class gets the default"
+    printf 'arch=sm_90 kernel=attn_fwd family=mma.sync dtype=bf16 d=64 causal=0 class=s<=1k tile=bm=64,bn=64,warps=4 tflops=1 shape=x\n' \
+        >"$TMP/tuned.txt"
+    local a=(check --device sim --arch sm_90 --kernel attn_fwd --hdim 64 --hq 2 --hkv 1 --sk 130)
+    PTXGEN_TUNED=$TMP/tuned.txt run_cli "${a[@]}" --sq 77
+    if [ "$rc" = 0 ] && grep -q "^tile: tile bm=64,bn=64,warps=4 from $TMP/tuned.txt" "$TMP/out" &&
+        grep -q '^kernel: attn_fwd_bf16_d64_bm64_bn64_w4' "$TMP/out"; then
+        sed -i 's/warps=4 tflops/warps=8 tflops/' "$TMP/tuned.txt"
+        PTXGEN_TUNED=$TMP/tuned.txt run_cli "${a[@]}" --sq 77
+        if [ "$rc" = 0 ] && grep -q 'is not used: tile bm=64 with warps=8' "$TMP/out" &&
+            grep -q '^kernel: attn_fwd_bf16_d64_bm128_bn64_w4' "$TMP/out"; then
+            PTXGEN_TUNED=$TMP/tuned.txt run_cli "${a[@]}" --sq 2000
+            if [ "$rc" = 0 ] && ! grep -q '^tile:' "$TMP/out"; then pass "$name"
+            else fail "$name" "another class: $(one_line "$TMP/out")"; fi
+        else fail "$name" "stale entry: $(one_line "$TMP/out")"; fi
+    else fail "$name" "$(one_line "$TMP/out") $(one_line "$TMP/err")"; fi
+    usage_error "tune --save needs a GPU" "needs a GPU" -- tune --device sim --arch sm_90 --kernel attn_fwd --save
+
     name="compare on the sim: two variants of mla_bwd side by side, and an SVG"
     run_cli compare --device sim --arch sm_100a --kernel mla_bwd --sq 2 --skv 300 --hq 64 --topk 130 --variant "" \
         --variant "tile=bm=32" --svg "$TMP/cmp.svg"
@@ -879,6 +897,7 @@ assert p.startswith(sys.argv[1]), p; print(ptxgen.emit("mla_fwd", "sm_90")[1]["k
 }
 
 main() {
+    export PTXGEN_TUNED=0   # a user's tuned tiles must not change what the tests build; one test sets its own
     if [ ! -x ./ptxgen ]; then
         fail "ptxgen built" "./ptxgen is missing (run make)"
         echo "$n_pass passed, $n_fail failed"

@@ -27,7 +27,7 @@ class PtxgenError(RuntimeError):
 class _Request(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
-                ("family", ctypes.c_char_p)]
+                ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p)]
 
 
 class _Size(ctypes.Structure):
@@ -69,6 +69,7 @@ def _library():
                 "ptxgen_load": (I, [P, P, ctypes.POINTER(P), ctypes.c_char_p, S]),
                 "ptxgen_launch": (I, [P, P, ctypes.POINTER(_Tensor), I, ctypes.POINTER(_Size), I, ctypes.c_float,
                                       ctypes.c_char_p, S]),
+                "ptxgen_shape_class": (I, [ctypes.c_char_p, ctypes.POINTER(_Size), I, ctypes.c_char_p, S]),
             }
             for name, (res, args) in sigs.items():
                 fn = getattr(lib, name)
@@ -83,10 +84,11 @@ def _check(rc, what, err):
                PtxgenError(what, rc, err.value.decode()))
 
 
-def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None):
+def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None):
     lib = _library()
     rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
-                  tile.encode() if tile else None, family.encode() if family else None)
+                  tile.encode() if tile else None, family.encode() if family else None,
+                  shape_class.encode() if shape_class else None)
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
@@ -146,6 +148,13 @@ class _Device:
             return self.loaded[key][1]
 
 
+def _shape_class(kernel, **sizes):
+    """ptxgen_shape_class: the class a tile saved by `ptxgen tune --save` is kept for."""
+    arr = (_Size * len(sizes))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
+    out, lib = ctypes.create_string_buffer(32), _library()
+    return out.value.decode() if not lib.ptxgen_shape_class(kernel.encode(), arr, len(sizes), out, 32) else None
+
+
 def _dtype_name(t):
     import torch
     names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -189,7 +198,8 @@ def _attn_fwd(q, k, v, causal, scale):
     dev = _Device.of(q)
     b, s_q, h_q, d = q.shape
     dv = v.shape[-1]
-    loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=d, causal=causal)
+    loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=d, causal=causal,
+                            shape_class=_shape_class("attn_fwd", s_q=s_q, s_k=k.shape[1]))
     o = torch.empty(b, s_q, h_q, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse}, scale)
@@ -214,7 +224,8 @@ def _make_autograd():
             if not _rows_ok(do):
                 do = do.contiguous()
             dev = _Device.of(q)
-            loaded = dev.kernel_set("attn_bwd", dtype=_dtype_name(q), hdim=q.shape[-1], causal=ctx.causal)
+            loaded = dev.kernel_set("attn_bwd", dtype=_dtype_name(q), hdim=q.shape[-1], causal=ctx.causal,
+                                    shape_class=_shape_class("attn_bwd", s_q=q.shape[1], s_k=k.shape[1]))
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
             _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv},
                     ctx.scale)
@@ -224,7 +235,7 @@ def _make_autograd():
         @staticmethod
         def forward(ctx, q, kv, indices, topk_length, scale):
             dev = _Device.of(q)
-            loaded = dev.kernel_set("mla_fwd", dtype=_dtype_name(q))
+            loaded = dev.kernel_set("mla_fwd", dtype=_dtype_name(q), shape_class=_shape_class("mla_fwd", h_q=q.shape[1]))
             s_q, h_q = q.shape[0], q.shape[1]
             o = torch.empty(s_q, h_q, 512, dtype=q.dtype, device=q.device)
             lse = torch.empty(s_q, h_q, dtype=torch.float32, device=q.device)
@@ -241,7 +252,7 @@ def _make_autograd():
             if not _rows_ok(do):
                 do = do.contiguous()
             dev = _Device.of(q)
-            loaded = dev.kernel_set("mla_bwd", dtype=_dtype_name(q))
+            loaded = dev.kernel_set("mla_bwd", dtype=_dtype_name(q), shape_class=_shape_class("mla_bwd", h_q=q.shape[1]))
             dq, dkv = torch.empty_like(q), torch.empty_like(kv)
             _launch(loaded, {"q": q, "kv": kv, "indices": indices, "topk_length": topk_length, "o": o, "lse": lse,
                              "do": do, "dq": dq, "dkv": dkv}, ctx.scale)

@@ -45,6 +45,11 @@ def test_device_and_load_on_the_sim():
     assert a and dev.kernel_set("mla_bwd", dtype="bf16") is a, "a kernel set is loaded once per device"
 
 
+def test_shape_class():
+    assert ptxgen._shape_class("attn_fwd", s_q=300, s_k=5000) == "s<=16k"
+    assert ptxgen._shape_class("mla_bwd", h_q=72, s_q=3) == "h<=128"
+
+
 def _gpu():
     try:
         import torch
