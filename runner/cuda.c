@@ -201,8 +201,8 @@ static void cu_close(Device *d_)
     CuDev *d = (CuDev *)d_;
     if (!d) return;
     if (d->ctx) (void)d->api.PrimaryCtxRelease(d->dev);
-    /* libcuda stays loaded: unloading the driver while its threads live is not safe, and a process that
-     * opens devices again and again (tune, compare) crashed on the next open after a dlclose */
+    /* libcuda stays loaded: unloading the driver while its threads live is not safe for a process that
+     * opens devices again and again (tune, compare) */
     free(d);
 }
 

@@ -93,10 +93,10 @@ int nvrtc_open(Nvrtc **out, char *err, size_t errlen)
     return 0;
 }
 
+/* libnvrtc stays loaded, as libcuda does (runner/cuda.c): a process that compiles the references again
+ * and again (tune) must not unload a library whose threads or exit handlers may still run. */
 void nvrtc_close(Nvrtc *n)
 {
-    if (!n) return;
-    if (n->lib) dlclose(n->lib);
     free(n);
 }
 
