@@ -270,7 +270,7 @@ static int do_emit(const Cli *c) {
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
     if (c->manifest) {
         char *json = ptxgen_manifest_json(s);
-        rc = write_text(c->manifest, json);
+        rc = json ? write_text(c->manifest, json) : (fprintf(stderr, "ptxgen: out of memory writing the manifest\n"), 1);
         free(json);
     }
     if (!rc) rc = write_text(c->out, ptxgen_ptx(s));   /* PTX always: stdout unless -o */

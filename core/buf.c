@@ -4,14 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra + 1 <= b->cap) return;
+/* 0 when extra more bytes fit; else b->oom, and the write is dropped */
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->oom) return -1;
+    if (b->len + extra + 1 <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra + 1) cap *= 2;
     char *s = realloc(b->s, cap);
-    if (!s) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    if (!s) { b->oom = 1; return -1; }
     b->s = s;
     b->cap = cap;
+    return 0;
 }
 
 void buf_printf(Buf *b, const char *fmt, ...) {
@@ -19,8 +22,7 @@ void buf_printf(Buf *b, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    buf_reserve(b, (size_t)n);
+    if (n < 0 || buf_reserve(b, (size_t)n)) return;
     va_start(ap, fmt);
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -29,20 +31,21 @@ void buf_printf(Buf *b, const char *fmt, ...) {
 
 void buf_puts(Buf *b, const char *s) {
     size_t n = strlen(s);
-    buf_reserve(b, n);
+    if (buf_reserve(b, n)) return;
     memcpy(b->s + b->len, s, n + 1);
     b->len += n;
 }
 
 void buf_append(Buf *b, const Buf *src) {
+    b->oom |= src->oom;   /* a part that lost text makes the whole incomplete */
     if (src->len) buf_puts(b, src->s);
 }
 
 char *buf_take(Buf *b) {
-    if (!b->s) buf_reserve(b, 0), b->s[0] = 0;
-    char *s = b->s;
-    b->s = NULL;
-    b->len = b->cap = 0;
+    if (!b->s && !buf_reserve(b, 0)) b->s[0] = 0;
+    char *s = b->oom ? NULL : b->s;
+    if (b->oom) free(b->s);
+    *b = (Buf){0};
     return s;
 }
 

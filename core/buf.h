@@ -3,12 +3,13 @@
 #define PTXGEN_BUF_H
 #include <stddef.h>
 
-typedef struct { char *s; size_t len, cap; } Buf;
+/* oom: memory ran out; later writes are dropped and buf_take gives NULL (the caller reports it) */
+typedef struct { char *s; size_t len, cap; int oom; } Buf;
 
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_puts(Buf *b, const char *s);
 void buf_append(Buf *b, const Buf *src);
-char *buf_take(Buf *b);   /* hands the text to the caller (never NULL) and empties b */
+char *buf_take(Buf *b);   /* hands the text to the caller and empties b; NULL when memory ran out (b->oom) */
 void buf_free(Buf *b);
 /* A whole file as one NUL-terminated string (malloc'd) and its length (a
  * file may hold NUL bytes: callers that parse text refuse those); NULL with

@@ -152,4 +152,30 @@ void e_decls(const Emit *e, Buf *out) {
         if (e->nregs[c]) buf_printf(out, "\t.reg %s %s<%u>;\n", rc_type[c], rc_prefix[c], e->nregs[c]);
 }
 
-void e_free(Emit *e) { buf_free(&e->body); }
+struct RegBlock { RegBlock *next; int cap, used; Reg r[]; };
+
+Reg *e_regs(Emit *e, int n) {
+    RegBlock *b = e->blocks;
+    if (n > EMIT_FALLBACK_REGS) {   /* no template asks for this many: a generator bug */
+        fprintf(stderr, "ptxgen internal: a register array of %d\n", n);
+        abort();
+    }
+    if (!b || b->cap - b->used < n) {
+        int cap = n > 1024 ? n : 1024;
+        b = malloc(sizeof *b + sizeof(Reg) * (size_t)cap);
+        if (!b) { e->oom = 1; return e->fallback; }
+        *b = (RegBlock){e->blocks, cap, 0};
+        e->blocks = b;
+    }
+    b->used += n;
+    return b->r + b->used - n;
+}
+
+void e_free(Emit *e) {
+    buf_free(&e->body);
+    while (e->blocks) {
+        RegBlock *next = e->blocks->next;
+        free(e->blocks);
+        e->blocks = next;
+    }
+}

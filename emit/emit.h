@@ -32,12 +32,23 @@ typedef struct {
     const Reg *v;       /* K_VEC: n registers; K_TADDR: n coordinates */
 } Opnd;
 
+/* Register arrays the templates hand out (accumulators, fragments, row stats) live as long as the Emit:
+ * blocks that never move, freed by e_free. */
+typedef struct RegBlock RegBlock;
+#define EMIT_FALLBACK_REGS 4096
 typedef struct {
     Buf body;
     uint32_t nregs[RC_COUNT];
     int nlabels;
     int ninstr;
+    RegBlock *blocks;
+    int oom;                          /* memory ran out: the text is incomplete, the build reports it */
+    Reg fallback[EMIT_FALLBACK_REGS]; /* where e_regs points once memory ran out, so emission goes on to the end */
 } Emit;
+
+/* n registers' slots (filled by the caller) that live until e_free; never NULL (after an allocation failure
+ * they are scratch and e->oom is set). */
+Reg *e_regs(Emit *e, int n);
 
 Reg  e_reg(Emit *e, RegClass c);
 int  e_label(Emit *e);                 /* a new label id */

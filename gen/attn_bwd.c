@@ -282,7 +282,6 @@ static void dq_partial(Kctx *k, Bwd *f, QBlock q) {
         for (int c = 0; c < 4; c++)
             INSP(e, c < 2 ? p0 : p1, 0, RED_GLOBAL_ADD_F32, A(a, 4 * (8 * (c >> 1) * d->d + 8 * j + (c & 1))),
                  R(ACC(&dq, 0, j, c)));
-    acc_free(&dq);
 }
 
 /* Branches to the returned label (placed by the caller) when it is the last
@@ -324,17 +323,14 @@ static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
     mma_abt(k, &dp, &f->va, &f->dob, d->dv / 16, d->dtype, f->zero);       /* dP^T = V dO^T */
     score_grads(k, f, &s, &dp);
     Reg *pp = pack_a_from_acc(k, &s, d->dtype);
-    acc_free(&s);
     mma_ab_trans(k, &f->dv, pp, bm / 16, &f->dot, d->dtype);               /* dV += P^T dO */
     Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
-    acc_free(&dp);
     mma_ab_trans(k, &f->dk, ps, bm / 16, &f->qt, d->dtype);                /* dK += dS^T Q */
     if (!d->tile.deterministic) {
         packed_to_smem(k, ps, mk, bm / 8, f->sds, f->warp_row0);
         INS(e, BAR_SYNC, I(0));                  /* dS^T complete */
         dq_partial(k, f, qblock(k, f, it));
     }
-    free(pp), free(ps);
     stages_advance(k, &f->st);
 }
 
@@ -409,6 +405,4 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     query_loop(&kc, &f);
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
-    acc_free(&f.dk);
-    acc_free(&f.dv);
 }

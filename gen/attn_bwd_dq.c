@@ -149,7 +149,6 @@ static void dq_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     score_grads(k, f, &s, &dp);
     Reg *ps = pack_a_from_acc(k, &dp, d->dtype);
     mma_ab_trans(k, &f->dq, ps, DQ_BN / 16, &f->fkt, d->dtype);            /* dQ += dS K */
-    free(ps), acc_free(&s), acc_free(&dp);
     stages_advance(k, &f->st);
 }
 
@@ -199,8 +198,6 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     key_loop(&kc, dq_step, &f, n, n_max, n_max, 1);
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
-    acc_free(&f.dq);
-    free(f.qa), free(f.doa);
 }
 
 void bwd_dq_plan(const AttnDesc *d, Plan *p) {

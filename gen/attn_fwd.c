@@ -105,8 +105,6 @@ static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_place(e, skip);
 
     mma_ab_trans(k, &f->o, p, bn / 16, &f->fv, d->dtype);              /* O += P V */
-    free(p);
-    acc_free(&s);
 }
 
 /* Output addresses are formed here, not kept live through the key loop. */
@@ -160,6 +158,4 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);
-    acc_free(&f.o);
-    rows_free(&f.rows);
 }

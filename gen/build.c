@@ -186,7 +186,9 @@ char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t
     s.ks.deterministic = !kind->build || s.desc.tile.deterministic;
     s.ks.arch = s.desc.arch;
     describe(&s, kind);
-    return plan_text(&s, n);
+    char *text = plan_text(&s, n);
+    if (!text) snprintf(err, errlen, "out of memory while printing the plan");
+    return text;
 }
 
 int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t errlen) {
@@ -203,6 +205,13 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     s->ks.arch = s->desc.arch;
     Buf body = {0}, m = {0};
     kind_build(kind, &s->desc, &s->ks, &body);
+    if (body.oom) {   /* emission ran out of memory somewhere: nothing half-written leaves */
+        snprintf(err, errlen, "out of memory while emitting %s", kind->name);
+        buf_free(&body);
+        kernel_set_free(&s->ks);
+        free(s);
+        return PTXGEN_ENOMEM;
+    }
     char version[16];
     if (emit_target_check(body.s, s->desc.arch, version, err, errlen)) {   /* a generator bug: say it, emit nothing */
         buf_free(&body);
@@ -214,6 +223,12 @@ int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t e
     buf_puts(&m, body.s ? body.s : "");
     buf_free(&body);
     s->ks.ptx = buf_take(&m);
+    if (!s->ks.ptx) {
+        snprintf(err, errlen, "out of memory while assembling the %s module", kind->name);
+        kernel_set_free(&s->ks);
+        free(s);
+        return PTXGEN_ENOMEM;
+    }
     describe(s, kind);
     set_problem_sizes(&s->ks, &s->sizes);
     *out = s;

@@ -215,14 +215,12 @@ static void dkv_block(Kctx *k, MlaBwd *f, Reg n) {
         mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &qb, d->dtype, f->zero);
         mma_smem_ab_add(k, &acc, &f->fpt, f->c.bm / 16, &db, d->dtype);
         dkv_store(k, f, &acc, &rows, 32 * c);
-        acc_free(&acc);
     }
     Acc acc;
     acc_new(k, &acc, 1, f->sp.rope / 8);
     mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &f->fqt_rope, d->dtype, f->zero);
     DkvRows rope = dkv_rope_rows(k, f, &rows);
     dkv_store(k, f, &acc, &rope, 0);
-    acc_free(&acc);
 }
 
 /* One step of bn slots: the inner loop of the kernel. */
@@ -245,13 +243,10 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, MUL_LO_U32, R(chunk), R(f->c.half), I(f->hn / 8));
     packed_to_smem_at(k, p, 1, f->hn / 8, f->sprob, f->c.warp_row0, chunk);
     packed_to_smem_at(k, ds, 1, f->hn / 8, f->sds, f->c.warp_row0, chunk);
-    free(p), free(ds);
-    acc_free(&s), acc_free(&dp);
     INS(e, BAR_SYNC, I(0));                   /* every head's P and dS of the step are in */
     Reg *a = frag_a_load(k, &f->fds, 1, f->sl.bn / 16);
     mma_ab_trans(k, &f->dq, a, f->sl.bn / 16, &f->fkt, d->dtype);               /* dq += dS K, all bn slots */
     mma_ab_trans(k, &f->dq_rope, a, f->sl.bn / 16, &f->fkt_rope, d->dtype);
-    free(a);
     dkv_block(k, f, n);
     stages_advance(k, &f->st);
 }
@@ -266,7 +261,6 @@ static void epilogue(Kctx *k, MlaBwd *f) {
     packed_to_smem_at(k, p, 1, f->dq.nt, f->sdq, c->warp_row0, chunk);
     INS(e, MAD_LO_U32, R(chunk), R(c->half), I(f->dq_rope.nt), I(f->d->dv / 8));
     packed_to_smem_at(k, pr, 1, f->dq_rope.nt, f->sdq, c->warp_row0, chunk);
-    free(p), free(pr);
     INS(e, BAR_SYNC, I(0));
     INS(e, SUB_U32, R(rows_left), R(c->h_q), R(c->h0));
     smem_to_global(k, f->sdq, c->threads, tensor_base(k, "dq", 's', c->t, 'h', c->h0), stride_bytes(k, "dq", 'h'),
@@ -304,6 +298,4 @@ void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, B
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);
-    acc_free(&f.dq);
-    acc_free(&f.dq_rope);
 }

@@ -106,8 +106,6 @@ static void mla_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     mma_ab_trans(k, &f->o, p, f->hn / 16, &f->fv_own, d->dtype);               /* O += P V, own slots */
     Reg *q = frag_a_load(k, &f->fp_other, 1, f->hn / 16);
     mma_ab_trans(k, &f->o, q, f->hn / 16, &f->fv_other, d->dtype);             /* ... the partner's */
-    free(p), free(q);
-    acc_free(&s);
     stages_advance(k, &f->st);
 }
 
@@ -123,7 +121,6 @@ static void epilogue(Kctx *k, Mla *f) {
     Reg *p = pack_a_from_acc(k, &f->o, f->d->dtype);
     INS(e, MUL_LO_U32, R(chunk), R(c->half), I(f->d->dv / 2 / 8));
     packed_to_smem_at(k, p, 1, f->o.nt, f->so, c->warp_row0, chunk);
-    free(p);
     INS(e, BAR_SYNC, I(0));
     INS(e, SUB_U32, R(rows_left), R(c->h_q), R(c->h0));
     smem_to_global(k, f->so, c->threads, tensor_base(k, "o", 's', c->t, 'h', c->h0), stride_bytes(k, "o", 'h'),
@@ -164,6 +161,4 @@ void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *m
     epilogue(&kc, &f);
 
     kctx_finish(&kc, module);
-    acc_free(&f.o);
-    rows_free(&f.rows);
 }

@@ -43,7 +43,7 @@ PTXGEN_API int ptxgen_pick_family(const ptxgen_request *req, const char **family
                        size_t errlen);
 
 /* Return codes: 0 ok; 2 the request is invalid or its plan is refused (err
- * names the constraint and the numbers). */
+ * names the constraint and the numbers); PTXGEN_ENOMEM (6) memory ran out. */
 PTXGEN_API int  ptxgen_build(const ptxgen_request *req, ptxgen_set **out, char *err, size_t errlen);
 PTXGEN_API void ptxgen_free(ptxgen_set *s);
 
@@ -53,8 +53,8 @@ PTXGEN_API void ptxgen_free(ptxgen_set *s);
 PTXGEN_API char *ptxgen_plan_request(const ptxgen_request *req, int *fits, char *err, size_t errlen);
 
 PTXGEN_API const char *ptxgen_ptx(const ptxgen_set *s);          /* the PTX module */
-PTXGEN_API char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees */
-PTXGEN_API char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees */
+PTXGEN_API char *ptxgen_plan_text(const ptxgen_set *s);          /* malloc'd table; caller frees; NULL: out of memory */
+PTXGEN_API char *ptxgen_manifest_json(const ptxgen_set *s);      /* malloc'd JSON; caller frees; NULL: out of memory */
 PTXGEN_API const char *ptxgen_family(const ptxgen_set *s);       /* "mma.sync", "wgmma" or "tcgen05" */
 PTXGEN_API const char *ptxgen_family_note(const ptxgen_set *s);  /* auto's fallback note (see ptxgen_pick_family), or NULL */
 PTXGEN_API const char *ptxgen_tile_note(const ptxgen_set *s);    /* where a tuned tile came from (or why it was not used), or NULL */

@@ -42,9 +42,7 @@ void packed_to_smem_at(Kctx *k, const Reg *pairs, int mt, int nt, SmemTile stage
 }
 
 void acc_to_smem(Kctx *k, const Acc *acc, DType dt, SmemTile stage, Reg warp_row0) {
-    Reg *pairs = pack_a_from_acc(k, acc, dt);
-    packed_to_smem(k, pairs, acc->mt, acc->nt, stage, warp_row0);
-    free(pairs);
+    packed_to_smem(k, pack_a_from_acc(k, acc, dt), acc->mt, acc->nt, stage, warp_row0);
 }
 
 /* One 16-byte chunk of the swizzled stage, (row, col), to gcol + row * stride

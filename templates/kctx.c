@@ -82,5 +82,6 @@ void kctx_finish(Kctx *k, Buf *m) {
     buf_puts(m, "\n");
     buf_append(m, &k->e.body);
     buf_puts(m, "}\n");
+    m->oom |= k->e.oom;   /* a register array that could not be had: the text is incomplete */
     e_free(&k->e);
 }

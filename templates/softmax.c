@@ -5,20 +5,14 @@
 
 void rows_init(Kctx *k, RowStats *rs, int mt) {
     rs->mt = mt;
-    rs->m = malloc(sizeof(Reg) * (size_t)(2 * mt));
-    rs->l = malloc(sizeof(Reg) * (size_t)(2 * mt));
-    if (!rs->m || !rs->l) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    rs->m = e_regs(&k->e, 2 * mt);
+    rs->l = e_regs(&k->e, 2 * mt);
     for (int r = 0; r < 2 * mt; r++) {
         rs->m[r] = e_reg(&k->e, RC_F32);
         rs->l[r] = e_reg(&k->e, RC_F32);
         INS(&k->e, MOV_F32, R(rs->m[r]), FI(-INFINITY));
         INS(&k->e, MOV_F32, R(rs->l[r]), FI(0.0f));
     }
-}
-
-void rows_free(RowStats *rs) {
-    free(rs->m);
-    free(rs->l);
 }
 
 void softmax_mask(Kctx *k, Acc *s, const Reg *room) {

@@ -12,7 +12,6 @@ typedef struct {
 } RowStats;
 
 void rows_init(Kctx *k, RowStats *rs, int mt);
-void rows_free(RowStats *rs);
 /* S[i, j] = -inf where column j is not below limit: `room` holds, per (m tile,
  * half), how many columns from this lane's first column (2t) are valid. */
 void softmax_mask(Kctx *k, Acc *s, const Reg *room);

@@ -3,18 +3,12 @@
 #include <stdlib.h>
 
 void acc_new(Kctx *k, Acc *a, int mt, int nt) {
-    *a = (Acc){mt, nt, malloc(sizeof(Reg) * (size_t)(mt * nt * 4))};
-    if (!a->r) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    *a = (Acc){mt, nt, e_regs(&k->e, mt * nt * 4)};
     for (int i = 0; i < mt * nt * 4; i++) a->r[i] = e_reg(&k->e, RC_F32);
 }
 
 void acc_fill(Kctx *k, Acc *a, float v) {
     for (int i = 0; i < a->mt * a->nt * 4; i++) INS(&k->e, MOV_F32, R(a->r[i]), FI(v));
-}
-
-void acc_free(Acc *a) {
-    free(a->r);
-    a->r = NULL;
 }
 
 static Op mma_op(DType dt) { return dt == DT_FP16 ? OP_MMA_F16 : OP_MMA_BF16; }
@@ -76,8 +70,7 @@ void mma_abt_shared_b(Kctx *k, Acc *c0, const LdsmBases *a0, int ks0, Acc *c1, c
 }
 
 Reg *frag_a_load(Kctx *k, const LdsmBases *a, int mt, int ksteps) {
-    Reg *p = malloc(sizeof(Reg) * (size_t)(mt * ksteps * 4));
-    if (!p) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    Reg *p = e_regs(&k->e, mt * ksteps * 4);
     for (int i = 0; i < mt; i++)
         for (int kk = 0; kk < ksteps; kk++) ldsm_x4(k, OP_LDSM_X4, &p[(i * ksteps + kk) * 4], ldsm_addr(k, a, 16 * i, kk));
     return p;
@@ -98,8 +91,7 @@ void mma_abt_regs(Kctx *k, Acc *c, const Reg *a, int ksteps, const LdsmBases *b,
 
 Reg *pack_a_from_acc(Kctx *k, const Acc *c, DType dt) {
     int ks = c->nt / 2;
-    Reg *p = malloc(sizeof(Reg) * (size_t)(c->mt * ks * 4));
-    if (!p) { fputs("ptxgen: out of memory\n", stderr); exit(1); }
+    Reg *p = e_regs(&k->e, c->mt * ks * 4);
     Op cvt = dt == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
     for (int i = 0; i < c->mt; i++)
         for (int kk = 0; kk < ks; kk++)

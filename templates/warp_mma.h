@@ -9,9 +9,9 @@
 typedef struct { int mt, nt; Reg *r; } Acc;
 #define ACC(a, i, j, c) ((a)->r[(((i) * (a)->nt + (j)) << 2) + (c)])
 
+/* The accumulator's registers (and the arrays below) live as long as the kernel's Emit (e_regs). */
 void acc_new(Kctx *k, Acc *a, int mt, int nt);
 void acc_fill(Kctx *k, Acc *a, float v);
-void acc_free(Acc *a);
 
 /* C = A B^T, k running over ksteps x 16: A rows (16 per m tile) from a [m][k]
  * tile, B rows (the n of C) from an [n][k] tile. C starts from zero. */

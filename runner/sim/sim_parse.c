@@ -6,6 +6,7 @@
  * line rather than guessed at. Operands are checked by the unit that executes
  * the instruction. */
 #include <ctype.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct {
     SimModule *m;
     char *err;
     size_t errlen;
+    jmp_buf oom;        /* memory ran out: back to sim_parse, which reports it */
     RegFamily *fam;
     int nfam;
     Label *labels;
@@ -55,19 +57,20 @@ static int perr(Parser *P, int line, const char *fmt, ...)
     return -1;
 }
 
-static void *grow(void *p, int n, int *cap, size_t sz)
+static void *grow(Parser *P, void *p, int n, int *cap, size_t sz)
 {
     if (n < *cap) return p;
-    *cap = *cap ? *cap * 2 : 64;
-    void *q = realloc(p, (size_t)*cap * sz);
-    if (!q) { fputs("ptxgen: out of memory in the sim parser\n", stderr); exit(1); }
+    int want = *cap ? *cap * 2 : 64;
+    void *q = realloc(p, (size_t)want * sz);
+    if (!q) longjmp(P->oom, 1);   /* p stays owned by its module field, which sim_module_free frees */
+    *cap = want;
     return q;
 }
 
-static char *dup(const char *s)
+static char *dup(Parser *P, const char *s)
 {
     char *d = strdup(s);
-    if (!d) { fputs("ptxgen: out of memory in the sim parser\n", stderr); exit(1); }
+    if (!d) longjmp(P->oom, 1);
     return d;
 }
 
@@ -216,9 +219,9 @@ static int decl_regs(Parser *P)
     SimFunc *f = cur_fn(P);
     for (next(&P->lx);; next(&P->lx)) {
         if (P->lx.kind != T_ID || P->lx.tok[0] == '.') return perr(P, line, "expected a register name");
-        P->fam = grow(P->fam, P->nfam, &P->caps.famcap, sizeof *P->fam);
+        P->fam = grow(P, P->fam, P->nfam, &P->caps.famcap, sizeof *P->fam);
         RegFamily *r = &P->fam[P->nfam++];
-        r->name = dup(P->lx.tok);
+        r->name = dup(P, P->lx.tok);
         r->base = f->nslots, r->bits = bits, r->count = 0;
         next(&P->lx);
         if (is(&P->lx, "<")) {
@@ -233,9 +236,9 @@ static int decl_regs(Parser *P)
         int add = r->count ? r->count : 1;
         f->slot_bits = realloc(f->slot_bits, (size_t)(f->nslots + add));
         f->slot_name = realloc(f->slot_name, (size_t)(f->nslots + add) * sizeof *f->slot_name);
-        if (!f->slot_bits || !f->slot_name) { fputs("ptxgen: out of memory in the sim parser\n", stderr); exit(1); }
+        if (!f->slot_bits || !f->slot_name) longjmp(P->oom, 1);
         for (int i = 0; i < add; i++) f->slot_bits[f->nslots + i] = (uint8_t)bits, f->slot_name[f->nslots + i] = NULL;
-        f->slot_name[f->nslots] = dup(r->name);
+        f->slot_name[f->nslots] = dup(P, r->name);
         f->nslots += add;
         if (!is(&P->lx, ",")) break;
     }
@@ -269,7 +272,7 @@ static int parse_reg_list(Parser *P)
         } else {
             next(&P->lx);
         }
-        f->vec = grow(f->vec, f->nvec, &P->caps.veccap, sizeof *f->vec);
+        f->vec = grow(P, f->vec, f->nvec, &P->caps.veccap, sizeof *f->vec);
         f->vec[f->nvec++] = slot;
         if (++n > 255) return perr(P, P->lx.tline, "vector of more than 255 registers");
         if (!is(&P->lx, ",")) break;
@@ -358,8 +361,8 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
     if (P->err[0]) return -1;
     /* otherwise a label, resolved when its block ends */
     o->kind = SO_LABEL;
-    P->fix = grow(P->fix, P->nfix, &P->caps.fixcap, sizeof *P->fix);
-    P->fix[P->nfix++] = (Fixup){insn, k, P->lx.tline, P->depth, dup(P->lx.tok)};
+    P->fix = grow(P, P->fix, P->nfix, &P->caps.fixcap, sizeof *P->fix);
+    P->fix[P->nfix++] = (Fixup){insn, k, P->lx.tline, P->depth, dup(P, P->lx.tok)};
     next(&P->lx);
     return 0;
 }
@@ -388,7 +391,7 @@ static int parse_insn(Parser *P)
         if (is(&P->lx, ",")) next(&P->lx);
     }
     next(&P->lx);
-    f->code = grow(f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
+    f->code = grow(P, f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
     f->code[f->ncode++] = in;
     return 0;
 }
@@ -398,8 +401,8 @@ static int parse_label(Parser *P, const char *name)
     for (int i = 0; i < P->nlabels; i++)
         if (P->labels[i].depth == P->depth && !strcmp(P->labels[i].name, name))
             return perr(P, P->lx.tline, "label %s defined twice", name);
-    P->labels = grow(P->labels, P->nlabels, &P->caps.labcap, sizeof *P->labels);
-    P->labels[P->nlabels++] = (Label){dup(name), cur_fn(P)->ncode, P->depth};
+    P->labels = grow(P, P->labels, P->nlabels, &P->caps.labcap, sizeof *P->labels);
+    P->labels[P->nlabels++] = (Label){dup(P, name), cur_fn(P)->ncode, P->depth};
     return 0;
 }
 
@@ -458,7 +461,7 @@ static int parse_block(Parser *P)
         }
         if (is(&P->lx, ".pragma")) { if (skip_statement(P)) return -1; continue; }
         if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.tok[0] != '%' && P->lx.p[0] == ':') {
-            char *name = dup(P->lx.tok);
+            char *name = dup(P, P->lx.tok);
             next(&P->lx), next(&P->lx);
             int rc = parse_label(P, name);
             free(name);
@@ -492,9 +495,9 @@ static int parse_params(Parser *P, SimFunc *f)
             next(&P->lx);
         }
         if (!bytes || P->lx.kind != T_ID) return perr(P, line, "malformed parameter");
-        f->params = grow(f->params, f->nparams, &P->caps.pcap, sizeof *f->params);
+        f->params = grow(P, f->params, f->nparams, &P->caps.pcap, sizeof *f->params);
         SimParam *p = &f->params[f->nparams++];
-        p->name = dup(P->lx.tok);
+        p->name = dup(P, P->lx.tok);
         next(&P->lx);
         int count = 1;
         if (is(&P->lx, "[")) {
@@ -520,11 +523,11 @@ static int parse_params(Parser *P, SimFunc *f)
 
 static int parse_entry(Parser *P)
 {
-    P->m->funcs = grow(P->m->funcs, P->m->nfuncs, &P->caps.fcap, sizeof *P->m->funcs);
+    P->m->funcs = grow(P, P->m->funcs, P->m->nfuncs, &P->caps.fcap, sizeof *P->m->funcs);
     SimFunc *f = &P->m->funcs[P->m->nfuncs++];
     memset(f, 0, sizeof *f);
     P->caps.veccap = P->caps.codecap = P->caps.pcap = 0;
-    f->name = dup(P->lx.tok);
+    f->name = dup(P, P->lx.tok);
     next(&P->lx);
     if (parse_params(P, f)) return -1;
     while (P->lx.tok[0] == '.') {   /* performance and cluster directives */
@@ -554,10 +557,10 @@ static int parse_shared(Parser *P, int is_extern)
     int esize = elem_bytes(P->lx.tok);
     if (!esize || align < 1 || (align & (align - 1))) return perr(P, line, "unsupported .shared declaration");
     next(&P->lx);
-    P->m->shared = grow(P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
+    P->m->shared = grow(P, P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
     SimShared *s = &P->m->shared[P->m->nshared];
     memset(s, 0, sizeof *s);
-    s->name = dup(P->lx.tok);
+    s->name = dup(P, P->lx.tok);
     s->align = align, s->is_extern = is_extern, s->size = esize;
     P->m->nshared++;
     next(&P->lx);
@@ -588,10 +591,10 @@ static int parse_global(Parser *P)
     char *name = NULL;
     for (next(&P->lx); !is(&P->lx, ";") && !is(&P->lx, "="); next(&P->lx)) {
         if (P->lx.kind == T_EOF) { free(name); return perr(P, line, "unterminated .global declaration"); }
-        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && !name) name = dup(P->lx.tok);
+        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && !name) name = dup(P, P->lx.tok);
     }
     if (!name) return perr(P, line, "malformed .global declaration");
-    P->globals = grow(P->globals, P->nglobals, &P->caps.gcap, sizeof *P->globals);
+    P->globals = grow(P, P->globals, P->nglobals, &P->caps.gcap, sizeof *P->globals);
     P->globals[P->nglobals++] = name;
     return skip_statement(P);
 }
@@ -637,12 +640,12 @@ static int parse_module(Parser *P)
     return 0;
 }
 
-static void split_lines(SimModule *m, const char *ptx)
+static void split_lines(Parser *P, SimModule *m, const char *ptx)
 {
-    m->text = dup(ptx);
+    m->text = dup(P, ptx);
     int cap = 0;
     for (char *s = m->text; s;) {
-        m->lines = grow(m->lines, m->nlines, &cap, sizeof *m->lines);
+        m->lines = grow(P, m->lines, m->nlines, &cap, sizeof *m->lines);
         m->lines[m->nlines++] = s;
         s = strchr(s, '\n');
         if (s) *s++ = 0;
@@ -667,7 +670,15 @@ int sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen)
     P->m = calloc(1, sizeof *P->m);
     if (!P->m) { snprintf(err, errlen, "sim: out of memory"); free(P); return -1; }
     P->m->dyn_align = 16;
-    split_lines(P->m, ptx);
+    if (setjmp(P->oom)) {
+        snprintf(err, errlen, "sim: out of memory parsing the PTX");
+        parser_free(P);
+        sim_module_free(P->m);
+        *out = NULL;
+        free(P);
+        return -1;
+    }
+    split_lines(P, P->m, ptx);
     int rc = parse_module(P);
     parser_free(P);
     if (rc) { sim_module_free(P->m); *out = NULL; free(P); return -1; }
