@@ -259,11 +259,6 @@ typedef struct { int n; ProblemOutput spec[PROBLEM_MAX_OUTPUTS]; void *host[PROB
 /* The float64 value of every element of each output, in the same order. */
 typedef struct { int n; double *v[PROBLEM_MAX_OUTPUTS]; } Reference;
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) { fputs("ptxgen: out of host memory\n", stderr); exit(1); }
-    return p;
-}
 
 static int fetch(Session *ss, Outputs *out) {
     char err[1024];
@@ -271,7 +266,7 @@ static int fetch(Session *ss, Outputs *out) {
     out->n = problem_outputs(&ss->pb, out->spec);
     for (int i = 0; i < out->n; i++) {
         const Tensor *t = out->spec[i].t;
-        out->host[i] = xmalloc(t->count * (size_t)t->esize);
+        if (!(out->host[i] = malloc(t->count * (size_t)t->esize + 1))) return fail("outputs", "out of host memory");
         if (problem_download(ss->dev, t, out->host[i], err, sizeof err)) return fail("download", err);
     }
     return 0;
@@ -330,7 +325,8 @@ static int reference(Session *ss, Reference *r) {
     char err[1024];
     ProblemOutput spec[PROBLEM_MAX_OUTPUTS];
     *r = (Reference){.n = problem_outputs(&ss->pb, spec)};
-    for (int i = 0; i < r->n; i++) r->v[i] = xmalloc(spec[i].t->count * sizeof(double));
+    for (int i = 0; i < r->n; i++)
+        if (!(r->v[i] = malloc(spec[i].t->count * sizeof(double) + 1))) return fail("reference", "out of host memory");
     if (!ss->gref) problem_reference(&ss->pb, r->v);
     else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, err, sizeof err)) return fail("gpu reference", err);
     return 0;

@@ -226,9 +226,10 @@ static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, u
     if (c->failed || !smem_write_ok(c, w, lane, in, dst, size)) return;
     for (int i = 0; i < size; i++) c->sflag[dst + (uint32_t)i] |= SM_PENDING;
     if (w->ncopies == w->capcopies) {
-        w->capcopies = w->capcopies ? 2 * w->capcopies : 256;
-        w->copies = realloc(w->copies, (size_t)w->capcopies * sizeof *w->copies);
-        if (!w->copies) { fputs("ptxgen: out of memory in the sim\n", stderr); exit(1); }
+        int cap = w->capcopies ? 2 * w->capcopies : 256;
+        SimCopy *more = realloc(w->copies, (size_t)cap * sizeof *w->copies);
+        if (!more) { sim_fail(c, sim_warp_id(c, w), lane, in, "the sim ran out of host memory for cp.async copies"); return; }
+        w->copies = more, w->capcopies = cap;
     }
     w->copies[w->ncopies++] = cp;
 }
