@@ -187,8 +187,10 @@ PTXGEN_API int  ptxgen_device_upload(ptxgen_device *d, unsigned long long dst, c
 PTXGEN_API int  ptxgen_device_download(ptxgen_device *d, void *dst, unsigned long long src, size_t bytes, char *err, size_t errlen);
 PTXGEN_API int  ptxgen_device_sync(ptxgen_device *d, char *err, size_t errlen);
 
-/* A set loaded on a device (its PTX JIT-compiled by the driver). Loading is thread-safe; one loaded set
- * launches from one thread at a time (its workspaces are shared by its launches). */
+/* A set loaded on a device (its PTX JIT-compiled by the driver). Loading and launching are thread-safe
+ * (launches on one device are serialised while they are enqueued; the kernels run asynchronously). A loaded
+ * set's workspaces are shared by its launches, so launches of one set on different streams must not overlap
+ * on the GPU: use one stream per loaded set, or one loaded set per stream. */
 typedef struct ptxgen_loaded ptxgen_loaded;
 PTXGEN_API int  ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char *err, size_t errlen);
 PTXGEN_API void ptxgen_unload(ptxgen_loaded *l);

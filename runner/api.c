@@ -13,7 +13,7 @@
 struct ptxgen_device {
     Device *dev;
     int sim;
-    pthread_mutex_t mu;   /* loads (the driver's module table) */
+    pthread_mutex_t mu;   /* loads (the driver's module table) and launches (the device's current stream) */
 };
 
 enum { MAX_K = 4, MAX_WS = 4, MAX_SIZES = 16, MAX_TENSORS = 24 };
@@ -356,6 +356,7 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
         if (L.size[i].v < 1) return fail(PTXGEN_EINVAL, err, errlen, "size %s = %lld", L.size[i].name, L.size[i].v);
         sz[nsz++] = (ptxgen_size){L.size[i].name, L.size[i].v};
     }
+    pthread_mutex_lock(&l->d->mu);   /* the stream is the device's: launches of other sets on it wait */
     dev_set_stream(l->d->dev, stream);
     int rc = workspaces(l, sz, nsz, err, errlen);
     Binder b = {&L, bind_tensor, bind_size, bind_workspace, softmax_scale};
@@ -374,5 +375,6 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
             rc = PTXGEN_ELAUNCH;
     }
     dev_set_stream(l->d->dev, NULL);
+    pthread_mutex_unlock(&l->d->mu);
     return rc;
 }
