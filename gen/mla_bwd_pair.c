@@ -60,17 +60,10 @@ static void setup(Kctx *k, Pair *f, int cols) {
  * or -1 (out of the map: zero-filled, nothing read) past the token's count
  * or for an index that is not a kv row. */
 static void coords(Kctx *k, Pair *f, Reg slot0, Reg *c) {
-    Emit *e = &k->e;
     for (int q = 0; q < 4; q++) {
-        Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), ok = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-        c[q] = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(slot), R(slot0), I(q));
-        INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
-        INS(e, MOV_B32, R(c[q]), I(-1));
-        INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
-        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(c[q]), A(a, 0));
-        INS(e, SETP_LT_U32, R(ok), R(c[q]), R(f->s_kv));       /* unsigned: negative indices fail too */
-        INS(e, SELP_B32, R(c[q]), R(c[q]), I(-1), R(ok));
+        Reg slot = e_reg(&k->e, RC_B32);
+        INS(&k->e, ADD_U32, R(slot), R(slot0), I(q));
+        c[q] = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, NULL);
     }
 }
 

@@ -69,17 +69,12 @@ static void issue(Kctx *k, Dkv *f, int stage, int buf) {
  * into its kv row of the accumulator or, deterministic, its slot of the part block. */
 static void read_out(Kctx *k, Dkv *f, Reg b, int buf) {
     Emit *e = &k->e;
-    Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32);
-    Reg a = e_reg(e, RC_B64), dst = e_reg(e, RC_B64), el = e_reg(e, RC_B32), par = e_reg(e, RC_B32);
+    Reg slot = e_reg(e, RC_B32), ok, row, dst = e_reg(e, RC_B64), el = e_reg(e, RC_B32), par = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(par), R(b), I(1));                      /* buffer buf completes every other block */
     INS(e, AND_B32, R(par), R(par), I(1));
     umma_wait(k, f->bar[buf], par);
     INS(e, MAD_LO_U32, R(slot), R(b), I(PAIR_BLOCK), R(k->tid));
-    INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
-    INS(e, MOV_B32, R(row), I(-1));
-    INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
-    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(row), A(a, 0));
-    INS(e, SETP_LT_U32, R(ok), R(row), R(f->s_kv));           /* unsigned: negative indices fail too */
+    row = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, &ok);
     INS(e, MAD_LO_U32, R(el), R(f->d->tile.deterministic ? slot : row), I(f->d->d), R(f->col0));
     INS(e, MAD_WIDE_U32, R(dst), R(el), I(4), R(f->dkv_base));
     for (int c = 0; c < f->cols; c += 32) {

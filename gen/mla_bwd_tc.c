@@ -95,17 +95,10 @@ static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, AND_B32, R(rows), R(n), I(1));
     INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * f->bn), R(k->smem));
     for (int r = 0; r < 4; r++) {
-        Reg j = e_reg(e, RC_B32), slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-        Reg ok = e_reg(e, RC_PRED);
-        coord[r] = e_reg(e, RC_B32);
+        Reg j = e_reg(e, RC_B32), slot = e_reg(e, RC_B32);
         INS(e, MAD_LO_U32, R(j), R(k->lane), I(4), I(r));
         INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(j));
-        INS(e, SETP_LT_U32, R(in), R(slot), R(f->eff));
-        INS(e, MOV_B32, R(coord[r]), I(-1));
-        INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(f->idx_row));
-        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(coord[r]), A(a, 0));
-        INS(e, SETP_LT_U32, R(ok), R(coord[r]), R(f->s_kv));     /* unsigned: negative indices fail too */
-        INS(e, SELP_B32, R(coord[r]), R(coord[r]), I(-1), R(ok));
+        coord[r] = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, NULL);
     }
     Reg ra = e_reg(e, RC_B32);                             /* the lane's four slots: one 16-byte store */
     INS(e, MAD_LO_U32, R(ra), R(k->lane), I(16), R(rows));

@@ -178,6 +178,19 @@ void mla_dkv_part_block_at(Kctx *k, Reg t, Reg hb, Reg nhb, int d_qk, Reg base) 
     part_block(k, t, hb, nhb, d_qk, base, e_reg(&k->e, RC_B32));
 }
 
+Reg mla_slot_row(Kctx *k, Reg idx_row, Reg eff, Reg s_kv, Reg slot, Reg *ok_out) {
+    Emit *e = &k->e;
+    Reg in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32);
+    INS(e, SETP_LT_U32, R(in), R(slot), R(eff));
+    INS(e, MOV_B32, R(row), I(-1));
+    INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(idx_row));
+    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(row), A(a, 0));
+    INS(e, SETP_LT_U32, R(ok), R(row), R(s_kv));   /* unsigned: negative indices fail too */
+    INS(e, SELP_B32, R(row), R(row), I(-1), R(ok));
+    if (ok_out) *ok_out = ok;
+    return row;
+}
+
 Reg mla_index_row(Kctx *k, Reg t) {
     Emit *e = &k->e;
     Reg a = e_reg(e, RC_B64), row;

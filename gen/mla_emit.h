@@ -34,6 +34,10 @@ void mla_dkv_part_block_at(Kctx *k, Reg t, Reg hb, Reg nhb, int d_qk, Reg base);
 
 /* The address (b64) of token t's row of indices. */
 Reg  mla_index_row(Kctx *k, Reg t);
+/* The kv row of a token's slot (slot a register): its index when slot < eff and 0 <= index < s_kv,
+ * else -1, with the index read only for slot < eff. *ok (if not NULL): the row is valid. The tcgen05
+ * kernels' gathers use -1 as an out-of-map coordinate (zero-filled, nothing read). */
+Reg  mla_slot_row(Kctx *k, Reg idx_row, Reg eff, Reg s_kv, Reg slot, Reg *ok);
 /* Token t's slot count: topk, or clamp(topk_length[t], 0, topk) when topk_length is not null. */
 Reg  mla_token_slots(Kctx *k, Reg t, Reg topk);
 
