@@ -16,6 +16,8 @@ struct ptxgen_device {
     pthread_mutex_t mu;   /* loads (the driver's module table) and launches (the device's current stream) */
 };
 
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 enum { MAX_K = 4, MAX_WS = 4, MAX_SIZES = 16, MAX_TENSORS = 24 };
 struct ptxgen_loaded {
     ptxgen_device *d;
@@ -26,9 +28,43 @@ struct ptxgen_loaded {
     DevFuncAttrs attrs[MAX_K];
     struct { DevPtr ptr; unsigned long long bytes; } ws[MAX_WS];
     BoundArgs bound[MAX_K];
+    /* the set's tensor parameters, each name once (its first row), and the dims ("b", "s", "h": bits 0-2)
+     * some kernel takes a stride for: fixed by the set, so found once at load, not per launch */
+    ptxgen_param tensor[MAX_TENSORS];
+    unsigned strided[MAX_TENSORS];
+    int ntensor;
+    unsigned smem_set[MAX_K];   /* the dynamic shared memory each kernel is opted into (set once) */
 };
 
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int tensor_index(const ptxgen_loaded *l, const char *name) {
+    for (int i = 0; i < l->ntensor; i++)
+        if (!strcmp(l->tensor[i].name, name)) return i;
+    return -1;
+}
+
+/* l->tensor and l->strided from the set's parameter rows */
+static int index_tensors(ptxgen_loaded *l, char *err, size_t errlen) {
+    for (int k = 0; k < l->nk; k++)
+        for (int i = 0; i < ptxgen_num_params(l->s, k); i++) {
+            ptxgen_param p;
+            if (ptxgen_param_info(l->s, k, i, &p) || (p.role != PTXGEN_ROLE_IN && p.role != PTXGEN_ROLE_OUT) ||
+                tensor_index(l, p.name) >= 0)
+                continue;
+            if (l->ntensor == MAX_TENSORS) return fail(PTXGEN_EINVAL, err, errlen, "the set has more tensors than the loader holds");
+            l->tensor[l->ntensor++] = p;
+        }
+    for (int k = 0; k < l->nk; k++)
+        for (int i = 0; i < ptxgen_num_params(l->s, k); i++) {
+            ptxgen_param p;
+            int t;
+            const char *dims = "bsh", *c;
+            if (!ptxgen_param_info(l->s, k, i, &p) && p.role == PTXGEN_ROLE_STRIDE && p.of && p.dim &&
+                (t = tensor_index(l, p.of)) >= 0 && p.dim[0] && (c = strchr(dims, p.dim[0])))
+                l->strided[t] |= 1u << (c - dims);
+        }
+    return PTXGEN_OK;
+}
+
 static int fail(int code, char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -120,8 +156,13 @@ int ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char
     ptxgen_loaded *l = calloc(1, sizeof *l);
     if (!l) return fail(PTXGEN_ENOMEM, err, errlen, "out of host memory");
     l->d = d, l->s = s, l->nk = nk;
+    int rc = index_tensors(l, err, errlen);
+    if (rc) {
+        free(l);
+        return rc;
+    }
     pthread_mutex_lock(&d->mu);
-    int rc = dev_load_ptx(d->dev, ptxgen_ptx(s), ptxgen_entry(s, 0), &l->mod, err, errlen) ? PTXGEN_ELOAD : PTXGEN_OK;
+    rc = dev_load_ptx(d->dev, ptxgen_ptx(s), ptxgen_entry(s, 0), &l->mod, err, errlen) ? PTXGEN_ELOAD : PTXGEN_OK;
     for (int k = 0; !rc && k < nk; k++)
         if (dev_get_func(l->mod, ptxgen_entry(s, k), &l->fn[k], err, errlen) ||
             dev_func_attrs(l->fn[k], &l->attrs[k], err, errlen))
@@ -183,28 +224,6 @@ static const ptxgen_tensor *caller_tensor(const Launch *L, const char *name) {
     return NULL;
 }
 
-/* The first parameter row describing tensor `name` (role IN or OUT) in any kernel of the set. */
-static int tensor_param(const ptxgen_set *s, const char *name, ptxgen_param *out) {
-    for (int k = 0; k < ptxgen_num_kernels(s); k++)
-        for (int i = 0; i < ptxgen_num_params(s, k); i++)
-            if (!ptxgen_param_info(s, k, i, out) && (out->role == PTXGEN_ROLE_IN || out->role == PTXGEN_ROLE_OUT) &&
-                !strcmp(out->name, name))
-                return 1;
-    return 0;
-}
-
-/* Whether any kernel has a stride parameter for tensor `name` along dimension letter dim. */
-static int has_stride(const ptxgen_set *s, const char *name, char dim) {
-    for (int k = 0; k < ptxgen_num_kernels(s); k++)
-        for (int i = 0; i < ptxgen_num_params(s, k); i++) {
-            ptxgen_param p;
-            if (!ptxgen_param_info(s, k, i, &p) && p.role == PTXGEN_ROLE_STRIDE && p.of && !strcmp(p.of, name) &&
-                p.dim && p.dim[0] == dim)
-                return 1;
-        }
-    return 0;
-}
-
 static int esize_of(const char *dtype) { return dtype && (!strcmp(dtype, "bf16") || !strcmp(dtype, "fp16")) ? 2 : 4; }
 
 /* A size named by a tensor axis: set it, or check it against what an earlier tensor or the caller said. */
@@ -248,7 +267,8 @@ static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errl
             if (rc < 0) return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is no size of the set", p->name, ax[i]);
         }
         long long st = t->strides[i];
-        int strided = i < rank - 1 && (ax[i][0] == 'b' || ax[i][0] == 's' || ax[i][0] == 'h') && has_stride(L->s, p->name, ax[i][0]);
+        const char *dims = "bsh", *c = ax[i][0] ? strchr(dims, ax[i][0]) : NULL;
+        int strided = i < rank - 1 && c && (L->l->strided[tensor_index(L->l, p->name)] >> (c - dims) & 1);
         if (i == rank - 1 && st != 1)
             return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' innermost axis %s has stride %lld; the kernels need 1",
                         p->name, ax[i], st);
@@ -269,9 +289,10 @@ static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errl
 
 static int bind_tensor(void *ctx, const char *name, BindTensor *out, char *err, size_t errlen) {
     const Launch *L = ctx;
-    ptxgen_param p;
     const ptxgen_tensor *t = caller_tensor(L, name);
-    if (!tensor_param(L->s, name, &p)) return fail(1, err, errlen, "the set has no tensor '%s'", name);
+    int ti = tensor_index(L->l, name);
+    if (ti < 0) return fail(1, err, errlen, "the set has no tensor '%s'", name);
+    const ptxgen_param p = L->l->tensor[ti];
     *out = (BindTensor){.esize = esize_of(p.dtype)};
     if (!t) return 0;   /* optional, checked */
     char ax[PTXGEN_MAX_RANK][16];
@@ -335,20 +356,16 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
         if (rc < 0) return fail(PTXGEN_EINVAL, err, errlen, "the set has no size '%s'", sizes[i].name);
     }
     for (int i = 0; i < ntensors; i++) {
-        ptxgen_param p;
-        if (!tensors[i].name || !tensor_param(s, tensors[i].name, &p))
+        if (!tensors[i].name || tensor_index(l, tensors[i].name) < 0)
             return fail(PTXGEN_EINVAL, err, errlen, "the set has no tensor '%s'", tensors[i].name ? tensors[i].name : "(null)");
         for (int j = 0; j < i; j++)
             if (!strcmp(tensors[j].name, tensors[i].name))
                 return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' is given twice", tensors[i].name);
     }
-    for (int k = 0; k < l->nk; k++)
-        for (int i = 0; i < ptxgen_num_params(s, k); i++) {
-            ptxgen_param p;
-            if (ptxgen_param_info(s, k, i, &p) || (p.role != PTXGEN_ROLE_IN && p.role != PTXGEN_ROLE_OUT)) continue;
-            int rc = check_tensor(&L, &p, err, errlen);
-            if (rc) return rc;
-        }
+    for (int i = 0; i < l->ntensor; i++) {
+        int rc = check_tensor(&L, &l->tensor[i], err, errlen);
+        if (rc) return rc;
+    }
     ptxgen_size sz[MAX_SIZES];
     int nsz = 0;
     for (int i = 0; i < L.nsize; i++) {
@@ -368,7 +385,10 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
             break;
         }
         if (!grid[0] || !grid[1] || !grid[2]) continue;   /* nothing to do (no token, no row) */
-        if (dev_set_dyn_smem(l->fn[k], (int)smem, err, errlen)) { rc = PTXGEN_ELAUNCH; break; }
+        if (smem != l->smem_set[k]) {   /* a driver call: once per kernel, not per launch */
+            if (dev_set_dyn_smem(l->fn[k], (int)smem, err, errlen)) { rc = PTXGEN_ELAUNCH; break; }
+            l->smem_set[k] = smem;
+        }
         int clustered = cluster[0] * cluster[1] * cluster[2] > 1;
         if (clustered ? dev_launch_cluster(l->fn[k], grid, block, cluster, smem, l->bound[k].args, err, errlen)
                       : dev_launch(l->fn[k], grid, block, smem, l->bound[k].args, err, errlen))
