@@ -32,13 +32,14 @@ static int parse_variant(const char *spec, Variant *v) {
         if (!eq) return fprintf(stderr, "ptxgen: --variant '%s': '%s' is not key=value (tile, mma, dtype, ptx)\n", spec, part), 2;
         *eq = '\0';
         const char *val = eq + 1;
-        char *dst = !strcmp(part, "tile") ? v->tile : !strcmp(part, "mma") ? v->mma : !strcmp(part, "dtype") ? v->dtype
-                    : !strcmp(part, "ptx") ? v->ptx : NULL;
-        size_t cap = !strcmp(part, "tile") ? sizeof v->tile : !strcmp(part, "mma") ? sizeof v->mma
-                     : !strcmp(part, "dtype") ? sizeof v->dtype : sizeof v->ptx;
-        if (!dst) return fprintf(stderr, "ptxgen: --variant '%s': unknown key '%s' (tile, mma, dtype, ptx)\n", spec, part), 2;
-        if (strlen(val) >= cap) return fprintf(stderr, "ptxgen: --variant '%s': %s is too long\n", spec, part), 2;
-        snprintf(dst, cap, "%s", val);
+        const struct { const char *key; char *dst; size_t cap; } keys[] = {
+            {"tile", v->tile, sizeof v->tile}, {"mma", v->mma, sizeof v->mma},
+            {"dtype", v->dtype, sizeof v->dtype}, {"ptx", v->ptx, sizeof v->ptx}};
+        int k = 0;
+        while (k < 4 && strcmp(part, keys[k].key)) k++;
+        if (k == 4) return fprintf(stderr, "ptxgen: --variant '%s': unknown key '%s' (tile, mma, dtype, ptx)\n", spec, part), 2;
+        if (strlen(val) >= keys[k].cap) return fprintf(stderr, "ptxgen: --variant '%s': %s is too long\n", spec, part), 2;
+        snprintf(keys[k].dst, keys[k].cap, "%s", val);
     }
     return 0;
 }
