@@ -327,8 +327,9 @@ static int reference(Session *ss, Reference *r) {
     *r = (Reference){.n = problem_outputs(&ss->pb, spec)};
     for (int i = 0; i < r->n; i++)
         if (!(r->v[i] = malloc(spec[i].t->count * sizeof(double) + 1))) return fail("reference", "out of host memory");
-    if (!ss->gref) problem_reference(&ss->pb, r->v);
-    else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, err, sizeof err)) return fail("gpu reference", err);
+    if (!ss->gref) {
+        if (problem_reference(&ss->pb, r->v, err, sizeof err)) return fail("reference", err);
+    } else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, err, sizeof err)) return fail("gpu reference", err);
     return 0;
 }
 

@@ -22,7 +22,7 @@
 #define TOL_LSE 1e-6
 #define TOL_BWD 2e-3
 
-enum { POOL_CAP = 32 };
+enum { POOL_CAP = 32, GPU_REF_SELFCHECK_SEED = 20240607 };
 
 /* Everything one case allocates, freed together. */
 typedef struct {
@@ -30,6 +30,7 @@ typedef struct {
     DevPtr dptr[POOL_CAP];
     void *hptr[POOL_CAP];
     int nd, nh;
+    int oom;   /* a host() since the last pool_free got NULL */
 } Pool;
 
 typedef struct {
@@ -39,14 +40,22 @@ typedef struct {
     char failed[512];   /* names of failed outputs */
 } Run;
 
+/* NULL (and pl->oom set) when out of host memory: a case allocates what it
+ * needs, then checks host_ok once before it writes any of it. */
 static void *host(Pool *pl, size_t bytes)
 {
-    void *p = calloc(1, bytes ? bytes : 1);
-    if (!p || pl->nh == POOL_CAP) {
-        fprintf(stderr, "gpu_ref_selfcheck: out of host memory\n");
-        exit(1);
+    void *p = pl->nh == POOL_CAP ? NULL : calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        pl->oom = 1;
+        return NULL;
     }
     return pl->hptr[pl->nh++] = p;
+}
+
+static int host_ok(const Pool *pl, char *err, size_t errlen)
+{
+    return pl->oom ? dev_errf(err, errlen, "gpu_ref_selfcheck: out of host memory (or more than %d buffers)", POOL_CAP)
+                   : 0;
 }
 
 static int device(Pool *pl, DevPtr *p, size_t bytes, char *err, size_t errlen)
@@ -61,7 +70,12 @@ static void pool_free(Pool *pl)
 {
     for (int i = 0; i < pl->nd; i++) (void)dev_free(pl->dev, pl->dptr[i], NULL, 0);   /* after a reported failure */
     for (int i = 0; i < pl->nh; i++) free(pl->hptr[i]);
-    pl->nd = pl->nh = 0;
+    pl->nd = pl->nh = pl->oom = 0;
+}
+
+static int host_oom(char *err, size_t errlen)
+{
+    return dev_errf(err, errlen, "gpu_ref_selfcheck: out of host memory for a CPU reference");
 }
 
 /* A [b, s, h, d] input: val holds the rounded values contiguous (what the CPU
@@ -78,6 +92,7 @@ static int input(Pool *pl, Run *run, Input *x, DType t, int b, int s, int h, int
     total = (size_t)b * (size_t)x->st.b;
     raw = host(pl, total * sizeof *raw);
     x->val = host(pl, n * sizeof *x->val);
+    if (host_ok(pl, err, errlen)) return -1;
     for (size_t i = 0; i < total; i++) raw[i] = POISON_U16;
     for (int bi = 0; bi < b; bi++)
         for (int si = 0; si < s; si++)
@@ -107,6 +122,7 @@ static int upload(Pool *pl, DevPtr *p, const void *src, size_t bytes, char *err,
 static int lse_input(Pool *pl, DevPtr *p, const double *lse, size_t n, char *err, size_t errlen)
 {
     float *f = host(pl, n * sizeof *f);
+    if (host_ok(pl, err, errlen)) return -1;
     for (size_t i = 0; i < n; i++) f[i] = (float)lse[i];
     return upload(pl, p, f, n * sizeof *f, err, errlen);
 }
@@ -117,7 +133,7 @@ static int judge(Pool *pl, Run *run, const char *name, DevPtr out, const double 
 {
     float *got = host(pl, n * sizeof *got);
     VerifyResult r;
-    if (dev_download(pl->dev, got, out, n * sizeof *got, err, errlen)) return -1;
+    if (host_ok(pl, err, errlen) || dev_download(pl->dev, got, out, n * sizeof *got, err, errlen)) return -1;
     r = verify_f32(got, ref, n, tol, 1);
     verify_print(name, &r, tol);
     run->n_out++;
@@ -145,13 +161,13 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
     printf("gpu_ref selfcheck: attention b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d dv=%d %s %s pad=%d\n", p.b, p.s_q,
            p.s_k, p.h_q, p.h_kv, p.d, p.dv, p.dtype == DT_BF16 ? "bf16" : "fp16", p.causal ? "causal" : "noncausal",
            pad);
-    if (input(pl, run, &q, p.dtype, p.b, p.s_q, p.h_q, p.d, pad, NULL, err, errlen) ||
+    if (host_ok(pl, err, errlen) || input(pl, run, &q, p.dtype, p.b, p.s_q, p.h_q, p.d, pad, NULL, err, errlen) ||
         input(pl, run, &k, p.dtype, p.b, p.s_k, p.h_kv, p.d, pad, NULL, err, errlen) ||
         input(pl, run, &v, p.dtype, p.b, p.s_k, p.h_kv, p.dv, pad, NULL, err, errlen) ||
         output(pl, &o_d, nq * p.dv, err, errlen) || output(pl, &lse_d, nq, err, errlen))
         return -1;
     p.q = q.st, p.k = k.st, p.v = v.st;
-    ref_attn_fwd(&ra, q.val, k.val, v.val, o, lse, 0);
+    if (ref_attn_fwd(&ra, q.val, k.val, v.val, o, lse, 0)) return host_oom(err, errlen);
     if (gpu_ref_attn_fwd(run->g, &p, q.dev, k.dev, v.dev, o_d, lse_d, err, errlen) ||
         judge(pl, run, "attn_fwd o", o_d, o, nq * p.dv, TOL_FWD, err, errlen) ||
         judge(pl, run, "attn_fwd lse", lse_d, lse, nq, TOL_LSE, err, errlen))
@@ -165,7 +181,7 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
         output(pl, &dv_d, nk * p.dv, err, errlen))
         return -1;
     p.o = go.st, p.dout = gdo.st;
-    ref_attn_bwd(&ra, q.val, k.val, v.val, gdo.val, dq, dk, dv, 0);
+    if (ref_attn_bwd(&ra, q.val, k.val, v.val, gdo.val, dq, dk, dv, 0)) return host_oom(err, errlen);
     if (gpu_ref_attn_bwd(run->g, &p, q.dev, k.dev, v.dev, go.dev, gdo.dev, lse_in, dq_d, dk_d, dv_d, err, errlen))
         return -1;
     return (judge(pl, run, "attn_bwd dq", dq_d, dq, nq * p.d, TOL_BWD, err, errlen) ||
@@ -180,6 +196,7 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
 static int indices(Pool *pl, const int32_t *idx, int s_q, int topk, DevPtr *out, char *err, size_t errlen)
 {
     int32_t *raw = host(pl, (size_t)s_q * (topk + 3) * sizeof *raw);
+    if (host_ok(pl, err, errlen)) return -1;
     for (int t = 0; t < s_q; t++) memcpy(raw + (size_t)t * (topk + 3), idx + (size_t)t * topk, topk * sizeof *idx);
     return upload(pl, out, raw, (size_t)s_q * (topk + 3) * sizeof *raw, err, errlen);
 }
@@ -197,6 +214,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
 
     printf("gpu_ref selfcheck: mla s_q=%d s_kv=%d h_q=%d topk=%d d_qk=%d d_v=%d %s%s\n", p.s_q, p.s_kv, p.h_q, p.topk,
            p.d_qk, p.d_v, p.dtype == DT_BF16 ? "bf16" : "fp16", with_length ? " topk_length" : "");
+    if (host_ok(pl, err, errlen)) return -1;
     mla_draw_indices(&run->rng, p.s_q, p.s_kv, p.topk, idx);
     mla_draw_topk_length(&run->rng, p.s_q, p.topk, len);
     if (input(pl, run, &q, p.dtype, 1, p.s_q, p.h_q, p.d_qk, 8, NULL, err, errlen) ||
@@ -206,7 +224,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
         output(pl, &o_d, nq * p.d_v, err, errlen) || output(pl, &lse_d, nq, err, errlen))
         return -1;
     p.q_stride_s = q.st.s, p.q_stride_h = q.st.h, p.kv_stride_s = kv.st.s, p.indices_stride_s = p.topk + 3;
-    ref_mla_fwd(&rm, q.val, kv.val, o, lse, 0);
+    if (ref_mla_fwd(&rm, q.val, kv.val, o, lse, 0)) return host_oom(err, errlen);
     if (gpu_ref_mla_fwd(run->g, &p, q.dev, kv.dev, idx_d, len_d, o_d, lse_d, err, errlen) ||
         judge(pl, run, "mla_fwd o", o_d, o, nq * p.d_v, TOL_FWD, err, errlen) ||
         judge(pl, run, "mla_fwd lse", lse_d, lse, nq, TOL_LSE, err, errlen))
@@ -218,7 +236,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
         output(pl, &dq_d, nq * p.d_qk, err, errlen) || output(pl, &dkv_d, nkv, err, errlen))
         return -1;
     p.o_stride_s = go.st.s, p.o_stride_h = go.st.h, p.do_stride_s = gdo.st.s, p.do_stride_h = gdo.st.h;
-    ref_mla_bwd(&rm, q.val, kv.val, gdo.val, dq, dkv, 0);
+    if (ref_mla_bwd(&rm, q.val, kv.val, gdo.val, dq, dkv, 0)) return host_oom(err, errlen);
     if (gpu_ref_mla_bwd(run->g, &p, q.dev, kv.dev, go.dev, gdo.dev, lse_in, idx_d, len_d, dq_d, dkv_d, err, errlen))
         return -1;
     return (judge(pl, run, "mla_bwd dq", dq_d, dq, nq * p.d_qk, TOL_BWD, err, errlen) ||
@@ -279,7 +297,8 @@ int gpu_ref_selfcheck(Device *dev, char *err, size_t errlen)
     memset(&run, 0, sizeof run);
     memset(&pool, 0, sizeof pool);
     pool.dev = dev;
-    rng_seed(&run.rng, 20240607);
+    rng_seed(&run.rng, GPU_REF_SELFCHECK_SEED);
+    printf("gpu_ref selfcheck: seed %d\n", GPU_REF_SELFCHECK_SEED);
     if (gpu_ref_open(&run.g, dev, err, errlen)) return -1;
     rc = all_cases(&run, &pool, err, errlen);
     gpu_ref_close(run.g);

@@ -11,10 +11,10 @@
 
 static void attn_layouts(Problem *p, int pad);
 static void mla_layouts(Problem *p, int pad);
-static void ref_fwd(const Problem *p, double *const ref[]);
-static void ref_bwd(const Problem *p, double *const ref[]);
-static void ref_mla(const Problem *p, double *const ref[]);
-static void ref_mla_grads(const Problem *p, double *const ref[]);
+static int ref_fwd(const Problem *p, double *const ref[]);
+static int ref_bwd(const Problem *p, double *const ref[]);
+static int ref_mla(const Problem *p, double *const ref[]);
+static int ref_mla_grads(const Problem *p, double *const ref[]);
 static int gpu_fwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
@@ -31,8 +31,8 @@ static double mla_bwd_flops(const Problem *p);
  * tolerance (fp16 halves it, except LSE's) and whether they must be exactly 0
  * where the reference is (rows with no valid key, kv rows nobody selected:
  * see mark_cancellations),
- * their float64 reference on the CPU and on the GPU (into fp32 buffers out[],
- * one per output), and the FLOPs of one run. */
+ * their float64 reference on the CPU (-1 when out of host memory) and on the
+ * GPU (into fp32 buffers out[], one per output), and the FLOPs of one run. */
 typedef int (*GpuFn)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 
 typedef struct {
@@ -40,10 +40,10 @@ typedef struct {
     void (*layouts)(Problem *p, int pad);
     const char *random[4];
     int sparse;
-    void (*forward)(const Problem *p, double *const ref[]);
+    int (*forward)(const Problem *p, double *const ref[]);
     GpuFn gpu_forward;
     struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
-    void (*reference)(const Problem *p, double *const ref[]);
+    int (*reference)(const Problem *p, double *const ref[]);
     GpuFn gpu_reference;
     double (*flops)(const Problem *p);
 } KindSpec;
@@ -178,14 +178,14 @@ static RefAttn ref_shape(const Problem *p) {
     return (RefAttn){p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale};
 }
 
-static void ref_fwd(const Problem *p, double *const ref[]) {
+static int ref_fwd(const Problem *p, double *const ref[]) {
     RefAttn ra = ref_shape(p);
-    ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, ref[0], ref[1], 0);
+    return ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, ref[0], ref[1], 0);
 }
 
-static void ref_bwd(const Problem *p, double *const ref[]) {
+static int ref_bwd(const Problem *p, double *const ref[]) {
     RefAttn ra = ref_shape(p);
-    ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], 0);
+    return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], 0);
 }
 
 /* topk_length.ints is NULL when the problem passes none. */
@@ -193,14 +193,14 @@ static RefMla mla_shape(const Problem *p) {
     return (RefMla){p->s_q, p->s_k, p->h_q, p->topk, p->d, p->d_v, p->scale, p->indices.ints, p->topk_length.ints};
 }
 
-static void ref_mla(const Problem *p, double *const ref[]) {
+static int ref_mla(const Problem *p, double *const ref[]) {
     RefMla m = mla_shape(p);
-    ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
+    return ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
 }
 
-static void ref_mla_grads(const Problem *p, double *const ref[]) {
+static int ref_mla_grads(const Problem *p, double *const ref[]) {
     RefMla m = mla_shape(p);
-    ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], 0);
+    return ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], 0);
 }
 
 static GpuRefStride gpu_stride(const Tensor *t) {
@@ -308,7 +308,8 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
     int rc = !o || !lse;
     if (rc) snprintf(err, errlen, "out of host memory for o and lse");
     else if (p->fwd_gpu) rc = gpu_forward(p, dev, (double *const[]){o, lse}, err, errlen);
-    else kind(p)->forward(p, (double *const[]){o, lse});
+    else if (kind(p)->forward(p, (double *const[]){o, lse}))
+        rc = 1, snprintf(err, errlen, "out of host memory for the CPU reference");
     if (!rc) rc = upload(&p->o, p->dt, rng, o, dev, err, errlen) || upload(&p->lse, p->dt, rng, lse, dev, err, errlen);
     free(o), free(lse);
     return rc;
@@ -378,13 +379,16 @@ int problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]) {
  * lse and its delta from the rounded o leave a residue (dq, and dkv's columns
  * past d_v). Such elements of an exact_zero output become the smallest
  * double: 0 for every tolerance, but not an exact zero to verify.h. */
-static void mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) {
+static int mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen) {
     const KindSpec *ks = kind(p);
-    if (!ks->sparse) return;   /* dense kinds have no exact_zero output */
+    if (!ks->sparse) return 0;   /* dense kinds have no exact_zero output */
     RefMla m = mla_shape(p);
     /* token[t]: t has a valid slot; row[r]: a valid slot selects kv row r */
-    uint8_t *token = ref_xmalloc((size_t)p->s_q), *row = ref_xmalloc((size_t)p->s_k);
-    memset(token, 0, (size_t)p->s_q), memset(row, 0, (size_t)p->s_k);
+    uint8_t *token = calloc((size_t)p->s_q + 1, 1), *row = calloc((size_t)p->s_k + 1, 1);
+    if (!token || !row) {
+        free(token), free(row);
+        return snprintf(err, errlen, "out of host memory for the reference's selection"), 1;
+    }
     for (int t = 0; t < p->s_q; t++)
         for (int j = 0; j < p->topk; j++)
             if (ref_mla_valid(&m, t, j)) token[t] = row[p->indices.ints[(size_t)t * p->topk + j]] = 1;
@@ -397,11 +401,12 @@ static void mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_O
             if (ref[i][e] == 0 && live[e / per_s]) ref[i][e] = DBL_TRUE_MIN;
     }
     free(token), free(row);
+    return 0;
 }
 
-void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]) {
-    kind(p)->reference(p, ref);
-    mark_cancellations(p, ref);
+int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen) {
+    if (kind(p)->reference(p, ref)) return snprintf(err, errlen, "out of host memory for the CPU reference"), 1;
+    return mark_cancellations(p, ref, err, errlen);
 }
 
 int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
@@ -411,8 +416,7 @@ int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[
     int n = problem_outputs(p, out);
     for (int i = 0; i < n; i++) t[i] = out[i].t;
     if (gpu_run(p, dev, kind(p)->gpu_reference, g, t, n, ref, err, errlen)) return 1;
-    mark_cancellations(p, ref);
-    return 0;
+    return mark_cancellations(p, ref, err, errlen);
 }
 
 double problem_flops(const Problem *p) { return kind(p)->flops(p); }

@@ -68,8 +68,9 @@ int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, si
 /* The outputs, in a fixed order per kind; returns their count. */
 int  problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]);
 /* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values);
- * in an exact_zero output, zeros by cancellation become DBL_TRUE_MIN (problem.c mark_cancellations). */
-void problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS]);
+ * in an exact_zero output, zeros by cancellation become DBL_TRUE_MIN (problem.c mark_cancellations).
+ * 1 with a message when the host runs out of memory. */
+int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen);
 /* The same from the GPU reference g on dev (gpu_ref.h: float64 sums, fp32
  * outputs widened to double): it reads the problem's device inputs (for
  * the backward kinds O and LSE as problem_init derived them), never its outputs. */

@@ -159,7 +159,8 @@ static int prepare(Sim *sim, const LaunchRecord *r, uint64_t seed, Host *h, char
     fill(&g->b, pb, &rng, exact, h->b);
     fill(&g->c, pc, &rng, exact, h->c);
     if (pd) memset(pd, 0xFF, rec_matrix_bytes(&g->d));   /* poison: all-ones is NaN in every float type */
-    ref_gemm_abt(g->M, g->N, g->K, g->alpha, g->beta, h->a, h->b, h->c, h->want, 0);
+    if (ref_gemm_abt(g->M, g->N, g->K, g->alpha, g->beta, h->a, h->b, h->c, h->want, 0))
+        return snprintf(err, errlen, "out of host memory for the GEMM reference"), 2;
     return exact ? check_exact_ref(g, h->want, err, errlen) : 0;
 }
 
@@ -172,21 +173,24 @@ int record_run(Sim *sim, const SimModule *m, const LaunchRecord *r, uint64_t see
     int rc = check_params(f, r, err, errlen);
     if (!rc) rc = check_types(g, err, errlen);
     if (rc) return rc;
-    Host h = {ref_xmalloc((size_t)g->M * g->K * sizeof(float)), ref_xmalloc((size_t)g->N * g->K * sizeof(float)),
-              ref_xmalloc((size_t)g->M * g->N * sizeof(float)), ref_xmalloc((size_t)g->M * g->N * sizeof(double)),
-              ref_xmalloc((size_t)f->param_bytes + 8)};
-    memset(h.params, 0, (size_t)f->param_bytes + 8);
-    memcpy(h.params, r->params, r->param_bytes);
-    rc = prepare(sim, r, seed, &h, err, errlen);
+    Host h = {malloc((size_t)g->M * g->K * sizeof(float)), malloc((size_t)g->N * g->K * sizeof(float)),
+              malloc((size_t)g->M * g->N * sizeof(float)), malloc((size_t)g->M * g->N * sizeof(double)),
+              calloc(1, (size_t)f->param_bytes + 8)};
+    if (!h.a || !h.b || !h.c || !h.want || !h.params) rc = 2, snprintf(err, errlen, "out of host memory for the GEMM");
+    else memcpy(h.params, r->params, r->param_bytes);
+    if (!rc) rc = prepare(sim, r, seed, &h, err, errlen);
     if (!rc) rc = write_tmaps(r, h.params, err, errlen);
     sim->err = err, sim->errlen = errlen;
     if (!rc && sim_launch_raw(sim, m, f, r->grid, r->block, r->cluster, r->dyn_smem, h.params, (size_t)f->param_bytes)) rc = 1;
     const SimBuf *out = rc ? NULL : sim_heap_find(&sim->heap, g->d.addr, rec_matrix_bytes(&g->d));
     if (out) {
         judge(g, out->data, h.want, res);
-        res->out_bytes = rec_matrix_bytes(&g->d);
-        res->out = ref_xmalloc(res->out_bytes);
-        memcpy(res->out, out->data, res->out_bytes);
+        if ((res->out = malloc(rec_matrix_bytes(&g->d)))) {
+            res->out_bytes = rec_matrix_bytes(&g->d);
+            memcpy(res->out, out->data, res->out_bytes);
+        } else {
+            rc = 2, snprintf(err, errlen, "out of host memory for a copy of the output");
+        }
     }
     sim_heap_release(&sim->heap);
     free(h.a), free(h.b), free(h.c), free(h.want), free(h.params);

@@ -4,7 +4,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,16 +12,6 @@ typedef struct {
     const float *q, *k, *v;
     double *o, *lse;
 } AttnJob;
-
-void *ref_xmalloc(size_t n)
-{
-    void *ptr = malloc(n ? n : 1);
-    if (!ptr) {
-        fprintf(stderr, "ref: out of memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    return ptr;
-}
 
 /* Four partial sums break the add dependency chain so the loop pipelines. */
 static double dot_df(const double *a, const float *b, int n)
@@ -106,60 +95,66 @@ static void attn_row(const AttnJob *jb, long row, double *scratch)
 }
 
 /* Rows [r0, r1) in lse order (b, h, i). */
-static void attn_rows(void *ctx, long r0, long r1)
+static void attn_rows(void *ctx, long r0, long r1, void *scratch)
 {
-    const AttnJob *jb = ctx;
-    const RefAttn *p = jb->p;
-    double *scratch = ref_xmalloc(sizeof(double) * ((size_t)p->s_k + p->d + p->dv));
     for (long r = r0; r < r1; r++)
-        attn_row(jb, r, scratch);
-    free(scratch);
+        attn_row(ctx, r, scratch);
 }
 
 typedef struct {
-    void (*fn)(void *ctx, long r0, long r1);
-    void *ctx;
+    RefRowsFn fn;
+    void *ctx, *scratch;
     long r0, r1;
+    pthread_t tid;
+    int started;
 } Chunk;
 
 static void *run_chunk(void *arg)
 {
     const Chunk *c = arg;
-    c->fn(c->ctx, c->r0, c->r1);
+    c->fn(c->ctx, c->r0, c->r1, c->scratch);
     return NULL;
 }
 
-void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, long r1), void *ctx)
+/* Everything a chunk needs is allocated before any thread starts, so running
+ * out of memory is reported by the caller's thread and no worker ever fails. */
+int ref_parallel_rows(long rows, int nthreads, size_t scratch_bytes, RefRowsFn fn, void *ctx)
 {
     if (rows <= 0)
-        return;
+        return 0;
     if (nthreads <= 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         nthreads = ncpu > 0 ? (int)ncpu : 1;
     }
-    int nt = nthreads > rows ? (int)rows : nthreads;
-    Chunk *chunks = ref_xmalloc(sizeof *chunks * (size_t)nt);
-    pthread_t *tids = ref_xmalloc(sizeof *tids * (size_t)nt);
-    int *started = ref_xmalloc(sizeof *started * (size_t)nt);
-    for (int t = 0; t < nt; t++) {
-        chunks[t] = (Chunk){fn, ctx, (long)((long long)rows * t / nt), (long)((long long)rows * (t + 1) / nt)};
+    int nt = nthreads > rows ? (int)rows : nthreads, rc = 0;
+    Chunk *chunks = calloc((size_t)nt, sizeof *chunks);
+    if (!chunks)
+        return -1;
+    for (int t = 0; t < nt && !rc; t++)
+        if (scratch_bytes && !(chunks[t].scratch = malloc(scratch_bytes)))
+            rc = -1;
+    for (int t = 0; t < nt && !rc; t++) {
+        chunks[t].fn = fn, chunks[t].ctx = ctx;
+        chunks[t].r0 = (long)((long long)rows * t / nt), chunks[t].r1 = (long)((long long)rows * (t + 1) / nt);
         /* The caller's thread takes chunk 0, and any chunk a thread can't start for. */
-        started[t] = t > 0 && pthread_create(&tids[t], NULL, run_chunk, &chunks[t]) == 0;
+        chunks[t].started = t > 0 && pthread_create(&chunks[t].tid, NULL, run_chunk, &chunks[t]) == 0;
     }
-    for (int t = 0; t < nt; t++)
-        if (!started[t])
+    for (int t = 0; t < nt && !rc; t++)
+        if (!chunks[t].started)
             run_chunk(&chunks[t]);
-    for (int t = 0; t < nt; t++)
-        if (started[t])
-            pthread_join(tids[t], NULL);
-    free(started);
-    free(tids);
+    for (int t = 0; t < nt; t++) {
+        if (chunks[t].started)
+            pthread_join(chunks[t].tid, NULL);
+        free(chunks[t].scratch);
+    }
     free(chunks);
+    return rc;
 }
 
-void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
-                  double *o, double *lse, int nthreads)
+int ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
+                 double *o, double *lse, int nthreads)
 {
     AttnJob job = { p, q, k, v, o, lse };
-    ref_parallel_rows((long)p->b * p->h_q * p->s_q, nthreads, attn_rows, &job);
+    return ref_parallel_rows((long)p->b * p->h_q * p->s_q, nthreads,
+                             sizeof(double) * ((size_t)p->s_k + p->d + p->dv), attn_rows, &job);
 }

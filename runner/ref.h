@@ -11,24 +11,28 @@ typedef struct {
     double scale;               /* softmax scale (natural) */
 } RefAttn;
 
+/* Every reference returns 0, or -1 when the host is out of memory (its
+ * outputs then unwritten); none exits. */
+
 /* o: [b, s_q, h_q, dv]; lse: [b, h_q, s_q] natural log, +inf for rows with no
  * valid key (whose o row is 0). nthreads <= 0: use all online CPUs. */
-void ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
-                  double *o, double *lse, int nthreads);
+int ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *v,
+                 double *o, double *lse, int nthreads);
 /* Gradients of sum(dout * O) (KERNELS.md attn_bwd): dq [b, s_q, h_q, d],
  * dk [b, s_k, h_kv, d] and dv [b, s_k, h_kv, dv], the last two summed over the
  * query heads of each kv head. Needs no forward outputs: P is recomputed. */
-void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
-                  double *dq, double *dk, double *dv, int nthreads);
+int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
+                 double *dq, double *dk, double *dv, int nthreads);
 /* Calls fn over [0, rows) cut into nthreads contiguous chunks (<= 0: all online
- * CPUs), one thread each; the caller's thread takes the first. */
-void ref_parallel_rows(long rows, int nthreads, void (*fn)(void *ctx, long r0, long r1), void *ctx);
+ * CPUs), one thread each; the caller's thread takes the first. Each chunk gets
+ * its own scratch of scratch_bytes (NULL when 0). -1, having run nothing, when
+ * out of host memory. */
+typedef void (*RefRowsFn)(void *ctx, long r0, long r1, void *scratch);
+int ref_parallel_rows(long rows, int nthreads, size_t scratch_bytes, RefRowsFn fn, void *ctx);
 /* Keys visible to query i: a prefix [0, n) of the key sequence. */
 int ref_visible_keys(const RefAttn *p, int i);
 /* sum a[c] * b[c] in float64, c in order. */
 double ref_dot(const float *a, const float *b, int n);
-/* malloc that exits with a message when memory runs out (n = 0 allowed). */
-void *ref_xmalloc(size_t n);
 
 /* Sparse MLA, MQA form (KERNELS.md "mla_fwd / mla_bwd"): q [s_q, h_q, d_qk],
  * one latent kv [s_kv, d_qk] with K = kv[:, :d_qk] and V = kv[:, :d_v],
@@ -45,17 +49,17 @@ int ref_mla_valid(const RefMla *p, int t, int j);
 /* o [s_q, h_q, d_v]; lse [s_q, h_q] natural log over the valid slots (a
  * duplicate index counts once per slot), +inf with o = 0 for a token with no
  * valid slot. nthreads as ref_attn_fwd. */
-void ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, double *lse, int nthreads);
+int ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, double *lse, int nthreads);
 /* Gradients of sum(dout * o): dq [s_q, h_q, d_qk] and dkv [s_kv, d_qk],
  * dkv[idx, :d_qk] += scale * dS^T q and dkv[idx, :d_v] += P^T dO summed over
  * every (token, head, valid slot) that selected idx; rows nobody selected are
  * exactly 0. Needs no forward outputs: P is recomputed. */
-void ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                 int nthreads);
+int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
+                int nthreads);
 
 /* GEMM (ref_gemm.c): d[m, n] = alpha * sum_k a[m, k] * b[n, k] + beta * c[m, n],
  * all dense row-major (a [M, K], b [N, K], c and d [M, N]); c may be NULL
  * (beta ignored). nthreads as ref_attn_fwd. */
-void ref_gemm_abt(int M, int N, int K, double alpha, double beta, const float *a, const float *b, const float *c,
-                  double *d, int nthreads);
+int ref_gemm_abt(int M, int N, int K, double alpha, double beta, const float *a, const float *b, const float *c,
+                 double *d, int nthreads);
 #endif

@@ -79,28 +79,26 @@ static void key_row(const BwdJob *jb, long r)
         }
 }
 
-static void query_rows(void *job, long r0, long r1)
+static void query_rows(void *job, long r0, long r1, void *scratch)
 {
-    const BwdJob *jb = job;
-    double *scratch = malloc(sizeof(double) * ((size_t)jb->p->s_k + (size_t)jb->p->dv));
-    if (!scratch) abort();
-    for (long r = r0; r < r1; r++) query_row(jb, r, scratch);
-    free(scratch);
+    for (long r = r0; r < r1; r++) query_row(job, r, scratch);
 }
 
-static void key_rows(void *job, long r0, long r1)
+static void key_rows(void *job, long r0, long r1, void *scratch)
 {
+    (void)scratch;
     for (long r = r0; r < r1; r++) key_row(job, r);
 }
 
-void ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
-                  double *dk, double *dv, int nthreads)
+int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
+                 double *dk, double *dv, int nthreads)
 {
     size_t rows = (size_t)p->b * p->h_q * p->s_q;
     double *lse = malloc(sizeof(double) * (rows ? rows : 1)), *delta = malloc(sizeof(double) * (rows ? rows : 1));
-    if (!lse || !delta) abort();
     BwdJob job = {p, q, k, v, dout, dq, dk, dv, lse, delta};
-    ref_parallel_rows((long)rows, nthreads, query_rows, &job);
-    ref_parallel_rows((long)p->b * p->h_kv * p->s_k, nthreads, key_rows, &job);
+    int rc = !lse || !delta ? -1
+             : ref_parallel_rows((long)rows, nthreads, sizeof(double) * ((size_t)p->s_k + (size_t)p->dv), query_rows, &job);
+    if (!rc) rc = ref_parallel_rows((long)p->b * p->h_kv * p->s_k, nthreads, 0, key_rows, &job);
     free(lse), free(delta);
+    return rc;
 }

@@ -9,9 +9,10 @@ typedef struct {
     double *d;
 } GemmJob;
 
-static void gemm_rows(void *ctx, long r0, long r1)
+static void gemm_rows(void *ctx, long r0, long r1, void *scratch)
 {
     const GemmJob *j = ctx;
+    (void)scratch;
     for (long m = r0; m < r1; m++)
         for (int n = 0; n < j->N; n++) {
             double acc = j->alpha * ref_dot(j->a + m * j->K, j->b + (long)n * j->K, j->K);
@@ -20,9 +21,9 @@ static void gemm_rows(void *ctx, long r0, long r1)
         }
 }
 
-void ref_gemm_abt(int M, int N, int K, double alpha, double beta, const float *a, const float *b, const float *c,
-                  double *d, int nthreads)
+int ref_gemm_abt(int M, int N, int K, double alpha, double beta, const float *a, const float *b, const float *c,
+                 double *d, int nthreads)
 {
     GemmJob j = {N, K, alpha, beta, a, b, c, d};
-    ref_parallel_rows(M, nthreads, gemm_rows, &j);
+    return ref_parallel_rows(M, nthreads, 0, gemm_rows, &j);
 }

@@ -57,18 +57,16 @@ static double row_softmax(const MlaJob *jb, long r, double *s, double *o)
     return lse;
 }
 
-static void fwd_rows(void *ctx, long r0, long r1)
+static void fwd_rows(void *ctx, long r0, long r1, void *scratch)
 {
     const MlaJob *jb = ctx;
-    double *s = ref_xmalloc(sizeof(double) * (size_t)jb->p->topk);
-    for (long r = r0; r < r1; r++) jb->lse[r] = row_softmax(jb, r, s, jb->o + (size_t)r * jb->p->d_v);
-    free(s);
+    for (long r = r0; r < r1; r++) jb->lse[r] = row_softmax(jb, r, scratch, jb->o + (size_t)r * jb->p->d_v);
 }
 
-void ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, double *lse, int nthreads)
+int ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, double *lse, int nthreads)
 {
     MlaJob job = {.p = p, .q = q, .kv = kv, .o = o, .lse = lse};
-    ref_parallel_rows((long)p->s_q * p->h_q, nthreads, fwd_rows, &job);
+    return ref_parallel_rows((long)p->s_q * p->h_q, nthreads, sizeof(double) * (size_t)p->topk, fwd_rows, &job);
 }
 
 /* Pass 1 for row r: dq = scale * sum_j dS_j K[idx_j]; keeps lse and delta. */
@@ -90,12 +88,11 @@ static void dq_row(const MlaJob *jb, long r, double *s, double *o)
     }
 }
 
-static void dq_rows(void *ctx, long r0, long r1)
+static void dq_rows(void *ctx, long r0, long r1, void *scratch)
 {
     const MlaJob *jb = ctx;
-    double *s = ref_xmalloc(sizeof(double) * ((size_t)jb->p->topk + (size_t)jb->p->d_v));
+    double *s = scratch;
     for (long r = r0; r < r1; r++) dq_row(jb, r, s, s + jb->p->topk);
-    free(s);
 }
 
 /* Pass 2 for kv row k: every (token, head) of every slot that selected it. */
@@ -116,38 +113,40 @@ static void dkv_row(const MlaJob *jb, long k)
         }
 }
 
-static void dkv_rows(void *ctx, long r0, long r1)
+static void dkv_rows(void *ctx, long r0, long r1, void *scratch)
 {
+    (void)scratch;
     for (long r = r0; r < r1; r++) dkv_row(ctx, r);
 }
 
-/* The inverted index: for each kv row, the token of every valid slot that selected it, in (token, slot) order. */
-static void invert_indices(const RefMla *p, long *start, int *sel)
+/* The inverted index: for each kv row, the token of every valid slot that selected it, in (token, slot) order.
+ * fill: s_kv longs of scratch. */
+static void invert_indices(const RefMla *p, long *start, int *sel, long *fill)
 {
     memset(start, 0, sizeof(long) * ((size_t)p->s_kv + 1));
     for (int t = 0; t < p->s_q; t++)
         for (int j = 0; j < p->topk; j++)
             if (ref_mla_valid(p, t, j)) start[p->indices[(size_t)t * p->topk + j] + 1]++;
     for (int k = 0; k < p->s_kv; k++) start[k + 1] += start[k];
-    long *fill = ref_xmalloc(sizeof(long) * (size_t)p->s_kv);
     memcpy(fill, start, sizeof(long) * (size_t)p->s_kv);
     for (int t = 0; t < p->s_q; t++)
         for (int j = 0; j < p->topk; j++)
             if (ref_mla_valid(p, t, j)) sel[fill[p->indices[(size_t)t * p->topk + j]]++] = t;
-    free(fill);
 }
 
-void ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                 int nthreads)
+int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
+                int nthreads)
 {
     size_t rows = (size_t)p->s_q * p->h_q;
-    long *start = ref_xmalloc(sizeof(long) * ((size_t)p->s_kv + 1));
-    int *sel = ref_xmalloc(sizeof(int) * (size_t)p->s_q * (size_t)p->topk);
-    double *lse = ref_xmalloc(sizeof(double) * rows), *delta = ref_xmalloc(sizeof(double) * rows);
-    invert_indices(p, start, sel);
+    long *start = malloc(sizeof(long) * ((size_t)p->s_kv + 1)), *fill = malloc(sizeof(long) * ((size_t)p->s_kv + 1));
+    int *sel = malloc(sizeof(int) * ((size_t)p->s_q * (size_t)p->topk + 1));
+    double *lse = malloc(sizeof(double) * (rows + 1)), *delta = malloc(sizeof(double) * (rows + 1));
     MlaJob job = {.p = p, .q = q, .kv = kv, .dout = dout, .lse = lse, .dq = dq, .dkv = dkv, .delta = delta,
                   .sel_start = start, .sel = sel};
-    ref_parallel_rows((long)rows, nthreads, dq_rows, &job);
-    ref_parallel_rows(p->s_kv, nthreads, dkv_rows, &job);
-    free(start), free(sel), free(lse), free(delta);
+    int rc = !start || !fill || !sel || !lse || !delta ? -1 : 0;
+    if (!rc) invert_indices(p, start, sel, fill);
+    if (!rc) rc = ref_parallel_rows((long)rows, nthreads, sizeof(double) * ((size_t)p->topk + (size_t)p->d_v), dq_rows, &job);
+    if (!rc) rc = ref_parallel_rows(p->s_kv, nthreads, 0, dkv_rows, &job);
+    free(start), free(fill), free(sel), free(lse), free(delta);
+    return rc;
 }

@@ -4,6 +4,7 @@
 #define PTXGEN_TEST_CHECK_H
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int n_pass, n_fail;
 
@@ -21,6 +22,18 @@ static void check(int ok, const char *name, const char *fmt, ...) {
     printf("\n");
     va_end(ap);
     n_fail++;
+}
+
+/* malloc for a test's own buffers: a test program may stop when the host
+ * runs out (the library never does). */
+static void *test_alloc(size_t n) __attribute__((unused));
+static void *test_alloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        printf("FAIL out of host memory for %zu bytes\n", n);
+        exit(1);
+    }
+    return p;
 }
 
 /* returns the process exit code */

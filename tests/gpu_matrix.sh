@@ -151,5 +151,22 @@ if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c 
 else
     fail=$((fail + 1)); echo "FAIL test_sim's correct kernels on the GPU"; echo "$out" | sed 's/^/    /'
 fi
+# the public API and compare on the real driver
+gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
+    local label=$1; shift
+    if out=$("$@" 2>&1); then pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | tail -n 1)"
+    else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
+}
+gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda
+gate "example_host on the GPU" build/example_host cuda
+svg=$(mktemp "${TMPDIR:-/tmp}/ptxgen_compare.XXXXXX")
+gate "compare on the GPU: two attn_fwd tiles with median ms and TFLOP/s" bash -c '
+    out=$(./ptxgen compare --kernel attn_fwd --hdim 128 --sq 2048 --sk 2048 --hq 16 --hkv 16 --b 2 \
+          --variant tile=bm=128,bn=64,warps=4 --variant tile=bm=64,bn=64,warps=4 --svg "$1") || { echo "$out"; exit 1; }
+    echo "$out" | grep -E "^median ms +\| [0-9.]+ +\| [0-9.]+" >/dev/null &&
+    echo "$out" | grep -E "^TFLOP/s +\| [0-9.]+ +\| [0-9.]+" >/dev/null &&
+    echo "$out" | grep -E "^check \(1 pass\) +\| PASS +\| PASS" >/dev/null && grep -q "</svg>" "$1" &&
+    echo "$out" | grep -E "^(median ms|TFLOP/s)" | tr -s " " | tr "\n" " " || { echo "$out"; exit 1; }' _ "$svg"
+rm -f "$svg"
 echo "gpu-test: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -132,7 +132,12 @@ static void test_mla_bwd_reference(Problem *p, const char *tag, int want_single)
     double *ref[PROBLEM_MAX_OUTPUTS] = {calloc(p->dq.count, sizeof(double)), calloc(p->dkv.count, sizeof(double))};
     char *selected = calloc((size_t)p->s_k, 1);
     int wrong_dq = 0, wrong_dkv = 0, unselected = 0, single = 0;
-    problem_reference(p, ref);
+    char err[256];
+    if (problem_reference(p, ref, err, sizeof err)) {
+        check(0, named("%s mla_bwd reference", tag), "%s", err);
+        free(ref[0]), free(ref[1]), free(selected);
+        return;
+    }
     for (int t = 0; t < p->s_q; t++) {
         int valid = 0, first = -1, one_row = 1;
         for (int j = 0; j < p->topk; j++) {
@@ -256,8 +261,7 @@ static void test_gpu_reference(Device *dev, GpuRef *g, ProblemKind k) {
     int n = problem_outputs(&p, out);
     for (int i = 0; i < n; i++)
         cpu[i] = calloc(out[i].t->count, sizeof(double)), gpu[i] = calloc(out[i].t->count, sizeof(double));
-    problem_reference(&p, cpu);
-    int rc = problem_gpu_reference(&p, g, dev, gpu, err, sizeof err);
+    int rc = problem_reference(&p, cpu, err, sizeof err) || problem_gpu_reference(&p, g, dev, gpu, err, sizeof err);
     check(!rc, named("%s GPU reference runs", kind_name(k)), "%s", err);
     for (int i = 0; !rc && i < n; i++) {
         double e = rel_l2(gpu[i], cpu[i], out[i].t->count);

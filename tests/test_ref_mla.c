@@ -112,7 +112,7 @@ static void test_hand_values(void)
 
 static float *rand_floats(Rng *r, size_t n)
 {
-    float *a = ref_xmalloc(sizeof *a * n);
+    float *a = test_alloc(sizeof *a * n);
     for (size_t i = 0; i < n; i++)
         a[i] = bf16_to_f32(f32_to_bf16((float)rng_normal(r)));
     return a;
@@ -147,8 +147,8 @@ static Dense dense_case(int s_q, int s_kv, int h_q, int d_qk, int d_v)
     c.q = rand_floats(&r, (size_t)s_q * h_q * d_qk);
     c.kv = rand_floats(&r, (size_t)s_kv * d_qk);
     c.dout = rand_floats(&r, (size_t)s_q * h_q * d_v);
-    c.v = ref_xmalloc(sizeof(float) * (size_t)s_kv * d_v);
-    c.idx = ref_xmalloc(sizeof(int32_t) * (size_t)s_q * s_kv);
+    c.v = test_alloc(sizeof(float) * (size_t)s_kv * d_v);
+    c.idx = test_alloc(sizeof(int32_t) * (size_t)s_q * s_kv);
     for (int k = 0; k < s_kv; k++) memcpy(c.v + (size_t)k * d_v, c.kv + (size_t)k * d_qk, sizeof(float) * d_v);
     for (int t = 0; t < s_q; t++)
         for (int j = 0; j < s_kv; j++) c.idx[t * s_kv + j] = (j + 3 * t) % s_kv;
@@ -197,10 +197,10 @@ static Sparse sparse_case(int s_q, int s_kv, int h_q, int topk, int d_qk, int d_
     c.q = rand_floats(&r, c.nq);
     c.kv = rand_floats(&r, c.nkv);
     c.dout = rand_floats(&r, c.no);
-    c.idx = ref_xmalloc(sizeof(int32_t) * (size_t)s_q * topk);
+    c.idx = test_alloc(sizeof(int32_t) * (size_t)s_q * topk);
     mla_draw_indices(&r, s_q, s_kv, topk, c.idx);
     if (with_len) {
-        c.len = ref_xmalloc(sizeof(int32_t) * (size_t)s_q);
+        c.len = test_alloc(sizeof(int32_t) * (size_t)s_q);
         mla_draw_topk_length(&r, s_q, topk, c.len);
     }
     c.o = zeros(c.no);
@@ -327,7 +327,7 @@ static void test_draw_indices(void)
         Rng r;
         rng_seed(&r, seed);
         int s_q = 10 + (int)(seed % 5), s_kv = seed % 2 ? 50 : INT32_MAX, topk = 8 + (int)seed * 3;
-        int32_t *idx = ref_xmalloc(sizeof(int32_t) * (size_t)s_q * topk);
+        int32_t *idx = test_alloc(sizeof(int32_t) * (size_t)s_q * topk);
         mla_draw_indices(&r, s_q, s_kv, topk, idx);
         IdxStats st = idx_stats(idx, s_q, s_kv, topk);
         int all_invalid = st.invalid[0] && st.invalid[1] && st.invalid[2] && st.invalid[3] && st.invalid[4];

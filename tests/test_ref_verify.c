@@ -288,6 +288,33 @@ static void test_thread_equality(void)
     test_ref_vs_naive("GQA d!=dv multi-thread matches naive", p, 5);
 }
 
+/* Each row is seen once, each chunk has its own scratch; a scratch that
+ * cannot be allocated is -1 with no row run, never an exit. */
+typedef struct { int seen[97]; } RowsSeen;
+
+static void mark_rows(void *ctx, long r0, long r1, void *scratch)
+{
+    RowsSeen *s = ctx;
+    for (long r = r0; r < r1; r++) {
+        ((long *)scratch)[0] = r;   /* a shared scratch would race here */
+        s->seen[r] += ((long *)scratch)[0] == r;
+    }
+}
+
+static void test_parallel_rows(void)
+{
+    RowsSeen s;
+    memset(&s, 0, sizeof s);
+    int rc = ref_parallel_rows(97, 5, sizeof(long), mark_rows, &s), ok = 1;
+    for (int r = 0; r < 97; r++) ok &= s.seen[r] == 1;
+    check(rc == 0 && ok, "ref_parallel_rows runs every row once", "rc %d", rc);
+    memset(&s, 0, sizeof s);
+    rc = ref_parallel_rows(97, 5, (size_t)-1 / 2, mark_rows, &s);
+    ok = 1;
+    for (int r = 0; r < 97; r++) ok &= s.seen[r] == 0;
+    check(rc == -1 && ok, "ref_parallel_rows out of memory: -1, no row run", "rc %d", rc);
+}
+
 static void test_ref(void)
 {
     RefAttn p = { 1, 3, 5, 2, 1, 4, 4, 0, 0.5 };
@@ -514,6 +541,7 @@ int main(void)
     test_random_rounding(DT_BF16, "bf16 random floats round to nearest even");
     test_random_rounding(DT_FP16, "fp16 random floats round to nearest even");
     test_rng();
+    test_parallel_rows();
     test_ref();
     test_ref_bwd();
     test_verify_u16();
