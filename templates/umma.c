@@ -1,5 +1,7 @@
 /* tcgen05 building blocks (umma.h). */
 #include "umma.h"
+#include "mbar.h"
+#include "smem_desc.h"
 
 uint32_t umma_idesc_f16(DType dt, int m, int n, int a_mn, int b_mn) {
     uint32_t ab = dt == DT_BF16 ? 1u : 0u;   /* 0 f16, 1 bf16 */
@@ -15,23 +17,10 @@ static uint64_t layout_bits(int swizzle) {
 }
 
 Reg umma_desc(Kctx *k, int off, UmmaLayout l) {
-    Emit *e = &k->e;
-    Reg a = e_reg(e, RC_B32), d = e_reg(e, RC_B64);
-    INS(e, ADD_U32, R(a), R(k->smem), I(off));
-    INS(e, SHR_U32, R(a), R(a), I(4));
-    INS(e, AND_B32, R(a), R(a), I(0x3FFF));
-    INS(e, CVT_U64_U32, R(d), R(a));
-    uint64_t f = (uint64_t)(l.lbo >> 4) << 16 | (uint64_t)(l.sbo >> 4) << 32 | 1ull << 46 | layout_bits(l.swizzle);
-    INS(e, OR_B64, R(d), R(d), I((int64_t)f));
-    return d;
+    return smem_desc(k, off, smem_desc_offsets(l.lbo, l.sbo) | 1ull << 46 | layout_bits(l.swizzle));
 }
 
-Reg umma_desc_at(Kctx *k, Reg desc, int bytes) {
-    if (!bytes) return desc;
-    Reg d = e_reg(&k->e, RC_B64);
-    INS(&k->e, ADD_U64, R(d), R(desc), I(bytes >> 4));   /* the start field counts 16-byte units */
-    return d;
-}
+Reg umma_desc_at(Kctx *k, Reg desc, int bytes) { return smem_desc_at(k, desc, bytes); }
 
 /* cp.async of one 128-byte row r of a slab at slab_addr: 8 x 16 bytes from
  * src, src-size bytes each (16, or 0 for a zero row that reads nothing),
@@ -89,17 +78,9 @@ Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c) {
 
 Reg umma_prologue(Kctx *k, int bars, int n, const Opnd *counts, Reg *bar, int cols, int pair, Reg *tq) {
     Emit *e = &k->e;
-    Reg w0 = e_reg(e, RC_PRED), t0 = e_reg(e, RC_PRED);
-    int skip = e_label(e), noalloc = e_label(e);
-    for (int i = 0; i < n; i++) {
-        bar[i] = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(bar[i]), R(k->smem), I(bars + 8 * i));
-    }
-    INS(e, SETP_EQ_U32, R(t0), R(k->tid), I(0));
-    INSP(e, t0, 1, BRA, L(skip));
-    for (int i = 0; i < n; i++) INS(e, MBAR_INIT, A(bar[i], 0), counts[i]);
-    INS0(e, FENCE_MBAR_INIT);
-    e_place(e, skip);
+    Reg w0 = e_reg(e, RC_PRED);
+    mbar_init(k, bars, n, counts, bar);
+    int noalloc = e_label(e);
     INS(e, SETP_EQ_U32, R(w0), R(k->warp), I(0));
     INSP(e, w0, 1, BRA, L(noalloc));
     if (pair) {
@@ -157,14 +138,8 @@ void umma_sync(Kctx *k) {
 }
 
 static void wait_at(Kctx *k, Reg bar, Reg parity, int cluster) {
-    Emit *e = &k->e;
-    int spin = e_label(e);
-    Reg ready = e_reg(e, RC_PRED);
-    e_place(e, spin);
-    if (cluster) INS(e, MBAR_TRY_WAIT_PARITY_CLUSTER, R(ready), A(bar, 0), R(parity));
-    else INS(e, MBAR_TRY_WAIT_PARITY, R(ready), A(bar, 0), R(parity));
-    INSP(e, ready, 1, BRA, L(spin));
-    INS0(e, TC_FENCE_AFTER);
+    mbar_wait(k, bar, parity, cluster);
+    INS0(&k->e, TC_FENCE_AFTER);
 }
 
 void umma_wait(Kctx *k, Reg bar, Reg parity) { wait_at(k, bar, parity, 0); }
