@@ -59,8 +59,9 @@ static int min_i(int a, int b) { return a < b ? a : b; }
 static void occupancy(Plan *p, const ArchInfo *a) {
     /* registers are handed out per warp in units of 256 */
     int regs_warp = (p->regs_est * 32 + 255) / 256 * 256;
-    int warps = (p->threads + 31) / 32;
-    int by_regs = a->regs_sm / (regs_warp * warps);
+    int warps = (p->threads + 31) / 32, roles = plan_roles_setmaxnreg(p);
+    /* with setmaxnreg in every role the CTA holds what the roles ask, whatever one thread's estimate */
+    int by_regs = a->regs_sm / (roles ? roles : regs_warp * warps);
     int by_smem = a->smem_sm / (p->smem_bytes + a->smem_reserved);
     int by_threads = a->threads_sm / p->threads;
     int n = min_i(min_i(by_regs, by_smem), min_i(by_threads, a->ctas_sm));

@@ -81,4 +81,6 @@ int  plan_tmem_check(const Plan *p, const ArchInfo *a, char *verdict, size_t len
 void plan_tmem_print(const Plan *p, const ArchInfo *a, Buf *out);
 int  plan_roles_check(const Plan *p, const ArchInfo *a, char *verdict, size_t len);
 void plan_roles_print(const Plan *p, const ArchInfo *a, Buf *out);
+/* The registers a CTA holds when every role sets its count with setmaxnreg (0: some role does not). */
+int  plan_roles_setmaxnreg(const Plan *p);
 #endif

@@ -21,6 +21,12 @@ static int roles_registers(const Plan *p) {
     return n;
 }
 
+int plan_roles_setmaxnreg(const Plan *p) {
+    for (int i = 0; i < p->nroles; i++)
+        if (!p->role[i].regs) return 0;
+    return p->nroles ? roles_registers(p) : 0;
+}
+
 /* setmaxnreg takes a multiple of 8 in [24, 256] (PTX ISA, setmaxnreg). */
 static int bad_setmaxnreg(int regs) { return regs && (regs < 24 || regs > 256 || regs % 8); }
 

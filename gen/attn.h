@@ -14,6 +14,7 @@ typedef struct {
     int bn;      /* key rows per inner step (fwd) / per CTA (bwd) */
     int warps;   /* warps per CTA, stacked along the rows the CTA owns */
     int deterministic;   /* bwd: dQ without atomics, bit-identical across runs */
+    int stages;  /* wgmma: depth of the K and V rings */
 } AttnTile;
 
 typedef struct {
@@ -34,6 +35,14 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 /* Appends the kernel to the module. */
 void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+/* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
+extern const TileKey attn_fwd_wg_keys[];
+extern const int attn_fwd_wg_nkeys;
+AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d);
+int  attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
+void attn_fwd_wg_plan(const AttnDesc *d, Plan *p);
+void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* attn_bwd: the kernel set (delta + dQ zeroing, dK/dV main, dQ) */
 extern const TileKey attn_bwd_keys[];
 extern const int attn_bwd_nkeys;

@@ -134,6 +134,7 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     INS(e, MOV_B32, R(row), SR("%ctaid.x"));
     INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
     INS(e, SHR_U32, R(t), R(k->tid), I(5));
+    if (rb->first_warp) INS(e, SUB_U32, R(t), R(t), I(rb->first_warp));
     INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
     INS(e, ADD_U32, R(row), R(row), R(g));
     INS(e, ADD_U32, R(row), R(row), R(s_k));

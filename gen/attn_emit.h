@@ -25,6 +25,7 @@ Reg stats_row(Kctx *k, Reg b, Reg h);
 typedef struct {
     int causal, bm, bn, rows_per_warp;
     Reg s_q, s_k, off, m_start;       /* off = s_k - s_q: the causal diagonal */
+    int first_warp;                   /* warps before it own no rows (a producer warpgroup) */
 } RowBlocks;
 /* Key blocks [0, n_full) need no mask; [n_full, n_max) do; none past n_max is visible. */
 void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max);

@@ -66,6 +66,15 @@ Reg kc_imm32(Kctx *k, int64_t v) {
     return r;
 }
 
+Reg kc_pred(Kctx *k, int v) {
+    Emit *e = &k->e;
+    Reg p = e_reg(e, RC_PRED), z = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(z), I(0));
+    if (v) INS(e, SETP_EQ_U32, R(p), R(z), I(0));
+    else INS(e, SETP_NE_U32, R(p), R(z), I(0));
+    return p;
+}
+
 void kctx_finish(Kctx *k, Buf *m) {
     const KernelSpec *s = k->spec;
     buf_printf(m, ".visible .entry %s(\n", s->entry);

@@ -24,6 +24,7 @@ Reg  kc_u32(Kctx *k, const char *name);
 Reg  kc_u64(Kctx *k, const char *name);
 Reg  kc_f32(Kctx *k, const char *name);
 Reg  kc_imm32(Kctx *k, int64_t v);        /* a register holding a constant */
+Reg  kc_pred(Kctx *k, int v);             /* a predicate that is always v (operands that take no immediate) */
 Reg  kc_tmap(Kctx *k, const char *name);  /* a tensor-map parameter's generic address (b64) */
 /* Appends the finished entry (signature, directives, declarations, body) to module. */
 void kctx_finish(Kctx *k, Buf *module);

@@ -116,14 +116,7 @@ void umma_epilogue(Kctx *k, Reg taddr, int cols, int pair) {
     e_place(e, kept);
 }
 
-Reg umma_const_pred(Kctx *k, int v) {
-    Emit *e = &k->e;
-    Reg p = e_reg(e, RC_PRED), z = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(z), I(0));
-    if (v) INS(e, SETP_EQ_U32, R(p), R(z), I(0));
-    else INS(e, SETP_NE_U32, R(p), R(z), I(0));
-    return p;
-}
+Reg umma_const_pred(Kctx *k, int v) { return kc_pred(k, v); }
 
 int umma_leader_only(Kctx *k, Reg leader) {
     int past = e_label(&k->e);

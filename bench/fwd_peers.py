@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""attn_fwd of every family against PyTorch SDPA's cuDNN and flash (FA2) backends, one process, one GPU, the same
+tensors (BENCH.md method). Our kernels are built and launched through libptxgen (ptxgen_build, ptxgen_load,
+ptxgen_launch: the library encodes the TMA maps), so this times the same path a host application uses.
+
+usage: PYTHONPATH=python python3 bench/fwd_peers.py [--family wgmma|mma.sync ...] [--tile T] [--quick]
+       [--shape b,s,hq,hkv,d,causal ...] [--out FILE.json]
+Prints one row per (shape, family): median ms and TFLOP/s over timed repetitions, and each peer's, with ratios.
+"""
+import argparse, json, math, sys
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+import ptxgen
+
+DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,16,16,256,0",
+                  "4,4096,64,8,128,1", "1,16384,16,16,128,0"]
+
+
+def flops(b, s_q, s_k, h, d, causal):
+    f = 4.0 * b * h * s_q * s_k * d
+    return f / 2 if causal else f
+
+
+def median_ms(fn, reps, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); z.record()
+        z.synchronize()
+        times.append(a.elapsed_time(z))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def ours(q, k, v, causal, family, tile):
+    dev = ptxgen._Device.of(q)
+    b, s_q, h_q, d = q.shape
+    loaded = dev.kernel_set("attn_fwd", dtype="bf16", hdim=d, causal=causal, family=family, tile=tile)
+    o = torch.empty(b, s_q, h_q, v.shape[-1], dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
+    scale = 1.0 / math.sqrt(d)
+    tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse}
+    return (lambda: ptxgen._launch(loaded, tensors, scale)), o
+
+
+def sdpa(q, k, v, causal, backend):
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))   # SDPA takes [b, h, s, d]
+    gqa = q.shape[2] != k.shape[2]
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", action="append", help="ptxgen families to time (default: wgmma and mma.sync)")
+    ap.add_argument("--tile", default=None)
+    ap.add_argument("--shape", action="append", help="b,s,hq,hkv,d,causal")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    fams = a.family or ["wgmma", "mma.sync"]
+    reps = 10 if a.quick else 30
+    torch.manual_seed(1234)
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
+    print(f"{'shape':34s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+    rows = []
+    for spec in a.shape or DEFAULT_SHAPES:
+        b, s, hq, hkv, d, causal = (int(x) for x in spec.split(","))
+        q = torch.randn(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16)
+        fl = flops(b, s, s, hq, d, causal)
+        peers = {}
+        for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+            try:
+                peers[name] = median_ms(sdpa(q, k, v, bool(causal), be), reps)
+            except Exception as ex:   # a backend that refuses the shape is reported, not fatal
+                print(f"# {name} refused {spec}: {str(ex).splitlines()[0][:100]}")
+        ref = sdpa(q, k, v, bool(causal), SDPBackend.CUDNN_ATTENTION)().transpose(1, 2).float()
+        for fam in fams:
+            run, o = ours(q, k, v, bool(causal), fam, a.tile)
+            o.fill_(float("nan"))
+            run(); torch.cuda.synchronize()
+            err = ((o.float() - ref).norm() / ref.norm()).item()
+            ms = median_ms(run, reps)
+            tf = fl / ms / 1e9
+            cd, fa = peers.get("cudnn"), peers.get("fa2")
+            label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}"
+            print(f"{label:34s} {fam:10s} {ms:8.3f} {tf:8.1f} {fl / cd / 1e9 if cd else float('nan'):8.1f} "
+                  f"{fl / fa / 1e9 if fa else float('nan'):8.1f} {cd / ms if cd else float('nan'):8.2f} "
+                  f"{fa / ms if fa else float('nan'):7.2f}  (rel err vs cuDNN {err:.1e})")
+            if not err < 1e-2:
+                print(f"# FAIL: {fam} {label} differs from cuDNN (rel L2 {err:.2e})")
+            rows.append(dict(shape=spec, family=fam, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))
+    if a.out:
+        json.dump(rows, open(a.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+/* attn_fwd, wgmma family (sm_90a): FlashAttention-3's warp-specialised forward.
+ *
+ *   warpgroup 0, the producer (setmaxnreg.dec): one thread streams Q_m once and
+ *     K_n, V_n through rings of `stages` slots with TMA; each slot has a full
+ *     barrier (its bytes landed) and an empty one (every consumer warp is done).
+ *   warpgroups 1 .. bm/64, the consumers (setmaxnreg.inc), 64 query rows each:
+ *     O = 0; m_i = -inf; l_i = 0
+ *     for each key block n (unmasked blocks first, then the ragged/causal ones):
+ *       S = Q K_n^T                  wgmma, Q and K from shared memory
+ *       m_new = max(m_i, rowmax S); P = exp(scale*(S - m_new))
+ *       l_i = e^(m_i - m_new) l_i + rowsum P;  O = e^(m_i - m_new) O
+ *       O += P V_n                   wgmma, P from registers, V from shared memory
+ *     O /= l_i -> shared (over the warpgroup's own Q rows) -> TMA store;
+ *     lse = scale*m_i + log l_i -> global
+ *
+ * A consumer's accumulators are mma.sync-shaped (wgmma.h), so the online
+ * softmax is the mma.sync family's. The inner loop is consumer_step(). */
+#include "attn_fwd_wg.h"
+#include <string.h>
+#include "../templates/mbar.h"
+#include "../templates/softmax.h"
+#include "../templates/wgmma.h"
+#include "../templates/epilogue.h"
+#include "../templates/smem_desc.h"
+
+enum { B_Q, B_K_FULL, B_K_EMPTY, B_V_FULL, B_V_EMPTY };   /* barrier rings, each `stages` long but Q's */
+
+typedef struct {
+    const AttnDesc *d;
+    const Plan *p;
+    int cw, stages, q_off, k_off, v_off, k_stride, v_stride, o_off;
+    Reg bar[WG_NBARS(4)];
+    Reg ring[5];                      /* the first barrier of each ring (B_*) */
+    Reg b, h, kvh, m_start, s_q, s_k, off;
+    Reg it;                           /* passes over the rings so far */
+    RowBlocks rb;
+    /* consumers */
+    Reg wg;                           /* this consumer warpgroup, 0 .. cw-1 */
+    Reg warp_row0;                    /* the warp's first row in the CTA's tile */
+    Reg scale_log2, yes, no;
+    Acc o;
+    RowStats rows;
+} WgFwd;
+
+static Reg tmap(Kctx *k, const char *name) { return kc_tmap(k, name); }
+
+/* The setmaxnreg count the plan gave a role (0: none). */
+static int role_regs(const Plan *p, const char *role) {
+    for (int i = 0; i < p->nroles; i++)
+        if (!strcmp(p->role[i].name, role)) return p->role[i].regs;
+    return 0;
+}
+
+/* Key blocks [0, n_full) need no mask, [n_full, n_max) do. */
+static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
+    Emit *e = &k->e;
+    Reg mblk = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
+    cta_coords(k, &f->b, &f->h);
+    f->kvh = kv_head_of(k, f->h);
+    f->s_q = kc_u32(k, "s_q");
+    f->s_k = kc_u32(k, "s_k");
+    f->m_start = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+    f->off = e_reg(e, RC_B32);
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, f->s_q, f->s_k, f->off, f->m_start, 4};
+    key_blocks(k, &f->rb, n_full, n_max);
+}
+
+/* The slabs of one [rows][cols] tile at shared offset dst, rows from `row` of head `head`. */
+static void tma_tile(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar) {
+    Emit *e = &k->e;
+    for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
+        Reg col = kc_imm32(k, s * WG_SLAB_COLS), a = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
+        Reg c[4] = {col, head, row, b};
+        INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128), TA(map, 4, c), A(bar, 0));
+    }
+}
+
+/* One ring slot: wait until the consumers freed it, then TMA the block's rows into it. */
+static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row) {
+    Emit *e = &k->e;
+    Reg empty, full, parity, st = e_reg(e, RC_B64), slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
+    mbar_stage(k, f->ring[ring + 1], f->it, f->stages, &empty, &parity);
+    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+    mbar_wait(k, empty, parity, 0);
+    INS(e, SUB_U32, R(slot), R(empty), R(f->ring[ring + 1]));
+    full = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(full), R(f->ring[ring]), R(slot));
+    INS(e, SHR_U32, R(stage), R(slot), I(3));
+    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
+    tma_tile(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
+}
+
+static void producer(Kctx *k, WgFwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
+    Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
+    if (role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(role_regs(f->p, "producer")));
+    INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
+    INSP(e, lead, 1, BRA, L(done));
+    e_comment(e, "producer: one thread issues every TMA copy");
+    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = tmap(k, "q_map");
+    Reg km = tmap(k, "k_map"), vm = tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
+    problem(k, f, n_full, n_max);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
+    tma_tile(k, q, f->q_off, bm, d->d, zero, f->h, f->m_start, f->b, f->bar[0]);
+    INS(e, MOV_B32, R(n), I(0));
+    INS(e, MOV_B32, R(f->it), I(0));
+    int top = e_label(e);
+    e_place(e, top);
+    INS(e, SETP_LT_U32, R(more), R(n), R(n_max));
+    INSP(e, more, 1, BRA_UNI, L(done));
+    INS(e, MUL_LO_U32, R(row), R(n), I(bn));
+    produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row);
+    produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row);
+    INS(e, ADD_U32, R(n), R(n), I(1));
+    INS(e, ADD_U32, R(f->it), R(f->it), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+/* Waits for ring slot `it` of `ring` to fill; returns the slot's byte offset from slot 0. */
+static Reg consume(Kctx *k, WgFwd *f, int ring, int slot_bytes, Reg *empty) {
+    Emit *e = &k->e;
+    Reg full, parity, slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
+    mbar_stage(k, f->ring[ring], f->it, f->stages, &full, &parity);
+    mbar_wait(k, full, parity, 0);
+    INS(e, SUB_U32, R(slot), R(full), R(f->ring[ring]));
+    *empty = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(*empty), R(f->ring[ring + 1]), R(slot));
+    INS(e, SHR_U32, R(stage), R(slot), I(3));
+    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
+    return stage;
+}
+
+/* Every warp's share of the group's products is done: lane 0 of each frees the slot. */
+static void release(Kctx *k, Reg empty) {
+    Emit *e = &k->e;
+    Reg l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
+    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
+    INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
+}
+
+/* A descriptor at a runtime stage offset from a compile-time one. */
+static Reg desc_plus(Kctx *k, Reg desc, Reg stage) {
+    Emit *e = &k->e;
+    Reg s = e_reg(e, RC_B32), s64 = e_reg(e, RC_B64), out = e_reg(e, RC_B64);
+    INS(e, SHR_U32, R(s), R(stage), I(4));
+    INS(e, CVT_U64_U32, R(s64), R(s));
+    INS(e, ADD_U64, R(out), R(desc), R(s64));
+    return out;
+}
+
+/* One key block of one consumer warpgroup: the inner loop of the kernel. */
+static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    WgFwd *f = ctx;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm, bn = d->tile.bn;
+    (void)n_max;
+    e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
+
+    Reg k_empty, k_stage = consume(k, f, B_K_FULL, f->k_stride, &k_empty);
+    Acc s;
+    acc_new(k, &s, 1, bn / 8);
+    Reg qd = wg_desc_kmajor(k, f->q_off), kd = desc_plus(k, wg_desc_kmajor(k, f->k_off), k_stage);
+    Reg wq = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
+    qd = desc_plus(k, qd, wq);
+    INS0(e, WGMMA_FENCE);
+    for (int kk = 0; kk < d->d / 16; kk++) {                    /* S = Q K^T */
+        int slab = kk / 4, in = (kk % 4) * 32;
+        wg_mma(k, &s, smem_desc_at(k, qd, slab * bm * 128 + in), NULL, smem_desc_at(k, kd, slab * bn * 128 + in), 0,
+               d->dtype, kk ? f->yes : f->no);
+    }
+    INS0(e, WGMMA_COMMIT);
+    INS(e, WGMMA_WAIT, I(0));
+    release(k, k_empty);
+
+    if (masked) {
+        Reg room[2], n_start = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(n_start), R(n), I(bn));
+        row_room(k, &f->rb, n_start, room);
+        softmax_mask(k, &s, room);
+    }
+    softmax_update(k, &s, &f->rows, &f->o, f->scale_log2);
+    Reg *p = pack_a_from_acc(k, &s, d->dtype);
+
+    Reg v_empty, v_stage = consume(k, f, B_V_FULL, f->v_stride, &v_empty);
+    Reg vd = desc_plus(k, wg_desc_mn(k, f->v_off, bn * 128), v_stage);
+    INS0(e, WGMMA_FENCE);
+    for (int kk = 0; kk < bn / 16; kk++)                        /* O += P V */
+        wg_mma(k, &f->o, vd, &p[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), 1, d->dtype, f->yes);
+    INS0(e, WGMMA_COMMIT);
+    INS(e, WGMMA_WAIT, I(0));
+    release(k, v_empty);
+    INS(e, ADD_U32, R(f->it), R(f->it), I(1));
+}
+
+/* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads
+ * (the 128B swizzle: chunk c of row r at c ^ (r & 7)), then stored by one thread per warpgroup. */
+static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm;
+    Reg *pairs = pack_a_from_acc(k, &f->o, d->dtype);   /* per 16 columns: (g, 2t) (g+8, 2t) (g, 8+2t) (g+8, 8+2t) */
+    Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, AND_B32, R(t4), R(k->lane), I(3));
+    INS(e, SHL_B32, R(t4), R(t4), I(2));
+    INS(e, ADD_U32, R(row), R(f->warp_row0), R(g));
+    INS(e, MAD_LO_U32, R(base), R(row), I(128), R(k->smem));
+    INS(e, ADD_U32, R(base), R(base), R(t4));
+    for (int j = 0; j < d->dv / 8; j++) {                       /* column tile j: chunk j % 8 of slab j / 8 */
+        Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+        INS(e, XOR_B32, R(x), R(g), I(j % 8));
+        INS(e, SHL_B32, R(x), R(x), I(4));
+        INS(e, ADD_U32, R(a), R(base), R(x));
+        int slab = f->o_off + (j / 8) * bm * 128, kk = j / 2, hi = j % 2;
+        INS(e, ST_SHARED_B32, A(a, slab), R(pairs[4 * kk + 2 * hi]));
+        INS(e, ST_SHARED_B32, A(a, slab + 8 * 128), R(pairs[4 * kk + 2 * hi + 1]));
+    }
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
+    INS(e, BAR_SYNC_N, R(named_bar), I(128));
+    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);
+    int skip = e_label(e);
+    INS(e, AND_B32, R(wt), R(k->tid), I(127));
+    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
+    INSP(e, lead, 1, BRA, L(skip));
+    Reg om = tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
+    INS(e, ADD_U32, R(row0), R(f->m_start), R(wrow));
+    for (int s = 0; s < d->dv / WG_SLAB_COLS; s++) {
+        Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
+        INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
+        Reg c[4] = {col, f->h, row0, f->b};
+        INS(e, TMA_STORE_4D, TA(om, 4, c), A(a, f->o_off + s * bm * 128));
+    }
+    INS0(e, BULK_COMMIT);
+    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
+    e_place(e, skip);
+}
+
+static void consumer(Kctx *k, WgFwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    if (role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(role_regs(f->p, "consumer")));
+    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
+    problem(k, f, n_full, n_max);
+    f->wg = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(f->wg), R(k->warp), I(2));
+    INS(e, SUB_U32, R(f->wg), R(f->wg), I(1));
+    f->warp_row0 = e_reg(e, RC_B32);
+    Reg w = e_reg(e, RC_B32);
+    INS(e, SUB_U32, R(w), R(k->warp), I(4));
+    INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    f->scale_log2 = scale_log2(k);
+    f->yes = kc_pred(k, 1);
+    f->no = kc_pred(k, 0);
+    acc_new(k, &f->o, 1, d->dv / 8);
+    acc_fill(k, &f->o, 0.0f);
+    rows_init(k, &f->rows, 1);
+    mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
+    INS(e, MOV_B32, R(n), I(0));
+    INS(e, MOV_B32, R(f->it), I(0));
+    key_loop(k, consumer_step, f, n, n_full, n_max, 0);
+    key_loop(k, consumer_step, f, n, n_max, n_max, 1);
+
+    Reg lse[2];
+    softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
+    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+    INS(e, ADD_U32, R(row), R(stats_row(k, f->b, f->h)), R(f->m_start));
+    INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
+    rows_to_global_f32(k, 1, lse, f->warp_row0, lse_base, rows_left);
+    Reg named = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(named), R(f->wg), I(1));                   /* barrier 0 is the CTA's; 1.. one per warpgroup */
+    store_o(k, f, named);
+}
+
+void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Emit *e = &kc.e;
+    const AttnTile *t = &d->tile;
+    WgFwd f = {.d = d, .p = p, .cw = wg_consumers(t), .stages = t->stages, .q_off = plan_region(p, "Q"),
+               .k_off = plan_region(p, "K.0"), .v_off = plan_region(p, "V.0"), .o_off = plan_region(p, "O")};
+    f.k_stride = t->stages > 1 ? plan_region(p, "K.1") - f.k_off : 0;
+    f.v_stride = t->stages > 1 ? plan_region(p, "V.1") - f.v_off : 0;
+    int nb = WG_NBARS(t->stages);
+    Opnd counts[WG_NBARS(4)];
+    counts[0] = I(1);
+    for (int s = 0; s < t->stages; s++) {
+        counts[1 + s] = I(1);                                   /* K full: the producer's expect_tx */
+        counts[1 + t->stages + s] = I(4 * f.cw);                 /* K empty: every consumer warp */
+        counts[1 + 2 * t->stages + s] = I(1);
+        counts[1 + 3 * t->stages + s] = I(4 * f.cw);
+    }
+    mbar_init(&kc, plan_region(p, "barriers"), nb, counts, f.bar);
+    for (int r = 0; r < 4; r++) f.ring[1 + r] = f.bar[1 + r * t->stages];
+    f.ring[B_Q] = f.bar[0];
+    f.it = e_reg(e, RC_B32);
+    INS(e, BAR_SYNC, I(0));                                      /* the barriers are initialised */
+
+    Reg is_consumer = e_reg(e, RC_PRED);
+    int consumers = e_label(e), end = e_label(e);
+    INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
+    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
+    producer(&kc, &f);
+    INS(e, BRA_UNI, L(end));
+    e_place(e, consumers);
+    consumer(&kc, &f);
+    e_place(e, end);
+    kctx_finish(&kc, module);
+}

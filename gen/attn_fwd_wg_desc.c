@@ -1,0 +1,111 @@
+/* attn_fwd, wgmma family: tile keys and defaults, the resource plan (shared
+ * memory rings, warp roles and their registers), and the launch ABI with the
+ * TMA tensor maps of Q, K, V and O. */
+#include "attn_fwd_wg.h"
+#include <stddef.h>
+#include <stdio.h>
+#include "../templates/wgmma.h"
+
+const TileKey attn_fwd_wg_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {64, 128, 192}, 3, "query rows per CTA: 64 per consumer warpgroup"},
+    {"bn", offsetof(AttnTile, bn), {64, 96, 128, 192}, 4, "key/value rows per main-loop step (the N of S = Q K^T)"},
+    {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
+};
+const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
+
+/* FA3's shapes: two consumer warpgroups (three at d=64, whose accumulators are small) and 128-key
+ * steps; d=256 halves the step so that S, P and the 128-column O fit 240 registers. */
+AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
+    (void)a;
+    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2};
+    return (AttnTile){.bm = d <= 64 ? 192 : 128, .bn = 128, .stages = 2};
+}
+
+int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    if (d->d % WG_SLAB_COLS || d->dv % WG_SLAB_COLS || !wg_has_n(d->dv)) {
+        snprintf(err, errlen, "the wgmma attn_fwd needs head dims that are multiples of 64 and a wgmma N (d=%d, dv=%d)",
+                 d->d, d->dv);
+        return 1;
+    }
+    return 0;
+}
+
+int wg_consumers(const AttnTile *t) { return t->bm / 64; }
+
+/* What the producer keeps after setmaxnreg.dec, and what the consumers take: the rest of the
+ * register file, in steps of 8. One consumer warpgroup (256 threads) already starts with 248
+ * registers, more than setmaxnreg.inc could raise it to usefully: no setmaxnreg then (0). */
+static int producer_regs(int cw) { return cw > 1 ? WG_PRODUCER_REGS : 0; }
+static int consumer_regs(int cw) {
+    if (cw == 1) return 0;
+    int r = (65536 / 128 - WG_PRODUCER_REGS) / cw;
+    r -= r % 8;
+    return r > 240 ? 240 : r;
+}
+
+static const char *const k_stage[] = {"K.0", "K.1", "K.2", "K.3"}, *const v_stage[] = {"V.0", "V.1", "V.2", "V.3"};
+
+void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    int cw = wg_consumers(t);
+    *p = (Plan){.threads = 128 * (cw + 1)};
+    int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "query tile, TMA 128B-swizzled slabs of 64 columns");
+    for (int s = 0; s < t->stages; s++) plan_add_region(p, k_stage[s], t->bn * d->d * 2, 1024, "key ring slot");
+    for (int s = 0; s < t->stages; s++) plan_add_region(p, v_stage[s], t->bn * d->dv * 2, 1024, "value ring slot");
+    plan_add_region(p, "barriers", 8 * WG_NBARS(t->stages), 8, "Q full; K and V full/empty per ring slot");
+    plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's own Q rows");
+    /* a consumer thread at the peak: O (dv/2), S (bn/2), P (bn/4), softmax state and addresses */
+    p->regs_est = d->dv / 2 + t->bn / 2 + t->bn / 4 + 32;
+    plan_add_role(p, "producer", 4, producer_regs(cw));
+    plan_add_role(p, "consumer", 4 * cw, consumer_regs(cw));
+    char what[96];
+    snprintf(what, sizeof what, "attn_fwd (wgmma) d=%d bm=%d bn=%d stages=%d", d->d, t->bm, t->bn, t->stages);
+    plan_finish(p, d->arch, what);
+    if (p->ok && consumer_regs(cw) && p->regs_est > consumer_regs(cw)) {
+        p->ok = 0;
+        snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers (O %d, S %d, P %d); "
+                 "setmaxnreg gives %d with %d consumer warpgroups", what, p->regs_est, d->dv / 2, t->bn / 2, t->bn / 4,
+                 consumer_regs(cw), cw);
+    }
+}
+
+static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 256 ? "256" : "?"; }
+
+/* A 4-D map over a [b, s, h, d] tensor, innermost first: (d, h, s, b), one 64-column slab of `rows`
+ * rows of one head per copy; rows past s read as zeros (loads) or are not written (stores). */
+static void bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                     const char *seq, int rows, const char *const strides[3]) {
+    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
+                       .dims = {hdim_text(d), heads, seq, "b"}, .strides = {strides[0], strides[1], strides[2]},
+                       .box = {WG_SLAB_COLS, 1, rows, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
+                       .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x rows of one head, 128B swizzle; the tensor's h, s and b "
+                   "strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+}
+
+void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const AttnTile *t = &d->tile;
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {128u * (unsigned)(wg_consumers(t) + 1), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
+                       .min_ctas = 1};
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d%s", dt, d->d, t->bm, t->bn, t->stages,
+             d->causal ? "_causal" : "");
+    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
+    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
+    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
+    abi_tensor(ks, "o", PR_OUT, "attention output", "[b, s_q, h_q, dv]", dt, "bsh");
+    abi_tensor(ks, "lse", PR_OUT, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
+    abi_sizes(ks, attn_size_names, 4);
+    abi_scale(ks, ATTN_SCALE_MEANING);
+    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
+    static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
+    static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
+    static const char *const os[] = {"o_stride_h * 2", "o_stride_s * 2", "o_stride_b * 2"};
+    bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
+    bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
+    bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
+    bshd_map(ks, "o_map", "o", dt, d->dv, "h_q", "s_q", 64, os);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", t->bm);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}
