@@ -32,12 +32,15 @@ typedef struct {
     Reg bar[WG_NBARS(4)];
     Reg ring[5];                      /* the first barrier of each ring (B_*) */
     Reg b, h, kvh, m_start, s_q, s_k, off;
-    Reg it;                           /* passes over the rings so far */
+    Reg it, it_v;                     /* passes over the K ring (the producer: both rings), the V ring */
     RowBlocks rb;
     /* consumers */
     Reg wg;                           /* this consumer warpgroup, 0 .. cw-1 */
     Reg warp_row0;                    /* the warp's first row in the CTA's tile */
     Reg scale_log2, yes, no;
+    Reg q_desc, k_desc, v_desc;       /* the warpgroup's Q rows; K and V ring slot 0 */
+    Reg *pk;                          /* P of the block whose P V is next, packed (bn/4 registers) */
+    Reg alpha[2];                     /* the rows' factor for O from the last softmax */
     Acc o;
     RowStats rows;
 } WgFwd;
@@ -125,10 +128,10 @@ static void producer(Kctx *k, WgFwd *f) {
 }
 
 /* Waits for ring slot `it` of `ring` to fill; returns the slot's byte offset from slot 0. */
-static Reg consume(Kctx *k, WgFwd *f, int ring, int slot_bytes, Reg *empty) {
+static Reg consume(Kctx *k, WgFwd *f, int ring, Reg it, int slot_bytes, Reg *empty) {
     Emit *e = &k->e;
     Reg full, parity, slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
-    mbar_stage(k, f->ring[ring], f->it, f->stages, &full, &parity);
+    mbar_stage(k, f->ring[ring], it, f->stages, &full, &parity);
     mbar_wait(k, full, parity, 0);
     INS(e, SUB_U32, R(slot), R(full), R(f->ring[ring]));
     *empty = e_reg(e, RC_B32);
@@ -138,12 +141,13 @@ static Reg consume(Kctx *k, WgFwd *f, int ring, int slot_bytes, Reg *empty) {
     return stage;
 }
 
-/* Every warp's share of the group's products is done: lane 0 of each frees the slot. */
-static void release(Kctx *k, Reg empty) {
+/* Every warp's share of the group's products is done: lane 0 of each frees the slot, and the ring moves on. */
+static void release(Kctx *k, Reg empty, Reg it) {
     Emit *e = &k->e;
     Reg l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
     INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
     INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
+    INS(e, ADD_U32, R(it), R(it), I(1));
 }
 
 /* A descriptor at a runtime stage offset from a compile-time one. */
@@ -156,50 +160,94 @@ static Reg desc_plus(Kctx *k, Reg desc, Reg stage) {
     return out;
 }
 
-/* One key block of one consumer warpgroup: the inner loop of the kernel. */
-static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
-    WgFwd *f = ctx;
+/* S = Q K_n^T issued as one commit group once K_n landed; *empty is K_n's slot to free. */
+static void issue_s(Kctx *k, WgFwd *f, Acc *s, Reg *empty) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, bn = d->tile.bn;
-    (void)n_max;
-    e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
-
-    Reg k_empty, k_stage = consume(k, f, B_K_FULL, f->k_stride, &k_empty);
-    Acc s;
-    acc_new(k, &s, 1, bn / 8);
-    Reg qd = wg_desc_kmajor(k, f->q_off), kd = desc_plus(k, wg_desc_kmajor(k, f->k_off), k_stage);
-    Reg wq = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
-    qd = desc_plus(k, qd, wq);
+    Reg stage = consume(k, f, B_K_FULL, f->it, f->k_stride, empty);
+    acc_new(k, s, 1, bn / 8);
+    Reg kd = desc_plus(k, f->k_desc, stage);
     INS0(e, WGMMA_FENCE);
-    for (int kk = 0; kk < d->d / 16; kk++) {                    /* S = Q K^T */
-        int slab = kk / 4, in = (kk % 4) * 32;
-        wg_mma(k, &s, smem_desc_at(k, qd, slab * bm * 128 + in), NULL, smem_desc_at(k, kd, slab * bn * 128 + in), 0,
-               d->dtype, kk ? f->yes : f->no);
+    for (int kk = 0; kk < d->d / 16; kk++) {
+        int slab = kk / 4, in = (kk % 4) * 32;   /* 64 columns per slab, 16 (32 bytes) per step */
+        wg_mma(k, s, smem_desc_at(k, f->q_desc, slab * bm * 128 + in), NULL, smem_desc_at(k, kd, slab * bn * 128 + in),
+               0, d->dtype, kk ? f->yes : f->no);
     }
     INS0(e, WGMMA_COMMIT);
-    INS(e, WGMMA_WAIT, I(0));
-    release(k, k_empty);
+}
 
+/* O += P V_n issued as one commit group once V_n landed (P from registers); *empty is V_n's slot. */
+static void issue_pv(Kctx *k, WgFwd *f, Reg *empty) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bn = d->tile.bn;
+    Reg stage = consume(k, f, B_V_FULL, f->it_v, f->v_stride, empty);
+    Reg vd = desc_plus(k, f->v_desc, stage);
+    INS0(e, WGMMA_FENCE);                                       /* O was rescaled, P written, by the threads */
+    for (int kk = 0; kk < bn / 16; kk++)
+        wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), 1, d->dtype, f->yes);
+    INS0(e, WGMMA_COMMIT);
+}
+
+/* Masks S_n where needed and turns it into P in place (f32); alpha gets the rows' factors for O. */
+static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked) {
+    Emit *e = &k->e;
     if (masked) {
         Reg room[2], n_start = e_reg(e, RC_B32);
-        INS(e, MUL_LO_U32, R(n_start), R(n), I(bn));
+        INS(e, MUL_LO_U32, R(n_start), R(n), I(f->d->tile.bn));
         row_room(k, &f->rb, n_start, room);
-        softmax_mask(k, &s, room);
+        softmax_mask(k, s, room);
     }
-    softmax_update(k, &s, &f->rows, &f->o, f->scale_log2);
-    Reg *p = pack_a_from_acc(k, &s, d->dtype);
+    softmax_update_deferred(k, s, &f->rows, f->scale_log2, f->alpha);
+}
 
-    Reg v_empty, v_stage = consume(k, f, B_V_FULL, f->v_stride, &v_empty);
-    Reg vd = desc_plus(k, wg_desc_mn(k, f->v_off, bn * 128), v_stage);
-    INS0(e, WGMMA_FENCE);
-    for (int kk = 0; kk < bn / 16; kk++)                        /* O += P V */
-        wg_mma(k, &f->o, vd, &p[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), 1, d->dtype, f->yes);
-    INS0(e, WGMMA_COMMIT);
+/* P rounded into the registers the next P V reads (only once the previous P V is done with them). */
+static void keep_p(Kctx *k, WgFwd *f, Acc *s) {
+    Reg *p = pack_a_from_acc(k, s, f->d->dtype);
+    for (int i = 0; i < f->d->tile.bn / 4; i++) INS(&k->e, MOV_B32, R(f->pk[i]), R(p[i]));
+}
+
+/* Key block n >= 1 of one consumer warpgroup, the inner loop of the kernel (FA3's intra-warpgroup
+ * overlap): S_n = Q K_n^T and O += P_{n-1} V_{n-1} are in flight together, and the softmax of S_n
+ * runs while the tensor cores finish P_{n-1} V_{n-1}. */
+static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    WgFwd *f = ctx;
+    Emit *e = &k->e;
+    (void)n_max;
+    e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
+    Acc s;
+    Reg k_empty, v_empty;
+    issue_s(k, f, &s, &k_empty);                                /* S_n = Q K_n^T */
+    acc_scale_rows(k, &f->o, f->alpha);                         /* O rescaled to block n-1's maxima */
+    issue_pv(k, f, &v_empty);                                   /* O += P_{n-1} V_{n-1} */
+    INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
+    release(k, k_empty, f->it);
+    softmax_s(k, f, &s, n, masked);
     INS(e, WGMMA_WAIT, I(0));
-    release(k, v_empty);
-    INS(e, ADD_U32, R(f->it), R(f->it), I(1));
+    release(k, v_empty, f->it_v);
+    keep_p(k, f, &s);
+}
+
+/* Block 0 before the loop (S_0 and its softmax; masked in case it needs it), and after it the last
+ * block's P V. */
+static void first_block(Kctx *k, WgFwd *f, Reg zero) {
+    Emit *e = &k->e;
+    Acc s;
+    Reg k_empty;
+    issue_s(k, f, &s, &k_empty);
+    INS(e, WGMMA_WAIT, I(0));
+    release(k, k_empty, f->it);
+    softmax_s(k, f, &s, zero, 1);
+    keep_p(k, f, &s);
+}
+
+static void last_pv(Kctx *k, WgFwd *f) {
+    Reg v_empty;
+    acc_scale_rows(k, &f->o, f->alpha);
+    issue_pv(k, f, &v_empty);
+    INS(&k->e, WGMMA_WAIT, I(0));
+    release(k, v_empty, f->it_v);
 }
 
 /* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads
@@ -265,11 +313,28 @@ static void consumer(Kctx *k, WgFwd *f) {
     acc_new(k, &f->o, 1, d->dv / 8);
     acc_fill(k, &f->o, 0.0f);
     rows_init(k, &f->rows, 1);
-    mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
-    INS(e, MOV_B32, R(n), I(0));
+    f->pk = e_regs(e, d->tile.bn / 4);
+    for (int i = 0; i < d->tile.bn / 4; i++) f->pk[i] = e_reg(e, RC_B32);
+    for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);
+    Reg wq = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
+    f->q_desc = desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
+    f->k_desc = wg_desc_kmajor(k, f->k_off);
+    f->v_desc = wg_desc_mn(k, f->v_off, d->tile.bn * 128);
+    f->it_v = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f->it), I(0));
+    INS(e, MOV_B32, R(f->it_v), I(0));
+    mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
+    Reg none = e_reg(e, RC_PRED);
+    int empty = e_label(e);
+    INS(e, SETP_EQ_U32, R(none), R(n_max), I(0));
+    INSP(e, none, 0, BRA_UNI, L(empty));
+    first_block(k, f, zero);
+    INS(e, MOV_B32, R(n), I(1));
     key_loop(k, consumer_step, f, n, n_full, n_max, 0);
     key_loop(k, consumer_step, f, n, n_max, n_max, 1);
+    last_pv(k, f);
+    e_place(e, empty);
 
     Reg lse[2];
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);

@@ -112,11 +112,9 @@ int ptxgen_device_arch(ptxgen_device *d, char *arch, size_t archlen, char *err, 
     if (d->sim) return snprintf(arch, archlen, "sm_100a") < (int)archlen ? PTXGEN_OK : PTXGEN_EINVAL;
     DevInfo info;
     if (dev_info(d->dev, &info, err, errlen)) return PTXGEN_EDEVICE;
-    int cc = 10 * info.cc_major + info.cc_minor;
-    /* the GPUs whose arch-specific instructions (wgmma, tcgen05, ...) have an "a" target */
-    int a = cc == 90 || cc == 100 || cc == 103 || cc == 120 || cc == 121;
-    snprintf(arch, archlen, "sm_%d%s", cc, a ? "a" : "");
-    return PTXGEN_OK;
+    char name[16];
+    dev_arch_name(&info, name, sizeof name);
+    return snprintf(arch, archlen, "%s", name) < (int)archlen ? PTXGEN_OK : PTXGEN_EINVAL;
 }
 
 int ptxgen_device_alloc(ptxgen_device *d, size_t bytes, unsigned long long *ptr, char *err, size_t errlen) {

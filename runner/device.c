@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include "device_impl.h"
+#include "arch.h"
 
 int dev_errf(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -34,6 +35,13 @@ int dev_open(Device **out, const char *kind, int ordinal, char *err, size_t errl
 const char *dev_kind(const Device *d) { return d->ops->name; }
 void dev_close(Device *d) { if (d) d->ops->close(d); }
 int dev_info(Device *d, DevInfo *i, char *err, size_t n) { return d->ops->info(d, i, err, n); }
+void dev_arch_name(const DevInfo *info, char *arch, size_t len) {
+    char a[16];
+    snprintf(a, sizeof a, "sm_%d%da", info->cc_major, info->cc_minor);
+    if (!arch_find(a)) a[strlen(a) - 1] = 0;
+    snprintf(arch, len, "%s", a);
+}
+
 int dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen) {
     const char *dir = getenv("TMPDIR");
     char safe[64];

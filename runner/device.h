@@ -52,6 +52,9 @@ int  dev_open(Device **out, const char *kind, int ordinal, char *err, size_t err
 const char *dev_kind(const Device *d);
 void dev_close(Device *d);
 int  dev_info(Device *d, DevInfo *info, char *err, size_t errlen);
+/* The PTX target of a GPU with this compute capability: its arch-specific one ("sm_90a") where the arch
+ * table has it, since only that target has the GPU's newest instructions (wgmma, tcgen05), else "sm_86". */
+void dev_arch_name(const DevInfo *info, char *arch, size_t len);
 
 /* Loads PTX: on "cuda" a cubin from the JIT cache (jit_cache.h) or the driver's JIT (cuLinkAddData with
  * info/error log buffers), then stored in the cache; dev_last_load_cached says which. On failure

@@ -17,6 +17,10 @@ void rows_init(Kctx *k, RowStats *rs, int mt);
 void softmax_mask(Kctx *k, Acc *s, const Reg *room);
 /* New maxima, S <- exp2(S*scale_log2 - m*scale_log2) in place, O and l rescaled. */
 void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2);
+/* softmax_update leaving O alone: alpha (2 per m tile, the caller's registers) gets each row's factor,
+ * for the caller to apply with acc_scale_rows once O is not in flight (wgmma runs P V under the next softmax). */
+void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha);
+void acc_scale_rows(Kctx *k, Acc *o, const Reg *alpha);
 /* O /= rowsum (0 where no key was valid); lse (natural log, +inf where no key
  * was valid) per (m tile, half) into lse[]. */
 void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
