@@ -41,6 +41,7 @@ typedef struct {
     Reg q_desc, k_desc, v_desc;       /* the warpgroup's Q rows; K and V ring slot 0 */
     Reg *pk;                          /* P of the block whose P V is next, packed (bn/4 registers) */
     Reg alpha[2];                     /* the rows' factor for O from the last softmax */
+    Reg turn_mine, turn_next;         /* ping-pong barriers: this warpgroup's, its successor's */
     Acc o;
     RowStats rows;
 } WgFwd;
@@ -208,6 +209,18 @@ static void keep_p(Kctx *k, WgFwd *f, Acc *s) {
     for (int i = 0; i < f->d->tile.bn / 4; i++) INS(&k->e, MOV_B32, R(f->pk[i]), R(p[i]));
 }
 
+/* FA3's ping-pong between consumer warpgroups: warpgroup w issues its products only after its
+ * predecessor issued theirs (named barrier turn[w]: its own 128 threads wait, the predecessor's 128
+ * arrive), so one warpgroup's softmax runs under the others' products. Barrier 0 is the CTA's and
+ * 1 .. cw the epilogue's, so the turns take 1 + cw on. */
+static void turn_begin(Kctx *k, WgFwd *f) {
+    if (f->cw > 1) INS(&k->e, BAR_SYNC_N, R(f->turn_mine), I(256));
+}
+
+static void turn_end(Kctx *k, WgFwd *f) {
+    if (f->cw > 1) INS(&k->e, BAR_ARRIVE_N, R(f->turn_next), I(256));
+}
+
 /* Key block n >= 1 of one consumer warpgroup, the inner loop of the kernel (FA3's intra-warpgroup
  * overlap): S_n = Q K_n^T and O += P_{n-1} V_{n-1} are in flight together, and the softmax of S_n
  * runs while the tensor cores finish P_{n-1} V_{n-1}. */
@@ -218,9 +231,11 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
     Acc s;
     Reg k_empty, v_empty;
+    turn_begin(k, f);
     issue_s(k, f, &s, &k_empty);                                /* S_n = Q K_n^T */
     acc_scale_rows(k, &f->o, f->alpha);                         /* O rescaled to block n-1's maxima */
     issue_pv(k, f, &v_empty);                                   /* O += P_{n-1} V_{n-1} */
+    turn_end(k, f);
     INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
     release(k, k_empty, f->it);
     softmax_s(k, f, &s, n, masked);
@@ -235,7 +250,9 @@ static void first_block(Kctx *k, WgFwd *f, Reg zero) {
     Emit *e = &k->e;
     Acc s;
     Reg k_empty;
+    turn_begin(k, f);
     issue_s(k, f, &s, &k_empty);
+    turn_end(k, f);
     INS(e, WGMMA_WAIT, I(0));
     release(k, k_empty, f->it);
     softmax_s(k, f, &s, zero, 1);
@@ -245,7 +262,9 @@ static void first_block(Kctx *k, WgFwd *f, Reg zero) {
 static void last_pv(Kctx *k, WgFwd *f) {
     Reg v_empty;
     acc_scale_rows(k, &f->o, f->alpha);
+    turn_begin(k, f);
     issue_pv(k, f, &v_empty);
+    turn_end(k, f);
     INS(&k->e, WGMMA_WAIT, I(0));
     release(k, v_empty, f->it_v);
 }
@@ -324,6 +343,17 @@ static void consumer(Kctx *k, WgFwd *f) {
     f->it_v = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f->it), I(0));
     INS(e, MOV_B32, R(f->it_v), I(0));
+    if (f->cw > 1) {                                              /* ping-pong: warpgroup 0 goes first */
+        Reg last = e_reg(e, RC_PRED), nx = e_reg(e, RC_B32), wrap = e_reg(e, RC_PRED), first = kc_imm32(k, 1 + f->cw);
+        f->turn_mine = e_reg(e, RC_B32), f->turn_next = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(f->turn_mine), R(f->wg), I(1 + f->cw));
+        INS(e, ADD_U32, R(nx), R(f->wg), I(1));
+        INS(e, SETP_EQ_U32, R(wrap), R(nx), I(f->cw));
+        INS(e, SELP_B32, R(nx), I(0), R(nx), R(wrap));
+        INS(e, ADD_U32, R(f->turn_next), R(nx), I(1 + f->cw));
+        INS(e, SETP_EQ_U32, R(last), R(f->wg), I(f->cw - 1));
+        INSP(e, last, 0, BAR_ARRIVE_N, R(first), I(256));
+    }
     mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
     Reg none = e_reg(e, RC_PRED);
     int empty = e_label(e);
@@ -335,6 +365,11 @@ static void consumer(Kctx *k, WgFwd *f) {
     key_loop(k, consumer_step, f, n, n_max, n_max, 1);
     last_pv(k, f);
     e_place(e, empty);
+    if (f->cw > 1) {                                              /* the last warpgroup's last turn, taken */
+        Reg w0 = e_reg(e, RC_PRED);
+        INS(e, SETP_EQ_U32, R(w0), R(f->wg), I(0));
+        INSP(e, w0, 0, BAR_SYNC_N, R(f->turn_mine), I(256));
+    }
 
     Reg lse[2];
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);

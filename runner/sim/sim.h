@@ -156,7 +156,9 @@ typedef struct {
     void *wg;               /* the wgmma unit's per-warp state (sim_wgmma.c), or NULL */
 } SimWarp;
 
-typedef struct { int arrived, expected; uint32_t waiting; } SimBarrier;
+/* A named barrier (bar.sync / bar.arrive): warps counted this phase, warps blocked in it, and the
+ * join of the clocks of warps that only arrived (their writes are visible to the waiters). */
+typedef struct { int arrived, expected; uint32_t waiting; uint32_t arrived_vc[32]; } SimBarrier;
 
 /* An mbarrier object (sim_mbar.c): state kept beside shared memory. */
 enum { SIM_MAX_MBARS = 128 };

@@ -100,7 +100,8 @@ SimOpnd sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k)
 /* ---- barriers ---- */
 static void release(SimCta *c, SimBarrier *b)
 {
-    uint32_t join[32] = {0};
+    uint32_t join[32];
+    memcpy(join, b->arrived_vc, sizeof join);
     for (int i = 0; i < c->nwarps; i++)
         if (b->waiting >> i & 1)
             for (int k = 0; k < c->nwarps; k++)
@@ -112,17 +113,20 @@ static void release(SimCta *c, SimBarrier *b)
             c->w[i].state = WS_RUN;
         }
     b->arrived = 0, b->waiting = 0;
+    memset(b->arrived_vc, 0, sizeof b->arrived_vc);
 }
 
-static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active)
+/* bar.sync (wait) or bar.arrive (count this warp and go on: a producer signalling a consumer). */
+static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active, int wait)
 {
     int wid = sim_warp_id(c, w);
+    const char *what = wait ? "bar.sync" : "bar.arrive";
     if (exec != w->live || active != w->live) {
-        sim_fail(c, wid, -1, in, "bar.sync in divergent code: lanes 0x%08x of live 0x%08x arrive", exec, w->live);
+        sim_fail(c, wid, -1, in, "%s in divergent code: lanes 0x%08x of live 0x%08x arrive", what, exec, w->live);
         return;
     }
-    if (in->nops < 1 || in->nops > 2) {
-        sim_fail(c, wid, -1, in, "bar.sync takes a barrier id and an optional thread count");
+    if (in->nops < 1 || in->nops > 2 || (!wait && in->nops != 2)) {
+        sim_fail(c, wid, -1, in, "%s takes a barrier id and %s thread count", what, wait ? "an optional" : "a");
         return;
     }
     uint64_t id = sim_read(c, w, &in->o[0], 0);
@@ -140,8 +144,14 @@ static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, 
     }
     b->expected = threads / 32;
     b->arrived++;
-    b->waiting |= 1u << wid;
-    w->state = WS_BAR, w->bar_id = (int)id, w->wait_line = in->line;
+    if (wait) {
+        b->waiting |= 1u << wid;
+        w->state = WS_BAR, w->bar_id = (int)id, w->wait_line = in->line;
+    } else {
+        for (int k = 0; k < c->nwarps; k++)
+            if (w->vc[k] > b->arrived_vc[k]) b->arrived_vc[k] = w->vc[k];
+        w->vc[wid]++;   /* what it does next is not ordered before the waiters */
+    }
     if (b->arrived == b->expected) release(c, b);
 }
 
@@ -210,9 +220,9 @@ static void step(SimCta *c, SimWarp *w)
             sim_cluster_bar_check(c->cl);   /* an exited warp no longer holds barrier.cluster back */
         }
         return;
-    case I_BAR_SYNC: case I_BARRIER_SYNC:
+    case I_BAR_SYNC: case I_BARRIER_SYNC: case I_BAR_ARRIVE:
         advance(w, active);
-        bar_arrive(c, w, in, exec, active);
+        if (exec) bar_arrive(c, w, in, exec, active, in->d.op != I_BAR_ARRIVE);   /* guarded off: not executed */
         return;
     }
     if (exec) {

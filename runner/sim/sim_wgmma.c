@@ -106,7 +106,7 @@ static void warp_list(unsigned mask, char *out, size_t cap)
 /* Instructions whose first operand is read, not written. */
 static int first_is_source(const SimInsn *in)
 {
-    return in->d.op == I_BAR_SYNC || in->d.op == I_BARRIER_SYNC || in->d.op == I_TC_DEALLOC;
+    return in->d.op == I_BAR_SYNC || in->d.op == I_BARRIER_SYNC || in->d.op == I_BAR_ARRIVE || in->d.op == I_TC_DEALLOC;
 }
 
 static int check_slot(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, int slot, int write)
