@@ -56,6 +56,8 @@ typedef struct {
     unsigned dyn_smem;
     unsigned min_ctas;     /* .minnctapersm: CTAs per SM the plan counts on, which caps
                               ptxas's registers at what they leave (0: ptxas chooses) */
+    unsigned max_regs;     /* .maxnreg: registers per thread ptxas may use (0: from .maxntid and .minnctapersm;
+                              ptxas counts a wgmma kernel's threads in whole warpgroups there) */
 } KernelSpec;
 
 /* Scratch memory a kernel set needs between its kernels (the host allocates

@@ -1,9 +1,10 @@
 /* attn_fwd, wgmma family (sm_90a): FlashAttention-3's warp-specialised forward.
  *
- *   warpgroup 0, the producer (setmaxnreg.dec): one thread streams Q_m once and
+ *   the producer (one warp after the consumers, or a warpgroup before them that
+ *     gives its registers away by setmaxnreg.dec): one thread streams Q_m once and
  *     K_n, V_n through rings of `stages` slots with TMA; each slot has a full
  *     barrier (its bytes landed) and an empty one (every consumer warp is done).
- *   warpgroups 1 .. bm/64, the consumers (setmaxnreg.inc), 64 query rows each:
+ *   bm/64 consumer warpgroups (setmaxnreg.inc after a producer warpgroup), 64 query rows each:
  *     O = 0; m_i = -inf; l_i = 0
  *     for each key block n (unmasked blocks first, then the ragged/causal ones):
  *       S = Q K_n^T                  wgmma, Q and K from shared memory
@@ -68,7 +69,8 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
     f->off = e_reg(e, RC_B32);
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
-    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, f->s_q, f->s_k, f->off, f->m_start, 4};
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, f->s_q, f->s_k, f->off, f->m_start,
+                        wg_consumer_warp0(&f->d->tile)};
     key_blocks(k, &f->rb, n_full, n_max);
 }
 
@@ -105,7 +107,7 @@ static void producer(Kctx *k, WgFwd *f) {
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
     Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
     if (role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(role_regs(f->p, "producer")));
-    INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
+    INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(32 * wg_producer_warp(&d->tile)));
     INSP(e, lead, 1, BRA, L(done));
     e_comment(e, "producer: one thread issues every TMA copy");
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = tmap(k, "q_map");
@@ -320,11 +322,10 @@ static void consumer(Kctx *k, WgFwd *f) {
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
     problem(k, f, n_full, n_max);
     f->wg = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(f->wg), R(k->warp), I(2));
-    INS(e, SUB_U32, R(f->wg), R(f->wg), I(1));
     f->warp_row0 = e_reg(e, RC_B32);
     Reg w = e_reg(e, RC_B32);
-    INS(e, SUB_U32, R(w), R(k->warp), I(4));
+    INS(e, SUB_U32, R(w), R(k->warp), I(wg_consumer_warp0(&d->tile)));
+    INS(e, SHR_U32, R(f->wg), R(w), I(2));
     INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
     f->scale_log2 = scale_log2(k);
     f->yes = kc_pred(k, 1);
@@ -409,7 +410,8 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
 
     Reg is_consumer = e_reg(e, RC_PRED);
     int consumers = e_label(e), end = e_label(e);
-    INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
+    if (wg_consumer_warp0(t)) INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(wg_consumer_warp0(t)));
+    else INS(e, SETP_LT_U32, R(is_consumer), R(kc.warp), I(wg_producer_warp(t)));
     INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
     producer(&kc, &f);
     INS(e, BRA_UNI, L(end));

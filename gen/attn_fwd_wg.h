@@ -9,4 +9,9 @@
 #define WG_NBARS(stages) (1 + 4 * (stages))
 /* consumer warpgroups of the tile: 64 query rows each */
 int wg_consumers(const AttnTile *t);
+/* The consumers' first warp: a producer warpgroup comes first (warps 0-3); a single producer warp comes
+ * last, since a warpgroup is four warps from a multiple of 4. */
+static inline int wg_consumer_warp0(const AttnTile *t) { return t->producer == 4 ? 4 : 0; }
+static inline int wg_producer_warp(const AttnTile *t) { return t->producer == 4 ? 0 : 4 * wg_consumers(t); }
+static inline int wg_threads(const AttnTile *t) { return 128 * wg_consumers(t) + 32 * t->producer; }
 #endif

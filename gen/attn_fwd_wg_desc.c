@@ -10,15 +10,20 @@ const TileKey attn_fwd_wg_keys[] = {
     {"bm", offsetof(AttnTile, bm), {64, 128, 192}, 3, "query rows per CTA: 64 per consumer warpgroup"},
     {"bn", offsetof(AttnTile, bn), {64, 96, 128, 192}, 4, "key/value rows per main-loop step (the N of S = Q K^T)"},
     {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
+    {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
+     "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 
 /* FA3's shapes: two consumer warpgroups (three at d=64, whose accumulators are small) and 128-key
  * steps; d=256 halves the step so that S, P and the 128-column O fit 240 registers. */
+/* One producer warp: the driver's JIT (R580, measured on the H200) compiles a setmaxnreg kernel of 384
+ * threads to the launch's 168 registers per thread and spills the consumers' loop, while 288 threads
+ * give every thread 224 without setmaxnreg. */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2};
-    return (AttnTile){.bm = d <= 64 ? 192 : 128, .bn = 128, .stages = 2};
+    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2, .producer = 1};
+    return (AttnTile){.bm = 128, .bn = 128, .stages = 2, .producer = 1};
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -35,9 +40,14 @@ int wg_consumers(const AttnTile *t) { return t->bm / 64; }
 /* What the producer keeps after setmaxnreg.dec, and what the consumers take: the rest of the
  * register file, in steps of 8. One consumer warpgroup (256 threads) already starts with 248
  * registers, more than setmaxnreg.inc could raise it to usefully: no setmaxnreg then (0). */
-static int producer_regs(int cw) { return cw > 1 ? WG_PRODUCER_REGS : 0; }
-static int consumer_regs(int cw) {
-    if (cw == 1) return 0;
+static int producer_regs(const AttnTile *t) { return t->producer == 4 && wg_consumers(t) > 1 ? WG_PRODUCER_REGS : 0; }
+static int consumer_regs(const AttnTile *t) {
+    int cw = wg_consumers(t);
+    if (!producer_regs(t)) {   /* the launch's share of the register file */
+        int r = 65536 / wg_threads(t);
+        r -= r % 8;
+        return r > 255 ? 255 : r;
+    }
     int r = (65536 / 128 - WG_PRODUCER_REGS) / cw;
     r -= r % 8;
     return r > 240 ? 240 : r;
@@ -48,7 +58,7 @@ static const char *const k_stage[] = {"K.0", "K.1", "K.2", "K.3"}, *const v_stag
 void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     const AttnTile *t = &d->tile;
     int cw = wg_consumers(t);
-    *p = (Plan){.threads = 128 * (cw + 1)};
+    *p = (Plan){.threads = wg_threads(t)};
     int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "query tile, TMA 128B-swizzled slabs of 64 columns");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, k_stage[s], t->bn * d->d * 2, 1024, "key ring slot");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, v_stage[s], t->bn * d->dv * 2, 1024, "value ring slot");
@@ -56,16 +66,17 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's own Q rows");
     /* a consumer thread at the peak: O (dv/2), S (bn/2), P (bn/4), softmax state and addresses */
     p->regs_est = d->dv / 2 + t->bn / 2 + t->bn / 4 + 32;
-    plan_add_role(p, "producer", 4, producer_regs(cw));
-    plan_add_role(p, "consumer", 4 * cw, consumer_regs(cw));
+    plan_add_role(p, "producer", t->producer, producer_regs(t));
+    plan_add_role(p, "consumer", 4 * cw, producer_regs(t) ? consumer_regs(t) : 0);
     char what[96];
-    snprintf(what, sizeof what, "attn_fwd (wgmma) d=%d bm=%d bn=%d stages=%d", d->d, t->bm, t->bn, t->stages);
+    snprintf(what, sizeof what, "attn_fwd (wgmma) d=%d bm=%d bn=%d stages=%d producer=%d", d->d, t->bm, t->bn,
+             t->stages, t->producer);
     plan_finish(p, d->arch, what);
-    if (p->ok && consumer_regs(cw) && p->regs_est > consumer_regs(cw)) {
+    if (p->ok && p->regs_est > consumer_regs(t)) {
         p->ok = 0;
         snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers (O %d, S %d, P %d); "
-                 "setmaxnreg gives %d with %d consumer warpgroups", what, p->regs_est, d->dv / 2, t->bn / 2, t->bn / 4,
-                 consumer_regs(cw), cw);
+                 "%s gives %d with %d consumer warpgroups", what, p->regs_est, d->dv / 2, t->bn / 2, t->bn / 4,
+                 producer_regs(t) ? "setmaxnreg" : "the launch (65536 / threads)", consumer_regs(t), cw);
     }
 }
 
@@ -86,10 +97,12 @@ static void bshd_map(KernelSpec *ks, const char *param, const char *tensor, cons
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {128u * (unsigned)(wg_consumers(t) + 1), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
-                       .min_ctas = 1};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d%s", dt, d->d, t->bm, t->bn, t->stages,
-             d->causal ? "_causal" : "");
+    /* one producer warp: the launch's share of the register file, named (ptxas would count 288 threads as 384);
+     * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
+    *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
+                       .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s", dt, d->d, t->bm, t->bn, t->stages,
+             t->producer, d->causal ? "_causal" : "");
     abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
     abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");

@@ -83,6 +83,7 @@ void kctx_finish(Kctx *k, Buf *m) {
                    s->params[i].type == PT_TMAP ? "[128]" : "", i + 1 < s->nparams ? "," : "");
     buf_printf(m, ")\n.maxntid %u, %u, %u\n", s->block[0], s->block[1], s->block[2]);
     if (s->min_ctas) buf_printf(m, ".minnctapersm %u\n", s->min_ctas);
+    if (s->max_regs) buf_printf(m, ".maxnreg %u\n", s->max_regs);
     if (s->cluster[0][0] || s->cluster[1][0] || s->cluster[2][0])   /* the launch must name this cluster shape */
         buf_printf(m, ".reqnctapercluster %s, %s, %s\n", spec_cluster(s, 0), spec_cluster(s, 1), spec_cluster(s, 2));
     buf_puts(m, "{\n");
