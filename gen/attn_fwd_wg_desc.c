@@ -17,13 +17,12 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
 
 /* FA3's shapes: two consumer warpgroups (three at d=64, whose accumulators are small) and 128-key
  * steps; d=256 halves the step so that S, P and the 128-column O fit 240 registers. */
-/* One producer warp: the driver's JIT (R580, measured on the H200) compiles a setmaxnreg kernel of 384
- * threads to the launch's 168 registers per thread and spills the consumers' loop, while 288 threads
- * give every thread 224 without setmaxnreg. */
+/* A producer warpgroup that gives its registers to the consumers (setmaxnreg): one producer warp would
+ * still leave 168 per thread, since the registers of a wgmma kernel are counted in whole warpgroups. */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2, .producer = 1};
-    return (AttnTile){.bm = 128, .bn = 128, .stages = 2, .producer = 1};
+    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2, .producer = 4};
+    return (AttnTile){.bm = 128, .bn = 128, .stages = 2, .producer = 4};
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -43,8 +42,9 @@ int wg_consumers(const AttnTile *t) { return t->bm / 64; }
 static int producer_regs(const AttnTile *t) { return t->producer == 4 && wg_consumers(t) > 1 ? WG_PRODUCER_REGS : 0; }
 static int consumer_regs(const AttnTile *t) {
     int cw = wg_consumers(t);
-    if (!producer_regs(t)) {   /* the launch's share of the register file */
-        int r = 65536 / wg_threads(t);
+    if (!producer_regs(t)) {   /* the launch's share of the register file, threads counted in whole warpgroups
+                                  (a 288-thread wgmma kernel with 201 registers was refused launch on the H200) */
+        int r = 65536 / ((wg_threads(t) + 127) / 128 * 128);
         r -= r % 8;
         return r > 255 ? 255 : r;
     }
