@@ -15,6 +15,7 @@ typedef struct {
     int warps;   /* warps per CTA, stacked along the rows the CTA owns */
     int deterministic;   /* bwd: dQ without atomics, bit-identical across runs */
     int stages;  /* wgmma: depth of the K and V rings */
+    int pingpong;   /* wgmma: consumer warpgroups take turns issuing their products (FA3's ping-pong) */
     int producer;   /* wgmma: warps of the TMA producer (1, or 4: a warpgroup that lends registers by setmaxnreg) */
 } AttnTile;
 

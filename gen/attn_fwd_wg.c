@@ -215,12 +215,14 @@ static void keep_p(Kctx *k, WgFwd *f, Acc *s) {
  * predecessor issued theirs (named barrier turn[w]: its own 128 threads wait, the predecessor's 128
  * arrive), so one warpgroup's softmax runs under the others' products. Barrier 0 is the CTA's and
  * 1 .. cw the epilogue's, so the turns take 1 + cw on. */
+static int pingpong(const WgFwd *f) { return f->cw > 1 && f->d->tile.pingpong; }
+
 static void turn_begin(Kctx *k, WgFwd *f) {
-    if (f->cw > 1) INS(&k->e, BAR_SYNC_N, R(f->turn_mine), I(256));
+    if (pingpong(f)) INS(&k->e, BAR_SYNC_N, R(f->turn_mine), I(256));
 }
 
 static void turn_end(Kctx *k, WgFwd *f) {
-    if (f->cw > 1) INS(&k->e, BAR_ARRIVE_N, R(f->turn_next), I(256));
+    if (pingpong(f)) INS(&k->e, BAR_ARRIVE_N, R(f->turn_next), I(256));
 }
 
 /* Key block n >= 1 of one consumer warpgroup, the inner loop of the kernel (FA3's intra-warpgroup
@@ -344,7 +346,7 @@ static void consumer(Kctx *k, WgFwd *f) {
     f->it_v = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f->it), I(0));
     INS(e, MOV_B32, R(f->it_v), I(0));
-    if (f->cw > 1) {                                              /* ping-pong: warpgroup 0 goes first */
+    if (pingpong(f)) {                                            /* ping-pong: warpgroup 0 goes first */
         Reg last = e_reg(e, RC_PRED), nx = e_reg(e, RC_B32), wrap = e_reg(e, RC_PRED), first = kc_imm32(k, 1 + f->cw);
         f->turn_mine = e_reg(e, RC_B32), f->turn_next = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(f->turn_mine), R(f->wg), I(1 + f->cw));
@@ -366,7 +368,7 @@ static void consumer(Kctx *k, WgFwd *f) {
     key_loop(k, consumer_step, f, n, n_max, n_max, 1);
     last_pv(k, f);
     e_place(e, empty);
-    if (f->cw > 1) {                                              /* the last warpgroup's last turn, taken */
+    if (pingpong(f)) {                                            /* the last warpgroup's last turn, taken */
         Reg w0 = e_reg(e, RC_PRED);
         INS(e, SETP_EQ_U32, R(w0), R(f->wg), I(0));
         INSP(e, w0, 0, BAR_SYNC_N, R(f->turn_mine), I(256));

@@ -10,6 +10,8 @@ const TileKey attn_fwd_wg_keys[] = {
     {"bm", offsetof(AttnTile, bm), {64, 128, 192}, 3, "query rows per CTA: 64 per consumer warpgroup"},
     {"bn", offsetof(AttnTile, bn), {64, 96, 128, 192}, 4, "key/value rows per main-loop step (the N of S = Q K^T)"},
     {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
+    {"pingpong", offsetof(AttnTile, pingpong), {0, 1}, 2, "1: consumer warpgroups take turns issuing their products "
+     "(FA3's ping-pong, named barriers); measured slower on the H200 so far, so 0 by default"},
     {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
      "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
 };
@@ -101,8 +103,8 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s", dt, d->d, t->bm, t->bn, t->stages,
-             t->producer, d->causal ? "_causal" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "");
     abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
     abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
