@@ -20,11 +20,13 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
 /* FA3's shapes: two consumer warpgroups (three at d=64, whose accumulators are small) and 128-key
  * steps; d=256 halves the step so that S, P and the 128-column O fit 240 registers. */
 /* A producer warpgroup that gives its registers to the consumers (setmaxnreg): one producer warp would
- * still leave 168 per thread, since the registers of a wgmma kernel are counted in whole warpgroups. */
+ * still leave 168 per thread, since the registers of a wgmma kernel are counted in whole warpgroups.
+ * Measured on the H200 (BENCHMARKS.md): the driver's JIT keeps a consumer within about 168 registers
+ * whatever setmaxnreg gives, so d=128 takes 96-key steps (bn=128 left 136 B of local memory, bn=96
+ * none, at the same speed). */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    if (d >= 256) return (AttnTile){.bm = 128, .bn = 64, .stages = 2, .producer = 4};
-    return (AttnTile){.bm = 128, .bn = 128, .stages = 2, .producer = 4};
+    return (AttnTile){.bm = 128, .bn = d >= 128 ? 96 : 128, .stages = 2, .producer = 4};
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {

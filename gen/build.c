@@ -48,8 +48,10 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
         snprintf(err, errlen, "head dim %d is not supported by %s: d_qk is %d (512 latent + 64 rope) and d_v %d",
                  d->d, kind->name, kind->default_hdim, kind->dv);
     else if (!strcmp(kind->name, "attn_fwd"))
-        snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_fwd (64, 128 or 256: its swizzled "
-                 "shared tiles need d to be a multiple of 64 and whole 16-byte rows per thread group)", d->d);
+        snprintf(err, errlen, "head dim %d is not supported by the %s attn_fwd (%s)", d->d, family_name(kind->family),
+                 kind->family == FAM_WGMMA ? "64 or 128: at d=256 the output accumulator alone is 128 registers per "
+                 "consumer thread" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple of 64 and "
+                 "whole 16-byte rows per thread group");
     else
         snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_bwd (64 or 128: each warp keeps "
                  "dK and dV rows of d fp32 values in registers, 256 registers per thread at d=256)", d->d);
@@ -99,6 +101,14 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     AttnDesc *d = &s->desc;
     if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
         return 2;
+    if (s->asked == FAM_AUTO && rq->hdim && parse_hdim(*kind, rq, d, err, errlen)) {
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, *kind);
+        if (alt) {
+            snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no d=%d, so %s gets %s",
+                     family_name((*kind)->family), (*kind)->name, rq->hdim, d->arch->name, family_name(alt->family));
+            *kind = alt;
+        }
+    }
     if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
     d->causal = rq->causal != 0;
     if (d->causal && !(*kind)->causal_ok) {

@@ -5,14 +5,16 @@
 #include "mla.h"
 
 static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
+/* d=256 on wgmma: O alone is 128 registers per consumer thread, and the driver's JIT spilled it (360 B) */
+static const int fwd_wg_hdims[] = {64, 128};
 static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_MMA_SYNC,
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
      NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, 0},
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
-     "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
+     "warpgroups), bf16/fp16, d 64|128, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_hdims, 3, 128, 0, 1, 0},
+     fwd_wg_hdims, 2, 128, 0, 1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
@@ -100,6 +102,19 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
                  a->name, family_name(pick));
     *kind = kind_find(kernel, pick);
     return 0;
+}
+
+const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, const KernelKind *tried) {
+    const KernelKind *best = NULL;
+    for (int i = 0; i < NKINDS; i++) {
+        const KernelKind *k = &kinds[i];
+        int has = 0;
+        for (int j = 0; j < k->nhdims; j++) has |= k->hdims[j] == d;
+        if (k != tried && has && !strcmp(k->name, kernel) && (a->families & k->family) &&
+            (!best || family_newest(k->family | best->family) == k->family))
+            best = k;
+    }
+    return best;
 }
 
 int ptxgen_num_kinds(void) { return NKINDS; }
