@@ -114,7 +114,10 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     ptxgen_request rq = o->req;
     if (!rq.arch && arch) snprintf(ss->arch, sizeof ss->arch, "%s", arch), rq.arch = ss->arch;
     if (!rq.arch) {
-        dev_arch_name(&ss->info, ss->arch, sizeof ss->arch);
+        if (!strcmp(dev_kind(ss->dev), "sim"))   /* the sim's default stays the portable target its tests name */
+            snprintf(ss->arch, sizeof ss->arch, "sm_%d%d", ss->info.cc_major, ss->info.cc_minor);
+        else
+            dev_arch_name(&ss->info, ss->arch, sizeof ss->arch);
         rq.arch = ss->arch;
     }
     if (rq.arch != ss->arch) snprintf(ss->arch, sizeof ss->arch, "%s", rq.arch);   /* the target, for the report */

@@ -525,7 +525,7 @@ family_tests() {
     usage_error "--mma wgmma on sm_90" "sm_90 has mma.sync only; wgmma needs sm_90a" -- --arch sm_90 --kernel attn_fwd --mma wgmma
     usage_error "--mma tcgen05 on sm_90a" "sm_90a has mma.sync and wgmma; tcgen05 needs sm_100a or sm_103a" -- \
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
-    usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync)" -- \
+    usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
         --arch sm_100a --kernel attn_fwd --mma tcgen05
     usage_error "--mma wgmma for mla_bwd on sm_90a" "mla_bwd has no wgmma generator yet (families: mma.sync and tcgen05)" -- \
         --arch sm_90a --kernel mla_bwd --mma wgmma
