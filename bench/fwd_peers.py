@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import ptxgen
+from peer_bench import median_ms, rel_l2   # one timing method for every peer benchmark (BENCH.md)
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,16,16,256,0",
                   "4,4096,64,8,128,1", "1,16384,16,16,128,0"]
@@ -20,20 +21,6 @@ DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0
 def flops(b, s_q, s_k, h, d, causal):
     f = 4.0 * b * h * s_q * s_k * d
     return f / 2 if causal else f
-
-
-def median_ms(fn, reps, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); z.record()
-        z.synchronize()
-        times.append(a.elapsed_time(z))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def ours(q, k, v, causal, family, tile):
@@ -87,7 +74,7 @@ def main():
             run, o = ours(q, k, v, bool(causal), fam, a.tile)
             o.fill_(float("nan"))
             run(); torch.cuda.synchronize()
-            err = ((o.float() - ref).norm() / ref.norm()).item()
+            err = rel_l2(o, ref)
             ms = median_ms(run, reps)
             tf = fl / ms / 1e9
             cd, fa = peers.get("cudnn"), peers.get("fa2")

@@ -55,6 +55,10 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s", dt, d->d, d->tile.bm, d->tile.bn,
              d->tile.warps, d->causal ? "_causal" : "");
+    attn_fwd_abi(ks, dt, d->tile.bm);
+}
+
+void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm) {
     abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
     abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
@@ -62,7 +66,7 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     abi_tensor(ks, "lse", PR_OUT, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", d->tile.bm);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", bm);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }

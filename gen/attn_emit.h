@@ -58,6 +58,9 @@ int attn_check_copy(const AttnDesc *d, char *err, size_t errlen);
 void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *meaning, const char *shape,
                 const char *dtype, const char *dims);
 void abi_sizes(KernelSpec *ks, const char *const *names, int n);
+/* attn_fwd's tensors (q k v in, o lse out), sizes, scale and grid (a CTA per bm query rows, head, batch):
+ * every family's forward takes these, a family adding its own parameters after them. */
+void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
 /* A TMA tensor map over `tensor`, passed by value in parameter map.param (see ParamType PT_TMAP). */

@@ -47,8 +47,6 @@ typedef struct {
     RowStats rows;
 } WgFwd;
 
-static Reg tmap(Kctx *k, const char *name) { return kc_tmap(k, name); }
-
 /* The setmaxnreg count the plan gave a role (0: none). */
 static int role_regs(const Plan *p, const char *role) {
     for (int i = 0; i < p->nroles; i++)
@@ -85,18 +83,28 @@ static void tma_tile(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_of
     }
 }
 
+/* Pass `it` over ring `ring` (B_*): that slot's barrier and the parity its pass completes, the same
+ * slot's barrier in ring `twin` (full <-> empty), and the slot's byte offset from slot 0. */
+static Reg ring_slot(Kctx *k, WgFwd *f, int ring, int twin, Reg it, int slot_bytes, Reg *bar, Reg *parity,
+                     Reg *twin_bar) {
+    Emit *e = &k->e;
+    Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
+    mbar_stage(k, f->ring[ring], it, f->stages, bar, parity);
+    INS(e, SUB_U32, R(slot), R(*bar), R(f->ring[ring]));      /* 8 bytes per slot */
+    *twin_bar = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(*twin_bar), R(f->ring[twin]), R(slot));
+    INS(e, SHR_U32, R(stage), R(slot), I(3));
+    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
+    return stage;
+}
+
 /* One ring slot: wait until the consumers freed it, then TMA the block's rows into it. */
 static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row) {
     Emit *e = &k->e;
-    Reg empty, full, parity, st = e_reg(e, RC_B64), slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
-    mbar_stage(k, f->ring[ring + 1], f->it, f->stages, &empty, &parity);
+    Reg empty, full, parity, st = e_reg(e, RC_B64);
+    Reg stage = ring_slot(k, f, ring + 1, ring, f->it, slot_bytes, &empty, &parity, &full);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
-    INS(e, SUB_U32, R(slot), R(empty), R(f->ring[ring + 1]));
-    full = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(full), R(f->ring[ring]), R(slot));
-    INS(e, SHR_U32, R(stage), R(slot), I(3));
-    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
     tma_tile(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
 }
@@ -110,8 +118,8 @@ static void producer(Kctx *k, WgFwd *f) {
     INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(32 * wg_producer_warp(&d->tile)));
     INSP(e, lead, 1, BRA, L(done));
     e_comment(e, "producer: one thread issues every TMA copy");
-    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = tmap(k, "q_map");
-    Reg km = tmap(k, "k_map"), vm = tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
+    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = kc_tmap(k, "q_map");
+    Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
     problem(k, f, n_full, n_max);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
     tma_tile(k, q, f->q_off, bm, d->d, zero, f->h, f->m_start, f->b, f->bar[0]);
@@ -132,15 +140,8 @@ static void producer(Kctx *k, WgFwd *f) {
 
 /* Waits for ring slot `it` of `ring` to fill; returns the slot's byte offset from slot 0. */
 static Reg consume(Kctx *k, WgFwd *f, int ring, Reg it, int slot_bytes, Reg *empty) {
-    Emit *e = &k->e;
-    Reg full, parity, slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
-    mbar_stage(k, f->ring[ring], it, f->stages, &full, &parity);
+    Reg full, parity, stage = ring_slot(k, f, ring, ring + 1, it, slot_bytes, &full, &parity, empty);
     mbar_wait(k, full, parity, 0);
-    INS(e, SUB_U32, R(slot), R(full), R(f->ring[ring]));
-    *empty = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(*empty), R(f->ring[ring + 1]), R(slot));
-    INS(e, SHR_U32, R(stage), R(slot), I(3));
-    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
     return stage;
 }
 
@@ -303,7 +304,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     INS(e, AND_B32, R(wt), R(k->tid), I(127));
     INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
     INSP(e, lead, 1, BRA, L(skip));
-    Reg om = tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    Reg om = kc_tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
     INS(e, ADD_U32, R(row0), R(f->m_start), R(wrow));
     for (int s = 0; s < d->dv / WG_SLAB_COLS; s++) {

@@ -107,13 +107,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s", dt, d->d, t->bm, t->bn,
              t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "");
-    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
-    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_tensor(ks, "o", PR_OUT, "attention output", "[b, s_q, h_q, dv]", dt, "bsh");
-    abi_tensor(ks, "lse", PR_OUT, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
-    abi_sizes(ks, attn_size_names, 4);
-    abi_scale(ks, ATTN_SCALE_MEANING);
+    attn_fwd_abi(ks, dt, t->bm);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
@@ -122,7 +116,4 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
     bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
     bshd_map(ks, "o_map", "o", dt, d->dv, "h_q", "s_q", 64, os);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", t->bm);
-    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
-    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }

@@ -42,8 +42,7 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
 static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
     d->d = d->dv = rq->hdim ? rq->hdim : kind->default_hdim;
     if (kind->dv) d->dv = kind->dv;
-    for (int i = 0; i < kind->nhdims; i++)
-        if (d->d == kind->hdims[i]) return 0;
+    if (kind_has_hdim(kind, d->d)) return 0;
     if (kind->dv)
         snprintf(err, errlen, "head dim %d is not supported by %s: d_qk is %d (512 latent + 64 rope) and d_v %d",
                  d->d, kind->name, kind->default_hdim, kind->dv);
@@ -101,7 +100,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     AttnDesc *d = &s->desc;
     if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
         return 2;
-    if (s->asked == FAM_AUTO && rq->hdim && parse_hdim(*kind, rq, d, err, errlen)) {
+    if (s->asked == FAM_AUTO && rq->hdim && !kind_has_hdim(*kind, rq->hdim)) {
         const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, *kind);
         if (alt) {
             snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no d=%d, so %s gets %s",

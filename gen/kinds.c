@@ -104,13 +104,17 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
     return 0;
 }
 
+int kind_has_hdim(const KernelKind *k, int d) {
+    for (int j = 0; j < k->nhdims; j++)
+        if (k->hdims[j] == d) return 1;
+    return 0;
+}
+
 const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, const KernelKind *tried) {
     const KernelKind *best = NULL;
     for (int i = 0; i < NKINDS; i++) {
         const KernelKind *k = &kinds[i];
-        int has = 0;
-        for (int j = 0; j < k->nhdims; j++) has |= k->hdims[j] == d;
-        if (k != tried && has && !strcmp(k->name, kernel) && (a->families & k->family) &&
+        if (k != tried && kind_has_hdim(k, d) && !strcmp(k->name, kernel) && (a->families & k->family) &&
             (!best || family_newest(k->family | best->family) == k->family))
             best = k;
     }

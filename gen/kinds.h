@@ -37,6 +37,7 @@ unsigned kind_families(const char *kernel);
  * kernel is unknown, the arch lacks the family or the kernel has none for it. */
 int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const KernelKind **kind, char *note, size_t notelen,
               char *err, size_t errlen);
+int kind_has_hdim(const KernelKind *k, int d);
 /* --mma auto when the picked row lacks head dim d: the newest other row of kernel on arch that has it (NULL: none). */
 const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, const KernelKind *tried);
 #endif
