@@ -53,8 +53,22 @@ for d in 64 128 256; do
   run "d=$d GQA 8:1 causal s=1000/1537 pad=8" --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
   run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
 done
+# check takes the GPU's own target (sm_90a on an H100/H200), where --mma auto picks wgmma for d 64 and 128
+# and mma.sync for d 256: the shape matrix above ran both. The mma.sync kernel at d 64/128 and the tiles of each:
+for d in 64 128; do
+  for c in "" "--causal"; do
+    run "mma.sync d=$d ${c:-full} GQA 4:1 s=1000/1537 pad=8" --mma sync --hdim $d $c --sq 1000 --sk 1537 --hq 8 --hkv 2 --pad 8
+    run "mma.sync d=$d fp16 ${c:-full} s=77/1000" --mma sync --hdim $d --dtype fp16 $c --sq 77 --sk 1000 --hq 4 --hkv 4
+  done
+done
 for t in "bm=128,bn=64,warps=4" "bm=64,bn=64,warps=4" "bm=128,bn=128,warps=8" "bm=128,bn=32,warps=4" "bm=64,bn=32,warps=4"; do
-  run "d=128 tile $t causal s=777/1000" --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+  run "mma.sync d=128 tile $t causal s=777/1000" --mma sync --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+done
+for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64" "64 bn=192" "128 bn=128" "128 bm=64,bn=96,stages=4" "128 pingpong=1" \
+         "128 producer=1" "128 producer=1,pingpong=1,bn=64"; do
+  set -- $f
+  run "wgmma d=$1 tile $2 causal s=777/1000" --mma wgmma --hdim $1 --tile $2 --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+  run "wgmma d=$1 tile $2 s=4099/333 GQA pad=8" --mma wgmma --hdim $1 --tile $2 --sq 4099 --sk 333 --hq 8 --hkv 2 --pad 8
 done
 mode=xcheck
 for d in 64 128 256; do
@@ -65,7 +79,10 @@ for d in 64 128 256; do
     done
   done
 done
-run "d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --hdim 128 --tile bm=64,bn=32,warps=4 --causal --sq 150 --sk 77
+run "mma.sync d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --mma sync --hdim 128 --tile bm=64,bn=32,warps=4 --causal --sq 150 --sk 77
+for t in pingpong=1 producer=1 bm=64,bn=64,stages=4; do
+  run "wgmma d=64 tile $t causal s=150/377 GQA" --mma wgmma --hdim 64 --tile $t --causal --sq 150 --sk 377 --hq 4 --hkv 2
+done
 kern=attn_bwd
 mode=check
 for d in 64 128; do
@@ -151,6 +168,22 @@ if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c 
 else
     fail=$((fail + 1)); echo "FAIL test_sim's correct kernels on the GPU"; echo "$out" | sed 's/^/    /'
 fi
+# compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory hazards)
+# over the wgmma kernel's layouts at a small ragged causal GQA shape
+if command -v compute-sanitizer >/dev/null; then
+  for t in "" pingpong=1 producer=1; do
+    for tool in memcheck racecheck; do
+      label="compute-sanitizer $tool attn_fwd wgmma ${t:-default tile} causal s=150/300 GQA"
+      if out=$(timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_fwd --mma wgmma \
+               ${t:+--tile $t} --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 --seed $((seed += 1)) 2>&1) &&
+         echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)"; then
+        pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | grep -E 'SUMMARY' | tr '\n' ' ')"
+      else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
+    done
+  done
+else
+  echo "SKIP compute-sanitizer: not on this machine's PATH"
+fi
 # the public API and compare on the real driver
 gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
     local label=$1; shift
@@ -160,9 +193,9 @@ gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit
 gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda
 gate "example_host on the GPU" build/example_host cuda
 svg=$(mktemp "${TMPDIR:-/tmp}/ptxgen_compare.XXXXXX")
-gate "compare on the GPU: two attn_fwd tiles with median ms and TFLOP/s" bash -c '
+gate "compare on the GPU: attn_fwd mma.sync vs wgmma with median ms and TFLOP/s" bash -c '
     out=$(./ptxgen compare --kernel attn_fwd --hdim 128 --sq 2048 --sk 2048 --hq 16 --hkv 16 --b 2 \
-          --variant tile=bm=128,bn=64,warps=4 --variant tile=bm=64,bn=64,warps=4 --svg "$1") || { echo "$out"; exit 1; }
+          --variant "mma=sync;tile=bm=128,bn=64,warps=4" --variant "mma=wgmma;tile=bn=96" --svg "$1") || { echo "$out"; exit 1; }
     echo "$out" | grep -E "^median ms +\| [0-9.]+ +\| [0-9.]+" >/dev/null &&
     echo "$out" | grep -E "^TFLOP/s +\| [0-9.]+ +\| [0-9.]+" >/dev/null &&
     echo "$out" | grep -E "^check \(1 pass\) +\| PASS +\| PASS" >/dev/null && grep -q "</svg>" "$1" &&

@@ -362,11 +362,12 @@ tc_ptxas() {
     else pass "$name ($(grep -o 'Used [0-9]* registers' "$TMP/tc.log" | sort -t' ' -k2 -n | tail -1))"; fi
 }
 
-# sim_mutant NAME SED_SCRIPT PHRASE: the generated PTX, edited by SED_SCRIPT, must be refused naming PHRASE
+# sim_mutant NAME SED_SCRIPT PHRASE [ARCH]: attn_fwd d=64's generated PTX for ARCH (sm_90: mma.sync,
+# sm_90a: wgmma), edited by SED_SCRIPT, must be refused naming PHRASE
 sim_mutant() {
-    local name=$1 script=$2 phrase=$3 args=(--kernel attn_fwd --hdim 64 --sq 77 --sk 300 --hq 2 --hkv 1)
-    ./ptxgen --arch sm_90 "${args[@]:0:4}" | sed "$script" >"$TMP/mutant.ptx"
-    if cmp -s <(./ptxgen --arch sm_90 "${args[@]:0:4}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    local name=$1 script=$2 phrase=$3 args=(--kernel attn_fwd --hdim 64 --arch "${4:-sm_90}" --sq 77 --sk 300 --hq 2 --hkv 1)
+    ./ptxgen "${args[@]:0:6}" | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen "${args[@]:0:6}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
     run_cli check --device sim "${args[@]}" --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
@@ -386,6 +387,24 @@ sim_tests() {
     sim_check "sim tile bm=64,bn=32,warps=4" --hdim 128 --tile bm=64,bn=32,warps=4 --sq 150 --sk 77 --causal
     sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
     sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal
+
+    section "sim device: attn_fwd in the wgmma family (sm_90a) against the float64 reference"
+    for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
+        for shape in "--sq 1 --sk 130 --hq 4 --hkv 2" "--sq 77 --sk 130 --hq 2 --hkv 1" \
+                     "--sq 130 --sk 77 --hq 3 --hkv 3" "--b 2 --sq 200 --sk 333 --hq 2 --hkv 1 --pad 8"; do
+            sim_check "sim wgmma d=$d $t ${c:-noncausal} $shape" --arch sm_90a --hdim $d --dtype $t $c $shape --seed $((RANDOM + 1))
+        done
+    done; done; done
+    # every tile key at a value off the default; s_k spans several ring turns so the phases wrap
+    for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64,stages=2" "64 bn=192,stages=2" "128 bn=128,stages=2" \
+             "128 bm=64,bn=96,stages=4" "128 pingpong=1" "64 pingpong=1,bm=128,bn=64" "128 producer=1" \
+             "64 producer=1,bm=64,bn=128,stages=3" "128 producer=1,pingpong=1,bn=64"; do
+        set -- $f
+        for c in "" --causal; do
+            sim_check "sim wgmma d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 200 --sk 777 --hq 2 --hkv 1 \
+                --seed $((RANDOM + 1))
+        done
+    done
 
     section "sim device: attn_bwd at small ragged shapes against the float64 reference"
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
@@ -431,6 +450,20 @@ sim_tests() {
         "canary after o overwritten at byte \\+0 "
     sim_mutant "sim mutant: LSE stored 4 B early" 's/st.global.f32 \[%rd\([0-9]*\)\]/st.global.f32 [%rd\1+-4]/' \
         "canary before lse overwritten at byte -4 "
+
+    # the wgmma kernel's pipeline: each wait its TMA ring, its wgmma groups and its TMA store need
+    sim_mutant "sim mutant wgmma: a consumer's first key-slot wait dropped" \
+        '0,/wgmma.fence/{/mbarrier.try_wait/{x;s/^/x/;/^xxxx$/{x;d};x}}' "before the TMA load .* has landed" sm_90a
+    sim_mutant "sim mutant wgmma: wgmma.wait_group 1 where the kernel waits for 0" \
+        's/wgmma.wait_group.sync.aligned 0/wgmma.wait_group.sync.aligned 1/' "while the wgmma.mma_async .* still reads it" sm_90a
+    sim_mutant "sim mutant wgmma: no arrive on the slots' empty barriers" '/@%p[0-9]* mbarrier.arrive.shared/d' \
+        "deadlock: .*mbarrier" sm_90a
+    sim_mutant "sim mutant wgmma: the first wgmma.fence dropped" '0,/wgmma.fence/{/wgmma.fence/d}' \
+        "wgmma.mma_async before any wgmma.fence" sm_90a
+    sim_mutant "sim mutant wgmma: no fence.proxy.async before the O store" '/fence.proxy.async/d' \
+        "no fence.proxy.async by its writer" sm_90a
+    sim_mutant "sim mutant wgmma: exit before the O store has read shared memory" '/cp.async.bulk.wait_group.read/d' \
+        "the CTA exits while the TMA store .* still reads its shared memory" sm_90a
 
     section "sim device: planted-bug PTX files assemble (the bugs are invisible to ptxas)"
     local arch

@@ -184,6 +184,31 @@ static void branch(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint
     advance(w, active & ~exec);
 }
 
+
+static int cta_done(const SimCta *c)
+{
+    for (int i = 0; i < c->nwarps; i++)
+        if (c->w[i].state != WS_DONE) return 0;
+    return 1;
+}
+
+/* A CTA's shared memory is freed when its last warp exits, so an async op
+ * still reading it (a bulk store whose cp.async.bulk.wait_group.read never
+ * ran) would read memory the next CTA on the SM may own. */
+static void exit_with_reads_held(SimCta *c, SimWarp *w, const SimInsn *in)
+{
+    for (int i = 0; i < c->cl->nq; i++) {
+        const SimAsync *op = c->cl->q[i];
+        for (int k = 0; k < op->nsrc; k++)
+            if (op->src[k].cta == c) {
+                sim_note(c, sim_warp_id(c, w), in, "async read at exit",
+                         "the CTA exits while the %s issued at PTX line %d still reads its shared memory: wait for it "
+                         "first (cp.async.bulk.wait_group.read for a bulk store)", op->what, op->line);
+                return;
+            }
+    }
+}
+
 static void step(SimCta *c, SimWarp *w)
 {
     uint32_t pc = UINT32_MAX, active = 0;
@@ -218,6 +243,7 @@ static void step(SimCta *c, SimWarp *w)
         if (!w->live) {
             w->state = WS_DONE, w->exit_line = in->line;
             sim_cluster_bar_check(c->cl);   /* an exited warp no longer holds barrier.cluster back */
+            if (cta_done(c)) exit_with_reads_held(c, w, in);
         }
         return;
     case I_BAR_SYNC: case I_BARRIER_SYNC: case I_BAR_ARRIVE:
