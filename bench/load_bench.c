@@ -1,7 +1,8 @@
 /* Emit and load times of every kernel set for this GPU, through the public API:
- * emit (ptxgen_build), cold load (an empty JIT cache: the driver's JIT; run
- * with CUDA_CACHE_DISABLE=1 so the driver's own cache does not answer), and
- * warm loads (the cubin from ptxgen's cache), each the median of `reps`.
+ * emit (ptxgen_build), cold load (an empty cache: ptxas or the driver's JIT,
+ * as ptxgen_loaded_how says; run with CUDA_CACHE_DISABLE=1 so the driver's own
+ * cache does not answer), and warm loads (ptxgen's cache, or the driver's),
+ * each the median of `reps`.
  * usage: load_bench [cuda|cuda:N] [reps]   (PTXGEN_CACHE_DIR: an empty directory) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "load_bench: %s\n", err);
         return 1;
     }
-    printf("| kernel set (%s) | kernels | PTX KB | emit ms | cold load ms (driver JIT) | warm load ms (cache) |\n", arch);
-    printf("|---|---|---|---|---|---|\n");
+    printf("| kernel set (%s) | kernels | PTX KB | emit ms | cold load ms | warm load ms | cold load by / warm load by |\n", arch);
+    printf("|---|---|---|---|---|---|---|\n");
     static const char *const kernels[] = {"attn_fwd", "attn_bwd", "mla_fwd", "mla_bwd"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         ptxgen_request rq = {.arch = arch, .kernel = kernels[i]};
@@ -47,17 +48,20 @@ int main(int argc, char **argv) {
         double t0 = now_ms();
         if (ptxgen_load(d, s, &l, err, sizeof err)) { fprintf(stderr, "load_bench: %s\n", err); return 1; }
         cold = now_ms() - t0;
+        char how_cold[512], how_warm[512] = "";
+        snprintf(how_cold, sizeof how_cold, "%s", ptxgen_loaded_how(l));
         ptxgen_unload(l);
         for (int r = 0; r < reps; r++) {
             t0 = now_ms();
             if (ptxgen_load(d, s, &l, err, sizeof err)) { fprintf(stderr, "load_bench: %s\n", err); return 1; }
             warm[r] = now_ms() - t0;
+            snprintf(how_warm, sizeof how_warm, "%s", ptxgen_loaded_how(l));
             ptxgen_unload(l);
         }
         qsort(emit, (size_t)reps, sizeof *emit, cmp);
         qsort(warm, (size_t)reps, sizeof *warm, cmp);
-        printf("| %s | %d | %.0f | %.2f | %.1f | %.2f |\n", kernels[i], ptxgen_num_kernels(s),
-               (double)strlen(ptxgen_ptx(s)) / 1024, emit[reps / 2], cold, warm[reps / 2]);
+        printf("| %s | %d | %.0f | %.2f | %.1f | %.2f | %s / %s |\n", kernels[i], ptxgen_num_kernels(s),
+               (double)strlen(ptxgen_ptx(s)) / 1024, emit[reps / 2], cold, warm[reps / 2], how_cold, how_warm);
         ptxgen_free(s);
     }
     ptxgen_device_close(d);

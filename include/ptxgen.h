@@ -187,13 +187,20 @@ PTXGEN_API int  ptxgen_device_upload(ptxgen_device *d, unsigned long long dst, c
 PTXGEN_API int  ptxgen_device_download(ptxgen_device *d, void *dst, unsigned long long src, size_t bytes, char *err, size_t errlen);
 PTXGEN_API int  ptxgen_device_sync(ptxgen_device *d, char *err, size_t errlen);
 
-/* A set loaded on a device (its PTX JIT-compiled by the driver). Loading and launching are thread-safe
+/* A set loaded on a device. Its PTX is assembled whole-program: by a ptxas (PTXGEN_PTXAS names one,
+ * "driver" refuses them; unset, the first of $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin),
+ * whose cubin ptxgen's cache keeps, else by the driver's JIT (cuModuleLoadDataEx; the driver's own
+ * cache keeps it). Not through the driver's linker, which assembles relocatable code and there ignores
+ * setmaxnreg and serializes wgmma. ptxgen_loaded_how says which made this set's cubin. Loading and launching are thread-safe
  * (launches on one device are serialised while they are enqueued; the kernels run asynchronously). A loaded
  * set's workspaces are shared by its launches, so launches of one set on different streams must not overlap
  * on the GPU: use one stream per loaded set, or one loaded set per stream. */
 typedef struct ptxgen_loaded ptxgen_loaded;
 PTXGEN_API int  ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char *err, size_t errlen);
 PTXGEN_API void ptxgen_unload(ptxgen_loaded *l);
+/* One line: how the set's cubin was made ("cubin from ptxgen's cache (assembled by ...)", "<ptxas>, whole
+ * program; ...", "the driver's JIT, whole program ..."); "" on the sim. Lives as long as l. */
+PTXGEN_API const char *ptxgen_loaded_how(const ptxgen_loaded *l);
 /* What the driver made of kernel k: registers per thread, local (spill and stack) bytes per thread. */
 PTXGEN_API int  ptxgen_kernel_resources(const ptxgen_loaded *l, int k, int *regs, int *local_bytes);
 

@@ -34,6 +34,7 @@ struct ptxgen_loaded {
     unsigned strided[MAX_TENSORS];
     int ntensor;
     unsigned smem_set[MAX_K];   /* the dynamic shared memory each kernel is opted into (set once) */
+    char how[512];              /* dev_last_load, taken under the device lock */
 };
 
 static int tensor_index(const ptxgen_loaded *l, const char *name) {
@@ -161,6 +162,7 @@ int ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char
     }
     pthread_mutex_lock(&d->mu);
     rc = dev_load_ptx(d->dev, ptxgen_ptx(s), ptxgen_entry(s, 0), &l->mod, err, errlen) ? PTXGEN_ELOAD : PTXGEN_OK;
+    if (!rc && dev_last_load(d->dev)) snprintf(l->how, sizeof l->how, "%s", dev_last_load(d->dev));
     for (int k = 0; !rc && k < nk; k++)
         if (dev_get_func(l->mod, ptxgen_entry(s, k), &l->fn[k], err, errlen) ||
             dev_func_attrs(l->fn[k], &l->attrs[k], err, errlen))
@@ -182,6 +184,8 @@ void ptxgen_unload(ptxgen_loaded *l) {
     if (l->mod) dev_unload(l->mod);
     free(l);
 }
+
+const char *ptxgen_loaded_how(const ptxgen_loaded *l) { return l ? l->how : ""; }
 
 int ptxgen_kernel_resources(const ptxgen_loaded *l, int k, int *regs, int *local_bytes) {
     if (!l || k < 0 || k >= l->nk) return PTXGEN_EINVAL;

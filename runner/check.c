@@ -137,10 +137,9 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
     clock_gettime(CLOCK_MONOTONIC, &t1);
     free(text);
     if (rc) return fail("load", err);
-    if (strcmp(dev_kind(ss->dev), "sim"))
+    if (dev_last_load(ss->dev))
         printf("module load: %.2f ms (%s)\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6,
-               (const char *[]){"the driver's JIT, not cached", "cubin from the JIT cache",
-                                "the driver's JIT, cubin stored"}[dev_last_load_cached(ss->dev)]);
+               dev_last_load(ss->dev));
     ss->nk = ptxgen_num_kernels(ss->set);
     if (ss->nk > (int)(sizeof ss->k / sizeof ss->k[0])) {
         snprintf(err, sizeof err, "the set has %d kernels; the runner holds at most %d", ss->nk, (int)(sizeof ss->k / sizeof ss->k[0]));

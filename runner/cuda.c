@@ -4,6 +4,7 @@
  * types and enums only, never for linking. */
 #include "device_impl.h"
 #include "jit_cache.h"
+#include "ptxas.h"
 #include "sim_tmap.h"
 
 #include <ctype.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* dlsym hands back void *; POSIX guarantees function pointers share its size
  * and representation, which the memcpy in resolve() relies on. */
@@ -40,11 +42,7 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must
     X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                               \
     X(ModuleUnload, "cuModuleUnload", NULL, (CUmodule))                                               \
     X(ModuleLoadData, "cuModuleLoadData", NULL, (CUmodule *, const void *))                           \
-    X(LinkCreate, "cuLinkCreate_v2", "cuLinkCreate", (unsigned int, CUjit_option *, void **, CUlinkState *)) \
-    X(LinkAddData, "cuLinkAddData_v2", "cuLinkAddData",                                              \
-      (CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned int, CUjit_option *, void **)) \
-    X(LinkComplete, "cuLinkComplete", NULL, (CUlinkState, void **, size_t *))                         \
-    X(LinkDestroy, "cuLinkDestroy", NULL, (CUlinkState))                                              \
+    X(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL, (CUmodule *, const void *, unsigned int, CUjit_option *, void **)) \
     X(DriverGetVersion, "cuDriverGetVersion", NULL, (int *))                                          \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL, (CUfunction *, CUmodule, const char *))         \
     X(FuncGetAttribute, "cuFuncGetAttribute", NULL, (int *, CUfunction_attribute, CUfunction))        \
@@ -91,9 +89,11 @@ struct CuDev {
     LaunchExFn launch_ex;
     CUdevice dev;
     CUcontext ctx;
-    JitCache cache;        /* cubins by (PTX, arch, driver, JIT options): jit_cache.h */
+    JitCache cache;        /* ptxas's cubins by (PTX, arch, driver, the ptxas): jit_cache.h */
     char jit_arch[16], jit_driver[16];
-    int last_hit;          /* the last load: 0 JIT (not stored), 1 from the cache, 2 JIT and stored */
+    char ptxas[1024];      /* the assembler (ptxas.h); empty: the driver's JIT */
+    int ptxas_how;         /* PTXAS_NONE, _FOUND or _NAMED */
+    char last_load[1400];  /* how the last load made its cubin, for the load log */
 };
 /* A module owns the DevFuncs taken from it: device.h has no per-function free,
  * and a CUfunction is dead once its module is unloaded anyway. */
@@ -190,6 +190,7 @@ int cuda_open(Device **out, int ordinal, char *err, size_t errlen)
     snprintf(d->jit_arch, sizeof d->jit_arch, "sm_%d%d", major, minor);
     snprintf(d->jit_driver, sizeof d->jit_driver, "%d", version);
     jit_cache_open(&d->cache, why, sizeof why);   /* off: every load compiles */
+    d->ptxas_how = ptxas_choose(d->ptxas, sizeof d->ptxas);
     *out = &d->base;
     return 0;
 }
@@ -264,7 +265,7 @@ static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *du
     } else if (dump_name) {
         snprintf(tail, sizeof tail, "; could not dump the PTX to a new file in $TMPDIR: %s", strerror(errno));
     }
-    drv(d, r, "the driver's JIT (cuLinkAddData/cuLinkComplete/cuModuleLoadData)", NULL, err, errlen);
+    drv(d, r, "the driver's JIT (cuModuleLoadDataEx)", NULL, err, errlen);
     if (!err || !errlen) return;
     used = strlen(err);
     tl = strlen(tail);
@@ -294,66 +295,104 @@ static void dump_load(const char *name, const uint8_t key[16], const char *ptx, 
     }
 }
 
-/* JIT options the cubin depends on, part of its cache key */
-#define JIT_OPTIONS "default-opt;verbose-log"
+static const CUjit_option kLogOpts[] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                         CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
 
+/* The PTX through ptxas (whole program), the cubin by ptxgen's cache: 0 loaded, -1 not, the reason in why. */
+static int load_by_ptxas(CuDev *d, CuMod *m, const char *ptx, const char *dump_name, char *info, char *why, size_t whylen)
+{
+    char id[1200], arch[64];
+    struct stat st;
+    uint8_t key[16];
+    void *bin = NULL;
+    size_t n = 0;
+    int corrupt = 0, stored;
+    CUresult r;
+    /* a ptxas replaced in place makes other cubins: its size and mtime join the key */
+    int known = !stat(d->ptxas, &st);
+    snprintf(id, sizeof id, "ptxas:%s:%lld:%lld", d->ptxas, known ? (long long)st.st_size : -1LL,
+             known ? (long long)st.st_mtime : -1LL);
+    const char *parts[] = { ptx, d->jit_arch, d->jit_driver, id };
+    jit_cache_key(parts, 4, key);
+    if (jit_cache_get(&d->cache, key, &bin, &n, &corrupt) && d->api.ModuleLoadData(&m->mod, bin) == CUDA_SUCCESS) {
+        free(bin);
+        snprintf(d->last_load, sizeof d->last_load, "cubin from ptxgen's cache (assembled by %s)", d->ptxas);
+        return 0;
+    }
+    free(bin);   /* a cubin the driver cannot load (a stale one) is rebuilt */
+    bin = NULL;
+    ptx_target(ptx, arch, sizeof arch);
+    if (ptxas_assemble(d->ptxas, arch, ptx, &bin, &n, info, LOG_CAP - 1, why, whylen)) return -1;
+    dump_load(dump_name, key, ptx, info, "");
+    r = d->api.ModuleLoadData(&m->mod, bin);
+    if (r != CUDA_SUCCESS) {
+        free(bin);
+        return drv(d, r, "cuModuleLoadData", "the cubin ptxas made (a ptxas newer than the driver?)", why, whylen);
+    }
+    stored = d->cache.on && !jit_cache_put(&d->cache, key, bin, n);
+    free(bin);
+    snprintf(d->last_load, sizeof d->last_load, "%s, whole program; %s", d->ptxas,
+             stored ? "cubin stored in ptxgen's cache" : "ptxgen's cache is off, nothing stored");
+    if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: ptxas log:\n%s\n", info);
+    return 0;
+}
+
+/* The assembler ptxas.h describes; on failure the PTX goes to a fresh private
+ * file (dump_name) and err holds the JIT's or ptxas's log and the repro. */
 static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen)
 {
     CuDev *d = (CuDev *)d_;
-    char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP);
+    char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP), why[1024] = "", arch[64], path[1024];
     CuMod *m = calloc(1, sizeof *m);
-    CUjit_option opt[] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
-                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
     /* sizes leave one byte spare so the calloc'd NUL survives a full log */
     void *val[] = { info, (void *)(uintptr_t)(LOG_CAP - 1), elog, (void *)(uintptr_t)(LOG_CAP - 1), (void *)(uintptr_t)1 };
-    const char *parts[] = { ptx, d->jit_arch, d->jit_driver, JIT_OPTIONS };
+    const char *parts[] = { ptx, d->jit_arch, d->jit_driver, "driver" };
     uint8_t key[16];
-    void *bin = NULL, *cubin = NULL;
-    size_t n = 0;
-    int rc = -1, corrupt = 0;
+    int rc = -1;
     CUresult r;
-    CUlinkState ls = NULL;
     *out = NULL;
-    d->last_hit = 0;
-    jit_cache_key(parts, 4, key);
+    d->last_load[0] = '\0';
     if (!info || !elog || !m) {
         dev_errf(err, errlen, "dev_load_ptx: out of memory");
         goto done;
     }
     if (bind(d, err, errlen)) goto done;
-    if (jit_cache_get(&d->cache, key, &bin, &n, &corrupt) && d->api.ModuleLoadData(&m->mod, bin) == CUDA_SUCCESS) {
-        d->last_hit = 1;   /* a cubin the driver cannot load (a stale one) is rebuilt below */
-    } else {
-        /* the driver's JIT through the linker, so the cubin comes back for the cache */
-        r = d->api.LinkCreate((unsigned)(sizeof opt / sizeof opt[0]), opt, val, &ls);
-        if (r == CUDA_SUCCESS)
-            r = d->api.LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, dump_name ? dump_name : "ptxgen", 0,
-                                   NULL, NULL);
-        if (r == CUDA_SUCCESS) r = d->api.LinkComplete(ls, &cubin, &n);
-        if (r == CUDA_SUCCESS) r = d->api.ModuleLoadData(&m->mod, cubin);
-        dump_load(dump_name, key, ptx, info, elog);
-        if (r != CUDA_SUCCESS) {
-            jit_fail(d, r, ptx, dump_name, elog, err, errlen);
+    if (d->ptxas[0]) {
+        if (!load_by_ptxas(d, m, ptx, dump_name, info, why, sizeof why)) goto loaded;
+        if (d->ptxas_how == PTXAS_NAMED) {   /* the user's choice: no quiet way around it */
+            if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
+                ptx_target(ptx, arch, sizeof arch);
+                dev_errf(err, errlen, "PTXGEN_PTXAS: %s; PTX dumped to %s; repro: %s -arch=%s %s", why, path, d->ptxas,
+                         arch, path);
+            } else dev_errf(err, errlen, "PTXGEN_PTXAS: %s", why);
             goto done;
         }
-        if (d->cache.on && !jit_cache_put(&d->cache, key, cubin, n)) d->last_hit = 2;   /* a failed store costs a JIT later */
-        if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
     }
+    jit_cache_key(parts, 4, key);
+    r = d->api.ModuleLoadDataEx(&m->mod, ptx, (unsigned)(sizeof kLogOpts / sizeof kLogOpts[0]), (CUjit_option *)kLogOpts,
+                                val);
+    dump_load(dump_name, key, ptx, info, elog);
+    if (r != CUDA_SUCCESS) {
+        jit_fail(d, r, ptx, dump_name, elog, err, errlen);
+        goto done;
+    }
+    snprintf(d->last_load, sizeof d->last_load, "the driver's JIT, whole program (the driver's own cache keeps it)%s%.900s",
+             why[0] ? "; the ptxas found failed, so not it: " : "", why);
+    if (getenv("PTXGEN_JIT_LOG") && info[0]) fprintf(stderr, "ptxgen: JIT info log:\n%s\n", info);
+loaded:
     m->d = d;
     m->base.dev = &d->base;
     *out = &m->base;
     m = NULL;
     rc = 0;
 done:
-    if (ls) (void)d->api.LinkDestroy(ls);   /* owns cubin */
-    free(bin);
     free(m);
     free(info);
     free(elog);
     return rc;
 }
 
-static int cu_last_load_cached(const Device *d) { return ((const CuDev *)d)->last_hit; }
+static const char *cu_last_load(const Device *d) { return ((const CuDev *)d)->last_load; }
 
 static void cu_unload(DevModule *m_)
 {
@@ -586,5 +625,5 @@ static const DevOps kCudaOps = {
     .get_func = cu_get_func, .func_attrs = cu_func_attrs, .set_dyn_smem = cu_set_dyn_smem, .alloc = cu_alloc,
     .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .launch = cu_launch,
     .sync = cu_sync, .event_new = cu_event_new, .event_free = cu_event_free, .event_record = cu_event_record,
-    .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode, .last_load_cached = cu_last_load_cached,
+    .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode, .last_load = cu_last_load,
 };

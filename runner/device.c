@@ -63,7 +63,7 @@ int dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen) 
 
 void dev_set_stream(Device *d, void *stream) { d->stream = stream; }
 int dev_stats(Device *d, DevStats *out) { return d->ops->stats_get ? d->ops->stats_get(d, out) : -1; }
-int dev_last_load_cached(const Device *d) { return d->ops->last_load_cached ? d->ops->last_load_cached(d) : 0; }
+const char *dev_last_load(const Device *d) { return d->ops->last_load ? d->ops->last_load(d) : NULL; }
 
 int dev_load_ptx(Device *d, const char *ptx, const char *dump, DevModule **m, char *err, size_t n)
 {

@@ -56,18 +56,18 @@ int  dev_info(Device *d, DevInfo *info, char *err, size_t errlen);
  * table has it, since only that target has the GPU's newest instructions (wgmma, tcgen05), else "sm_86". */
 void dev_arch_name(const DevInfo *info, char *arch, size_t len);
 
-/* Loads PTX: on "cuda" a cubin from the JIT cache (jit_cache.h) or the driver's JIT (cuLinkAddData with
- * info/error log buffers), then stored in the cache; dev_last_load_cached says which. On failure
+/* Loads PTX: on "cuda" through the assembler runner/ptxas.h chooses (a ptxas, its cubin kept by the
+ * JIT cache, jit_cache.h; or the driver's JIT), whole program; dev_last_load says how. On failure
  * the PTX is written to a fresh private file named after dump_name (if
- * non-NULL; dev_dump_ptx) and err holds the JIT error log and the file's path. */
+ * non-NULL; dev_dump_ptx) and err holds the JIT's or ptxas's error log and the file's path. */
 int  dev_load_ptx(Device *d, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen);
 /* ptx into a new file $TMPDIR/ptxgen-<name>-XXXXXX.ptx (mkstemps: created exclusively, mode 0600, so
  * it never follows a link or reuses another's file); its path into path. 0 ok, -1 with errno. */
 int  dev_dump_ptx(const char *name, const char *ptx, char *path, size_t pathlen);
 void dev_unload(DevModule *m);
-/* How the last dev_load_ptx went on "cuda": 1 its cubin came from the cache, 2 the driver's JIT made it and
- * the cache stored it, 0 the JIT made it and nothing stored it (the cache off or unwritable; the sim). */
-int  dev_last_load_cached(const Device *d);
+/* How the last dev_load_ptx on "cuda" made its cubin, one line ("cubin from ptxgen's cache (assembled by
+ * /usr/local/cuda/bin/ptxas)", "the driver's JIT, whole program ..."); NULL on the sim. */
+const char *dev_last_load(const Device *d);
 int  dev_get_func(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen);
 int  dev_func_attrs(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen);
 /* Opts the function into dyn_smem bytes of dynamic shared memory (needed above 48 KB). */

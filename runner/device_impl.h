@@ -9,7 +9,7 @@ typedef struct DevOps {
     void (*close)(Device *d);
     int (*info)(Device *d, DevInfo *info, char *err, size_t errlen);
     int (*load_ptx)(Device *d, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen);
-    int (*last_load_cached)(const Device *d);   /* NULL: no cache (the sim) */
+    const char *(*last_load)(const Device *d);   /* NULL: no assembler (the sim) */
     void (*unload)(DevModule *m);
     int (*get_func)(DevModule *m, const char *entry, DevFunc **out, char *err, size_t errlen);
     int (*func_attrs)(DevFunc *f, DevFuncAttrs *a, char *err, size_t errlen);

@@ -73,7 +73,7 @@ static double *download_bf16(ptxgen_device *d, unsigned long long p, long long n
 }
 
 /* attn_fwd, b 1, h_q 4 over h_kv 2, d 64, q and o with padded rows */
-static void attn_fwd(ptxgen_device *dev, const char *arch) {
+static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu) {
     enum { SQ = 37, SK = 70, HQ = 4, HKV = 2, D = 64, PAD = 8 };
     char err[512] = "", msg[600];
     ptxgen_request rq = {.arch = arch, .kernel = "attn_fwd", .hdim = D};
@@ -82,6 +82,10 @@ static void attn_fwd(ptxgen_device *dev, const char *arch) {
     int rc = ptxgen_build(&rq, &s, err, sizeof err) || ptxgen_load(dev, s, &l, err, sizeof err);
     check(!rc, "api: attn_fwd builds and loads", err);
     if (rc) { ptxgen_free(s); return; }
+    const char *how = ptxgen_loaded_how(l);
+    /* on a GPU a whole-program assembler made the cubin, never the driver's linker; the sim has none */
+    check(on_gpu ? strstr(how, "whole program") || strstr(how, "from ptxgen's cache") : !strcmp(how, ""),
+          "api: ptxgen_loaded_how names the assembler (\"\" on the sim)", how);
     static double q[SQ * HQ * D], k[SK * HKV * D], v[SK * HKV * D], ref[SQ * HQ * D];
     unsigned long long qp = upload_bf16(dev, q, SQ * HQ, D, D + PAD, err), kp = upload_bf16(dev, k, SK * HKV, D, D, err),
                        vp = upload_bf16(dev, v, SK * HKV, D, D, err), op = 0, lp = 0;
@@ -278,7 +282,7 @@ int main(int argc, char **argv) {
     char arch[16];
     rc = ptxgen_device_arch(dev, arch, sizeof arch, err, sizeof err);
     check(!rc && (strcmp(device, "sim") || !strcmp(arch, "sm_100a")), "api: the device names its arch (the sim: sm_100a)", arch);
-    attn_fwd(dev, arch);
+    attn_fwd(dev, arch, strcmp(device, "sim") != 0);
     mla(dev, arch);
     ptxgen_device_close(dev);
     printf("%d passed, %d failed\n", passed, failed);
