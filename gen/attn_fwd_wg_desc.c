@@ -11,22 +11,20 @@ const TileKey attn_fwd_wg_keys[] = {
     {"bn", offsetof(AttnTile, bn), {64, 96, 128, 192}, 4, "key/value rows per main-loop step (the N of S = Q K^T)"},
     {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
     {"pingpong", offsetof(AttnTile, pingpong), {0, 1}, 2, "1: consumer warpgroups take turns issuing their products "
-     "(FA3's ping-pong, named barriers); measured slower on the H200 so far, so 0 by default"},
+     "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
     {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
      "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 
-/* FA3's shapes: two consumer warpgroups (three at d=64, whose accumulators are small) and 128-key
- * steps; d=256 halves the step so that S, P and the 128-column O fit 240 registers. */
-/* A producer warpgroup that gives its registers to the consumers (setmaxnreg): one producer warp would
- * still leave 168 per thread, since the registers of a wgmma kernel are counted in whole warpgroups.
- * Measured on the H200 (BENCHMARKS.md): the driver's JIT keeps a consumer within about 168 registers
- * whatever setmaxnreg gives, so d=128 takes 96-key steps (bn=128 left 136 B of local memory, bn=96
- * none, at the same speed). */
+/* Two consumer warpgroups taking turns (ping-pong) and a producer warpgroup that gives its registers to
+ * them (setmaxnreg: one producer warp would still leave 168 per thread, since the registers of a wgmma
+ * kernel are counted in whole warpgroups). d=256 takes 64-key steps so that S, P and the 128-register O
+ * fit 240 registers and the rings fit shared memory. Chosen on the H200 (BENCHMARKS.md): ping-pong
+ * 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and d256. */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = 128, .bn = d >= 128 ? 96 : 128, .stages = 2, .producer = 4};
+    return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4};
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {

@@ -48,8 +48,8 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
                  d->d, kind->name, kind->default_hdim, kind->dv);
     else if (!strcmp(kind->name, "attn_fwd"))
         snprintf(err, errlen, "head dim %d is not supported by the %s attn_fwd (%s)", d->d, family_name(kind->family),
-                 kind->family == FAM_WGMMA ? "64 or 128: at d=256 the output accumulator alone is 128 registers per "
-                 "consumer thread" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple of 64 and "
+                 kind->family == FAM_WGMMA ? "64, 128 or 256: its TMA tiles are slabs of 64 columns, and past 256 the "
+                 "output accumulator alone would take more than a consumer thread's 240 registers" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple of 64 and "
                  "whole 16-byte rows per thread group");
     else
         snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_bwd (64 or 128: each warp keeps "

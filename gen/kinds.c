@@ -6,7 +6,7 @@
 
 static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
 /* d=256 on wgmma: O alone is 128 registers per consumer thread, and the driver's JIT spilled it (360 B) */
-static const int fwd_wg_hdims[] = {64, 128};
+static const int fwd_wg_hdims[] = {64, 128, 256};
 static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_MMA_SYNC,
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
@@ -14,7 +14,7 @@ static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_wg_hdims, 2, 128, 0, 1, 0},
+     fwd_wg_hdims, 3, 128, 0, 1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},

@@ -54,8 +54,8 @@ for d in 64 128 256; do
   run "d=$d MQA s=333 b=3" --hdim $d --sq 333 --sk 333 --hq 8 --hkv 1 --b 3
 done
 # check takes the GPU's own target (sm_90a on an H100/H200), where --mma auto picks wgmma for d 64 and 128
-# and mma.sync for d 256: the shape matrix above ran both. The mma.sync kernel at d 64/128 and the tiles of each:
-for d in 64 128; do
+# at every head dim: the shape matrix above ran it. The mma.sync kernel at each head dim and the tiles of each:
+for d in 64 128 256; do
   for c in "" "--causal"; do
     run "mma.sync d=$d ${c:-full} GQA 4:1 s=1000/1537 pad=8" --mma sync --hdim $d $c --sq 1000 --sk 1537 --hq 8 --hkv 2 --pad 8
     run "mma.sync d=$d fp16 ${c:-full} s=77/1000" --mma sync --hdim $d --dtype fp16 $c --sq 77 --sk 1000 --hq 4 --hkv 4
@@ -64,8 +64,8 @@ done
 for t in "bm=128,bn=64,warps=4" "bm=64,bn=64,warps=4" "bm=128,bn=128,warps=8" "bm=128,bn=32,warps=4" "bm=64,bn=32,warps=4"; do
   run "mma.sync d=128 tile $t causal s=777/1000" --mma sync --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
 done
-for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64" "64 bn=192" "128 bn=128" "128 bm=64,bn=96,stages=4" "128 pingpong=1" \
-         "128 producer=1" "128 producer=1,pingpong=1,bn=64"; do
+for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64" "64 bn=192" "128 bn=96" "128 bm=64,bn=96,stages=4" "128 pingpong=0" \
+         "128 producer=1,bn=96" "128 producer=1,pingpong=0,bn=64" "256 pingpong=0" "256 bm=64,stages=3"; do
   set -- $f
   run "wgmma d=$1 tile $2 causal s=777/1000" --mma wgmma --hdim $1 --tile $2 --causal --sq 777 --sk 1000 --hq 4 --hkv 2
   run "wgmma d=$1 tile $2 s=4099/333 GQA pad=8" --mma wgmma --hdim $1 --tile $2 --sq 4099 --sk 333 --hq 8 --hkv 2 --pad 8
@@ -80,7 +80,7 @@ for d in 64 128 256; do
   done
 done
 run "mma.sync d=128 tile bm=64,bn=32,warps=4 causal s=150/77" --mma sync --hdim 128 --tile bm=64,bn=32,warps=4 --causal --sq 150 --sk 77
-for t in pingpong=1 producer=1 bm=64,bn=64,stages=4; do
+for t in pingpong=0 producer=1 bm=64,bn=64,stages=4; do
   run "wgmma d=64 tile $t causal s=150/377 GQA" --mma wgmma --hdim 64 --tile $t --causal --sq 150 --sk 377 --hq 4 --hkv 2
 done
 kern=attn_bwd
@@ -171,7 +171,7 @@ fi
 # compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory hazards)
 # over the wgmma kernel's layouts at a small ragged causal GQA shape
 if command -v compute-sanitizer >/dev/null; then
-  for t in "" pingpong=1 producer=1; do
+  for t in "" pingpong=0 producer=1,bn=96; do
     for tool in memcheck racecheck; do
       label="compute-sanitizer $tool attn_fwd wgmma ${t:-default tile} causal s=150/300 GQA"
       if out=$(timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_fwd --mma wgmma \
