@@ -115,6 +115,17 @@ void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max) {
 
 /* Recomputed per masked block from the CTA and lane ids rather than kept
  * live through the unmasked loop. */
+void row_block(Kctx *k, const RowBlocks *rb, Reg m) {
+    Emit *e = &k->e;
+    INS(e, MOV_B32, R(m), SR("%ctaid.x"));
+    if (rb->last_first) {
+        Reg last = e_reg(e, RC_B32);
+        INS(e, MOV_B32, R(last), SR("%nctaid.x"));
+        INS(e, SUB_U32, R(last), R(last), I(1));
+        INS(e, SUB_U32, R(m), R(last), R(m));
+    }
+}
+
 void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     Emit *e = &k->e;
     int tiles = rb->rows_per_warp / 16;
@@ -131,7 +142,7 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     /* row + s_k - s_q */
     Reg t = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, MOV_B32, R(row), SR("%ctaid.x"));
+    row_block(k, rb, row);
     INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
     INS(e, SHR_U32, R(t), R(k->tid), I(5));
     if (rb->first_warp) INS(e, SUB_U32, R(t), R(t), I(rb->first_warp));

@@ -57,8 +57,10 @@ static int role_regs(const Plan *p, const char *role) {
 /* Key blocks [0, n_full) need no mask, [n_full, n_max) do. */
 static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, .first_warp = wg_consumer_warp0(&f->d->tile),
+                        .last_first = f->d->causal};
     Reg mblk = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
+    row_block(k, &f->rb, mblk);
     cta_coords(k, &f->b, &f->h);
     f->kvh = kv_head_of(k, f->h);
     f->s_q = kc_u32(k, "s_q");
@@ -67,8 +69,7 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
     f->off = e_reg(e, RC_B32);
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
-    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, f->s_q, f->s_k, f->off, f->m_start,
-                        wg_consumer_warp0(&f->d->tile)};
+    f->rb.s_q = f->s_q, f->rb.s_k = f->s_k, f->rb.off = f->off, f->rb.m_start = f->m_start;
     key_blocks(k, &f->rb, n_full, n_max);
 }
 
