@@ -1,6 +1,7 @@
 /* A whole-program cubin from a ptxas, and which ptxas (ptxas.h says why). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "ptxas.h"
 
@@ -127,8 +129,24 @@ int ptxas_assemble(const char *path, const char *arch, const char *ptx, void **c
         fail(err, errlen, "%s: cannot run it: %s", path, strerror(e));
         goto done;
     }
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) { fail(err, errlen, "ptxas: waitpid: %s", strerror(errno)); goto done; }
+    /* a ptxas that never finishes must not hang the load: PTXGEN_PTXAS_TIMEOUT_S, default 600 */
+    const char *lim = getenv("PTXGEN_PTXAS_TIMEOUT_S");
+    double limit_s = lim && atof(lim) > 0 ? atof(lim) : 600;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) { fail(err, errlen, "ptxas: waitpid: %s", strerror(errno)); goto done; }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >= limit_s) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            fail(err, errlen, "%s -arch=%s did not finish in %.0f s (PTXGEN_PTXAS_TIMEOUT_S); killed", path, arch, limit_s);
+            goto done;
+        }
+        nanosleep(&(struct timespec){0, 2000000}, NULL);   /* 2 ms: ptxas takes 0.1-1 s */
+    }
     text = read_all(lg, &nlog);
     if (!WIFEXITED(status) || WEXITSTATUS(status)) {
         char first[600] = "";

@@ -13,7 +13,8 @@
  * PTXGEN_PTXAS picks: a path (that ptxas, its failures are errors), "driver"
  * (the driver's JIT), or unset (the first ptxas of $CUDA_HOME/bin, $CUDA_PATH/bin,
  * PATH, /usr/local/cuda/bin; the driver's JIT when there is none, or when that
- * ptxas fails or its cubin does not load, which the load log then says). */
+ * ptxas fails or its cubin does not load, which the load log then says). A
+ * ptxas still running after PTXGEN_PTXAS_TIMEOUT_S seconds (600) is killed. */
 #ifndef PTXGEN_PTXAS_H
 #define PTXGEN_PTXAS_H
 #include <stddef.h>

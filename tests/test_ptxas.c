@@ -1,7 +1,7 @@
 /* The loader's ptxas (runner/ptxas.c): which one PTXGEN_PTXAS, $CUDA_HOME and
  * PATH pick; a valid module comes back as an
  * ELF cubin with ptxas's -v report; a PTX error, a missing ptxas and a ptxas
- * that writes nothing each give one line naming it; no private file is left
+ * that writes nothing or hangs each give one line naming it; no private file is left
  * behind in $TMPDIR. Needs ptxas on PATH (a SKIP line otherwise). */
 #include <dirent.h>
 #include <stdio.h>
@@ -94,6 +94,19 @@ int main(void)
 
     rc = ptxas_assemble("true", "sm_80", kGood, &cubin, &n, log, sizeof log, err, sizeof err);
     check(rc == -1 && strstr(err, "wrote no cubin"), "a ptxas that writes nothing is refused", "rc %d: %s", rc, err);
+
+    /* a ptxas that never finishes is killed after PTXGEN_PTXAS_TIMEOUT_S */
+    char slow[1200];
+    snprintf(slow, sizeof slow, "%s/slow-ptxas", tmp);
+    FILE *sf = fopen(slow, "w");
+    if (sf) fputs("#!/bin/sh\nexec sleep 30\n", sf), fclose(sf);
+    chmod(slow, 0700);
+    setenv("PTXGEN_PTXAS_TIMEOUT_S", "0.2", 1);
+    rc = ptxas_assemble(slow, "sm_80", kGood, &cubin, &n, log, sizeof log, err, sizeof err);
+    unsetenv("PTXGEN_PTXAS_TIMEOUT_S");
+    check(rc == -1 && strstr(err, "did not finish in") && strstr(err, "killed"), "a ptxas that hangs is killed, not waited on",
+          "rc %d: %s", rc, err);
+    unlink(slow);
 
     check(files_in(tmp) == 0, "no private file is left in $TMPDIR", "%d left in %s", files_in(tmp), tmp);
     rmdir(tmp);
