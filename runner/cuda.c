@@ -252,19 +252,28 @@ static void ptx_target(const char *ptx, char *out, size_t cap)
     if (!n) snprintf(out, cap, "sm_XX");
 }
 
+/* A failed load's tail: where its PTX was dumped (a fresh private file named
+ * after dump_name) and the command that reproduces the failure with ptxas. */
+static void repro_tail(const char *ptx, const char *dump_name, const char *ptxas, char *tail, size_t cap)
+{
+    char arch[64], path[1024];
+    tail[0] = '\0';
+    if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
+        ptx_target(ptx, arch, sizeof arch);
+        snprintf(tail, cap, "; PTX dumped to %s; repro: %s -arch=%s %s", path, ptxas, arch, path);
+    } else if (dump_name) {
+        snprintf(tail, cap, "; could not dump the PTX to a new file in $TMPDIR: %s", strerror(errno));
+    }
+}
+
 /* The dump path and repro go last but are budgeted first, so a small err
  * buffer loses the middle of the JIT log rather than where the PTX went. */
 static void jit_fail(const CuDev *d, CUresult r, const char *ptx, const char *dump_name, const char *log,
                      char *err, size_t errlen)
 {
-    char tail[2 * 4096 + 128] = "", arch[64], path[1024];
+    char tail[2 * 4096 + 128];
     size_t used, tl;
-    if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
-        ptx_target(ptx, arch, sizeof arch);
-        snprintf(tail, sizeof tail, "; PTX dumped to %s; repro: ptxas -arch=%s %s", path, arch, path);
-    } else if (dump_name) {
-        snprintf(tail, sizeof tail, "; could not dump the PTX to a new file in $TMPDIR: %s", strerror(errno));
-    }
+    repro_tail(ptx, dump_name, "ptxas", tail, sizeof tail);
     drv(d, r, "the driver's JIT (cuModuleLoadDataEx)", NULL, err, errlen);
     if (!err || !errlen) return;
     used = strlen(err);
@@ -342,7 +351,7 @@ static int load_by_ptxas(CuDev *d, CuMod *m, const char *ptx, const char *dump_n
 static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevModule **out, char *err, size_t errlen)
 {
     CuDev *d = (CuDev *)d_;
-    char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP), why[1024] = "", arch[64], path[1024];
+    char *info = calloc(1, LOG_CAP), *elog = calloc(1, LOG_CAP), why[1024] = "", tail[2200];
     CuMod *m = calloc(1, sizeof *m);
     /* sizes leave one byte spare so the calloc'd NUL survives a full log */
     void *val[] = { info, (void *)(uintptr_t)(LOG_CAP - 1), elog, (void *)(uintptr_t)(LOG_CAP - 1), (void *)(uintptr_t)1 };
@@ -360,11 +369,8 @@ static int cu_load_ptx(Device *d_, const char *ptx, const char *dump_name, DevMo
     if (d->ptxas[0]) {
         if (!load_by_ptxas(d, m, ptx, dump_name, info, why, sizeof why)) goto loaded;
         if (d->ptxas_how == PTXAS_NAMED) {   /* the user's choice: no quiet way around it */
-            if (dump_name && dev_dump_ptx(dump_name, ptx, path, sizeof path) == 0) {
-                ptx_target(ptx, arch, sizeof arch);
-                dev_errf(err, errlen, "PTXGEN_PTXAS: %s; PTX dumped to %s; repro: %s -arch=%s %s", why, path, d->ptxas,
-                         arch, path);
-            } else dev_errf(err, errlen, "PTXGEN_PTXAS: %s", why);
+            repro_tail(ptx, dump_name, d->ptxas, tail, sizeof tail);
+            dev_errf(err, errlen, "PTXGEN_PTXAS: %s%s", why, tail);
             goto done;
         }
     }

@@ -168,28 +168,27 @@ if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c 
 else
     fail=$((fail + 1)); echo "FAIL test_sim's correct kernels on the GPU"; echo "$out" | sed 's/^/    /'
 fi
+gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
+    local label=$1; shift
+    if out=$("$@" 2>&1); then pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | tail -n 1)"
+    else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
+}
 # compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory hazards)
 # over the wgmma kernel's layouts at a small ragged causal GQA shape
 if command -v compute-sanitizer >/dev/null; then
   for t in "" pingpong=0 producer=1,bn=96; do
     for tool in memcheck racecheck; do
-      label="compute-sanitizer $tool attn_fwd wgmma ${t:-default tile} causal s=150/300 GQA"
-      if out=$(timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_fwd --mma wgmma \
-               ${t:+--tile $t} --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 --seed $((seed += 1)) 2>&1) &&
-         echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)"; then
-        pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | grep -E 'SUMMARY' | tr '\n' ' ')"
-      else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
+      gate "compute-sanitizer $tool attn_fwd wgmma ${t:-default tile} causal s=150/300 GQA" bash -c '
+        out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel attn_fwd --mma wgmma \
+              ${2:+--tile $2} --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 --seed "$3" 2>&1) || { echo "$out"; exit 1; }
+        echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
+        echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool "$t" $((seed += 1))
     done
   done
 else
   echo "SKIP compute-sanitizer: not on this machine's PATH"
 fi
 # the public API and compare on the real driver
-gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
-    local label=$1; shift
-    if out=$("$@" 2>&1); then pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | tail -n 1)"
-    else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
-}
 gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda
 gate "example_host on the GPU" build/example_host cuda
 svg=$(mktemp "${TMPDIR:-/tmp}/ptxgen_compare.XXXXXX")
