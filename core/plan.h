@@ -70,6 +70,8 @@ void plan_alias_tmem(Plan *p, const char *name, int over, int cols, const char *
 /* The columns tcgen05.alloc takes for the map: a power of two, at least 32 (0 for no map). */
 int  plan_tmem_alloc(const Plan *p);
 void plan_add_role(Plan *p, const char *name, int warps, int regs);
+/* The setmaxnreg count the plan gave a role (0: none, or no such role). */
+int  plan_role_regs(const Plan *p, const char *name);
 
 /* Checks smem, TMEM, registers and roles against the arch, computes CTAs/SM; sets ok/verdict. */
 void plan_finish(Plan *p, const ArchInfo *a, const char *what);

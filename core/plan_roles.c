@@ -2,6 +2,7 @@
  * checked against the CTA's warps and the SM's register file, and printed. */
 #include "plan.h"
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 void plan_add_role(Plan *p, const char *name, int warps, int regs) {
@@ -10,6 +11,12 @@ void plan_add_role(Plan *p, const char *name, int warps, int regs) {
         abort();
     }
     p->role[p->nroles++] = (RoleRegs){name, warps, regs};
+}
+
+int plan_role_regs(const Plan *p, const char *name) {
+    for (int i = 0; i < p->nroles; i++)
+        if (!strcmp(p->role[i].name, name)) return p->role[i].regs;
+    return 0;
 }
 
 /* A role without setmaxnreg keeps what ptxas gives every thread: the estimate. */

@@ -18,6 +18,7 @@
  * stage while block m is worked on, one barrier per block. The inner loop
  * is bwd_step() below. */
 #include "attn_bwd.h"
+#include "attn_bwd_math.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ typedef struct {
     SmemTile sk, sv, sq, sdo, sds;    /* Q and dO: stage 0 */
     int stats_off;                    /* stage 0's [bm] f32 lse, then [bm] f32 delta */
     Stages st;
-    Reg stb;                          /* this lane's column pair in the current stage's statistics */
+    BwdStats stats;                   /* this lane's column pair in the current stage's statistics */
     Reg s_q, s_k, off, group;
     Reg m_lo, m_full, nm, total;      /* query blocks [m_lo, m_lo + nm) per head; masked below m_full */
     Reg nm_div;                       /* max(nm, 1): the prologue's block exists even when no block does */
@@ -81,30 +82,12 @@ static QBlock qblock(Kctx *k, Bwd *f, Reg it) {
     return q;
 }
 
-/* The query blocks that see key block n: from the first query whose causal
- * row reaches n0, masked until the block whose first query sees all bn keys. */
 static void query_range(Kctx *k, Bwd *f) {
     Emit *e = &k->e;
-    int bm = f->d->tile.bm, bn = f->d->tile.bn;
-    Reg m_end = e_reg(e, RC_B32), t = e_reg(e, RC_B32);
-    f->m_lo = e_reg(e, RC_B32), f->m_full = e_reg(e, RC_B32), f->nm = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(m_end), R(f->s_q), I(bm - 1));
-    INS(e, DIV_U32, R(m_end), R(m_end), I(bm));
-    if (f->d->causal) {
-        INS(e, SUB_S32, R(t), R(cta_key0(k, f)), R(f->off));
-        INS(e, MAX_S32, R(t), R(t), I(0));
-        INS(e, DIV_U32, R(f->m_lo), R(t), I(bm));
-        INS(e, MIN_U32, R(f->m_lo), R(f->m_lo), R(m_end));
-        INS(e, ADD_S32, R(t), R(cta_key0(k, f)), I(bn - 1));
-        INS(e, SUB_S32, R(t), R(t), R(f->off));
-        INS(e, MAX_S32, R(t), R(t), I(0));
-        INS(e, ADD_U32, R(t), R(t), I(bm - 1));
-        INS(e, DIV_U32, R(f->m_full), R(t), I(bm));
-    } else {
-        INS(e, MOV_B32, R(f->m_lo), I(0));
-        INS(e, MOV_B32, R(f->m_full), I(0));
-    }
-    INS(e, SUB_U32, R(f->nm), R(m_end), R(f->m_lo));
+    QueryBlocks qb;
+    query_blocks(k, f->d->causal, f->d->tile.bm, f->d->tile.bn, cta_key0(k, f), f->s_q, f->off, &qb);
+    f->m_lo = qb.m_lo, f->m_full = qb.m_full, f->nm = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
+    INS(e, SUB_U32, R(f->nm), R(qb.m_end), R(f->m_lo));
     INS(e, MUL_LO_U32, R(f->total), R(f->nm), R(f->group));
     f->nm_div = e_reg(e, RC_B32);
     INS(e, MAX_S32, R(f->nm_div), R(f->nm), I(1));
@@ -143,12 +126,13 @@ static void fragment_bases(Kctx *k, Bwd *f) {
     ldsm_b_lanes(k, &brow, &bsel);
     ldsm_bases(k, &f->qb, f->sq, brow, bsel);
     f->dob = (LdsmBases){f->sdo, f->qb.base};
-    f->stb = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(f->stb), R(k->lane), I(3));
-    INS(e, MAD_LO_U32, R(f->stb), R(f->stb), I(8), R(k->smem));
+    Reg stb = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(stb), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(stb), R(stb), I(8), R(k->smem));
+    f->stats = (BwdStats){stb, f->stats_off, f->stats_off + 4 * f->d->tile.bm};
     stages_track(&f->st, f->qt.base);
     stages_track(&f->st, f->qb.base);
-    stages_track(&f->st, f->stb);
+    stages_track(&f->st, stb);
     if (f->d->tile.deterministic) return;
     /* dQ slice of this warp: 16 query rows (row group rg), d/cg columns (group warp / rgs) */
     int rgs = f->d->tile.bm / 16;
@@ -192,65 +176,6 @@ static void issue_block(Kctx *k, Bwd *f, QBlock q, Reg shift) {
     tl_issue_at(k, &f->ld, f->sdo, shift, head_base(k, "do", b, q.h), f->do_rs, q.m_start, f->s_q);
     stats_issue(k, f, q, shift);
     INS0(&k->e, CP_ASYNC_COMMIT);
-}
-
-/* S^T[key, q] = -inf where key > q + s_k - s_q. Per lane, with
- * base = m_start + 2t - (key0 + g) + off, element (i, j, c) is visible iff
- * base >= 16i + 8(c/2) - 8j - (c%2). */
-static void causal_mask(Kctx *k, Bwd *f, Acc *s, Reg m_start) {
-    Emit *e = &k->e;
-    Reg base = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(t), R(k->lane), I(3));
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, MAD_LO_U32, R(base), R(t), I(2), R(m_start));
-    INS(e, ADD_S32, R(base), R(base), R(f->off));
-    INS(e, SUB_S32, R(base), R(base), R(cta_key0(k, f)));
-    INS(e, SUB_S32, R(base), R(base), R(f->warp_row0));
-    INS(e, SUB_S32, R(base), R(base), R(g));
-    for (int i = 0; i < s->mt; i++)
-        for (int j = 0; j < s->nt; j++)
-            for (int c = 0; c < 4; c++) {
-                Reg p = e_reg(e, RC_PRED);
-                INS(e, SETP_LT_S32, R(p), R(base), I(16 * i + 8 * (c >> 1) - 8 * j - (c & 1)));
-                INS(e, SELP_F32, R(ACC(s, i, j, c)), FI(-INFINITY), R(ACC(s, i, j, c)), R(p));
-            }
-}
-
-/* This lane's two values of a [bm] f32 row in shared memory for n tile j:
- * columns 8j + 2t and 8j + 2t + 1. Loaded per tile, next to their use, so
- * that they are not all live at once. */
-static void column_pair(Kctx *k, Bwd *f, int off, int j, Reg *v) {
-    v[0] = e_reg(&k->e, RC_F32), v[1] = e_reg(&k->e, RC_F32);
-    INS(&k->e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(f->stb, off + 32 * j));
-}
-
-/* P^T = 2^(S^T scale log2(e) - lse log2(e)) in place */
-static void probabilities(Kctx *k, Bwd *f, Acc *s) {
-    for (int j = 0; j < s->nt; j++) {
-        Reg nl[2];
-        column_pair(k, f, f->stats_off, j, nl);
-        for (int c = 0; c < 2; c++) INS(&k->e, MUL_F32, R(nl[c]), R(nl[c]), FI((float)-M_LOG2E));
-        for (int i = 0; i < s->mt; i++)
-            for (int c = 0; c < 4; c++) {
-                Reg x = ACC(s, i, j, c);
-                INS(&k->e, FMA_F32, R(x), R(x), R(f->scale_log2), R(nl[c & 1]));
-                INS(&k->e, EX2_F32, R(x), R(x));
-            }
-    }
-}
-
-/* dS^T = P^T o (dP^T - delta) into dp */
-static void score_grads(Kctx *k, Bwd *f, const Acc *p, Acc *dp) {
-    for (int j = 0; j < p->nt; j++) {
-        Reg dl[2];
-        column_pair(k, f, f->stats_off + 4 * f->d->tile.bm, j, dl);
-        for (int i = 0; i < p->mt; i++)
-            for (int c = 0; c < 4; c++) {
-                Reg x = ACC(dp, i, j, c);
-                INS(&k->e, SUB_F32, R(x), R(x), R(dl[c & 1]));
-                INS(&k->e, MUL_F32, R(x), R(x), R(ACC(p, i, j, c)));
-            }
-    }
 }
 
 /* dQ_m += dS K_n for this warp's slice, added into the fp32 accumulator */
@@ -317,11 +242,15 @@ static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
     Acc s, dp;
     acc_new(k, &s, mk, bm / 8);
     mma_abt(k, &s, &f->ka, &f->qb, d->d / 16, d->dtype, f->zero);          /* S^T = K Q^T */
-    if (masked) causal_mask(k, f, &s, qblock(k, f, it).m_start);
-    probabilities(k, f, &s);
+    if (masked) {
+        Reg key_row0 = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(key_row0), R(cta_key0(k, f)), R(f->warp_row0));
+        mask_future_keys(k, &s, qblock(k, f, it).m_start, f->off, key_row0);
+    }
+    bwd_probabilities(k, &f->stats, &s, f->scale_log2);
     acc_new(k, &dp, mk, bm / 8);
     mma_abt(k, &dp, &f->va, &f->dob, d->dv / 16, d->dtype, f->zero);       /* dP^T = V dO^T */
-    score_grads(k, f, &s, &dp);
+    bwd_score_grads(k, &f->stats, &s, &dp);
     Reg *pp = pack_a_from_acc(k, &s, d->dtype);
     mma_ab_trans(k, &f->dv, pp, bm / 16, &f->dot, d->dtype);               /* dV += P^T dO */
     Reg *ps = pack_a_from_acc(k, &dp, d->dtype);

@@ -47,13 +47,6 @@ typedef struct {
     RowStats rows;
 } WgFwd;
 
-/* The setmaxnreg count the plan gave a role (0: none). */
-static int role_regs(const Plan *p, const char *role) {
-    for (int i = 0; i < p->nroles; i++)
-        if (!strcmp(p->role[i].name, role)) return p->role[i].regs;
-    return 0;
-}
-
 /* Key blocks [0, n_full) need no mask, [n_full, n_max) do. */
 static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
@@ -71,17 +64,6 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     f->rb.s_q = f->s_q, f->rb.s_k = f->s_k, f->rb.off = f->off, f->rb.m_start = f->m_start;
     key_blocks(k, &f->rb, n_full, n_max);
-}
-
-/* The slabs of one [rows][cols] tile at shared offset dst, rows from `row` of head `head`. */
-static void tma_tile(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar) {
-    Emit *e = &k->e;
-    for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
-        Reg col = kc_imm32(k, s * WG_SLAB_COLS), a = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
-        Reg c[4] = {col, head, row, b};
-        INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128), TA(map, 4, c), A(bar, 0));
-    }
 }
 
 /* Pass `it` over ring `ring` (B_*): that slot's barrier and the parity its pass completes, the same
@@ -107,7 +89,7 @@ static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
-    tma_tile(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
+    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
 }
 
 static void producer(Kctx *k, WgFwd *f) {
@@ -115,7 +97,7 @@ static void producer(Kctx *k, WgFwd *f) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
     Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
-    if (role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(role_regs(f->p, "producer")));
+    if (plan_role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
     INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(32 * wg_producer_warp(&d->tile)));
     INSP(e, lead, 1, BRA, L(done));
     e_comment(e, "producer: one thread issues every TMA copy");
@@ -123,7 +105,7 @@ static void producer(Kctx *k, WgFwd *f) {
     Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
     problem(k, f, n_full, n_max);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
-    tma_tile(k, q, f->q_off, bm, d->d, zero, f->h, f->m_start, f->b, f->bar[0]);
+    wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->m_start, f->b, f->bar[0]);
     INS(e, MOV_B32, R(n), I(0));
     INS(e, MOV_B32, R(f->it), I(0));
     int top = e_label(e);
@@ -146,25 +128,6 @@ static Reg consume(Kctx *k, WgFwd *f, int ring, Reg it, int slot_bytes, Reg *emp
     return stage;
 }
 
-/* Every warp's share of the group's products is done: lane 0 of each frees the slot, and the ring moves on. */
-static void release(Kctx *k, Reg empty, Reg it) {
-    Emit *e = &k->e;
-    Reg l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
-    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
-    INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
-    INS(e, ADD_U32, R(it), R(it), I(1));
-}
-
-/* A descriptor at a runtime stage offset from a compile-time one. */
-static Reg desc_plus(Kctx *k, Reg desc, Reg stage) {
-    Emit *e = &k->e;
-    Reg s = e_reg(e, RC_B32), s64 = e_reg(e, RC_B64), out = e_reg(e, RC_B64);
-    INS(e, SHR_U32, R(s), R(stage), I(4));
-    INS(e, CVT_U64_U32, R(s64), R(s));
-    INS(e, ADD_U64, R(out), R(desc), R(s64));
-    return out;
-}
-
 /* S = Q K_n^T issued as one commit group once K_n landed; *empty is K_n's slot to free. */
 static void issue_s(Kctx *k, WgFwd *f, Acc *s, Reg *empty) {
     Emit *e = &k->e;
@@ -172,12 +135,12 @@ static void issue_s(Kctx *k, WgFwd *f, Acc *s, Reg *empty) {
     int bm = d->tile.bm, bn = d->tile.bn;
     Reg stage = consume(k, f, B_K_FULL, f->it, f->k_stride, empty);
     acc_new(k, s, 1, bn / 8);
-    Reg kd = desc_plus(k, f->k_desc, stage);
+    Reg kd = wg_desc_plus(k, f->k_desc, stage);
     INS0(e, WGMMA_FENCE);
     for (int kk = 0; kk < d->d / 16; kk++) {
         int slab = kk / 4, in = (kk % 4) * 32;   /* 64 columns per slab, 16 (32 bytes) per step */
         wg_mma(k, s, smem_desc_at(k, f->q_desc, slab * bm * 128 + in), NULL, smem_desc_at(k, kd, slab * bn * 128 + in),
-               0, d->dtype, kk ? f->yes : f->no);
+               WG_KMAJOR, d->dtype, kk ? f->yes : f->no);
     }
     INS0(e, WGMMA_COMMIT);
 }
@@ -188,10 +151,10 @@ static void issue_pv(Kctx *k, WgFwd *f, Reg *empty) {
     const AttnDesc *d = f->d;
     int bn = d->tile.bn;
     Reg stage = consume(k, f, B_V_FULL, f->it_v, f->v_stride, empty);
-    Reg vd = desc_plus(k, f->v_desc, stage);
+    Reg vd = wg_desc_plus(k, f->v_desc, stage);
     INS0(e, WGMMA_FENCE);                                       /* O was rescaled, P written, by the threads */
     for (int kk = 0; kk < bn / 16; kk++)
-        wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), 1, d->dtype, f->yes);
+        wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), WG_B_MN, d->dtype, f->yes);
     INS0(e, WGMMA_COMMIT);
 }
 
@@ -243,10 +206,10 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     issue_pv(k, f, &v_empty);                                   /* O += P_{n-1} V_{n-1} */
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
-    release(k, k_empty, f->it);
+    wg_release(k, k_empty, f->it);
     softmax_s(k, f, &s, n, masked);
     INS(e, WGMMA_WAIT, I(0));
-    release(k, v_empty, f->it_v);
+    wg_release(k, v_empty, f->it_v);
     keep_p(k, f, &s);
 }
 
@@ -260,7 +223,7 @@ static void first_block(Kctx *k, WgFwd *f, Reg zero) {
     issue_s(k, f, &s, &k_empty);
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(0));
-    release(k, k_empty, f->it);
+    wg_release(k, k_empty, f->it);
     softmax_s(k, f, &s, zero, 1);
     keep_p(k, f, &s);
 }
@@ -272,32 +235,16 @@ static void last_pv(Kctx *k, WgFwd *f) {
     issue_pv(k, f, &v_empty);
     turn_end(k, f);
     INS(&k->e, WGMMA_WAIT, I(0));
-    release(k, v_empty, f->it_v);
+    wg_release(k, v_empty, f->it_v);
 }
 
-/* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads
- * (the 128B swizzle: chunk c of row r at c ^ (r & 7)), then stored by one thread per warpgroup. */
+/* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads,
+ * then stored by one thread per warpgroup. */
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
-    Reg *pairs = pack_a_from_acc(k, &f->o, d->dtype);   /* per 16 columns: (g, 2t) (g+8, 2t) (g, 8+2t) (g+8, 8+2t) */
-    Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, AND_B32, R(t4), R(k->lane), I(3));
-    INS(e, SHL_B32, R(t4), R(t4), I(2));
-    INS(e, ADD_U32, R(row), R(f->warp_row0), R(g));
-    INS(e, MAD_LO_U32, R(base), R(row), I(128), R(k->smem));
-    INS(e, ADD_U32, R(base), R(base), R(t4));
-    for (int j = 0; j < d->dv / 8; j++) {                       /* column tile j: chunk j % 8 of slab j / 8 */
-        Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
-        INS(e, XOR_B32, R(x), R(g), I(j % 8));
-        INS(e, SHL_B32, R(x), R(x), I(4));
-        INS(e, ADD_U32, R(a), R(base), R(x));
-        int slab = f->o_off + (j / 8) * bm * 128, kk = j / 2, hi = j % 2;
-        INS(e, ST_SHARED_B32, A(a, slab), R(pairs[4 * kk + 2 * hi]));
-        INS(e, ST_SHARED_B32, A(a, slab + 8 * 128), R(pairs[4 * kk + 2 * hi + 1]));
-    }
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, f->o_off, bm * 128);
     INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
     INS(e, BAR_SYNC_N, R(named_bar), I(128));
     Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);
@@ -322,7 +269,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
 static void consumer(Kctx *k, WgFwd *f) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    if (role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(role_regs(f->p, "consumer")));
+    if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
     problem(k, f, n_full, n_max);
     f->wg = e_reg(e, RC_B32);
@@ -342,7 +289,7 @@ static void consumer(Kctx *k, WgFwd *f) {
     for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);
     Reg wq = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
-    f->q_desc = desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
+    f->q_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
     f->k_desc = wg_desc_kmajor(k, f->k_off);
     f->v_desc = wg_desc_mn(k, f->v_off, d->tile.bn * 128);
     f->it_v = e_reg(e, RC_B32);

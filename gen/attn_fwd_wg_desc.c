@@ -38,22 +38,8 @@ int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
 
 int wg_consumers(const AttnTile *t) { return t->bm / 64; }
 
-/* What the producer keeps after setmaxnreg.dec, and what the consumers take: the rest of the
- * register file, in steps of 8. One consumer warpgroup (256 threads) already starts with 248
- * registers, more than setmaxnreg.inc could raise it to usefully: no setmaxnreg then (0). */
-static int producer_regs(const AttnTile *t) { return t->producer == 4 && wg_consumers(t) > 1 ? WG_PRODUCER_REGS : 0; }
-static int consumer_regs(const AttnTile *t) {
-    int cw = wg_consumers(t);
-    if (!producer_regs(t)) {   /* the launch's share of the register file, threads counted in whole warpgroups
-                                  (a 288-thread wgmma kernel with 201 registers was refused launch on the H200) */
-        int r = 65536 / ((wg_threads(t) + 127) / 128 * 128);
-        r -= r % 8;
-        return r > 255 ? 255 : r;
-    }
-    int r = (65536 / 128 - WG_PRODUCER_REGS) / cw;
-    r -= r % 8;
-    return r > 240 ? 240 : r;
-}
+static int producer_regs(const AttnTile *t) { return wg_producer_regs(wg_consumers(t), t->producer); }
+static int consumer_regs(const AttnTile *t) { return wg_consumer_regs(wg_consumers(t), t->producer); }
 
 static const char *const k_stage[] = {"K.0", "K.1", "K.2", "K.3"}, *const v_stage[] = {"V.0", "V.1", "V.2", "V.3"};
 
@@ -82,20 +68,6 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
-static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 256 ? "256" : "?"; }
-
-/* A 4-D map over a [b, s, h, d] tensor, innermost first: (d, h, s, b), one 64-column slab of `rows`
- * rows of one head per copy; rows past s read as zeros (loads) or are not written (stores). */
-static void bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
-                     const char *seq, int rows, const char *const strides[3]) {
-    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
-                       .dims = {hdim_text(d), heads, seq, "b"}, .strides = {strides[0], strides[1], strides[2]},
-                       .box = {WG_SLAB_COLS, 1, rows, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
-                       .interleave = "none", .oob_fill = "zero"};
-    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x rows of one head, 128B swizzle; the tensor's h, s and b "
-                   "strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
-}
-
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
@@ -110,8 +82,8 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
     static const char *const os[] = {"o_stride_h * 2", "o_stride_s * 2", "o_stride_b * 2"};
-    bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
-    bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
-    bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
-    bshd_map(ks, "o_map", "o", dt, d->dv, "h_q", "s_q", 64, os);
+    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
+    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
+    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
+    wg_bshd_map(ks, "o_map", "o", dt, d->dv, "h_q", "s_q", 64, os);
 }

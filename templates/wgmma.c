@@ -26,18 +26,44 @@ static const WgRow *row_of(int n) {
 
 int wg_has_n(int n) { return row_of(n) != NULL; }
 
-void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int trans_b, DType dt, Reg accumulate) {
+void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, Reg accumulate) {
     int n = 8 * d->nt;
     const WgRow *r = row_of(n);
     if (d->mt != 1 || !r) {
         fprintf(stderr, "ptxgen internal: wgmma accumulator of %d x %d tiles\n", d->mt, d->nt);
         abort();
     }
-    int bf = dt == DT_BF16;
+    int bf = dt == DT_BF16, trans_a = !!(mn & WG_A_MN), trans_b = !!(mn & WG_B_MN);
+    if (a_regs && trans_a) {
+        fprintf(stderr, "ptxgen internal: a register A operand is K-major\n");
+        abort();
+    }
     if (a_regs)
         e_insn(&k->e, NOGUARD, 0, bf ? r->rs_bf16 : r->rs_f16,
                OPNDS(V(n / 2, d->r), V(4, a_regs), R(b), R(accumulate), I(1), I(1), I(trans_b)));
     else
         e_insn(&k->e, NOGUARD, 0, bf ? r->ss_bf16 : r->ss_f16,
-               OPNDS(V(n / 2, d->r), R(a), R(b), R(accumulate), I(1), I(1), I(0), I(trans_b)));
+               OPNDS(V(n / 2, d->r), R(a), R(b), R(accumulate), I(1), I(1), I(trans_a), I(trans_b)));
+}
+
+/* Per 16 columns the pairs are (g, 2t) (g+8, 2t) (g, 8+2t) (g+8, 8+2t); chunk c of row r sits at chunk
+ * c ^ (r & 7), and r & 7 = g since warp_row0 is a multiple of 8. */
+void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, int off, int slab_bytes) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, AND_B32, R(t4), R(k->lane), I(3));
+    INS(e, SHL_B32, R(t4), R(t4), I(2));
+    INS(e, ADD_U32, R(row), R(warp_row0), R(g));
+    INS(e, MAD_LO_U32, R(base), R(row), I(128), R(k->smem));
+    INS(e, ADD_U32, R(base), R(base), R(t4));
+    for (int j = 0; j < ncols / 8; j++) {                       /* column tile j: chunk j % 8 of slab j / 8 */
+        Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+        INS(e, XOR_B32, R(x), R(g), I(j % 8));
+        INS(e, SHL_B32, R(x), R(x), I(4));
+        INS(e, ADD_U32, R(a), R(base), R(x));
+        int slab = off + (j / 8) * slab_bytes, kk = j / 2, hi = j % 2;
+        INS(e, ST_SHARED_B32, A(a, slab), R(pairs[4 * kk + 2 * hi]));
+        INS(e, ST_SHARED_B32, A(a, slab + 8 * 128), R(pairs[4 * kk + 2 * hi + 1]));
+    }
 }

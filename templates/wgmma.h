@@ -24,9 +24,15 @@ Reg wg_desc_kmajor(Kctx *k, int off);
 /* Descriptor of an MN-major operand (rows are K, MN along the row) whose slabs of 64 MN columns are
  * slab_bytes apart. A K step of 16 is +16 rows = +2048 bytes. */
 Reg wg_desc_mn(Kctx *k, int off, int slab_bytes);
-/* D (+)= A B over one k16 step: A from desc a (SS) or 4 packed registers (RS; a_regs != NULL),
- * B from desc b (trans_b: MN-major). accumulate: a predicate, false for D = A B. */
-void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int trans_b, DType dt, Reg accumulate);
+/* Which operands are MN-major (wgmma's imm-trans-a / imm-trans-b); K-major otherwise. */
+enum { WG_KMAJOR = 0, WG_A_MN = 1, WG_B_MN = 2 };
+/* D (+)= A B over one k16 step: A from desc a (SS) or 4 packed registers (RS; a_regs != NULL, K-major
+ * by definition), B from desc b; mn: WG_A_MN | WG_B_MN. accumulate: a predicate, false for D = A B. */
+void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, Reg accumulate);
+/* An m64nN accumulator packed by pack_a_from_acc (ncols = N) into 128B-swizzled slabs of [rows][64]
+ * slab_bytes apart from shared offset off: the warp's rows from warp_row0 (a multiple of 8), the layout a
+ * TMA store and an MN-major wgmma operand read. */
+void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, int off, int slab_bytes);
 /* Whether wgmma has an m64nNk16 row in ops.def for N. */
 int wg_has_n(int n);
 #endif

@@ -1,0 +1,81 @@
+/* The backward's shared math (attn_bwd_math.h). */
+#include "attn_bwd_math.h"
+#include <math.h>
+
+void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, QueryBlocks *qb) {
+    Emit *e = &k->e;
+    Reg t = e_reg(e, RC_B32);
+    qb->m_end = e_reg(e, RC_B32), qb->m_lo = e_reg(e, RC_B32), qb->m_full = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(qb->m_end), R(s_q), I(bm - 1));
+    INS(e, DIV_U32, R(qb->m_end), R(qb->m_end), I(bm));
+    if (!causal) {
+        INS(e, MOV_B32, R(qb->m_lo), I(0));
+        INS(e, MOV_B32, R(qb->m_full), I(0));
+        return;
+    }
+    /* query q sees key j iff j <= q + off: the first query that sees key0 is key0 - off */
+    INS(e, SUB_S32, R(t), R(key0), R(off));
+    INS(e, MAX_S32, R(t), R(t), I(0));
+    INS(e, DIV_U32, R(qb->m_lo), R(t), I(bm));
+    INS(e, MIN_U32, R(qb->m_lo), R(qb->m_lo), R(qb->m_end));
+    /* and the first that sees all bn keys is key0 + bn - 1 - off */
+    INS(e, ADD_S32, R(t), R(key0), I(bn - 1));
+    INS(e, SUB_S32, R(t), R(t), R(off));
+    INS(e, MAX_S32, R(t), R(t), I(0));
+    INS(e, ADD_U32, R(t), R(t), I(bm - 1));
+    INS(e, DIV_U32, R(qb->m_full), R(t), I(bm));
+}
+
+/* Per lane, with base = m_start + 2t - (key_row0 + g) + off, element (i, j, c) is visible iff
+ * base >= 16i + 8(c/2) - 8j - (c%2). */
+void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0) {
+    Emit *e = &k->e;
+    Reg base = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, MAD_LO_U32, R(base), R(t), I(2), R(m_start));
+    INS(e, ADD_S32, R(base), R(base), R(off));
+    INS(e, SUB_S32, R(base), R(base), R(key_row0));
+    INS(e, SUB_S32, R(base), R(base), R(g));
+    for (int i = 0; i < s->mt; i++)
+        for (int j = 0; j < s->nt; j++)
+            for (int c = 0; c < 4; c++) {
+                Reg p = e_reg(e, RC_PRED);
+                INS(e, SETP_LT_S32, R(p), R(base), I(16 * i + 8 * (c >> 1) - 8 * j - (c & 1)));
+                INS(e, SELP_F32, R(ACC(s, i, j, c)), FI(-INFINITY), R(ACC(s, i, j, c)), R(p));
+            }
+}
+
+/* This lane's two values of a [bm] f32 row for n tile j: columns 8j + 2t and 8j + 2t + 1. Loaded per
+ * tile, next to their use, so that they are not all live at once. */
+static void column_pair(Kctx *k, const BwdStats *st, int off, int j, Reg *v) {
+    v[0] = e_reg(&k->e, RC_F32), v[1] = e_reg(&k->e, RC_F32);
+    INS(&k->e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(st->lane_cols, off + 32 * j));
+}
+
+void bwd_probabilities(Kctx *k, const BwdStats *st, Acc *s, Reg scale_log2) {
+    for (int j = 0; j < s->nt; j++) {
+        Reg nl[2];
+        column_pair(k, st, st->lse_off, j, nl);
+        for (int c = 0; c < 2; c++) INS(&k->e, MUL_F32, R(nl[c]), R(nl[c]), FI((float)-M_LOG2E));
+        for (int i = 0; i < s->mt; i++)
+            for (int c = 0; c < 4; c++) {
+                Reg x = ACC(s, i, j, c);
+                INS(&k->e, FMA_F32, R(x), R(x), R(scale_log2), R(nl[c & 1]));
+                INS(&k->e, EX2_F32, R(x), R(x));
+            }
+    }
+}
+
+void bwd_score_grads(Kctx *k, const BwdStats *st, const Acc *p, Acc *dp) {
+    for (int j = 0; j < p->nt; j++) {
+        Reg dl[2];
+        column_pair(k, st, st->delta_off, j, dl);
+        for (int i = 0; i < p->mt; i++)
+            for (int c = 0; c < 4; c++) {
+                Reg x = ACC(dp, i, j, c);
+                INS(&k->e, SUB_F32, R(x), R(x), R(dl[c & 1]));
+                INS(&k->e, MUL_F32, R(x), R(x), R(ACC(p, i, j, c)));
+            }
+    }
+}

@@ -1,0 +1,25 @@
+/* What every family's attn_bwd main kernel shares: the query blocks a key
+ * block sees, and the element-wise math on the transposed scores S^T (a warp's
+ * rows are keys, its columns queries; an Acc in the m16n8 layout). */
+#ifndef PTXGEN_ATTN_BWD_MATH_H
+#define PTXGEN_ATTN_BWD_MATH_H
+#include "attn_emit.h"
+#include "../templates/warp_mma.h"
+
+/* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_end), the ones below m_full only
+ * partly (causal: from the first query whose row reaches key0; all of them and none masked otherwise). */
+typedef struct { Reg m_lo, m_full, m_end; } QueryBlocks;
+void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, QueryBlocks *qb);
+
+/* S^T[key, q] = -inf where key > q + off, for a warp whose key rows start at key_row0 (16 per m tile)
+ * and whose query columns start at m_start. */
+void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0);
+
+/* The statistics of a query block in shared memory: [bm] f32 lse at lse_off, [bm] f32 delta at
+ * delta_off, both from `lane_cols`, this lane's address of column 2t (smem + 8 t, plus its stage). */
+typedef struct { Reg lane_cols; int lse_off, delta_off; } BwdStats;
+/* P^T = 2^(S^T scale log2(e) - lse log2(e)) in place */
+void bwd_probabilities(Kctx *k, const BwdStats *st, Acc *s, Reg scale_log2);
+/* dS^T = P^T o (dP^T - delta) into dp */
+void bwd_score_grads(Kctx *k, const BwdStats *st, const Acc *p, Acc *dp);
+#endif

@@ -1,0 +1,62 @@
+/* What the wgmma attention kernels share (attn_wg.h). */
+#include "attn_wg.h"
+#include "../templates/wgmma.h"
+
+/* The slabs of one [rows][cols] tile at shared offset dst, rows from `row` of head `head`. */
+void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar) {
+    Emit *e = &k->e;
+    for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
+        Reg col = kc_imm32(k, s * WG_SLAB_COLS), a = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
+        Reg c[4] = {col, head, row, b};
+        INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128), TA(map, 4, c), A(bar, 0));
+    }
+}
+
+/* Every warp's share of the group's products is done: lane 0 of each frees the slot, and the ring moves on. */
+void wg_release(Kctx *k, Reg empty, Reg it) {
+    Emit *e = &k->e;
+    Reg l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
+    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
+    INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
+    INS(e, ADD_U32, R(it), R(it), I(1));
+}
+
+/* A descriptor at a runtime stage offset from a compile-time one. */
+Reg wg_desc_plus(Kctx *k, Reg desc, Reg stage) {
+    Emit *e = &k->e;
+    Reg s = e_reg(e, RC_B32), s64 = e_reg(e, RC_B64), out = e_reg(e, RC_B64);
+    INS(e, SHR_U32, R(s), R(stage), I(4));
+    INS(e, CVT_U64_U32, R(s64), R(s));
+    INS(e, ADD_U64, R(out), R(desc), R(s64));
+    return out;
+}
+
+/* What the producer keeps after setmaxnreg.dec, and what the consumers take: the rest of the
+ * register file, in steps of 8. One consumer warpgroup (256 threads) already starts with 248
+ * registers, more than setmaxnreg.inc could raise it to usefully: no setmaxnreg then (0). */
+int wg_producer_regs(int cw, int producer) { return producer == 4 && cw > 1 ? WG_PRODUCER_REGS : 0; }
+int wg_consumer_regs(int cw, int producer) {
+    if (!wg_producer_regs(cw, producer)) {   /* the launch's share of the register file, threads counted in whole
+                                               warpgroups (a 288-thread wgmma kernel with 201 registers was refused
+                                               launch on the H200) */
+        int r = 65536 / ((128 * cw + 32 * producer + 127) / 128 * 128);
+        r -= r % 8;
+        return r > 255 ? 255 : r;
+    }
+    int r = (65536 / 128 - WG_PRODUCER_REGS) / cw;
+    r -= r % 8;
+    return r > 240 ? 240 : r;
+}
+
+static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 256 ? "256" : "?"; }
+
+void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                 const char *seq, int rows, const char *const strides[3]) {
+    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
+                       .dims = {hdim_text(d), heads, seq, "b"}, .strides = {strides[0], strides[1], strides[2]},
+                       .box = {WG_SLAB_COLS, 1, rows, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
+                       .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x rows of one head, 128B swizzle; the tensor's h, s and b "
+                   "strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+}

@@ -1,0 +1,27 @@
+/* What the wgmma attention kernels share: TMA copies of [b, s, h, d] row tiles into 128B-swizzled
+ * slabs, ring slots freed by the consumer warps, stage offsets of descriptors, and the registers
+ * setmaxnreg moves from a TMA producer to the consumer warpgroups. */
+#ifndef PTXGEN_ATTN_WG_H
+#define PTXGEN_ATTN_WG_H
+#include "attn_emit.h"
+
+/* setmaxnreg of the producer warpgroup: one thread issues TMA, the rest exit */
+#define WG_PRODUCER_REGS 24
+/* The setmaxnreg counts of a producer of `producer` warps and cw consumer warpgroups (0: no setmaxnreg;
+ * then wg_consumer_regs is the launch's share, which the spec names as .maxnreg). */
+int wg_producer_regs(int cw, int producer);
+int wg_consumer_regs(int cw, int producer);
+/* A 4-D map over a [b, s, h, d] tensor, innermost first: (d, h, s, b), one 64-column slab of `rows`
+ * rows of one head per copy; rows past s read as zeros (loads) or are not written (stores). strides: the
+ * byte expressions of h, s and b. */
+void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                 const char *seq, int rows, const char *const strides[3]);
+/* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
+ * offset dst + stage_off, completing on barrier bar. */
+void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
+/* Every warp's share of the group's products is done: lane 0 of each arrives on the slot's empty barrier,
+ * and the ring's pass counter moves on. */
+void wg_release(Kctx *k, Reg empty, Reg it);
+/* desc moved by a runtime stage offset in bytes. */
+Reg wg_desc_plus(Kctx *k, Reg desc, Reg stage);
+#endif
