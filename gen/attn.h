@@ -54,4 +54,11 @@ int  attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_bwd_plan(const AttnDesc *d, Plan *plans);
 /* Specs, workspaces and the module of the whole set. */
 void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
+/* attn_bwd, wgmma family (sm_90a): the same set around a warp-specialised wgmma main kernel */
+extern const TileKey attn_bwd_wg_keys[];
+extern const int attn_bwd_wg_nkeys;
+AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d);
+int  attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  attn_bwd_wg_plan(const AttnDesc *d, Plan *plans);
+void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 #endif

@@ -6,7 +6,8 @@
  *         or dQ recomputed per query block, no atomics (deterministic=1)
  * Internal to the attn_bwd generator files. Calls point one way:
  *   attn_bwd_desc.c (plans, the set) -> attn_bwd_rows.c, attn_bwd.c, attn_bwd_dq.c
- *   every one of them                -> attn_bwd_abi.c (entry names, shared inputs) */
+ *   every one of them                -> attn_bwd_abi.c (entry names, shared inputs)
+ *   attn_bwd_wg_desc.c (the wgmma set) -> the set, rows and dq kernels here, attn_bwd_wg.c */
 #ifndef PTXGEN_ATTN_BWD_H
 #define PTXGEN_ATTN_BWD_H
 #include "attn_emit.h"
@@ -22,8 +23,10 @@ void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_til
 void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
 
 /* the row-wise kernels (attn_bwd_rows.c) */
-void bwd_pre_spec(const AttnDesc *d, KernelSpec *ks);
-void bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
+/* stats_block > 0: pre also writes the `stats` workspace, per block of stats_block query rows its lse, then
+ * its delta, 0 past s_q: one bulk copy of 8 stats_block bytes for a main kernel's step (wgmma) */
+void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks);
+void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module);
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks);
 void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
 void bwd_rows_plan(const AttnDesc *d, Plan *p, const char *what);
@@ -32,6 +35,19 @@ void bwd_rows_plan(const AttnDesc *d, Plan *p, const char *what);
 void bwd_main_plan(const AttnDesc *d, Plan *p);
 void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+
+/* The set around a main kernel (attn_bwd_desc.c): pre, main, then the dQ convert or, deterministic, the
+ * dQ kernel built from desc dq (the mma.sync tile; d itself for this family). */
+typedef struct {
+    void (*plan)(const AttnDesc *d, Plan *p);
+    void (*spec)(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+    void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+    int stats_block;   /* the main kernel reads lse and delta from the padded `stats` blocks (bwd_pre_spec) */
+} BwdMain;
+int  bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans);
+/* the stats workspace's bytes for blocks of `block` rows */
+#define BWD_STATS_BYTES "b * h_q * cdiv(s_q, %d) * %d"
+void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, KernelSet *ks, Buf *module);
 
 /* the deterministic dQ kernel (attn_bwd_dq.c) */
 void bwd_dq_plan(const AttnDesc *d, Plan *p);

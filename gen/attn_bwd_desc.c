@@ -1,7 +1,8 @@
 /* attn_bwd (mma.sync family): tile keys and defaults, the plans of the
  * kernel set, the main kernel's launch ABI, the workspaces, and the set put
  * together from the kernels' files (attn_bwd_rows.c, attn_bwd.c,
- * attn_bwd_dq.c), which never call back here. */
+ * attn_bwd_dq.c), which never call back here. The wgmma family's set is the
+ * same around its own main kernel (bwd_set_plan, bwd_set_build). */
 #include "attn_bwd.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -67,13 +68,17 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
-int attn_bwd_plan(const AttnDesc *d, Plan *plans) {
+int bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans) {
     bwd_rows_plan(d, &plans[BWD_PRE], "pre (delta)");
-    bwd_main_plan(d, &plans[BWD_MAIN]);
-    if (d->tile.deterministic) bwd_dq_plan(d, &plans[BWD_DQ]);
+    main->plan(d, &plans[BWD_MAIN]);
+    if (d->tile.deterministic) bwd_dq_plan(dq, &plans[BWD_DQ]);
     else bwd_rows_plan(d, &plans[BWD_DQ], "dq_convert");
     return BWD_KERNELS;
 }
+
+static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, 0};
+
+int attn_bwd_plan(const AttnDesc *d, Plan *plans) { return bwd_set_plan(d, d, &sync_main, plans); }
 
 void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
@@ -92,26 +97,34 @@ void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-static void workspaces(const AttnDesc *d, KernelSet *ks) {
+static void workspaces(const AttnDesc *d, int stats_block, KernelSet *ks) {
     ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
+    if (stats_block) {
+        WorkspaceSpec *w = &ks->ws[ks->nws++];
+        *w = (WorkspaceSpec){"stats", "", 0, "fp32 [b, h_q, cdiv(s_q, block), 2, block]: per block of query rows its lse, "
+                             "then its delta, 0 past s_q; written by the pre kernel, read by the main kernel's bulk copies"};
+        snprintf(w->bytes, sizeof w->bytes, BWD_STATS_BYTES, stats_block, 8 * stats_block);
+    }
     if (d->tile.deterministic) return;
     WorkspaceSpec *w = &ks->ws[ks->nws++];
     *w = (WorkspaceSpec){"dq_accum", "", 0, "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
     snprintf(w->bytes, sizeof w->bytes, "b * h_q * s_q * %d", 4 * d->d);
 }
 
-void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) {
+void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, KernelSet *ks, Buf *m) {
     ks->nk = BWD_KERNELS;
     ks->deterministic = d->tile.deterministic;
-    workspaces(d, ks);
-    bwd_pre_spec(d, &ks->k[BWD_PRE]);
-    bwd_main_spec(d, &ks->plan[BWD_MAIN], &ks->k[BWD_MAIN]);
-    if (d->tile.deterministic) bwd_dq_spec(d, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
+    workspaces(d, main->stats_block, ks);
+    bwd_pre_spec(d, main->stats_block, &ks->k[BWD_PRE]);
+    main->spec(d, &ks->plan[BWD_MAIN], &ks->k[BWD_MAIN]);
+    if (d->tile.deterministic) bwd_dq_spec(dq, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
     else bwd_convert_spec(d, &ks->k[BWD_DQ]);
-    bwd_pre_emit(d, &ks->k[BWD_PRE], m);
+    bwd_pre_emit(d, main->stats_block, &ks->k[BWD_PRE], m);
     buf_puts(m, "\n");
-    bwd_main_emit(d, &ks->k[BWD_MAIN], &ks->plan[BWD_MAIN], m);
+    main->emit(d, &ks->k[BWD_MAIN], &ks->plan[BWD_MAIN], m);
     buf_puts(m, "\n");
-    if (d->tile.deterministic) bwd_dq_emit(d, &ks->k[BWD_DQ], &ks->plan[BWD_DQ], m);
+    if (d->tile.deterministic) bwd_dq_emit(dq, &ks->k[BWD_DQ], &ks->plan[BWD_DQ], m);
     else bwd_convert_emit(d, &ks->k[BWD_DQ], m);
 }
+
+void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { bwd_set_build(d, d, &sync_main, ks, m); }

@@ -35,7 +35,31 @@ static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
 }
 
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
-static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq) {
+/* Row `row`'s lse and delta (0 past s_q) into its block of the stats workspace: block row / B of
+ * cdiv(s_q, B) = nctaid.x / (B / 64), at (b h_q + h) blocks on; lse at row % B, delta B floats later. */
+static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg in_range, Reg srow, Reg delta) {
+    Emit *e = &k->e;
+    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), t = e_reg(e, RC_B32), lse = e_reg(e, RC_F32);
+    Reg dl = e_reg(e, RC_F32), a = e_reg(e, RC_B64), g = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
+    int sh = __builtin_ctz((unsigned)blk_rows);
+    INS(e, MOV_B32, R(nblk), SR("%nctaid.x"));
+    INS(e, SHR_U32, R(nblk), R(nblk), I(sh - 6));
+    INS(e, MAD_LO_U32, R(idx), R(rc->b), R(kc_u32(k, "h_q")), R(rc->h));
+    INS(e, SHR_U32, R(t), R(row), I(sh));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(t));
+    INS(e, AND_B32, R(t), R(row), I(blk_rows - 1));
+    INS(e, MAD_LO_U32, R(idx), R(idx), I(2 * blk_rows), R(t));
+    INS(e, MAD_WIDE_U32, R(a), R(idx), I(4), R(kc_ptr(k, "stats")));
+    INS(e, MOV_F32, R(lse), FI(0.0f));
+    INS(e, MAD_WIDE_U32, R(g), R(srow), I(4), R(kc_ptr(k, "lse")));
+    INSP(e, in_range, 0, LD_GLOBAL_F32, R(lse), A(g, 0));
+    INS(e, SELP_F32, R(dl), R(delta), FI(0.0f), R(in_range));
+    INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
+    INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(lse));
+    INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 4 * blk_rows), R(dl));
+}
+
+static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq, int stats_block) {
     Emit *e = &k->e;
     Reg row = e_reg(e, RC_B32), rc_row = e_reg(e, RC_B32), last = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
     Reg lead = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), a = e_reg(e, RC_B64), lim = e_reg(e, RC_B32);
@@ -59,6 +83,7 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     INS(e, SETP_LT_U32, R(lead), R(row), R(lim));
     INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
     INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
+    if (stats_block) stats_row_out(k, rc, stats_block, row, p, srow, sum);
     if (!zero_dq) return;
     /* this thread's 2 x 16 bytes of the row's d fp32 values */
     Reg z = kc_imm32(k, 0), acc = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
@@ -68,13 +93,13 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     for (int j = 0; j < 2; j++) INSP(e, p, 0, ST_GLOBAL_V4_B32, A(acc, 16 * j), V4(z, z, z, z));
 }
 
-void bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
+void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
     Reg s_q = kc_u32(&kc, "s_q");
-    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, !d->tile.deterministic);
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, !d->tile.deterministic, stats_block);
     kctx_finish(&kc, module);
 }
 
@@ -119,7 +144,7 @@ static void row_grid(KernelSpec *ks) {
 
 static const char *const row_sizes[] = {"s_q", "h_q"};
 
-void bwd_pre_spec(const AttnDesc *d, KernelSpec *ks) {
+void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "pre", 0);
@@ -127,8 +152,14 @@ void bwd_pre_spec(const AttnDesc *d, KernelSpec *ks) {
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
     abi_workspace(ks, "delta", "rowsum(dO * O), written here");
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
+    if (stats_block) {
+        abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
+        abi_workspace(ks, "stats", "per block of query rows its lse, then its delta (0 past s_q), written here");
+    }
     abi_sizes(ks, row_sizes, 2);
     row_grid(ks);
+    if (stats_block)   /* whole blocks, so that the rows past s_q of the last one are written too */
+        snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d) * %d", stats_block, stats_block / BWD_ROWS_PER_CTA);
 }
 
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks) {

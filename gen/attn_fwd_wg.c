@@ -244,7 +244,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
-    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, f->o_off, bm * 128);
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
     INS(e, BAR_SYNC_N, R(named_bar), I(128));
     Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);

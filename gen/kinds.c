@@ -18,6 +18,10 @@ static const KernelKind kinds[] = {
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
+    {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; dQ "
+     "by vector atomics or, deterministic, the mma.sync dQ kernel): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, "
+     "causal, GQA/MQA", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
+     attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},

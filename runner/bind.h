@@ -25,7 +25,7 @@ typedef struct {
     float scale;
 } Binder;
 
-enum { BIND_MAX_PARAMS = 64, BIND_MAX_TMAPS = 4 };
+enum { BIND_MAX_PARAMS = 64, BIND_MAX_TMAPS = 8 };
 typedef struct {
     uint64_t argv[BIND_MAX_PARAMS];
     uint8_t tmap[BIND_MAX_TMAPS][DEV_TMAP_BYTES] __attribute__((aligned(64)));

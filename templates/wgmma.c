@@ -48,14 +48,14 @@ void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, 
 
 /* Per 16 columns the pairs are (g, 2t) (g+8, 2t) (g, 8+2t) (g+8, 8+2t); chunk c of row r sits at chunk
  * c ^ (r & 7), and r & 7 = g since warp_row0 is a multiple of 8. */
-void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, int off, int slab_bytes) {
+void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes) {
     Emit *e = &k->e;
     Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t4), R(k->lane), I(3));
     INS(e, SHL_B32, R(t4), R(t4), I(2));
     INS(e, ADD_U32, R(row), R(warp_row0), R(g));
-    INS(e, MAD_LO_U32, R(base), R(row), I(128), R(k->smem));
+    INS(e, MAD_LO_U32, R(base), R(row), I(128), R(smem));
     INS(e, ADD_U32, R(base), R(base), R(t4));
     for (int j = 0; j < ncols / 8; j++) {                       /* column tile j: chunk j % 8 of slab j / 8 */
         Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);

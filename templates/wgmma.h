@@ -30,9 +30,9 @@ enum { WG_KMAJOR = 0, WG_A_MN = 1, WG_B_MN = 2 };
  * by definition), B from desc b; mn: WG_A_MN | WG_B_MN. accumulate: a predicate, false for D = A B. */
 void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, Reg accumulate);
 /* An m64nN accumulator packed by pack_a_from_acc (ncols = N) into 128B-swizzled slabs of [rows][64]
- * slab_bytes apart from shared offset off: the warp's rows from warp_row0 (a multiple of 8), the layout a
- * TMA store and an MN-major wgmma operand read. */
-void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, int off, int slab_bytes);
+ * slab_bytes apart from shared address base + off: the warp's rows from warp_row0 (a multiple of 8), the
+ * layout a TMA store and an MN-major wgmma operand read. */
+void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg base, int off, int slab_bytes);
 /* Whether wgmma has an m64nNk16 row in ops.def for N. */
 int wg_has_n(int n);
 #endif

@@ -364,8 +364,8 @@ tc_ptxas() {
 
 # sim_mutant NAME SED_SCRIPT PHRASE [ARCH]: attn_fwd d=64's generated PTX for ARCH (sm_90: mma.sync,
 # sm_90a: wgmma), edited by SED_SCRIPT, must be refused naming PHRASE
-sim_mutant() {
-    local name=$1 script=$2 phrase=$3 args=(--kernel attn_fwd --hdim 64 --arch "${4:-sm_90}" --sq 77 --sk 300 --hq 2 --hkv 1)
+sim_mutant() {   # ... [ARCH [KERNEL]]
+    local name=$1 script=$2 phrase=$3 args=(--kernel "${5:-attn_fwd}" --hdim 64 --arch "${4:-sm_90}" --sq 77 --sk 300 --hq 2 --hkv 1)
     ./ptxgen "${args[@]:0:6}" | sed "$script" >"$TMP/mutant.ptx"
     if cmp -s <(./ptxgen "${args[@]:0:6}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
     run_cli check --device sim "${args[@]}" --ptx "$TMP/mutant.ptx"
@@ -421,6 +421,23 @@ sim_tests() {
     sim_bwd "sim bwd sm_80 d=128 b=2" --arch sm_80 --hdim 128 --b 2 --sq 70 --sk 90 --causal
     sim_bwd "sim bwd sm_100a d=64" --arch sm_100a --hdim 64 --sq 90 --sk 70 --causal
 
+    section "sim device: attn_bwd in the wgmma family (sm_90a) against the float64 reference"
+    for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
+        for shape in "--sq 77 --sk 130 --hq 4 --hkv 2" "--sq 130 --sk 77 --hq 2 --hkv 1 --pad 8" "--sq 1 --sk 65 --hq 2 --hkv 2" \
+                     "--b 2 --sq 200 --sk 333 --hq 3 --hkv 1"; do
+            sim_bwd "sim wgmma bwd d=$d $t ${c:-noncausal} $shape" --arch sm_90a --hdim $d --dtype $t $c $shape --seed $((RANDOM + 1))
+        done
+    done; done; done
+    # every tile key off its default; s_q spans several ring turns so the phases and the dS buffers wrap
+    for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "128 stages=3" "64 bn=64,bm=64" "64 bn=64,bm=64,stages=3" \
+             "128 stages=1,deterministic=1"; do
+        set -- $f
+        for c in "" --causal; do
+            sim_bwd "sim wgmma bwd d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 700 --sk 200 --hq 2 --hkv 1 \
+                --seed $((RANDOM + 1))
+        done
+    done
+
     section "sim device: mla_fwd (invalid indices, duplicates, empty tokens) against the float64 reference"
     for t in bf16 fp16; do
         sim_mla "sim mla_fwd sm_90 $t default tile" --dtype $t --sq 9 --skv 300 --hq 64 --topk 130 --seed $((RANDOM + 1))
@@ -465,6 +482,14 @@ sim_tests() {
         "no fence.proxy.async by its writer" sm_90a
     sim_mutant "sim mutant wgmma: exit before the O store has read shared memory" '/cp.async.bulk.wait_group.read/d' \
         "the CTA exits while the TMA store .* still reads its shared memory" sm_90a
+
+    # the wgmma attn_bwd's own synchronisation: the dS^T exchange between consumers, and dQ's rows
+    sim_mutant "sim mutant wgmma bwd: the consumers' dS^T barrier dropped" '0,/bar.sync %r[0-9]*, 256;/{/bar.sync %r[0-9]*, 256;/d}' \
+        "shared-memory race: the wgmma.mma_async reads word" sm_90a attn_bwd
+    sim_mutant "sim mutant wgmma bwd: no fence.proxy.async after the dS^T stores" '0,/fence.proxy.async/{/fence.proxy.async/d}' \
+        "written by the generic proxy .* with no fence.proxy.async by its writer" sm_90a attn_bwd
+    sim_mutant "sim mutant wgmma bwd: dQ's lower rows added 256 B late" \
+        's/red.global.add.v2.f32 \[\(%rd[0-9]*\)+2048\]/red.global.add.v2.f32 [\1+2304]/' "out-of-bounds global store" sm_90a attn_bwd
 
     section "sim device: planted-bug PTX files assemble (the bugs are invisible to ptxas)"
     local arch
@@ -572,10 +597,10 @@ family_tests() {
         grep -qx 'ptxgen: note: --mma auto: attn_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
     then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
     name="--mma auto on sm_90a: the plan names the family and why"
-    run_cli --arch sm_90a --kernel attn_bwd --plan
+    run_cli --arch sm_90a --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" \
-        '^family: +mma\.sync \(--mma auto: attn_bwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
-        '^attn_bwd bf16 d=128 on sm_90a, mma\.sync, tile' && pass "$name"
+        '^family: +mma\.sync \(--mma auto: mla_fwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
+        '^mla_fwd bf16 .*on sm_90a, mma\.sync, tile' && pass "$name"
     name="--mma auto on sm_90 (its newest family): no note"
     run_cli --arch sm_90 --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +mma\.sync \(--mma auto: sm_90.s newest\)$' &&

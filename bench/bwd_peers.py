@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""attn_bwd of every family against PyTorch SDPA's cuDNN and flash (FA2) backwards, one process, one GPU, the same
+tensors (BENCH.md method). Our kernel sets are built and launched through libptxgen (ptxgen_build, ptxgen_load,
+ptxgen_launch: the library encodes the TMA maps and allocates and zeroes the workspaces), the path a host
+application uses. O and the LSE come from one forward (peer_bench.forward_o_lse), outside the timing; each peer's
+backward is timed alone on its own recorded forward (peer_bench.BwdPeer).
+
+usage: PYTHONPATH=python python3 bench/bwd_peers.py [--family wgmma|mma.sync ...] [--tile T] [--quick]
+       [--shape b,s,hq,hkv,d,causal[,det] ...] [--out FILE.json]
+det=1 builds the deterministic set (the `deterministic=1` tile key, added to --tile).
+Prints one row per (shape, family): median ms and TFLOP/s (2.5 x the forward's FLOPs), each peer's, the ratios,
+and the largest relative L2 error of dq, dk, dv against FA2's (cuDNN's when FA2 refuses).
+"""
+import argparse, json, math, sys
+import torch
+from torch.nn.attention import SDPBackend
+import ptxgen
+from peer_bench import median_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer
+
+DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,64,8,128,1",
+                  "4,4096,32,32,128,0,1"]
+
+
+def flops(b, s, h, d, causal):
+    f = 2.5 * 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def ours(t, causal, family, tile, scale):
+    dev = ptxgen._Device.of(t["q"])
+    d = t["q"].shape[-1]
+    loaded = dev.kernel_set("attn_bwd", dtype="bf16", hdim=d, causal=causal, family=family, tile=tile)
+    return lambda: ptxgen._launch(loaded, t, scale)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", action="append", help="ptxgen families to time (default: wgmma and mma.sync)")
+    ap.add_argument("--tile", default=None)
+    ap.add_argument("--shape", action="append", help="b,s,hq,hkv,d,causal[,det]")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    fams = a.family or ["wgmma", "mma.sync"]
+    reps = 10 if a.quick else 30
+    torch.manual_seed(1234)
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
+    print(f"{'shape':38s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+    rows = []
+    for spec in a.shape or DEFAULT_SHAPES:
+        f = [int(x) for x in spec.split(",")]
+        b, s, hq, hkv, d, causal = f[:6]
+        det = len(f) > 6 and f[6]
+        g = hq // hkv
+        scale = 1.0 / math.sqrt(d)
+        q, do = (torch.randn(b, s, hq, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        k, v = (torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        kx, vx = expand_kv(k, g), expand_kv(v, g)
+        o, lse, _ = forward_o_lse(q, kx, vx, scale, bool(causal))
+        fl = flops(b, s, hq, d, causal)
+        peers, ref = {}, None
+        for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+            try:
+                p = BwdPeer(be, q, kx, vx, do, bool(causal), scale)
+                peers[name] = median_ms(p, reps)
+                if ref is None or name == "fa2":
+                    ref = p.grads_bshd()
+            except Exception as ex:   # a backend that refuses the shape is reported, not fatal
+                print(f"# {name} refused {spec}: {str(ex).splitlines()[0][:100]}")
+        if ref is not None and g > 1:
+            ref = [ref[0]] + [x.float().view(b, s, hkv, g, d).sum(3) for x in ref[1:]]
+        tile = ",".join(x for x in (a.tile, "deterministic=1" if det else None) if x) or None
+        for fam in fams:
+            t = dict(q=q, k=k, v=v, o=o, lse=lse, do=do, dq=torch.full_like(q, float("nan")),
+                     dk=torch.full_like(k, float("nan")), dv=torch.full_like(v, float("nan")))
+            try:
+                run = ours(t, bool(causal), fam, tile, scale)
+                run(); torch.cuda.synchronize()
+            except Exception as ex:
+                print(f"# {fam} failed {spec}: {str(ex).splitlines()[0][:160]}")
+                continue
+            err = max(rel_l2(t[n], r) for n, r in zip(("dq", "dk", "dv"), ref)) if ref else float("nan")
+            ms = median_ms(run, reps)
+            tf = fl / ms / 1e9
+            cd, fa = peers.get("cudnn"), peers.get("fa2")
+            label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}{' det' if det else ''}"
+            print(f"{label:38s} {fam:10s} {ms:8.3f} {tf:8.1f} {fl / cd / 1e9 if cd else float('nan'):8.1f} "
+                  f"{fl / fa / 1e9 if fa else float('nan'):8.1f} {cd / ms if cd else float('nan'):8.2f} "
+                  f"{fa / ms if fa else float('nan'):7.2f}  (max rel err dq/dk/dv {err:.1e})", flush=True)
+            if not err < 2e-2:
+                print(f"# FAIL: {fam} {label} differs from the peer's gradients (rel L2 {err:.2e})")
+            rows.append(dict(shape=spec, family=fam, tile=tile, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))
+        del q, do, k, v, kx, vx, o, lse, ref
+        torch.cuda.empty_cache()
+    if a.out:
+        json.dump(rows, open(a.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

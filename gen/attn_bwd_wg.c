@@ -1,0 +1,404 @@
+/* attn_bwd main kernel, wgmma family (sm_90a): FlashAttention-3's backward, dK and dV of one key block.
+ *
+ *   the producer warpgroup gives its registers away (setmaxnreg.dec); one thread of it:
+ *     K_n, V_n by TMA once; then per query block (every query head of the kv head's group, every
+ *     query block that sees K_n) Q_m and dO_m by TMA, lse_m and delta_m by a bulk copy of the block
+ *     the pre kernel padded, into a ring of `stages` slots, each with a full barrier and an empty one.
+ *   bn/64 consumer warpgroups (setmaxnreg.inc), 64 key rows each:
+ *     dK = dV = 0
+ *     for each query block m:
+ *       S^T  = K_n Q_m^T                 wgmma, both from shared memory
+ *       dP^T = V_n dO_m^T                wgmma, both from shared memory
+ *       P^T  = exp(scale S^T - lse_m)    (masked first where causal needs it)
+ *       dS^T = P^T o (dP^T - delta_m)
+ *       dV  += P^T dO_m;  dK += dS^T Q_m  wgmma, P^T and dS^T from registers
+ *       dS^T -> shared memory; every consumer's dS^T in, then
+ *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, added into the fp32
+ *                                        accumulator by vector atomics (deterministic: left to the dQ kernel)
+ *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
+ *
+ * The inner loop is bwd_step(). */
+#include "attn_bwd_wg.h"
+#include "attn_bwd_math.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include "../templates/mbar.h"
+#include "../templates/wgmma.h"
+#include "../templates/smem_desc.h"
+
+typedef struct {
+    const AttnDesc *d;
+    const Plan *p;
+    int cw, stages, dqn;              /* consumer warpgroups; columns of each one's dQ part */
+    int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
+    Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
+    Reg b, kvh, key0, s_q, s_k, off, group;
+    Reg m_lo, m_full, nm, nm_div, total;   /* query blocks [m_lo, m_lo + nm) per head, masked below m_full */
+    /* consumers */
+    Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
+    Reg scale_log2, yes, no;
+    Reg ds_buf;                       /* this step's dS^T buffer: 0 or ds_other, the offset of the second */
+    int ds_other;
+    Reg k_desc, v_desc;               /* A of S^T and dP^T: the warpgroup's key rows */
+    Reg q_desc, do_desc;              /* B of S^T and dP^T (K-major), slot 0 */
+    Reg qt_desc, dot_desc;            /* B of dK and dV: Q and dO read MN-major, slot 0 */
+    Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major) */
+    Reg dq_row0, dq_col0;             /* the warp's first row and column of its dQ part */
+    Acc dk, dv;
+} WgBwd;
+
+/* What both roles derive from the CTA: its key block, kv head, batch, and the query blocks that see it. */
+static void problem(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnTile *t = &f->d->tile;
+    f->b = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->key0 = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(f->b), SR("%ctaid.z"));
+    INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
+    INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(t->bn));
+    f->s_q = kc_u32(k, "s_q");
+    f->s_k = kc_u32(k, "s_k");
+    f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    QueryBlocks qb;
+    query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, &qb);
+    f->m_lo = qb.m_lo, f->m_full = qb.m_full;
+    f->nm = e_reg(e, RC_B32), f->nm_div = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
+    INS(e, SUB_U32, R(f->nm), R(qb.m_end), R(f->m_lo));
+    INS(e, MUL_LO_U32, R(f->total), R(f->nm), R(f->group));
+    INS(e, MAX_S32, R(f->nm_div), R(f->nm), I(1));
+}
+
+/* step it -> (query head, first query row): the heads of the group in turn, each over its query blocks */
+static void qblock(Kctx *k, WgBwd *f, Reg it, Reg *h, Reg *m_start) {
+    Emit *e = &k->e;
+    Reg r = e_reg(e, RC_B32);
+    *h = e_reg(e, RC_B32), *m_start = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(*h), R(it), R(f->nm_div));
+    INS(e, REM_U32, R(r), R(it), R(f->nm_div));
+    INS(e, MAD_LO_U32, R(*h), R(f->kvh), R(f->group), R(*h));
+    INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
+    INS(e, MUL_LO_U32, R(*m_start), R(r), I(f->d->tile.bm));
+}
+
+/* Ring slot of step it: its full and empty barriers, the parity its pass completes, its byte offset. */
+static Reg ring_slot(Kctx *k, WgBwd *f, Reg it, Reg *full, Reg *empty, Reg *parity) {
+    Emit *e = &k->e;
+    Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
+    mbar_stage(k, f->full0, it, f->stages, full, parity);
+    INS(e, SUB_U32, R(slot), R(*full), R(f->full0));          /* 8 bytes per slot */
+    *empty = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(*empty), R(f->empty0), R(slot));
+    INS(e, SHR_U32, R(stage), R(slot), I(3));
+    INS(e, MUL_LO_U32, R(stage), R(stage), I(f->slot_bytes));
+    return stage;
+}
+
+/* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
+ * one bulk copy of 8 bm bytes brings it into the slot. */
+static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
+    Emit *e = &k->e;
+    int bm = f->d->tile.bm;
+    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
+    Reg dst = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(nblk), R(f->s_q), I(bm - 1));
+    INS(e, DIV_U32, R(nblk), R(nblk), I(bm));
+    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, DIV_U32, R(blk), R(m_start), I(bm));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
+    INS(e, MAD_WIDE_U32, R(src), R(idx), I(8 * bm), R(kc_ptr(k, "stats")));
+    INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
+    INS(e, BULK_LOAD, A(dst, f->st_off), A(src, 0), I(8 * bm), A(full, 0));
+}
+
+static void producer(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
+    Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
+    if (plan_role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
+    INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
+    INSP(e, lead, 1, BRA, L(done));
+    e_comment(e, "producer: one thread issues every copy");
+    problem(k, f);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->kv_bar, 0), I(bn * (d->d + d->dv) * 2));
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, bn, d->d, zero, f->kvh, f->key0, f->b, f->kv_bar);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, bn, d->dv, zero, f->kvh, f->key0, f->b, f->kv_bar);
+    Reg it = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), qm = kc_tmap(k, "q_map"), dom = kc_tmap(k, "do_map");
+    INS(e, MOV_B32, R(it), I(0));
+    int top = e_label(e);
+    e_place(e, top);
+    INS(e, SETP_LT_U32, R(more), R(it), R(f->total));
+    INSP(e, more, 1, BRA_UNI, L(done));
+    Reg h, m_start, full, empty, parity;
+    qblock(k, f, it, &h, &m_start);
+    Reg stage = ring_slot(k, f, it, &full, &empty, &parity);
+    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+    mbar_wait(k, empty, parity, 0);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(bm * (d->d + d->dv) * 2 + 8 * bm));
+    wg_tma_rows(k, qm, f->q_off, bm, d->d, stage, h, m_start, f->b, full);
+    wg_tma_rows(k, dom, f->do_off, bm, d->dv, stage, h, m_start, f->b, full);
+    copy_stats(k, f, h, m_start, stage, full);
+    INS(e, ADD_U32, R(it), R(it), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+/* The warpgroup's products of one query block over K-major operands: acc = A B^T, k16 steps over `cols`
+ * (64 per slab; a slab of A is bn rows, of B bm rows). */
+static void issue_kmajor(Kctx *k, WgBwd *f, Acc *acc, Reg a, Reg b, int cols) {
+    const AttnTile *t = &f->d->tile;
+    for (int kk = 0; kk < cols / 16; kk++) {
+        int slab = kk / 4, in = (kk % 4) * 32;
+        wg_mma(k, acc, smem_desc_at(k, a, slab * t->bn * 128 + in), NULL, smem_desc_at(k, b, slab * t->bm * 128 + in),
+               WG_KMAJOR, f->d->dtype, kk ? f->yes : f->no);
+    }
+}
+
+/* acc += A B with A packed in registers (bm/16 k16 steps over the query block) and B MN-major rows. */
+static void issue_rs(Kctx *k, WgBwd *f, Acc *acc, const Reg *a, Reg b) {
+    for (int kk = 0; kk < f->d->tile.bm / 16; kk++)
+        wg_mma(k, acc, b, &a[4 * kk], smem_desc_at(k, b, kk * 16 * 128), WG_B_MN, f->d->dtype, f->yes);
+}
+
+/* dQ_m (+)= dS K_n for this warpgroup's part, once dS^T of every consumer is in the buffer ds_buf:
+ * one commit group, which the caller waits for. */
+static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
+    Emit *e = &k->e;
+    acc_new(k, dq, 1, f->dqn / 8);
+    Reg ad = wg_desc_plus(k, f->ds_desc, f->ds_buf);
+    INS0(e, WGMMA_FENCE);
+    for (int kk = 0; kk < f->d->tile.bn / 16; kk++)
+        wg_mma(k, dq, smem_desc_at(k, ad, kk * 16 * 128), NULL, smem_desc_at(k, f->kt_desc, kk * 16 * 128),
+               WG_A_MN | WG_B_MN, f->d->dtype, kk ? f->yes : f->no);
+    INS0(e, WGMMA_COMMIT);
+}
+
+/* dQ_m's part added into the fp32 accumulator: rows m_start + dq_row0 + g (+8) below s_q, columns
+ * dq_col0 + 8j + 2t (+1), one v2 atomic per pair. */
+static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
+    Emit *e = &k->e;
+    int d = f->d->d;
+    Reg row = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t2 = e_reg(e, RC_B32), p0 = e_reg(e, RC_PRED), p1 = e_reg(e, RC_PRED);
+    Reg r8 = e_reg(e, RC_B32), a = e_reg(e, RC_B64), col = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, ADD_U32, R(row), R(m_start), R(f->dq_row0));
+    INS(e, ADD_U32, R(row), R(row), R(g));
+    INS(e, SETP_LT_U32, R(p0), R(row), R(f->s_q));
+    INS(e, ADD_U32, R(r8), R(row), I(8));
+    INS(e, SETP_LT_U32, R(p1), R(r8), R(f->s_q));
+    INS(e, AND_B32, R(t2), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(col), R(t2), I(2), R(f->dq_col0));
+    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, f->b, h)));
+    INS(e, MAD_LO_U32, R(row), R(row), I(d), R(col));
+    INS(e, MAD_WIDE_U32, R(a), R(row), I(4), R(kc_ptr(k, "dq_accum")));
+    for (int j = 0; j < dq->nt; j++)
+        for (int hi = 0; hi < 2; hi++)
+            INSP(e, hi ? p1 : p0, 0, RED_GLOBAL_ADD_V2_F32, A(a, 4 * (8 * hi * d + 8 * j)),
+                 V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
+}
+
+/* One query block of one consumer warpgroup: the inner loop of the kernel. */
+static void bwd_step(Kctx *k, WgBwd *f, Reg it, int masked) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bm = d->tile.bm, det = d->tile.deterministic;
+    e_comment(e, "query block: %s", masked ? "causal, masked" : "fully visible");
+    Reg full, empty, parity, h, m_start;
+    Reg stage = ring_slot(k, f, it, &full, &empty, &parity);
+    mbar_wait(k, full, parity, 0);
+    Acc s, dp, dq;
+    acc_new(k, &s, 1, bm / 8);
+    acc_new(k, &dp, 1, bm / 8);
+    INS0(e, WGMMA_FENCE);
+    issue_kmajor(k, f, &s, f->k_desc, wg_desc_plus(k, f->q_desc, stage), d->d);          /* S^T = K Q^T */
+    INS0(e, WGMMA_COMMIT);
+    issue_kmajor(k, f, &dp, f->v_desc, wg_desc_plus(k, f->do_desc, stage), d->dv);      /* dP^T = V dO^T */
+    INS0(e, WGMMA_COMMIT);
+    Reg cols = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(cols), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(cols), R(cols), I(8), R(k->smem));
+    INS(e, ADD_U32, R(cols), R(cols), R(stage));
+    BwdStats st = {cols, f->st_off, f->st_off + 4 * bm};
+    qblock(k, f, it, &h, &m_start);
+    INS(e, WGMMA_WAIT, I(1));                                                           /* S^T done */
+    if (masked) {
+        Reg key_row0 = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(key_row0), R(f->key0), R(f->warp_row0));
+        mask_future_keys(k, &s, m_start, f->off, key_row0);
+    }
+    bwd_probabilities(k, &st, &s, f->scale_log2);
+    INS(e, WGMMA_WAIT, I(0));                                                           /* dP^T done */
+    bwd_score_grads(k, &st, &s, &dp);
+    Reg *pp = pack_a_from_acc(k, &s, d->dtype), *ps = pack_a_from_acc(k, &dp, d->dtype);
+    if (!det) {                                                  /* dS^T out before a wgmma reads its registers */
+        Reg base = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(base), R(k->smem), R(f->ds_buf));
+        wg_pairs_to_smem(k, ps, bm, f->warp_row0, base, f->ds_off, d->tile.bn * 128);
+    }
+    INS0(e, WGMMA_FENCE);
+    issue_rs(k, f, &f->dv, pp, wg_desc_plus(k, f->dot_desc, stage));                    /* dV += P^T dO */
+    issue_rs(k, f, &f->dk, ps, wg_desc_plus(k, f->qt_desc, stage));                     /* dK += dS^T Q */
+    INS0(e, WGMMA_COMMIT);
+    if (!det) {
+        INS0(e, FENCE_PROXY_ASYNC_CTA);                          /* the wgmma reads what the threads wrote */
+        INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));   /* every consumer's dS^T is in */
+        dq_issue(k, f, &dq);                                     /* dQ_m = dS K_n, this warpgroup's part */
+    }
+    INS(e, WGMMA_WAIT, I(0));
+    wg_release(k, empty, it);                                    /* the slot's Q, dO and statistics are read */
+    if (!det) {
+        dq_add(k, f, &dq, h, m_start);
+        /* the other buffer next: a consumer rewrites this one only after every consumer passed the next
+         * step's barrier, so after its dQ products here were done */
+        INS(e, SUB_U32, R(f->ds_buf), I(f->ds_other), R(f->ds_buf));
+    }
+}
+
+static void query_loop(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
+    int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
+    INS(e, MOV_B32, R(it), I(0));
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(it), R(f->total));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    if (f->d->causal) {
+        INS(e, REM_U32, R(r), R(it), R(f->nm_div));
+        INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
+        INS(e, SETP_LT_U32, R(p), R(r), R(f->m_full));
+        INSP(e, p, 0, BRA_UNI, L(masked));
+    }
+    bwd_step(k, f, it, 0);
+    INS(e, BRA_UNI, L(next));
+    e_place(e, masked);
+    if (f->d->causal) bwd_step(k, f, it, 1);
+    e_place(e, next);
+    INS(e, BRA_UNI, L(top));     /* bwd_step moved it on (wg_release) */
+    e_place(e, done);
+}
+
+/* scale dK; dK and dV rounded into the warpgroup's rows of the K and V tiles (every consumer is done
+ * with them), then one thread of the warpgroup stores them by TMA */
+static void epilogue(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    int bn = d->tile.bn;
+    INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));     /* every consumer's last dQ product read K */
+    acc_scale(k, &f->dk, kc_f32(k, "softmax_scale"));
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), d->d, f->warp_row0, k->smem, f->k_off, bn * 128);
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), d->dv, f->warp_row0, k->smem, f->v_off, bn * 128);
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
+    Reg named = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(named), R(f->wg), I(2));                   /* 0: the CTA's, 1: the consumers', 2..: each warpgroup's */
+    INS(e, BAR_SYNC_N, R(named), I(128));
+    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    int skip = e_label(e);
+    INS(e, AND_B32, R(wt), R(k->tid), I(127));
+    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
+    INSP(e, lead, 1, BRA, L(skip));
+    INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
+    INS(e, ADD_U32, R(row), R(f->key0), R(wrow));
+    static const char *const maps[2] = {"dk_map", "dv_map"};
+    for (int i = 0; i < 2; i++) {
+        Reg m = kc_tmap(k, maps[i]);
+        int off = i ? f->v_off : f->k_off, cols = i ? d->dv : d->d;
+        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
+            Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
+            INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
+            Reg c[4] = {col, f->kvh, row, f->b};
+            INS(e, TMA_STORE_4D, TA(m, 4, c), A(a, off + s * bn * 128));
+        }
+    }
+    INS0(e, BULK_COMMIT);
+    INS(e, BULK_WAIT_READ, I(0));                                  /* shared memory stays until the copy read it */
+    e_place(e, skip);
+}
+
+static void consumer(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    const AttnTile *t = &d->tile;
+    int mparts = t->bm / 64, bn = t->bn;
+    if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
+    problem(k, f);
+    Reg w = e_reg(e, RC_B32), wwarp = e_reg(e, RC_B32), mpart = e_reg(e, RC_B32), npart = e_reg(e, RC_B32);
+    f->wg = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
+    INS(e, SUB_U32, R(w), R(k->warp), I(4));
+    INS(e, SHR_U32, R(f->wg), R(w), I(2));
+    INS(e, AND_B32, R(wwarp), R(w), I(3));
+    INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    f->scale_log2 = scale_log2(k);
+    f->yes = kc_pred(k, 1);
+    f->no = kc_pred(k, 0);
+    Reg rows = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(rows), R(f->wg), I(64 * 128));       /* the warpgroup's 64 rows of each K and V slab */
+    f->k_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->k_off), rows);
+    f->v_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->v_off), rows);
+    f->q_desc = wg_desc_kmajor(k, f->q_off);
+    f->do_desc = wg_desc_kmajor(k, f->do_off);
+    f->qt_desc = wg_desc_mn(k, f->q_off, t->bm * 128);
+    f->dot_desc = wg_desc_mn(k, f->do_off, t->bm * 128);
+    if (!t->deterministic) {
+        /* dQ part of warpgroup wg: query rows 64 (wg % mparts), columns dqn (wg / mparts) */
+        Reg x = e_reg(e, RC_B32);
+        INS(e, REM_U32, R(mpart), R(f->wg), I(mparts));
+        INS(e, DIV_U32, R(npart), R(f->wg), I(mparts));
+        INS(e, MUL_LO_U32, R(x), R(mpart), I(bn * 128));
+        f->ds_desc = wg_desc_plus(k, wg_desc_mn(k, f->ds_off, bn * 128), x);
+        f->kt_desc = wg_desc_mn(k, f->k_off, bn * 128);
+        Reg y = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(y), R(npart), I(f->dqn / 64 * bn * 128));
+        f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
+        f->dq_row0 = e_reg(e, RC_B32), f->dq_col0 = e_reg(e, RC_B32), f->ds_buf = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(f->dq_row0), R(mpart), I(64));
+        INS(e, MAD_LO_U32, R(f->dq_row0), R(wwarp), I(16), R(f->dq_row0));
+        INS(e, MUL_LO_U32, R(f->dq_col0), R(npart), I(f->dqn));
+        INS(e, MOV_B32, R(f->ds_buf), I(0));
+    }
+    acc_new(k, &f->dk, 1, d->d / 8);
+    acc_new(k, &f->dv, 1, d->dv / 8);
+    acc_fill(k, &f->dk, 0.0f);
+    acc_fill(k, &f->dv, 0.0f);
+    mbar_wait(k, f->kv_bar, kc_imm32(k, 0), 0);                  /* K and V landed */
+    query_loop(k, f);
+    epilogue(k, f);
+}
+
+void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Emit *e = &kc.e;
+    const AttnTile *t = &d->tile;
+    WgBwd f = {.d = d, .p = p, .cw = bwg_consumers(t), .stages = t->stages, .dqn = d->d / bwg_dq_parts(t),
+               .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"), .q_off = plan_region(p, "Q.0"),
+               .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
+    f.slot_bytes = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
+    if (t->stages > 1 && (plan_region(p, "dO.1") - f.do_off != f.slot_bytes || plan_region(p, "stats.1") - f.st_off != f.slot_bytes)) {
+        fprintf(stderr, "ptxgen internal: the attn_bwd ring's slots are not evenly spaced\n");
+        abort();
+    }
+    if (!t->deterministic) f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off;
+    int nb = BWG_NBARS(t->stages);
+    Reg bar[BWG_NBARS(3)];
+    Opnd counts[BWG_NBARS(3)];
+    counts[0] = I(1);                                             /* K/V: the producer's expect_tx */
+    for (int s = 0; s < t->stages; s++) {
+        counts[1 + s] = I(1);                                     /* full: the producer's expect_tx */
+        counts[1 + t->stages + s] = I(4 * f.cw);                  /* empty: every consumer warp */
+    }
+    mbar_init(&kc, plan_region(p, "barriers"), nb, counts, bar);
+    f.kv_bar = bar[0], f.full0 = bar[1], f.empty0 = bar[1 + t->stages];
+    INS(e, BAR_SYNC, I(0));                                       /* the barriers are initialised */
+    Reg is_consumer = e_reg(e, RC_PRED);
+    int consumers = e_label(e), end = e_label(e);
+    INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
+    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
+    producer(&kc, &f);
+    INS(e, BRA_UNI, L(end));
+    e_place(e, consumers);
+    consumer(&kc, &f);
+    e_place(e, end);
+    kctx_finish(&kc, module);
+}

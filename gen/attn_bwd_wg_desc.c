@@ -1,0 +1,138 @@
+/* attn_bwd, wgmma family (sm_90a): tile keys and defaults, the main kernel's plan (warp roles and
+ * their registers, the Q/dO ring, shared memory) and launch ABI with its TMA maps. The set around it
+ * is the mma.sync family's (bwd_set_build): the delta pre kernel, then the dQ convert, or with
+ * deterministic=1 the mma.sync dQ kernel, which recomputes dQ per query block without atomics. */
+#include "attn_bwd_wg.h"
+#include <stddef.h>
+#include <stdio.h>
+#include "../templates/wgmma.h"
+
+const TileKey attn_bwd_wg_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {64, 128}, 2, "query rows per main-loop step (the N of S^T = K Q^T)"},
+    {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key rows per CTA: 64 per consumer warpgroup"},
+    {"stages", offsetof(AttnTile, stages), {1, 2, 3}, 3, "depth of the ring of Q, dO and statistics the producer fills"},
+    {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
+     "1: dQ from the mma.sync family's dQ kernel (recomputed per query block, no atomics); bit-identical across runs"},
+};
+const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg_keys[0]);
+
+/* FA3's shapes: two consumer warpgroups own 128 keys; d=64 steps over 128 queries so that dQ (64 x 64 per
+ * warpgroup) splits by rows, d=128 over 64 so that dK, dV, S^T and dP^T fit 240 registers. */
+AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d) {
+    (void)a;
+    return (AttnTile){.bm = d <= 64 ? 128 : 64, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0};
+}
+
+int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    const AttnTile *t = &d->tile;
+    if (d->d % WG_SLAB_COLS || d->dv != d->d) {
+        snprintf(err, errlen, "the wgmma attn_bwd needs d = dv, a multiple of 64 (d=%d, dv=%d)", d->d, d->dv);
+        return 1;
+    }
+    if (t->bm / 64 > bwg_consumers(t)) {
+        snprintf(err, errlen, "tile bm=%d needs bn >= %d: each 64-row block of dQ = dS K takes one of the bn/64 consumer "
+                 "warpgroups (bn=%d has %d)", t->bm, t->bm, t->bn, bwg_consumers(t));
+        return 1;
+    }
+    if (!t->deterministic && (d->d / bwg_dq_parts(t)) % WG_SLAB_COLS) {
+        snprintf(err, errlen, "tile bm=%d, bn=%d splits dQ's %d columns over %d warpgroups, %d each; a part must be whole "
+                 "64-column slabs of K (use bm=%d, or deterministic=1)", t->bm, t->bn, d->d, bwg_dq_parts(t),
+                 d->d / bwg_dq_parts(t), t->bn);
+        return 1;
+    }
+    return 0;
+}
+
+static const char *const q_st[] = {"Q.0", "Q.1", "Q.2"}, *const do_st[] = {"dO.0", "dO.1", "dO.2"},
+                  *const stats_st[] = {"stats.0", "stats.1", "stats.2"};
+
+void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    int cw = bwg_consumers(t), dqn = d->d / bwg_dq_parts(t);
+    *p = (Plan){.threads = bwg_threads(t)};
+    plan_add_region(p, "K", t->bn * d->d * 2, 1024, "key tile, TMA 128B-swizzled slabs of 64 columns; dK staging after the loop");
+    plan_add_region(p, "V", t->bn * d->dv * 2, 1024, "value tile; dV staging after the loop");
+    for (int s = 0; s < t->stages; s++) {
+        plan_add_region(p, q_st[s], t->bm * d->d * 2, 1024, "ring slot: query block");
+        plan_add_region(p, do_st[s], t->bm * d->dv * 2, 1024, "ring slot: its output gradient");
+        plan_add_region(p, stats_st[s], 2 * t->bm * 4, 16, "ring slot: its lse, then delta (a bulk copy of its stats block)");
+    }
+    if (!t->deterministic) {
+        plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
+        plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
+    }
+    plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
+    /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
+     * dS^T packed and the dQ part (after them) */
+    int sdp = t->bm, dq = t->bm / 2 + (t->deterministic ? 0 : dqn / 2);
+    p->regs_est = d->d / 2 + d->dv / 2 + (sdp > dq ? sdp : dq) + 32;
+    plan_add_role(p, "producer", 4, wg_producer_regs(cw, 4));
+    plan_add_role(p, "consumer", 4 * cw, wg_producer_regs(cw, 4) ? wg_consumer_regs(cw, 4) : 0);
+    char what[112];
+    snprintf(what, sizeof what, "attn_bwd main (wgmma) d=%d bm=%d bn=%d stages=%d%s", d->d, t->bm, t->bn, t->stages,
+             t->deterministic ? " deterministic" : "");
+    plan_finish(p, d->arch, what);
+    if (p->ok && p->regs_est > wg_consumer_regs(cw, 4)) {
+        p->ok = 0;
+        snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers (dK %d, dV %d, S^T and "
+                 "dP^T %d); %s gives %d with %d consumer warpgroups", what, p->regs_est, d->d / 2, d->dv / 2, sdp,
+                 wg_producer_regs(cw, 4) ? "setmaxnreg" : "the launch (65536 / threads)", wg_consumer_regs(cw, 4), cw);
+    }
+}
+
+void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const AttnTile *t = &d->tile;
+    const char *dt = dtype_name(d->dtype);
+    int cw = bwg_consumers(t), pr = wg_producer_regs(cw, 4);
+    *ks = (KernelSpec){.block = {(unsigned)bwg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
+                       .min_ctas = pr ? 1 : 0, .max_regs = pr ? 0 : (unsigned)wg_consumer_regs(cw, 4)};
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    bwd_inputs(ks, d);
+    abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one bulk copy per step");
+    if (!t->deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (vector atomics)");
+    abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
+    abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
+    abi_sizes(ks, attn_size_names, 4);
+    abi_scale(ks, ATTN_SCALE_MEANING);
+    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
+    static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
+    static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
+    static const char *const dos[] = {"do_stride_h * 2", "do_stride_s * 2", "do_stride_b * 2"};
+    static const char *const dks[] = {"dk_stride_h * 2", "dk_stride_s * 2", "dk_stride_b * 2"};
+    static const char *const dvs[] = {"dv_stride_h * 2", "dv_stride_s * 2", "dv_stride_b * 2"};
+    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
+    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
+    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
+    wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", t->bm, dos);
+    wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
+    wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", t->bn);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}
+
+/* The main kernel's producer brings each step's lse and delta in with one bulk copy of a padded block. */
+static BwdMain wg_main(const AttnDesc *d) {
+    return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, d->tile.bm};
+}
+
+/* The deterministic dQ kernel is the mma.sync family's, at that family's default tile. */
+static AttnDesc dq_desc(const AttnDesc *d) {
+    AttnDesc q = *d;
+    q.tile = attn_bwd_default_tile(d->arch, d->d);
+    q.tile.deterministic = 1;
+    return q;
+}
+
+int attn_bwd_wg_plan(const AttnDesc *d, Plan *plans) {
+    AttnDesc q = dq_desc(d);
+    BwdMain m = wg_main(d);
+    return bwd_set_plan(d, &q, &m, plans);
+}
+
+void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
+    AttnDesc q = dq_desc(d);
+    BwdMain m = wg_main(d);
+    bwd_set_build(d, &q, &m, ks, module);
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One device call for the wgmma attn_bwd: build, GPU checks (ragged, causal, GQA, fp16, padded strides,
+# deterministic, tiles), sim-vs-GPU cross-checks, sanitizers, then the peer benchmark and a tile sweep.
+# usage: scripts/device_bwd_wg.sh [check|bench|all] [bench tiles...]; logs under $OUT
+set -u
+OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+mode=${1:-all}; shift || true
+pass=0; fail=0; seed=700
+run() {   # run <mode> <args...>
+    local m=$1; shift; seed=$((seed + 1))
+    if out=$(timeout 120 ./ptxgen $m --kernel attn_bwd --mma wgmma --seed $seed "$@" 2>&1); then
+        pass=$((pass + 1)); echo "PASS $m $* :: $(echo "$out" | grep -E '^(  (dq|dk|dv|sim vs gpu|registers)[a-z ]*|  deterministic)' | tr -s ' ' | tr '\n' ' ')"
+    else
+        fail=$((fail + 1)); echo "FAIL $m $*"; echo "$out" | tail -8 | sed 's/^/    /'
+    fi
+}
+if [ "$mode" != bench ]; then
+    for d in 64 128; do
+        for c in "" "--causal"; do
+            run check --hdim $d $c --sq 1000 --sk 1000 --hq 4 --hkv 4
+            run check --hdim $d $c --sq 77 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+            run check --hdim $d $c --sq 1537 --sk 77 --hq 4 --hkv 1 --dtype fp16
+            run check --hdim $d $c --sq 517 --sk 300 --hq 6 --hkv 2 --tile deterministic=1
+        done
+        run check --hdim $d --sq 1 --sk 1 --hq 1 --hkv 1
+        run xcheck --hdim $d --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
+        run xcheck --hdim $d --sq 200 --sk 130 --hq 2 --hkv 1
+    done
+    for t in stages=1 stages=3 bn=64,bm=64; do run check --hdim 64 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    for t in stages=1 stages=3; do run check --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    run check --hdim 128 --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
+    run check --hdim 128 --causal --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 4 --ref gpu
+    run check --hdim 64 --causal --b 1 --sq 4096 --sk 4096 --hq 16 --hkv 2 --ref gpu
+    echo "wgmma attn_bwd checks: $pass passed, $fail failed"
+    if command -v compute-sanitizer >/dev/null; then
+        for args in "--hdim 128 --causal" "--hdim 64 --tile deterministic=1"; do
+            for tool in memcheck racecheck; do
+                timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
+                    $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_$tool.log" 2>&1
+                echo "sanitizer $tool [$args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_$tool.log" | tr '\n' ' ')"
+            done
+        done
+    else echo "SKIP sanitizer: compute-sanitizer is not on this machine"; fi
+fi
+if [ "$mode" != check ]; then
+    PYTHONPATH=python:bench timeout 300 python3 bench/bwd_peers.py --out "$OUT/bwd_peers.json" 2>&1 | tee "$OUT/bwd_peers.txt"
+    for t in "$@"; do
+        for shape in "4,4096,32,32,128,0" "4,4096,64,64,64,0"; do
+            PYTHONPATH=python:bench timeout 100 python3 bench/bwd_peers.py --quick --family wgmma --tile "$t" --shape "$shape" 2>&1 | grep -E "^b|FAIL|failed" | sed "s/^/[tile $t] /"
+        done
+    done
+fi
