@@ -42,7 +42,7 @@ typedef struct {
     const char *oob_fill;  /* out-of-bounds elements read as "zero" or "nan" */
 } TensorMapSpec;
 
-#define MAX_PARAMS 40
+#define MAX_PARAMS 48
 #define MAX_TMAPS 8
 typedef struct {
     char entry[128];

@@ -24,7 +24,7 @@ void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
 
 /* the row-wise kernels (attn_bwd_rows.c) */
 /* stats_block > 0: pre also writes the `stats` workspace, per block of stats_block query rows its lse, then
- * its delta, 0 past s_q: one bulk copy of 8 stats_block bytes for a main kernel's step (wgmma) */
+ * its delta, 0 past s_q: one TMA copy of 8 stats_block bytes for a main kernel's step (wgmma) */
 void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks);
 void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module);
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks);

@@ -102,7 +102,7 @@ static void workspaces(const AttnDesc *d, int stats_block, KernelSet *ks) {
     if (stats_block) {
         WorkspaceSpec *w = &ks->ws[ks->nws++];
         *w = (WorkspaceSpec){"stats", "", 0, "fp32 [b, h_q, cdiv(s_q, block), 2, block]: per block of query rows its lse, "
-                             "then its delta, 0 past s_q; written by the pre kernel, read by the main kernel's bulk copies"};
+                             "then its delta, 0 past s_q; written by the pre kernel, read by the main kernel's TMA copies"};
         snprintf(w->bytes, sizeof w->bytes, BWD_STATS_BYTES, stats_block, 8 * stats_block);
     }
     if (d->tile.deterministic) return;

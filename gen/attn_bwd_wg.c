@@ -2,7 +2,7 @@
  *
  *   the producer warpgroup gives its registers away (setmaxnreg.dec); one thread of it:
  *     K_n, V_n by TMA once; then per query block (every query head of the kv head's group, every
- *     query block that sees K_n) Q_m and dO_m by TMA, lse_m and delta_m by a bulk copy of the block
+ *     query block that sees K_n) Q_m and dO_m by TMA, lse_m and delta_m by a TMA copy of the block
  *     the pre kernel padded, into a ring of `stages` slots, each with a full barrier and an empty one.
  *   bn/64 consumer warpgroups (setmaxnreg.inc), 64 key rows each:
  *     dK = dV = 0
@@ -44,6 +44,8 @@ typedef struct {
     Reg qt_desc, dot_desc;            /* B of dK and dV: Q and dO read MN-major, slot 0 */
     Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major) */
     Reg dq_row0, dq_col0;             /* the warp's first row and column of its dQ part */
+    Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging */
+    int dq_off;
     Acc dk, dv;
 } WgBwd;
 
@@ -96,20 +98,19 @@ static Reg ring_slot(Kctx *k, WgBwd *f, Reg it, Reg *full, Reg *empty, Reg *pari
 }
 
 /* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
- * one bulk copy of 8 bm bytes brings it into the slot. */
+ * one TMA copy of one row of the stats map (8 bm bytes) brings it into the slot. */
 static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
     Emit *e = &k->e;
     int bm = f->d->tile.bm;
-    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
-    Reg dst = e_reg(e, RC_B32);
+    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(nblk), R(f->s_q), I(bm - 1));
     INS(e, DIV_U32, R(nblk), R(nblk), I(bm));
     INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
     INS(e, DIV_U32, R(blk), R(m_start), I(bm));
     INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
-    INS(e, MAD_WIDE_U32, R(src), R(idx), I(8 * bm), R(kc_ptr(k, "stats")));
     INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
-    INS(e, BULK_LOAD, A(dst, f->st_off), A(src, 0), I(8 * bm), A(full, 0));
+    Reg c[2] = {kc_imm32(k, 0), idx};
+    INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
 }
 
 static void producer(Kctx *k, WgBwd *f) {
@@ -175,28 +176,50 @@ static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
     INS0(e, WGMMA_COMMIT);
 }
 
-/* dQ_m's part added into the fp32 accumulator: rows m_start + dq_row0 + g (+8) below s_q, columns
- * dq_col0 + 8j + 2t (+1), one v2 atomic per pair. */
+/* dQ_m's part added into the fp32 accumulator by TMA: the fragments go to the warpgroup's staging in
+ * 128B-swizzled boxes of [64 rows][32 columns] (row r, 16-byte chunk c at chunk c ^ (r & 7)), then one
+ * thread issues a reduce-add per box; rows past s_q are clipped by the map. Before the stores, that
+ * thread waits until its previous reduce-adds read the staging, and the warpgroup waits for it. */
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
     Emit *e = &k->e;
-    int d = f->d->d;
-    Reg row = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t2 = e_reg(e, RC_B32), p0 = e_reg(e, RC_PRED), p1 = e_reg(e, RC_PRED);
-    Reg r8 = e_reg(e, RC_B32), a = e_reg(e, RC_B64), col = e_reg(e, RC_B32);
+    int boxes = f->dqn / 32;
+    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32);
+    Reg base = e_reg(e, RC_B32), named = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(wt), R(k->tid), I(127));
+    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
+    INS(e, ADD_U32, R(named), R(f->wg), I(2));
+    INSP(e, lead, 0, BULK_WAIT_READ, I(0));
+    INS(e, BAR_SYNC_N, R(named), I(128));                       /* the staging is free */
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, ADD_U32, R(row), R(m_start), R(f->dq_row0));
-    INS(e, ADD_U32, R(row), R(row), R(g));
-    INS(e, SETP_LT_U32, R(p0), R(row), R(f->s_q));
-    INS(e, ADD_U32, R(r8), R(row), I(8));
-    INS(e, SETP_LT_U32, R(p1), R(r8), R(f->s_q));
-    INS(e, AND_B32, R(t2), R(k->lane), I(3));
-    INS(e, MAD_LO_U32, R(col), R(t2), I(2), R(f->dq_col0));
-    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, f->b, h)));
-    INS(e, MAD_LO_U32, R(row), R(row), I(d), R(col));
-    INS(e, MAD_WIDE_U32, R(a), R(row), I(4), R(kc_ptr(k, "dq_accum")));
-    for (int j = 0; j < dq->nt; j++)
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SHR_U32, R(u), R(t), I(1));
+    INS(e, XOR_B32, R(u), R(u), R(g));                          /* chunk 2(j % 4) + t/2 of row g, swizzled */
+    INS(e, AND_B32, R(t), R(t), I(1));
+    INS(e, SHL_B32, R(t), R(t), I(3));
+    INS(e, MAD_LO_U32, R(base), R(g), I(128), R(f->dq_stage));  /* the warpgroup's staging, this lane's row, + 8 (t & 1) */
+    INS(e, ADD_U32, R(base), R(base), R(t));
+    for (int j = 0; j < dq->nt; j++) {
+        Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+        INS(e, XOR_B32, R(x), R(u), I(2 * (j % 4)));
+        INS(e, SHL_B32, R(x), R(x), I(4));
+        INS(e, ADD_U32, R(a), R(base), R(x));
         for (int hi = 0; hi < 2; hi++)
-            INSP(e, hi ? p1 : p0, 0, RED_GLOBAL_ADD_V2_F32, A(a, 4 * (8 * hi * d + 8 * j)),
-                 V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
+            INS(e, ST_SHARED_V2_F32, A(a, (j / 4) * 64 * 128 + hi * 8 * 128), V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
+    }
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
+    INS(e, BAR_SYNC_N, R(named), I(128));
+    int skip = e_label(e);
+    INSP(e, lead, 1, BRA, L(skip));
+    Reg m = kc_tmap(k, "dq_map"), row = e_reg(e, RC_B32), src = base;   /* thread 0 of the group: row 0, t 0 */
+    INS(e, ADD_U32, R(row), R(m_start), R(f->dq_row0));
+    for (int bx = 0; bx < boxes; bx++) {
+        Reg col = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(col), R(f->dq_col0), I(32 * bx));
+        Reg c[4] = {col, row, h, f->b};
+        INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * 64 * 128));
+    }
+    INS0(e, BULK_COMMIT);
+    e_place(e, skip);
 }
 
 /* One query block of one consumer warpgroup: the inner loop of the kernel. */
@@ -355,6 +378,10 @@ static void consumer(Kctx *k, WgBwd *f) {
         INS(e, MUL_LO_U32, R(f->dq_row0), R(mpart), I(64));
         INS(e, MAD_LO_U32, R(f->dq_row0), R(wwarp), I(16), R(f->dq_row0));
         INS(e, MUL_LO_U32, R(f->dq_col0), R(npart), I(f->dqn));
+        f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg * 64 dqn 4 + wwarp 16 rows * 128 */
+        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(64 * f->dqn * 4), R(k->smem));
+        INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));
+        INS(e, ADD_U32, R(f->dq_stage), R(f->dq_stage), I(f->dq_off));
         INS(e, MOV_B32, R(f->ds_buf), I(0));
     }
     acc_new(k, &f->dk, 1, d->d / 8);
@@ -379,7 +406,8 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
         fprintf(stderr, "ptxgen internal: the attn_bwd ring's slots are not evenly spaced\n");
         abort();
     }
-    if (!t->deterministic) f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off;
+    if (!t->deterministic)
+        f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off, f.dq_off = plan_region(p, "dQ");
     int nb = BWG_NBARS(t->stages);
     Reg bar[BWG_NBARS(3)];
     Opnd counts[BWG_NBARS(3)];

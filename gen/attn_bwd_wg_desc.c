@@ -34,6 +34,10 @@ int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  "warpgroups (bn=%d has %d)", t->bm, t->bm, t->bn, bwg_consumers(t));
         return 1;
     }
+    if (!t->deterministic && d->d != 64 && d->d != 128) {
+        snprintf(err, errlen, "the wgmma attn_bwd's dQ accumulator map covers d 64 or 128 (d=%d; use deterministic=1)", d->d);
+        return 1;
+    }
     if (!t->deterministic && (d->d / bwg_dq_parts(t)) % WG_SLAB_COLS) {
         snprintf(err, errlen, "tile bm=%d, bn=%d splits dQ's %d columns over %d warpgroups, %d each; a part must be whole "
                  "64-column slabs of K (use bm=%d, or deterministic=1)", t->bm, t->bn, d->d, bwg_dq_parts(t),
@@ -55,11 +59,13 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
     for (int s = 0; s < t->stages; s++) {
         plan_add_region(p, q_st[s], t->bm * d->d * 2, 1024, "ring slot: query block");
         plan_add_region(p, do_st[s], t->bm * d->dv * 2, 1024, "ring slot: its output gradient");
-        plan_add_region(p, stats_st[s], 2 * t->bm * 4, 16, "ring slot: its lse, then delta (a bulk copy of its stats block)");
+        plan_add_region(p, stats_st[s], 2 * t->bm * 4, 128, "ring slot: its lse, then delta (a TMA copy of its stats block)");
     }
     if (!t->deterministic) {
         plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
         plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
+        plan_add_region(p, "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ part, 128B-swizzled boxes of 32 "
+                        "columns, which one TMA reduce-add per box sends to the accumulator");
     }
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
@@ -89,8 +95,8 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn,
              t->stages, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
     bwd_inputs(ks, d);
-    abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one bulk copy per step");
-    if (!t->deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (vector atomics)");
+    abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
+    if (!t->deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
     abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
@@ -107,12 +113,31 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", t->bm, dos);
     wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
     wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
+    {   /* the stats blocks as rows of 2 bm fp32: one row per step */
+        static const char *const b64[] = {"128", "b * h_q * cdiv(s_q, 64)", "512"};
+        static const char *const b128[] = {"256", "b * h_q * cdiv(s_q, 128)", "1024"};
+        const char *const *x = t->bm == 64 ? b64 : b128;
+        TensorMapSpec m = {.param = "stats_map", .tensor = "stats", .dtype = "fp32", .rank = 2, .dims = {x[0], x[1]},
+                           .strides = {x[2]}, .box = {2 * t->bm, 1}, .elem_strides = {1, 1}, .swizzle = "none",
+                           .interleave = "none", .oob_fill = "zero"};
+        abi_tensor_map(ks, "stats", "TMA map over the stats workspace, one row (a block's lse, then its delta) per copy", m);
+    }
+    if (!t->deterministic) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
+        static const char *const d64[] = {"64", "256", "s_q * 256", "h_q * s_q * 256"};
+        static const char *const d128[] = {"128", "512", "s_q * 512", "h_q * s_q * 512"};
+        const char *const *x = d->d == 64 ? d64 : d128;
+        TensorMapSpec m = {.param = "dq_map", .tensor = "dq_accum", .dtype = "fp32", .rank = 4,
+                           .dims = {x[0], "s_q", "h_q", "b"}, .strides = {x[1], x[2], x[3]}, .box = {32, 64, 1, 1},
+                           .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
+        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator, box 32 columns x 64 rows, 128B swizzle: "
+                       "the target of the reduce-adds; rows past s_q are not written", m);
+    }
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", t->bn);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-/* The main kernel's producer brings each step's lse and delta in with one bulk copy of a padded block. */
+/* The main kernel's producer brings each step's lse and delta in with one TMA copy of a padded block. */
 static BwdMain wg_main(const AttnDesc *d) {
     return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, d->tile.bm};
 }

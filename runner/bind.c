@@ -77,8 +77,10 @@ static int encode_tmap(const ptxgen_set *s, int kernel, const ptxgen_param *pi, 
         snprintf(err, errlen, "%s: no tensor map describes parameter %s", ptxgen_entry(s, kernel), pi->name);
         return 1;
     }
-    BindTensor t;
-    if (b->tensor(b->ctx, pi->of, &t, err, errlen)) return 1;
+    BindTensor t = {0};
+    uint64_t ws;   /* a map may cover a workspace (attn_bwd's fp32 dQ accumulator) rather than a tensor */
+    if (!b->workspace(b->ctx, pi->of, &ws)) t.ptr = ws;
+    else if (b->tensor(b->ctx, pi->of, &t, err, errlen)) return 1;
     ExprVar vars[16 + BIND_MAX_PARAMS];
     int nv = expr_vars(s, kernel, b, vars, (int)(sizeof vars / sizeof vars[0]), err, errlen);
     if (nv < 0) return 1;

@@ -29,18 +29,20 @@ if [ "$mode" != bench ]; then
         run xcheck --hdim $d --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
         run xcheck --hdim $d --sq 200 --sk 130 --hq 2 --hkv 1
     done
-    for t in stages=1 stages=3 bn=64,bm=64; do run check --hdim 64 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
-    for t in stages=1 stages=3; do run check --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    for t in stages=1 stages=3,deterministic=1 bn=64,bm=64; do run check --hdim 64 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    for t in stages=1 stages=3,deterministic=1; do run check --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
     run check --hdim 128 --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
     run check --hdim 128 --causal --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 4 --ref gpu
     run check --hdim 64 --causal --b 1 --sq 4096 --sk 4096 --hq 16 --hkv 2 --ref gpu
     echo "wgmma attn_bwd checks: $pass passed, $fail failed"
     if command -v compute-sanitizer >/dev/null; then
-        for args in "--hdim 128 --causal" "--hdim 64 --tile deterministic=1"; do
+        n=0
+        for args in "--hdim 128 --causal" "--hdim 64 --tile deterministic=1" "--hdim 64"; do
             for tool in memcheck racecheck; do
+                n=$((n + 1))
                 timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
-                    $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_$tool.log" 2>&1
-                echo "sanitizer $tool [$args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_$tool.log" | tr '\n' ' ')"
+                    $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_${n}_$tool.log" 2>&1
+                echo "sanitizer $tool [$args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_${n}_$tool.log" | tr '\n' ' ')"
             done
         done
     else echo "SKIP sanitizer: compute-sanitizer is not on this machine"; fi
