@@ -232,7 +232,8 @@ static void prefetch(Kctx *k, Bwd *f, Reg it) {
 
 /* One query block: the inner loop of the kernel. Block it+1 streams into
  * the other stage meanwhile. */
-static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
+static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
+    Bwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, mk = f->mk;
@@ -261,30 +262,6 @@ static void bwd_step(Kctx *k, Bwd *f, Reg it, int masked) {
         dq_partial(k, f, qblock(k, f, it));
     }
     stages_advance(k, &f->st);
-}
-
-static void query_loop(Kctx *k, Bwd *f) {
-    Emit *e = &k->e;
-    Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
-    int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
-    INS(e, MOV_B32, R(it), I(0));
-    e_place(e, top);
-    INS(e, SETP_GE_U32, R(p), R(it), R(f->total));
-    INSP(e, p, 0, BRA_UNI, L(done));
-    if (f->d->causal) {
-        INS(e, REM_U32, R(r), R(it), R(f->nm));
-        INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
-        INS(e, SETP_LT_U32, R(p), R(r), R(f->m_full));
-        INSP(e, p, 0, BRA_UNI, L(masked));
-    }
-    bwd_step(k, f, it, 0);
-    INS(e, BRA_UNI, L(next));
-    e_place(e, masked);
-    if (f->d->causal) bwd_step(k, f, it, 1);
-    e_place(e, next);
-    INS(e, ADD_U32, R(it), R(it), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
 }
 
 static void epilogue(Kctx *k, Bwd *f) {
@@ -331,7 +308,8 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     acc_new(&kc, &f.dv, f.mk, d->dv / 8);
     acc_fill(&kc, &f.dk, 0.0f);
     acc_fill(&kc, &f.dv, 0.0f);
-    query_loop(&kc, &f);
+    QueryBlocks qb = {f.m_lo, f.m_full, f.nm};
+    query_loop(&kc, d->causal, &qb, f.nm, f.total, bwd_step, &f, 0);
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
 }

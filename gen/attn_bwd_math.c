@@ -26,6 +26,31 @@ void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg of
     INS(e, DIV_U32, R(qb->m_full), R(t), I(bm));
 }
 
+void query_loop(Kctx *k, int causal, const QueryBlocks *qb, Reg per_head, Reg total, QueryStep step, void *ctx,
+                int advances) {
+    Emit *e = &k->e;
+    Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
+    int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
+    INS(e, MOV_B32, R(it), I(0));
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(it), R(total));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    if (causal) {
+        INS(e, REM_U32, R(r), R(it), R(per_head));
+        INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
+        INS(e, SETP_LT_U32, R(p), R(r), R(qb->m_full));
+        INSP(e, p, 0, BRA_UNI, L(masked));
+    }
+    step(k, ctx, it, 0);
+    INS(e, BRA_UNI, L(next));
+    e_place(e, masked);
+    if (causal) step(k, ctx, it, 1);
+    e_place(e, next);
+    if (!advances) INS(e, ADD_U32, R(it), R(it), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
 /* Per lane, with base = m_start + 2t - (key_row0 + g) + off, element (i, j, c) is visible iff
  * base >= 16i + 8(c/2) - 8j - (c%2). */
 void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0) {

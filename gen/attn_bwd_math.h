@@ -11,6 +11,13 @@
 typedef struct { Reg m_lo, m_full, m_end; } QueryBlocks;
 void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, QueryBlocks *qb);
 
+/* Steps it = 0 .. total-1 over (query head, query block), the causal ones masked: block it % per_head + m_lo
+ * is masked below m_full. One copy of the step body per kind, uniform branches. `advances`: the step moves
+ * it on itself (a ring's pass counter), else the loop does. */
+typedef void (*QueryStep)(Kctx *k, void *ctx, Reg it, int masked);
+void query_loop(Kctx *k, int causal, const QueryBlocks *qb, Reg per_head, Reg total, QueryStep step, void *ctx,
+                int advances);
+
 /* S^T[key, q] = -inf where key > q + off, for a warp whose key rows start at key_row0 (16 per m tile)
  * and whose query columns start at m_start. */
 void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0);

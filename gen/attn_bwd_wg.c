@@ -223,7 +223,8 @@ static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
 }
 
 /* One query block of one consumer warpgroup: the inner loop of the kernel. */
-static void bwd_step(Kctx *k, WgBwd *f, Reg it, int masked) {
+static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
+    WgBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, det = d->tile.deterministic;
@@ -279,29 +280,6 @@ static void bwd_step(Kctx *k, WgBwd *f, Reg it, int masked) {
     }
 }
 
-static void query_loop(Kctx *k, WgBwd *f) {
-    Emit *e = &k->e;
-    Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
-    int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
-    INS(e, MOV_B32, R(it), I(0));
-    e_place(e, top);
-    INS(e, SETP_GE_U32, R(p), R(it), R(f->total));
-    INSP(e, p, 0, BRA_UNI, L(done));
-    if (f->d->causal) {
-        INS(e, REM_U32, R(r), R(it), R(f->nm_div));
-        INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
-        INS(e, SETP_LT_U32, R(p), R(r), R(f->m_full));
-        INSP(e, p, 0, BRA_UNI, L(masked));
-    }
-    bwd_step(k, f, it, 0);
-    INS(e, BRA_UNI, L(next));
-    e_place(e, masked);
-    if (f->d->causal) bwd_step(k, f, it, 1);
-    e_place(e, next);
-    INS(e, BRA_UNI, L(top));     /* bwd_step moved it on (wg_release) */
-    e_place(e, done);
-}
-
 /* scale dK; dK and dV rounded into the warpgroup's rows of the K and V tiles (every consumer is done
  * with them), then one thread of the warpgroup stores them by TMA */
 static void epilogue(Kctx *k, WgBwd *f) {
@@ -324,16 +302,8 @@ static void epilogue(Kctx *k, WgBwd *f) {
     INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
     INS(e, ADD_U32, R(row), R(f->key0), R(wrow));
     static const char *const maps[2] = {"dk_map", "dv_map"};
-    for (int i = 0; i < 2; i++) {
-        Reg m = kc_tmap(k, maps[i]);
-        int off = i ? f->v_off : f->k_off, cols = i ? d->dv : d->d;
-        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
-            Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
-            INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
-            Reg c[4] = {col, f->kvh, row, f->b};
-            INS(e, TMA_STORE_4D, TA(m, 4, c), A(a, off + s * bn * 128));
-        }
-    }
+    for (int i = 0; i < 2; i++)
+        wg_tma_store_rows(k, kc_tmap(k, maps[i]), i ? f->v_off : f->k_off, i ? d->dv : d->d, bn * 128, wrow, f->kvh, row, f->b);
     INS0(e, BULK_COMMIT);
     INS(e, BULK_WAIT_READ, I(0));                                  /* shared memory stays until the copy read it */
     e_place(e, skip);
@@ -389,7 +359,8 @@ static void consumer(Kctx *k, WgBwd *f) {
     acc_fill(k, &f->dk, 0.0f);
     acc_fill(k, &f->dv, 0.0f);
     mbar_wait(k, f->kv_bar, kc_imm32(k, 0), 0);                  /* K and V landed */
-    query_loop(k, f);
+    QueryBlocks qb = {f->m_lo, f->m_full, f->nm};
+    query_loop(k, d->causal, &qb, f->nm_div, f->total, bwd_step, f, 1);   /* bwd_step moves it on (wg_release) */
     epilogue(k, f);
 }
 

@@ -255,12 +255,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     Reg om = kc_tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
     INS(e, ADD_U32, R(row0), R(f->m_start), R(wrow));
-    for (int s = 0; s < d->dv / WG_SLAB_COLS; s++) {
-        Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
-        INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
-        Reg c[4] = {col, f->h, row0, f->b};
-        INS(e, TMA_STORE_4D, TA(om, 4, c), A(a, f->o_off + s * bm * 128));
-    }
+    wg_tma_store_rows(k, om, f->o_off, d->dv, bm * 128, wrow, f->h, row0, f->b);
     INS0(e, BULK_COMMIT);
     INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
     e_place(e, skip);

@@ -13,6 +13,16 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
     }
 }
 
+void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b) {
+    Emit *e = &k->e;
+    for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
+        Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
+        INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
+        Reg c[4] = {col, head, row, b};
+        INS(e, TMA_STORE_4D, TA(map, 4, c), A(a, src + s * slab_bytes));
+    }
+}
+
 /* Every warp's share of the group's products is done: lane 0 of each frees the slot, and the ring moves on. */
 void wg_release(Kctx *k, Reg empty, Reg it) {
     Emit *e = &k->e;

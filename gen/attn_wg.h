@@ -19,6 +19,9 @@ void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const ch
 /* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
+/* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src, slab_bytes apart) to rows
+ * from `row` of head `head`, batch b, by TMA stores in the thread's open bulk group. */
+void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b);
 /* Every warp's share of the group's products is done: lane 0 of each arrives on the slot's empty barrier,
  * and the ring's pass counter moves on. */
 void wg_release(Kctx *k, Reg empty, Reg it);
