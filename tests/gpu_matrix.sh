@@ -95,11 +95,20 @@ for d in 64 128; do
     run "d=$d deterministic ${c:-full} s=1000/77 fp16" --hdim $d --tile deterministic=1 $c --sq 1000 --sk 77 --hq 4 --hkv 4 --dtype fp16
   done
 done
+# on sm_90a the lines above run the wgmma set (--mma auto); the mma.sync set and each family's tiles here
+for d in 64 128; do
+  run "mma.sync d=$d GQA 8:1 causal s=1000/1537 pad=8" --mma sync --hdim $d --causal --sq 1000 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+  run "mma.sync d=$d atomics fp16 s=1000/77" --mma sync --hdim $d --tile deterministic=0 --sq 1000 --sk 77 --hq 4 --hkv 4 --dtype fp16
+done
 for t in "bm=64,bn=128,warps=8" "bm=128,bn=128,warps=8" "bm=64,bn=128,warps=4"; do
   for d in 64 128; do
     ./ptxgen --plan --arch sm_90 --kernel attn_bwd --hdim $d --tile $t >/dev/null 2>&1 || continue
-    run "d=$d tile $t causal s=777/1000 GQA" --hdim $d --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
+    run "mma.sync d=$d tile $t causal s=777/1000 GQA" --mma sync --hdim $d --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
   done
+done
+for f in "64 stages=1" "64 bn=64,bm=64" "64 stages=3,deterministic=1" "128 stages=1" "128 stages=3,deterministic=1"; do
+  set -- $f
+  run "wgmma d=$1 tile $2 causal s=777/1000 GQA" --mma wgmma --hdim $1 --tile $2 --causal --sq 777 --sk 1000 --hq 4 --hkv 2
 done
 mode=xcheck
 for d in 64 128; do
@@ -174,15 +183,17 @@ gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit
     else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
 }
 # compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory hazards)
-# over the wgmma kernel's layouts at a small ragged causal GQA shape
+# over the wgmma kernels' layouts at a small ragged causal GQA shape
 if command -v compute-sanitizer >/dev/null; then
-  for t in "" pingpong=0 producer=1,bn=96; do
+  for kt in "attn_fwd 128" "attn_fwd 128 pingpong=0" "attn_fwd 128 producer=1,bn=96" "attn_bwd 128" \
+            "attn_bwd 64 deterministic=1" "attn_bwd 64 bm=64,bn=64"; do
+    read -r kn hd tl <<<"$kt"
     for tool in memcheck racecheck; do
-      gate "compute-sanitizer $tool attn_fwd wgmma ${t:-default tile} causal s=150/300 GQA" bash -c '
-        out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel attn_fwd --mma wgmma \
-              ${2:+--tile $2} --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 --seed "$3" 2>&1) || { echo "$out"; exit 1; }
+      gate "compute-sanitizer $tool $kn wgmma d=$hd ${tl:-default tile} causal s=150/300 GQA" bash -c '
+        out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel "$4" --mma wgmma \
+              ${2:+--tile $2} --hdim "$5" --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 --seed "$3" 2>&1) || { echo "$out"; exit 1; }
         echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
-        echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool "$t" $((seed += 1))
+        echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool "$tl" $((seed += 1)) "$kn" "$hd"
     done
   done
 else
