@@ -84,19 +84,6 @@ static void qblock(Kctx *k, WgBwd *f, Reg it, Reg *h, Reg *m_start) {
     INS(e, MUL_LO_U32, R(*m_start), R(r), I(f->d->tile.bm));
 }
 
-/* Ring slot of step it: its full and empty barriers, the parity its pass completes, its byte offset. */
-static Reg ring_slot(Kctx *k, WgBwd *f, Reg it, Reg *full, Reg *empty, Reg *parity) {
-    Emit *e = &k->e;
-    Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
-    mbar_stage(k, f->full0, it, f->stages, full, parity);
-    INS(e, SUB_U32, R(slot), R(*full), R(f->full0));          /* 8 bytes per slot */
-    *empty = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(*empty), R(f->empty0), R(slot));
-    INS(e, SHR_U32, R(stage), R(slot), I(3));
-    INS(e, MUL_LO_U32, R(stage), R(stage), I(f->slot_bytes));
-    return stage;
-}
-
 /* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
  * one TMA copy of one row of the stats map (8 bm bytes) brings it into the slot. */
 static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
@@ -134,7 +121,7 @@ static void producer(Kctx *k, WgBwd *f) {
     INSP(e, more, 1, BRA_UNI, L(done));
     Reg h, m_start, full, empty, parity;
     qblock(k, f, it, &h, &m_start);
-    Reg stage = ring_slot(k, f, it, &full, &empty, &parity);
+    Reg stage = wg_ring_slot(k, f->full0, f->empty0, f->stages, it, f->slot_bytes, &full, &parity, &empty);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(bm * (d->d + d->dv) * 2 + 8 * bm));
@@ -230,7 +217,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     int bm = d->tile.bm, det = d->tile.deterministic;
     e_comment(e, "query block: %s", masked ? "causal, masked" : "fully visible");
     Reg full, empty, parity, h, m_start;
-    Reg stage = ring_slot(k, f, it, &full, &empty, &parity);
+    Reg stage = wg_ring_slot(k, f->full0, f->empty0, f->stages, it, f->slot_bytes, &full, &parity, &empty);
     mbar_wait(k, full, parity, 0);
     Acc s, dp, dq;
     acc_new(k, &s, 1, bm / 8);

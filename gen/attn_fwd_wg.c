@@ -66,26 +66,11 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     key_blocks(k, &f->rb, n_full, n_max);
 }
 
-/* Pass `it` over ring `ring` (B_*): that slot's barrier and the parity its pass completes, the same
- * slot's barrier in ring `twin` (full <-> empty), and the slot's byte offset from slot 0. */
-static Reg ring_slot(Kctx *k, WgFwd *f, int ring, int twin, Reg it, int slot_bytes, Reg *bar, Reg *parity,
-                     Reg *twin_bar) {
-    Emit *e = &k->e;
-    Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
-    mbar_stage(k, f->ring[ring], it, f->stages, bar, parity);
-    INS(e, SUB_U32, R(slot), R(*bar), R(f->ring[ring]));      /* 8 bytes per slot */
-    *twin_bar = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(*twin_bar), R(f->ring[twin]), R(slot));
-    INS(e, SHR_U32, R(stage), R(slot), I(3));
-    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
-    return stage;
-}
-
 /* One ring slot: wait until the consumers freed it, then TMA the block's rows into it. */
 static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row) {
     Emit *e = &k->e;
     Reg empty, full, parity, st = e_reg(e, RC_B64);
-    Reg stage = ring_slot(k, f, ring + 1, ring, f->it, slot_bytes, &empty, &parity, &full);
+    Reg stage = wg_ring_slot(k, f->ring[ring + 1], f->ring[ring], f->stages, f->it, slot_bytes, &empty, &parity, &full);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
@@ -123,7 +108,7 @@ static void producer(Kctx *k, WgFwd *f) {
 
 /* Waits for ring slot `it` of `ring` to fill; returns the slot's byte offset from slot 0. */
 static Reg consume(Kctx *k, WgFwd *f, int ring, Reg it, int slot_bytes, Reg *empty) {
-    Reg full, parity, stage = ring_slot(k, f, ring, ring + 1, it, slot_bytes, &full, &parity, empty);
+    Reg full, parity, stage = wg_ring_slot(k, f->ring[ring], f->ring[ring + 1], f->stages, it, slot_bytes, &full, &parity, empty);
     mbar_wait(k, full, parity, 0);
     return stage;
 }

@@ -1,5 +1,6 @@
 /* What the wgmma attention kernels share (attn_wg.h). */
 #include "attn_wg.h"
+#include "../templates/mbar.h"
 #include "../templates/wgmma.h"
 
 /* The slabs of one [rows][cols] tile at shared offset dst, rows from `row` of head `head`. */
@@ -21,6 +22,18 @@ void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg 
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_STORE_4D, TA(map, 4, c), A(a, src + s * slab_bytes));
     }
+}
+
+Reg wg_ring_slot(Kctx *k, Reg bar0, Reg twin0, int stages, Reg it, int slot_bytes, Reg *bar, Reg *parity, Reg *twin) {
+    Emit *e = &k->e;
+    Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
+    mbar_stage(k, bar0, it, stages, bar, parity);
+    INS(e, SUB_U32, R(slot), R(*bar), R(bar0));      /* 8 bytes per slot */
+    *twin = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(*twin), R(twin0), R(slot));
+    INS(e, SHR_U32, R(stage), R(slot), I(3));
+    INS(e, MUL_LO_U32, R(stage), R(stage), I(slot_bytes));
+    return stage;
 }
 
 /* Every warp's share of the group's products is done: lane 0 of each frees the slot, and the ring moves on. */

@@ -22,6 +22,10 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
 /* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src, slab_bytes apart) to rows
  * from `row` of head `head`, batch b, by TMA stores in the thread's open bulk group. */
 void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b);
+/* Pass `it` over a ring of `stages` slots whose barriers start at bar0 (8 bytes apart): that slot's barrier
+ * and the parity its pass completes, the same slot's barrier in the twin ring from twin0 (full <-> empty),
+ * and the slot's byte offset from slot 0 (slots slot_bytes apart). */
+Reg wg_ring_slot(Kctx *k, Reg bar0, Reg twin0, int stages, Reg it, int slot_bytes, Reg *bar, Reg *parity, Reg *twin);
 /* Every warp's share of the group's products is done: lane 0 of each arrives on the slot's empty barrier,
  * and the ring's pass counter moves on. */
 void wg_release(Kctx *k, Reg empty, Reg it);
