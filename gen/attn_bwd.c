@@ -34,8 +34,7 @@ typedef struct {
     Stages st;
     BwdStats stats;                   /* this lane's column pair in the current stage's statistics */
     Reg s_q, s_k, off, group;
-    Reg m_lo, m_full, nm, total;      /* query blocks [m_lo, m_lo + nm) per head; masked below m_full */
-    Reg nm_div;                       /* max(nm, 1): the prologue's block exists even when no block does */
+    QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     Reg k_rs, q_rs, do_rs;
     Reg scale_log2, zero, warp_row0;
     TileLoader ld;
@@ -71,26 +70,9 @@ static Reg cta_key0(Kctx *k, const Bwd *f) {
 
 /* iteration it -> (query head, first query row) */
 static QBlock qblock(Kctx *k, Bwd *f, Reg it) {
-    Emit *e = &k->e;
-    QBlock q = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
-    Reg r = e_reg(e, RC_B32);
-    INS(e, DIV_U32, R(q.h), R(it), R(f->nm_div));
-    INS(e, REM_U32, R(r), R(it), R(f->nm_div));
-    INS(e, MAD_LO_U32, R(q.h), R(cta_kv_head(k)), R(f->group), R(q.h));
-    INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
-    INS(e, MUL_LO_U32, R(q.m_start), R(r), I(f->d->tile.bm));
+    QBlock q;
+    query_block_at(k, &f->blocks, it, cta_kv_head(k), &q.h, &q.m_start);
     return q;
-}
-
-static void query_range(Kctx *k, Bwd *f) {
-    Emit *e = &k->e;
-    QueryBlocks qb;
-    query_blocks(k, f->d->causal, f->d->tile.bm, f->d->tile.bn, cta_key0(k, f), f->s_q, f->off, &qb);
-    f->m_lo = qb.m_lo, f->m_full = qb.m_full, f->nm = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
-    INS(e, SUB_U32, R(f->nm), R(qb.m_end), R(f->m_lo));
-    INS(e, MUL_LO_U32, R(f->total), R(f->nm), R(f->group));
-    f->nm_div = e_reg(e, RC_B32);
-    INS(e, MAX_S32, R(f->nm_div), R(f->nm), I(1));
 }
 
 static void setup(Kctx *k, Bwd *f) {
@@ -109,7 +91,7 @@ static void setup(Kctx *k, Bwd *f) {
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    query_range(k, f);
+    query_blocks(k, f->d->causal, f->d->tile.bm, f->d->tile.bn, cta_key0(k, f), f->s_q, f->off, f->group, &f->blocks);
 }
 
 static void fragment_bases(Kctx *k, Bwd *f) {
@@ -217,7 +199,7 @@ static int skip_if_last(Kctx *k, Bwd *f, Reg it, Reg *next) {
     int skip = e_label(e);
     *next = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(*next), R(it), I(1));
-    INS(e, SETP_GE_U32, R(last), R(*next), R(f->total));
+    INS(e, SETP_GE_U32, R(last), R(*next), R(f->blocks.total));
     INSP(e, last, 0, BRA_UNI, L(skip));
     return skip;
 }
@@ -308,8 +290,7 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     acc_new(&kc, &f.dv, f.mk, d->dv / 8);
     acc_fill(&kc, &f.dk, 0.0f);
     acc_fill(&kc, &f.dv, 0.0f);
-    QueryBlocks qb = {f.m_lo, f.m_full, f.nm};
-    query_loop(&kc, d->causal, &qb, f.nm, f.total, bwd_step, &f, 0);
+    query_loop(&kc, &f.blocks, bwd_step, &f, 0);
     epilogue(&kc, &f);
     kctx_finish(&kc, module);
 }

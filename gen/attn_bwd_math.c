@@ -2,13 +2,15 @@
 #include "attn_bwd_math.h"
 #include <math.h>
 
-void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, QueryBlocks *qb) {
+/* The blocks' bounds: [m_lo, m_end), masked below m_full. */
+static void block_bounds(Kctx *k, QueryBlocks *qb, int bn, Reg key0, Reg s_q, Reg off, Reg m_end) {
     Emit *e = &k->e;
+    int bm = qb->bm;
     Reg t = e_reg(e, RC_B32);
-    qb->m_end = e_reg(e, RC_B32), qb->m_lo = e_reg(e, RC_B32), qb->m_full = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(qb->m_end), R(s_q), I(bm - 1));
-    INS(e, DIV_U32, R(qb->m_end), R(qb->m_end), I(bm));
-    if (!causal) {
+    qb->m_lo = e_reg(e, RC_B32), qb->m_full = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(m_end), R(s_q), I(bm - 1));
+    INS(e, DIV_U32, R(m_end), R(m_end), I(bm));
+    if (!qb->causal) {
         INS(e, MOV_B32, R(qb->m_lo), I(0));
         INS(e, MOV_B32, R(qb->m_full), I(0));
         return;
@@ -17,7 +19,7 @@ void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg of
     INS(e, SUB_S32, R(t), R(key0), R(off));
     INS(e, MAX_S32, R(t), R(t), I(0));
     INS(e, DIV_U32, R(qb->m_lo), R(t), I(bm));
-    INS(e, MIN_U32, R(qb->m_lo), R(qb->m_lo), R(qb->m_end));
+    INS(e, MIN_U32, R(qb->m_lo), R(qb->m_lo), R(m_end));
     /* and the first that sees all bn keys is key0 + bn - 1 - off */
     INS(e, ADD_S32, R(t), R(key0), I(bn - 1));
     INS(e, SUB_S32, R(t), R(t), R(off));
@@ -26,17 +28,39 @@ void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg of
     INS(e, DIV_U32, R(qb->m_full), R(t), I(bm));
 }
 
-void query_loop(Kctx *k, int causal, const QueryBlocks *qb, Reg per_head, Reg total, QueryStep step, void *ctx,
-                int advances) {
+void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, Reg group, QueryBlocks *qb) {
+    Emit *e = &k->e;
+    Reg m_end = e_reg(e, RC_B32);
+    *qb = (QueryBlocks){.causal = causal, .bm = bm, .group = group};
+    block_bounds(k, qb, bn, key0, s_q, off, m_end);
+    qb->per_head = e_reg(e, RC_B32), qb->total = e_reg(e, RC_B32);
+    INS(e, SUB_U32, R(qb->per_head), R(m_end), R(qb->m_lo));
+    INS(e, MUL_LO_U32, R(qb->total), R(qb->per_head), R(group));
+    qb->per_head_div = e_reg(e, RC_B32);
+    INS(e, MAX_S32, R(qb->per_head_div), R(qb->per_head), I(1));
+}
+
+void query_block_at(Kctx *k, const QueryBlocks *qb, Reg it, Reg kvh, Reg *h, Reg *m_start) {
+    Emit *e = &k->e;
+    Reg r = e_reg(e, RC_B32);
+    *h = e_reg(e, RC_B32), *m_start = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(*h), R(it), R(qb->per_head_div));
+    INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
+    INS(e, MAD_LO_U32, R(*h), R(kvh), R(qb->group), R(*h));
+    INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
+    INS(e, MUL_LO_U32, R(*m_start), R(r), I(qb->bm));
+}
+
+void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int advances) {
     Emit *e = &k->e;
     Reg it = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32);
     int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
     INS(e, MOV_B32, R(it), I(0));
     e_place(e, top);
-    INS(e, SETP_GE_U32, R(p), R(it), R(total));
+    INS(e, SETP_GE_U32, R(p), R(it), R(qb->total));
     INSP(e, p, 0, BRA_UNI, L(done));
-    if (causal) {
-        INS(e, REM_U32, R(r), R(it), R(per_head));
+    if (qb->causal) {
+        INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
         INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
         INS(e, SETP_LT_U32, R(p), R(r), R(qb->m_full));
         INSP(e, p, 0, BRA_UNI, L(masked));
@@ -44,7 +68,7 @@ void query_loop(Kctx *k, int causal, const QueryBlocks *qb, Reg per_head, Reg to
     step(k, ctx, it, 0);
     INS(e, BRA_UNI, L(next));
     e_place(e, masked);
-    if (causal) step(k, ctx, it, 1);
+    if (qb->causal) step(k, ctx, it, 1);
     e_place(e, next);
     if (!advances) INS(e, ADD_U32, R(it), R(it), I(1));
     INS(e, BRA_UNI, L(top));

@@ -6,17 +6,23 @@
 #include "attn_emit.h"
 #include "../templates/warp_mma.h"
 
-/* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_end), the ones below m_full only
- * partly (causal: from the first query whose row reaches key0; all of them and none masked otherwise). */
-typedef struct { Reg m_lo, m_full, m_end; } QueryBlocks;
-void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, QueryBlocks *qb);
+/* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_lo + per_head) of each of the group's
+ * query heads, the ones below m_full only partly (causal: from the first query whose row reaches key0; all
+ * of them and none masked otherwise); the CTA steps over total = per_head * group of them. */
+typedef struct {
+    int causal, bm;
+    Reg m_lo, m_full, per_head, total, group;
+    Reg per_head_div;                 /* max(per_head, 1): a divisor even when no block sees the keys */
+} QueryBlocks;
+void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, Reg group, QueryBlocks *qb);
+/* step it -> its query head (of kv head kvh's group) and the first row of its block */
+void query_block_at(Kctx *k, const QueryBlocks *qb, Reg it, Reg kvh, Reg *h, Reg *m_start);
 
 /* Steps it = 0 .. total-1 over (query head, query block), the causal ones masked: block it % per_head + m_lo
  * is masked below m_full. One copy of the step body per kind, uniform branches. `advances`: the step moves
  * it on itself (a ring's pass counter), else the loop does. */
 typedef void (*QueryStep)(Kctx *k, void *ctx, Reg it, int masked);
-void query_loop(Kctx *k, int causal, const QueryBlocks *qb, Reg per_head, Reg total, QueryStep step, void *ctx,
-                int advances);
+void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int advances);
 
 /* S^T[key, q] = -inf where key > q + off, for a warp whose key rows start at key_row0 (16 per m tile)
  * and whose query columns start at m_start. */

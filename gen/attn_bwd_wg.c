@@ -33,7 +33,7 @@ typedef struct {
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
-    Reg m_lo, m_full, nm, nm_div, total;   /* query blocks [m_lo, m_lo + nm) per head, masked below m_full */
+    QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     /* consumers */
     Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
     Reg scale_log2, yes, no;
@@ -63,25 +63,7 @@ static void problem(Kctx *k, WgBwd *f) {
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
-    QueryBlocks qb;
-    query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, &qb);
-    f->m_lo = qb.m_lo, f->m_full = qb.m_full;
-    f->nm = e_reg(e, RC_B32), f->nm_div = e_reg(e, RC_B32), f->total = e_reg(e, RC_B32);
-    INS(e, SUB_U32, R(f->nm), R(qb.m_end), R(f->m_lo));
-    INS(e, MUL_LO_U32, R(f->total), R(f->nm), R(f->group));
-    INS(e, MAX_S32, R(f->nm_div), R(f->nm), I(1));
-}
-
-/* step it -> (query head, first query row): the heads of the group in turn, each over its query blocks */
-static void qblock(Kctx *k, WgBwd *f, Reg it, Reg *h, Reg *m_start) {
-    Emit *e = &k->e;
-    Reg r = e_reg(e, RC_B32);
-    *h = e_reg(e, RC_B32), *m_start = e_reg(e, RC_B32);
-    INS(e, DIV_U32, R(*h), R(it), R(f->nm_div));
-    INS(e, REM_U32, R(r), R(it), R(f->nm_div));
-    INS(e, MAD_LO_U32, R(*h), R(f->kvh), R(f->group), R(*h));
-    INS(e, ADD_U32, R(r), R(r), R(f->m_lo));
-    INS(e, MUL_LO_U32, R(*m_start), R(r), I(f->d->tile.bm));
+    query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, f->group, &f->blocks);
 }
 
 /* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
@@ -117,10 +99,10 @@ static void producer(Kctx *k, WgBwd *f) {
     INS(e, MOV_B32, R(it), I(0));
     int top = e_label(e);
     e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(it), R(f->total));
+    INS(e, SETP_LT_U32, R(more), R(it), R(f->blocks.total));
     INSP(e, more, 1, BRA_UNI, L(done));
     Reg h, m_start, full, empty, parity;
-    qblock(k, f, it, &h, &m_start);
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
     Reg stage = wg_ring_slot(k, f->full0, f->empty0, f->stages, it, f->slot_bytes, &full, &parity, &empty);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
@@ -232,7 +214,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS(e, MAD_LO_U32, R(cols), R(cols), I(8), R(k->smem));
     INS(e, ADD_U32, R(cols), R(cols), R(stage));
     BwdStats st = {cols, f->st_off, f->st_off + 4 * bm};
-    qblock(k, f, it, &h, &m_start);
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
     INS(e, WGMMA_WAIT, I(1));                                                           /* S^T done */
     if (masked) {
         Reg key_row0 = e_reg(e, RC_B32);
@@ -346,8 +328,7 @@ static void consumer(Kctx *k, WgBwd *f) {
     acc_fill(k, &f->dk, 0.0f);
     acc_fill(k, &f->dv, 0.0f);
     mbar_wait(k, f->kv_bar, kc_imm32(k, 0), 0);                  /* K and V landed */
-    QueryBlocks qb = {f->m_lo, f->m_full, f->nm};
-    query_loop(k, d->causal, &qb, f->nm_div, f->total, bwd_step, f, 1);   /* bwd_step moves it on (wg_release) */
+    query_loop(k, &f->blocks, bwd_step, f, 1);   /* bwd_step moves it on (wg_release) */
     epilogue(k, f);
 }
 
