@@ -21,11 +21,16 @@ enum { BWD_PRE, BWD_MAIN, BWD_DQ, BWD_KERNELS };
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile);
 /* q, k, v, do, lse and the delta workspace: what the main and dq kernels read */
 void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
+/* q, k, v, do alone (a main kernel that takes lse and delta from the stats blocks) */
+void bwd_tensors(KernelSpec *ks, const AttnDesc *d);
 
 /* the row-wise kernels (attn_bwd_rows.c) */
 /* stats_block > 0: pre also writes the `stats` workspace, per block of stats_block query rows its lse, then
  * its delta, 0 past s_q: one TMA copy of 8 stats_block bytes for a main kernel's step (wgmma) */
 void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks);
+/* whether a kernel of the set reads the `delta` workspace: the mma.sync main kernel and the dQ kernel do; a
+ * main kernel that takes the stats blocks does not */
+static inline int bwd_delta_ws(const AttnDesc *d, int stats_block) { return !stats_block || d->tile.deterministic; }
 void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module);
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks);
 void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);

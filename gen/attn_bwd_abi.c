@@ -12,12 +12,16 @@ void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_til
              d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
 }
 
-void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
+void bwd_tensors(KernelSpec *ks, const AttnDesc *d) {
     const char *dt = dtype_name(d->dtype);
     abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
     abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
+}
+
+void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
+    bwd_tensors(ks, d);
     abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
     abi_workspace(ks, "delta", "rowsum(dO * O), read here");
 }

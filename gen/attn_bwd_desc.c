@@ -98,7 +98,8 @@ void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 }
 
 static void workspaces(const AttnDesc *d, int stats_block, KernelSet *ks) {
-    ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
+    if (bwd_delta_ws(d, stats_block))
+        ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
     if (stats_block) {
         WorkspaceSpec *w = &ks->ws[ks->nws++];
         *w = (WorkspaceSpec){"stats", "", 0, "fp32 [b, h_q, cdiv(s_q, block), 2, block]: per block of query rows its lse, "

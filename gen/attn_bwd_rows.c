@@ -77,12 +77,14 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
         INS(e, ADD_F32, R(sum), R(sum), R(t));
     }
     INS(e, ADD_U32, R(srow), R(rc->srow), R(row));
-    /* one thread of the row stores delta: rows below s_q for column 0, none for the others */
-    INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
-    INS(e, SELP_B32, R(lim), R(s_q), I(0), R(lead));
-    INS(e, SETP_LT_U32, R(lead), R(row), R(lim));
-    INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
-    INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
+    if (bwd_delta_ws(d, stats_block)) {
+        /* one thread of the row stores delta: rows below s_q for column 0, none for the others */
+        INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
+        INS(e, SELP_B32, R(lim), R(s_q), I(0), R(lead));
+        INS(e, SETP_LT_U32, R(lead), R(row), R(lim));
+        INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
+        INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
+    }
     if (stats_block) stats_row_out(k, rc, stats_block, row, p, srow, sum);
     if (!zero_dq) return;
     /* this thread's 2 x 16 bytes of the row's d fp32 values */
@@ -150,7 +152,7 @@ void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks) {
     bwd_entry(ks, d, "pre", 0);
     abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, "bsh");
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
-    abi_workspace(ks, "delta", "rowsum(dO * O), written here");
+    if (bwd_delta_ws(d, stats_block)) abi_workspace(ks, "delta", "rowsum(dO * O), written here");
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
     if (stats_block) {
         abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");

@@ -94,7 +94,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
                        .min_ctas = pr ? 1 : 0, .max_regs = pr ? 0 : (unsigned)wg_consumer_regs(cw, 4)};
     snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn,
              t->stages, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
-    bwd_inputs(ks, d);
+    bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     if (!t->deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
     abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
