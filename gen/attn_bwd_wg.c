@@ -36,6 +36,7 @@ typedef struct {
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     /* consumers */
     Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
+    Reg wg_bar;                       /* its own named barrier: 0 is the CTA's, 1 the consumers', 2.. each group's */
     Reg scale_log2, yes, no;
     Reg ds_buf;                       /* this step's dS^T buffer: 0 or ds_other, the offset of the second */
     int ds_other;
@@ -152,13 +153,9 @@ static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
     Emit *e = &k->e;
     int boxes = f->dqn / 32;
-    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32);
-    Reg base = e_reg(e, RC_B32), named = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(wt), R(k->tid), I(127));
-    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
-    INS(e, ADD_U32, R(named), R(f->wg), I(2));
+    Reg lead = wg_lead(k), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     INSP(e, lead, 0, BULK_WAIT_READ, I(0));
-    INS(e, BAR_SYNC_N, R(named), I(128));                       /* the staging is free */
+    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));                   /* the staging is free */
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t), R(k->lane), I(3));
     INS(e, SHR_U32, R(u), R(t), I(1));
@@ -176,7 +173,7 @@ static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
             INS(e, ST_SHARED_V2_F32, A(a, (j / 4) * 64 * 128 + hi * 8 * 128), V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
     }
     INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
-    INS(e, BAR_SYNC_N, R(named), I(128));
+    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));
     int skip = e_label(e);
     INSP(e, lead, 1, BRA, L(skip));
     Reg m = kc_tmap(k, "dq_map"), row = e_reg(e, RC_B32), src = base;   /* thread 0 of the group: row 0, t 0 */
@@ -260,13 +257,9 @@ static void epilogue(Kctx *k, WgBwd *f) {
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), d->d, f->warp_row0, k->smem, f->k_off, bn * 128);
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), d->dv, f->warp_row0, k->smem, f->v_off, bn * 128);
     INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
-    Reg named = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(named), R(f->wg), I(2));                   /* 0: the CTA's, 1: the consumers', 2..: each warpgroup's */
-    INS(e, BAR_SYNC_N, R(named), I(128));
-    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));
+    Reg lead = wg_lead(k), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
     int skip = e_label(e);
-    INS(e, AND_B32, R(wt), R(k->tid), I(127));
-    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
     INSP(e, lead, 1, BRA, L(skip));
     INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
     INS(e, ADD_U32, R(row), R(f->key0), R(wrow));
@@ -291,6 +284,8 @@ static void consumer(Kctx *k, WgBwd *f) {
     INS(e, SHR_U32, R(f->wg), R(w), I(2));
     INS(e, AND_B32, R(wwarp), R(w), I(3));
     INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    f->wg_bar = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(f->wg_bar), R(f->wg), I(2));
     f->scale_log2 = scale_log2(k);
     f->yes = kc_pred(k, 1);
     f->no = kc_pred(k, 0);

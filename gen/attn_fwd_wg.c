@@ -232,10 +232,8 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
     INS(e, BAR_SYNC_N, R(named_bar), I(128));
-    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);
+    Reg lead = wg_lead(k);
     int skip = e_label(e);
-    INS(e, AND_B32, R(wt), R(k->tid), I(127));
-    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
     INSP(e, lead, 1, BRA, L(skip));
     Reg om = kc_tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));

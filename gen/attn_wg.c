@@ -14,6 +14,14 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
     }
 }
 
+Reg wg_lead(Kctx *k) {
+    Emit *e = &k->e;
+    Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(wt), R(k->tid), I(127));
+    INS(e, SETP_EQ_U32, R(lead), R(wt), I(0));
+    return lead;
+}
+
 void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b) {
     Emit *e = &k->e;
     for (int s = 0; s < cols / WG_SLAB_COLS; s++) {

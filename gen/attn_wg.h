@@ -19,6 +19,8 @@ void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const ch
 /* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
+/* A predicate: this thread is thread 0 of its warpgroup (the one that issues the group's TMA stores). */
+Reg wg_lead(Kctx *k);
 /* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src, slab_bytes apart) to rows
  * from `row` of head `head`, batch b, by TMA stores in the thread's open bulk group. */
 void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b);
