@@ -11,11 +11,12 @@ det=1 builds the deterministic set (the `deterministic=1` tile key, added to --t
 Prints one row per (shape, family): median ms and TFLOP/s (2.5 x the forward's FLOPs), each peer's, the ratios,
 and the largest relative L2 error of dq, dk, dv against FA2's (cuDNN's when FA2 refuses).
 """
-import argparse, json, math, sys
+import json, math, sys
 import torch
 from torch.nn.attention import SDPBackend
 import ptxgen
-from peer_bench import median_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer
+from peer_bench import (median_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer, family_bench_args, family_bench_header,
+                        family_bench_row)
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,64,8,128,1",
                   "4,4096,32,32,128,0,1"]
@@ -34,18 +35,10 @@ def ours(t, causal, family, tile, scale):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--family", action="append", help="ptxgen families to time (default: wgmma and mma.sync)")
-    ap.add_argument("--tile", default=None)
-    ap.add_argument("--shape", action="append", help="b,s,hq,hkv,d,causal[,det]")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    fams = a.family or ["wgmma", "mma.sync"]
-    reps = 10 if a.quick else 30
+    a = family_bench_args("b,s,hq,hkv,d,causal[,det]")
+    fams, reps = a.families, a.reps
     torch.manual_seed(1234)
-    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
-    print(f"{'shape':38s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+    family_bench_header(38)
     rows = []
     for spec in a.shape or DEFAULT_SHAPES:
         f = [int(x) for x in spec.split(",")]
@@ -84,9 +77,7 @@ def main():
             tf = fl / ms / 1e9
             cd, fa = peers.get("cudnn"), peers.get("fa2")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}{' det' if det else ''}"
-            print(f"{label:38s} {fam:10s} {ms:8.3f} {tf:8.1f} {fl / cd / 1e9 if cd else float('nan'):8.1f} "
-                  f"{fl / fa / 1e9 if fa else float('nan'):8.1f} {cd / ms if cd else float('nan'):8.2f} "
-                  f"{fa / ms if fa else float('nan'):7.2f}  (max rel err dq/dk/dv {err:.1e})", flush=True)
+            family_bench_row(label, fam, ms, fl, peers, 38, f"max rel err dq/dk/dv {err:.1e}")
             if not err < 2e-2:
                 print(f"# FAIL: {fam} {label} differs from the peer's gradients (rel L2 {err:.2e})")
             rows.append(dict(shape=spec, family=fam, tile=tile, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))

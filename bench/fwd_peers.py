@@ -7,12 +7,13 @@ usage: PYTHONPATH=python python3 bench/fwd_peers.py [--family wgmma|mma.sync ...
        [--shape b,s,hq,hkv,d,causal ...] [--out FILE.json]
 Prints one row per (shape, family): median ms and TFLOP/s over timed repetitions, and each peer's, with ratios.
 """
-import argparse, json, math, sys
+import json, math, sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import ptxgen
-from peer_bench import median_ms, rel_l2   # one timing method for every peer benchmark (BENCH.md)
+# one timing method and one table for every peer benchmark (BENCH.md)
+from peer_bench import median_ms, rel_l2, family_bench_args, family_bench_header, family_bench_row
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,16,16,256,0",
                   "4,4096,64,8,128,1", "1,16384,16,16,128,0"]
@@ -44,18 +45,10 @@ def sdpa(q, k, v, causal, backend):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--family", action="append", help="ptxgen families to time (default: wgmma and mma.sync)")
-    ap.add_argument("--tile", default=None)
-    ap.add_argument("--shape", action="append", help="b,s,hq,hkv,d,causal")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    fams = a.family or ["wgmma", "mma.sync"]
-    reps = 10 if a.quick else 30
+    a = family_bench_args("b,s,hq,hkv,d,causal")
+    fams, reps = a.families, a.reps
     torch.manual_seed(1234)
-    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
-    print(f"{'shape':34s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+    family_bench_header(34)
     rows = []
     for spec in a.shape or DEFAULT_SHAPES:
         b, s, hq, hkv, d, causal = (int(x) for x in spec.split(","))
@@ -79,9 +72,7 @@ def main():
             tf = fl / ms / 1e9
             cd, fa = peers.get("cudnn"), peers.get("fa2")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}"
-            print(f"{label:34s} {fam:10s} {ms:8.3f} {tf:8.1f} {fl / cd / 1e9 if cd else float('nan'):8.1f} "
-                  f"{fl / fa / 1e9 if fa else float('nan'):8.1f} {cd / ms if cd else float('nan'):8.2f} "
-                  f"{fa / ms if fa else float('nan'):7.2f}  (rel err vs cuDNN {err:.1e})")
+            family_bench_row(label, fam, ms, fl, peers, 34, f"rel err vs cuDNN {err:.1e}")
             if not err < 1e-2:
                 print(f"# FAIL: {fam} {label} differs from cuDNN (rel L2 {err:.2e})")
             rows.append(dict(shape=spec, family=fam, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))

@@ -172,6 +172,32 @@ def median_ms(fn, iters=30, warmup=5):
     times.sort()
     return times[len(times) // 2]
 
+def family_bench_args(shape_help):
+    """The command line fwd_peers.py and bwd_peers.py share: families, tile, shapes, --quick, --out."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", action="append", help="ptxgen families to time (default: wgmma and mma.sync)")
+    ap.add_argument("--tile", default=None)
+    ap.add_argument("--shape", action="append", help=shape_help)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    a.families = a.family or ["wgmma", "mma.sync"]
+    a.reps = 10 if a.quick else 30
+    return a
+
+def family_bench_header(width):
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
+    print(f"{'shape':{width}s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+
+def family_bench_row(label, fam, ms, flops, peers, width, note):
+    """One row: our median ms and TFLOP/s, each peer's TFLOP/s (peers: name -> ms, absent when it refused) and
+    the ratios, then the note (the error)."""
+    nan = float("nan")
+    cd, fa = peers.get("cudnn"), peers.get("fa2")
+    print(f"{label:{width}s} {fam:10s} {ms:8.3f} {flops / ms / 1e9:8.1f} {flops / cd / 1e9 if cd else nan:8.1f} "
+          f"{flops / fa / 1e9 if fa else nan:8.1f} {cd / ms if cd else nan:8.2f} {fa / ms if fa else nan:7.2f}  ({note})",
+          flush=True)
+
 def rel_l2(x, ref):
     x, ref = x.float(), ref.float()
     return ((x - ref).norm() / ref.norm()).item()
