@@ -256,19 +256,8 @@ static void epilogue(Kctx *k, WgBwd *f) {
     acc_scale(k, &f->dk, kc_f32(k, "softmax_scale"));
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), d->d, f->warp_row0, k->smem, f->k_off, bn * 128);
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), d->dv, f->warp_row0, k->smem, f->v_off, bn * 128);
-    INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
-    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));
-    Reg lead = wg_lead(k), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
-    int skip = e_label(e);
-    INSP(e, lead, 1, BRA, L(skip));
-    INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
-    INS(e, ADD_U32, R(row), R(f->key0), R(wrow));
-    static const char *const maps[2] = {"dk_map", "dv_map"};
-    for (int i = 0; i < 2; i++)
-        wg_tma_store_rows(k, kc_tmap(k, maps[i]), i ? f->v_off : f->k_off, i ? d->dv : d->d, bn * 128, wrow, f->kvh, row, f->b);
-    INS0(e, BULK_COMMIT);
-    INS(e, BULK_WAIT_READ, I(0));                                  /* shared memory stays until the copy read it */
-    e_place(e, skip);
+    WgStore st[2] = {{"dk_map", f->k_off, d->d}, {"dv_map", f->v_off, d->dv}};
+    wg_store_group(k, f->wg_bar, f->wg, f->key0, st, 2, bn * 128, f->kvh, f->b);
 }
 
 static void consumer(Kctx *k, WgBwd *f) {

@@ -226,22 +226,11 @@ static void last_pv(Kctx *k, WgFwd *f) {
 /* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads,
  * then stored by one thread per warpgroup. */
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
-    Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
-    INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
-    INS(e, BAR_SYNC_N, R(named_bar), I(128));
-    Reg lead = wg_lead(k);
-    int skip = e_label(e);
-    INSP(e, lead, 1, BRA, L(skip));
-    Reg om = kc_tmap(k, "o_map"), row0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(wrow), R(f->wg), I(64));
-    INS(e, ADD_U32, R(row0), R(f->m_start), R(wrow));
-    wg_tma_store_rows(k, om, f->o_off, d->dv, bm * 128, wrow, f->h, row0, f->b);
-    INS0(e, BULK_COMMIT);
-    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
-    e_place(e, skip);
+    WgStore o = {"o_map", f->o_off, d->dv};
+    wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
 }
 
 static void consumer(Kctx *k, WgFwd *f) {

@@ -22,7 +22,8 @@ Reg wg_lead(Kctx *k) {
     return lead;
 }
 
-void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b) {
+/* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src) to rows from `row`. */
+static void tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b) {
     Emit *e = &k->e;
     for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
         Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
@@ -30,6 +31,23 @@ void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg 
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_STORE_4D, TA(map, 4, c), A(a, src + s * slab_bytes));
     }
+}
+
+void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+    Emit *e = &k->e;
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
+    INS(e, BAR_SYNC_N, R(bar), I(128));
+    Reg lead = wg_lead(k);
+    int skip = e_label(e);
+    INSP(e, lead, 1, BRA, L(skip));
+    Reg map0 = kc_tmap(k, st[0].map), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(wrow), R(wg), I(64));
+    INS(e, ADD_U32, R(row), R(row0), R(wrow));
+    for (int i = 0; i < n; i++)
+        tma_store_rows(k, i ? kc_tmap(k, st[i].map) : map0, st[i].src, st[i].cols, slab_bytes, wrow, head, row, b);
+    INS0(e, BULK_COMMIT);
+    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
+    e_place(e, skip);
 }
 
 Reg wg_ring_slot(Kctx *k, Reg bar0, Reg twin0, int stages, Reg it, int slot_bytes, Reg *bar, Reg *parity, Reg *twin) {

@@ -21,9 +21,13 @@ void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const ch
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
 /* A predicate: this thread is thread 0 of its warpgroup (the one that issues the group's TMA stores). */
 Reg wg_lead(Kctx *k);
-/* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src, slab_bytes apart) to rows
- * from `row` of head `head`, batch b, by TMA stores in the thread's open bulk group. */
-void wg_tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b);
+/* One tensor a warpgroup stores: its map parameter, its staging slabs at shared offset src, its columns. */
+typedef struct { const char *map; int src, cols; } WgStore;
+/* The end of an epilogue: once warpgroup wg's threads staged their rows (fenced for the async proxy, then
+ * named barrier bar of its 128 threads), its thread 0 stores the group's 64 rows of each of the n tensors
+ * (rows 64 wg of the slabs, slab_bytes apart) to rows row0 + 64 wg of head `head`, batch b, and waits
+ * until the copies have read shared memory. */
+void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b);
 /* Pass `it` over a ring of `stages` slots whose barriers start at bar0 (8 bytes apart): that slot's barrier
  * and the parity its pass completes, the same slot's barrier in the twin ring from twin0 (full <-> empty),
  * and the slot's byte offset from slot 0 (slots slot_bytes apart). */
