@@ -55,24 +55,26 @@ static void slot_count(Kctx *k, MlaSlots *s, Reg t) {
     INS(e, DIV_U32, R(s->nsteps), R(s->nsteps), I(s->bn));
 }
 
-void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c) {
+static void slots_init(Kctx *k, MlaSlots *s, Reg t, int threads, int slabs) {
     Emit *e = &k->e;
     s->s_kv = kc_u32(k, "s_kv");
     s->kv = kc_ptr(k, "kv");
     s->kv_rs = row_stride_bytes(k, "kv");
     Reg a = e_reg(e, RC_B64);
-    INS(e, CVT_U64_U32, R(a), R(c->t));
+    INS(e, CVT_U64_U32, R(a), R(t));
     INS(e, MUL_LO_U64, R(a), R(a), R(kc_u64(k, "indices_stride_s")));
     s->idx_row = kc_ptr(k, "indices");
     INS(e, MUL_LO_U64, R(a), R(a), I(4));
     INS(e, ADD_U64, R(s->idx_row), R(s->idx_row), R(a));
-    slot_count(k, s, c->t);
-    rg_init(k, &s->g, s->bn, s->skv.cols, c->threads);
+    slot_count(k, s, t);
+    if (slabs) rg_init_slabs(k, &s->g, s->bn, s->skv.cols, threads);
+    else rg_init(k, &s->g, s->bn, s->skv.cols, threads);
 }
 
-/* The index of this thread's gather row in step n: -1 for slots past the
- * token's count, which are never read. */
-static Reg fetch_index(Kctx *k, const MlaSlots *s, Reg n) {
+void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c) { slots_init(k, s, c->t, c->threads, 0); }
+void mla_slots_init_slabs(Kctx *k, MlaSlots *s, Reg t, int threads) { slots_init(k, s, t, threads, 1); }
+
+Reg mla_slot_index(Kctx *k, const MlaSlots *s, Reg n) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
     INS(e, MAD_LO_U32, R(slot), R(n), I(s->bn), R(s->g.row));
@@ -83,9 +85,7 @@ static Reg fetch_index(Kctx *k, const MlaSlots *s, Reg n) {
     return idx;
 }
 
-/* Row idx of kv into this thread's gather row of the stage at `shift`, and
- * the slot's bias (0, or -inf when invalid: no load, a zero row) and kv row. */
-static void gather_rows(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) {
+void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) {
     Emit *e = &k->e;
     Reg ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
     Reg bias = e_reg(e, RC_F32), lead = e_reg(e, RC_PRED), ba = e_reg(e, RC_B32);
@@ -119,10 +119,10 @@ void mla_slot_loop(Kctx *k, const MlaSlots *s, KeyStep step, void *ctx) {
 
 void mla_slots_start(Kctx *k, MlaSlots *s) {
     Emit *e = &k->e;
-    gather_rows(k, s, fetch_index(k, s, kc_imm32(k, 0)), NOGUARD);
+    mla_slot_gather(k, s, mla_slot_index(k, s, kc_imm32(k, 0)), NOGUARD);
     INS0(e, CP_ASYNC_COMMIT);
     s->idx_next = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(s->idx_next), R(fetch_index(k, s, kc_imm32(k, 1))));
+    INS(e, MOV_B32, R(s->idx_next), R(mla_slot_index(k, s, kc_imm32(k, 1))));
 }
 
 void mla_slots_prefetch(Kctx *k, MlaSlots *s, const Stages *st, Reg n) {
@@ -132,10 +132,10 @@ void mla_slots_prefetch(Kctx *k, MlaSlots *s, const Stages *st, Reg n) {
     INS(e, ADD_U32, R(next), R(n), I(1));
     INS(e, SETP_GE_U32, R(last), R(next), R(s->nsteps));
     INSP(e, last, 0, BRA_UNI, L(skip));
-    gather_rows(k, s, s->idx_next, stages_other(k, st));
+    mla_slot_gather(k, s, s->idx_next, stages_other(k, st));
     INS0(e, CP_ASYNC_COMMIT);
     INS(e, ADD_U32, R(n2), R(n), I(2));
-    INS(e, MOV_B32, R(s->idx_next), R(fetch_index(k, s, n2)));
+    INS(e, MOV_B32, R(s->idx_next), R(mla_slot_index(k, s, n2)));
     e_place(e, skip);
 }
 

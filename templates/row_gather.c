@@ -2,20 +2,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) {
+static void init(Kctx *k, RowGather *g, int rows, int cols, int threads, int slabs) {
     Emit *e = &k->e;
     int tpr = threads / rows;
     if (tpr * rows != threads || 8 % tpr || (cols / 8) % tpr) {
         fprintf(stderr, "ptxgen internal: %d threads cannot gather %d rows of %d columns\n", threads, rows, cols);
         abort();
     }
-    *g = (RowGather){.rows = rows, .cols = cols, .tpr = tpr, .npat = 8 / tpr};
+    *g = (RowGather){.rows = rows, .cols = cols, .tpr = tpr, .npat = 8 / tpr, .slabs = slabs};
     g->row = e_reg(e, RC_B32), g->part = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(g->row), R(k->tid), I(tpr));
     INS(e, REM_U32, R(g->part), R(k->tid), I(tpr));
     /* chunk part + tpr*i has low bits part + tpr*(i mod npat): no carry, since part < tpr */
     Reg base = e_reg(e, RC_B32), r7 = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(base), R(g->row), I(cols * 2), R(k->smem));
+    INS(e, MAD_LO_U32, R(base), R(g->row), I(slabs ? 128 : cols * 2), R(k->smem));
     INS(e, AND_B32, R(r7), R(g->row), I(7));
     for (int p = 0; p < g->npat; p++) {
         Reg c = e_reg(e, RC_B32);
@@ -25,6 +25,9 @@ void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) {
         INS(e, MAD_LO_U32, R(g->dst[p]), R(c), I(16), R(base));
     }
 }
+
+void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) { init(k, g, rows, cols, threads, 0); }
+void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads) { init(k, g, rows, cols, threads, 1); }
 
 void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg bytes) {
     Emit *e = &k->e;
@@ -37,7 +40,8 @@ void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg b
         INS(e, ADD_U32, R(dst[p]), R(g->dst[p]), R(shift));
     }
     for (int i = 0; i < g->cols / 8 / g->tpr; i++) {
-        int q = g->tpr * i;   /* the chunk of part 0 */
-        INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + 16 * (q & ~7)), A(s0, 16 * q), I(16), R(bytes));
+        int q = g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
+        int group = g->slabs ? (q / 8) * g->rows * 128 : 16 * (q & ~7);
+        INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
     }
 }

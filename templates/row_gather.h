@@ -2,7 +2,9 @@
  * source address: gathered rows (top-k slots of MLA) or rows whose width has
  * no thread split TileLoader can use (576 columns = 72 chunks). Thread tid
  * owns row tid / tpr and copies its chunks tid % tpr + tpr * i, so each
- * thread needs its row's address once per tile. */
+ * thread needs its row's address once per tile. The tile is either the
+ * smem_tile.h layout (each row cols * 2 bytes) or, for wgmma operands,
+ * cols / 64 slabs of [rows][64] with 128-byte rows (wgmma.h). */
 #ifndef PTXGEN_ROW_GATHER_H
 #define PTXGEN_ROW_GATHER_H
 #include "smem_tile.h"
@@ -12,10 +14,13 @@ typedef struct {
     Reg row, part;             /* this thread's row and first chunk */
     Reg dst[8];                /* per (chunk & 7) / tpr pattern: shared address of the swizzled chunk */
     int npat;
+    int slabs;                 /* 1: 64-column slabs of `rows` rows (wgmma.h); 0: smem_tile.h rows */
 } RowGather;
 
 /* For tiles of `rows` x `cols` copied by `threads` threads (threads = rows * tpr). */
 void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads);
+/* The same into 128B-swizzled slabs of [rows][64], the layout a TMA copy writes and wgmma reads. */
+void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads);
 /* Issues this thread's copies of its row into t (moved by `shift` bytes, or
  * NOGUARD): 16-byte cp.async from src (b64, the row's first byte), each of
  * `bytes` 16 (copy) or 0 (zero-fill, no read of src). */

@@ -58,7 +58,7 @@ Reg softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h) {
 }
 
 /* S row -> exp2, l rescaled and summed, m = mx; returns the row's rescale factor for O. */
-static Reg exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx) {
+Reg softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx) {
     Emit *e = &k->e;
     Reg *m = &rs->m[2 * i + h], *l = &rs->l[2 * i + h];
     Reg ms = scaled_max(k, mx, scale_log2), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32);
@@ -85,13 +85,13 @@ static void scale_row(Kctx *k, Acc *o, int i, int h, Reg alpha) {
 }
 
 void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h, Reg mx) {
-    scale_row(k, o, i, h, exp_row(k, s, rs, scale_log2, i, h, mx));
+    scale_row(k, o, i, h, softmax_exp_row(k, s, rs, scale_log2, i, h, mx));
 }
 
 void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha) {
     for (int i = 0; i < s->mt; i++)
         for (int h = 0; h < 2; h++) {
-            Reg a = exp_row(k, s, rs, scale_log2, i, h, softmax_row_max(k, s, rs, i, h));
+            Reg a = softmax_exp_row(k, s, rs, scale_log2, i, h, softmax_row_max(k, s, rs, i, h));
             INS(&k->e, MOV_F32, R(alpha[2 * i + h]), R(a));
         }
 }

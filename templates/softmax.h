@@ -33,6 +33,9 @@ void quad_allreduce(Kctx *k, Reg x, Op op);
 Reg  softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h);
 /* with the row's new max mx: S <- exp2(...), l and O rescaled, m = mx */
 void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, int i, int h, Reg mx);
+/* S row -> exp2(...) with the row's new max mx, l rescaled and summed, m = mx; returns the row's factor
+ * for O (to apply with acc_scale_rows once O is not in flight) */
+Reg  softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx);
 /* l quad-reduced in place: this warp's row sums */
 void softmax_row_sums(Kctx *k, RowStats *rs);
 /* O /= l and lse from l as it stands */
