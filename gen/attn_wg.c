@@ -33,21 +33,48 @@ static void tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, 
     }
 }
 
-void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+/* The frame of a warpgroup's TMA store: what its threads staged is fenced for the async proxy and the
+ * group meets at barrier bar; then only thread 0 goes on (to the returned label's end: store_end). */
+static int store_begin(Kctx *k, Reg bar) {
     Emit *e = &k->e;
     INS0(e, FENCE_PROXY_ASYNC_CTA);                              /* the TMA store reads what the threads wrote */
     INS(e, BAR_SYNC_N, R(bar), I(128));
     Reg lead = wg_lead(k);
     int skip = e_label(e);
     INSP(e, lead, 1, BRA, L(skip));
+    return skip;
+}
+
+static void store_end(Kctx *k, int skip) {
+    Emit *e = &k->e;
+    INS0(e, BULK_COMMIT);
+    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
+    e_place(e, skip);
+}
+
+void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+    Emit *e = &k->e;
+    int skip = store_begin(k, bar);
     Reg map0 = kc_tmap(k, st[0].map), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(wrow), R(wg), I(64));
     INS(e, ADD_U32, R(row), R(row0), R(wrow));
     for (int i = 0; i < n; i++)
         tma_store_rows(k, i ? kc_tmap(k, st[i].map) : map0, st[i].src, st[i].cols, slab_bytes, wrow, head, row, b);
-    INS0(e, BULK_COMMIT);
-    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
-    e_place(e, skip);
+    store_end(k, skip);
+}
+
+void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int slab_bytes, Reg col0, Reg head, Reg row,
+                   Reg b) {
+    Emit *e = &k->e;
+    int skip = store_begin(k, bar);
+    Reg m = kc_tmap(k, map);
+    for (int s = 0; s < nslabs; s++) {
+        Reg col = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(col), R(col0), I(s * WG_SLAB_COLS));
+        Reg c[4] = {col, head, row, b};
+        INS(e, TMA_STORE_4D, TA(m, 4, c), A(src, s * slab_bytes));
+    }
+    store_end(k, skip);
 }
 
 Reg wg_ring_slot(Kctx *k, Reg bar0, Reg twin0, int stages, Reg it, int slot_bytes, Reg *bar, Reg *parity, Reg *twin) {

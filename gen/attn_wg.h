@@ -28,6 +28,10 @@ typedef struct { const char *map; int src, cols; } WgStore;
  * (rows 64 wg of the slabs, slab_bytes apart) to rows row0 + 64 wg of head `head`, batch b, and waits
  * until the copies have read shared memory. */
 void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b);
+/* The same for one tensor whose warpgroup owns columns, not rows: nslabs slabs (slab_bytes apart from the
+ * shared address src, a register) to columns col0 .. col0 + 64 nslabs of row `row`, head `head`, batch b. */
+void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int slab_bytes, Reg col0, Reg head, Reg row,
+                   Reg b);
 /* Pass `it` over a ring of `stages` slots whose barriers start at bar0 (8 bytes apart): that slot's barrier
  * and the parity its pass completes, the same slot's barrier in the twin ring from twin0 (full <-> empty),
  * and the slot's byte offset from slot 0 (slots slot_bytes apart). */

@@ -25,6 +25,11 @@ static const KernelKind kinds[] = {
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},
+    {"mla_fwd", "sparse MLA forward on wgmma + TMA (a producer warpgroup gathers the top-k rows by cp.async, two "
+     "consumer warpgroups split each step's slots for S and d_v for O), d_qk 576, d_v 512, bf16/fp16, optional "
+     "topk_length, LSE", FAM_WGMMA, mla_fwd_wg_keys, &mla_fwd_wg_nkeys, mla_fwd_wg_default_tile,
+     mla_fwd_wg_check_tile, NULL, NULL, mla_fwd_wg_plan, mla_fwd_wg_spec, mla_fwd_wg_emit, mla_hdims, 1, MLA_D_QK,
+     MLA_D_V, 0, 0},
     {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert or the "
      "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,

@@ -21,6 +21,20 @@ void mla_fwd_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void mla_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 
+/* The forward's launch ABI after its entry (inputs, o, lse, sizes, scale, grid [s_q, cdiv(h_q, bm)]). */
+void mla_fwd_abi(KernelSpec *ks, const AttnDesc *d);
+
+/* mla_fwd, wgmma family (sm_90a): a gathering producer warpgroup and two consumer warpgroups */
+#define MLA_WG_BM 64          /* heads per CTA: wgmma's M, shared by both consumer warpgroups */
+#define MLA_WG_BN 64          /* slots per step: 32 per consumer for S, and P's [64][64] tile is one rope slab */
+extern const TileKey mla_fwd_wg_keys[];
+extern const int mla_fwd_wg_nkeys;
+AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d);
+int  mla_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
+void mla_fwd_wg_plan(const AttnDesc *d, Plan *p);
+void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+
 /* mla_bwd: the kernel set (pre, main, convert or the deterministic reduce) */
 extern const TileKey mla_bwd_keys[];
 extern const int mla_bwd_nkeys;

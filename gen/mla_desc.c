@@ -74,10 +74,8 @@ void mla_abi_inputs(KernelSpec *ks, const AttnDesc *d) {
     mla_abi_selection(ks);
 }
 
-void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+void mla_fwd_abi(KernelSpec *ks, const AttnDesc *d) {
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    snprintf(ks->entry, sizeof ks->entry, "mla_fwd_%s_dqk%d_dv%d_bm%d_bn%d", dt, d->d, d->dv, d->tile.bm, d->tile.bn);
     mla_abi_inputs(ks, d);
     abi_tensor(ks, "o", PR_OUT, "attention output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "lse", PR_OUT, MLA_LSE_MEANING, "[s_q, h_q]", "fp32", "");
@@ -86,4 +84,11 @@ void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
     snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", d->tile.bm);
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    snprintf(ks->entry, sizeof ks->entry, "mla_fwd_%s_dqk%d_dv%d_bm%d_bn%d", dtype_name(d->dtype), d->d, d->dv,
+             d->tile.bm, d->tile.bn);
+    mla_fwd_abi(ks, d);
 }

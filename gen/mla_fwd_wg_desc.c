@@ -1,0 +1,89 @@
+/* mla_fwd, wgmma family: tile keys and the default, the resource plan (the ring of gathered rows, the
+ * warp roles and their registers), and the launch ABI with the TMA maps of q and o. */
+#include "mla.h"
+#include <stddef.h>
+#include <stdio.h>
+#include "attn_wg.h"
+#include "../templates/wgmma.h"
+
+const TileKey mla_fwd_wg_keys[] = {
+    {"bm", offsetof(AttnTile, bm), {MLA_WG_BM}, 1, "heads of one token per CTA: the M of every wgmma, shared by the "
+     "two consumer warpgroups (h_q < 64 leaves rows idle)"},
+    {"bn", offsetof(AttnTile, bn), {MLA_WG_BN}, 1, "top-k slots per step: 32 per consumer warpgroup for S; P's "
+     "[64 heads][64 slots] tile takes the step's rope slab once S is done"},
+};
+const int mla_fwd_wg_nkeys = (int)(sizeof mla_fwd_wg_keys / sizeof mla_fwd_wg_keys[0]);
+
+/* 128 producer threads keep 56 registers: a gather row's 4 swizzled chunk addresses, its source, the next
+ * index, the ring's counters */
+#define MLA_WG_PRODUCER_REGS 56
+#define MLA_WG_STAGES 2        /* two slots of 64 x 576 rows next to Q fill the 227 KB of an SM90 CTA */
+
+AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d) {
+    (void)a, (void)d;
+    return (AttnTile){.bm = MLA_WG_BM, .bn = MLA_WG_BN, .warps = 12, .stages = MLA_WG_STAGES, .producer = 4};
+}
+
+int mla_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    if (d->d != MLA_D_QK || d->dv != MLA_D_V) {
+        snprintf(err, errlen, "the wgmma mla_fwd is built for d_qk=%d, d_v=%d (got %d, %d)", MLA_D_QK, MLA_D_V, d->d,
+                 d->dv);
+        return 1;
+    }
+    return 0;
+}
+
+static int consumer_regs(void) {
+    int r = (65536 / 128 - MLA_WG_PRODUCER_REGS) / 2;
+    return r - r % 8;
+}
+
+void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    *p = (Plan){.threads = 32 * t->warps};
+    int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "the token's heads, TMA 128B-swizzled slabs of 64 columns");
+    plan_add_region(p, "KV.0", t->bn * d->d * 2 + t->bn * 4, 1024,
+                    "a step's gathered rows (cp.async into 9 slabs; K = 576 columns, V = the first 512), then 0 or "
+                    "-inf per slot; once both S are done the rope slab holds P");
+    plan_add_region(p, "KV.1", t->bn * d->d * 2 + t->bn * 4, 1024, "the ring's other slot");
+    plan_add_region(p, "rowx", 2 * t->bm * 4, 16, "row maxima (each step) and sums (at the end) of each consumer "
+                    "warpgroup, swapped between the two");
+    plan_add_region(p, "barriers", 8 * (1 + 2 * t->stages), 8, "Q full; per ring slot full (the 128 producer "
+                    "threads) and empty (the 8 consumer warps)");
+    plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over Q after the loop");
+    /* a consumer thread: its O half (d_v/2 columns of 64 rows: 128), S of its 32 slots (16), P packed (8),
+     * softmax state, descriptors and addresses */
+    p->regs_est = d->dv / 4 + t->bn / 4 + t->bn / 8 + 40;
+    plan_add_role(p, "producer", 4, MLA_WG_PRODUCER_REGS);
+    plan_add_role(p, "consumer", 8, consumer_regs());
+    char what[96];
+    snprintf(what, sizeof what, "mla_fwd (wgmma) d_qk=%d d_v=%d bm=%d bn=%d stages=%d", d->d, d->dv, t->bm, t->bn,
+             t->stages);
+    plan_finish(p, d->arch, what);
+    if (p->ok && p->regs_est > consumer_regs()) {
+        p->ok = 0;
+        snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers; setmaxnreg gives %d",
+                 what, p->regs_est, consumer_regs());
+    }
+}
+
+/* q or o [s_q, h_q, cols] as the 4-D map (cols, h_q, s_q, 1): one copy is 64 columns of bm heads of a token */
+static void head_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, const char *cols, int bm,
+                     const char *const strides[3]) {
+    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4, .dims = {cols, "h_q", "s_q", "1"},
+                       .strides = {strides[0], strides[1], strides[2]}, .box = {WG_SLAB_COLS, bm, 1, 1},
+                       .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x the CTA's heads of one token, 128B swizzle; the tensor's "
+                   "h and s strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+}
+
+void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
+    const char *dt = dtype_name(d->dtype);
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
+    snprintf(ks->entry, sizeof ks->entry, "mla_fwd_wg_%s_dqk%d_dv%d_bm%d_bn%d", dt, d->d, d->dv, d->tile.bm, d->tile.bn);
+    mla_fwd_abi(ks, d);
+    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_s * 2 * s_q"};
+    static const char *const os[] = {"o_stride_h * 2", "o_stride_s * 2", "o_stride_s * 2 * s_q"};
+    head_map(ks, "q_map", "q", dt, MLA_D_QK_TEXT, d->tile.bm, qs);
+    head_map(ks, "o_map", "o", dt, "512", d->tile.bm, os);
+}
