@@ -67,17 +67,25 @@ static void slots_init(Kctx *k, MlaSlots *s, Reg t, int threads, int slabs) {
     INS(e, MUL_LO_U64, R(a), R(a), I(4));
     INS(e, ADD_U64, R(s->idx_row), R(s->idx_row), R(a));
     slot_count(k, s, t);
-    if (slabs) rg_init_slabs(k, &s->g, s->bn, s->skv.cols, threads);
+    if (slabs) rg_init_slabs(k, &s->g, s->bn, s->skv.cols, threads, 8);
     else rg_init(k, &s->g, s->bn, s->skv.cols, threads);
 }
 
 void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c) { slots_init(k, s, c->t, c->threads, 0); }
 void mla_slots_init_slabs(Kctx *k, MlaSlots *s, Reg t, int threads) { slots_init(k, s, t, threads, 1); }
 
-Reg mla_slot_index(Kctx *k, const MlaSlots *s, Reg n) {
+/* this thread's gather row in pass `pass` */
+static Reg pass_row(Kctx *k, const MlaSlots *s, int pass) {
+    if (!pass) return s->g.row;
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, ADD_U32, R(r), R(s->g.row), I(pass * s->g.pass_rows));
+    return r;
+}
+
+Reg mla_slot_index_pass(Kctx *k, const MlaSlots *s, Reg n, int pass) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
-    INS(e, MAD_LO_U32, R(slot), R(n), I(s->bn), R(s->g.row));
+    INS(e, MAD_LO_U32, R(slot), R(n), I(s->bn), R(pass_row(k, s, pass)));
     INS(e, SETP_LT_U32, R(in), R(slot), R(s->eff));
     INS(e, MOV_B32, R(idx), I(-1));
     INS(e, MAD_WIDE_U32, R(a), R(slot), I(4), R(s->idx_row));
@@ -85,7 +93,11 @@ Reg mla_slot_index(Kctx *k, const MlaSlots *s, Reg n) {
     return idx;
 }
 
-void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) {
+Reg mla_slot_index(Kctx *k, const MlaSlots *s, Reg n) { return mla_slot_index_pass(k, s, n, 0); }
+
+void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) { mla_slot_gather_pass(k, s, idx, shift, 0); }
+
+void mla_slot_gather_pass(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass) {
     Emit *e = &k->e;
     Reg ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
     Reg bias = e_reg(e, RC_F32), lead = e_reg(e, RC_PRED), ba = e_reg(e, RC_B32);
@@ -93,10 +105,10 @@ void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) {
     INS(e, SELP_B32, R(row), R(idx), I(0), R(ok));
     INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
     INS(e, MAD_WIDE_U32, R(src), R(row), R(s->kv_rs), R(s->kv));
-    rg_issue(k, &s->g, s->skv, shift, src, sz);
+    rg_issue_pass(k, &s->g, s->skv, shift, pass, src, sz);
     INS(e, SELP_F32, R(bias), FI(0.0f), FI(-INFINITY), R(ok));
     INS(e, SETP_EQ_U32, R(lead), R(s->g.part), I(0));
-    INS(e, MAD_LO_U32, R(ba), R(s->g.row), I(4), R(k->smem));
+    INS(e, MAD_LO_U32, R(ba), R(pass_row(k, s, pass)), I(4), R(k->smem));
     if (shift.cls != NOGUARD.cls) INS(e, ADD_U32, R(ba), R(ba), R(shift));
     INSP(e, lead, 0, ST_SHARED_F32, A(ba, s->bias_off), R(bias));
     if (s->rows_off >= 0) INSP(e, lead, 0, ST_SHARED_B32, A(ba, s->rows_off), R(idx));

@@ -53,13 +53,17 @@ typedef struct {
 } MlaSlots;
 
 void mla_slots_init(Kctx *k, MlaSlots *s, const MlaCta *c);
-/* The same for token t gathered by threads 0 .. threads-1 into wgmma's 64-column slabs (rg_init_slabs). */
+/* The same for token t gathered by threads 0 .. threads-1 into wgmma's 64-column slabs, 8 threads per row in
+ * as many passes as the step's rows need (rg_init_slabs). */
 void mla_slots_init_slabs(Kctx *k, MlaSlots *s, Reg t, int threads);
 /* The index of this thread's gather row in step n: -1 for slots past the token's count, never read. */
 Reg  mla_slot_index(Kctx *k, const MlaSlots *s, Reg n);
 /* Row idx of kv into this thread's gather row of the stage at `shift` (a register, or NOGUARD), and the
  * slot's bias (0, or -inf when invalid: no load, a zero row) and kv row, in the current cp.async group. */
 void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift);
+/* The same two for this thread's row of gather pass `pass` (RowGather.passes). */
+Reg  mla_slot_index_pass(Kctx *k, const MlaSlots *s, Reg n, int pass);
+void mla_slot_gather_pass(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass);
 /* The token, head block and slot stream of a kernel whose plan has the
  * regions KV.0/.1, bias.0/.1 (and rows.0/.1 when keep_rows), tiled by d->tile. */
 void mla_stream_begin(Kctx *k, const AttnDesc *d, const Plan *p, int keep_rows, MlaCta *c, MlaSlots *s, Stages *st);

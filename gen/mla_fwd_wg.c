@@ -73,8 +73,12 @@ static void producer(Kctx *k, MlaWg *f) {
 
     MlaSlots sl = {.bn = MLA_WG_BN, .skv = {MLA_WG_BN, d->d, f->kv_off}, .bias_off = f->bias_off, .rows_off = -1};
     mla_slots_init_slabs(k, &sl, f->t, 128);
-    Reg idx = e_reg(e, RC_B32), n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(idx), R(mla_slot_index(k, &sl, zero)));
+    int np = sl.g.passes;
+    Reg idx[8], n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
+    for (int i = 0; i < np; i++) {
+        idx[i] = e_reg(e, RC_B32);
+        INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, zero, i)));
+    }
     INS(e, MOV_B32, R(n), I(0));
     INS(e, MOV_B32, R(f->it), I(0));
     int top = e_label(e), done = e_label(e);
@@ -85,10 +89,11 @@ static void producer(Kctx *k, MlaWg *f) {
     Reg stage = wg_ring_slot(k, f->bar[BAR_EMPTY], f->bar[BAR_FULL], 2, f->it, f->kv_stride, &empty, &parity, &full);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
-    mla_slot_gather(k, &sl, idx, stage);
+    for (int i = 0; i < np; i++) mla_slot_gather_pass(k, &sl, idx[i], stage, i);
     INS0(e, CP_ASYNC_COMMIT);
     INS(e, ADD_U32, R(next), R(n), I(1));
-    INS(e, MOV_B32, R(idx), R(mla_slot_index(k, &sl, next)));   /* the next step's index, read under the copies */
+    for (int i = 0; i < np; i++)                     /* the next step's indices, read under the copies */
+        INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, next, i)));
     INS(e, CP_ASYNC_WAIT, I(0));
     INS0(e, FENCE_PROXY_ASYNC_CTA);                  /* wgmma reads through the async proxy what cp.async wrote */
     INS(e, MBAR_ARRIVE, R(st), A(full, 0));
@@ -169,7 +174,12 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));
     acc_scale_rows(k, &f->o, alpha);
     values(k, f, p, stage);
-    wg_release(k, empty, f->it);
+    /* every consumer thread frees the slot: its own reads of the bias and writes of P are then released to
+     * the producer's next copies into it by the mbarrier alone (compute-sanitizer racecheck orders a thread's
+     * accesses only by its own arrive, not through the named barrier before a warp's lane 0 arrives) */
+    Reg st = e_reg(e, RC_B64);
+    INS(e, MBAR_ARRIVE, R(st), A(empty, 0));
+    INS(e, ADD_U32, R(f->it), R(f->it), I(1));
 }
 
 /* Descriptors and addresses of warpgroup c at ring slot 0. */
@@ -269,7 +279,7 @@ void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf
                .rowx_off = plan_region(p, "rowx"), .o_off = plan_region(p, "O"), .half = MLA_WG_BN / 2};
     f.kv_stride = plan_region(p, "KV.1") - f.kv_off;
     f.bias_off = f.kv_off + MLA_WG_BN * d->d * 2;
-    Opnd counts[NBARS] = {I(1), I(128), I(128), I(8), I(8)};   /* Q's expect_tx; the producer threads; consumer warps */
+    Opnd counts[NBARS] = {I(1), I(128), I(128), I(256), I(256)};   /* Q's expect_tx; producer and consumer threads */
     mbar_init(&kc, plan_region(p, "barriers"), NBARS, counts, f.bar);
     f.it = e_reg(e, RC_B32);
     INS(e, BAR_SYNC, I(0));                          /* the barriers are initialised */

@@ -14,8 +14,8 @@ const TileKey mla_fwd_wg_keys[] = {
 };
 const int mla_fwd_wg_nkeys = (int)(sizeof mla_fwd_wg_keys / sizeof mla_fwd_wg_keys[0]);
 
-/* 128 producer threads keep 56 registers: a gather row's 4 swizzled chunk addresses, its source, the next
- * index, the ring's counters */
+/* 128 producer threads keep 56 registers: a gather row's swizzled chunk address, the four rows' sources and
+ * next indices, the ring's counters */
 #define MLA_WG_PRODUCER_REGS 56
 #define MLA_WG_STAGES 2        /* two slots of 64 x 576 rows next to Q fill the 227 KB of an SM90 CTA */
 
@@ -49,7 +49,7 @@ void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "rowx", 2 * t->bm * 4, 16, "row maxima (each step) and sums (at the end) of each consumer "
                     "warpgroup, swapped between the two");
     plan_add_region(p, "barriers", 8 * (1 + 2 * t->stages), 8, "Q full; per ring slot full (the 128 producer "
-                    "threads) and empty (the 8 consumer warps)");
+                    "threads) and empty (the 256 consumer threads)");
     plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over Q after the loop");
     /* a consumer thread: its O half (d_v/2 columns of 64 rows: 128), S of its 32 slots (16), P packed (8),
      * softmax state, descriptors and addresses */

@@ -2,14 +2,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void init(Kctx *k, RowGather *g, int rows, int cols, int threads, int slabs) {
+static void init(Kctx *k, RowGather *g, int rows, int cols, int threads, int slabs, int tpr) {
     Emit *e = &k->e;
-    int tpr = threads / rows;
-    if (tpr * rows != threads || 8 % tpr || (cols / 8) % tpr) {
+    int pass_rows = threads / tpr;
+    /* passes after the first move by pass_rows, a multiple of 8: each thread's swizzle pattern stays */
+    if (pass_rows * tpr != threads || rows % pass_rows || (rows > pass_rows && pass_rows % 8) || 8 % tpr ||
+        (cols / 8) % tpr) {
         fprintf(stderr, "ptxgen internal: %d threads cannot gather %d rows of %d columns\n", threads, rows, cols);
         abort();
     }
-    *g = (RowGather){.rows = rows, .cols = cols, .tpr = tpr, .npat = 8 / tpr, .slabs = slabs};
+    *g = (RowGather){.rows = rows, .cols = cols, .tpr = tpr, .npat = 8 / tpr, .slabs = slabs,
+                     .passes = rows / pass_rows, .pass_rows = pass_rows};
     g->row = e_reg(e, RC_B32), g->part = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(g->row), R(k->tid), I(tpr));
     INS(e, REM_U32, R(g->part), R(k->tid), I(tpr));
@@ -26,10 +29,16 @@ static void init(Kctx *k, RowGather *g, int rows, int cols, int threads, int sla
     }
 }
 
-void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) { init(k, g, rows, cols, threads, 0); }
-void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads) { init(k, g, rows, cols, threads, 1); }
+void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads) { init(k, g, rows, cols, threads, 0, threads / rows); }
+void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads, int tpr) {
+    init(k, g, rows, cols, threads, 1, tpr);
+}
 
 void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg bytes) {
+    rg_issue_pass(k, g, t, shift, 0, src, bytes);
+}
+
+void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes) {
     Emit *e = &k->e;
     Reg dst[8], s0 = e_reg(e, RC_B64);
     INS(e, MAD_WIDE_U32, R(s0), R(g->part), I(16), R(src));
@@ -42,6 +51,7 @@ void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg b
     for (int i = 0; i < g->cols / 8 / g->tpr; i++) {
         int q = g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
         int group = g->slabs ? (q / 8) * g->rows * 128 : 16 * (q & ~7);
+        group += pass * g->pass_rows * (g->slabs ? 128 : g->cols * 2);
         INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
     }
 }

@@ -15,14 +15,19 @@ typedef struct {
     Reg dst[8];                /* per (chunk & 7) / tpr pattern: shared address of the swizzled chunk */
     int npat;
     int slabs;                 /* 1: 64-column slabs of `rows` rows (wgmma.h); 0: smem_tile.h rows */
+    int passes, pass_rows;     /* the rows take `passes` passes of pass_rows = threads / tpr: row + pass_rows * p */
 } RowGather;
 
 /* For tiles of `rows` x `cols` copied by `threads` threads (threads = rows * tpr). */
 void rg_init(Kctx *k, RowGather *g, int rows, int cols, int threads);
-/* The same into 128B-swizzled slabs of [rows][64], the layout a TMA copy writes and wgmma reads. */
-void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads);
+/* The same into 128B-swizzled slabs of [rows][64], the layout a TMA copy writes and wgmma reads, with tpr
+ * threads per row: tpr = 8 makes a warp's copy four whole 128-byte rows of one slab, four cache lines, where
+ * 2 per row touch sixteen. Rows past threads / tpr take further passes. */
+void rg_init_slabs(Kctx *k, RowGather *g, int rows, int cols, int threads, int tpr);
 /* Issues this thread's copies of its row into t (moved by `shift` bytes, or
  * NOGUARD): 16-byte cp.async from src (b64, the row's first byte), each of
  * `bytes` 16 (copy) or 0 (zero-fill, no read of src). */
 void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg bytes);
+/* The same for this thread's row of pass `pass` (row + pass_rows * pass). */
+void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes);
 #endif
