@@ -2,15 +2,18 @@
 """Sparse MLA forward (mla_fwd) or backward (mla_bwd) against a PyTorch formulation of the same math
 (gather the top-k rows, matmul, masked softmax, matmul; autograd for the backward), eager and
 torch.compile, in one process on the same GPU and tensors (BENCH.md method).
-Ours is launched from its manifest alone (peer_bench.KernelSet).
+Ours: mla_fwd through libptxgen (ptxgen_build/load/launch, as a host app), mla_bwd from its manifest alone
+(peer_bench.KernelSet).
 
-usage: mla_bench.py [--kernel mla_fwd|mla_bwd] [--ptxgen ./ptxgen] [--arch sm_90] [--tile KEY=V,...] [--sq N]
+usage: mla_bench.py [--kernel mla_fwd|mla_bwd] [--ptxgen ./ptxgen] [--arch sm_90] [--family sync|wgmma]
+                    [--tile KEY=V,...] [--sq N]
                     [--skv N] [--topk N] [--heads 64,128] [--no-compile] [--out FILE]
 FLOPs (KERNELS.md): fwd 2 * s_q * h_q * topk * (d_qk + d_v); bwd 2 * s_q * h_q * topk * (3 * d_qk + 2 * d_v);
 invalid slots counted.
 """
 import argparse, json, math, sys
 import torch
+import ptxgen
 from peer_bench import KernelSet, NoTF32, median_ms, one_or_str, rel_l2
 
 D_QK, D_V = 576, 512
@@ -43,20 +46,20 @@ def run(args, h):
     o = torch.full((s_q, h, D_V), float("nan"), device="cuda", dtype=torch.bfloat16)
     lse = torch.full((s_q, h), float("nan"), device="cuda", dtype=torch.float32)
     scale = 1 / math.sqrt(D_QK)
-    kern = KernelSet(args.ptxgen, args.arch, "mla_fwd", D_QK, False, "bf16", args.tile)
-    kern.bind(dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, lse=lse),
-              dict(s_q=s_q, s_kv=s_kv, h_q=h, topk=topk), scale)
-    kern.launch(); torch.cuda.synchronize()
+    # through libptxgen (it encodes the wgmma kernel's TMA maps), for the GPU's own target: --family picks
+    loaded = ptxgen._Device.of(q).kernel_set("mla_fwd", dtype="bf16", family=args.family, tile=args.tile)
+    tensors = dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, lse=lse)
+    launch = lambda: ptxgen._launch(loaded, tensors, scale)
+    launch(); torch.cuda.synchronize()
     ref_o, ref_lse = torch_mla_fwd(q, kv, idx, scale)
     err_o, err_lse = rel_l2(o, ref_o), rel_l2(lse, ref_lse)
     flops = 2 * s_q * h * topk * (D_QK + D_V)
-    row = dict(s_q=s_q, s_kv=s_kv, h=h, topk=topk, regs=kern.regs[0], local=kern.local[0], entry=kern.entries[0],
-               err_o=err_o, err_lse=err_lse)
+    row = dict(s_q=s_q, s_kv=s_kv, h=h, topk=topk, family=args.family or "auto", err_o=err_o, err_lse=err_lse)
     peers = {"eager": lambda: torch_mla_fwd(q, kv, idx, scale)}
     if not args.no_compile:
         compiled = torch.compile(torch_mla_fwd)
         peers["compile"] = lambda: compiled(q, kv, idx, scale)
-    row["ours_ms"] = median_ms(kern.launch)
+    row["ours_ms"] = median_ms(launch)
     for name, fn in peers.items():
         try:
             row[name + "_ms"] = median_ms(fn, iters=10, warmup=2)
@@ -155,7 +158,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", choices=("mla_fwd", "mla_bwd"), default="mla_fwd")
     ap.add_argument("--ptxgen", default="./ptxgen")
-    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--arch", default="sm_90", help="mla_bwd's target (mla_fwd runs through libptxgen for the GPU's own)")
+    ap.add_argument("--family", default=None, choices=("sync", "wgmma"), help="mla_fwd's family (default: --mma auto)")
     ap.add_argument("--tile", default=None, help="tile of --kernel (mla_bwd's o/lse come from mla_fwd's default tile)")
     ap.add_argument("--sq", type=int, default=4096)
     ap.add_argument("--skv", type=int, default=8192)
@@ -184,14 +188,16 @@ def main():
             torch.cuda.empty_cache()
         if args.out: json.dump(rows, open(args.out, "w"), indent=1)
         return
-    print("| kernel | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/compile | regs | spill B | o err | lse err |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"# GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}  family {args.family or 'auto'}  "
+          f"tile {args.tile or 'default'}")
+    print("| kernel | family | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/compile | o err | lse err |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for h in [int(x) for x in args.heads.split(",")]:
         r = run(args, h)
         rows.append(r)
         comp = r.get("compile_tflops", float("nan"))
-        print(f"| mla_fwd | {r['s_q']} | {r['s_kv']} | {h} | {r['topk']} | {r['ours_tflops']:.1f} | {r['eager_tflops']:.1f} | "
-              f"{comp:.1f} | {r['ours_tflops'] / comp:.2f} | {r['regs']} | {r['local']} | {r['err_o']:.2e} | "
+        print(f"| mla_fwd | {r['family']} | {r['s_q']} | {r['s_kv']} | {h} | {r['topk']} | {r['ours_tflops']:.1f} | "
+              f"{r['eager_tflops']:.1f} | {comp:.1f} | {r['ours_tflops'] / comp:.2f} | {r['err_o']:.2e} | "
               f"{r['err_lse']:.2e} {r.get('note', '')}|", flush=True)
     if args.out: json.dump(rows, open(args.out, "w"), indent=1)
 

@@ -26,7 +26,8 @@ if [ "$what" != check ]; then
     for h in 64 128; do for arch in sm_90a sm_90; do
         ./ptxgen bench --kernel mla_fwd --arch $arch --sq 4096 --skv 8192 --hq $h --topk 2048 2>&1 | grep -E "bench:|ptxgen:|kernel:" | tr '\n' ' ' | sed "s/^/[h=$h $arch] /"; echo
     done; done
-    for arch in sm_90a sm_90; do
-        python3 bench/mla_bench.py --arch $arch --heads 64,128 --out "$OUT/mla_fwd_$arch.json" 2>&1 | grep -v "^#" | tail -4
+    for fam in wgmma sync; do
+        PYTHONPATH=python:bench python3 bench/mla_bench.py --family $fam --heads 64,128 --out "$OUT/mla_fwd_$fam.json" 2>&1 |
+            grep -v "^# note" | tail -5
     done
 fi

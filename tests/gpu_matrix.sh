@@ -135,15 +135,19 @@ done
 kern=attn_bwd
 ref_run "GPU ref d=128 causal GQA 2:1 b=1 s=4096 h=8" --hdim 128 --causal --b 1 --sq 4096 --sk 4096 --hq 8 --hkv 4
 kern=mla_fwd
-# float64 reference: invalid/duplicate indices, empty tokens, ragged head blocks, padded strides, every tile
+# float64 reference: invalid/duplicate indices, empty tokens, ragged head blocks, padded strides. The GPU's
+# target (sm_90a) runs the wgmma kernel by --mma auto; then the mma.sync kernel at every tile.
 for args in "--sq 32 --skv 8192 --hq 128 --topk 2048 --ref cpu" "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length --ref cpu" \
             "--sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" "--sq 9 --skv 1 --hq 16 --topk 64" \
-            "--sq 33 --skv 4096 --hq 128 --topk 512 --tile bm=32,bn=64" "--sq 33 --skv 4096 --hq 128 --topk 512 --tile bm=64,bn=32" \
-            "--sq 20 --skv 999 --hq 48 --topk 256 --tile bm=16,bn=32 --topk-length" "--sq 21 --skv 700 --hq 64 --topk 200 --tile bm=32,bn=32 --dtype fp16"; do
+            "--sq 20 --skv 999 --hq 48 --topk 256 --topk-length" "--sq 7 --skv 70000 --hq 32 --topk 1000 --dtype fp16" \
+            "--mma sync --sq 32 --skv 8192 --hq 128 --topk 2048" "--mma sync --sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" \
+            "--mma sync --sq 33 --skv 4096 --hq 128 --topk 512 --tile bm=32,bn=64" "--mma sync --sq 33 --skv 4096 --hq 128 --topk 512 --tile bm=64,bn=32" \
+            "--mma sync --sq 20 --skv 999 --hq 48 --topk 256 --tile bm=16,bn=32 --topk-length" "--mma sync --sq 21 --skv 700 --hq 64 --topk 200 --tile bm=32,bn=32 --dtype fp16"; do
   run "$args" $args
 done
 mode=xcheck
 run "sim vs GPU s_q=6 h_q=64 topk=128 topk_length" --sq 6 --skv 200 --hq 64 --topk 128 --topk-length
+run "sim vs GPU mma.sync s_q=6 h_q=40 topk=128" --mma sync --sq 6 --skv 200 --hq 40 --topk 128
 mode=check
 for tl in "" "--topk-length"; do
   ref_run "GPU ref s_q=256 s_kv=8192 h_q=128 topk=2048 ${tl:-(all slots)}" --sq 256 --skv 8192 --hq 128 --topk 2048 $tl
@@ -195,6 +199,13 @@ if command -v compute-sanitizer >/dev/null; then
         echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
         echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool "$tl" $((seed += 1)) "$kn" "$hd"
     done
+  done
+  for tool in memcheck racecheck; do   # the wgmma mla_fwd: gathered rows, topk_length, a ragged head block
+    gate "compute-sanitizer $tool mla_fwd wgmma s_q=5 h_q=40 topk=200 topk_length" bash -c '
+      out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel mla_fwd --mma wgmma \
+            --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }
+      echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
+      echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool $((seed += 1))
   done
 else
   echo "SKIP compute-sanitizer: not on this machine's PATH"

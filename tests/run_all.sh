@@ -220,6 +220,17 @@ sim_mla() {
     expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  o: ' '^  lse: ' && pass "$name"
 }
 
+# sim_mla_mutant NAME SED_SCRIPT PHRASE ARGS...: the wgmma mla_fwd edited by SED_SCRIPT must fail on the sim
+# with PHRASE (shape ARGS)
+sim_mla_mutant() {
+    local name=$1 script=$2 phrase=$3
+    shift 3
+    ./ptxgen --kernel mla_fwd --arch sm_90a | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel mla_fwd --arch sm_90a) "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim --kernel mla_fwd --arch sm_90a "$@" --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
 # sim_mla_bwd NAME ARGS...: check of mla_bwd on the sim must pass
 sim_mla_bwd() {
     local name=$1
@@ -449,6 +460,31 @@ sim_tests() {
     sim_mla "sim mla_fwd sm_100a tile bm=32,bn=64" --arch sm_100a --tile bm=32,bn=64 --sq 5 --skv 129 --hq 32 --topk 200
     sim_mla "sim mla_fwd sm_120 bm=16 h_q=20" --arch sm_120 --sq 7 --skv 64 --hq 20 --topk 64 --pad 8
 
+    section "sim device: mla_fwd in the wgmma family (sm_90a) against the float64 reference"
+    for t in bf16 fp16; do
+        sim_mla "sim wgmma mla_fwd $t h_q=64 topk=130" --arch sm_90a --dtype $t --sq 9 --skv 300 --hq 64 --topk 130 \
+            --seed $((RANDOM + 1))
+        sim_mla "sim wgmma mla_fwd $t topk_length, h_q=40, pad" --arch sm_90a --dtype $t --sq 16 --skv 77 --hq 40 \
+            --topk 96 --topk-length --pad 8 --seed $((RANDOM + 1))
+    done
+    sim_mla "sim wgmma mla_fwd h_q=128 (two head blocks)" --arch sm_90a --sq 4 --skv 500 --hq 128 --topk 64
+    sim_mla "sim wgmma mla_fwd h_q=16 s_kv=1" --arch sm_90a --sq 6 --skv 1 --hq 16 --topk 40 --topk-length
+    sim_mla "sim wgmma mla_fwd h_q=20 topk=512 (8 steps)" --arch sm_90a --sq 3 --skv 2000 --hq 20 --topk 512 --pad 8
+    # its synchronisation: the gather's completion and proxy fence, the consumers' two exchanges, the ring
+    local gm=(--sq 3 --skv 300 --hq 40 --topk 230)
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the producer arrives before its copies landed" '/cp.async.wait_group 0/d' \
+        "before the cp.async .* has landed" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: no fence.proxy.async after the gather" \
+        '0,/fence.proxy.async/{/fence.proxy.async/d}' "written by the generic proxy .* with no fence.proxy.async" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the row-maxima exchange barrier dropped" \
+        '0,/bar.sync 1, 256/{/bar.sync 1, 256/d}' "shared-memory race: reads word" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: P read by the other warpgroup before its barrier" \
+        '/fence.proxy.async/{n;/bar.sync 1, 256/d}' "shared-memory race: the wgmma.mma_async reads word" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the ring slot freed before P V is done" \
+        '/m64n256k16/,/wgmma.wait_group/{/wgmma.wait_group/d}' "(still reads|written before wgmma.wait_group)" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the consumers never free a ring slot" \
+        '/wgmma.wait_group.sync.aligned 1/{n;/mbarrier.arrive.shared/d}' "deadlock" "${gm[@]}"
+
     section "sim device: mla_bwd"
     mla_bwd_sim_tests
     mla_bwd_tc_sim_tests
@@ -599,10 +635,14 @@ family_tests() {
         grep -qx 'ptxgen: note: --mma auto: attn_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
     then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
     name="--mma auto on sm_90a: the plan names the family and why"
-    run_cli --arch sm_90a --kernel mla_fwd --plan
+    run_cli --arch sm_90a --kernel mla_bwd --plan
     expect_rc "$name" 0 && expect_output "$name" \
-        '^family: +mma\.sync \(--mma auto: mla_fwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
-        '^mla_fwd bf16 .*on sm_90a, mma\.sync, tile' && pass "$name"
+        '^family: +mma\.sync \(--mma auto: mla_bwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
+        '^mla_bwd bf16 .*on sm_90a, mma\.sync, tile' && pass "$name"
+    name="--mma auto on sm_90a picks the wgmma mla_fwd: warp roles, registers and the ring in the plan"
+    run_cli --arch sm_90a --kernel mla_fwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +wgmma \(--mma auto: sm_90a.s newest\)$' \
+        '^  producer +4 +56 ' '^  consumer +8 +224 ' '^  KV\.1 ' '^verdict: +fits' && pass "$name"
     name="--mma auto on sm_90 (its newest family): no note"
     run_cli --arch sm_90 --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +mma\.sync \(--mma auto: sm_90.s newest\)$' &&
