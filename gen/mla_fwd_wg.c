@@ -17,7 +17,7 @@
  *     l = l_0 + l_1 (swapped);  O_c /= l -> shared (over Q) -> TMA store;  lse by warpgroup 0
  *
  * Both warpgroups take part in every step, so their barriers pair up: one after the row maxima are
- * written, one after P is. S_{n+1} is issued behind P_n V_n. The inner loop is consumer_step(). */
+ * written, one after P is. The inner loop is consumer_step(). */
 #include "mla_emit.h"
 #include "attn_wg.h"
 #include "../templates/mbar.h"
@@ -43,7 +43,6 @@ typedef struct {
     Reg q_desc, k_desc, v_own, v_other, p_other;   /* descriptors at ring slot 0 */
     Reg bias_lane, p_chunk, mine, theirs;
     MlaSlots sl;                       /* the consumers use its bias layout */
-    Acc s;                             /* S of the step, issued a step ahead */
     Acc o;
     RowStats rows;
 } MlaWg;
@@ -119,14 +118,11 @@ static void swap_rows(Kctx *k, MlaWg *f, Reg *x, Op op) {
     }
 }
 
-/* S_c = Q K^T over the warpgroup's slots of ring pass `it`, issued as one commit group once they landed. */
-static void issue_scores(Kctx *k, MlaWg *f, Reg it) {
+/* S_c = Q K_n^T over the warpgroup's slots of the ring slot at `stage`. */
+static void scores(Kctx *k, MlaWg *f, Acc *s, Reg stage) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    Acc *s = &f->s;
-    Reg full, parity, empty;
-    Reg stage = wg_ring_slot(k, f->bar[BAR_FULL], f->bar[BAR_EMPTY], 2, it, f->kv_stride, &full, &parity, &empty);
-    mbar_wait(k, full, parity, 0);
+    acc_new(k, s, 1, f->half / 8);
     Reg kd = wg_desc_plus(k, f->k_desc, stage);
     INS0(e, WGMMA_FENCE);
     for (int kk = 0; kk < d->d / 16; kk++) {
@@ -135,11 +131,11 @@ static void issue_scores(Kctx *k, MlaWg *f, Reg it) {
                smem_desc_at(k, kd, slab * SLAB_BYTES + in), WG_KMAJOR, d->dtype, kk ? f->yes : f->no);
     }
     INS0(e, WGMMA_COMMIT);
+    INS(e, WGMMA_WAIT, I(0));
 }
 
-/* O_c += P_c V_n[own slots] (P_c from registers) + P_{1-c} V_n[other slots] (P_{1-c} from the rope slab),
- * issued as one commit group. */
-static void issue_values(Kctx *k, MlaWg *f, const Reg *p, Reg stage) {
+/* O_c += P_c V_n[own slots] (P_c from registers) + P_{1-c} V_n[other slots] (P_{1-c} from the rope slab). */
+static void values(Kctx *k, MlaWg *f, const Reg *p, Reg stage) {
     Emit *e = &k->e;
     DType dt = f->d->dtype;
     Reg vo = wg_desc_plus(k, f->v_own, stage), vx = wg_desc_plus(k, f->v_other, stage);
@@ -150,41 +146,34 @@ static void issue_values(Kctx *k, MlaWg *f, const Reg *p, Reg stage) {
     for (int kk = 0; kk < f->half / 16; kk++)
         wg_mma(k, &f->o, smem_desc_at(k, px, kk * 32), NULL, smem_desc_at(k, vx, kk * 16 * 128), WG_B_MN, dt, f->yes);
     INS0(e, WGMMA_COMMIT);
+    INS(e, WGMMA_WAIT, I(0));
 }
 
-/* Step n of a consumer warpgroup, the inner loop of the kernel: S_n was issued before (the previous step or the
- * prologue); S_{n+1} is issued right after P_n V_n, so the tensor cores go from one to the other while the
- * threads wait. `last`: the token's last step, no S_{n+1} (a separate copy, not a branch around the wgmma:
- * ptxas serialises wgmma issued on a path it cannot prove uniform). */
-static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int last) {
+/* Step n of a consumer warpgroup: the inner loop of the kernel. */
+static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     MlaWg *f = ctx;
     Emit *e = &k->e;
-    Acc *s = &f->s;
-    (void)n, (void)n_max;
+    (void)n, (void)n_max, (void)masked;
     e_comment(e, "top-k step n");
     Reg full, parity, empty;
     Reg stage = wg_ring_slot(k, f->bar[BAR_FULL], f->bar[BAR_EMPTY], 2, f->it, f->kv_stride, &full, &parity, &empty);
-    INS(e, WGMMA_WAIT, I(0));                        /* S_n */
+    mbar_wait(k, full, parity, 0);
+    Acc s;
+    scores(k, f, &s, stage);
     Reg bias = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(bias), R(f->bias_lane), R(stage));
-    mla_add_bias(k, &f->sl, bias, s);
-    Reg mx[2] = {softmax_row_max(k, s, &f->rows, 0, 0), softmax_row_max(k, s, &f->rows, 0, 1)};
+    mla_add_bias(k, &f->sl, bias, &s);
+    Reg mx[2] = {softmax_row_max(k, &s, &f->rows, 0, 0), softmax_row_max(k, &s, &f->rows, 0, 1)};
     swap_rows(k, f, mx, OP_MAX_F32);                 /* both S are done: the rope slab is free for P */
     Reg alpha[2];
-    for (int h = 0; h < 2; h++) alpha[h] = softmax_exp_row(k, s, &f->rows, f->scale_log2, 0, h, mx[h]);
-    Reg *p = pack_a_from_acc(k, s, f->d->dtype), base = e_reg(e, RC_B32);
+    for (int h = 0; h < 2; h++) alpha[h] = softmax_exp_row(k, &s, &f->rows, f->scale_log2, 0, h, mx[h]);
+    Reg *p = pack_a_from_acc(k, &s, f->d->dtype), base = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(base), R(k->smem), R(stage));
     wg_pairs_to_smem_at(k, p, f->half, f->warp_row0, base, f->kv_off + ROPE_SLAB * SLAB_BYTES, f->p_chunk);
     INS0(e, FENCE_PROXY_ASYNC_CTA);                  /* the other warpgroup's wgmma reads P */
     INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));
     acc_scale_rows(k, &f->o, alpha);
-    issue_values(k, f, p, stage);
-    if (!last) {
-        Reg it_next = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(it_next), R(f->it), I(1));
-        issue_scores(k, f, it_next);                 /* S_{n+1}: its slot was freed at the end of step n-1 */
-    }
-    INS(e, WGMMA_WAIT, I(last ? 0 : 1));             /* P_n V_n done (S_{n+1} may run on) */
+    values(k, f, p, stage);
     /* every consumer thread frees the slot: its own reads of the bias and writes of P are then released to
      * the producer's next copies into it by the mbarrier alone (compute-sanitizer racecheck orders a thread's
      * accesses only by its own arrive, not through the named barrier before a warp's lane 0 arrives) */
@@ -276,17 +265,9 @@ static void consumer(Kctx *k, MlaWg *f) {
     rows_init(k, &f->rows, 1);
     INS(e, MOV_B32, R(f->it), I(0));
     mbar_wait(k, f->bar[BAR_Q], kc_imm32(k, 0), 0);  /* Q landed (also before an empty token's O takes its place) */
-    acc_new(k, &f->s, 1, f->half / 8);
-    Reg n = e_reg(e, RC_B32), none = e_reg(e, RC_PRED), end = e_reg(e, RC_B32);
-    int empty = e_label(e);
-    INS(e, SETP_EQ_U32, R(none), R(f->nsteps), I(0));
-    INSP(e, none, 0, BRA_UNI, L(empty));             /* a token without slots: O = 0, lse = +inf */
-    issue_scores(k, f, f->it);                       /* S_0 */
+    Reg n = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(n), I(0));
-    INS(e, SUB_U32, R(end), R(f->nsteps), I(1));
-    key_loop(k, consumer_step, f, n, end, f->nsteps, 0);
-    consumer_step(k, f, n, f->nsteps, 1);
-    e_place(e, empty);
+    key_loop(k, consumer_step, f, n, f->nsteps, f->nsteps, 0);
     epilogue(k, f);
 }
 
