@@ -83,7 +83,8 @@ static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg ful
     INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
 }
 
-static void producer(Kctx *k, WgBwd *f) {
+static void producer(Kctx *k, void *ctx) {
+    WgBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
@@ -260,7 +261,8 @@ static void epilogue(Kctx *k, WgBwd *f) {
     wg_store_group(k, f->wg_bar, f->wg, f->key0, st, 2, bn * 128, f->kvh, f->b);
 }
 
-static void consumer(Kctx *k, WgBwd *f) {
+static void consumer(Kctx *k, void *ctx) {
+    WgBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     const AttnTile *t = &d->tile;
@@ -343,13 +345,7 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     f.kv_bar = bar[0], f.full0 = bar[1], f.empty0 = bar[1 + t->stages];
     INS(e, BAR_SYNC, I(0));                                       /* the barriers are initialised */
     Reg is_consumer = e_reg(e, RC_PRED);
-    int consumers = e_label(e), end = e_label(e);
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
-    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
-    producer(&kc, &f);
-    INS(e, BRA_UNI, L(end));
-    e_place(e, consumers);
-    consumer(&kc, &f);
-    e_place(e, end);
+    wg_roles(&kc, is_consumer, producer, consumer, &f);
     kctx_finish(&kc, module);
 }

@@ -77,7 +77,8 @@ static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int
     wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
 }
 
-static void producer(Kctx *k, WgFwd *f) {
+static void producer(Kctx *k, void *ctx) {
+    WgFwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
@@ -233,7 +234,8 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
 }
 
-static void consumer(Kctx *k, WgFwd *f) {
+static void consumer(Kctx *k, void *ctx) {
+    WgFwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
@@ -327,14 +329,8 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     INS(e, BAR_SYNC, I(0));                                      /* the barriers are initialised */
 
     Reg is_consumer = e_reg(e, RC_PRED);
-    int consumers = e_label(e), end = e_label(e);
     if (wg_consumer_warp0(t)) INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(wg_consumer_warp0(t)));
     else INS(e, SETP_LT_U32, R(is_consumer), R(kc.warp), I(wg_producer_warp(t)));
-    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
-    producer(&kc, &f);
-    INS(e, BRA_UNI, L(end));
-    e_place(e, consumers);
-    consumer(&kc, &f);
-    e_place(e, end);
+    wg_roles(&kc, is_consumer, producer, consumer, &f);
     kctx_finish(&kc, module);
 }

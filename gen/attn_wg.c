@@ -14,6 +14,17 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
     }
 }
 
+void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *ctx) {
+    Emit *e = &k->e;
+    int consumers = e_label(e), end = e_label(e);
+    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
+    producer(k, ctx);
+    INS(e, BRA_UNI, L(end));
+    e_place(e, consumers);
+    consumer(k, ctx);
+    e_place(e, end);
+}
+
 Reg wg_lead(Kctx *k) {
     Emit *e = &k->e;
     Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);

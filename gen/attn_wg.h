@@ -32,6 +32,10 @@ void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n
  * shared address src, a register) to columns col0 .. col0 + 64 nslabs of row `row`, head `head`, batch b. */
 void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int slab_bytes, Reg col0, Reg head, Reg row,
                    Reg b);
+/* The kernel's two roles once the CTA met at barrier 0 (its mbarriers initialised): the threads for which
+ * is_consumer holds run consumer(ctx), the others producer(ctx); both then reach the kernel's end. */
+typedef void (*WgRole)(Kctx *k, void *ctx);
+void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *ctx);
 /* Pass `it` over a ring of `stages` slots whose barriers start at bar0 (8 bytes apart): that slot's barrier
  * and the parity its pass completes, the same slot's barrier in the twin ring from twin0 (full <-> empty),
  * and the slot's byte offset from slot 0 (slots slot_bytes apart). */

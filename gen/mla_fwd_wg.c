@@ -57,7 +57,8 @@ static void token(Kctx *k, MlaWg *f) {
     f->h_q = kc_u32(k, "h_q");
 }
 
-static void producer(Kctx *k, MlaWg *f) {
+static void producer(Kctx *k, void *ctx) {
+    MlaWg *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
@@ -241,7 +242,8 @@ static void epilogue(Kctx *k, MlaWg *f) {
     wg_store_cols(k, bar, "o_map", src, slabs, slab_bytes, col0, f->h0, f->t, kc_imm32(k, 0));
 }
 
-static void consumer(Kctx *k, MlaWg *f) {
+static void consumer(Kctx *k, void *ctx) {
+    MlaWg *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
@@ -284,13 +286,7 @@ void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf
     f.it = e_reg(e, RC_B32);
     INS(e, BAR_SYNC, I(0));                          /* the barriers are initialised */
     Reg is_consumer = e_reg(e, RC_PRED);
-    int consumers = e_label(e), end = e_label(e);
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
-    INSP(e, is_consumer, 0, BRA_UNI, L(consumers));
-    producer(&kc, &f);
-    INS(e, BRA_UNI, L(end));
-    e_place(e, consumers);
-    consumer(&kc, &f);
-    e_place(e, end);
+    wg_roles(&kc, is_consumer, producer, consumer, &f);
     kctx_finish(&kc, module);
 }
