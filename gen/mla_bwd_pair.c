@@ -317,9 +317,8 @@ void mla_bwd_pair_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     f.kv_map = kc_tmap(k, "kv_map");
     f.idx_row = mla_index_row(k, f.t);
     f.eff = mla_token_slots(k, f.t, kc_u32(k, "topk"));
-    f.nsteps = e_reg(e, RC_B32), f.topk_pad = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(f.nsteps), R(f.eff), I(PAIR_BLOCK - 1));   /* whole dkv blocks: the dkv kernel reads them */
-    INS(e, DIV_U32, R(f.nsteps), R(f.nsteps), I(PAIR_BLOCK));
+    f.nsteps = mla_token_steps(k, f.eff, PAIR_BLOCK);            /* whole dkv blocks: the dkv kernel reads them */
+    f.topk_pad = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f.nsteps), R(f.nsteps), I(PAIR_BLOCK / PAIR_STEP));
     INS(e, ADD_U32, R(f.topk_pad), R(kc_u32(k, "topk")), I(PAIR_BLOCK - 1));
     INS(e, AND_B32, R(f.topk_pad), R(f.topk_pad), I(-PAIR_BLOCK));

@@ -189,9 +189,7 @@ void mla_bwd_pair_dkv_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     f.s_kv = kc_u32(k, "s_kv");
     f.idx_row = mla_index_row(k, f.t);
     f.eff = mla_token_slots(k, f.t, kc_u32(k, "topk"));
-    f.nblocks = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(f.nblocks), R(f.eff), I(PAIR_BLOCK - 1));
-    INS(e, DIV_U32, R(f.nblocks), R(f.nblocks), I(PAIR_BLOCK));
+    f.nblocks = mla_token_steps(k, f.eff, PAIR_BLOCK);
     Reg room = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(room), R(kc_u32(k, "h_q")), R(h0));
     if (d->tile.deterministic) {

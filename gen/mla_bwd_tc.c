@@ -324,9 +324,7 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
     f.kv_map = kc_tmap(k, "kv_map");
     f.idx_row = mla_index_row(k, f.t);
     f.eff = mla_token_slots(k, f.t, kc_u32(k, "topk"));
-    f.nsteps = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(f.nsteps), R(f.eff), I(f.bn - 1));
-    INS(e, DIV_U32, R(f.nsteps), R(f.nsteps), I(f.bn));
+    f.nsteps = mla_token_steps(k, f.eff, f.bn);
     f.scale = kc_f32(k, "softmax_scale");
     f.scale_log2 = scale_log2(k);
     f.yes = umma_const_pred(k, 1), f.no = umma_const_pred(k, 0);

@@ -21,6 +21,27 @@ void mla_pair_sync(Kctx *k, const MlaCta *c) {
     INS(&k->e, BAR_SYNC_N, R(id), I(64));
 }
 
+void mla_rows_swap(Kctx *k, Reg *x, Op op, Reg side, Reg warp_row0, int rows, int off, Opnd bar, int threads) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), mine = e_reg(e, RC_B32), theirs = e_reg(e, RC_B32), lead = e_reg(e, RC_PRED);
+    Reg t = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, ADD_U32, R(g), R(g), R(warp_row0));
+    INS(e, MAD_LO_U32, R(g), R(g), I(4), R(k->smem));
+    INS(e, MAD_LO_U32, R(mine), R(side), I(4 * rows), R(g));
+    INS(e, XOR_B32, R(theirs), R(side), I(1));
+    INS(e, MAD_LO_U32, R(theirs), R(theirs), I(4 * rows), R(g));
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
+    for (int h = 0; h < 2; h++) INSP(e, lead, 0, ST_SHARED_F32, A(mine, off + 32 * h), R(x[h]));
+    INS(e, BAR_SYNC_N, bar, I(threads));
+    for (int h = 0; h < 2; h++) {
+        Reg y = e_reg(e, RC_F32);
+        INS(e, LD_SHARED_F32, R(y), A(theirs, off + 32 * h));
+        e_insn(e, NOGUARD, 0, op, OPNDS(R(x[h]), R(x[h]), R(y)));
+    }
+}
+
 void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile) {
     Emit *e = &k->e;
     RowGather g;
@@ -47,12 +68,16 @@ Reg mla_token_slots(Kctx *k, Reg t, Reg topk) {
     return eff;
 }
 
+Reg mla_token_steps(Kctx *k, Reg eff, int bn) {
+    Reg n = e_reg(&k->e, RC_B32);
+    INS(&k->e, ADD_U32, R(n), R(eff), I(bn - 1));
+    INS(&k->e, DIV_U32, R(n), R(n), I(bn));
+    return n;
+}
+
 static void slot_count(Kctx *k, MlaSlots *s, Reg t) {
-    Emit *e = &k->e;
     s->eff = mla_token_slots(k, t, kc_u32(k, "topk"));
-    s->nsteps = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(s->nsteps), R(s->eff), I(s->bn - 1));
-    INS(e, DIV_U32, R(s->nsteps), R(s->nsteps), I(s->bn));
+    s->nsteps = mla_token_steps(k, s->eff, s->bn);
 }
 
 static void slots_init(Kctx *k, MlaSlots *s, Reg t, int threads, int slabs) {

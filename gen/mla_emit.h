@@ -21,6 +21,10 @@ typedef struct {
 void mla_cta(Kctx *k, MlaCta *c, int bm, int threads);
 /* Barrier of the two warps of this warp's pair (id 1 + pair; 0 is the CTA's). */
 void mla_pair_sync(Kctx *k, const MlaCta *c);
+/* x[h] (rows g and g+8 of the warp, from warp_row0) = op(x[h], the other side's x[h]) where two sides (side
+ * 0 or 1: warps or warpgroups) hold the same rows: through [2][rows] f32 at shared offset off, the lanes with
+ * t == 0 writing, named barrier bar of `threads` threads in between. */
+void mla_rows_swap(Kctx *k, Reg *x, Op op, Reg side, Reg warp_row0, int rows, int off, Opnd bar, int threads);
 /* Rows [h0, h0 + tile.rows) of tensor[t] ([s_q, h_q, tile.cols], strides s and h)
  * into the swizzled tile by cp.async in the current group; heads past h_q are
  * zero-filled without a read. */
@@ -40,6 +44,8 @@ Reg  mla_index_row(Kctx *k, Reg t);
 Reg  mla_slot_row(Kctx *k, Reg idx_row, Reg eff, Reg s_kv, Reg slot, Reg *ok);
 /* Token t's slot count: topk, or clamp(topk_length[t], 0, topk) when topk_length is not null. */
 Reg  mla_token_slots(Kctx *k, Reg t, Reg topk);
+/* cdiv(eff, bn) in a new register: the steps (or blocks) of bn slots that cover a token's eff slots. */
+Reg  mla_token_steps(Kctx *k, Reg eff, int bn);
 
 /* The token's slots, bn per step, gathered into two stages. */
 typedef struct {

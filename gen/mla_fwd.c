@@ -63,24 +63,9 @@ static void fragment_bases(Kctx *k, Mla *f) {
 
 /* x[h] (rows g and g+8 of the warp) = op(x[h], the partner warp's x[h]) */
 static void pair_combine(Kctx *k, Mla *f, Reg *x, Op op) {
-    Emit *e = &k->e;
-    Reg g = e_reg(e, RC_B32), mine = e_reg(e, RC_B32), theirs = e_reg(e, RC_B32), lead = e_reg(e, RC_PRED);
-    Reg t = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, ADD_U32, R(g), R(g), R(f->c.warp_row0));
-    INS(e, MAD_LO_U32, R(g), R(g), I(4), R(k->smem));
-    INS(e, MAD_LO_U32, R(mine), R(f->c.half), I(4 * f->c.bm), R(g));
-    INS(e, XOR_B32, R(theirs), R(f->c.half), I(1));
-    INS(e, MAD_LO_U32, R(theirs), R(theirs), I(4 * f->c.bm), R(g));
-    INS(e, AND_B32, R(t), R(k->lane), I(3));
-    INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
-    for (int h = 0; h < 2; h++) INSP(e, lead, 0, ST_SHARED_F32, A(mine, f->rowx_off + 32 * h), R(x[h]));
-    mla_pair_sync(k, &f->c);
-    for (int h = 0; h < 2; h++) {
-        Reg y = e_reg(e, RC_F32);
-        INS(e, LD_SHARED_F32, R(y), A(theirs, f->rowx_off + 32 * h));
-        e_insn(e, NOGUARD, 0, op, OPNDS(R(x[h]), R(x[h]), R(y)));
-    }
+    Reg id = e_reg(&k->e, RC_B32);
+    INS(&k->e, ADD_U32, R(id), R(f->c.pair), I(1));     /* the pair's barrier (mla_pair_sync) */
+    mla_rows_swap(k, x, op, f->c.half, f->c.warp_row0, f->c.bm, f->rowx_off, R(id), 64);
 }
 
 /* One step of bn slots: the inner loop of the kernel. */

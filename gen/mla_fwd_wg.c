@@ -41,16 +41,16 @@ typedef struct {
     /* consumers */
     Reg c, warp_row0, scale_log2, yes, no;
     Reg q_desc, k_desc, v_own, v_other, p_other;   /* descriptors at ring slot 0 */
-    Reg bias_lane, p_chunk, mine, theirs;
+    Reg bias_lane, p_chunk;
     MlaSlots sl;                       /* the consumers use its bias layout */
     Acc o;
     RowStats rows;
 } MlaWg;
 
-/* The token and its slot count, in both roles. */
+/* The token and its head block, in both roles. */
 static void token(Kctx *k, MlaWg *f) {
     Emit *e = &k->e;
-    f->t = e_reg(e, RC_B32), f->h0 = e_reg(e, RC_B32), f->nsteps = e_reg(e, RC_B32);
+    f->t = e_reg(e, RC_B32), f->h0 = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f->t), SR("%ctaid.x"));
     INS(e, MOV_B32, R(f->h0), SR("%ctaid.y"));
     INS(e, MUL_LO_U32, R(f->h0), R(f->h0), I(MLA_WG_BM));
@@ -106,17 +106,7 @@ static void producer(Kctx *k, void *ctx) {
 
 /* x[h] (rows g and g+8 of the warp) = op(x[h], the other warpgroup's x[h]), through rowx. */
 static void swap_rows(Kctx *k, MlaWg *f, Reg *x, Op op) {
-    Emit *e = &k->e;
-    Reg lead = e_reg(e, RC_PRED), t = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(t), R(k->lane), I(3));
-    INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
-    for (int h = 0; h < 2; h++) INSP(e, lead, 0, ST_SHARED_F32, A(f->mine, f->rowx_off + 32 * h), R(x[h]));
-    INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));
-    for (int h = 0; h < 2; h++) {
-        Reg y = e_reg(e, RC_F32);
-        INS(e, LD_SHARED_F32, R(y), A(f->theirs, f->rowx_off + 32 * h));
-        e_insn(e, NOGUARD, 0, op, OPNDS(R(x[h]), R(x[h]), R(y)));
-    }
+    mla_rows_swap(k, x, op, f->c, f->warp_row0, MLA_WG_BM, f->rowx_off, I(NB_CONSUMERS), 256);
 }
 
 /* S_c = Q K_n^T over the warpgroup's slots of the ring slot at `stage`. */
@@ -206,14 +196,6 @@ static void consumer_bases(Kctx *k, MlaWg *f) {
     Reg first = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(first), R(f->c), I(half));
     f->bias_lane = mla_bias_lane(k, &f->sl, first);
-    /* rowx[c][row] and rowx[1-c][row] of the lane's row g */
-    Reg g = e_reg(e, RC_B32);
-    f->mine = e_reg(e, RC_B32), f->theirs = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, ADD_U32, R(g), R(g), R(f->warp_row0));
-    INS(e, MAD_LO_U32, R(g), R(g), I(4), R(k->smem));
-    INS(e, MAD_LO_U32, R(f->mine), R(f->c), I(4 * MLA_WG_BM), R(g));
-    INS(e, MAD_LO_U32, R(f->theirs), R(other), I(4 * MLA_WG_BM), R(g));
 }
 
 static void epilogue(Kctx *k, MlaWg *f) {
@@ -248,9 +230,7 @@ static void consumer(Kctx *k, void *ctx) {
     const AttnDesc *d = f->d;
     INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     token(k, f);
-    INS(e, MOV_B32, R(f->nsteps), R(mla_token_slots(k, f->t, kc_u32(k, "topk"))));
-    INS(e, ADD_U32, R(f->nsteps), R(f->nsteps), I(MLA_WG_BN - 1));
-    INS(e, DIV_U32, R(f->nsteps), R(f->nsteps), I(MLA_WG_BN));
+    f->nsteps = mla_token_steps(k, mla_token_slots(k, f->t, kc_u32(k, "topk")), MLA_WG_BN);
     Reg w = e_reg(e, RC_B32);
     f->c = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(w), R(k->warp), I(4));
