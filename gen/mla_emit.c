@@ -1,7 +1,7 @@
 #include "mla_emit.h"
 #include <math.h>
 
-void mla_cta(Kctx *k, MlaCta *c, int bm, int threads) {
+void mla_cta_token(Kctx *k, MlaCta *c, int bm, int threads) {
     Emit *e = &k->e;
     *c = (MlaCta){.bm = bm, .threads = threads};
     c->t = e_reg(e, RC_B32), c->h0 = e_reg(e, RC_B32);
@@ -9,6 +9,11 @@ void mla_cta(Kctx *k, MlaCta *c, int bm, int threads) {
     INS(e, MOV_B32, R(c->h0), SR("%ctaid.y"));
     INS(e, MUL_LO_U32, R(c->h0), R(c->h0), I(bm));
     c->h_q = kc_u32(k, "h_q");
+}
+
+void mla_cta(Kctx *k, MlaCta *c, int bm, int threads) {
+    Emit *e = &k->e;
+    mla_cta_token(k, c, bm, threads);
     c->pair = e_reg(e, RC_B32), c->half = e_reg(e, RC_B32), c->warp_row0 = e_reg(e, RC_B32);
     INS(e, REM_U32, R(c->pair), R(k->warp), I(bm / 16));
     INS(e, DIV_U32, R(c->half), R(k->warp), I(bm / 16));

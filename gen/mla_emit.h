@@ -19,6 +19,8 @@ typedef struct {
 } MlaCta;
 
 void mla_cta(Kctx *k, MlaCta *c, int bm, int threads);
+/* Only its token, head block and h_q (pair, half and warp_row0 left unset): kernels without warp pairs. */
+void mla_cta_token(Kctx *k, MlaCta *c, int bm, int threads);
 /* Barrier of the two warps of this warp's pair (id 1 + pair; 0 is the CTA's). */
 void mla_pair_sync(Kctx *k, const MlaCta *c);
 /* x[h] (rows g and g+8 of the warp, from warp_row0) = op(x[h], the other side's x[h]) where two sides (side

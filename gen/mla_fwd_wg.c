@@ -36,7 +36,8 @@ typedef struct {
     const Plan *p;
     int q_off, kv_off, kv_stride, bias_off, rowx_off, o_off, half;   /* half: the slots of one warpgroup */
     Reg bar[NBARS];
-    Reg t, h0, h_q, nsteps;
+    MlaCta cta;                        /* the token and its head block (mla_cta_token), in both roles */
+    Reg nsteps;
     Reg it;                            /* passes over the ring */
     /* consumers */
     Reg c, warp_row0, scale_log2, yes, no;
@@ -47,33 +48,23 @@ typedef struct {
     RowStats rows;
 } MlaWg;
 
-/* The token and its head block, in both roles. */
-static void token(Kctx *k, MlaWg *f) {
-    Emit *e = &k->e;
-    f->t = e_reg(e, RC_B32), f->h0 = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(f->t), SR("%ctaid.x"));
-    INS(e, MOV_B32, R(f->h0), SR("%ctaid.y"));
-    INS(e, MUL_LO_U32, R(f->h0), R(f->h0), I(MLA_WG_BM));
-    f->h_q = kc_u32(k, "h_q");
-}
-
 static void producer(Kctx *k, void *ctx) {
     MlaWg *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
-    token(k, f);
+    mla_cta_token(k, &f->cta, MLA_WG_BM, 32 * f->d->tile.warps);
     e_comment(e, "producer: thread 0 loads Q by TMA; all 128 threads gather the top-k rows");
     Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
     int q_done = e_label(e);
     INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
     INSP(e, lead, 1, BRA, L(q_done));
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[BAR_Q], 0), I(MLA_WG_BM * d->d * 2));
-    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, MLA_WG_BM, d->d, zero, f->h0, f->t, zero, f->bar[BAR_Q]);
+    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, MLA_WG_BM, d->d, zero, f->cta.h0, f->cta.t, zero, f->bar[BAR_Q]);
     e_place(e, q_done);
 
     MlaSlots sl = {.bn = MLA_WG_BN, .skv = {MLA_WG_BN, d->d, f->kv_off}, .bias_off = f->bias_off, .rows_off = -1};
-    mla_slots_init_slabs(k, &sl, f->t, 128);
+    mla_slots_init_slabs(k, &sl, f->cta.t, 128);
     int np = sl.g.passes;
     Reg idx[8], n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
     for (int i = 0; i < np; i++) {
@@ -207,10 +198,10 @@ static void epilogue(Kctx *k, MlaWg *f) {
     softmax_normalize(k, &f->rows, &f->o, f->scale_log2, lse);
     /* lse[t][h0 + r], written by warpgroup 0 */
     Reg lim = e_reg(e, RC_B32), w0 = e_reg(e, RC_PRED), a = e_reg(e, RC_B32), base = kc_ptr(k, "lse");
-    INS(e, SUB_U32, R(lim), R(f->h_q), R(f->h0));
+    INS(e, SUB_U32, R(lim), R(f->cta.h_q), R(f->cta.h0));
     INS(e, SETP_EQ_U32, R(w0), R(f->c), I(0));
     INS(e, SELP_B32, R(lim), R(lim), I(0), R(w0));
-    INS(e, MAD_LO_U32, R(a), R(f->t), R(f->h_q), R(f->h0));
+    INS(e, MAD_LO_U32, R(a), R(f->cta.t), R(f->cta.h_q), R(f->cta.h0));
     INS(e, MAD_WIDE_U32, R(base), R(a), I(4), R(base));
     rows_to_global_f32(k, 1, lse, f->warp_row0, base, lim);
     /* O_c into its 4 slabs of the staging area, then to columns 256 c .. of heads h0 .. (TMA drops those past h_q) */
@@ -221,7 +212,7 @@ static void epilogue(Kctx *k, MlaWg *f) {
     INS(e, ADD_U32, R(src), R(src), I(f->o_off));
     INS(e, MUL_LO_U32, R(col0), R(f->c), I(d->dv / 2));
     INS(e, ADD_U32, R(bar), R(f->c), I(NB_STORE));
-    wg_store_cols(k, bar, "o_map", src, slabs, slab_bytes, col0, f->h0, f->t, kc_imm32(k, 0));
+    wg_store_cols(k, bar, "o_map", src, slabs, slab_bytes, col0, f->cta.h0, f->cta.t, kc_imm32(k, 0));
 }
 
 static void consumer(Kctx *k, void *ctx) {
@@ -229,8 +220,8 @@ static void consumer(Kctx *k, void *ctx) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
-    token(k, f);
-    f->nsteps = mla_token_steps(k, mla_token_slots(k, f->t, kc_u32(k, "topk")), MLA_WG_BN);
+    mla_cta_token(k, &f->cta, MLA_WG_BM, 32 * f->d->tile.warps);
+    f->nsteps = mla_token_steps(k, mla_token_slots(k, f->cta.t, kc_u32(k, "topk")), MLA_WG_BN);
     Reg w = e_reg(e, RC_B32);
     f->c = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(w), R(k->warp), I(4));
