@@ -20,7 +20,6 @@
  * times a column group, summed over all bm heads in 64-column chunks that are
  * reduced into global memory as they finish. The inner loop is bwd_step(). */
 #include "mla_bwd.h"
-#include <math.h>
 #include <stdlib.h>
 #include "../templates/epilogue.h"
 
@@ -101,56 +100,14 @@ static void fragment_bases(Kctx *k, MlaBwd *f) {
     INS(e, MUL_LO_U32, R(f->rope_delta), R(f->rope_delta), I(4));
 }
 
-/* -lse log2(e) and delta of the lane's rows g, g+8 (heads past h_q: -inf and 0, so P = 0). */
-static void row_stats(Kctx *k, MlaBwd *f) {
-    Emit *e = &k->e;
-    const MlaCta *c = &f->c;
-    Reg g = e_reg(e, RC_B32), lse = kc_ptr(k, "lse"), delta = kc_ptr(k, "delta");
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, ADD_U32, R(g), R(g), R(c->warp_row0));
-    INS(e, ADD_U32, R(g), R(g), R(c->h0));
-    for (int h = 0; h < 2; h++) {
-        Reg head = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), i = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
-        Reg l = e_reg(e, RC_F32);
-        f->neg_lse2[h] = e_reg(e, RC_F32), f->delta[h] = e_reg(e, RC_F32);
-        INS(e, ADD_U32, R(head), R(g), I(8 * h));
-        INS(e, SETP_LT_U32, R(ok), R(head), R(c->h_q));
-        INS(e, MAD_LO_U32, R(i), R(c->t), R(c->h_q), R(head));
-        INS(e, MOV_F32, R(l), FI(INFINITY));
-        INS(e, MOV_F32, R(f->delta[h]), FI(0.0f));
-        INS(e, MUL_WIDE_U32, R(a), R(i), I(4));
-        Reg al = e_reg(e, RC_B64), ad = e_reg(e, RC_B64);
-        INS(e, ADD_U64, R(al), R(a), R(lse));
-        INS(e, ADD_U64, R(ad), R(a), R(delta));
-        INSP(e, ok, 0, LD_GLOBAL_F32, R(l), A(al, 0));
-        INSP(e, ok, 0, LD_GLOBAL_F32, R(f->delta[h]), A(ad, 0));
-        INS(e, MUL_F32, R(f->neg_lse2[h]), R(l), FI(-1.4426950408889634f));
-    }
-}
-
-/* S -> P = exp2(S scale log2(e) - lse log2(e));  dP -> dS = scale P (dP - delta), in place. */
-static void probabilities(Kctx *k, MlaBwd *f, Acc *s, Acc *dp) {
-    Emit *e = &k->e;
-    for (int j = 0; j < s->nt; j++)
-        for (int c = 0; c < 4; c++) {
-            Reg x = ACC(s, 0, j, c), y = ACC(dp, 0, j, c), sp = e_reg(e, RC_F32);
-            INS(e, FMA_F32, R(x), R(x), R(f->scale_log2), R(f->neg_lse2[c >> 1]));
-            INS(e, EX2_F32, R(x), R(x));
-            INS(e, SUB_F32, R(y), R(y), R(f->delta[c >> 1]));
-            INS(e, MUL_F32, R(sp), R(x), R(f->scale));
-            INS(e, MUL_F32, R(y), R(y), R(sp));
-        }
-}
-
 /* Where rows g and g+8 of the warp's dkv block go in step n (its first nope
  * column; rope_delta further for rope), and whether each is a valid slot
  * (else no access at all). Deterministic, the part workspace is indexed by
  * slot (g and g+8 of the step), not by kv row. */
-typedef struct { Reg addr[2], ok[2]; } DkvRows;
 
-static DkvRows dkv_rows(Kctx *k, MlaBwd *f, Reg n) {
+static MlaDkvRows dkv_rows(Kctx *k, MlaBwd *f, Reg n) {
     Emit *e = &k->e;
-    DkvRows r;
+    MlaDkvRows r;
     Reg step = e_reg(e, RC_B32);
     if (f->det) INS(e, MUL_LO_U32, R(step), R(n), I(f->sl.bn));
     for (int h = 0; h < 2; h++) {
@@ -166,30 +123,13 @@ static DkvRows dkv_rows(Kctx *k, MlaBwd *f, Reg n) {
 }
 
 /* The same rows at their first rope column. */
-static DkvRows dkv_rope_rows(Kctx *k, MlaBwd *f, const DkvRows *nope) {
-    DkvRows r = *nope;
+static MlaDkvRows dkv_rope_rows(Kctx *k, MlaBwd *f, const MlaDkvRows *nope) {
+    MlaDkvRows r = *nope;
     for (int h = 0; h < 2; h++) {
         r.addr[h] = e_reg(&k->e, RC_B64);
         INS(&k->e, MAD_WIDE_U32, R(r.addr[h]), R(f->rope_delta), I(1), R(nope->addr[h]));
     }
     return r;
-}
-
-/* The chunk's values into dkv: a reduction per element (vector where the arch
- * has it), or, deterministic, a plain store of the slot's contribution. */
-static void dkv_store(Kctx *k, MlaBwd *f, const Acc *acc, const DkvRows *r, int col0) {
-    Emit *e = &k->e;
-    for (int j = 0; j < acc->nt; j++)
-        for (int h = 0; h < 2; h++) {
-            Reg v0 = ACC(acc, 0, j, 2 * h), v1 = ACC(acc, 0, j, 2 * h + 1);
-            Opnd a = A(r->addr[h], 4 * (col0 + 8 * j));
-            if (f->det) INSP(e, r->ok[h], 0, ST_GLOBAL_V2_F32, a, V2(v0, v1));
-            else if (f->d->arch->vec_red) INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_V2_F32, a, V2(v0, v1));
-            else {
-                INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, a, R(v0));
-                INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, A(r->addr[h], 4 * (col0 + 8 * j) + 4), R(v1));
-            }
-        }
 }
 
 /* B operand bases of the warp's nope columns [32c, 32c + 32): chunk pairs
@@ -207,20 +147,20 @@ static LdsmBases chunk_bases(Kctx *k, const LdsmBases *b, int c) {
 /* dkv of the warp's block, MLA_DKV_CHUNK columns at a time: dS^T Q (+ P^T dO on the d_v columns). */
 static void dkv_block(Kctx *k, MlaBwd *f, Reg n) {
     const AttnDesc *d = f->d;
-    DkvRows rows = dkv_rows(k, f, n);
+    MlaDkvRows rows = dkv_rows(k, f, n);
     for (int c = 0; c < f->sp.nope / 32; c++) {
         LdsmBases qb = chunk_bases(k, &f->fqt, c), db = chunk_bases(k, &f->fdot, c);
         Acc acc;
         acc_new(k, &acc, 1, 4);
         mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &qb, d->dtype, f->zero);
         mma_smem_ab_add(k, &acc, &f->fpt, f->c.bm / 16, &db, d->dtype);
-        dkv_store(k, f, &acc, &rows, 32 * c);
+        mla_dkv_store(k, f->det, f->d->arch->vec_red, &acc, &rows, 32 * c);
     }
     Acc acc;
     acc_new(k, &acc, 1, f->sp.rope / 8);
     mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &f->fqt_rope, d->dtype, f->zero);
-    DkvRows rope = dkv_rope_rows(k, f, &rows);
-    dkv_store(k, f, &acc, &rope, 0);
+    MlaDkvRows rope = dkv_rope_rows(k, f, &rows);
+    mla_dkv_store(k, f->det, f->d->arch->vec_red, &acc, &rope, 0);
 }
 
 /* One step of bn slots: the inner loop of the kernel. */
@@ -238,7 +178,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     /* S = Q K^T and dP = dO V^T over the own slots: V is K's first d_v columns */
     mma_abt_shared_b(k, &s, &f->fq, d->d / 16, &dp, &f->fdo, d->dv / 16, &f->fk, d->dtype, f->zero);
     mla_add_bias(k, &f->sl, f->bias_lane, &s);
-    probabilities(k, f, &s, &dp);
+    mla_bwd_probabilities(k, &s, &dp, f->scale_log2, f->scale, f->neg_lse2, f->delta);
     Reg *p = pack_a_from_acc(k, &s, d->dtype), *ds = pack_a_from_acc(k, &dp, d->dtype), chunk = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(chunk), R(f->c.half), I(f->hn / 8));
     packed_to_smem_at(k, p, 1, f->hn / 8, f->sprob, f->c.warp_row0, chunk);
@@ -288,7 +228,7 @@ void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, B
     mla_load_heads(&kc, &f.c, "q", f.sq);
     mla_load_heads(&kc, &f.c, "do", f.sdo);
     mla_slots_start(&kc, &f.sl);
-    row_stats(&kc, &f);
+    mla_bwd_row_stats(&kc, &f.c, f.c.warp_row0, f.neg_lse2, f.delta);
     fragment_bases(&kc, &f);
     acc_new(&kc, &f.dq, 1, d->dv / 2 / 8);
     acc_new(&kc, &f.dq_rope, 1, (d->d - d->dv) / 2 / 8);

@@ -33,6 +33,19 @@ int mla_reduce_cols(const ArchInfo *a);
 
 void mla_bwd_main_plan(const AttnDesc *d, Plan *p);   /* mla_bwd_desc.c */
 
+/* mla_bwd_math.c: per element of an m16n8-layout accumulator (mma.sync tiles, wgmma's m64nN)
+ * -lse log2(e) and delta of the lane's rows warp_row0 + g, + 8 (heads past h_q: -inf and 0, so P = 0) */
+void mla_bwd_row_stats(Kctx *k, const MlaCta *c, Reg warp_row0, Reg neg_lse2[2], Reg delta[2]);
+/* S -> P = exp2(S scale log2(e) - lse log2(e));  dP -> dS = scale P (dP - delta), in place */
+void mla_bwd_probabilities(Kctx *k, Acc *s, Acc *dp, Reg scale_log2, Reg scale, const Reg neg_lse2[2],
+                           const Reg delta[2]);
+/* Where the lane's rows g and g+8 of a dkv block go (the lane's first column) and whether each is a valid
+ * slot (else no access at all) */
+typedef struct { Reg addr[2], ok[2]; } MlaDkvRows;
+/* The block's values, columns col0 + 8 j + 2 t, +1 of the rows: a reduction per element (vector where the
+ * arch has it, vec_red), or, det, a plain store of the slot's contribution */
+void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0);
+
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
  * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
 typedef struct MlaBwdMain MlaBwdMain;

@@ -18,8 +18,7 @@
  *
  * Both warpgroups take part in every step, so their barriers pair up: one after the row maxima are
  * written, one after P is. The inner loop is consumer_step(). */
-#include "mla_emit.h"
-#include "attn_wg.h"
+#include "mla_wg.h"
 #include "../templates/mbar.h"
 #include "../templates/epilogue.h"
 #include "../templates/softmax.h"
@@ -50,49 +49,13 @@ typedef struct {
 
 static void producer(Kctx *k, void *ctx) {
     MlaWg *f = ctx;
-    Emit *e = &k->e;
-    const AttnDesc *d = f->d;
-    INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
+    INS(&k->e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
     mla_cta_token(k, &f->cta, MLA_WG_BM, 32 * f->d->tile.warps);
-    e_comment(e, "producer: thread 0 loads Q by TMA; all 128 threads gather the top-k rows");
-    Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
-    int q_done = e_label(e);
-    INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
-    INSP(e, lead, 1, BRA, L(q_done));
-    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[BAR_Q], 0), I(MLA_WG_BM * d->d * 2));
-    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, MLA_WG_BM, d->d, zero, f->cta.h0, f->cta.t, zero, f->bar[BAR_Q]);
-    e_place(e, q_done);
-
-    MlaSlots sl = {.bn = MLA_WG_BN, .skv = {MLA_WG_BN, d->d, f->kv_off}, .bias_off = f->bias_off, .rows_off = -1};
-    mla_slots_init_slabs(k, &sl, f->cta.t, 128);
-    int np = sl.g.passes;
-    Reg idx[8], n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
-    for (int i = 0; i < np; i++) {
-        idx[i] = e_reg(e, RC_B32);
-        INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, zero, i)));
-    }
-    INS(e, MOV_B32, R(n), I(0));
-    INS(e, MOV_B32, R(f->it), I(0));
-    int top = e_label(e), done = e_label(e);
-    e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(n), R(sl.nsteps));
-    INSP(e, more, 1, BRA_UNI, L(done));
-    Reg empty, full, parity;
-    Reg stage = wg_ring_slot(k, f->bar[BAR_EMPTY], f->bar[BAR_FULL], 2, f->it, f->kv_stride, &empty, &parity, &full);
-    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
-    mbar_wait(k, empty, parity, 0);
-    for (int i = 0; i < np; i++) mla_slot_gather_pass(k, &sl, idx[i], stage, i);
-    INS0(e, CP_ASYNC_COMMIT);
-    INS(e, ADD_U32, R(next), R(n), I(1));
-    for (int i = 0; i < np; i++)                     /* the next step's indices, read under the copies */
-        INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, next, i)));
-    INS(e, CP_ASYNC_WAIT, I(0));
-    INS0(e, FENCE_PROXY_ASYNC_CTA);                  /* wgmma reads through the async proxy what cp.async wrote */
-    INS(e, MBAR_ARRIVE, R(st), A(full, 0));
-    INS(e, MOV_B32, R(n), R(next));
-    INS(e, ADD_U32, R(f->it), R(f->it), I(1));
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
+    MlaWgFeed feed = {.ntiles = 1, .tiles = {{"q_map", f->q_off, f->d->d}}, .bn = MLA_WG_BN, .stages = 2,
+                      .kv_off = f->kv_off, .kv_stride = f->kv_stride, .bias_off = f->bias_off, .rows_off = -1,
+                      .bar_in = f->bar[BAR_Q], .full0 = f->bar[BAR_FULL], .empty0 = f->bar[BAR_EMPTY], .it = f->it,
+                      .cta = &f->cta};
+    mla_wg_producer(k, &feed);
 }
 
 /* x[h] (rows g and g+8 of the warp) = op(x[h], the other warpgroup's x[h]), through rowx. */
@@ -222,12 +185,7 @@ static void consumer(Kctx *k, void *ctx) {
     INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     mla_cta_token(k, &f->cta, MLA_WG_BM, 32 * f->d->tile.warps);
     f->nsteps = mla_token_steps(k, mla_token_slots(k, f->cta.t, kc_u32(k, "topk")), MLA_WG_BN);
-    Reg w = e_reg(e, RC_B32);
-    f->c = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
-    INS(e, SUB_U32, R(w), R(k->warp), I(4));
-    INS(e, SHR_U32, R(f->c), R(w), I(2));
-    INS(e, AND_B32, R(w), R(w), I(3));
-    INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    mla_wg_consumer_id(k, &f->c, &f->warp_row0);
     f->scale_log2 = scale_log2(k);
     f->yes = kc_pred(k, 1);
     f->no = kc_pred(k, 0);

@@ -3,7 +3,7 @@
 #include "mla.h"
 #include <stddef.h>
 #include <stdio.h>
-#include "attn_wg.h"
+#include "mla_wg.h"
 #include "../templates/wgmma.h"
 
 const TileKey mla_fwd_wg_keys[] = {
@@ -67,16 +67,6 @@ void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
-/* q or o [s_q, h_q, cols] as the 4-D map (cols, h_q, s_q, 1): one copy is 64 columns of bm heads of a token */
-static void head_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, const char *cols, int bm,
-                     const char *const strides[3]) {
-    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4, .dims = {cols, "h_q", "s_q", "1"},
-                       .strides = {strides[0], strides[1], strides[2]}, .box = {WG_SLAB_COLS, bm, 1, 1},
-                       .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
-    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x the CTA's heads of one token, 128B swizzle; the tensor's "
-                   "h and s strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
-}
-
 void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
@@ -84,6 +74,6 @@ void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     mla_fwd_abi(ks, d);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_s * 2 * s_q"};
     static const char *const os[] = {"o_stride_h * 2", "o_stride_s * 2", "o_stride_s * 2 * s_q"};
-    head_map(ks, "q_map", "q", dt, MLA_D_QK_TEXT, d->tile.bm, qs);
-    head_map(ks, "o_map", "o", dt, "512", d->tile.bm, os);
+    mla_wg_head_map(ks, "q_map", "q", dt, MLA_D_QK_TEXT, d->tile.bm, qs);
+    mla_wg_head_map(ks, "o_map", "o", dt, "512", d->tile.bm, os);
 }

@@ -1,0 +1,59 @@
+/* What every mla_bwd main kernel computes per element of its accumulators, whichever instructions
+ * produced them (mma.sync tiles or wgmma's, the same layout): the rows' lse and delta, P and dS from S
+ * and dP, and a dkv block's values into global memory. */
+#include "mla_bwd.h"
+#include <math.h>
+
+void mla_bwd_row_stats(Kctx *k, const MlaCta *c, Reg warp_row0, Reg neg_lse2[2], Reg delta[2]) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), lse = kc_ptr(k, "lse"), dl = kc_ptr(k, "delta");
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, ADD_U32, R(g), R(g), R(warp_row0));
+    INS(e, ADD_U32, R(g), R(g), R(c->h0));
+    for (int h = 0; h < 2; h++) {
+        Reg head = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), i = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+        Reg l = e_reg(e, RC_F32);
+        neg_lse2[h] = e_reg(e, RC_F32), delta[h] = e_reg(e, RC_F32);
+        INS(e, ADD_U32, R(head), R(g), I(8 * h));
+        INS(e, SETP_LT_U32, R(ok), R(head), R(c->h_q));
+        INS(e, MAD_LO_U32, R(i), R(c->t), R(c->h_q), R(head));
+        INS(e, MOV_F32, R(l), FI(INFINITY));
+        INS(e, MOV_F32, R(delta[h]), FI(0.0f));
+        INS(e, MUL_WIDE_U32, R(a), R(i), I(4));
+        Reg al = e_reg(e, RC_B64), ad = e_reg(e, RC_B64);
+        INS(e, ADD_U64, R(al), R(a), R(lse));
+        INS(e, ADD_U64, R(ad), R(a), R(dl));
+        INSP(e, ok, 0, LD_GLOBAL_F32, R(l), A(al, 0));
+        INSP(e, ok, 0, LD_GLOBAL_F32, R(delta[h]), A(ad, 0));
+        INS(e, MUL_F32, R(neg_lse2[h]), R(l), FI(-1.4426950408889634f));
+    }
+}
+
+void mla_bwd_probabilities(Kctx *k, Acc *s, Acc *dp, Reg scale_log2, Reg scale, const Reg neg_lse2[2],
+                           const Reg delta[2]) {
+    Emit *e = &k->e;
+    for (int j = 0; j < s->nt; j++)
+        for (int c = 0; c < 4; c++) {
+            Reg x = ACC(s, 0, j, c), y = ACC(dp, 0, j, c), sp = e_reg(e, RC_F32);
+            INS(e, FMA_F32, R(x), R(x), R(scale_log2), R(neg_lse2[c >> 1]));
+            INS(e, EX2_F32, R(x), R(x));
+            INS(e, SUB_F32, R(y), R(y), R(delta[c >> 1]));
+            INS(e, MUL_F32, R(sp), R(x), R(scale));
+            INS(e, MUL_F32, R(y), R(y), R(sp));
+        }
+}
+
+void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0) {
+    Emit *e = &k->e;
+    for (int j = 0; j < acc->nt; j++)
+        for (int h = 0; h < 2; h++) {
+            Reg v0 = ACC(acc, 0, j, 2 * h), v1 = ACC(acc, 0, j, 2 * h + 1);
+            Opnd a = A(r->addr[h], 4 * (col0 + 8 * j));
+            if (det) INSP(e, r->ok[h], 0, ST_GLOBAL_V2_F32, a, V2(v0, v1));
+            else if (vec_red) INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_V2_F32, a, V2(v0, v1));
+            else {
+                INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, a, R(v0));
+                INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, A(r->addr[h], 4 * (col0 + 8 * j) + 4), R(v1));
+            }
+        }
+}
