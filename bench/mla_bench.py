@@ -2,10 +2,10 @@
 """Sparse MLA forward (mla_fwd) or backward (mla_bwd) against a PyTorch formulation of the same math
 (gather the top-k rows, matmul, masked softmax, matmul; autograd for the backward), eager and
 torch.compile, in one process on the same GPU and tensors (BENCH.md method).
-Ours: mla_fwd through libptxgen (ptxgen_build/load/launch, as a host app), mla_bwd from its manifest alone
-(peer_bench.KernelSet).
+Ours: both through libptxgen (ptxgen_build/load/launch, as a host app and sparse_mla do), for the GPU's own
+target; --family picks the instruction family (default: --mma auto).
 
-usage: mla_bench.py [--kernel mla_fwd|mla_bwd] [--ptxgen ./ptxgen] [--arch sm_90] [--family sync|wgmma]
+usage: mla_bench.py [--kernel mla_fwd|mla_bwd] [--family sync|wgmma]
                     [--tile KEY=V,...] [--sq N]
                     [--skv N] [--topk N] [--heads 64,128] [--no-compile] [--out FILE]
 FLOPs (KERNELS.md): fwd 2 * s_q * h_q * topk * (d_qk + d_v); bwd 2 * s_q * h_q * topk * (3 * d_qk + 2 * d_v);
@@ -14,7 +14,7 @@ invalid slots counted.
 import argparse, json, math, sys
 import torch
 import ptxgen
-from peer_bench import KernelSet, NoTF32, median_ms, one_or_str, rel_l2
+from peer_bench import NoTF32, median_ms, rel_l2
 
 D_QK, D_V = 576, 512
 
@@ -109,23 +109,24 @@ def run_bwd(args, h):
     idx = make_indices(s_q, s_kv, topk, gen).to("cuda")
     do = (torch.randn(s_q, h, D_V, generator=gen)).to("cuda", torch.bfloat16)
     scale = 1 / math.sqrt(D_QK)
-    sizes = dict(s_q=s_q, s_kv=s_kv, h_q=h, topk=topk, d_qk=D_QK, d_v=D_V)  # d_qk/d_v only for workspace expressions
-    # o and lse (the backward's inputs) from our mla_fwd at its default tile (--tile is for mla_bwd)
+    # o and lse (the backward's inputs) from our mla_fwd (--mma auto, default tile; --family and --tile are mla_bwd's)
+    dev = ptxgen._Device.of(q)
     o = torch.empty(s_q, h, D_V, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(s_q, h, device="cuda", dtype=torch.float32)
-    KernelSet(args.ptxgen, args.arch, "mla_fwd", D_QK, False, "bf16", None).launch(
-        dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, lse=lse), sizes, scale)
+    ptxgen._launch(dev.kernel_set("mla_fwd", dtype="bf16"), dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, lse=lse),
+                   scale)
     dq = torch.full((s_q, h, D_QK), float("nan"), device="cuda", dtype=torch.bfloat16)
     dkv = torch.full((s_kv, D_QK), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kern = KernelSet(args.ptxgen, args.arch, "mla_bwd", D_QK, False, "bf16", args.tile)
-    kern.bind(dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, do=do, lse=lse, dq=dq, dkv=dkv), sizes, scale)
-    kern.launch(); torch.cuda.synchronize()
+    # through libptxgen, as sparse_mla's backward (it encodes the wgmma kernel's TMA maps, owns the workspaces)
+    loaded = dev.kernel_set("mla_bwd", dtype="bf16", family=args.family, tile=args.tile)
+    tensors = dict(q=q, kv=kv, indices=idx, topk_length=None, o=o, do=do, lse=lse, dq=dq, dkv=dkv)
+    launch = lambda: ptxgen._launch(loaded, tensors, scale)
+    launch(); torch.cuda.synchronize()
     ref_dq, ref_dkv = torch_mla_bwd_ref(q, kv, idx, do, scale)
     flops = 2 * s_q * h * topk * (3 * D_QK + 2 * D_V)
-    row = dict(s_q=s_q, s_kv=s_kv, h=h, topk=topk, regs=one_or_str(kern.regs), local=one_or_str(kern.local),
-               entry=", ".join(kern.entries), err_dq=rel_l2(dq, ref_dq), err_dkv=rel_l2(dkv, ref_dkv))
-    row["ours_ms"] = median_ms(kern.launch)  # includes zeroing the zero_init workspaces, as peer_bench's attn_bwd
-    kern.ws.clear(); kern.zero.clear()  # not launched again: free its workspaces for the peers (dkv_part can be tens of GB)
+    row = dict(s_q=s_q, s_kv=s_kv, h=h, topk=topk, family=args.family or "auto", err_dq=rel_l2(dq, ref_dq),
+               err_dkv=rel_l2(dkv, ref_dkv))
+    row["ours_ms"] = median_ms(launch)  # includes zeroing the zero_init workspaces (the library's launch does)
     torch.cuda.empty_cache()
     leaves = [q.detach().requires_grad_(), kv.detach().requires_grad_()]  # dkv by autograd of kv[idx] (index_put accumulate)
     try:  # the bf16 eager peer's own error, for the record
@@ -157,9 +158,7 @@ def run_bwd(args, h):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", choices=("mla_fwd", "mla_bwd"), default="mla_fwd")
-    ap.add_argument("--ptxgen", default="./ptxgen")
-    ap.add_argument("--arch", default="sm_90", help="mla_bwd's target (mla_fwd runs through libptxgen for the GPU's own)")
-    ap.add_argument("--family", default=None, choices=("sync", "wgmma"), help="mla_fwd's family (default: --mma auto)")
+    ap.add_argument("--family", default=None, choices=("sync", "wgmma"), help="--kernel's family (default: --mma auto)")
     ap.add_argument("--tile", default=None, help="tile of --kernel (mla_bwd's o/lse come from mla_fwd's default tile)")
     ap.add_argument("--sq", type=int, default=4096)
     ap.add_argument("--skv", type=int, default=8192)
@@ -174,14 +173,14 @@ def main():
         print("# mla_bwd: backward alone; ours: the mla_bwd set incl. zeroing its zero_init workspaces, o/lse from our "
               "mla_fwd; peers: autograd of torch_mla_fwd, forward rerun untimed before each backward; "
               "err: rel L2 vs autograd of torch_mla_fwd in fp32 (1e-2)")
-        print("| kernel | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/eager | ours/compile | regs | spill B | dq err | dkv err |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| kernel | family | s_q | s_kv | h | topk | ours TFLOP/s | torch eager | torch.compile | ours/eager | ours/compile | dq err | dkv err |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for h in [int(x) for x in args.heads.split(",")]:
             r = run_bwd(args, h)
             rows.append(r)
             eag, comp = r["eager_tflops"], r.get("compile_tflops", float("nan"))
-            print(f"| mla_bwd | {r['s_q']} | {r['s_kv']} | {h} | {r['topk']} | {r['ours_tflops']:.1f} | {eag:.1f} | "
-                  f"{comp:.1f} | {r['ours_tflops'] / eag:.2f} | {r['ours_tflops'] / comp:.2f} | {r['regs']} | {r['local']} | "
+            print(f"| mla_bwd | {r['family']} | {r['s_q']} | {r['s_kv']} | {h} | {r['topk']} | {r['ours_tflops']:.1f} | "
+                  f"{eag:.1f} | {comp:.1f} | {r['ours_tflops'] / eag:.2f} | {r['ours_tflops'] / comp:.2f} | "
                   f"{r['err_dq']:.2e} | {r['err_dkv']:.2e} {r.get('note', '')}|", flush=True)
             print(f"#   torch eager (bf16) vs the fp32 reference: dq {r.get('eager_err_dq', float('nan')):.2e}  "
                   f"dkv {r.get('eager_err_dkv', float('nan')):.2e}", flush=True)

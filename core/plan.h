@@ -72,6 +72,13 @@ int  plan_tmem_alloc(const Plan *p);
 void plan_add_role(Plan *p, const char *name, int warps, int regs);
 /* The setmaxnreg count the plan gave a role (0: none, or no such role). */
 int  plan_role_regs(const Plan *p, const char *name);
+/* Registers per thread a CTA of `threads` holds at launch (ptxas's most for one CTA per SM: an even share of
+ * the register file, a multiple of 8, at most 255): setmaxnreg moves registers between its warps, it never
+ * adds to that pool of threads x this. */
+int  plan_launch_regs(const ArchInfo *a, int threads);
+/* The setmaxnreg count of each of `groups` warpgroups that share what a producer of `producer_warps` warps
+ * at `producer_regs` leaves of the pool of a CTA of `threads` (a multiple of 8, at most 256). */
+int  plan_share_regs(const ArchInfo *a, int threads, int producer_warps, int producer_regs, int groups);
 
 /* Checks smem, TMEM, registers and roles against the arch, computes CTAs/SM; sets ok/verdict. */
 void plan_finish(Plan *p, const ArchInfo *a, const char *what);

@@ -34,6 +34,18 @@ int plan_roles_setmaxnreg(const Plan *p) {
     return p->nroles ? roles_registers(p) : 0;
 }
 
+int plan_launch_regs(const ArchInfo *a, int threads) {
+    int r = threads > 0 ? a->regs_sm / threads : 0;
+    if (r > 255) r = 255;
+    return r - r % 8;
+}
+
+int plan_share_regs(const ArchInfo *a, int threads, int producer_warps, int producer_regs, int groups) {
+    int pool = plan_launch_regs(a, threads) * threads, r = (pool - producer_warps * 32 * producer_regs) / (128 * groups);
+    if (r > 256) r = 256;
+    return r - r % 8;
+}
+
 /* setmaxnreg takes a multiple of 8 in [24, 256] (PTX ISA, setmaxnreg). */
 static int bad_setmaxnreg(int regs) { return regs && (regs < 24 || regs > 256 || regs % 8); }
 
@@ -53,6 +65,13 @@ int plan_roles_check(const Plan *p, const ArchInfo *a, char *verdict, size_t len
                  (p->threads + 31) / 32);
         return 1;
     }
+    int share = plan_launch_regs(a, p->threads);
+    if (plan_roles_setmaxnreg(p) > share * p->threads) {
+        snprintf(verdict, len, "%s: its roles ask %d registers per CTA (setmaxnreg x threads); the CTA holds %d x %d "
+                 "= %d from its launch, and setmaxnreg only moves those between its warps (a larger .inc never returns)",
+                 p->what, roles_registers(p), share, p->threads, share * p->threads);
+        return 1;
+    }
     if (roles_registers(p) > a->regs_sm) {
         snprintf(verdict, len, "%s: its roles ask %d registers per CTA (setmaxnreg x threads); %s has %d per SM",
                  p->what, roles_registers(p), a->name, a->regs_sm);
@@ -70,5 +89,12 @@ void plan_roles_print(const Plan *p, const ArchInfo *a, Buf *out) {
         buf_printf(out, "  %-10s %6d %12d %10d%s\n", r->name, r->warps, role_regs(p, r), r->warps * 32 * role_regs(p, r),
                    r->regs ? "" : "  (no setmaxnreg: the estimate)");
     }
-    buf_printf(out, "  %-10s %6s %12s %10d  of %d per SM on %s\n", "total", "", "", roles_registers(p), a->regs_sm, a->name);
+    int share = plan_launch_regs(a, p->threads);
+    if (plan_roles_setmaxnreg(p))
+        buf_printf(out, "  %-10s %6s %12s %10d  of the %d the CTA holds from its launch (%d x %d threads), which "
+                   "setmaxnreg moves between warps\n", "total", "", "", roles_registers(p), share * p->threads, share,
+                   p->threads);
+    else
+        buf_printf(out, "  %-10s %6s %12s %10d  of %d per SM on %s\n", "total", "", "", roles_registers(p), a->regs_sm,
+                   a->name);
 }

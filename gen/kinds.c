@@ -34,6 +34,10 @@ static const KernelKind kinds[] = {
      "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
      MLA_D_V, 0, 1},
+    {"mla_bwd", "sparse MLA backward on wgmma + TMA (a producer warpgroup gathers the top-k rows by cp.async, two "
+     "consumer warpgroups split each step's slots for S and dP, and d_qk for dq and dkv): delta, main, convert or "
+     "the deterministic reduce; bf16/fp16", FAM_WGMMA, mla_bwd_wg_keys, &mla_bwd_wg_nkeys, mla_bwd_wg_default_tile,
+     mla_bwd_wg_check_tile, mla_bwd_wg_plan, mla_bwd_wg_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 0},
     {"mla_bwd", "sparse MLA backward on tcgen05 (TMEM accumulators): delta; bm=128 (default) a CTA-pair dq kernel "
      "(cta_group::2) and a KV-stationary dkv kernel, bm=16/32 one main kernel (cta_group::1); convert or the "
      "deterministic reduce; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,

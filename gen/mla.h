@@ -43,6 +43,15 @@ int  mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  mla_bwd_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 
+/* mla_bwd, wgmma family (sm_90a): the same set with a wgmma main kernel (a gathering producer warpgroup,
+ * two consumer warpgroups over 64 heads) */
+extern const TileKey mla_bwd_wg_keys[];
+extern const int mla_bwd_wg_nkeys;
+AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d);
+int  mla_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  mla_bwd_wg_plan(const AttnDesc *d, Plan *plans);
+void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);
+
 /* mla_bwd, tcgen05 family (sm_100a/103a): the same set with a tcgen05 main kernel */
 #define MLA_TC_BN 128         /* slots per step: the MMAs' M, one TMEM lane each */
 #define MLA_TC_DQ_TILES 5     /* dQ^T in M=128 row tiles: d_qk rows 0-511 and 448-575 */

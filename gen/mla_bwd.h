@@ -6,11 +6,13 @@
  *   convert dkv = the accumulator rounded to the dtype       (default)
  *   reduce  dkv[r] = the stored contributions of every (token, slot) that
  *           selected r, summed in token and slot order        (deterministic=1)
- * The tcgen05 family (mla_bwd_tc*.c) has its own main kernel and the same
- * others. Internal to the mla_bwd generator files. Calls point one way:
- *   mla_bwd_tc_desc.c (its tiles, plan) -> mla_bwd_desc.c (plans, the set)
- *   mla_bwd_desc.c                      -> mla_bwd.c, mla_bwd_tc.c, mla_bwd_rows.c
- *   every one of them                   -> mla_bwd_split.c (the work split) */
+ * The wgmma (mla_bwd_wg*.c) and tcgen05 (mla_bwd_tc*.c) families have their
+ * own main kernels and the same others. Internal to the mla_bwd generator
+ * files. Calls point one way:
+ *   mla_bwd_{wg,tc}_desc.c (tiles, plan) -> mla_bwd_desc.c (plans, the set)
+ *   mla_bwd_desc.c                       -> mla_bwd.c, mla_bwd_wg.c, mla_bwd_tc.c, mla_bwd_rows.c
+ *   the main kernels                     -> mla_bwd_math.c (per-element math, dkv stores)
+ *   every one of them                    -> mla_bwd_split.c (the work split) */
 #ifndef PTXGEN_MLA_BWD_H
 #define PTXGEN_MLA_BWD_H
 #include "mla_emit.h"
@@ -45,6 +47,10 @@ typedef struct { Reg addr[2], ok[2]; } MlaDkvRows;
 /* The block's values, columns col0 + 8 j + 2 t, +1 of the rows: a reduction per element (vector where the
  * arch has it, vec_red), or, det, a plain store of the slot's contribution */
 void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0);
+/* The same with 16-byte accesses (sm_90+): lanes t, t^1 swap halves so that an even lane holds four columns
+ * 2t .. 2t+3 of row g, an odd one 2t-2 .. 2t+1 of row g+8; addr: the lane's row at that first column, ok:
+ * the row is valid, odd: t is odd */
+void mla_dkv_store_quads(Kctx *k, int det, const Acc *acc, Reg addr, Reg ok, Reg odd, int col0);
 
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
  * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
@@ -69,6 +75,8 @@ void mla_bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with
 void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks);   /* dkv_part or dkv_accum, by the tile */
 int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);
+/* the wgmma main kernel (mla_bwd_wg.c; its plan and maps in mla_bwd_wg_desc.c) */
+void mla_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* the tcgen05 main kernel (mla_bwd_tc.c) */
 void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);

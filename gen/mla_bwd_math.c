@@ -57,3 +57,23 @@ void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRo
             }
         }
 }
+
+void mla_dkv_store_quads(Kctx *k, int det, const Acc *acc, Reg addr, Reg ok, Reg odd, int col0) {
+    Emit *e = &k->e;
+    for (int j = 0; j < acc->nt; j++) {
+        Reg v[4], s[2], r[2], o[4];
+        for (int c = 0; c < 4; c++) v[c] = ACC(acc, 0, j, c), o[c] = e_reg(e, RC_F32);
+        for (int i = 0; i < 2; i++) {   /* even lanes give away row g + 8, odd lanes row g */
+            s[i] = e_reg(e, RC_F32), r[i] = e_reg(e, RC_F32);
+            INS(e, SELP_F32, R(s[i]), R(v[i]), R(v[2 + i]), R(odd));
+            INS(e, SHFL_BFLY, R(r[i]), R(s[i]), I(1), I(31), I(-1));
+        }
+        for (int i = 0; i < 2; i++) {
+            INS(e, SELP_F32, R(o[i]), R(r[i]), R(v[i]), R(odd));
+            INS(e, SELP_F32, R(o[2 + i]), R(v[2 + i]), R(r[i]), R(odd));
+        }
+        Opnd a = A(addr, 4 * (col0 + 8 * j));
+        if (det) INSP(e, ok, 0, ST_GLOBAL_V4_F32, a, V4(o[0], o[1], o[2], o[3]));
+        else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, a, V4(o[0], o[1], o[2], o[3]));
+    }
+}

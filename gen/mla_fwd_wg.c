@@ -54,7 +54,7 @@ static void producer(Kctx *k, void *ctx) {
     MlaWgFeed feed = {.ntiles = 1, .tiles = {{"q_map", f->q_off, f->d->d}}, .bn = MLA_WG_BN, .stages = 2,
                       .kv_off = f->kv_off, .kv_stride = f->kv_stride, .bias_off = f->bias_off, .rows_off = -1,
                       .bar_in = f->bar[BAR_Q], .full0 = f->bar[BAR_FULL], .empty0 = f->bar[BAR_EMPTY], .it = f->it,
-                      .cta = &f->cta};
+                      .prefetch = 1, .cta = &f->cta};
     mla_wg_producer(k, &feed);
 }
 
@@ -213,9 +213,6 @@ void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf
     Opnd counts[NBARS] = {I(1), I(128), I(128), I(256), I(256)};   /* Q's expect_tx; producer and consumer threads */
     mbar_init(&kc, plan_region(p, "barriers"), NBARS, counts, f.bar);
     f.it = e_reg(e, RC_B32);
-    INS(e, BAR_SYNC, I(0));                          /* the barriers are initialised */
-    Reg is_consumer = e_reg(e, RC_PRED);
-    INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
-    wg_roles(&kc, is_consumer, producer, consumer, &f);
+    mla_wg_roles(&kc, producer, consumer, &f);
     kctx_finish(&kc, module);
 }

@@ -33,10 +33,8 @@ int mla_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     return 0;
 }
 
-static int consumer_regs(void) {
-    int r = (65536 / 128 - MLA_WG_PRODUCER_REGS) / 2;
-    return r - r % 8;
-}
+/* what the producer leaves of the CTA's launch registers, shared by the two consumer warpgroups */
+static int consumer_regs(const AttnDesc *d) { return plan_share_regs(d->arch, 32 * d->tile.warps, 4, MLA_WG_PRODUCER_REGS, 2); }
 
 void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     const AttnTile *t = &d->tile;
@@ -55,15 +53,15 @@ void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
      * softmax state, descriptors and addresses */
     p->regs_est = d->dv / 4 + t->bn / 4 + t->bn / 8 + 40;
     plan_add_role(p, "producer", 4, MLA_WG_PRODUCER_REGS);
-    plan_add_role(p, "consumer", 8, consumer_regs());
+    plan_add_role(p, "consumer", 8, consumer_regs(d));
     char what[96];
     snprintf(what, sizeof what, "mla_fwd (wgmma) d_qk=%d d_v=%d bm=%d bn=%d stages=%d", d->d, d->dv, t->bm, t->bn,
              t->stages);
     plan_finish(p, d->arch, what);
-    if (p->ok && p->regs_est > consumer_regs()) {
+    if (p->ok && p->regs_est > consumer_regs(d)) {
         p->ok = 0;
         snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers; setmaxnreg gives %d",
-                 what, p->regs_est, consumer_regs());
+                 what, p->regs_est, consumer_regs(d));
     }
 }
 

@@ -23,7 +23,7 @@ void mla_wg_producer(Kctx *k, const MlaWgFeed *f) {
     mla_slots_init_slabs(k, &sl, cta->t, 128);
     int np = sl.g.passes;
     Reg idx[8], n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
-    for (int i = 0; i < np; i++) {
+    for (int i = 0; f->prefetch && i < np; i++) {
         idx[i] = e_reg(e, RC_B32);
         INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, zero, i)));
     }
@@ -36,11 +36,13 @@ void mla_wg_producer(Kctx *k, const MlaWgFeed *f) {
     Reg empty, full, parity;
     Reg stage = wg_ring_slot(k, f->empty0, f->full0, f->stages, f->it, f->kv_stride, &empty, &parity, &full);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+    if (!f->prefetch)                                /* this step's indices, read under the wait */
+        for (int i = 0; i < np; i++) idx[i] = mla_slot_index_pass(k, &sl, n, i);
     mbar_wait(k, empty, parity, 0);
     for (int i = 0; i < np; i++) mla_slot_gather_pass(k, &sl, idx[i], stage, i);
     INS0(e, CP_ASYNC_COMMIT);
     INS(e, ADD_U32, R(next), R(n), I(1));
-    for (int i = 0; i < np; i++)                     /* the next step's indices, read under the copies */
+    for (int i = 0; f->prefetch && i < np; i++)      /* the next step's indices, read under the copies */
         INS(e, MOV_B32, R(idx[i]), R(mla_slot_index_pass(k, &sl, next, i)));
     INS(e, CP_ASYNC_WAIT, I(0));
     INS0(e, FENCE_PROXY_ASYNC_CTA);                  /* wgmma reads through the async proxy what cp.async wrote */
@@ -49,6 +51,14 @@ void mla_wg_producer(Kctx *k, const MlaWgFeed *f) {
     INS(e, ADD_U32, R(f->it), R(f->it), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
+}
+
+void mla_wg_roles(Kctx *k, WgRole producer, WgRole consumer, void *ctx) {
+    Emit *e = &k->e;
+    INS(e, BAR_SYNC, I(0));                          /* the barriers are initialised */
+    Reg is_consumer = e_reg(e, RC_PRED);
+    INS(e, SETP_GE_U32, R(is_consumer), R(k->warp), I(4));
+    wg_roles(k, is_consumer, producer, consumer, ctx);
 }
 
 void mla_wg_consumer_id(Kctx *k, Reg *c, Reg *warp_row0) {

@@ -18,12 +18,16 @@ typedef struct {
     int bn, stages, kv_off, kv_stride, bias_off, rows_off;
     Reg bar_in, full0, empty0;
     Reg it;                    /* passes over the ring (the kernel's register) */
+    int prefetch;              /* 1: a step's indices are read under the last step's copies; 0: under the wait for
+                                  the slot (no registers held across the loop) */
     const MlaCta *cta;         /* the token and head block (mla_cta_token) */
 } MlaWgFeed;
 
 /* Thread 0 loads the tiles; the warpgroup's 128 threads gather the token's steps into the ring, each
  * waiting for its own copies, fencing them for the async proxy and arriving on the slot's full barrier. */
 void mla_wg_producer(Kctx *k, const MlaWgFeed *f);
+/* Once the mbarriers are initialised (barrier 0 of the CTA): warps 0-3 run producer(ctx), warps 4-11 consumer(ctx). */
+void mla_wg_roles(Kctx *k, WgRole producer, WgRole consumer, void *ctx);
 /* Consumer warpgroup c (warps 4 .. 11: 0 or 1) and its warp's first row (16 w, w the warp in the group). */
 void mla_wg_consumer_id(Kctx *k, Reg *c, Reg *warp_row0);
 

@@ -257,6 +257,48 @@ mla_bwd_sim_tests() {
     sim_mla_bwd "sim mla_bwd sm_90 bm=16 s_kv=2" --tile bm=16 --sq 6 --skv 2 --hq 24 --topk 40
 }
 
+# sim_mla_bwd_wg_mutant NAME SED_SCRIPT PHRASE: the wgmma mla_bwd edited by SED_SCRIPT must fail on the sim with PHRASE
+sim_mla_bwd_wg_mutant() {
+    local name=$1 script=$2 phrase=$3
+    ./ptxgen --kernel mla_bwd --arch sm_90a | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel mla_bwd --arch sm_90a) "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim --kernel mla_bwd --arch sm_90a --sq 3 --skv 300 --hq 40 --topk 150 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
+# mla_bwd in the wgmma family on the sim (sm_90a, --mma auto): both dtypes, one and two head blocks, ragged
+# heads, topk_length, padding, several steps, both dkv paths; strict (notes are errors). Then its
+# synchronisation, each planted bug named by the sim.
+mla_bwd_wg_sim_tests() {
+    local a=(--arch sm_90a)
+    export PTXGEN_SIM_STRICT=1
+    local t
+    for t in bf16 fp16; do
+        sim_mla_bwd "sim wgmma mla_bwd $t h_q=64 topk=130" "${a[@]}" --dtype $t --sq 3 --skv 300 --hq 64 --topk 130 \
+            --seed $((RANDOM + 1))
+        sim_mla_bwd "sim wgmma mla_bwd $t topk_length, h_q=20, pad" "${a[@]}" --dtype $t --sq 6 --skv 77 --hq 20 --topk 64 \
+            --topk-length --pad 8 --seed $((RANDOM + 1))
+    done
+    sim_mla_bwd "sim wgmma mla_bwd h_q=128 (two head blocks) topk_length" "${a[@]}" --sq 5 --skv 300 --hq 128 --topk 96 \
+        --topk-length
+    sim_mla_bwd "sim wgmma mla_bwd deterministic h_q=128" "${a[@]}" --tile deterministic=1 --sq 4 --skv 300 --hq 128 \
+        --topk 96 --topk-length
+    sim_mla_bwd "sim wgmma mla_bwd fp16 deterministic h_q=100 topk=512 (8 steps)" "${a[@]}" --dtype fp16 \
+        --tile deterministic=1 --sq 2 --skv 2000 --hq 100 --topk 512
+    sim_mla_bwd "sim wgmma mla_bwd h_q=24 s_kv=2" "${a[@]}" --sq 6 --skv 2 --hq 24 --topk 40
+    unset PTXGEN_SIM_STRICT
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: no fence.proxy.async between P, dS and the wgmma that read them" \
+        '/fence.proxy.async/{N;s/^\s*fence.proxy.async[^\n]*\n\(\s*bar.sync 1, 256\)/\1/}' \
+        "written by the generic proxy .* with no fence.proxy.async"
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: dq's products read dS before the other half is written" \
+        '/fence.proxy.async/{n;/bar.sync 1, 256/d}' "shared-memory race: the wgmma.mma_async reads word"
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: the slot freed before dq's products are done" \
+        '/wgmma.wait_group.sync.aligned 1;/d' "(still (reads|writes)|written before wgmma.wait_group)"
+    # the H200 hung on this one: setmaxnreg moves only the registers the CTA got at launch (168 x 384)
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: the warp roles ask more registers than the launch gave the CTA" \
+        's/setmaxnreg.dec.sync.aligned.u32 40;/setmaxnreg.dec.sync.aligned.u32 48;/' "deadlock"
+}
+
 # mla_bwd in the tcgen05 family on the sim: every h_q of the issue (16, 32,
 # 40, 64, 128, and 20 with bm=16), both dtypes, topk_length, ragged top-k,
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
@@ -487,6 +529,7 @@ sim_tests() {
 
     section "sim device: mla_bwd"
     mla_bwd_sim_tests
+    mla_bwd_wg_sim_tests
     mla_bwd_tc_sim_tests
 
     section "sim device: generated PTX with a planted bug is refused"
@@ -624,8 +667,8 @@ family_tests() {
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
     usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
         --arch sm_100a --kernel attn_fwd --mma tcgen05
-    usage_error "--mma wgmma for mla_bwd on sm_90a" "mla_bwd has no wgmma generator yet (families: mma.sync and tcgen05)" -- \
-        --arch sm_90a --kernel mla_bwd --mma wgmma
+    usage_error "--mma tcgen05 for mla_fwd on sm_103a" "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
+        --arch sm_103a --kernel mla_fwd --mma tcgen05
     usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
     usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma
 
@@ -634,11 +677,16 @@ family_tests() {
     expect_rc "$name" 0 && expect_output "$name" '^\.target sm_100a$' && if [ "$(grep -c '' "$TMP/err")" = 1 ] &&
         grep -qx 'ptxgen: note: --mma auto: attn_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
     then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
-    name="--mma auto on sm_90a: the plan names the family and why"
-    run_cli --arch sm_90a --kernel mla_bwd --plan
+    name="--mma auto on sm_103a: the plan names the family and why"
+    run_cli --arch sm_103a --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" \
-        '^family: +mma\.sync \(--mma auto: mla_bwd has no wgmma generator yet, so sm_90a gets mma\.sync\)$' \
-        '^mla_bwd bf16 .*on sm_90a, mma\.sync, tile' && pass "$name"
+        '^family: +mma\.sync \(--mma auto: mla_fwd has no tcgen05 generator yet, so sm_103a gets mma\.sync\)$' \
+        '^mla_fwd bf16 .*on sm_103a, mma\.sync, tile' && pass "$name"
+    name="--mma auto on sm_90a picks the wgmma mla_bwd: roles within the launch's registers, Q and dO resident"
+    run_cli --arch sm_90a --kernel mla_bwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +wgmma \(--mma auto: sm_90a.s newest\)$' \
+        '^kernel mla_bwd main \(wgmma\)' '^  producer +4 +40 ' '^  consumer +8 +232 ' '^  dO ' \
+        '^  total +64512 +of the 64512 the CTA holds' && pass "$name"
     name="--mma auto on sm_90a picks the wgmma mla_fwd: warp roles, registers and the ring in the plan"
     run_cli --arch sm_90a --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +wgmma \(--mma auto: sm_90a.s newest\)$' \

@@ -202,6 +202,7 @@ struct SimCta {
     void *tmem;                     /* the TMEM unit's state (sim_tmem.c), or NULL before the first tcgen05 op */
     void *tma;                      /* the TMA unit's per-thread bulk groups (sim_tma.c), or NULL before the first bulk op */
     int maxnreg[32];                /* setmaxnreg: registers per thread each warp holds (0: the launch's) */
+    int reg_pool;                   /* registers the CTA holds from its launch: the sum of the warps' starting counts */
     uint8_t scratch[64];            /* what a faulting access reads or writes, so callers need no branch */
 };
 

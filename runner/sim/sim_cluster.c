@@ -121,7 +121,8 @@ static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         sim_fail(c, wid, -1, in, "setmaxnreg.%s to %d registers, but the warp holds %d", inc ? "inc" : "dec", n, cur);
         return;
     }
-    int budget = c->arch->regs_sm, used = 0;
+    /* the pool is what the CTA got at launch (every warp's starting count); setmaxnreg only moves it */
+    int budget = c->reg_pool, used = 0;
     for (int i = 0; i < c->nwarps; i++) used += 32 * (i == wid ? n : c->maxnreg[i]);
     if (inc && used > budget) {
         /* .inc waits until registers are released; none will be if every warp waits */

@@ -399,6 +399,7 @@ static void reset_cta(SimCta *c)
     /* registers per thread before any setmaxnreg: an even share of the register file, as ptxas could at most give */
     int share = c->arch->regs_sm / (c->nwarps * 32) / 8 * 8;
     if (share > c->arch->regs_thread) share = c->arch->regs_thread / 8 * 8;
+    c->reg_pool = share * 32 * c->nwarps;
     for (int i = 0; i < c->nwarps; i++) {
         SimWarp *w = &c->w[i];
         int lanes = c->nthreads - i * 32 < 32 ? c->nthreads - i * 32 : 32;
