@@ -158,9 +158,10 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS0(e, FENCE_PROXY_ASYNC_CTA);                  /* both warpgroups' wgmma read them */
     INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));
     dq_products(k, f);
-    /* dkv in 64-column chunks (then the rope one). A second accumulator, so that chunk j + 1's products run
-     * while the threads reduce chunk j, measured no faster on the H200 (the reductions' L2 traffic bounds this
-     * phase) and costs the 16 registers that keep dq unspilled. */
+    /* dkv in 64-column chunks (then the rope one), each chunk's products issued after the last one's
+     * reductions (dkv_products says how ptxas overlaps them). An explicit second accumulator measured no
+     * faster on the H200 (the reductions' L2 traffic bounds this phase) and needed setmaxnreg 240, which left
+     * the producer too few registers. */
     Acc acc;
     dkv_products(k, f, &acc, 0);
     INS(e, WGMMA_WAIT, I(1));                        /* dq's products are done: the slot is the producer's */
@@ -265,8 +266,7 @@ static void consumer(Kctx *k, void *ctx) {
     f->yes = kc_pred(k, 1);
     f->no = kc_pred(k, 0);
     f->sl = (MlaSlots){.bn = MLA_WG_BN, .bias_off = f->bias_off, .s_kv = kc_u32(k, "s_kv")};
-    /* lse and delta of the lane's heads, held across the loop: loaded each step, they wait behind the step's
-     * queued reductions in L1 (measured 12% slower on the H200) */
+    /* lse and delta of the lane's heads, loaded once and held across the loop (4 registers the consumers have) */
     mla_bwd_row_stats(k, &f->cta, f->warp_row0, f->neg_lse2, f->delta);
     int one = e_label(e), end = e_label(e);
     INS(e, SETP_NE_U32, R(second), R(c), I(0));

@@ -28,12 +28,7 @@ AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d) {
 }
 
 int mla_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
-    if (d->d != MLA_D_QK || d->dv != MLA_D_V) {
-        snprintf(err, errlen, "the wgmma mla_bwd is built for d_qk=%d, d_v=%d (got %d, %d)", MLA_D_QK, MLA_D_V, d->d,
-                 d->dv);
-        return 1;
-    }
-    return 0;
+    return mla_wg_check_dims(d, "mla_bwd", err, errlen);
 }
 
 /* what the producer leaves of the CTA's launch registers, shared by the two consumer warpgroups */

@@ -1,5 +1,6 @@
 /* The wgmma MLA kernels' producer warpgroup, consumer identity and head-tile maps (mla_wg.h). */
 #include "mla_wg.h"
+#include <stdio.h>
 #include "../templates/mbar.h"
 #include "../templates/wgmma.h"
 
@@ -78,4 +79,10 @@ void mla_wg_head_map(KernelSpec *ks, const char *param, const char *tensor, cons
                        .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
     abi_tensor_map(ks, tensor, "TMA map, box 64 columns x the CTA's heads of one token, 128B swizzle; the tensor's "
                    "h and s strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+}
+
+int mla_wg_check_dims(const AttnDesc *d, const char *kernel, char *err, size_t errlen) {
+    if (d->d == MLA_D_QK && d->dv == MLA_D_V) return 0;
+    snprintf(err, errlen, "the wgmma %s is built for d_qk=%d, d_v=%d (got %d, %d)", kernel, MLA_D_QK, MLA_D_V, d->d, d->dv);
+    return 1;
 }

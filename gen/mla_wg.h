@@ -31,6 +31,9 @@ void mla_wg_roles(Kctx *k, WgRole producer, WgRole consumer, void *ctx);
 /* Consumer warpgroup c (warps 4 .. 11: 0 or 1) and its warp's first row (16 w, w the warp in the group). */
 void mla_wg_consumer_id(Kctx *k, Reg *c, Reg *warp_row0);
 
+/* 0, or 1 with err naming the dims the wgmma kernel `kernel` is built for (d_qk 576, d_v 512). */
+int mla_wg_check_dims(const AttnDesc *d, const char *kernel, char *err, size_t errlen);
+
 /* The parameter `param`: tensor [s_q, h_q, cols] as the 4-D map (cols, h_q, s_q, 1), one copy 64 columns of
  * bm heads of a token, 128B swizzle; strides: the byte expressions of h, s and the (unit) batch. */
 void mla_wg_head_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, const char *cols, int bm,
