@@ -47,10 +47,14 @@ typedef struct { Reg addr[2], ok[2]; } MlaDkvRows;
 /* The block's values, columns col0 + 8 j + 2 t, +1 of the rows: a reduction per element (vector where the
  * arch has it, vec_red), or, det, a plain store of the slot's contribution */
 void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0);
-/* The same with 16-byte accesses (sm_90+): lanes t, t^1 swap halves so that an even lane holds four columns
- * 2t .. 2t+3 of row g, an odd one 2t-2 .. 2t+1 of row g+8; addr: the lane's row at that first column, ok:
- * the row is valid, odd: t is odd */
-void mla_dkv_store_quads(Kctx *k, int det, const Acc *acc, Reg addr, Reg ok, Reg odd, int col0);
+/* The same with whole 128-byte lines (sm_90+; the L2 reduces a line a request, and 32 bytes of each of 16
+ * rows per instruction ran at 0.6x of 128 bytes of each of 4 on the H200): two lane exchanges move a warp's
+ * 16 x (8 nt) block so that each instruction covers 32 columns of 4 rows, 8 lanes a row, 4 columns a lane.
+ * Row i of the lane (i = 2 h + e) is slot 2 (lane >> 3) + e + 8 h of the warp's 16; its columns start at
+ * col0 + 32 s + lane_col, lane_col = 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1), addr[i] the
+ * row at lane_col, ok[i] the slot is valid; bit0, bit2: lane bits 0 and 2 set. acc->nt a multiple of 4. */
+typedef struct { Reg addr[4], ok[4], bit0, bit2; } MlaDkvLines;
+void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r, int col0);
 
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
  * of the set (pre, convert or reduce, workspaces, ABI) is shared. */

@@ -58,22 +58,34 @@ void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRo
         }
 }
 
-void mla_dkv_store_quads(Kctx *k, int det, const Acc *acc, Reg addr, Reg ok, Reg odd, int col0) {
-    Emit *e = &k->e;
-    for (int j = 0; j < acc->nt; j++) {
-        Reg v[4], s[2], r[2], o[4];
-        for (int c = 0; c < 4; c++) v[c] = ACC(acc, 0, j, c), o[c] = e_reg(e, RC_F32);
-        for (int i = 0; i < 2; i++) {   /* even lanes give away row g + 8, odd lanes row g */
-            s[i] = e_reg(e, RC_F32), r[i] = e_reg(e, RC_F32);
-            INS(e, SELP_F32, R(s[i]), R(v[i]), R(v[2 + i]), R(odd));
-            INS(e, SHFL_BFLY, R(r[i]), R(s[i]), I(1), I(31), I(-1));
-        }
-        for (int i = 0; i < 2; i++) {
-            INS(e, SELP_F32, R(o[i]), R(r[i]), R(v[i]), R(odd));
-            INS(e, SELP_F32, R(o[2 + i]), R(v[2 + i]), R(r[i]), R(odd));
-        }
-        Opnd a = A(addr, 4 * (col0 + 8 * j));
-        if (det) INSP(e, ok, 0, ST_GLOBAL_V4_F32, a, V4(o[0], o[1], o[2], o[3]));
-        else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, a, V4(o[0], o[1], o[2], o[3]));
+/* Lanes that differ in lane bit `mask` trade half their values: afterwards the lane bit says what bit `bit` of
+ * a value's index said, and that index bit what the lane bit said (a lane whose bit is set keeps its odd
+ * values and sends its even ones). */
+static void lanes_trade(Emit *e, Reg *v, int n, int mask, int bit, Reg set) {
+    for (int i = 0; i < n; i++) {
+        if (i & 1 << bit) continue;
+        Reg x = v[i], y = v[i | 1 << bit], s = e_reg(e, RC_F32), r = e_reg(e, RC_F32);
+        v[i] = e_reg(e, RC_F32), v[i | 1 << bit] = e_reg(e, RC_F32);
+        INS(e, SELP_F32, R(s), R(x), R(y), R(set));
+        INS(e, SHFL_BFLY, R(r), R(s), I(mask), I(31), I(-1));
+        INS(e, SELP_F32, R(v[i]), R(r), R(x), R(set));
+        INS(e, SELP_F32, R(v[i | 1 << bit]), R(y), R(r), R(set));
     }
+}
+
+void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r, int col0) {
+    Emit *e = &k->e;
+    int n = 4 * acc->nt;
+    Reg v[4 * 16];
+    /* value i = 4 j + 2 h + p: column 8 j + 2 t + p of row g + 8 h; lane = 4 g + t */
+    for (int i = 0; i < n; i++) v[i] = acc->r[i];
+    lanes_trade(e, v, n, 1, 2, r->bit0);   /* lane bit 0 <-> column bit 3: index bit 2 is now column bit 1 */
+    lanes_trade(e, v, n, 4, 3, r->bit2);   /* lane bit 2 <-> column bit 4: index bit 3 is now row bit 0 */
+    for (int s = 0; s < acc->nt / 4; s++)  /* index bit 4: column bit 5 */
+        for (int row = 0; row < 4; row++) {
+            int i = s << 4 | (row & 1) << 3 | (row >> 1) << 1;
+            Opnd a = A(r->addr[row], 4 * (col0 + 32 * s));
+            if (det) INSP(e, r->ok[row], 0, ST_GLOBAL_V4_F32, a, V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
+            else INSP(e, r->ok[row], 0, RED_GLOBAL_ADD_V4_F32, a, V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
+        }
 }

@@ -47,7 +47,7 @@ typedef struct {
     Reg q_a, do_a, k_b;                  /* S, dP: Q and dO (K-major A), the own slots' rows (K-major B) */
     Reg ds_a, kv_b, kv_rope_b;           /* dq: dS (K-major A), K's own columns (MN-major B) */
     Reg dst_a, pt_a, q_b, do_b, q_rope_b; /* dkv: dS^T, P^T (MN-major A), Q and dO's own columns (MN-major B) */
-    Reg bias_lane, p_chunk, slot_lane, row_lane, odd, dkv_base;
+    Reg bias_lane, p_chunk, slot_lane, row_lane, bit0, bit2, dkv_base;
     MlaSlots sl;                         /* the consumers use its bias layout */
     Acc dq, dq_rope;
 } MlaBwdWg;
@@ -119,19 +119,22 @@ static void dkv_products(Kctx *k, MlaBwdWg *f, Acc *acc, int j) {
     INS0(&k->e, WGMMA_COMMIT);
 }
 
-/* Where the lane's four dkv columns of step n go (mla_dkv_store_quads: an even lane's slot warp_row0 + g,
- * an odd lane's warp_row0 + g + 8) and whether that slot is valid; read before the slot is freed (the rows
- * are the producer's next write). */
-typedef struct { Reg addr, ok; } DkvLane;
-
-static DkvLane dkv_lane(Kctx *k, MlaBwdWg *f, Reg n) {
+/* Where the lane's dkv lines of step n go (mla_dkv_store_lines: its rows are slots slot_lane + 0, 1, 8, 9) and
+ * whether each slot is valid; read before the slot is freed (the rows are the producer's next write). */
+static MlaDkvLines dkv_lines(Kctx *k, MlaBwdWg *f, Reg n) {
     Emit *e = &k->e;
-    DkvLane r = {e_reg(e, RC_B64), e_reg(e, RC_PRED)};
-    Reg row = e_reg(e, RC_B32), at = e_reg(e, RC_B32);
-    INS(e, LD_SHARED_B32, R(row), A(f->row_lane, f->rows_off));
-    INS(e, SETP_LT_U32, R(r.ok), R(row), R(f->sl.s_kv));
+    MlaDkvLines r = {.bit0 = f->bit0, .bit2 = f->bit2};
+    Reg at = e_reg(e, RC_B32);
     if (f->det) INS(e, MAD_LO_U32, R(at), R(n), I(MLA_WG_BN), R(f->slot_lane));   /* dkv_part: by the step's slot */
-    INS(e, MAD_WIDE_U32, R(r.addr), R(f->det ? at : row), I(4 * MLA_D_QK), R(f->dkv_base));
+    for (int i = 0; i < 4; i++) {
+        int slot = (i & 1) + 8 * (i >> 1);
+        Reg row = e_reg(e, RC_B32);
+        r.addr[i] = e_reg(e, RC_B64), r.ok[i] = e_reg(e, RC_PRED);
+        INS(e, LD_SHARED_B32, R(row), A(f->row_lane, f->rows_off + 4 * slot));
+        INS(e, SETP_LT_U32, R(r.ok[i]), R(row), R(f->sl.s_kv));
+        if (f->det) INS(e, ADD_U32, R(row), R(at), I(slot));
+        INS(e, MAD_WIDE_U32, R(r.addr[i]), R(row), I(4 * MLA_D_QK), R(f->dkv_base));
+    }
     return r;
 }
 
@@ -150,7 +153,7 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     mla_add_bias(k, &f->sl, f->bias_lane, &s);
     INS(e, WGMMA_WAIT, I(0));
     mla_bwd_probabilities(k, &s, &dp, f->scale_log2, f->scale, f->neg_lse2, f->delta);
-    DkvLane rows = dkv_lane(k, f, n);
+    MlaDkvLines rows = dkv_lines(k, f, n);
     Reg *p = pack_a_from_acc(k, &s, d->dtype), *ds = pack_a_from_acc(k, &dp, d->dtype);
     INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));     /* both are done with the last step's P and dS */
     wg_pairs_to_smem_at(k, p, HALF, f->warp_row0, k->smem, f->p_off, f->p_chunk);
@@ -169,12 +172,12 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, ADD_U32, R(f->it), R(f->it), I(1));
     for (int j = 0; j <= OWN_SLABS; j++) {
         INS(e, WGMMA_WAIT, I(0));
-        Reg at = rows.addr;
-        if (j == OWN_SLABS) {
-            at = e_reg(e, RC_B64);
-            INS(e, ADD_U64, R(at), R(rows.addr), I(4 * (MLA_D_V + f->c * ROPE_HALF - f->c * MLA_D_V / 2)));
+        MlaDkvLines at = rows;
+        for (int i = 0; j == OWN_SLABS && i < 4; i++) {
+            at.addr[i] = e_reg(e, RC_B64);
+            INS(e, ADD_U64, R(at.addr[i]), R(rows.addr[i]), I(4 * (MLA_D_V + f->c * ROPE_HALF - f->c * MLA_D_V / 2)));
         }
-        mla_dkv_store_quads(k, f->det, &acc, at, rows.ok, f->odd, j < OWN_SLABS ? j * WG_SLAB_COLS : 0);
+        mla_dkv_store_lines(k, f->det, &acc, &at, j < OWN_SLABS ? j * WG_SLAB_COLS : 0);
         if (j < OWN_SLABS) dkv_products(k, f, &acc, j + 1);
     }
 }
@@ -196,18 +199,24 @@ static void consumer_bases(Kctx *k, MlaBwdWg *f) {
     f->q_rope_b = wg_desc_mn(k, f->q_off + ROPE_SLAB * SLAB_BYTES + rope, SLAB_BYTES);
     f->p_chunk = kc_imm32(k, c * HALF / 8);
     f->bias_lane = mla_bias_lane(k, &f->sl, kc_imm32(k, c * HALF));
-    /* dkv (mla_dkv_store_quads): an even lane t's four columns start at 256 c + 2t of slot warp_row0 + g, an
-     * odd lane's at 256 c + 2t - 2 of slot warp_row0 + g + 8 */
-    Reg g = e_reg(e, RC_B32), col = e_reg(e, RC_B32), odd1 = e_reg(e, RC_B32);
-    f->slot_lane = e_reg(e, RC_B32), f->row_lane = e_reg(e, RC_B32), f->odd = e_reg(e, RC_PRED);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, AND_B32, R(odd1), R(k->lane), I(1));
-    INS(e, SETP_NE_U32, R(f->odd), R(odd1), I(0));
-    INS(e, MAD_LO_U32, R(f->slot_lane), R(odd1), I(8), R(g));
-    INS(e, ADD_U32, R(f->slot_lane), R(f->slot_lane), R(f->warp_row0));
+    /* dkv (mla_dkv_store_lines): the lane's rows are slots warp_row0 + 2 (lane >> 3) + 0, 1, 8, 9, its columns
+     * start at 256 c + 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1) */
+    Reg b = e_reg(e, RC_B32), col = e_reg(e, RC_B32);
+    f->slot_lane = e_reg(e, RC_B32), f->row_lane = e_reg(e, RC_B32);
+    f->bit0 = e_reg(e, RC_PRED), f->bit2 = e_reg(e, RC_PRED);
+    INS(e, AND_B32, R(b), R(k->lane), I(1));
+    INS(e, SETP_NE_U32, R(f->bit0), R(b), I(0));
+    INS(e, AND_B32, R(b), R(k->lane), I(4));
+    INS(e, SETP_NE_U32, R(f->bit2), R(b), I(0));
+    INS(e, SHR_U32, R(b), R(k->lane), I(3));
+    INS(e, MAD_LO_U32, R(f->slot_lane), R(b), I(2), R(f->warp_row0));
     INS(e, MAD_LO_U32, R(f->row_lane), R(f->slot_lane), I(4), R(k->smem));
-    INS(e, AND_B32, R(col), R(k->lane), I(2));       /* 2t - 2 odd = 2 (t & 2) */
-    INS(e, SHL_B32, R(col), R(col), I(1));
+    INS(e, AND_B32, R(col), R(k->lane), I(1));
+    INS(e, SHL_B32, R(col), R(col), I(3));
+    INS(e, AND_B32, R(b), R(k->lane), I(2));
+    INS(e, MAD_LO_U32, R(col), R(b), I(2), R(col));
+    INS(e, AND_B32, R(b), R(k->lane), I(4));
+    INS(e, MAD_LO_U32, R(col), R(b), I(4), R(col));
     f->dkv_base = e_reg(e, RC_B64);
     INS(e, MOV_B64, R(f->dkv_base), R(f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum")));
     if (f->det) mla_dkv_part_block(k, f->cta.t, MLA_D_QK, f->dkv_base);
