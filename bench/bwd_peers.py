@@ -16,7 +16,7 @@ import torch
 from torch.nn.attention import SDPBackend
 import ptxgen
 from peer_bench import (median_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer, family_bench_args, family_bench_header,
-                        family_bench_row)
+                        family_bench_row, fa4_func)
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,64,8,128,1",
                   "4,4096,32,32,128,0,1"]
@@ -34,11 +34,25 @@ def ours(t, causal, family, tile, scale):
     return lambda: ptxgen._launch(loaded, t, scale)
 
 
+class Fa4Bwd:
+    """FA4's backward alone: its forward once here (outside the timing), then the autograd backward of that graph.
+    Its k and v keep h_kv heads (FA4 takes GQA natively), so its dk and dv are per kv head like ours."""
+    def __init__(self, fn, q, k, v, do, causal):
+        self.leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+        out = fn(*self.leaves, causal=causal)
+        self.out = out[0] if isinstance(out, tuple) else out
+        self.do = do
+
+    def __call__(self):
+        return torch.autograd.grad(self.out, self.leaves, grad_outputs=self.do, retain_graph=True)
+
+
 def main():
     a = family_bench_args("b,s,hq,hkv,d,causal[,det]")
     fams, reps = a.families, a.reps
     torch.manual_seed(1234)
     family_bench_header(38)
+    fa4 = fa4_func()
     rows = []
     for spec in a.shape or DEFAULT_SHAPES:
         f = [int(x) for x in spec.split(",")]
@@ -62,6 +76,15 @@ def main():
                 print(f"# {name} refused {spec}: {str(ex).splitlines()[0][:100]}")
         if ref is not None and g > 1:
             ref = [ref[0]] + [x.float().view(b, s, hkv, g, d).sum(3) for x in ref[1:]]
+        if fa4 is not None and not det:   # FA4's deterministic backward is not timed here
+            try:
+                p = Fa4Bwd(fa4, q, k, v, do, bool(causal))
+                e4 = max(rel_l2(x, r) for x, r in zip(p(), ref)) if ref else float("nan")
+                peers["fa4"] = median_ms(p, reps)
+                print(f"# fa4 {spec}: max rel err dq/dk/dv vs the reference {e4:.1e}")
+                del p
+            except Exception as ex:
+                print(f"# fa4 refused {spec}: {str(ex).splitlines()[0][:100]}")
         tile = ",".join(x for x in (a.tile, "deterministic=1" if det else None) if x) or None
         for fam in fams:
             t = dict(q=q, k=k, v=v, o=o, lse=lse, do=do, dq=torch.full_like(q, float("nan")),
@@ -75,12 +98,12 @@ def main():
             err = max(rel_l2(t[n], r) for n, r in zip(("dq", "dk", "dv"), ref)) if ref else float("nan")
             ms = median_ms(run, reps)
             tf = fl / ms / 1e9
-            cd, fa = peers.get("cudnn"), peers.get("fa2")
+            cd, fa, f4 = peers.get("cudnn"), peers.get("fa2"), peers.get("fa4")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}{' det' if det else ''}"
             family_bench_row(label, fam, ms, fl, peers, 38, f"max rel err dq/dk/dv {err:.1e}")
             if not err < 2e-2:
                 print(f"# FAIL: {fam} {label} differs from the peer's gradients (rel L2 {err:.2e})")
-            rows.append(dict(shape=spec, family=fam, tile=tile, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))
+            rows.append(dict(shape=spec, family=fam, tile=tile, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, fa4_ms=f4, rel_err=err))
         del q, do, k, v, kx, vx, o, lse, ref
         torch.cuda.empty_cache()
     if a.out:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attn_fwd of every family against PyTorch SDPA's cuDNN and flash (FA2) backends, one process, one GPU, the same
+"""attn_fwd of every family against PyTorch SDPA's cuDNN and flash (FA2) backends and FA4 where carried (BENCH.md), one process, one GPU, the same
 tensors (BENCH.md method). Our kernels are built and launched through libptxgen (ptxgen_build, ptxgen_load,
 ptxgen_launch: the library encodes the TMA maps), so this times the same path a host application uses.
 
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import ptxgen
 # one timing method and one table for every peer benchmark (BENCH.md)
-from peer_bench import median_ms, rel_l2, family_bench_args, family_bench_header, family_bench_row
+from peer_bench import median_ms, rel_l2, family_bench_args, family_bench_header, family_bench_row, fa4_func
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,16,16,256,0",
                   "4,4096,64,8,128,1", "1,16384,16,16,128,0"]
@@ -49,6 +49,7 @@ def main():
     fams, reps = a.families, a.reps
     torch.manual_seed(1234)
     family_bench_header(34)
+    fa4 = fa4_func()
     rows = []
     for spec in a.shape or DEFAULT_SHAPES:
         b, s, hq, hkv, d, causal = (int(x) for x in spec.split(","))
@@ -62,6 +63,11 @@ def main():
                 peers[name] = median_ms(sdpa(q, k, v, bool(causal), be), reps)
             except Exception as ex:   # a backend that refuses the shape is reported, not fatal
                 print(f"# {name} refused {spec}: {str(ex).splitlines()[0][:100]}")
+        if fa4 is not None:   # [b, s, h, d] as ours, k and v at h_kv heads
+            try:
+                peers["fa4"] = median_ms(lambda: fa4(q, k, v, causal=bool(causal)), reps)
+            except Exception as ex:
+                print(f"# fa4 refused {spec}: {str(ex).splitlines()[0][:100]}")
         ref = sdpa(q, k, v, bool(causal), SDPBackend.CUDNN_ATTENTION)().transpose(1, 2).float()
         for fam in fams:
             run, o = ours(q, k, v, bool(causal), fam, a.tile)
@@ -70,12 +76,12 @@ def main():
             err = rel_l2(o, ref)
             ms = median_ms(run, reps)
             tf = fl / ms / 1e9
-            cd, fa = peers.get("cudnn"), peers.get("fa2")
+            cd, fa, f4 = peers.get("cudnn"), peers.get("fa2"), peers.get("fa4")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}"
             family_bench_row(label, fam, ms, fl, peers, 34, f"rel err vs cuDNN {err:.1e}")
             if not err < 1e-2:
                 print(f"# FAIL: {fam} {label} differs from cuDNN (rel L2 {err:.2e})")
-            rows.append(dict(shape=spec, family=fam, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, rel_err=err))
+            rows.append(dict(shape=spec, family=fam, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, fa4_ms=f4, rel_err=err))
     if a.out:
         json.dump(rows, open(a.out, "w"), indent=1)
 

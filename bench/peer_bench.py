@@ -13,7 +13,7 @@ the manifest too.
 usage: peer_bench.py [--kernel attn_fwd|attn_bwd] [--ptxgen ./ptxgen] [--arch sm_90] [--quick] [--d D]
                      [--dtype bf16|fp16] [--gqa N] [--tile KEY=V,...] [--gen-arg ARG ...] [--out FILE]
 """
-import argparse, ctypes, json, math, os, re, subprocess, sys, tempfile
+import argparse, ctypes, json, math, os, re, subprocess, sys, tempfile, warnings
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -187,16 +187,29 @@ def family_bench_args(shape_help):
 
 def family_bench_header(width):
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  cudnn {torch.backends.cudnn.version()}  seed 1234")
-    print(f"{'shape':{width}s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA2':>8s} {'x cuDNN':>8s} {'x FA2':>7s}")
+    print(f"{'shape':{width}s} {'ours':10s} {'ms':>8s} {'TFLOP/s':>8s} {'cuDNN':>8s} {'FA4':>8s} {'FA2':>8s} "
+          f"{'x cuDNN':>8s} {'x FA4':>7s} {'x FA2':>7s}")
+
+def fa4_func():
+    """FlashAttention-4's flash_attn_func (its SM90 path on Hopper), or None where it is not importable: it is
+    not in the device image and is carried there (BENCH.md)."""
+    try:
+        from flash_attn.cute import flash_attn_func
+        # its JIT warns once per kernel that an auxiliary argument is passed as a Python object; harmless
+        warnings.filterwarnings("ignore", message="Argument aux_data")
+        return flash_attn_func
+    except Exception as ex:
+        print(f"# FA4 not available: {str(ex).splitlines()[0][:160] if str(ex) else type(ex).__name__}")
+        return None
 
 def family_bench_row(label, fam, ms, flops, peers, width, note):
-    """One row: our median ms and TFLOP/s, each peer's TFLOP/s (peers: name -> ms, absent when it refused) and
-    the ratios, then the note (the error)."""
+    """One row: our median ms and TFLOP/s, each peer's TFLOP/s (peers: name -> ms, absent when it refused or is
+    not installed) and the ratios, then the note (the error)."""
     nan = float("nan")
-    cd, fa = peers.get("cudnn"), peers.get("fa2")
-    print(f"{label:{width}s} {fam:10s} {ms:8.3f} {flops / ms / 1e9:8.1f} {flops / cd / 1e9 if cd else nan:8.1f} "
-          f"{flops / fa / 1e9 if fa else nan:8.1f} {cd / ms if cd else nan:8.2f} {fa / ms if fa else nan:7.2f}  ({note})",
-          flush=True)
+    tf = {n: flops / peers[n] / 1e9 if peers.get(n) else nan for n in ("cudnn", "fa4", "fa2")}
+    x = {n: peers[n] / ms if peers.get(n) else nan for n in ("cudnn", "fa4", "fa2")}
+    print(f"{label:{width}s} {fam:10s} {ms:8.3f} {flops / ms / 1e9:8.1f} {tf['cudnn']:8.1f} {tf['fa4']:8.1f} "
+          f"{tf['fa2']:8.1f} {x['cudnn']:8.2f} {x['fa4']:7.2f} {x['fa2']:7.2f}  ({note})", flush=True)
 
 def rel_l2(x, ref):
     x, ref = x.float(), ref.float()
