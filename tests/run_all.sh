@@ -296,6 +296,9 @@ mla_bwd_wg_sim_tests() {
         '/wgmma.wait_group.sync.aligned 1;/d' "(still (reads|writes)|written before wgmma.wait_group)"
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: the dkv lines' second lane exchange trades with the wrong lane" \
         '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)4, 31/\12, 31/' "dkv: .* FAIL"
+    # the write-after-read case: a warpgroup's P and dS stores while the other's dkv wgmma may still read them
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: P and dS rewritten before the other warpgroup's products finished" \
+        '$!N;s/\(cvt.rn.bf16x2.f32[^\n]*\)\n\s*bar.sync 1, 256;/\1/;P;D' "overwrites word .* that a wgmma.mma_async of warpgroup [0-9]+ read"
     # the H200 hung on this one: setmaxnreg moves only the registers the CTA got at launch (168 x 384)
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: the warp roles ask more registers than the launch gave the CTA" \
         's/setmaxnreg.dec.sync.aligned.u32 40;/setmaxnreg.dec.sync.aligned.u32 48;/' "deadlock"

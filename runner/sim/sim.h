@@ -192,6 +192,9 @@ struct SimCta {
     uint8_t *smem, *sflag;          /* data and SM_* flags per byte */
     uint32_t smem_size, dyn_at;     /* dyn_at: where the dynamic window starts */
     uint32_t *wclk, *rclk;          /* per 4-byte word: writer's clock; each warp's last read clock */
+    uint32_t *gop, *gclk;           /* per word: 1 + the last wgmma op reading it; its warpgroup's 4 warps' wait clocks */
+    uint8_t *gwg;                   /* per word: that op's warpgroup */
+    uint32_t nops;                  /* wgmma ops issued by the CTA */
     uint8_t *wwarp, *wrank;         /* per word: the warp that last wrote it, and its CTA's rank (DSMEM writes) */
     int32_t *wline;
     const uint8_t *params;

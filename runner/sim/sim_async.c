@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sim.h"
+#include "sim_wgmma.h"
 
 SimAsync *sim_async_new(SimCta *c, SimWarp *w, int lane, const SimInsn *in, const char *what)
 {
@@ -114,6 +115,7 @@ int sim_async_check_dst(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
                          in ? isa_base_text(in->d.op) : "async op", wd * 4, k);
                 return 0;
             }
+        if (!sim_wgmma_write_ordered(c, w, lane, in, wd)) return 0;
     }
     return 1;
 }

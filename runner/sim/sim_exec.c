@@ -391,6 +391,7 @@ static void reset_cta(SimCta *c)
     memset(c->wwarp, 0, words);
     memset(c->wrank, c->rank, words);
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
+    memset(c->gop, 0, words * sizeof *c->gop), memset(c->gclk, 0, words * 4 * sizeof *c->gclk), c->nops = 0;
     memset(c->bar, 0, sizeof c->bar);
     c->nmbar = 0;
     sim_tma_reset(c);
@@ -422,8 +423,9 @@ static int cta_alloc(SimCta *c)
     c->smem = malloc(c->smem_size + 16), c->sflag = malloc(c->smem_size + 16);
     c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wrank = malloc(words), c->wline = malloc(words * sizeof *c->wline);
     c->rclk = malloc(words * (size_t)c->nwarps * sizeof *c->rclk);
+    c->gop = malloc(words * sizeof *c->gop), c->gclk = malloc(words * 4 * sizeof *c->gclk), c->gwg = malloc(words);
     c->w = calloc((size_t)c->nwarps, sizeof *c->w);
-    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wrank || !c->wline || !c->rclk || !c->w) return -1;
+    if (!c->smem || !c->sflag || !c->wclk || !c->wwarp || !c->wrank || !c->wline || !c->rclk || !c->gop || !c->gclk || !c->gwg || !c->w) return -1;
     for (int i = 0; i < c->nwarps; i++) {
         c->w[i].r = malloc((size_t)(c->f->nslots ? c->f->nslots : 1) * 32 * sizeof *c->w[i].r);
         c->w[i].vc = malloc(32 * sizeof *c->w[i].vc);
@@ -439,7 +441,7 @@ static void cta_free(SimCta *c)
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
     }
     sim_tcgen05_reset(c);   /* before the warps: it knows their count */
-    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk);
+    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk), free(c->gop), free(c->gclk), free(c->gwg);
     sim_tma_reset(c);
 }
 

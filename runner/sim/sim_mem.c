@@ -11,6 +11,7 @@
 #include <string.h>
 #include "dtype.h"
 #include "sim.h"
+#include "sim_wgmma.h"
 
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
 {
@@ -183,7 +184,9 @@ static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
     if (!smem_in_range(c, w, lane, in, addr, bytes, "store") || !not_in_flight(c, w, lane, in, addr, bytes, "writes"))
         return 0;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
-        if (!ordered_after_write(c, w, lane, in, wd, "overwrites") || !ordered_after_reads(c, w, lane, in, wd)) return 0;
+        if (!ordered_after_write(c, w, lane, in, wd, "overwrites") || !ordered_after_reads(c, w, lane, in, wd) ||
+            !sim_wgmma_write_ordered(c, w, lane, in, wd))
+            return 0;
     return 1;
 }
 

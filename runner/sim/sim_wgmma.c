@@ -16,7 +16,11 @@
  *   registers are in flight for that warp: touching them is an error (the
  *   ISA: undefined behaviour), except a later mma_async naming the same
  *   accumulators, which chains. Its shared-memory operands are held: a write
- *   into them before the wait is an error naming the op.
+ *   into them before the wait is an error naming the op. After it, they count
+ *   as read by each warp of the warpgroup at that warp's own wait_group, so a
+ *   write by another warp that no barrier orders after that wait is a race
+ *   (the other warpgroup may still be in its products when the hardware runs
+ *   ahead of the sim's interleaving).
  * - wgmma.fence must separate a register access from a later mma_async that
  *   uses the register: a missing fence is a note (an error when strict). */
 #include <stdlib.h>
@@ -28,6 +32,10 @@
  * this warp while that group is not below the warp's own wait watermark, no
  * matter which warp's wait landed the op. The warpgroup's ops still being
  * collected live in its first warp's state. */
+/* Bytes an op reads, held for a warp of its warpgroup until that warp's wait_group covers the op's group:
+ * only then are they read for that warp, and a write by another warp must be ordered after that wait. */
+typedef struct { uint32_t lo, bytes, group, op; } WgRead;
+
 typedef struct {
     int nslots;
     uint32_t *dgrp, *agrp;      /* per slot: 1 + group of the latest op using it as D / as RS A */
@@ -40,6 +48,8 @@ typedef struct {
     int parked;                 /* in wait_group until other warps issue an op */
     WgOp **parts;               /* first warp of a warpgroup: ops not yet issued by all four warps */
     int nparts, capparts;
+    WgRead *reads;              /* shared bytes its issued ops read, until this warp waits for their group */
+    int nreads, capreads;
 } WgWarp;
 
 /* Half-issued ops a warpgroup may hold: warps run in near lockstep, so more
@@ -59,7 +69,7 @@ void sim_wgmma_free(SimWarp *w)
     WgWarp *s = w->wg;
     if (!s) return;
     for (int i = 0; i < s->nparts; i++) op_free(s->parts[i]);
-    free(s->parts), free(s->dgrp), free(s->agrp), free(s->line), free(s->touch), free(s->touch_line), free(s);
+    free(s->parts), free(s->reads), free(s->dgrp), free(s->agrp), free(s->line), free(s->touch), free(s->touch_line), free(s);
     w->wg = NULL;
 }
 
@@ -500,6 +510,60 @@ static int check_operands(SimCta *c, SimWarp *w, const SimInsn *in, const WgOp *
     return rc;
 }
 
+static int keep_read(SimCta *c, SimWarp *o, const SimInsn *in, SimRange r, uint32_t group, uint32_t serial)
+{
+    WgWarp *os = state(c, o);
+    if (!os) return -1;
+    if (os->nreads == os->capreads) {
+        int cap = os->capreads ? 2 * os->capreads : 16;
+        WgRead *n = realloc(os->reads, (size_t)cap * sizeof *n);
+        if (!n) return bad(c, o, in, "out of host memory for the wgmma unit");
+        os->reads = n, os->capreads = cap;
+    }
+    os->reads[os->nreads++] = (WgRead){r.lo, r.bytes, group, serial};
+    return 0;
+}
+
+/* The warp has waited for the groups below `below`: their ops are complete for it, at its clock now. A write
+ * by another warp into bytes such an op read must be ordered after the wait of some warp of the warpgroup
+ * (sim_wgmma_write_ordered); the words keep the latest op's clocks. */
+static void reads_done(SimCta *c, SimWarp *w, WgWarp *s, uint32_t below)
+{
+    int wid = sim_warp_id(c, w), n = 0;
+    for (int i = 0; i < s->nreads; i++) {
+        WgRead r = s->reads[i];
+        if (r.group >= below) {
+            s->reads[n++] = r;
+            continue;
+        }
+        for (uint32_t wd = r.lo / 4; r.bytes && wd <= (r.lo + r.bytes - 1) / 4; wd++) {
+            if (c->gop[wd] > r.op) continue;   /* a newer op read it since: its record stands */
+            if (c->gop[wd] < r.op)
+                c->gop[wd] = r.op, c->gwg[wd] = (uint8_t)(wid / WG_WARPS), memset(&c->gclk[(size_t)wd * 4], 0, 4 * sizeof *c->gclk);
+            c->gclk[(size_t)wd * 4 + (size_t)(wid % WG_WARPS)] = w->vc[wid];
+        }
+    }
+    s->nreads = n;
+}
+
+int sim_wgmma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd)
+{
+    if (!c->gop[wd]) return 1;
+    int wid = sim_warp_id(c, w), wg = c->gwg[wd], waited = 0;
+    for (int i = 0; i < WG_WARPS; i++) {
+        uint32_t t = c->gclk[(size_t)wd * 4 + (size_t)i];
+        int k = WG_WARPS * wg + i;
+        if (!t) continue;
+        waited = 1;
+        if (k == wid || t <= w->vc[k]) return 1;
+    }
+    if (!waited) return 1;   /* not waited by anyone yet: the op's held bytes catch writes while it is in flight */
+    sim_fail(c, wid, lane, in,
+             "shared-memory race: overwrites word 0x%x that a wgmma.mma_async of warpgroup %d read, with no barrier "
+             "(or mbarrier wait) after that warpgroup's wgmma.wait_group in between", wd * 4, wg);
+    return 0;
+}
+
 /* The fourth warp has issued op, so the hardware may start it: its shared
  * sources are checked and held from now on, and the warps of the warpgroup
  * parked in wait_group try again. */
@@ -514,6 +578,10 @@ static void issue(SimCta *c, SimWarp *w, const SimInsn *in, WgWarp *g, WgOp *op)
     a->key = group_key(c, op->wg), a->group = op->group, a->land = land, a->drop = drop, a->payload = op;
     a->src[a->nsrc++] = span(c, op->baddr, op->n * op->k, op->ebytes);
     if (!op->rs) a->src[a->nsrc++] = span(c, op->aaddr, WG_M * op->k, op->ebytes);
+    for (int i = 0; i < WG_WARPS; i++)
+        for (int k = 0; k < a->nsrc; k++)
+            if (keep_read(c, &c->w[WG_WARPS * op->wg + i], in, a->src[k], op->group, c->nops + 1)) return;
+    c->nops++;
     if (sim_async_push(c->cl, a)) return;
     for (int i = 0; i < WG_WARPS; i++) {
         SimWarp *o = &c->w[WG_WARPS * op->wg + i];
@@ -588,6 +656,7 @@ static void wait_group(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in)
     }
     s->parked = 0;
     if (sim_async_land_group(c->cl, group_key(c, wg), below) < 0) return;
+    reads_done(c, w, s, below);
     if (below > s->waited) s->waited = below;
 }
 

@@ -38,4 +38,8 @@ void wg_compute(const WgOp *op);
 /* The m64 A tile element (row, k) that RS fragment register reg (0-3), half
  * h (16-bit types; 0 for tf32) of warpgroup thread t holds. */
 void wg_a_frag(int tf32, int t, int reg, int h, int *row, int *k);
+/* Whether a write by warp w into shared word wd is ordered after the wgmma op that last read it (0: a race,
+ * reported) */
+int sim_wgmma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd);
+
 #endif
