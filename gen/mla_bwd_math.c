@@ -3,6 +3,8 @@
  * and dP, and a dkv block's values into global memory. */
 #include "mla_bwd.h"
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 void mla_bwd_row_stats(Kctx *k, const MlaCta *c, Reg warp_row0, Reg neg_lse2[2], Reg delta[2]) {
     Emit *e = &k->e;
@@ -77,6 +79,10 @@ void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r,
     Emit *e = &k->e;
     int n = 4 * acc->nt;
     Reg v[4 * 16];
+    if (acc->mt != 1 || acc->nt % 4 || n > (int)(sizeof v / sizeof *v)) {   /* whole 32-column spans of one m16 tile */
+        fprintf(stderr, "ptxgen internal: mla_dkv_store_lines takes 1 x (4 k) n8 tiles, k <= 4 (got %d x %d)\n", acc->mt, acc->nt);
+        abort();
+    }
     /* value i = 4 j + 2 h + p: column 8 j + 2 t + p of row g + 8 h; lane = 4 g + t */
     for (int i = 0; i < n; i++) v[i] = acc->r[i];
     lanes_trade(e, v, n, 1, 2, r->bit0);   /* lane bit 0 <-> column bit 3: index bit 2 is now column bit 1 */

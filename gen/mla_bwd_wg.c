@@ -172,12 +172,9 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, ADD_U32, R(f->it), R(f->it), I(1));
     for (int j = 0; j <= OWN_SLABS; j++) {
         INS(e, WGMMA_WAIT, I(0));
-        MlaDkvLines at = rows;
-        for (int i = 0; j == OWN_SLABS && i < 4; i++) {
-            at.addr[i] = e_reg(e, RC_B64);
-            INS(e, ADD_U64, R(at.addr[i]), R(rows.addr[i]), I(4 * (MLA_D_V + f->c * ROPE_HALF - f->c * MLA_D_V / 2)));
-        }
-        mla_dkv_store_lines(k, f->det, &acc, &at, j < OWN_SLABS ? j * WG_SLAB_COLS : 0);
+        /* columns from the warpgroup's first (dkv_base is at 256 c): its nope chunk j, or its rope half */
+        int col0 = j < OWN_SLABS ? j * WG_SLAB_COLS : MLA_D_V + f->c * ROPE_HALF - f->c * MLA_D_V / 2;
+        mla_dkv_store_lines(k, f->det, &acc, &rows, col0);
         if (j < OWN_SLABS) dkv_products(k, f, &acc, j + 1);
     }
 }
