@@ -1,9 +1,11 @@
 /* The attn_bwd kernel set, in launch order:
  *   pre   delta = rowsum(dO * O) per query row, and the fp32 dQ accumulator zeroed
+ *         (and the dQ semaphores, where the main kernel orders its adds)
  *   main  per key block: dK, dV over every query block of every query head of
  *         the kv head's group, dQ partial sums added into the accumulator
- *   dq    dQ = scale * accumulator, rounded            (default)
- *         or dQ recomputed per query block, no atomics (deterministic=1)
+ *   dq    dQ = scale * accumulator, rounded            (default; deterministic=1
+ *                                                       of a main kernel that orders its adds)
+ *         or dQ recomputed per query block, no atomics (deterministic=1 otherwise)
  * Internal to the attn_bwd generator files. Calls point one way:
  *   attn_bwd_desc.c (plans, the set) -> attn_bwd_rows.c, attn_bwd.c, attn_bwd_dq.c
  *   every one of them                -> attn_bwd_abi.c (entry names, shared inputs)
@@ -24,14 +26,26 @@ void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
 /* q, k, v, do alone (a main kernel that takes lse and delta from the stats blocks) */
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d);
 
-/* the row-wise kernels (attn_bwd_rows.c) */
-/* stats_block > 0: pre also writes the `stats` workspace, per block of stats_block query rows its lse, then
- * its delta, 0 past s_q: one TMA copy of 8 stats_block bytes for a main kernel's step (wgmma) */
-void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks);
+/* What the set's row kernels and workspaces follow from its main kernel. */
+typedef struct {
+    int stats_block;   /* > 0: the main kernel reads lse and delta from the `stats` workspace, per block of this many
+                        * query rows its lse, then its delta, 0 past s_q (one TMA copy of 8 stats_block bytes per step) */
+    int dq_ordered;    /* deterministic=1 keeps dQ in the main kernel, its adds in key-block order under a semaphore per
+                        * (batch, query head, block of stats_block rows) in the `dq_sem` workspace: no dQ kernel */
+} BwdFeed;
+/* deterministic by the mma.sync dQ kernel, which recomputes dQ per query block (no accumulator) */
+static inline int bwd_dq_kernel(const AttnDesc *d, const BwdFeed *f) { return d->tile.deterministic && !f->dq_ordered; }
+/* the main kernel orders its dQ adds by semaphores, which the pre kernel zeroes */
+static inline int bwd_dq_sems(const AttnDesc *d, const BwdFeed *f) { return d->tile.deterministic && f->dq_ordered; }
 /* whether a kernel of the set reads the `delta` workspace: the mma.sync main kernel and the dQ kernel do; a
  * main kernel that takes the stats blocks does not */
-static inline int bwd_delta_ws(const AttnDesc *d, int stats_block) { return !stats_block || d->tile.deterministic; }
-void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module);
+static inline int bwd_delta_ws(const AttnDesc *d, const BwdFeed *f) { return !f->stats_block || bwd_dq_kernel(d, f); }
+/* the semaphores' bytes: one u32 per (b, h_q, block of stats_block rows) */
+#define BWD_SEM_BYTES "b * h_q * cdiv(s_q, %d) * 4"
+
+/* the row-wise kernels (attn_bwd_rows.c) */
+void bwd_pre_spec(const AttnDesc *d, const BwdFeed *f, KernelSpec *ks);
+void bwd_pre_emit(const AttnDesc *d, const BwdFeed *f, const KernelSpec *ks, Buf *module);
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks);
 void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
 void bwd_rows_plan(const AttnDesc *d, Plan *p, const char *what);
@@ -47,7 +61,7 @@ typedef struct {
     void (*plan)(const AttnDesc *d, Plan *p);
     void (*spec)(const AttnDesc *d, const Plan *p, KernelSpec *ks);
     void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
-    int stats_block;   /* the main kernel reads lse and delta from the padded `stats` blocks (bwd_pre_spec) */
+    BwdFeed feed;
 } BwdMain;
 int  bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans);
 /* the stats workspace's bytes for blocks of `block` rows */

@@ -71,12 +71,12 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
 int bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans) {
     bwd_rows_plan(d, &plans[BWD_PRE], "pre (delta)");
     main->plan(d, &plans[BWD_MAIN]);
-    if (d->tile.deterministic) bwd_dq_plan(dq, &plans[BWD_DQ]);
+    if (bwd_dq_kernel(d, &main->feed)) bwd_dq_plan(dq, &plans[BWD_DQ]);
     else bwd_rows_plan(d, &plans[BWD_DQ], "dq_convert");
     return BWD_KERNELS;
 }
 
-static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, 0};
+static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {0, 0}};
 
 int attn_bwd_plan(const AttnDesc *d, Plan *plans) { return bwd_set_plan(d, d, &sync_main, plans); }
 
@@ -97,8 +97,9 @@ void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-static void workspaces(const AttnDesc *d, int stats_block, KernelSet *ks) {
-    if (bwd_delta_ws(d, stats_block))
+static void workspaces(const AttnDesc *d, const BwdFeed *fd, KernelSet *ks) {
+    int stats_block = fd->stats_block;
+    if (bwd_delta_ws(d, fd))
         ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
     if (stats_block) {
         WorkspaceSpec *w = &ks->ws[ks->nws++];
@@ -106,25 +107,32 @@ static void workspaces(const AttnDesc *d, int stats_block, KernelSet *ks) {
                              "then its delta, 0 past s_q; written by the pre kernel, read by the main kernel's TMA copies"};
         snprintf(w->bytes, sizeof w->bytes, BWD_STATS_BYTES, stats_block, 8 * stats_block);
     }
-    if (d->tile.deterministic) return;
+    if (bwd_dq_kernel(d, fd)) return;
     WorkspaceSpec *w = &ks->ws[ks->nws++];
-    *w = (WorkspaceSpec){"dq_accum", "", 0, "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
+    *w = (WorkspaceSpec){"dq_accum", "", 0, bwd_dq_sems(d, fd)
+                         ? "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by reduce-adds in key-block order"
+                         : "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
     snprintf(w->bytes, sizeof w->bytes, "b * h_q * s_q * %d", 4 * d->d);
+    if (!bwd_dq_sems(d, fd)) return;
+    w = &ks->ws[ks->nws++];
+    *w = (WorkspaceSpec){"dq_sem", "", 0, "u32 [b, h_q, cdiv(s_q, block)]: per block of query rows the number of key "
+                         "blocks whose dQ adds are done; zeroed by the pre kernel, waited on and raised by the main kernel"};
+    snprintf(w->bytes, sizeof w->bytes, BWD_SEM_BYTES, stats_block);
 }
 
 void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, KernelSet *ks, Buf *m) {
     ks->nk = BWD_KERNELS;
     ks->deterministic = d->tile.deterministic;
-    workspaces(d, main->stats_block, ks);
-    bwd_pre_spec(d, main->stats_block, &ks->k[BWD_PRE]);
+    workspaces(d, &main->feed, ks);
+    bwd_pre_spec(d, &main->feed, &ks->k[BWD_PRE]);
     main->spec(d, &ks->plan[BWD_MAIN], &ks->k[BWD_MAIN]);
-    if (d->tile.deterministic) bwd_dq_spec(dq, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
+    if (bwd_dq_kernel(d, &main->feed)) bwd_dq_spec(dq, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
     else bwd_convert_spec(d, &ks->k[BWD_DQ]);
-    bwd_pre_emit(d, main->stats_block, &ks->k[BWD_PRE], m);
+    bwd_pre_emit(d, &main->feed, &ks->k[BWD_PRE], m);
     buf_puts(m, "\n");
     main->emit(d, &ks->k[BWD_MAIN], &ks->plan[BWD_MAIN], m);
     buf_puts(m, "\n");
-    if (d->tile.deterministic) bwd_dq_emit(dq, &ks->k[BWD_DQ], &ks->plan[BWD_DQ], m);
+    if (bwd_dq_kernel(d, &main->feed)) bwd_dq_emit(dq, &ks->k[BWD_DQ], &ks->plan[BWD_DQ], m);
     else bwd_convert_emit(d, &ks->k[BWD_DQ], m);
 }
 

@@ -37,7 +37,8 @@ static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
 /* Row `row`'s lse and delta (0 past s_q) into its block of the stats workspace: block row / B of
  * cdiv(s_q, B) = nctaid.x / (B / 64), at (b h_q + h) blocks on; lse at row % B, delta B floats later. */
-static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg in_range, Reg srow, Reg delta) {
+/* With sems, the block's first row also zeroes the block's dQ semaphore (dq_sem at (b h_q + h) blocks + block). */
+static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg in_range, Reg srow, Reg delta, int sems) {
     Emit *e = &k->e;
     Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), t = e_reg(e, RC_B32), lse = e_reg(e, RC_F32);
     Reg dl = e_reg(e, RC_F32), a = e_reg(e, RC_B64), g = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
@@ -47,6 +48,14 @@ static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg 
     INS(e, MAD_LO_U32, R(idx), R(rc->b), R(kc_u32(k, "h_q")), R(rc->h));
     INS(e, SHR_U32, R(t), R(row), I(sh));
     INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(t));
+    if (sems) {
+        Reg w = e_reg(e, RC_B32), first = e_reg(e, RC_PRED), sa = e_reg(e, RC_B64);
+        INS(e, AND_B32, R(w), R(row), I(blk_rows - 1));
+        INS(e, OR_B32, R(w), R(w), R(rc->col));
+        INS(e, SETP_EQ_U32, R(first), R(w), I(0));
+        INS(e, MAD_WIDE_U32, R(sa), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
+        INSP(e, first, 0, ST_GLOBAL_B32, A(sa, 0), R(kc_imm32(k, 0)));
+    }
     INS(e, AND_B32, R(t), R(row), I(blk_rows - 1));
     INS(e, MAD_LO_U32, R(idx), R(idx), I(2 * blk_rows), R(t));
     INS(e, MAD_WIDE_U32, R(a), R(idx), I(4), R(kc_ptr(k, "stats")));
@@ -59,7 +68,7 @@ static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg 
     INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 4 * blk_rows), R(dl));
 }
 
-static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, int zero_dq, int stats_block) {
+static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg s_q, const BwdFeed *fd) {
     Emit *e = &k->e;
     Reg row = e_reg(e, RC_B32), rc_row = e_reg(e, RC_B32), last = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
     Reg lead = e_reg(e, RC_PRED), srow = e_reg(e, RC_B32), a = e_reg(e, RC_B64), lim = e_reg(e, RC_B32);
@@ -77,7 +86,7 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
         INS(e, ADD_F32, R(sum), R(sum), R(t));
     }
     INS(e, ADD_U32, R(srow), R(rc->srow), R(row));
-    if (bwd_delta_ws(d, stats_block)) {
+    if (bwd_delta_ws(d, fd)) {
         /* one thread of the row stores delta: rows below s_q for column 0, none for the others */
         INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
         INS(e, SELP_B32, R(lim), R(s_q), I(0), R(lead));
@@ -85,8 +94,8 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
         INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
         INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
     }
-    if (stats_block) stats_row_out(k, rc, stats_block, row, p, srow, sum);
-    if (!zero_dq) return;
+    if (fd->stats_block) stats_row_out(k, rc, fd->stats_block, row, p, srow, sum, bwd_dq_sems(d, fd));
+    if (bwd_dq_kernel(d, fd)) return;
     /* this thread's 2 x 16 bytes of the row's d fp32 values */
     Reg z = kc_imm32(k, 0), acc = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(off), R(rc->col), I(32));
@@ -95,13 +104,13 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     for (int j = 0; j < 2; j++) INSP(e, p, 0, ST_GLOBAL_V4_B32, A(acc, 16 * j), V4(z, z, z, z));
 }
 
-void bwd_pre_emit(const AttnDesc *d, int stats_block, const KernelSpec *ks, Buf *module) {
+void bwd_pre_emit(const AttnDesc *d, const BwdFeed *fd, const KernelSpec *ks, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
     Reg s_q = kc_u32(&kc, "s_q");
-    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, !d->tile.deterministic, stats_block);
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, fd);
     kctx_finish(&kc, module);
 }
 
@@ -146,18 +155,20 @@ static void row_grid(KernelSpec *ks) {
 
 static const char *const row_sizes[] = {"s_q", "h_q"};
 
-void bwd_pre_spec(const AttnDesc *d, int stats_block, KernelSpec *ks) {
+void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
+    int stats_block = fd->stats_block;
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "pre", 0);
     abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, "bsh");
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
-    if (bwd_delta_ws(d, stats_block)) abi_workspace(ks, "delta", "rowsum(dO * O), written here");
-    if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
+    if (bwd_delta_ws(d, fd)) abi_workspace(ks, "delta", "rowsum(dO * O), written here");
+    if (!bwd_dq_kernel(d, fd)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
     if (stats_block) {
         abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
         abi_workspace(ks, "stats", "per block of query rows its lse, then its delta (0 past s_q), written here");
     }
+    if (bwd_dq_sems(d, fd)) abi_workspace(ks, "dq_sem", "the main kernel's dQ semaphores, zeroed here");
     abi_sizes(ks, row_sizes, 2);
     row_grid(ks);
     if (stats_block)   /* whole blocks, so that the rows past s_q of the last one are written too */
