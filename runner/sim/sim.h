@@ -289,6 +289,9 @@ void sim_cluster_bar_check(SimCluster *cl);   /* after a warp exits: the barrier
 /* ---- units of the async families: each returns 1 when it handled the op ---- */
 int  sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);        /* sim_tma.c */
 void sim_tma_reset(SimCta *c);                                                /* frees the unit's CTA state (CTA reset, free) */
+/* A write into shared word wd while a bulk store or reduction's thread has not yet waited (wait_group) for
+ * the op that reads it is a race: reported, 0 returned. */
+int sim_tma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd);
 int  sim_wgmma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);      /* sim_wgmma.c */
 int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /* sim_tcgen05.c: U_TMEM and U_UMMA */
 /* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM

@@ -115,7 +115,7 @@ int sim_async_check_dst(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
                          in ? isa_base_text(in->d.op) : "async op", wd * 4, k);
                 return 0;
             }
-        if (!sim_wgmma_write_ordered(c, w, lane, in, wd)) return 0;
+        if (!sim_wgmma_write_ordered(c, w, lane, in, wd) || !sim_tma_write_ordered(c, w, lane, in, wd)) return 0;
     }
     return 1;
 }

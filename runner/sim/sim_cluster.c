@@ -138,10 +138,11 @@ static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 /* fence.proxy.async orders the fencing warp's generic shared writes before
  * the async proxy's later reads: those bytes lose their generic mark, in
  * this CTA and (.shared::cluster or no space: the generic window) in the
- * peers it wrote through DSMEM. */
+ * peers it wrote through DSMEM. .global leaves shared memory as it is. */
 static void fence_proxy_async(SimCta *c, SimWarp *w, const SimInsn *in)
 {
     int wid = sim_warp_id(c, w), sp = in->d.nspace ? in->d.space[0] : SP_NONE;
+    if (sp == SP_GLOBAL) return;   /* global accesses are performed in order here: no shared bytes to unmark */
     for (int r = 0; r < c->cl->n; r++) {
         SimCta *o = &c->cl->cta[r];
         if (o != c && sp != SP_SHARED_CLUSTER && sp != SP_NONE) continue;

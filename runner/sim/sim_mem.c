@@ -185,7 +185,7 @@ static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
         return 0;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
         if (!ordered_after_write(c, w, lane, in, wd, "overwrites") || !ordered_after_reads(c, w, lane, in, wd) ||
-            !sim_wgmma_write_ordered(c, w, lane, in, wd))
+            !sim_wgmma_write_ordered(c, w, lane, in, wd) || !sim_tma_write_ordered(c, w, lane, in, wd))
             return 0;
     return 1;
 }

@@ -65,7 +65,15 @@ void tma_count_gmem(const TmaIssue *x, uint64_t bytes, uint64_t sectors)
 }
 
 /* ---- bulk async-groups: per thread, committed counts ---- */
-typedef struct { uint32_t *committed; } TmaState;
+/* A store's or reduction's shared source: read until the op completes, which its thread learns only from a
+ * wait_group (.read or not) covering the op's group. The words keep the op's serial until then (bop). */
+typedef struct { uint32_t lo, bytes, group, serial; int thread, line; } TmaRead;
+typedef struct {
+    uint32_t *committed;
+    TmaRead *reads;                 /* sources no wait_group has covered yet */
+    int nreads, capreads;
+    uint32_t serials, *bop;         /* per shared word: the serial of the op in reads that reads it, or 0 */
+} TmaState;
 
 static TmaState *state(const TmaIssue *x)
 {
@@ -86,12 +94,73 @@ static TmaState *state(const TmaIssue *x)
 void sim_tma_reset(SimCta *c)
 {
     TmaState *s = c->tma;
-    if (s) free(s->committed);
+    if (s) free(s->committed), free(s->reads), free(s->bop);
     free(s);
     c->tma = NULL;
 }
 
 static int thread_id(const TmaIssue *x) { return sim_warp_id(x->c, x->w) * 32 + x->lane; }
+
+/* A store's source r, in the thread's open group: its words are read until a wait_group covers the group. */
+static int keep_read(const TmaIssue *x, SimRange r, uint32_t group)
+{
+    TmaState *s = state(x);
+    if (!s) return -1;
+    if (!s->bop && !(s->bop = calloc(x->c->smem_size / 4 + 1, sizeof *s->bop))) {
+        tma_fail(x, "out of host memory for the TMA unit's source records");
+        return -1;
+    }
+    if (s->nreads == s->capreads) {
+        int cap = s->capreads ? 2 * s->capreads : 16;
+        TmaRead *n = realloc(s->reads, (size_t)cap * sizeof *n);
+        if (!n) {
+            tma_fail(x, "out of host memory for the TMA unit's source records");
+            return -1;
+        }
+        s->reads = n, s->capreads = cap;
+    }
+    uint32_t serial = ++s->serials;
+    s->reads[s->nreads++] = (TmaRead){r.lo, r.bytes, group, serial, thread_id(x), x->in->line};
+    for (uint32_t wd = r.lo / 4; r.bytes && wd <= (r.lo + r.bytes - 1) / 4; wd++) s->bop[wd] = serial;
+    return 0;
+}
+
+/* The thread waited for its groups below `below`: their sources are read, as of the warp's clock now. A
+ * write by another warp must be ordered after this wait (the generic read clocks, sim_mem.c). */
+static void reads_done(const TmaIssue *x, uint32_t below)
+{
+    TmaState *s = state(x);
+    if (!s) return;
+    SimCta *c = x->c;
+    int t = thread_id(x), wid = t / 32, n = 0;
+    for (int i = 0; i < s->nreads; i++) {
+        TmaRead r = s->reads[i];
+        if (r.thread != t || r.group >= below) {
+            s->reads[n++] = r;
+            continue;
+        }
+        for (uint32_t wd = r.lo / 4; r.bytes && wd <= (r.lo + r.bytes - 1) / 4; wd++) {
+            if (s->bop[wd] == r.serial) s->bop[wd] = 0;
+            c->rclk[(size_t)wd * (size_t)c->nwarps + (size_t)wid] = x->w->vc[wid];
+        }
+    }
+    s->nreads = n;
+}
+
+int sim_tma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd)
+{
+    TmaState *s = c->tma;
+    if (!s || !s->bop || !s->bop[wd]) return 1;
+    for (int i = 0; i < s->nreads; i++)
+        if (s->reads[i].serial == s->bop[wd]) {
+            sim_fail(c, sim_warp_id(c, w), lane, in,
+                     "shared-memory race: overwrites word 0x%x, the source of the bulk store or reduction at PTX line %d "
+                     "(thread %d), before that thread's cp.async.bulk.wait_group covered it: the copy may still read it",
+                     wd * 4, s->reads[i].line, s->reads[i].thread);
+            return 0;
+        }
+    return 1;
+}
 
 /* The unit in the top byte keeps these keys apart from other units' keys. */
 uint64_t tma_key(const TmaIssue *x)
@@ -124,7 +193,7 @@ static void wait_group(const TmaIssue *x)
     TmaState *s = state(x);
     if (!s) return;
     uint32_t n = s->committed[thread_id(x)], keep = (uint32_t)o->imm;
-    if (n > keep) sim_async_land_group(x->c->cl, tma_key(x), n - keep);
+    if (n > keep && sim_async_land_group(x->c->cl, tma_key(x), n - keep) >= 0) reads_done(x, n - keep);
 }
 
 /* ---- images landing in shared memory ---- */
@@ -457,6 +526,10 @@ int tma_store_push(const TmaIssue *x, TmaStore *st, uint32_t lo, uint32_t bytes,
     op->key = tma_key(x), op->group = tma_open_group(x);
     op->src[0] = covered(x->c, lo, bytes, swizzle), op->nsrc = 1;
     op->land = land_store, op->drop = drop_store, op->payload = s;
+    if (keep_read(x, op->src[0], op->group)) {
+        drop_store(op), free(op);
+        return -1;
+    }
     return sim_async_push(x->c->cl, op);
 fail:
     free(s), free(st->runs);
