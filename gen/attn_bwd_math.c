@@ -1,6 +1,7 @@
 /* The backward's shared math (attn_bwd_math.h). */
 #include "attn_bwd_math.h"
 #include <math.h>
+#include <stddef.h>
 
 /* The blocks' bounds: [m_lo, m_end), masked below m_full. */
 static void block_bounds(Kctx *k, QueryBlocks *qb, int bn, Reg key0, Reg s_q, Reg off, Reg m_end) {
@@ -40,10 +41,30 @@ void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg of
     INS(e, MAX_S32, R(qb->per_head_div), R(qb->per_head), I(1));
 }
 
+/* chain order: step it -> block m_lo + it / group up, m_lo + per_head - 1 - it / group down (returned), head
+ * it % group (into *hi unless NULL) */
+static Reg chain_block(Kctx *k, const QueryBlocks *qb, Reg it, const Reg *hi) {
+    Emit *e = &k->e;
+    Reg r = e_reg(e, RC_B32), down = e_reg(e, RC_B32);
+    if (hi) INS(e, REM_U32, R(*hi), R(it), R(qb->group));
+    INS(e, DIV_U32, R(r), R(it), R(qb->group));
+    INS(e, SUB_U32, R(down), R(qb->per_head), I(1));
+    INS(e, SUB_U32, R(down), R(down), R(r));
+    INS(e, SELP_B32, R(r), R(r), R(down), R(qb->up));
+    INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
+    return r;
+}
+
 void query_block_at(Kctx *k, const QueryBlocks *qb, Reg it, Reg kvh, Reg *h, Reg *m_start) {
     Emit *e = &k->e;
     Reg r = e_reg(e, RC_B32);
     *h = e_reg(e, RC_B32), *m_start = e_reg(e, RC_B32);
+    if (qb->chain) {
+        r = chain_block(k, qb, it, h);
+        INS(e, MAD_LO_U32, R(*h), R(kvh), R(qb->group), R(*h));
+        INS(e, MUL_LO_U32, R(*m_start), R(r), I(qb->bm));
+        return;
+    }
     INS(e, DIV_U32, R(*h), R(it), R(qb->per_head_div));
     INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
     INS(e, MAD_LO_U32, R(*h), R(kvh), R(qb->group), R(*h));
@@ -60,8 +81,11 @@ void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int a
     INS(e, SETP_GE_U32, R(p), R(it), R(qb->total));
     INSP(e, p, 0, BRA_UNI, L(done));
     if (qb->causal) {
-        INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
-        INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
+        if (qb->chain) r = chain_block(k, qb, it, NULL);
+        else {
+            INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
+            INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));
+        }
         INS(e, SETP_LT_U32, R(p), R(r), R(qb->m_full));
         INSP(e, p, 0, BRA_UNI, L(masked));
     }

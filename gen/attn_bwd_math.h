@@ -8,9 +8,16 @@
 
 /* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_lo + per_head) of each of the group's
  * query heads, the ones below m_full only partly (causal: from the first query whose row reaches key0; all
- * of them and none masked otherwise); the CTA steps over total = per_head * group of them. */
+ * of them and none masked otherwise); the CTA steps over total = per_head * group of them.
+ * In head-major order by default. `chain` (set with `up` after query_blocks): block-major, the group's heads
+ * inside; from the first block up where the predicate `up` holds, else from the last block down. Key blocks
+ * that add their dQ in a fixed order meet each (head, block) in step with the key block before them:
+ * up, key block n after n+1, which sees bn/bm blocks fewer, all of which n also sees; down, key block n after
+ * n-1 at the same step.
+ */
 typedef struct {
-    int causal, bm;
+    int causal, bm, chain;
+    Reg up;
     Reg m_lo, m_full, per_head, total, group;
     Reg per_head_div;                 /* max(per_head, 1): a divisor even when no block sees the keys */
 } QueryBlocks;

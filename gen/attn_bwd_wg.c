@@ -13,11 +13,16 @@
  *       dS^T = P^T o (dP^T - delta_m)
  *       dV  += P^T dO_m;  dK += dS^T Q_m  wgmma, P^T and dS^T from registers
  *       dS^T -> shared memory; every consumer's dS^T in, then
- *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, added into the fp32
- *                                        accumulator by vector atomics (deterministic: left to the dQ kernel)
+ *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, staged and added into the
+ *                                        fp32 accumulator by TMA reduce-adds
  *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
+ *   deterministic=1 (d 64/128): warp 1 of the producer warpgroup writes dQ instead: per step, once every
+ *     consumer staged its part, it waits until the semaphore of (head, block m) counts the key blocks that
+ *     add to m before this one, adds the block, and raises the semaphore when the add is complete. The key
+ *     blocks add in the order the CTAs start (the last key block first without GQA, key block 0 first with),
+ *     and step over the query blocks in chain order (attn_bwd_math.h).
  *
- * The inner loop is bwd_step(). */
+ * The inner loop is bwd_step(); the writer's is dq_writer(). */
 #include "attn_bwd_wg.h"
 #include "attn_bwd_math.h"
 #include <stdio.h>
@@ -30,9 +35,11 @@ typedef struct {
     const AttnDesc *d;
     const Plan *p;
     int cw, stages, dqn;              /* consumer warpgroups; columns of each one's dQ part */
+    int dq, ordered;                  /* the kernel computes dQ (bwg_main_dq); the dQ writer adds it in order */
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
+    Reg up;                           /* deterministic: the dQ chain runs from the last key block, query blocks up */
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     /* consumers */
     Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
@@ -58,13 +65,28 @@ static void problem(Kctx *k, WgBwd *f) {
     INS(e, MOV_B32, R(f->b), SR("%ctaid.z"));
     INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
     INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
-    INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(t->bn));
     f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    if (f->ordered) {
+        /* the chain (dQ adds in a fixed key-block order): one query head per kv head runs it up, the last key
+         * block first, so that no key block waits on the one before it; GQA runs it down from key block 0,
+         * whose CTA has group times the blocks: the longest CTAs start first (measured on the H200: up costs
+         * GQA 64/8 causal its tail, down costs causal MHA 15 %) */
+        Reg nkeys = e_reg(e, RC_B32), rev = e_reg(e, RC_B32);
+        f->up = e_reg(e, RC_PRED);
+        INS(e, SETP_EQ_U32, R(f->up), R(f->group), I(1));
+        INS(e, ADD_U32, R(nkeys), R(f->s_k), I(t->bn - 1));
+        INS(e, DIV_U32, R(nkeys), R(nkeys), I(t->bn));
+        INS(e, SUB_U32, R(nkeys), R(nkeys), I(1));
+        INS(e, SUB_U32, R(rev), R(nkeys), R(f->key0));
+        INS(e, SELP_B32, R(f->key0), R(rev), R(f->key0), R(f->up));
+    }
+    INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(t->bn));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, f->group, &f->blocks);
+    f->blocks.chain = f->ordered, f->blocks.up = f->up;
 }
 
 /* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
@@ -83,6 +105,8 @@ static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg ful
     INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
 }
 
+static void dq_writer(Kctx *k, WgBwd *f);
+
 static void producer(Kctx *k, void *ctx) {
     WgBwd *f = ctx;
     Emit *e = &k->e;
@@ -90,6 +114,15 @@ static void producer(Kctx *k, void *ctx) {
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
     Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
     if (plan_role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
+    if (f->ordered) {
+        Reg writer = e_reg(e, RC_PRED);
+        int other = e_label(e);
+        INS(e, SETP_EQ_U32, R(writer), R(k->warp), I(1));
+        INSP(e, writer, 1, BRA_UNI, L(other));
+        dq_writer(k, f);
+        INS(e, BRA_UNI, L(done));
+        e_place(e, other);
+    }
     INS(e, SETP_EQ_U32, R(lead), R(k->tid), I(0));
     INSP(e, lead, 1, BRA, L(done));
     e_comment(e, "producer: one thread issues every copy");
@@ -147,16 +180,25 @@ static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
     INS0(e, WGMMA_COMMIT);
 }
 
-/* dQ_m's part added into the fp32 accumulator by TMA: the fragments go to the warpgroup's staging in
- * 128B-swizzled boxes of [64 rows][32 columns] (row r, 16-byte chunk c at chunk c ^ (r & 7)), then one
- * thread issues a reduce-add per box; rows past s_q are clipped by the map. Before the stores, that
- * thread waits until its previous reduce-adds read the staging, and the warpgroup waits for it. */
-static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
+/* The reduce-adds of one warpgroup's dQ part (staged at shared offset src) into rows m_start.. of head h. */
+static void dq_reduce(Kctx *k, WgBwd *f, Reg src, Reg row0, Reg col0, Reg h, Reg m_start) {
     Emit *e = &k->e;
-    int boxes = f->dqn / 32;
-    Reg lead = wg_lead(k), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
-    INSP(e, lead, 0, BULK_WAIT_READ, I(0));
-    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));                   /* the staging is free */
+    Reg m = kc_tmap(k, "dq_map"), row = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(row), R(m_start), R(row0));
+    for (int bx = 0; bx < f->dqn / 32; bx++) {
+        Reg col = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(col), R(col0), I(32 * bx));
+        Reg c[4] = {col, row, h, f->b};
+        INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * 64 * 128));
+    }
+}
+
+/* The warpgroup's dQ_m part into its staging, 128B-swizzled boxes of [64 rows][32 columns] (row r, 16-byte
+ * chunk c at chunk c ^ (r & 7)), fenced for the TMA; returns this lane's staging address (thread 0 of the
+ * warpgroup: the part's start). */
+static Reg dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
+    Emit *e = &k->e;
+    Reg g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t), R(k->lane), I(3));
     INS(e, SHR_U32, R(u), R(t), I(1));
@@ -174,19 +216,114 @@ static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
             INS(e, ST_SHARED_V2_F32, A(a, (j / 4) * 64 * 128 + hi * 8 * 128), V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
     }
     INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
+    return base;
+}
+
+/* dQ_m's part added into the fp32 accumulator. Unordered: one thread of the warpgroup issues its reduce-adds
+ * (rows past s_q are clipped by the map), after waiting until its previous ones read the staging, which the
+ * warpgroup waits for. Ordered: the dQ writer frees the staging and, once every part is in, adds them all. */
+static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
+    Emit *e = &k->e;
+    if (f->ordered) {
+        Reg all = kc_imm32(k, 128 * f->cw + 32);
+        INS(e, BAR_SYNC_N, R(kc_imm32(k, BWG_DQ_EMPTY(f->cw))), R(all));   /* the writer's adds read the staging */
+        dq_stage(k, f, dq);
+        INS(e, BAR_ARRIVE_N, R(kc_imm32(k, BWG_DQ_FULL(f->cw))), R(all));
+        return;
+    }
+    Reg lead = wg_lead(k);
+    INSP(e, lead, 0, BULK_WAIT_READ, I(0));
+    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));                   /* the staging is free */
+    Reg src = dq_stage(k, f, dq);                               /* thread 0 of the group: row 0, t 0 */
     INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));
     int skip = e_label(e);
     INSP(e, lead, 1, BRA, L(skip));
-    Reg m = kc_tmap(k, "dq_map"), row = e_reg(e, RC_B32), src = base;   /* thread 0 of the group: row 0, t 0 */
-    INS(e, ADD_U32, R(row), R(m_start), R(f->dq_row0));
-    for (int bx = 0; bx < boxes; bx++) {
-        Reg col = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(col), R(f->dq_col0), I(32 * bx));
-        Reg c[4] = {col, row, h, f->b};
-        INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * 64 * 128));
-    }
+    dq_reduce(k, f, src, f->dq_row0, f->dq_col0, h, m_start);
     INS0(e, BULK_COMMIT);
     e_place(e, skip);
+}
+
+/* The dQ writer (warp 1 of the producer warpgroup; lane 0 issues): per step, once every consumer's part is
+ * staged, it waits until the semaphore of (head, block) counts the key blocks before this one, adds every
+ * part by TMA, frees the staging when the adds have read it, and raises the semaphore when they are
+ * complete. Key block n adds after blocks 0..n-1 in every query block, so the sums' order, hence their
+ * bits, never depend on the schedule. */
+static void dq_writer(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnTile *t = &f->d->tile;
+    int mparts = t->bm / 64, top = e_label(e), done = e_label(e), spin = e_label(e);
+    e_comment(e, "dQ writer: the adds of each query block in key-block order");
+    problem(k, f);
+    Reg all = kc_imm32(k, 128 * f->cw + 32), full = kc_imm32(k, BWG_DQ_FULL(f->cw)), empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
+    Reg l0 = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), n = e_reg(e, RC_B32), nblk = e_reg(e, RC_B32), top_n = e_reg(e, RC_B32);
+    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
+    INS(e, DIV_U32, R(n), R(f->key0), I(t->bn));
+    INS(e, ADD_U32, R(nblk), R(f->s_q), I(t->bm - 1));
+    INS(e, DIV_U32, R(nblk), R(nblk), I(t->bm));
+    INS(e, ADD_U32, R(top_n), R(f->s_k), I(t->bn - 1));
+    INS(e, DIV_U32, R(top_n), R(top_n), I(t->bn));
+    INS(e, SUB_U32, R(top_n), R(top_n), I(1));                    /* the last key block */
+    INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
+    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the staging starts free */
+    Reg it = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(it), I(0));
+    e_place(e, top);
+    INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
+    INSP(e, p, 1, BRA_UNI, L(done));
+    Reg h, m_start, idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), sem = e_reg(e, RC_B64), v = e_reg(e, RC_B32);
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, DIV_U32, R(blk), R(m_start), I(t->bm));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
+    INS(e, MAD_WIDE_U32, R(sem), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
+    /* the key blocks that see the block are 0 .. last (key block 0 sees every block any key block sees). Up, the
+     * ones above this one add before it, and key block 0 adds last; down, the ones below it, and `last` adds
+     * last. The last one sets the semaphore back to 0 (adds -want), so that the kernel can run again without
+     * the pre kernel (bench times it alone). */
+    Reg last = e_reg(e, RC_B32), want = e_reg(e, RC_B32), above = e_reg(e, RC_B32), raise = e_reg(e, RC_B32);
+    Reg fin = e_reg(e, RC_B32), is_fin = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(last), R(top_n));
+    if (f->d->causal) {   /* the block's last row q sees keys up to q + off */
+        Reg q = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(q), R(m_start), I(t->bm));
+        INS(e, MIN_U32, R(q), R(q), R(f->s_q));
+        INS(e, ADD_U32, R(q), R(q), R(f->off));
+        INS(e, SUB_U32, R(q), R(q), I(1));
+        INS(e, DIV_U32, R(q), R(q), I(t->bn));
+        INS(e, MIN_U32, R(last), R(last), R(q));
+    }
+    INS(e, SUB_U32, R(above), R(last), R(n));
+    INS(e, SELP_B32, R(want), R(above), R(n), R(f->up));
+    INS(e, SELP_B32, R(fin), I(0), R(last), R(f->up));
+    INS(e, SETP_EQ_U32, R(is_fin), R(n), R(fin));
+    INS(e, SUB_S32, R(raise), R(kc_imm32(k, 0)), R(want));
+    INS(e, SELP_B32, R(raise), R(raise), I(1), R(is_fin));
+    INS(e, BAR_SYNC_N, R(full), R(all));                          /* every part is staged */
+    e_place(e, spin);
+    INS(e, LD_ACQUIRE_GPU_U32, R(v), A(sem, 0));
+    INS(e, SETP_NE_U32, R(p), R(v), R(want));
+    INSP(e, p, 0, BRA, L(spin));
+    int s1 = e_label(e), s2 = e_label(e);
+    INSP(e, l0, 1, BRA, L(s1));
+    INS0(e, FENCE_PROXY_ASYNC_GLOBAL);                            /* the adds after the acquire */
+    for (int wg = 0; wg < f->cw; wg++) {
+        Reg src = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(src), R(k->smem), I(f->dq_off + wg * 64 * f->dqn * 4));
+        dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
+    }
+    INS0(e, BULK_COMMIT);
+    INS(e, BULK_WAIT_READ, I(0));
+    e_place(e, s1);
+    INS(e, ADD_U32, R(it), R(it), I(1));
+    INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
+    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the next step may stage */
+    INSP(e, l0, 1, BRA, L(s2));
+    INS(e, BULK_WAIT, I(0));                                      /* the adds are complete ... */
+    INS0(e, FENCE_PROXY_ASYNC_GLOBAL);
+    INS(e, RED_RELEASE_GPU_ADD_U32, A(sem, 0), R(raise));         /* ... before the next key block's */
+    e_place(e, s2);
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
 }
 
 /* One query block of one consumer warpgroup: the inner loop of the kernel. */
@@ -194,7 +331,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     WgBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    int bm = d->tile.bm, det = d->tile.deterministic;
+    int bm = d->tile.bm, dq_here = f->dq;
     e_comment(e, "query block: %s", masked ? "causal, masked" : "fully visible");
     Reg full, empty, parity, h, m_start;
     Reg stage = wg_ring_slot(k, f->full0, f->empty0, f->stages, it, f->slot_bytes, &full, &parity, &empty);
@@ -223,7 +360,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS(e, WGMMA_WAIT, I(0));                                                           /* dP^T done */
     bwd_score_grads(k, &st, &s, &dp);
     Reg *pp = pack_a_from_acc(k, &s, d->dtype), *ps = pack_a_from_acc(k, &dp, d->dtype);
-    if (!det) {                                                  /* dS^T out before a wgmma reads its registers */
+    if (dq_here) {                                               /* dS^T out before a wgmma reads its registers */
         Reg base = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(base), R(k->smem), R(f->ds_buf));
         wg_pairs_to_smem(k, ps, bm, f->warp_row0, base, f->ds_off, d->tile.bn * 128);
@@ -232,14 +369,14 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     issue_rs(k, f, &f->dv, pp, wg_desc_plus(k, f->dot_desc, stage));                    /* dV += P^T dO */
     issue_rs(k, f, &f->dk, ps, wg_desc_plus(k, f->qt_desc, stage));                     /* dK += dS^T Q */
     INS0(e, WGMMA_COMMIT);
-    if (!det) {
+    if (dq_here) {
         INS0(e, FENCE_PROXY_ASYNC_CTA);                          /* the wgmma reads what the threads wrote */
         INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));   /* every consumer's dS^T is in */
         dq_issue(k, f, &dq);                                     /* dQ_m = dS K_n, this warpgroup's part */
     }
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, empty, it);                                    /* the slot's Q, dO and statistics are read */
-    if (!det) {
+    if (dq_here) {
         dq_add(k, f, &dq, h, m_start);
         /* the other buffer next: a consumer rewrites this one only after every consumer passed the next
          * step's barrier, so after its dQ products here were done */
@@ -288,7 +425,7 @@ static void consumer(Kctx *k, void *ctx) {
     f->do_desc = wg_desc_kmajor(k, f->do_off);
     f->qt_desc = wg_desc_mn(k, f->q_off, t->bm * 128);
     f->dot_desc = wg_desc_mn(k, f->do_off, t->bm * 128);
-    if (!t->deterministic) {
+    if (f->dq) {
         /* dQ part of warpgroup wg: query rows 64 (wg % mparts), columns dqn (wg / mparts) */
         Reg x = e_reg(e, RC_B32);
         INS(e, REM_U32, R(mpart), R(f->wg), I(mparts));
@@ -324,6 +461,7 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Emit *e = &kc.e;
     const AttnTile *t = &d->tile;
     WgBwd f = {.d = d, .p = p, .cw = bwg_consumers(t), .stages = t->stages, .dqn = d->d / bwg_dq_parts(t),
+               .dq = bwg_main_dq(d), .ordered = bwg_ordered(d),
                .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"), .q_off = plan_region(p, "Q.0"),
                .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
     f.slot_bytes = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
@@ -331,7 +469,7 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
         fprintf(stderr, "ptxgen internal: the attn_bwd ring's slots are not evenly spaced\n");
         abort();
     }
-    if (!t->deterministic)
+    if (f.dq)
         f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off, f.dq_off = plan_region(p, "dQ");
     int nb = BWG_NBARS(t->stages);
     Reg bar[BWG_NBARS(3)];

@@ -3,15 +3,26 @@
 #define PTXGEN_ATTN_BWD_WG_H
 #include "attn_bwd.h"
 #include "attn_wg.h"
+#include "../templates/wgmma.h"
 
 /* barriers: K and V landed, then per ring slot its Q/dO/statistics full and empty */
 #define BWG_NBARS(stages) (1 + 2 * (stages))
+/* named barriers: 0 the CTA's, 1 the consumers', 2.. each consumer warpgroup's; then, with the dQ writer,
+ * dQ staged (consumers arrive, the writer waits) and dQ staging free (the writer arrives, consumers wait) */
+#define BWG_DQ_FULL(cw) (2 + (cw))
+#define BWG_DQ_EMPTY(cw) (3 + (cw))
 /* consumer warpgroups: 64 key rows each */
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
 /* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */
 static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }
-/* a producer warpgroup (warps 0-3; one thread issues TMA, one warp stages the statistics), then the consumers */
+/* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 writes dQ where it is ordered), then the consumers */
 static inline int bwg_threads(const AttnTile *t) { return 128 + 128 * bwg_consumers(t); }
+/* whether the main kernel computes dQ = dS K: its fp32 map covers d 64 or 128, in parts of whole 64-column slabs */
+static inline int bwg_main_dq(const AttnDesc *d) {
+    return (d->d == 64 || d->d == 128) && (d->d / bwg_dq_parts(&d->tile)) % WG_SLAB_COLS == 0;
+}
+/* deterministic with dQ in the main kernel: a dQ-writer warp adds each block in key-block order (semaphores) */
+static inline int bwg_ordered(const AttnDesc *d) { return d->tile.deterministic && bwg_main_dq(d); }
 
 void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p);
 void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);

@@ -1,7 +1,8 @@
 /* attn_bwd, wgmma family (sm_90a): tile keys and defaults, the main kernel's plan (warp roles and
  * their registers, the Q/dO ring, shared memory) and launch ABI with its TMA maps. The set around it
- * is the mma.sync family's (bwd_set_build): the delta pre kernel, then the dQ convert, or with
- * deterministic=1 the mma.sync dQ kernel, which recomputes dQ per query block without atomics. */
+ * is the mma.sync family's (bwd_set_build): the pre kernel, the main kernel, then the dQ convert. With
+ * deterministic=1 the main kernel adds dQ in key-block order (bwg_ordered), or, where it does not compute
+ * dQ at all (d 256), the mma.sync dQ kernel recomputes dQ per query block without atomics. */
 #include "attn_bwd_wg.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -12,7 +13,8 @@ const TileKey attn_bwd_wg_keys[] = {
     {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key rows per CTA: 64 per consumer warpgroup"},
     {"stages", offsetof(AttnTile, stages), {1, 2, 3}, 3, "depth of the ring of Q, dO and statistics the producer fills"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
-     "1: dQ from the mma.sync family's dQ kernel (recomputed per query block, no atomics); bit-identical across runs"},
+     "1: bit-identical across runs: d 64/128 add dQ in key-block order (a dQ-writer warp waits on a semaphore per "
+     "query block); other d take the mma.sync family's dQ kernel, which recomputes dQ per query block"},
 };
 const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg_keys[0]);
 
@@ -38,7 +40,7 @@ int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
         snprintf(err, errlen, "the wgmma attn_bwd's dQ accumulator map covers d 64 or 128 (d=%d; use deterministic=1)", d->d);
         return 1;
     }
-    if (!t->deterministic && (d->d / bwg_dq_parts(t)) % WG_SLAB_COLS) {
+    if (!t->deterministic && !bwg_main_dq(d)) {
         snprintf(err, errlen, "tile bm=%d, bn=%d splits dQ's %d columns over %d warpgroups, %d each; a part must be whole "
                  "64-column slabs of K (use bm=%d, or deterministic=1)", t->bm, t->bn, d->d, bwg_dq_parts(t),
                  d->d / bwg_dq_parts(t), t->bn);
@@ -61,7 +63,7 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, do_st[s], t->bm * d->dv * 2, 1024, "ring slot: its output gradient");
         plan_add_region(p, stats_st[s], 2 * t->bm * 4, 128, "ring slot: its lse, then delta (a TMA copy of its stats block)");
     }
-    if (!t->deterministic) {
+    if (bwg_main_dq(d)) {
         plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
         plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
         plan_add_region(p, "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ part, 128B-swizzled boxes of 32 "
@@ -70,13 +72,17 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
      * dS^T packed and the dQ part (after them) */
-    int sdp = t->bm, dq = t->bm / 2 + (t->deterministic ? 0 : dqn / 2);
+    int sdp = t->bm, dq = t->bm / 2 + (bwg_main_dq(d) ? dqn / 2 : 0);
     p->regs_est = d->d / 2 + d->dv / 2 + (sdp > dq ? sdp : dq) + 32;
-    plan_add_role(p, "producer", 4, wg_producer_regs(cw, 4));
+    if (bwg_ordered(d)) {   /* one warpgroup, one setmaxnreg: the writer warp keeps the producer's registers */
+        plan_add_role(p, "producer", 3, wg_producer_regs(cw, 4));
+        plan_add_role(p, "dq writer", 1, wg_producer_regs(cw, 4));
+    } else
+        plan_add_role(p, "producer", 4, wg_producer_regs(cw, 4));
     plan_add_role(p, "consumer", 4 * cw, wg_producer_regs(cw, 4) ? wg_consumer_regs(cw, 4) : 0);
     char what[112];
     snprintf(what, sizeof what, "attn_bwd main (wgmma) d=%d bm=%d bn=%d stages=%d%s", d->d, t->bm, t->bn, t->stages,
-             t->deterministic ? " deterministic" : "");
+             bwg_ordered(d) ? " deterministic (dQ added in key-block order)" : t->deterministic ? " deterministic (no dQ)" : "");
     plan_finish(p, d->arch, what);
     if (p->ok && p->regs_est > wg_consumer_regs(cw, 4)) {
         p->ok = 0;
@@ -96,7 +102,9 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
              t->stages, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
-    if (!t->deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
+    if (bwg_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
+    if (bwg_ordered(d)) abi_workspace(ks, "dq_sem", "per block of query rows the key blocks whose dQ adds are done: "
+                                      "waited on until it counts this CTA's key block, then raised");
     abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
@@ -122,7 +130,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
                            .interleave = "none", .oob_fill = "zero"};
         abi_tensor_map(ks, "stats", "TMA map over the stats workspace, one row (a block's lse, then its delta) per copy", m);
     }
-    if (!t->deterministic) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
+    if (bwg_main_dq(d)) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
         static const char *const d64[] = {"64", "256", "s_q * 256", "h_q * s_q * 256"};
         static const char *const d128[] = {"128", "512", "s_q * 512", "h_q * s_q * 512"};
         const char *const *x = d->d == 64 ? d64 : d128;
@@ -139,7 +147,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 
 /* The main kernel's producer brings each step's lse and delta in with one TMA copy of a padded block. */
 static BwdMain wg_main(const AttnDesc *d) {
-    return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, {d->tile.bm, 0}};
+    return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, {d->tile.bm, bwg_ordered(d)}};
 }
 
 /* The deterministic dQ kernel is the mma.sync family's, at that family's default tile. */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device call for the wgmma attn_bwd: build, GPU checks (ragged, causal, GQA, fp16, padded strides,
 # deterministic, tiles), sim-vs-GPU cross-checks, sanitizers, then the peer benchmark and a tile sweep.
-# usage: scripts/device_bwd_wg.sh [check|bench|all] [bench tiles...]; logs under $OUT
+# usage: scripts/device_bwd_wg.sh [check|bench|all|det] [bench tiles...]; logs under $OUT
+# det: the deterministic path alone (dQ added in key-block order): its checks, sanitizers, and the bench rows
+# of deterministic=1 beside deterministic=0 of the same shape, with the peers, in one run
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -17,6 +19,36 @@ run() {   # run <mode> <args...>
         fail=$((fail + 1)); echo "FAIL $m $*"; echo "$out" | tail -8 | sed 's/^/    /'
     fi
 }
+if [ "$mode" = det ]; then
+    for d in 64 128; do
+        for c in "" "--causal"; do
+            run check --hdim $d $c --tile deterministic=1 --sq 1000 --sk 1000 --hq 4 --hkv 4
+            run check --hdim $d $c --tile deterministic=1 --sq 77 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+            run check --hdim $d $c --tile deterministic=1 --sq 1537 --sk 77 --hq 4 --hkv 1 --dtype fp16
+        done
+        run xcheck --hdim $d --causal --tile deterministic=1 --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
+    done
+    run check --hdim 128 --tile deterministic=1 --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
+    run check --hdim 128 --tile deterministic=1 --causal --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 4 --ref gpu
+    run check --hdim 64 --tile deterministic=1 --causal --b 1 --sq 4096 --sk 4096 --hq 16 --hkv 2 --ref gpu
+    run check --hdim 64 --tile deterministic=1 --sq 1537 --sk 1000 --hq 8 --hkv 2
+    run bench --hdim 128 --causal --tile deterministic=1 --sq 1000 --sk 1000 --hq 4 --hkv 4 --iters 3 --warmup 1
+    echo "wgmma attn_bwd deterministic checks: $pass passed, $fail failed"
+    for args in "--hdim 128 --causal" "--hdim 64"; do
+        for tool in memcheck racecheck; do
+            timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
+                --tile deterministic=1 $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_det_$tool.log" 2>&1
+            echo "sanitizer $tool [deterministic=1 $args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_det_$tool.log" | tr '\n' ' ')"
+        done
+    done
+    shapes=()
+    for sh in 4,4096,32,32,128,0 4,4096,32,32,128,0,1 4,4096,32,32,128,1 4,4096,32,32,128,1,1 4,4096,64,8,128,1 \
+              4,4096,64,8,128,1,1 4,4096,64,8,128,0 4,4096,64,8,128,0,1 4,4096,64,64,64,0 4,4096,64,64,64,0,1 \
+              4,4096,64,64,64,1 4,4096,64,64,64,1,1; do shapes+=(--shape "$sh"); done
+    PYTHONPATH=python:bench timeout 300 python3 bench/bwd_peers.py --family wgmma "${shapes[@]}" --out "$OUT/bwd_det.json" 2>&1 \
+        | tee "$OUT/bwd_det.txt"
+    exit 0
+fi
 if [ "$mode" != bench ]; then
     for d in 64 128; do
         for c in "" "--causal"; do
@@ -29,8 +61,8 @@ if [ "$mode" != bench ]; then
         run xcheck --hdim $d --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
         run xcheck --hdim $d --sq 200 --sk 130 --hq 2 --hkv 1
     done
-    for t in stages=1 stages=3,deterministic=1 bn=64,bm=64; do run check --hdim 64 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
-    for t in stages=1 stages=3,deterministic=1; do run check --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    for t in stages=1 bn=64,bm=64,stages=3,deterministic=1 bn=64,bm=64; do run check --hdim 64 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
+    for t in stages=1 stages=1,deterministic=1; do run check --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2; done
     run check --hdim 128 --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
     run check --hdim 128 --causal --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 4 --ref gpu
     run check --hdim 64 --causal --b 1 --sq 4096 --sk 4096 --hq 16 --hkv 2 --ref gpu

@@ -24,7 +24,7 @@ kern=attn_fwd
 run() {   # run <label> <args...>: ptxgen $mode --kernel $kern
     local label=$1; shift
     seed=$((seed + 1))
-    if out=$(./ptxgen $mode --kernel $kern --seed $seed "$@" 2>&1); then
+    if out=$(timeout 300 ./ptxgen $mode --kernel $kern --seed $seed "$@" 2>&1); then
         pass=$((pass + 1)); echo "PASS $mode $kern $label :: $(echo "$out" | grep -E '^(reference:|  [a-z ]*(o|lse|dq|dk|dv|dkv|sim vs gpu|deterministic):)' | tr -s ' ' | tr '\n' ' ')"
     else
         fail=$((fail + 1)); echo "FAIL $mode $kern $label"; echo "$out" | sed 's/^/    /'
@@ -106,10 +106,18 @@ for t in "bm=64,bn=128,warps=8" "bm=128,bn=128,warps=8" "bm=64,bn=128,warps=4"; 
     run "mma.sync d=$d tile $t causal s=777/1000 GQA" --mma sync --hdim $d --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
   done
 done
-for f in "64 stages=1" "64 bn=64,bm=64" "64 stages=3,deterministic=1" "128 stages=1" "128 stages=3,deterministic=1"; do
+for f in "64 stages=1" "64 bn=64,bm=64" "64 bn=64,bm=64,stages=3,deterministic=1" "128 stages=1" "128 stages=1,deterministic=1"; do
   set -- $f
   run "wgmma d=$1 tile $2 causal s=777/1000 GQA" --mma wgmma --hdim $1 --tile $2 --causal --sq 777 --sk 1000 --hq 4 --hkv 2
 done
+# deterministic=1 in the wgmma family: GQA (the chain down from key block 0) and MHA (up from the last key
+# block); then bench, which also times the main kernel alone: its semaphores must come back to 0 by themselves
+for c in "" "--causal"; do
+  run "wgmma deterministic d=128 MHA ${c:-full} s=1000/1537 b=2" --mma wgmma --hdim 128 $c --tile deterministic=1 --sq 1000 --sk 1537 --hq 4 --hkv 4 --b 2
+  run "wgmma deterministic d=64 GQA 4:1 ${c:-full} s=1537/1000" --mma wgmma --hdim 64 $c --tile deterministic=1 --sq 1537 --sk 1000 --hq 8 --hkv 2
+done
+mode=bench
+run "wgmma deterministic d=128 causal, the main kernel timed alone" --mma wgmma --hdim 128 --causal --tile deterministic=1 --sq 1000 --sk 1000 --hq 4 --hkv 4 --iters 3 --warmup 1
 mode=xcheck
 for d in 64 128; do
   for c in "" "--causal"; do

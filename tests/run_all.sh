@@ -231,6 +231,18 @@ sim_mla_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
+# sim_bwd_wg_mutant NAME EDIT PHRASE: the wgmma attn_bwd (d 64, deterministic=1: dQ added in key-block order)
+# edited by the awk program EDIT must fail on the sim with PHRASE. A semaphore that never reaches its count
+# spins: the step limit turns that into an error naming the loop.
+sim_bwd_wg_mutant() {
+    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim 64 --tile deterministic=1)
+    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
+    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim 64 --tile deterministic=1 \
+        --sq 130 --sk 200 --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
 # sim_mla_bwd NAME ARGS...: check of mla_bwd on the sim must pass
 sim_mla_bwd() {
     local name=$1
@@ -487,7 +499,7 @@ sim_tests() {
         done
     done; done; done
     # every tile key off its default; s_q spans several ring turns so the phases and the dS buffers wrap
-    for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "128 stages=3,deterministic=1" "64 bn=64,bm=64" \
+    for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "64 bn=64,bm=64,stages=3,deterministic=1" "64 bn=64,bm=64" \
              "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1"; do
         set -- $f
         for c in "" --causal; do
@@ -495,6 +507,23 @@ sim_tests() {
                 --seed $((RANDOM + 1))
         done
     done
+    # deterministic=1 adds dQ in key-block order: GQA, ragged, two batches, chain order with causal; two CTAs per SM
+    # interleave, so a key block's writer waits on the semaphore of the one before it
+    # (the chain runs down from key block 0 with GQA, up from the last key block without)
+    for c in "" --causal; do for h in "--hq 4 --hkv 2" "--hq 3 --hkv 3"; do
+        PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd deterministic d=128 $h b=2 ragged ${c:-noncausal}, 2 CTAs per SM" \
+            --arch sm_90a --hdim 128 --tile deterministic=1 $c --b 2 --sq 200 --sk 333 $h --seed $((RANDOM + 1))
+    done; done
+    sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the semaphore is never raised" \
+        '/red\.release\.gpu\.global\.add\.u32/ { sub(/%r[0-9]+;/, "0;") } { print }' \
+        'endless loop'
+    sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the pre kernel leaves the semaphores unset" \
+        '/\.entry attn_bwd_pre/ { pre = 1 } /\.entry attn_bwd_wg_main/ { pre = 0 } pre && /st\.global\.b32/ { next } { print }' \
+        'endless loop'
+    sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the dQ writer adds before every part is staged" \
+        '/bar\.sync %r[0-9]+, %r[0-9]+;/ && !n++ { next } { print }' 'the async proxy reads shared .* that nothing has written'
+    sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: consumers stage dQ before the writer's adds read the last one" \
+        '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 1 { next } { print }' 'overwrites word .* that warp 1 read'
 
     section "sim device: mla_fwd (invalid indices, duplicates, empty tokens) against the float64 reference"
     for t in bf16 fp16; do
