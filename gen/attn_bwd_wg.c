@@ -39,7 +39,7 @@ typedef struct {
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
-    Reg up;                           /* deterministic: the dQ chain runs from the last key block, query blocks up */
+    Reg up;                           /* query blocks in chain order up (no GQA), else down */
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     /* consumers */
     Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
@@ -69,14 +69,17 @@ static void problem(Kctx *k, WgBwd *f) {
     f->s_k = kc_u32(k, "s_k");
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    /* query blocks in chain order (attn_bwd_math.h): with GQA down, so that the key blocks of a kv head work
+     * on the same (head, block) at once (H200, GQA 64/8 causal: 6 % over head-major); without, up, which is
+     * the head-major order */
+    f->up = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f->up), R(f->group), I(1));
     if (f->ordered) {
-        /* the chain (dQ adds in a fixed key-block order): one query head per kv head runs it up, the last key
-         * block first, so that no key block waits on the one before it; GQA runs it down from key block 0,
-         * whose CTA has group times the blocks: the longest CTAs start first (measured on the H200: up costs
-         * GQA 64/8 causal its tail, down costs causal MHA 15 %) */
+        /* the chain of dQ adds in a fixed key-block order: up, the last key block first, so that no key block
+         * waits on the one before it; down (GQA) from key block 0, whose CTA has group times the blocks: the
+         * longest CTAs start first (measured on the H200: up costs GQA 64/8 causal its tail, down costs causal
+         * MHA 15 %) */
         Reg nkeys = e_reg(e, RC_B32), rev = e_reg(e, RC_B32);
-        f->up = e_reg(e, RC_PRED);
-        INS(e, SETP_EQ_U32, R(f->up), R(f->group), I(1));
         INS(e, ADD_U32, R(nkeys), R(f->s_k), I(t->bn - 1));
         INS(e, DIV_U32, R(nkeys), R(nkeys), I(t->bn));
         INS(e, SUB_U32, R(nkeys), R(nkeys), I(1));
@@ -86,7 +89,7 @@ static void problem(Kctx *k, WgBwd *f) {
     INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(t->bn));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, f->group, &f->blocks);
-    f->blocks.chain = f->ordered, f->blocks.up = f->up;
+    f->blocks.chain = 1, f->blocks.up = f->up;
 }
 
 /* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
