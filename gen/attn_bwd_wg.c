@@ -13,14 +13,13 @@
  *       dS^T = P^T o (dP^T - delta_m)
  *       dV  += P^T dO_m;  dK += dS^T Q_m  wgmma, P^T and dS^T from registers
  *       dS^T -> shared memory; every consumer's dS^T in, then
- *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, staged and added into the
- *                                        fp32 accumulator by TMA reduce-adds
+ *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, staged in shared memory
  *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
- *   deterministic=1 (d 64/128): warp 1 of the producer warpgroup writes dQ instead: per step, once every
- *     consumer staged its part, it waits until the semaphore of (head, block m) counts the key blocks that
- *     add to m before this one, adds the block, and raises the semaphore when the add is complete. The key
- *     blocks add in the order the CTAs start (the last key block first without GQA, key block 0 first with),
- *     and step over the query blocks in chain order (attn_bwd_math.h).
+ *   warp 1 of the producer warpgroup, the dQ writer: per query block, once every consumer staged its part,
+ *     adds them into the fp32 accumulator by TMA reduce-adds. Deterministic (d 64/128), it first waits until
+ *     the semaphore of (head, block m) counts the key blocks that add to m before this one, and raises it
+ *     when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
+ *     without GQA, key block 0 first with), and step over the query blocks in chain order (attn_bwd_math.h).
  *
  * The inner loop is bwd_step(); the writer's is dq_writer(). */
 #include "attn_bwd_wg.h"
@@ -35,7 +34,7 @@ typedef struct {
     const AttnDesc *d;
     const Plan *p;
     int cw, stages, dqn;              /* consumer warpgroups; columns of each one's dQ part */
-    int dq, ordered;                  /* the kernel computes dQ (bwg_main_dq); the dQ writer adds it in order */
+    int dq, ordered;                  /* the kernel computes dQ (bwg_main_dq), which the dQ writer adds; in order */
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
@@ -51,7 +50,6 @@ typedef struct {
     Reg q_desc, do_desc;              /* B of S^T and dP^T (K-major), slot 0 */
     Reg qt_desc, dot_desc;            /* B of dK and dV: Q and dO read MN-major, slot 0 */
     Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major) */
-    Reg dq_row0, dq_col0;             /* the warp's first row and column of its dQ part */
     Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging */
     int dq_off;
     Acc dk, dv;
@@ -117,7 +115,7 @@ static void producer(Kctx *k, void *ctx) {
     int bm = d->tile.bm, bn = d->tile.bn, done = e_label(e);
     Reg lead = e_reg(e, RC_PRED), st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
     if (plan_role_regs(f->p, "producer")) INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
-    if (f->ordered) {
+    if (f->dq) {
         Reg writer = e_reg(e, RC_PRED);
         int other = e_label(e);
         INS(e, SETP_EQ_U32, R(writer), R(k->warp), I(1));
@@ -197,9 +195,8 @@ static void dq_reduce(Kctx *k, WgBwd *f, Reg src, Reg row0, Reg col0, Reg h, Reg
 }
 
 /* The warpgroup's dQ_m part into its staging, 128B-swizzled boxes of [64 rows][32 columns] (row r, 16-byte
- * chunk c at chunk c ^ (r & 7)), fenced for the TMA; returns this lane's staging address (thread 0 of the
- * warpgroup: the part's start). */
-static Reg dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
+ * chunk c at chunk c ^ (r & 7)), fenced for the TMA. */
+static void dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
     Reg g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), u = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
@@ -219,72 +216,42 @@ static Reg dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
             INS(e, ST_SHARED_V2_F32, A(a, (j / 4) * 64 * 128 + hi * 8 * 128), V2(ACC(dq, 0, j, 2 * hi), ACC(dq, 0, j, 2 * hi + 1)));
     }
     INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
-    return base;
 }
 
-/* dQ_m's part added into the fp32 accumulator. Unordered: one thread of the warpgroup issues its reduce-adds
- * (rows past s_q are clipped by the map), after waiting until its previous ones read the staging, which the
- * warpgroup waits for. Ordered: the dQ writer frees the staging and, once every part is in, adds them all. */
-static void dq_add(Kctx *k, WgBwd *f, Acc *dq, Reg h, Reg m_start) {
+/* dQ_m's part into the staging, once the dQ writer's adds of the previous step have read it; the writer adds
+ * every part once all are in. */
+static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
-    if (f->ordered) {
-        Reg all = kc_imm32(k, 128 * f->cw + 32);
-        INS(e, BAR_SYNC_N, R(kc_imm32(k, BWG_DQ_EMPTY(f->cw))), R(all));   /* the writer's adds read the staging */
-        dq_stage(k, f, dq);
-        INS(e, BAR_ARRIVE_N, R(kc_imm32(k, BWG_DQ_FULL(f->cw))), R(all));
-        return;
-    }
-    Reg lead = wg_lead(k);
-    INSP(e, lead, 0, BULK_WAIT_READ, I(0));
-    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));                   /* the staging is free */
-    Reg src = dq_stage(k, f, dq);                               /* thread 0 of the group: row 0, t 0 */
-    INS(e, BAR_SYNC_N, R(f->wg_bar), I(128));
-    int skip = e_label(e);
-    INSP(e, lead, 1, BRA, L(skip));
-    dq_reduce(k, f, src, f->dq_row0, f->dq_col0, h, m_start);
-    INS0(e, BULK_COMMIT);
-    e_place(e, skip);
+    Reg all = kc_imm32(k, 128 * f->cw + 32);
+    INS(e, BAR_SYNC_N, R(kc_imm32(k, BWG_DQ_EMPTY(f->cw))), R(all));   /* the writer's adds read the staging */
+    dq_stage(k, f, dq);
+    INS(e, BAR_ARRIVE_N, R(kc_imm32(k, BWG_DQ_FULL(f->cw))), R(all));
 }
 
 /* The dQ writer (warp 1 of the producer warpgroup; lane 0 issues): per step, once every consumer's part is
- * staged, it waits until the semaphore of (head, block) counts the key blocks before this one, adds every
- * part by TMA, frees the staging when the adds have read it, and raises the semaphore when they are
- * complete. Key block n adds after blocks 0..n-1 in every query block, so the sums' order, hence their
- * bits, never depend on the schedule. */
-static void dq_writer(Kctx *k, WgBwd *f) {
+ * staged, it adds every part by TMA reduce-adds (rows past s_q are clipped by the map) and frees the staging
+ * when the adds have read it. The consumers thus never wait on the adds (H200, against each warpgroup's lead
+ * issuing its own: 1-13 % faster). Ordered (deterministic=1), it first waits until the semaphore of (head,
+ * block) counts the key blocks that add before this one, and raises it once the adds are complete (the last
+ * one sets it back to 0): every query block's sum runs in one key-block order, so its bits never depend on
+ * the schedule. */
+/* The chain's turn of this key block (n, of the key blocks 0 .. top_n; nblk query blocks per head) at the
+ * block of (head h, rows from m_start): its semaphore, the count it must hold before this key block adds,
+ * and what this key block adds to it after. The key blocks that see the block are 0 .. last (key block 0
+ * sees every block any key block sees). Up, the ones above this one add before it, and key block 0 adds
+ * last; down, the ones below it, and `last` adds last. The last one sets the semaphore back to 0 (adds
+ * -want), so that the kernel can run again without the pre kernel (bench times it alone). */
+typedef struct { Reg sem, want, raise; } ChainTurn;
+static ChainTurn chain_turn(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg n, Reg nblk, Reg top_n) {
     Emit *e = &k->e;
     const AttnTile *t = &f->d->tile;
-    int mparts = t->bm / 64, top = e_label(e), done = e_label(e), spin = e_label(e);
-    e_comment(e, "dQ writer: the adds of each query block in key-block order");
-    problem(k, f);
-    Reg all = kc_imm32(k, 128 * f->cw + 32), full = kc_imm32(k, BWG_DQ_FULL(f->cw)), empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
-    Reg l0 = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), n = e_reg(e, RC_B32), nblk = e_reg(e, RC_B32), top_n = e_reg(e, RC_B32);
-    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
-    INS(e, DIV_U32, R(n), R(f->key0), I(t->bn));
-    INS(e, ADD_U32, R(nblk), R(f->s_q), I(t->bm - 1));
-    INS(e, DIV_U32, R(nblk), R(nblk), I(t->bm));
-    INS(e, ADD_U32, R(top_n), R(f->s_k), I(t->bn - 1));
-    INS(e, DIV_U32, R(top_n), R(top_n), I(t->bn));
-    INS(e, SUB_U32, R(top_n), R(top_n), I(1));                    /* the last key block */
-    INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
-    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the staging starts free */
-    Reg it = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(it), I(0));
-    e_place(e, top);
-    INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
-    INSP(e, p, 1, BRA_UNI, L(done));
-    Reg h, m_start, idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), sem = e_reg(e, RC_B64), v = e_reg(e, RC_B32);
-    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+    ChainTurn c = {e_reg(e, RC_B64), e_reg(e, RC_B32), e_reg(e, RC_B32)};
+    Reg idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), last = e_reg(e, RC_B32), above = e_reg(e, RC_B32);
+    Reg fin = e_reg(e, RC_B32), is_fin = e_reg(e, RC_PRED);
     INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
     INS(e, DIV_U32, R(blk), R(m_start), I(t->bm));
     INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
-    INS(e, MAD_WIDE_U32, R(sem), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
-    /* the key blocks that see the block are 0 .. last (key block 0 sees every block any key block sees). Up, the
-     * ones above this one add before it, and key block 0 adds last; down, the ones below it, and `last` adds
-     * last. The last one sets the semaphore back to 0 (adds -want), so that the kernel can run again without
-     * the pre kernel (bench times it alone). */
-    Reg last = e_reg(e, RC_B32), want = e_reg(e, RC_B32), above = e_reg(e, RC_B32), raise = e_reg(e, RC_B32);
-    Reg fin = e_reg(e, RC_B32), is_fin = e_reg(e, RC_PRED);
+    INS(e, MAD_WIDE_U32, R(c.sem), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
     INS(e, MOV_B32, R(last), R(top_n));
     if (f->d->causal) {   /* the block's last row q sees keys up to q + off */
         Reg q = e_reg(e, RC_B32);
@@ -296,19 +263,54 @@ static void dq_writer(Kctx *k, WgBwd *f) {
         INS(e, MIN_U32, R(last), R(last), R(q));
     }
     INS(e, SUB_U32, R(above), R(last), R(n));
-    INS(e, SELP_B32, R(want), R(above), R(n), R(f->up));
+    INS(e, SELP_B32, R(c.want), R(above), R(n), R(f->up));
     INS(e, SELP_B32, R(fin), I(0), R(last), R(f->up));
     INS(e, SETP_EQ_U32, R(is_fin), R(n), R(fin));
-    INS(e, SUB_S32, R(raise), R(kc_imm32(k, 0)), R(want));
-    INS(e, SELP_B32, R(raise), R(raise), I(1), R(is_fin));
+    INS(e, SUB_S32, R(c.raise), R(kc_imm32(k, 0)), R(c.want));
+    INS(e, SELP_B32, R(c.raise), R(c.raise), I(1), R(is_fin));
+    return c;
+}
+
+static void dq_writer(Kctx *k, WgBwd *f) {
+    Emit *e = &k->e;
+    const AttnTile *t = &f->d->tile;
+    int mparts = t->bm / 64, top = e_label(e), done = e_label(e);
+    e_comment(e, "dQ writer: the adds of each query block%s", f->ordered ? ", in key-block order" : "");
+    problem(k, f);
+    Reg all = kc_imm32(k, 128 * f->cw + 32), full = kc_imm32(k, BWG_DQ_FULL(f->cw)), empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
+    Reg l0 = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), n = e_reg(e, RC_B32), nblk = e_reg(e, RC_B32), top_n = e_reg(e, RC_B32);
+    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
+    if (f->ordered) {
+        INS(e, DIV_U32, R(n), R(f->key0), I(t->bn));
+        INS(e, ADD_U32, R(nblk), R(f->s_q), I(t->bm - 1));
+        INS(e, DIV_U32, R(nblk), R(nblk), I(t->bm));
+        INS(e, ADD_U32, R(top_n), R(f->s_k), I(t->bn - 1));
+        INS(e, DIV_U32, R(top_n), R(top_n), I(t->bn));
+        INS(e, SUB_U32, R(top_n), R(top_n), I(1));
+    }
+    INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
+    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the staging starts free */
+    Reg it = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(it), I(0));
+    e_place(e, top);
+    INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
+    INSP(e, p, 1, BRA_UNI, L(done));
+    Reg h, m_start;
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+    ChainTurn c = {0};
+    if (f->ordered) c = chain_turn(k, f, h, m_start, n, nblk, top_n);
     INS(e, BAR_SYNC_N, R(full), R(all));                          /* every part is staged */
-    e_place(e, spin);
-    INS(e, LD_ACQUIRE_GPU_U32, R(v), A(sem, 0));
-    INS(e, SETP_NE_U32, R(p), R(v), R(want));
-    INSP(e, p, 0, BRA, L(spin));
+    if (f->ordered) {
+        Reg v = e_reg(e, RC_B32);
+        int spin = e_label(e);
+        e_place(e, spin);
+        INS(e, LD_ACQUIRE_GPU_U32, R(v), A(c.sem, 0));
+        INS(e, SETP_NE_U32, R(p), R(v), R(c.want));
+        INSP(e, p, 0, BRA, L(spin));
+    }
     int s1 = e_label(e), s2 = e_label(e);
     INSP(e, l0, 1, BRA, L(s1));
-    INS0(e, FENCE_PROXY_ASYNC_GLOBAL);                            /* the adds after the acquire */
+    if (f->ordered) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);            /* the adds after the acquire */
     for (int wg = 0; wg < f->cw; wg++) {
         Reg src = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(src), R(k->smem), I(f->dq_off + wg * 64 * f->dqn * 4));
@@ -320,11 +322,13 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     INS(e, ADD_U32, R(it), R(it), I(1));
     INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
     INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the next step may stage */
-    INSP(e, l0, 1, BRA, L(s2));
-    INS(e, BULK_WAIT, I(0));                                      /* the adds are complete ... */
-    INS0(e, FENCE_PROXY_ASYNC_GLOBAL);
-    INS(e, RED_RELEASE_GPU_ADD_U32, A(sem, 0), R(raise));         /* ... before the next key block's */
-    e_place(e, s2);
+    if (f->ordered) {
+        INSP(e, l0, 1, BRA, L(s2));
+        INS(e, BULK_WAIT, I(0));                                  /* the adds are complete ... */
+        INS0(e, FENCE_PROXY_ASYNC_GLOBAL);
+        INS(e, RED_RELEASE_GPU_ADD_U32, A(c.sem, 0), R(c.raise)); /* ... before the next key block's */
+        e_place(e, s2);
+    }
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
 }
@@ -380,7 +384,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, empty, it);                                    /* the slot's Q, dO and statistics are read */
     if (dq_here) {
-        dq_add(k, f, &dq, h, m_start);
+        dq_add(k, f, &dq);
         /* the other buffer next: a consumer rewrites this one only after every consumer passed the next
          * step's barrier, so after its dQ products here were done */
         INS(e, SUB_U32, R(f->ds_buf), I(f->ds_other), R(f->ds_buf));
@@ -439,10 +443,7 @@ static void consumer(Kctx *k, void *ctx) {
         Reg y = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(y), R(npart), I(f->dqn / 64 * bn * 128));
         f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
-        f->dq_row0 = e_reg(e, RC_B32), f->dq_col0 = e_reg(e, RC_B32), f->ds_buf = e_reg(e, RC_B32);
-        INS(e, MUL_LO_U32, R(f->dq_row0), R(mpart), I(64));
-        INS(e, MAD_LO_U32, R(f->dq_row0), R(wwarp), I(16), R(f->dq_row0));
-        INS(e, MUL_LO_U32, R(f->dq_col0), R(npart), I(f->dqn));
+        f->ds_buf = e_reg(e, RC_B32);
         f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg * 64 dqn 4 + wwarp 16 rows * 128 */
         INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(64 * f->dqn * 4), R(k->smem));
         INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));

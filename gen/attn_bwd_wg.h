@@ -15,7 +15,7 @@
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
 /* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */
 static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }
-/* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 writes dQ where it is ordered), then the consumers */
+/* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 adds dQ), then the consumers */
 static inline int bwg_threads(const AttnTile *t) { return 128 + 128 * bwg_consumers(t); }
 /* whether the main kernel computes dQ = dS K: its fp32 map covers d 64 or 128, in parts of whole 64-column slabs */
 static inline int bwg_main_dq(const AttnDesc *d) {

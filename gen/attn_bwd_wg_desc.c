@@ -67,14 +67,14 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
         plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
         plan_add_region(p, "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ part, 128B-swizzled boxes of 32 "
-                        "columns, which one TMA reduce-add per box sends to the accumulator");
+                        "columns, which the dQ writer sends to the accumulator by one TMA reduce-add per box");
     }
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
      * dS^T packed and the dQ part (after them) */
     int sdp = t->bm, dq = t->bm / 2 + (bwg_main_dq(d) ? dqn / 2 : 0);
     p->regs_est = d->d / 2 + d->dv / 2 + (sdp > dq ? sdp : dq) + 32;
-    if (bwg_ordered(d)) {   /* one warpgroup, one setmaxnreg: the writer warp keeps the producer's registers */
+    if (bwg_main_dq(d)) {   /* one warpgroup, one setmaxnreg: the writer warp keeps the producer's registers */
         plan_add_role(p, "producer", 3, wg_producer_regs(cw, 4));
         plan_add_role(p, "dq writer", 1, wg_producer_regs(cw, 4));
     } else
