@@ -17,7 +17,6 @@ typedef struct {
     int stages;  /* wgmma: depth of the K and V rings */
     int pingpong;   /* wgmma: consumer warpgroups take turns issuing their products (FA3's ping-pong) */
     int producer;   /* wgmma: warps of the TMA producer (1, or 4: a warpgroup that lends registers by setmaxnreg) */
-    int poly;       /* wgmma fwd: 0, or every poly-th exp2 of a softmax row by a polynomial on the FMA units */
 } AttnTile;
 
 typedef struct {

@@ -253,7 +253,6 @@ static void consumer(Kctx *k, void *ctx) {
     acc_new(k, &f->o, 1, d->dv / 8);
     acc_fill(k, &f->o, 0.0f);
     rows_init(k, &f->rows, 1);
-    f->rows.poly_every = d->tile.poly;
     f->pk = e_regs(e, d->tile.bn / 4);
     for (int i = 0; i < d->tile.bn / 4; i++) f->pk[i] = e_reg(e, RC_B32);
     for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);

@@ -14,8 +14,6 @@ const TileKey attn_fwd_wg_keys[] = {
      "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
     {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
      "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
-    {"poly", offsetof(AttnTile, poly), {0, 2, 3, 4, 8}, 5, "0, or every poly-th exp2 of a softmax row is computed by "
-     "a polynomial on the FMA units instead of MUFU (16 per clock per SM); slower on the H100 at every measured shape"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 
@@ -23,9 +21,10 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
  * them (setmaxnreg: one producer warp would still leave 168 per thread, since the registers of a wgmma
  * kernel are counted in whole warpgroups). d=256 takes 64-key steps so that S, P and the 128-register O
  * fit 240 registers and the rings fit shared memory. Chosen on the H200 (BENCHMARKS.md): ping-pong
- * 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and d256. No exp2 by polynomial:
- * on the H100 every poly value was slower at every shape (d64 448 -> 443 at poly=4, 411 at 2; d128 667 -> 618 at 4),
- * so the consumer's issue slots, not MUFU, bound the softmax there; BENCHMARKS.md has the sweep. */
+ * 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and d256. Every exp2 on
+ * MUFU: a share of them by polynomial on the FMA units (commit 4e8a7fa) was slower at every shape on the H100
+ * (d64 448 -> 443 TFLOP/s at one in 4, 411 at one in 2; d128 667 -> 618 at one in 4): the consumers' issue slots,
+ * not MUFU, bound this softmax (BENCHMARKS.md). */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
     return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4};
@@ -79,10 +78,8 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
-    char poly[16] = "";
-    if (t->poly) snprintf(poly, sizeof poly, "_poly%d", t->poly);
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, t->producer, t->pingpong ? "_pp" : "", poly, d->causal ? "_causal" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "");
     attn_fwd_abi(ks, dt, t->bm);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the wgmma family: build, GPU checks (float64 CPU or GPU references, ragged,
 # causal, GQA, fp16, padded strides), sim-vs-GPU cross-checks, sanitizer, then the peer benchmark.
-# usage: scripts/device_wgmma.sh [check|bench|all|poly|polybench] ; logs under $OUT
-# poly: the softmax's exp2 partly by polynomial (tile key poly): its checks, then ptxgen bench over poly values at
-# the peer table's shapes, alternating, twice (polybench: only the bench)
+# usage: scripts/device_wgmma.sh [check|bench|all] ; logs under $OUT
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -19,29 +17,6 @@ run() {   # run <mode> <args...>
         fail=$((fail + 1)); echo "FAIL $m $*"; echo "$out" | tail -8 | sed 's/^/    /'
     fi
 }
-if [ "$mode" = poly ] || [ "$mode" = polybench ]; then
-    [ "$mode" = poly ] && for p in 2 4; do
-        for d in 64 128 256; do
-            run check --hdim $d --causal --tile poly=$p --sq 1537 --sk 77 --hq 4 --hkv 1 --dtype fp16
-            run check --hdim $d --tile poly=$p --sq 77 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
-        done
-        run check --hdim 64 --causal --tile poly=$p --sq 1000 --sk 1000 --hq 4 --hkv 4
-        run xcheck --hdim 64 --causal --tile poly=$p --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
-        run check --hdim 64 --tile poly=$p --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
-    done
-    [ "$mode" = poly ] && echo "wgmma poly checks: $pass passed, $fail failed"
-    for rep in 1 2; do
-        for sh in "64 64 64" "64 64 64 --causal" "128 32 32" "128 32 32 --causal" "128 64 8 --causal" "256 16 16"; do
-            set -- $sh
-            for p in 0 8 4 3 2; do
-                r=$(timeout 60 ./ptxgen bench --kernel attn_fwd --mma wgmma --b 4 --sq 4096 --sk 4096 --hdim $1 --hq $2 \
-                    --hkv $3 ${4:-} --tile poly=$p --iters 30 --warmup 5 2>&1 | grep -E 'bench:|ptxgen:')
-                echo "[rep $rep d=$1 h=$2/$3 ${4:-} poly=$p] $r"
-            done
-        done
-    done
-    exit 0
-fi
 if [ "$mode" != bench ]; then
     for d in 64 128 256; do
         for c in "" "--causal"; do

@@ -5,7 +5,6 @@
 
 void rows_init(Kctx *k, RowStats *rs, int mt) {
     rs->mt = mt;
-    rs->poly_every = 0;
     rs->m = e_regs(&k->e, 2 * mt);
     rs->l = e_regs(&k->e, 2 * mt);
     for (int r = 0; r < 2 * mt; r++) {
@@ -58,32 +57,6 @@ Reg softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h) {
     return mx;
 }
 
-/* x <- 2^x on the FMA and integer units, for x <= 0 (a softmax exponent), by x = j + f with j an integer
- * and |f| <= 1/2: 2^f by a degree-3 polynomial (relative error 7.5e-5, far below bf16's rounding of P),
- * then j added to its exponent field. Adding 1.5 * 2^23 rounds x to j in the low mantissa bits, and those
- * bits shifted up by 23 are j's exponent increment (the constant's own bits shift out). x is held at
- * -126.5 or above so the exponent field stays >= 0: there the result is subnormal, which every sum of P
- * flushes (add.ftz), so a row with no valid key still sums to exactly 0 as with ex2.approx.ftz. */
-static void exp2_poly(Kctx *k, Reg x) {
-    Emit *e = &k->e;
-    static const float c[4] = {0.99992812f, 0.69326097f, 0.24261081f, 0.05517143f};
-    const float round_magic = 12582912.0f;
-    Reg xc = e_reg(e, RC_F32), t = e_reg(e, RC_F32), f = e_reg(e, RC_F32), p = e_reg(e, RC_F32);
-    INS(e, MAX_F32, R(xc), R(x), FI(-126.5f));
-    INS(e, ADD_F32, R(t), R(xc), FI(round_magic));
-    INS(e, SUB_F32, R(f), R(t), FI(round_magic));
-    INS(e, SUB_F32, R(f), R(xc), R(f));
-    INS(e, FMA_F32, R(p), R(f), FI(c[3]), FI(c[2]));
-    INS(e, FMA_F32, R(p), R(p), R(f), FI(c[1]));
-    INS(e, FMA_F32, R(p), R(p), R(f), FI(c[0]));
-    Reg tb = e_reg(e, RC_B32), pb = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(tb), R(t));
-    INS(e, SHL_B32, R(tb), R(tb), I(23));
-    INS(e, MOV_B32, R(pb), R(p));
-    INS(e, ADD_S32, R(pb), R(pb), R(tb));
-    INS(e, MOV_F32_B32, R(x), R(pb));
-}
-
 /* S row -> exp2, l rescaled and summed, m = mx; returns the row's rescale factor for O. */
 Reg softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx) {
     Emit *e = &k->e;
@@ -95,16 +68,12 @@ Reg softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h,
     INS(e, MOV_F32, R(*m), R(mx));
     Reg sum = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(sum), FI(0.0f));
-    int every = rs->poly_every;
     for (int j = 0; j < s->nt; j++)
         for (int c = 2 * h; c < 2 * h + 2; c++) {
             Reg x = ACC(s, i, j, c);
             INS(e, FMA_F32, R(x), R(x), R(scale_log2), R(neg_ms));
-            if (every && (2 * j + c - 2 * h) % every == every - 1)
-                exp2_poly(k, x);
-            else
-                INS(e, EX2_F32, R(x), R(x));
-            e_insn(e, NOGUARD, 0, every ? OP_ADD_FTZ_F32 : OP_ADD_F32, OPNDS(R(sum), R(sum), R(x)));
+            INS(e, EX2_F32, R(x), R(x));
+            INS(e, ADD_F32, R(sum), R(sum), R(x));
         }
     INS(e, FMA_F32, R(*l), R(*l), R(alpha), R(sum));
     return alpha;

@@ -9,7 +9,6 @@ typedef struct {
     int mt;
     Reg *m;   /* running max of raw scores, per (m tile, half) */
     Reg *l;   /* this lane's partial sum of exp, per (m tile, half) */
-    int poly_every;   /* 0, or every poly_every-th exp2 of a row is a polynomial on the FMA units, not MUFU */
 } RowStats;
 
 void rows_init(Kctx *k, RowStats *rs, int mt);
