@@ -12,15 +12,16 @@ static const KernelKind kinds[] = {
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
      NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, 0},
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
-     "warpgroups), bf16/fp16, d 64|128, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
+     "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
      fwd_wg_hdims, 3, 128, 0, 1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
-    {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; dQ "
-     "by vector atomics or, deterministic, the mma.sync dQ kernel): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, "
-     "causal, GQA/MQA", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
+    {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; "
+     "dQ = dS K in the same kernel, added by a dQ-writer warp's TMA reduce-adds, in key-block order under a "
+     "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
+     "GQA/MQA", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
      attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
