@@ -10,6 +10,8 @@
 #include "arch.h"
 #include "attn.h"
 #include "mla.h"
+#include "kinds.h"
+#include "family.h"
 #include "check.h"
 #include "cmd.h"
 
@@ -117,20 +119,32 @@ static void print_combinations(void) {
     }
 }
 
+/* Each kind's tile keys, and its default tile at each head dim on the first arch whose newest family is the
+ * kind's (what --mma auto builds there), from the kind table. */
+static void print_tile_keys(void) {
+    for (int i = 0; i < kind_count(); i++) {
+        const KernelKind *kd = kind_at(i);
+        const ArchInfo *a = NULL;
+        for (int j = 0; j < arch_count() && !a; j++)
+            if (family_newest(arch_at(j)->families) == kd->family) a = arch_at(j);
+        Buf b = {0};
+        buf_printf(&b, "tile keys for %s, %s (defaults on %s:", kd->name, family_name(kd->family), a ? a->name : "-");
+        for (int h = 0; a && h < kd->nhdims; h++) {
+            AttnTile t = kd->default_tile(a, kd->hdims[h]);
+            buf_printf(&b, "%s d=%d ", h ? ";" : "", kd->hdims[h]);
+            tile_describe(kd->keys, *kd->nkeys, &t, &b);
+        }
+        buf_printf(&b, "):");
+        print_keys(b.s, kd->keys, *kd->nkeys);
+        buf_free(&b);
+    }
+}
+
 static void print_list(void) {
     print_kinds();
     print_archs();
     print_combinations();
-    print_keys("tile keys for attn_fwd (defaults: d=64 bm=128,bn=64,warps=4; d=128 bm=128,bn=32,warps=4;\n"
-               "d=256 bm=128,bn=64,warps=8, or bm=64,bn=64,warps=4 on 99 KB archs):", attn_fwd_keys, attn_fwd_nkeys);
-    print_keys("tile keys for attn_bwd (default bm=64,bn=64,warps=4,deterministic=1: measured faster on H200 than\n"
-               "deterministic=0, which adds dQ with fp32 atomics inside the dK/dV kernel):", attn_bwd_keys, attn_bwd_nkeys);
-    print_keys("tile keys for mla_fwd (default: the largest bm x bn whose plan fits the arch; warps = 2 * bm / 16):",
-               mla_fwd_keys, mla_fwd_nkeys);
-    print_keys("tile keys for mla_bwd, mma.sync (default: the largest bm whose plan fits the arch, deterministic=0; "
-               "warps = 2 * bm / 16):", mla_bwd_keys, mla_bwd_nkeys);
-    print_keys("tile keys for mla_bwd, tcgen05 (default bm=32,bn=128,deterministic=0; 4 warps, one TMEM lane per slot):",
-               mla_bwd_tc_keys, mla_bwd_tc_nkeys);
+    print_tile_keys();
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {

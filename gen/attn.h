@@ -45,6 +45,14 @@ int  attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void attn_fwd_wg_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+/* attn_fwd, tcgen05 family (sm_100a / sm_103a): TMEM accumulators, one MMA-issuing thread */
+extern const TileKey attn_fwd_tc_keys[];
+extern const int attn_fwd_tc_nkeys;
+AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d);
+int  attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
+void attn_fwd_tc_plan(const AttnDesc *d, Plan *p);
+void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* attn_bwd: the kernel set (delta + dQ zeroing, dK/dV main, dQ) */
 extern const TileKey attn_bwd_keys[];
 extern const int attn_bwd_nkeys;

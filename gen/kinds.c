@@ -15,6 +15,11 @@ static const KernelKind kinds[] = {
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
      fwd_wg_hdims, 3, 128, 0, 1, 0},
+    {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM: a TMA producer warp, one MMA-issuing "
+     "thread, a softmax warpgroup with one query row per thread, P written back to TMEM for a TS-MMA P V), bf16/fp16, "
+     "d 64|128|256, causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
+     attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, fwd_wg_hdims, 3, 128, 0,
+     1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
@@ -92,7 +97,7 @@ static int arch_lacks(const ArchInfo *a, Family f, char *err, size_t errlen) {
     return 2;
 }
 
-/* "attn_fwd has no tcgen05 generator yet (families: mma.sync)" */
+/* "attn_bwd has no tcgen05 generator yet (families: mma.sync and wgmma)" */
 static int kernel_lacks(const char *kernel, unsigned have, Family f, char *err, size_t errlen) {
     Buf fams = {0};
     family_list(have, &fams);

@@ -243,6 +243,17 @@ sim_bwd_wg_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
+# sim_tc_fwd_mutant NAME AWK PHRASE: the tcgen05 attn_fwd (sm_100a, d 64) edited by the awk program AWK must
+# fail on the sim naming PHRASE (three key blocks, so every barrier turns its phase)
+sim_tc_fwd_mutant() {
+    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_fwd --arch sm_100a --hdim 64)
+    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
+    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_fwd --arch sm_100a --hdim 64 --sq 130 --sk 300 \
+        --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
 # sim_mla_bwd NAME ARGS...: check of mla_bwd on the sim must pass
 sim_mla_bwd() {
     local name=$1
@@ -452,7 +463,7 @@ sim_tests() {
         done
     done; done; done
     sim_check "sim sm_86 d=256 (99 KB tile)" --arch sm_86 --hdim 256 --sq 77 --sk 130 --causal
-    sim_check "sim sm_100a d=128" --arch sm_100a --hdim 128 --sq 77 --sk 130
+    sim_check "sim sm_100a d=128 (mma.sync)" --arch sm_100a --mma sync --hdim 128 --sq 77 --sk 130
     sim_check "sim sm_120 d=64 MQA" --arch sm_120 --hdim 64 --sq 100 --sk 70 --hq 4 --hkv 1 --causal
     sim_check "sim tile bm=64,bn=32,warps=4" --hdim 128 --tile bm=64,bn=32,warps=4 --sq 150 --sk 77 --causal
     sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
@@ -476,6 +487,29 @@ sim_tests() {
                 --seed $((RANDOM + 1))
         done
     done
+
+    section "sim device: attn_fwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
+    export PTXGEN_SIM_STRICT=1
+    for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do
+        for shape in "--sq 1 --sk 130 --hq 4 --hkv 2" "--sq 77 --sk 300 --hq 2 --hkv 1" \
+                     "--sq 300 --sk 77 --hq 3 --hkv 3" "--b 2 --sq 200 --sk 333 --hq 2 --hkv 1 --pad 8"; do
+            sim_check "sim tcgen05 d=$d $t ${c:-noncausal} $shape" --arch sm_100a --hdim $d --dtype $t $c $shape \
+                --seed $((RANDOM + 1))
+        done
+    done; done; done
+    for f in "sm_103a 64 --causal" "sm_103a 128" "sm_103a 256 --causal" "sm_100a 128 --tile bn=64" \
+             "sm_100a 128 --tile stages=3 --causal" "sm_100a 64 --tile bn=64,stages=3"; do
+        set -- $f
+        local arch=$1 hd=$2
+        shift 2
+        sim_check "sim tcgen05 $f" --arch "$arch" --hdim "$hd" "$@" --sq 250 --sk 700 --hq 4 --hkv 1 --seed $((RANDOM + 1))
+    done
+    sim_tc_fwd_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" '/tcgen05\.wait::st/ { next } { print }' \
+        "tcgen05.mma reads A from TMEM lane"
+    sim_tc_fwd_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
+        '/wait: P_\{n-1\} V_\{n-1\} done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
+        "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while"
+    unset PTXGEN_SIM_STRICT
 
     section "sim device: attn_bwd at small ragged shapes against the float64 reference"
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
@@ -699,18 +733,25 @@ family_tests() {
     usage_error "--mma wgmma on sm_90" "sm_90 has mma.sync only; wgmma needs sm_90a" -- --arch sm_90 --kernel attn_fwd --mma wgmma
     usage_error "--mma tcgen05 on sm_90a" "sm_90a has mma.sync and wgmma; tcgen05 needs sm_100a or sm_103a" -- \
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
-    usage_error "--mma tcgen05 for attn_fwd on sm_100a" "attn_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
-        --arch sm_100a --kernel attn_fwd --mma tcgen05
+    usage_error "--mma tcgen05 for attn_bwd on sm_100a" "attn_bwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
+        --arch sm_100a --kernel attn_bwd --mma tcgen05
     usage_error "--mma tcgen05 for mla_fwd on sm_103a" "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
         --arch sm_103a --kernel mla_fwd --mma tcgen05
     usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
     usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma
 
     name="--mma auto on sm_100a falls back to mma.sync, saying so in one line"
-    run_cli --arch sm_100a --kernel attn_fwd
+    run_cli --arch sm_100a --kernel attn_bwd
     expect_rc "$name" 0 && expect_output "$name" '^\.target sm_100a$' && if [ "$(grep -c '' "$TMP/err")" = 1 ] &&
-        grep -qx 'ptxgen: note: --mma auto: attn_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
+        grep -qx 'ptxgen: note: --mma auto: attn_bwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
     then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
+    name="--mma auto on sm_100a picks the tcgen05 attn_fwd: the TMEM map, roles and shared memory in the plan"
+    run_cli --arch sm_100a --kernel attn_fwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05 \(--mma auto: sm_100a.s newest\)$' \
+        '^  S\.0 +0 +128 +128 +fp32' '^  S\.1 +128 +256 ' '^  P +256 +320 +64 +bf16' '^  O +320 +448 +128 +fp32' \
+        '^  softmax +4 ' '^  KV\.1 ' '^verdict: +fits' && pass "$name"
+    usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 327760 B" \
+        "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
     name="--mma auto on sm_103a: the plan names the family and why"
     run_cli --arch sm_103a --kernel mla_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" \
@@ -971,7 +1012,8 @@ list_test() {
     expect_output "$name" \
         '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
         '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' \
-        '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^tile keys for mla_bwd, tcgen05' &&
+        '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^  attn_fwd +tcgen05 *: sm_100a sm_103a$' \
+        '^tile keys for mla_bwd, tcgen05' '^tile keys for attn_fwd, tcgen05' &&
         if grep -q "not implemented" "$TMP/out"; then fail "$name" "still says 'not implemented'"; else pass "$name"; fi
 }
 

@@ -1,0 +1,384 @@
+/* attn_fwd, tcgen05 family (sm_100a / sm_103a): FlashAttention's forward with
+ * S, P and O in TMEM.
+ *
+ *   for each CTA (query rows [m0, m0 + 128) of head h, batch b):
+ *     producer (warp 5, lane 0): Q once; K_n, V_n through a ring of `stages` slots (TMA)
+ *     issuer (warp 4, lane 0), for each key block n:
+ *       S_{n%2} = Q K_n^T                       SS MMAs; two S buffers
+ *       O += P_{n-1} V_{n-1}  once P_{n-1} is in   TS MMAs: P from TMEM, V MN-major
+ *     softmax (warps 0-3; thread r owns query row r, which is TMEM lane r), for each n:
+ *       m' = max(m, rowmax S_n);  P = exp2(scale S_n - scale m');  l = l 2^(scale (m - m')) + rowsum P
+ *       once O += P_{n-1} V_{n-1} is done: O *= 2^(scale (m - m')) (skipped where no row of the
+ *       warp moved), P into TMEM
+ *     epilogue: O / l -> o, lse = ln 2 (scale m + log2 l)
+ *
+ * So S_{n+1}'s MMAs run under the softmax of S_n, and the exp of S_n under P_{n-1} V_{n-1}.
+ * The roles join by mbarriers only (attn_fwd_tc.h); their steps are produce_step(),
+ * issue_step() and softmax_step(). */
+#include "attn_fwd_tc.h"
+#include <math.h>
+#include <string.h>
+#include "../templates/mbar.h"
+
+typedef struct {
+    const AttnDesc *d;
+    int stages, bn, q_off, kv_off, kv_stride;
+    int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P, O */
+    Reg bar[TC_FWD_NBARS(3)];
+    Reg taddr, tq;                    /* TMEM base; this warp's lane quarter of it */
+    Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;
+    Reg leader;                       /* the lane of the issuer or producer warp that issues */
+    /* issuer */
+    Reg yes, no, q_desc, k_desc, v_desc;
+    /* softmax: this thread's query row */
+    Reg row, limit, m, l, scale_log2;
+} TcFwd;
+
+/* The CTA's rows, head, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do. */
+static void problem(Kctx *k, TcFwd *f) {
+    Emit *e = &k->e;
+    RowBlocks rb = {f->d->causal, TC_FWD_BM, f->bn, 32, .last_first = f->d->causal};
+    Reg mblk = e_reg(e, RC_B32);
+    row_block(k, &rb, mblk);
+    cta_coords(k, &f->b, &f->h);
+    f->kvh = kv_head_of(k, f->h);
+    f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+    f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(TC_FWD_BM));
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start;
+    f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
+    key_blocks(k, &rb, f->n_full, f->n_max);
+}
+
+/* Ring slot of key block n: its byte offset from slot 0, full and empty barriers, and the parity
+ * of the full barrier's phase for this pass. */
+static Reg kv_slot(Kctx *k, TcFwd *f, Reg n, Reg *full, Reg *parity, Reg *empty) {
+    return wg_ring_slot(k, f->bar[TCF_KV_FULL], f->bar[TCF_KV_EMPTY(f->stages)], f->stages, n, f->kv_stride, full,
+                        parity, empty);
+}
+
+/* (n >> shift) & 1 */
+static Reg bit(Kctx *k, Reg n, int shift) {
+    Reg p = e_reg(&k->e, RC_B32);
+    INS(&k->e, SHR_U32, R(p), R(n), I(shift));
+    INS(&k->e, AND_B32, R(p), R(p), I(1));
+    return p;
+}
+
+/* base + (n & 1) * step: the even or odd one of a pair (S buffers, their barriers) */
+static Reg of_pair(Kctx *k, Reg base, Reg n, int step) {
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, MAD_LO_U32, R(r), R(bit(k, n, 0)), I(step), R(base));
+    return r;
+}
+
+/* ---- producer ---- */
+
+/* Once the slot's last P V is done, K_n and V_n into it. */
+static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max, (void)masked;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg full, parity, empty, st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
+    Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
+    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+    mbar_wait(k, empty, parity, 0);
+    INS(e, MUL_LO_U32, R(row), R(n), I(f->bn));
+    int past = umma_leader_only(k, f->leader);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, f->b, full);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, f->b, full);
+    e_place(e, past);
+}
+
+/* Every lane of the warp steps through the ring (the warp stays converged for the kernel's last
+ * barrier); lane 0 issues the copies. */
+static void producer(Kctx *k, TcFwd *f) {
+    Emit *e = &k->e;
+    Reg st = e_reg(e, RC_B64), n = e_reg(e, RC_B32);
+    f->leader = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TC_FWD_PRODUCER));
+    int past = umma_leader_only(k, f->leader);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(TC_FWD_BM * f->d->d * 2));
+    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TC_FWD_BM, f->d->d, kc_imm32(k, 0), f->h, f->m_start, f->b, f->bar[TCF_Q]);
+    e_place(e, past);
+    INS(e, MOV_B32, R(n), I(0));
+    key_loop(k, produce_step, f, n, f->n_max, f->n_max, 0);
+}
+
+/* ---- MMA issuer ---- */
+
+/* O += P_j V_j once the softmax put P_j in (and rescaled O); then O done, and K_j/V_j's slot free. */
+static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg full, parity, empty, acc = e_reg(e, RC_PRED);
+    Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
+    umma_wait(k, f->bar[TCF_P_FULL(f->stages)], bit(k, j, 0));
+    INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
+    int past = umma_leader_only(k, f->leader);
+    Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, d->dv, 0, 1));
+    for (int kk = 0; kk < f->bn / 16; kk++)
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_o), A(f->taddr, f->c_p + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
+            R(idesc), R(kk ? f->yes : acc));
+    INS(e, TC_COMMIT_1, A(f->bar[TCF_O_DONE(f->stages)], 0));
+    INS(e, TC_COMMIT_1, A(empty, 0));
+    e_place(e, past);
+}
+
+/* Key block n: S_n = Q K_n^T into S buffer n % 2 once K_n landed, then P_{n-1} V_{n-1}. The buffer is
+ * free: the softmax read S_{n-2} out before it put P_{n-2} in, which the previous step waited for. */
+static void issue_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max, (void)masked;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+    Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
+    umma_wait(k, full, parity);
+    Reg s_col = of_pair(k, f->taddr, n, f->bn), s_full = of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8);
+    int past = umma_leader_only(k, f->leader);
+    Reg kd = wg_desc_plus(k, f->k_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, f->bn, 0, 0));
+    for (int c = 0; c < d->d / 16; c++) {
+        int in = 32 * (c % 4);   /* 64 columns per slab, 16 (32 bytes) per MMA */
+        Reg a = umma_desc_at(k, f->q_desc, (c / 4) * TC_FWD_BM * 128 + in);
+        Reg b = umma_desc_at(k, kd, (c / 4) * f->bn * 128 + in);
+        INS(e, TC_MMA_1_F16_SS, A(s_col, f->c_s), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
+    }
+    INS(e, TC_COMMIT_1, A(s_full, 0));
+    e_place(e, past);
+    int none = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(prev), R(n), I(1));
+    issue_pv(k, f, prev);
+    e_place(e, none);
+}
+
+static void issuer(Kctx *k, TcFwd *f) {
+    Emit *e = &k->e;
+    Reg n = e_reg(e, RC_B32), none = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
+    f->leader = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TC_FWD_ISSUER));
+    f->yes = umma_const_pred(k, 1), f->no = umma_const_pred(k, 0);
+    f->q_desc = umma_desc(k, f->q_off, umma_kmajor128());
+    f->k_desc = umma_desc(k, f->kv_off, umma_kmajor128());
+    f->v_desc = umma_desc(k, f->kv_off + f->bn * f->d->d * 2, umma_mn128(f->bn));
+    umma_wait(k, f->bar[TCF_Q], kc_imm32(k, 0));
+    INS(e, MOV_B32, R(n), I(0));
+    key_loop(k, issue_step, f, n, f->n_max, f->n_max, 0);
+    int empty = e_label(e);
+    INS(e, SETP_EQ_U32, R(none), R(f->n_max), I(0));
+    INSP(e, none, 0, BRA_UNI, L(empty));
+    INS(e, SUB_U32, R(last), R(f->n_max), I(1));
+    issue_pv(k, f, last);
+    e_place(e, empty);
+}
+
+/* ---- softmax ---- */
+
+/* this thread's n TMEM columns from col (a register address: its lane) into v, 16 at a time */
+static void tmem_load(Kctx *k, Reg col, int off, Reg *v, int n) {
+    for (int c = 0; c < n; c += 16) INS(&k->e, TC_LD_32X32B_X16, V(16, v + c), A(col, off + c));
+    INS0(&k->e, TC_WAIT_LD);
+}
+
+/* m * scale_log2, but 0 for a row that has seen no visible key: 2^(-inf - 0) is then 0, not NaN */
+static Reg scaled_max(Kctx *k, TcFwd *f, Reg m) {
+    Emit *e = &k->e;
+    Reg ms = e_reg(e, RC_F32), none = e_reg(e, RC_PRED);
+    INS(e, MUL_F32, R(ms), R(m), R(f->scale_log2));
+    INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
+    INS(e, SELP_F32, R(ms), FI(0.0f), R(ms), R(none));
+    return ms;
+}
+
+/* O *= alpha over this warp's rows, unless no row of the warp has a new maximum (alpha == 1 for all:
+ * FA4's conditional rescale; the branch is uniform, as tcgen05.ld/st need). */
+static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
+    Emit *e = &k->e;
+    Reg same = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32), all = e_reg(e, RC_PRED);
+    int skip = e_label(e);
+    INS(e, SETP_EQ_F32, R(same), R(alpha), FI(1.0f));
+    INS(e, VOTE_BALLOT, R(mask), R(same), I(-1));
+    INS(e, SETP_EQ_U32, R(all), R(mask), I(-1));
+    INSP(e, all, 0, BRA_UNI, L(skip));
+    for (int c = 0; c < f->d->dv; c += 16) {
+        Reg v[16];
+        for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
+        tmem_load(k, f->tq, f->c_o + c, v, 16);
+        for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(alpha));
+        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_o + c), V(16, v));
+    }
+    e_place(e, skip);
+}
+
+/* Key block n: P_n from S_n into TMEM, l and m moved on, O rescaled to the new maxima. */
+static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max;
+    Emit *e = &k->e;
+    int bn = f->bn;
+    e_comment(e, "softmax of key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
+    Reg s[128], p[64];
+    for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
+    umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), bit(k, n, 1));
+    tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
+    if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
+        Reg room = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(room), R(n), I(bn));
+        INS(e, SUB_S32, R(room), R(f->limit), R(room));
+        for (int j = 0; j < bn; j++) {
+            Reg vis = e_reg(e, RC_PRED);
+            INS(e, SETP_GT_S32, R(vis), R(room), I(j));
+            INS(e, SELP_F32, R(s[j]), R(s[j]), FI(-INFINITY), R(vis));
+        }
+    }
+    Reg mx[64];   /* the row max by a tree, so its adds do not wait on one another */
+    for (int j = 0; j < bn / 2; j++) {
+        mx[j] = e_reg(e, RC_F32);
+        INS(e, MAX_F32, R(mx[j]), R(s[2 * j]), R(s[2 * j + 1]));
+    }
+    for (int w = bn / 4; w >= 1; w /= 2)
+        for (int j = 0; j < w; j++) INS(e, MAX_F32, R(mx[j]), R(mx[j]), R(mx[j + w]));
+    INS(e, MAX_F32, R(mx[0]), R(mx[0]), R(f->m));
+    Reg ms = scaled_max(k, f, mx[0]), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32), sum = e_reg(e, RC_F32);
+    INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));
+    INS(e, FMA_F32, R(alpha), R(f->m), R(f->scale_log2), R(neg_ms));
+    INS(e, EX2_F32, R(alpha), R(alpha));
+    INS(e, MOV_F32, R(f->m), R(mx[0]));
+    INS(e, MOV_F32, R(sum), FI(0.0f));
+    for (int j = 0; j < bn; j++) {
+        INS(e, FMA_F32, R(s[j]), R(s[j]), R(f->scale_log2), R(neg_ms));
+        INS(e, EX2_F32, R(s[j]), R(s[j]));
+        INS(e, ADD_F32, R(sum), R(sum), R(s[j]));
+    }
+    INS(e, FMA_F32, R(f->l), R(f->l), R(alpha), R(sum));
+    for (int c = 0; c < bn / 8; c++) f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);
+    /* P_{n-1} V_{n-1} done: P's columns are free and O holds block n-1's sum */
+    Reg first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+    int none = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(prev), R(n), I(1));
+    e_comment(e, "wait: P_{n-1} V_{n-1} done");
+    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], bit(k, prev, 0));
+    rescale_o(k, f, alpha);
+    e_place(e, none);
+    for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_p + c), V(16, p + c));
+    INS0(e, TC_WAIT_ST);
+    INS0(e, TC_FENCE_BEFORE);
+    Reg st = e_reg(e, RC_B64);
+    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_P_FULL(f->stages)], 0));
+}
+
+/* O / l rounded to o and the row's lse, for rows below s_q; a CTA that saw no key writes 0 and +inf. */
+static void epilogue(Kctx *k, TcFwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg has = e_reg(e, RC_PRED), in = e_reg(e, RC_PRED), empty = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
+    int none = e_label(e);
+    INS(e, SETP_NE_U32, R(has), R(f->n_max), I(0));
+    INSP(e, has, 1, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(last), R(f->n_max), I(1));
+    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], bit(k, last, 0));
+    e_place(e, none);
+    Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32);
+    INS(e, SETP_EQ_F32, R(empty), R(f->l), FI(0.0f));
+    INS(e, RCP_F32, R(inv), R(f->l));
+    INS(e, SELP_F32, R(inv), FI(0.0f), R(inv), R(empty));
+    INS(e, LG2_F32, R(lse), R(f->l));
+    INS(e, ADD_F32, R(lse), R(lse), R(scaled_max(k, f, f->m)));
+    INS(e, MUL_F32, R(lse), R(lse), FI((float)M_LN2));
+    INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(empty));
+    INS(e, SETP_LT_U32, R(in), R(f->row), R(f->s_q));
+    Reg la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);
+    INS(e, ADD_U32, R(la), R(stats_row(k, f->b, f->h)), R(f->row));
+    INS(e, MAD_WIDE_U32, R(lp), R(la), I(4), R(kc_ptr(k, "lse")));
+    INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
+    Reg oa = head_base(k, "o", f->b, f->h);
+    INS(e, MAD_WIDE_U32, R(oa), R(f->row), R(row_stride_bytes(k, "o")), R(oa));
+    for (int c = 0; c < d->dv; c += 16) {
+        Reg v[16], w[8];
+        int zero = e_label(e), ready = e_label(e);
+        for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
+        INSP(e, has, 1, BRA_UNI, L(zero));
+        tmem_load(k, f->tq, f->c_o + c, v, 16);
+        INS(e, BRA_UNI, L(ready));
+        e_place(e, zero);
+        for (int i = 0; i < 16; i++) INS(e, MOV_F32, R(v[i]), FI(0.0f));
+        e_place(e, ready);
+        for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(inv));
+        f32x8_pack(k, d->dtype, v, w);
+        f32x8_pack(k, d->dtype, v + 8, w + 4);
+        INSP(e, in, 0, ST_GLOBAL_V4_B32, A(oa, 2 * c), V4(w[0], w[1], w[2], w[3]));
+        INSP(e, in, 0, ST_GLOBAL_V4_B32, A(oa, 2 * c + 16), V4(w[4], w[5], w[6], w[7]));
+    }
+}
+
+static void softmax(Kctx *k, TcFwd *f) {
+    Emit *e = &k->e;
+    Reg n = e_reg(e, RC_B32);
+    f->scale_log2 = scale_log2(k);
+    f->row = e_reg(e, RC_B32), f->limit = e_reg(e, RC_B32), f->m = e_reg(e, RC_F32), f->l = e_reg(e, RC_F32);
+    INS(e, ADD_U32, R(f->row), R(f->m_start), R(k->tid));
+    INS(e, MOV_B32, R(f->limit), R(f->s_k));
+    if (f->d->causal) {   /* row q sees keys up to q + s_k - s_q (bottom-right aligned) */
+        Reg c = e_reg(e, RC_B32);
+        INS(e, ADD_S32, R(c), R(f->row), R(f->off));
+        INS(e, ADD_S32, R(c), R(c), I(1));
+        INS(e, MIN_S32, R(f->limit), R(f->limit), R(c));
+    }
+    INS(e, MOV_F32, R(f->m), FI(-INFINITY));
+    INS(e, MOV_F32, R(f->l), FI(0.0f));
+    INS(e, MOV_B32, R(n), I(0));
+    key_loop(k, softmax_step, f, n, f->n_full, f->n_max, 0);
+    key_loop(k, softmax_step, f, n, f->n_max, f->n_max, 1);
+    epilogue(k, f);
+}
+
+void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Kctx *k = &kc;
+    Emit *e = &k->e;
+    const AttnTile *t = &d->tile;
+    TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .q_off = plan_region(p, "Q"), .kv_off = plan_region(p, "KV.0")};
+    f.kv_stride = t->stages > 1 ? plan_region(p, "KV.1") - f.kv_off : 0;
+    for (int i = 0; i < p->ntmem; i++) {
+        const TmemRegion *r = &p->tmem[i];
+        if (!strcmp(r->name, "S.0")) f.c_s = r->col;
+        if (!strcmp(r->name, "P")) f.c_p = r->col;
+        if (!strcmp(r->name, "O")) f.c_o = r->col;
+    }
+    int nb = TC_FWD_NBARS(t->stages);
+    Opnd counts[TC_FWD_NBARS(3)];
+    for (int i = 0; i < nb; i++) counts[i] = I(1);           /* expect_tx or tcgen05.commit arrivals */
+    counts[TCF_P_FULL(t->stages)] = I(128);                  /* every softmax thread */
+    e_comment(e, "prologue: barriers, TMEM");
+    f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
+    problem(k, &f);
+
+    /* the roles, by warp: 0-3 softmax, 4 the MMA issuer (every lane waits, lane 0 issues), 5 the producer */
+    Reg role = e_reg(e, RC_PRED);
+    int not_softmax = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(128));
+    INSP(e, role, 1, BRA_UNI, L(not_softmax));
+    e_comment(e, "role: softmax (warps 0-3)");
+    softmax(k, &f);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_softmax);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER));
+    INSP(e, role, 1, BRA_UNI, L(not_issuer));
+    e_comment(e, "role: MMA issuer (warp 4)");
+    issuer(k, &f);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_issuer);
+    e_comment(e, "role: producer (warp 5)");
+    producer(k, &f);
+    e_place(e, roles_done);
+    umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
+    kctx_finish(k, module);
+}
