@@ -268,10 +268,34 @@ static int do_plan(const Cli *c) {
     return fits ? 0 : 2;
 }
 
-static int do_emit(const Cli *c) {
+/* Shape flags given to emit or --plan name the problem's shape class, which picks a tuned tile or a decode
+ * packing (the tile note says which); emit takes no other use of them. */
+static int emit_shape_class(Cli *c, char *cls, size_t len) {
+    const RunOpts *r = &c->run;
+    ptxgen_size sz[4];
+    int n = 0;
+    if (r->s_q) sz[n++] = (ptxgen_size){"s_q", r->s_q};
+    if (r->s_k) sz[n++] = (ptxgen_size){"s_k", r->s_k};
+    if (r->h_q) sz[n++] = (ptxgen_size){"h_q", r->h_q};
+    if (r->h_kv) sz[n++] = (ptxgen_size){"h_kv", r->h_kv};
+    if (r->b || r->s_kv || r->topk || r->pad || r->topk_length)
+        return usage_error("%s", "emit and --plan take only --sq, --sk, --hq and --hkv of the shape flags (they pick "
+                                 "the tile for the problem's shape class)");
+    if (!n) return 0;
+    if (r->h_q && r->h_kv && r->h_q % r->h_kv) {
+        fprintf(stderr, "ptxgen: h_q (%d) must be a multiple of h_kv (%d)\n", r->h_q, r->h_kv);
+        return 2;
+    }
+    if (ptxgen_shape_class(c->req.kernel, sz, n, cls, len)) return usage_error("%s", "bad shape flags");
+    c->req.shape_class = cls;
+    return 0;
+}
+
+static int do_emit(Cli *c) {
     if (!c->req.arch) return usage_error("%s", "--arch is required");
     if (!c->req.kernel) return usage_error("%s", "--kernel is required");
-    char err[512], note[200];
+    char err[512], note[200], cls[64];
+    if (emit_shape_class(c, cls, sizeof cls)) return 2;
     const char *family;
     if (ptxgen_pick_family(&c->req, &family, note, sizeof note, err, sizeof err)) {
         fprintf(stderr, "ptxgen: %s\n", err);
@@ -282,6 +306,7 @@ static int do_emit(const Cli *c) {
     ptxgen_set *s;
     int rc = ptxgen_build(&c->req, &s, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
+    if (ptxgen_tile_note(s)) fprintf(stderr, "ptxgen: tile: %s\n", ptxgen_tile_note(s));
     if (c->manifest) {
         char *json = ptxgen_manifest_json(s);
         rc = json ? write_text(c->manifest, json) : (fprintf(stderr, "ptxgen: out of memory writing the manifest\n"), 1);

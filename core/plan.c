@@ -139,4 +139,5 @@ void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
     plan_roles_print(p, a, out);
     if (p->ok) buf_printf(out, "CTAs per SM:            %d (limited by %s)\n", p->ctas_per_sm, p->occ_limiter);
     buf_printf(out, "verdict:                %s%s\n", p->ok ? "" : "REFUSED: ", p->verdict);
+    if (*p->aside) buf_printf(out, "beside it:              %s\n", p->aside);
 }

@@ -53,6 +53,7 @@ typedef struct {
     int ok;
     char what[96];         /* the kernel and tile the plan is for */
     char verdict[320];     /* "fits" or the broken budget with the numbers */
+    char aside[640];       /* what another way of doing the same problem would need, for comparison ("": none) */
 } Plan;
 
 int  plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note);  /* returns offset */

@@ -17,14 +17,19 @@ typedef struct {
     int stages;  /* wgmma: depth of the K and V rings */
     int pingpong;   /* wgmma: consumer warpgroups take turns issuing their products (FA3's ping-pong) */
     int producer;   /* wgmma: warps of the TMA producer (1, or 4: a warpgroup that lends registers by setmaxnreg) */
+    int pack;       /* tcgen05 fwd: query heads of one kv head that share a CTA's 128 rows (0 or 1: one head) */
 } AttnTile;
 
+#define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */
 typedef struct {
     const ArchInfo *arch;
     DType dtype;
     int d, dv;
     int causal;
     AttnTile tile;
+    /* a decode-shaped problem the request's shape class names (0: none): query tokens (1 .. ATTN_DECODE_MAX_SQ),
+     * query heads per kv head */
+    int decode_sq, decode_group;
 } AttnDesc;
 
 extern const TileKey attn_fwd_keys[];

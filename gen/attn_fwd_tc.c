@@ -26,25 +26,40 @@ typedef struct {
     int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P, O */
     Reg bar[TC_FWD_NBARS(3)];
     Reg taddr, tq;                    /* TMEM base; this warp's lane quarter of it */
-    Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;
+    int pack;                         /* query heads per CTA (tc_fwd_pack) */
+    Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;   /* h: the CTA's first query head; m_start: first token */
+    Reg j0, group;                    /* pack > 1: the first head's place in its kv head's group, the group's size */
     Reg leader;                       /* the lane of the issuer or producer warp that issues */
     /* issuer */
     Reg yes, no, q_desc, k_desc, v_desc;
-    /* softmax: this thread's query row */
-    Reg row, limit, m, l, scale_log2;
+    /* softmax: this thread's query row: its token and head, whether it is one to write */
+    Reg row, head, ok, limit, m, l, scale_log2;
 } TcFwd;
 
-/* The CTA's rows, head, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do. */
+/* The CTA's tokens, heads, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do. Packed,
+ * CTA y takes heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s group of g, j0 = pack (y % cdiv(g, pack)). */
 static void problem(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
-    RowBlocks rb = {f->d->causal, TC_FWD_BM, f->bn, 32, .last_first = f->d->causal};
+    int tokens = TC_FWD_BM / f->pack;
+    RowBlocks rb = {f->d->causal, tokens, f->bn, 32, .last_first = f->d->causal};
     Reg mblk = e_reg(e, RC_B32);
     row_block(k, &rb, mblk);
     cta_coords(k, &f->b, &f->h);
-    f->kvh = kv_head_of(k, f->h);
+    if (f->pack == 1) f->kvh = kv_head_of(k, f->h);
+    else {
+        Reg nb = e_reg(e, RC_B32), y = f->h;
+        f->group = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->j0 = e_reg(e, RC_B32), f->h = e_reg(e, RC_B32);
+        INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+        INS(e, ADD_U32, R(nb), R(f->group), I(f->pack - 1));
+        INS(e, DIV_U32, R(nb), R(nb), I(f->pack));
+        INS(e, DIV_U32, R(f->kvh), R(y), R(nb));
+        INS(e, REM_U32, R(f->j0), R(y), R(nb));
+        INS(e, MUL_LO_U32, R(f->j0), R(f->j0), I(f->pack));
+        INS(e, MAD_LO_U32, R(f->h), R(f->kvh), R(f->group), R(f->j0));
+    }
     f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
     f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(TC_FWD_BM));
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(tokens));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
@@ -102,6 +117,7 @@ static void producer(Kctx *k, TcFwd *f) {
     INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TC_FWD_PRODUCER));
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(TC_FWD_BM * f->d->d * 2));
+    /* packed: a box of pack heads x 128/pack tokens, which lands as rows (token, head), head innermost */
     wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TC_FWD_BM, f->d->d, kc_imm32(k, 0), f->h, f->m_start, f->b, f->bar[TCF_Q]);
     e_place(e, past);
     INS(e, MOV_B32, R(n), I(0));
@@ -274,11 +290,12 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_P_FULL(f->stages)], 0));
 }
 
-/* O / l rounded to o and the row's lse, for rows below s_q; a CTA that saw no key writes 0 and +inf. */
+/* O / l rounded to o and the row's lse, for rows of a token below s_q and a head of the group; a CTA that saw
+ * no key writes 0 and +inf. */
 static void epilogue(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    Reg has = e_reg(e, RC_PRED), in = e_reg(e, RC_PRED), empty = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
+    Reg has = e_reg(e, RC_PRED), empty = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
     int none = e_label(e);
     INS(e, SETP_NE_U32, R(has), R(f->n_max), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
@@ -293,12 +310,11 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, ADD_F32, R(lse), R(lse), R(scaled_max(k, f, f->m)));
     INS(e, MUL_F32, R(lse), R(lse), FI((float)M_LN2));
     INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(empty));
-    INS(e, SETP_LT_U32, R(in), R(f->row), R(f->s_q));
-    Reg la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);
-    INS(e, ADD_U32, R(la), R(stats_row(k, f->b, f->h)), R(f->row));
+    Reg in = f->ok, la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);
+    INS(e, ADD_U32, R(la), R(stats_row(k, f->b, f->head)), R(f->row));
     INS(e, MAD_WIDE_U32, R(lp), R(la), I(4), R(kc_ptr(k, "lse")));
     INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
-    Reg oa = head_base(k, "o", f->b, f->h);
+    Reg oa = head_base(k, "o", f->b, f->head);
     INS(e, MAD_WIDE_U32, R(oa), R(f->row), R(row_stride_bytes(k, "o")), R(oa));
     for (int c = 0; c < d->dv; c += 16) {
         Reg v[16], w[8];
@@ -323,7 +339,23 @@ static void softmax(Kctx *k, TcFwd *f) {
     Reg n = e_reg(e, RC_B32);
     f->scale_log2 = scale_log2(k);
     f->row = e_reg(e, RC_B32), f->limit = e_reg(e, RC_B32), f->m = e_reg(e, RC_F32), f->l = e_reg(e, RC_F32);
-    INS(e, ADD_U32, R(f->row), R(f->m_start), R(k->tid));
+    f->ok = e_reg(e, RC_PRED);
+    if (f->pack == 1) {
+        f->head = f->h;
+        INS(e, ADD_U32, R(f->row), R(f->m_start), R(k->tid));
+        INS(e, SETP_LT_U32, R(f->ok), R(f->row), R(f->s_q));
+    } else {   /* row tid: head tid % pack, token tid / pack */
+        Reg j = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), lim = e_reg(e, RC_B32);
+        f->head = e_reg(e, RC_B32);
+        INS(e, REM_U32, R(j), R(k->tid), I(f->pack));
+        INS(e, ADD_U32, R(f->head), R(f->h), R(j));
+        INS(e, DIV_U32, R(f->row), R(k->tid), I(f->pack));
+        INS(e, ADD_U32, R(f->row), R(f->row), R(f->m_start));
+        INS(e, ADD_U32, R(j), R(j), R(f->j0));
+        INS(e, SETP_LT_U32, R(mine), R(j), R(f->group));     /* a head of the next group: read, never written */
+        INS(e, SELP_B32, R(lim), R(f->s_q), I(0), R(mine));
+        INS(e, SETP_LT_U32, R(f->ok), R(f->row), R(lim));
+    }
     INS(e, MOV_B32, R(f->limit), R(f->s_k));
     if (f->d->causal) {   /* row q sees keys up to q + s_k - s_q (bottom-right aligned) */
         Reg c = e_reg(e, RC_B32);
@@ -345,7 +377,8 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Kctx *k = &kc;
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
-    TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .q_off = plan_region(p, "Q"), .kv_off = plan_region(p, "KV.0")};
+    TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .pack = tc_fwd_pack(t), .q_off = plan_region(p, "Q"),
+               .kv_off = plan_region(p, "KV.0")};
     f.kv_stride = t->stages > 1 ? plan_region(p, "KV.1") - f.kv_off : 0;
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];

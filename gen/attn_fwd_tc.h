@@ -16,4 +16,6 @@ enum { TCF_Q, TCF_KV_FULL };
 #define TCF_S_FULL(stages) (1 + 2 * (stages))
 #define TCF_P_FULL(stages) (3 + 2 * (stages))
 #define TCF_O_DONE(stages) (4 + 2 * (stages))
+/* query heads per CTA: row r is head r % pack of token r / pack */
+static inline int tc_fwd_pack(const AttnTile *t) { return t->pack > 1 ? t->pack : 1; }
 #endif

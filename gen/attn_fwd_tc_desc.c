@@ -9,13 +9,16 @@ const TileKey attn_fwd_tc_keys[] = {
     {"bm", offsetof(AttnTile, bm), {TC_FWD_BM}, 1, "query rows per CTA: the MMAs' M, one TMEM lane and one softmax thread each"},
     {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key/value rows per step (the N of S = Q K^T, the K of O += P V)"},
     {"stages", offsetof(AttnTile, stages), {2, 3}, 2, "depth of the K/V ring the producer fills"},
+    {"pack", offsetof(AttnTile, pack), {1, 2, 4, 8, 16}, 5, "query heads of one kv head sharing the CTA's 128 rows "
+     "(128/pack tokens each), so one K/V tile serves all of them: decode-shaped GQA (a group of h_q/h_kv heads not a "
+     "multiple of pack leaves rows idle)"},
 };
 const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc_keys[0]);
 
 /* d=256 takes 64-key steps: two S buffers, P and a 256-column O fit the 512 TMEM columns only so. */
 AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 256 ? 64 : 128, .stages = 2, .warps = TC_FWD_THREADS / 32};
+    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 256 ? 64 : 128, .stages = 2, .warps = TC_FWD_THREADS / 32, .pack = 1};
 }
 
 int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -28,6 +31,22 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
 }
 
 static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2"};
+
+/* Seed 002's comparison for a decode shape: the same packed rows with mma.sync's register accumulators need
+ * a cross-warp buffer for the S and O parts, 4 B x (m16 row tiles) x 256 threads x 64 (Mirage's S_O_BUFFER),
+ * which TMEM makes unnecessary; ptxgen's own mma.sync attn_fwd packs nothing (one head per CTA). */
+static void decode_aside(const AttnDesc *d, Plan *p) {
+    int rows = d->decode_sq * d->decode_group, tiles = (rows + 15) / 16, pack = tc_fwd_pack(&d->tile);
+    long long so = 4LL * tiles * 256 * 64;
+    snprintf(p->aside, sizeof p->aside, "mma.sync for this decode shape (s_q %d x %d query heads per kv head = %d rows): "
+             "packed with register accumulators, seed 002's cross-warp S/O buffer takes 4 B x %d m16 tiles x 256 threads "
+             "x 64 = %lld B of shared memory, %s the %d B a block may opt into on %s; unpacked (ptxgen's mma.sync "
+             "attn_fwd), one head a CTA, %d of its 128 rows used and every K/V tile read by %d CTAs. Here S, P and O "
+             "live in TMEM (%d columns), %d heads x %d tokens share each CTA and one K/V tile (%d B of shared memory).",
+             d->decode_sq, d->decode_group, rows, tiles, so, so > d->arch->smem_block_optin ? "over" : "within",
+             d->arch->smem_block_optin, d->arch->name, d->decode_sq, d->decode_group, p->tmem_cols, pack, TC_FWD_BM / pack,
+             p->smem_bytes);
+}
 
 void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     const AttnTile *t = &d->tile;
@@ -51,22 +70,30 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     plan_add_role(p, "softmax", 4, 0);   /* one query row per thread: S, P, O's rescale and the epilogue */
     plan_add_role(p, "mma", 1, 0);       /* lane 0 issues, the warp waits */
     plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
-    char what[96];
-    snprintf(what, sizeof what, "attn_fwd (tcgen05) d=%d dv=%d bm=%d bn=%d stages=%d", d->d, d->dv, t->bm, t->bn, t->stages);
+    char what[160], pk[64] = "";
+    if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, TC_FWD_BM / t->pack);
+    snprintf(what, sizeof what, "attn_fwd (tcgen05) d=%d dv=%d bm=%d bn=%d stages=%d%s", d->d, d->dv, t->bm, t->bn,
+             t->stages, pk);
     plan_finish(p, d->arch, what);
+    if (d->decode_group) decode_aside(d, p);
 }
 
 void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {TC_FWD_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d_bm%d_bn%d_st%d%s", dt, d->d, t->bm, t->bn, t->stages,
+    int pack = tc_fwd_pack(t);
+    char pk[16] = "";
+    if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn, t->stages, pk,
              d->causal ? "_causal" : "");
-    attn_fwd_abi(ks, dt, t->bm);
+    attn_fwd_abi(ks, dt, TC_FWD_BM / pack);
+    if (pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. of the group g = h_q / h_kv */
+        snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", pack);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
-    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
+    wg_bshd_map_heads(ks, "q_map", "q", dt, d->d, "h_q", "s_q", pack, TC_FWD_BM / pack, qs);
     wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
     wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
 }

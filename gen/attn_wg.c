@@ -138,12 +138,19 @@ int wg_consumer_regs(int cw, int producer) {
 
 static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 256 ? "256" : "?"; }
 
-void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
-                 const char *seq, int rows, const char *const strides[3]) {
+void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                       const char *seq, int box_heads, int rows, const char *const strides[3]) {
     TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
                        .dims = {hdim_text(d), heads, seq, "b"}, .strides = {strides[0], strides[1], strides[2]},
-                       .box = {WG_SLAB_COLS, 1, rows, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
+                       .box = {WG_SLAB_COLS, box_heads, rows, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
                        .interleave = "none", .oob_fill = "zero"};
-    abi_tensor_map(ks, tensor, "TMA map, box 64 columns x rows of one head, 128B swizzle; the tensor's h, s and b "
+    abi_tensor_map(ks, tensor, box_heads == 1 ? "TMA map, box 64 columns x rows of one head, 128B swizzle; the tensor's h, s and b "
+                   "strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned"
+                   : "TMA map, box 64 columns x rows x heads (heads innermost), 128B swizzle; the tensor's h, s and b "
                    "strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+}
+
+void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                 const char *seq, int rows, const char *const strides[3]) {
+    wg_bshd_map_heads(ks, param, tensor, dt, d, heads, seq, 1, rows, strides);
 }

@@ -16,6 +16,9 @@ int wg_consumer_regs(int cw, int producer);
  * byte expressions of h, s and b. */
 void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                  const char *seq, int rows, const char *const strides[3]);
+/* The same with a box of `heads` consecutive heads x rows (each row's heads innermost in shared memory). */
+void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                       const char *seq, int box_heads, int rows, const char *const strides[3]);
 /* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);

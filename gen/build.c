@@ -94,6 +94,7 @@ static int parse_dtype(const ptxgen_request *rq, AttnDesc *d, char *err, size_t 
 }
 
 static void tuned_tile(const ptxgen_request *rq, const KernelKind *kind, ptxgen_set *s);
+static void decode_pack(const KernelKind *kind, ptxgen_set *s);
 static int plan_all(const KernelKind *kind, const AttnDesc *d, Plan *plans, int *n, char *err, size_t errlen);
 
 static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind **kind, char *err, size_t errlen) {
@@ -117,9 +118,33 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     d->tile = (*kind)->default_tile(d->arch, d->d);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
     if ((*kind)->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
+    if (rq->shape_class && sscanf(rq->shape_class, "decode sq=%d g=%d", &d->decode_sq, &d->decode_group) != 2)
+        d->decode_sq = d->decode_group = 0;
+    if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
     if (!rq->tile || !rq->tile[0]) tuned_tile(rq, *kind, s);
     return 0;
+}
+
+/* A decode shape on a kind that packs query heads into a CTA's 128 rows (tile key pack): the pack that
+ * needs the fewest CTAs per kv head, cdiv(g, pack) x cdiv(s_q, 128 / pack), since each of them reads the
+ * whole of K and V (the smaller pack on a tie); the tile note says so. */
+static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
+    AttnDesc *d = &s->desc;
+    const TileKey *key = NULL;
+    for (int i = 0; i < *kind->nkeys; i++)
+        if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];
+    if (!key || !d->decode_group) return;
+    int best = 1, fewest = 0;
+    for (int i = 0; i < key->nallowed; i++) {
+        int p = key->allowed[i], tokens = 128 / p;
+        int ctas = (d->decode_group + p - 1) / p * ((d->decode_sq + tokens - 1) / tokens);
+        if (!fewest || ctas < fewest || (ctas == fewest && p < best)) best = p, fewest = ctas;
+    }
+    *(int *)((char *)&d->tile + key->offset) = best;
+    snprintf(s->tuned, sizeof s->tuned, "pack=%d for the decode shape (s_q %d, %d query heads per kv head): %d CTA%s "
+             "per kv head, each reading K and V once for %d heads", best, d->decode_sq, d->decode_group, fewest,
+             fewest > 1 ? "s" : "", best < d->decode_group ? best : d->decode_group);
 }
 
 /* A tile tune saved for this request's key replaces the default; one that no longer parses or fits is
@@ -178,6 +203,7 @@ static char *plan_text(const ptxgen_set *s, int n) {
     if (s->asked) buf_printf(&out, "--mma %s)\n", family_flag((Family)s->asked));
     else if (*s->note) buf_printf(&out, "%s)\n", s->note);
     else buf_printf(&out, "--mma auto: %s's newest)\n", s->ks.arch->name);
+    if (*s->tuned) buf_printf(&out, "%-24s%s\n", "tile:", s->tuned);
     for (int i = 0; i < n; i++) {
         if (i) buf_puts(&out, "\n");
         plan_print(&s->ks.plan[i], s->ks.arch, &out);
@@ -258,14 +284,18 @@ const char *ptxgen_family_note(const ptxgen_set *s) { return *s->note ? s->note 
 const char *ptxgen_tile_note(const ptxgen_set *s) { return *s->tuned ? s->tuned : NULL; }
 
 int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int n, char *out, size_t len) {
-    long long s_max = 0, h_q = 0;
+    long long s_max = 0, h_q = 0, h_kv = 0, s_q = 0;
     if (!kernel || !out || !len || (n && !sizes)) return 2;
     for (int i = 0; i < n; i++) {
         if (!sizes[i].name) return 2;
         if (!strcmp(sizes[i].name, "h_q")) h_q = sizes[i].value;
+        if (!strcmp(sizes[i].name, "h_kv")) h_kv = sizes[i].value;
+        if (!strcmp(sizes[i].name, "s_q")) s_q = sizes[i].value;
         if (!strncmp(sizes[i].name, "s_", 2) && sizes[i].value > s_max) s_max = sizes[i].value;
     }
-    tuned_shape_class(!strncmp(kernel, "mla_", 4), s_max, h_q, out, len);
+    if (!strcmp(kernel, "attn_fwd") && s_q >= 1 && s_q <= ATTN_DECODE_MAX_SQ && h_kv > 0 && h_q % h_kv == 0 && h_q / h_kv >= 2)
+        snprintf(out, len, "decode sq=%lld g=%lld", s_q, h_q / h_kv);
+    else tuned_shape_class(!strncmp(kernel, "mla_", 4), s_max, h_q, out, len);
     return 0;
 }
 

@@ -102,8 +102,8 @@ static int prepare(const RunOpts *in, int bench, RunOpts *o) {
 /* kind: "cuda" or "sim"; arch: the target when the request names none (NULL: the device's own). */
 /* The problem's shape class (ptxgen_shape_class) from the resolved shape flags. */
 static int shape_class(const RunOpts *o, char *out, size_t len) {
-    ptxgen_size sz[] = {{"s_q", o->s_q}, {"s_k", o->s_k}, {"s_kv", o->s_kv}, {"h_q", o->h_q}};
-    return ptxgen_shape_class(o->req.kernel, sz, 4, out, len);
+    ptxgen_size sz[] = {{"s_q", o->s_q}, {"s_k", o->s_k}, {"s_kv", o->s_kv}, {"h_q", o->h_q}, {"h_kv", o->h_kv}};
+    return ptxgen_shape_class(o->req.kernel, sz, 5, out, len);
 }
 
 static int open_session(Session *ss, const RunOpts *o, const char *kind, const char *arch) {
@@ -121,7 +121,7 @@ static int open_session(Session *ss, const RunOpts *o, const char *kind, const c
         rq.arch = ss->arch;
     }
     if (rq.arch != ss->arch) snprintf(ss->arch, sizeof ss->arch, "%s", rq.arch);   /* the target, for the report */
-    char cls[32];
+    char cls[64];
     if (!shape_class(o, cls, sizeof cls)) rq.shape_class = cls;   /* a tile tune saved for this class is used */
     int rc = ptxgen_build(&rq, &ss->set, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }

@@ -504,6 +504,19 @@ sim_tests() {
         shift 2
         sim_check "sim tcgen05 $f" --arch "$arch" --hdim "$hd" "$@" --sq 250 --sk 700 --hq 4 --hkv 1 --seed $((RANDOM + 1))
     done
+    # decode-shaped GQA: the query heads of a kv head packed into the 128 rows (explicit pack, ragged groups)
+    for f in "64 8 1 8 300 pack=8" "128 16 2 16 300 pack=8 --causal" "64 12 2 5 77 pack=4" "256 6 2 40 200 pack=4 --causal" \
+             "64 32 2 3 500 pack=16 --dtype fp16 --pad 8 --b 2" "128 4 4 70 90 pack=2"; do
+        set -- $f
+        local hd=$1 hq=$2 hkv=$3 sq=$4 sk=$5 tile=$6
+        shift 6
+        sim_check "sim tcgen05 d=$hd h $hq/$hkv s_q $sq $tile $*" --arch sm_100a --hdim $hd --hq $hq --hkv $hkv --sq $sq \
+            --sk $sk --tile $tile "$@" --seed $((RANDOM + 1))
+    done
+    local name="sim tcgen05: a decode shape (s_q 8, GQA 64/8) packs its 8 heads per CTA by itself, saying so"
+    run_cli check --device sim --kernel attn_fwd --arch sm_103a --sq 8 --sk 400 --hq 64 --hkv 8 --causal --seed $((RANDOM + 1))
+    expect_rc "$name" 0 && expect_output "$name" '^tile: pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\)' \
+        '^kernel: attn_fwd_tc_bf16_d128_bm128_bn128_st2_pack8_causal$' 'grid 1x8x1' '^check: PASS' && pass "$name"
     sim_tc_fwd_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" '/tcgen05\.wait::st/ { next } { print }' \
         "tcgen05.mma reads A from TMEM lane"
     sim_tc_fwd_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
@@ -750,6 +763,22 @@ family_tests() {
     expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05 \(--mma auto: sm_100a.s newest\)$' \
         '^  S\.0 +0 +128 +128 +fp32' '^  S\.1 +128 +256 ' '^  P +256 +320 +64 +bf16' '^  O +320 +448 +128 +fp32' \
         '^  softmax +4 ' '^  KV\.1 ' '^verdict: +fits' && pass "$name"
+    name="--plan of a decode shape on sm_100a: the packed tile, its TMEM map and, beside it, what mma.sync would need"
+    run_cli --arch sm_100a --kernel attn_fwd --hq 64 --hkv 8 --sq 8 --plan
+    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8$' \
+        '^tile: +pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\): 1 CTA per kv head' \
+        'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +320 +448 +128 +fp32' \
+        '^beside it: +mma\.sync for this decode shape \(s_q 8 x 8 query heads per kv head = 64 rows\)' \
+        '4 B x 4 m16 tiles x 256 threads x 64 = 262144 B of shared memory, over the 232448 B' && pass "$name"
+    name="emit of a decode shape names the packing on stderr (a shape class, never a silent choice)"
+    run_cli --arch sm_103a --kernel attn_fwd --hq 12 --hkv 1 --sq 3
+    expect_rc "$name" 0 && expect_output "$name" '^\.visible \.entry attn_fwd_tc_bf16_d128_bm128_bn128_st2_pack16\(' \
+        '^ptxgen: tile: pack=16 for the decode shape \(s_q 3, 12 query heads per kv head\): 1 CTA per kv head, each reading K and V once for 12 heads$' \
+        && pass "$name"
+    usage_error "emit with a shape flag it cannot use" "emit and --plan take only --sq, --sk, --hq and --hkv" -- \
+        --arch sm_100a --kernel attn_fwd --b 4
+    usage_error "emit with h_q not a multiple of h_kv" "h_q (6) must be a multiple of h_kv (4)" -- \
+        --arch sm_100a --kernel attn_fwd --hq 6 --hkv 4
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 327760 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
     name="--mma auto on sm_103a: the plan names the family and why"

@@ -151,8 +151,8 @@ class _Device:
 def _shape_class(kernel, **sizes):
     """ptxgen_shape_class: the class a tile saved by `ptxgen tune --save` is kept for."""
     arr = (_Size * len(sizes))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
-    out, lib = ctypes.create_string_buffer(32), _library()
-    return out.value.decode() if not lib.ptxgen_shape_class(kernel.encode(), arr, len(sizes), out, 32) else None
+    out, lib = ctypes.create_string_buffer(64), _library()
+    return out.value.decode() if not lib.ptxgen_shape_class(kernel.encode(), arr, len(sizes), out, 64) else None
 
 
 def _dtype_name(t):
@@ -199,7 +199,7 @@ def _attn_fwd(q, k, v, causal, scale):
     b, s_q, h_q, d = q.shape
     dv = v.shape[-1]
     loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=d, causal=causal,
-                            shape_class=_shape_class("attn_fwd", s_q=s_q, s_k=k.shape[1]))
+                            shape_class=_shape_class("attn_fwd", s_q=s_q, s_k=k.shape[1], h_q=h_q, h_kv=k.shape[2]))
     o = torch.empty(b, s_q, h_q, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse}, scale)

@@ -48,6 +48,10 @@ def test_device_and_load_on_the_sim():
 def test_shape_class():
     assert ptxgen._shape_class("attn_fwd", s_q=300, s_k=5000) == "s<=16k"
     assert ptxgen._shape_class("mla_bwd", h_q=72, s_q=3) == "h<=128"
+    # decode: few query tokens with grouped heads, whose tcgen05 attn_fwd packs the group into a CTA
+    assert ptxgen._shape_class("attn_fwd", s_q=8, s_k=4096, h_q=64, h_kv=8) == "decode sq=8 g=8"
+    assert ptxgen._shape_class("attn_fwd", s_q=17, s_k=4096, h_q=64, h_kv=8) == "s<=4k"
+    assert ptxgen._shape_class("attn_fwd", s_q=8, s_k=4096, h_q=8, h_kv=8) == "s<=4k"
 
 
 def _gpu():
