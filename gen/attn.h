@@ -18,6 +18,7 @@ typedef struct {
     int pingpong;   /* wgmma: consumer warpgroups take turns issuing their products (FA3's ping-pong) */
     int producer;   /* wgmma: warps of the TMA producer (1, or 4: a warpgroup that lends registers by setmaxnreg) */
     int pack;       /* tcgen05 fwd: query heads of one kv head that share a CTA's 128 rows (0 or 1: one head) */
+    int dqbufs;     /* wgmma bwd: dQ staging buffers between the consumers and the dQ writer (0 or 1: one) */
 } AttnTile;
 
 #define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */

@@ -20,6 +20,8 @@
  *     the semaphore of (head, block m) counts the key blocks that add to m before this one, and raises it
  *     when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
  *     without GQA, key block 0 first with), and step over the query blocks in chain order (attn_bwd_math.h).
+ *     With dqbufs=2 the staging alternates between two buffers, so the consumers stage block m+1 while the
+ *     writer still waits its turn for, or adds, block m.
  *
  * The inner loop is bwd_step(); the writer's is dq_writer(). */
 #include "attn_bwd_wg.h"
@@ -50,8 +52,9 @@ typedef struct {
     Reg q_desc, do_desc;              /* B of S^T and dP^T (K-major), slot 0 */
     Reg qt_desc, dot_desc;            /* B of dK and dV: Q and dO read MN-major, slot 0 */
     Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major) */
-    Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging */
-    int dq_off;
+    Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging (buffer 0) */
+    Reg dq_sel;                       /* two buffers: the one the next block is staged in (0 or 1) */
+    int dq_off, dq_bufs, dq_bytes;    /* buffer 0; how many; bytes apart */
     Acc dk, dv;
 } WgBwd;
 
@@ -222,10 +225,19 @@ static void dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
  * every part once all are in. */
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
-    Reg all = kc_imm32(k, 128 * f->cw + 32);
-    INS(e, BAR_SYNC_N, R(kc_imm32(k, BWG_DQ_EMPTY(f->cw))), R(all));   /* the writer's adds read the staging */
+    Reg all = kc_imm32(k, 128 * f->cw + 32), full, empty, base = f->dq_stage;
+    if (f->dq_bufs == 2) {   /* buffer dq_sel: its barriers 2 dq_sel on, its bytes dq_sel dq_bytes on */
+        full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), f->dq_stage = e_reg(e, RC_B32);
+        INS(e, MAD_LO_U32, R(full), R(f->dq_sel), I(2), I(BWG_DQ_FULL(f->cw)));
+        INS(e, ADD_U32, R(empty), R(full), I(1));
+        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->dq_sel), I(f->dq_bytes), R(base));
+        INS(e, XOR_B32, R(f->dq_sel), R(f->dq_sel), I(1));
+    } else empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
+    INS(e, BAR_SYNC_N, R(empty), R(all));                      /* the writer's adds read the staging */
     dq_stage(k, f, dq);
-    INS(e, BAR_ARRIVE_N, R(kc_imm32(k, BWG_DQ_FULL(f->cw))), R(all));
+    if (f->dq_bufs == 1) full = kc_imm32(k, BWG_DQ_FULL(f->cw));
+    INS(e, BAR_ARRIVE_N, R(full), R(all));
+    f->dq_stage = base;
 }
 
 /* The dQ writer (warp 1 of the producer warpgroup; lane 0 issues): per step, once every consumer's part is
@@ -288,13 +300,24 @@ static void dq_writer(Kctx *k, WgBwd *f) {
         INS(e, DIV_U32, R(top_n), R(top_n), I(t->bn));
         INS(e, SUB_U32, R(top_n), R(top_n), I(1));
     }
-    INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
-    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the staging starts free */
-    Reg it = e_reg(e, RC_B32);
+    for (int b = 0; b < f->dq_bufs; b++) {                       /* the staging starts free */
+        if (b) INS(e, SETP_GE_U32, R(p), R(f->blocks.total), I(b + 1));
+        else INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
+        INSP(e, p, 0, BAR_ARRIVE_N, R(b ? kc_imm32(k, BWG_DQ_EMPTY(f->cw) + 2 * b) : empty), R(all));
+    }
+    Reg it = e_reg(e, RC_B32), src0 = k->smem;
     INS(e, MOV_B32, R(it), I(0));
     e_place(e, top);
     INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
     INSP(e, p, 1, BRA_UNI, L(done));
+    if (f->dq_bufs == 2) {   /* block it in buffer it & 1 */
+        Reg sel = e_reg(e, RC_B32);
+        full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), src0 = e_reg(e, RC_B32);
+        INS(e, AND_B32, R(sel), R(it), I(1));
+        INS(e, MAD_LO_U32, R(full), R(sel), I(2), I(BWG_DQ_FULL(f->cw)));
+        INS(e, ADD_U32, R(empty), R(full), I(1));
+        INS(e, MAD_LO_U32, R(src0), R(sel), I(f->dq_bytes), R(k->smem));
+    }
     Reg h, m_start;
     query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
     ChainTurn c = {0};
@@ -313,15 +336,17 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     if (f->ordered) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);            /* the adds after the acquire */
     for (int wg = 0; wg < f->cw; wg++) {
         Reg src = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(src), R(k->smem), I(f->dq_off + wg * 64 * f->dqn * 4));
+        INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * 64 * f->dqn * 4));
         dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
     }
     INS0(e, BULK_COMMIT);
     INS(e, BULK_WAIT_READ, I(0));
     e_place(e, s1);
     INS(e, ADD_U32, R(it), R(it), I(1));
-    INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
-    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* the next step may stage */
+    Reg next = it;                                                /* the block that stages into this buffer next */
+    if (f->dq_bufs == 2) INS(e, ADD_U32, R(next = e_reg(e, RC_B32)), R(it), I(1));
+    INS(e, SETP_LT_U32, R(p), R(next), R(f->blocks.total));
+    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* which may stage now */
     if (f->ordered) {
         INSP(e, l0, 1, BRA, L(s2));
         INS(e, BULK_WAIT, I(0));                                  /* the adds are complete ... */
@@ -449,6 +474,7 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));
         INS(e, ADD_U32, R(f->dq_stage), R(f->dq_stage), I(f->dq_off));
         INS(e, MOV_B32, R(f->ds_buf), I(0));
+        if (f->dq_bufs == 2) INS(e, MOV_B32, R(f->dq_sel = e_reg(e, RC_B32)), I(0));
     }
     acc_new(k, &f->dk, 1, d->d / 8);
     acc_new(k, &f->dv, 1, d->dv / 8);
@@ -473,8 +499,12 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
         fprintf(stderr, "ptxgen internal: the attn_bwd ring's slots are not evenly spaced\n");
         abort();
     }
-    if (f.dq)
-        f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off, f.dq_off = plan_region(p, "dQ");
+    if (f.dq) {
+        f.ds_off = plan_region(p, "dS.0"), f.ds_other = plan_region(p, "dS.1") - f.ds_off;
+        f.dq_bufs = bwg_dq_bufs(t);
+        f.dq_off = plan_region(p, f.dq_bufs == 2 ? "dQ.0" : "dQ");
+        f.dq_bytes = f.dq_bufs == 2 ? plan_region(p, "dQ.1") - f.dq_off : 0;
+    }
     int nb = BWG_NBARS(t->stages);
     Reg bar[BWG_NBARS(3)];
     Opnd counts[BWG_NBARS(3)];

@@ -10,7 +10,9 @@
 /* named barriers: 0 the CTA's, 1 the consumers', 2.. each consumer warpgroup's; then, with the dQ writer,
  * dQ staged (consumers arrive, the writer waits) and dQ staging free (the writer arrives, consumers wait) */
 #define BWG_DQ_FULL(cw) (2 + (cw))
-#define BWG_DQ_EMPTY(cw) (3 + (cw))
+#define BWG_DQ_EMPTY(cw) (3 + (cw))   /* buffer b's: these + 2 b */
+/* dQ staging buffers: with two, the consumers stage a block while the writer still adds the one before */
+static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
 /* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */

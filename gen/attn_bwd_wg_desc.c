@@ -15,6 +15,9 @@ const TileKey attn_bwd_wg_keys[] = {
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
      "1: bit-identical across runs: d 64/128 add dQ in key-block order (a dQ-writer warp waits on a semaphore per "
      "query block); other d take the mma.sync family's dQ kernel, which recomputes dQ per query block"},
+    {"dqbufs", offsetof(AttnTile, dqbufs), {1, 2}, 2, "dQ staging buffers in shared memory between the consumers and "
+     "the dQ writer: 2 lets the consumers stage a query block while the writer still adds (or, deterministic, waits "
+     "its turn for) the one before"},
 };
 const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg_keys[0]);
 
@@ -22,7 +25,7 @@ const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg
  * warpgroup) splits by rows, d=128 over 64 so that dK, dV, S^T and dP^T fit 240 registers. */
 AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = d <= 64 ? 128 : 64, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0};
+    return (AttnTile){.bm = d <= 64 ? 128 : 64, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0, .dqbufs = 1};
 }
 
 int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -66,8 +69,11 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
     if (bwg_main_dq(d)) {
         plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
         plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
-        plan_add_region(p, "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ part, 128B-swizzled boxes of 32 "
-                        "columns, which the dQ writer sends to the accumulator by one TMA reduce-add per box");
+        plan_add_region(p, bwg_dq_bufs(t) == 2 ? "dQ.0" : "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ "
+                        "part, 128B-swizzled boxes of 32 columns, which the dQ writer sends to the accumulator by one TMA "
+                        "reduce-add per box");
+        if (bwg_dq_bufs(t) == 2)
+            plan_add_region(p, "dQ.1", cw * 64 * dqn * 4, 1024, "the same for odd query blocks");
     }
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
@@ -98,8 +104,8 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     int cw = bwg_consumers(t), pr = wg_producer_regs(cw, 4);
     *ks = (KernelSpec){.block = {(unsigned)bwg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = pr ? 1 : 0, .max_regs = pr ? 0 : (unsigned)wg_consumer_regs(cw, 4)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, bwg_dq_bufs(t) == 2 ? "_dq2" : "", d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     if (bwg_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the wgmma attn_bwd: build, GPU checks (ragged, causal, GQA, fp16, padded strides,
 # deterministic, tiles), sim-vs-GPU cross-checks, sanitizers, then the peer benchmark and a tile sweep.
-# usage: scripts/device_bwd_wg.sh [check|bench|all|det] [bench tiles...]; logs under $OUT
+# usage: scripts/device_bwd_wg.sh [check|bench|all|det|dqbufs] [bench tiles...]; logs under $OUT
+# dqbufs: two dQ staging buffers (tile key dqbufs) against one, checks then ptxgen bench alternating
 # det: the deterministic path alone (dQ added in key-block order): its checks, sanitizers, and the bench rows
 # of deterministic=1 beside deterministic=0 of the same shape, with the peers, in one run
 set -u
@@ -19,6 +20,31 @@ run() {   # run <mode> <args...>
         fail=$((fail + 1)); echo "FAIL $m $*"; echo "$out" | tail -8 | sed 's/^/    /'
     fi
 }
+if [ "$mode" = dqbufs ]; then   # two dQ staging buffers (tile key dqbufs) against one: checks, then A/B in one call
+    for t in dqbufs=2 dqbufs=2,deterministic=1; do
+        for d in 64 128; do
+            run check --hdim $d --causal --tile $t --sq 77 --sk 1537 --hq 16 --hkv 2 --b 2 --pad 8
+            run check --hdim $d --tile $t --sq 1537 --sk 1000 --hq 4 --hkv 1 --dtype fp16
+        done
+        run check --hdim 64 --tile $t --b 2 --sq 4096 --sk 4096 --hq 16 --hkv 16 --ref gpu
+        run xcheck --hdim 64 --causal --tile $t --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
+    done
+    echo "wgmma attn_bwd dqbufs=2 checks: $pass passed, $fail failed"
+    timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
+        --tile deterministic=1,dqbufs=2 --hdim 64 --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_dq2.log" 2>&1
+    echo "sanitizer racecheck [dqbufs=2 deterministic=1 d64] rc=$? :: $(grep -E 'RACECHECK SUMMARY|check:' "$OUT/san_dq2.log" | tr '\n' ' ')"
+    for rep in 1 2; do
+        for sh in "64 64 64" "64 64 64 --causal" "128 32 32" "128 32 32 --causal" "128 64 8 --causal"; do
+            set -- $sh
+            for det in 0 1; do for nb in 1 2; do
+                r=$(timeout 60 ./ptxgen bench --kernel attn_bwd --mma wgmma --b 4 --sq 4096 --sk 4096 --hdim $1 --hq $2 \
+                    --hkv $3 ${4:-} --tile deterministic=$det,dqbufs=$nb --iters 20 --warmup 3 2>&1 | grep -E 'bench:|ptxgen:' | head -1)
+                echo "[rep $rep d=$1 h=$2/$3 ${4:-} det=$det dqbufs=$nb] $r"
+            done; done
+        done
+    done
+    exit 0
+fi
 if [ "$mode" = det ]; then
     for d in 64 128; do
         for c in "" "--causal"; do

@@ -231,14 +231,15 @@ sim_mla_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
-# sim_bwd_wg_mutant NAME EDIT PHRASE: the wgmma attn_bwd (d 64, deterministic=1: dQ added in key-block order)
-# edited by the awk program EDIT must fail on the sim with PHRASE. A semaphore that never reaches its count
-# spins: the step limit turns that into an error naming the loop.
+# sim_bwd_wg_mutant NAME EDIT PHRASE [TILE]: the wgmma attn_bwd (d 64, TILE or deterministic=1: dQ added in
+# key-block order) edited by the awk program EDIT must fail on the sim with PHRASE. A semaphore that never reaches
+# its count spins: the step limit turns that into an error naming the loop.
 sim_bwd_wg_mutant() {
-    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim 64 --tile deterministic=1)
+    local name=$1 edit=$2 phrase=$3 tile=${4:-deterministic=1}
+    local gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile")
     "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
     if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim 64 --tile deterministic=1 \
+    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile" \
         --sq 130 --sk 200 --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
@@ -547,7 +548,7 @@ sim_tests() {
     done; done; done
     # every tile key off its default; s_q spans several ring turns so the phases and the dS buffers wrap
     for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "64 bn=64,bm=64,stages=3,deterministic=1" "64 bn=64,bm=64" \
-             "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1"; do
+             "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1" "64 dqbufs=2" "128 dqbufs=2,deterministic=1"; do
         set -- $f
         for c in "" --causal; do
             sim_bwd "sim wgmma bwd d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 700 --sk 200 --hq 2 --hkv 1 \
@@ -561,6 +562,13 @@ sim_tests() {
         PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd deterministic d=128 $h b=2 ragged ${c:-noncausal}, 2 CTAs per SM" \
             --arch sm_90a --hdim 128 --tile deterministic=1 $c --b 2 --sq 200 --sk 333 $h --seed $((RANDOM + 1))
     done; done
+    for c in "" --causal; do   # two dQ staging buffers: the consumers run a block ahead of a waiting writer
+        PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd deterministic dqbufs=2 d=64 GQA b=2 ragged ${c:-noncausal}, 2 CTAs per SM" \
+            --arch sm_90a --hdim 64 --tile deterministic=1,dqbufs=2 $c --b 2 --sq 300 --sk 333 --hq 4 --hkv 2 --seed $((RANDOM + 1))
+    done
+    sim_bwd_wg_mutant "sim mutant wgmma bwd dqbufs=2: the writer takes every block from buffer 0" \
+        '/dQ writer/ { w = 1 } w && /and\.b32 %r[0-9]+, %r[0-9]+, 1;/ && !done { sub(/, 1;/, ", 0;"); done = 1 } { print }' \
+        'deadlock' deterministic=1,dqbufs=2
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the semaphore is never raised" \
         '/red\.release\.gpu\.global\.add\.u32/ { sub(/%r[0-9]+;/, "0;") } { print }' \
         'endless loop'
