@@ -25,6 +25,8 @@ void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_til
 void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
 /* q, k, v, do alone (a main kernel that takes lse and delta from the stats blocks) */
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d);
+/* the TMA map over the stats workspace: the blocks of bm (64 or 128) rows as rows of 2 bm fp32, one per copy */
+void bwd_stats_map(KernelSpec *ks, int bm);
 
 /* What the set's row kernels and workspaces follow from its main kernel. */
 typedef struct {
@@ -63,6 +65,8 @@ typedef struct {
     void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
     BwdFeed feed;
 } BwdMain;
+/* The deterministic dQ kernel another family's set takes: the mma.sync family's, at that family's default tile. */
+AttnDesc bwd_dq_desc(const AttnDesc *d);
 int  bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans);
 /* the stats workspace's bytes for blocks of `block` rows */
 #define BWD_STATS_BYTES "b * h_q * cdiv(s_q, %d) * %d"

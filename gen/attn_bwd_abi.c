@@ -25,3 +25,13 @@ void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
     abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
     abi_workspace(ks, "delta", "rowsum(dO * O), read here");
 }
+
+void bwd_stats_map(KernelSpec *ks, int bm) {
+    static const char *const b64[] = {"128", "b * h_q * cdiv(s_q, 64)", "512"};
+    static const char *const b128[] = {"256", "b * h_q * cdiv(s_q, 128)", "1024"};
+    const char *const *x = bm == 64 ? b64 : b128;
+    TensorMapSpec m = {.param = "stats_map", .tensor = "stats", .dtype = "fp32", .rank = 2, .dims = {x[0], x[1]},
+                       .strides = {x[2]}, .box = {2 * bm, 1}, .elem_strides = {1, 1}, .swizzle = "none",
+                       .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, "stats", "TMA map over the stats workspace, one row (a block's lse, then its delta) per copy", m);
+}

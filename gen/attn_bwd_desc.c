@@ -68,6 +68,13 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
+AttnDesc bwd_dq_desc(const AttnDesc *d) {
+    AttnDesc q = *d;
+    q.tile = attn_bwd_default_tile(d->arch, d->d);
+    q.tile.deterministic = 1;
+    return q;
+}
+
 int bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans) {
     bwd_rows_plan(d, &plans[BWD_PRE], "pre (delta)");
     main->plan(d, &plans[BWD_MAIN]);

@@ -127,15 +127,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", t->bm, dos);
     wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
     wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
-    {   /* the stats blocks as rows of 2 bm fp32: one row per step */
-        static const char *const b64[] = {"128", "b * h_q * cdiv(s_q, 64)", "512"};
-        static const char *const b128[] = {"256", "b * h_q * cdiv(s_q, 128)", "1024"};
-        const char *const *x = t->bm == 64 ? b64 : b128;
-        TensorMapSpec m = {.param = "stats_map", .tensor = "stats", .dtype = "fp32", .rank = 2, .dims = {x[0], x[1]},
-                           .strides = {x[2]}, .box = {2 * t->bm, 1}, .elem_strides = {1, 1}, .swizzle = "none",
-                           .interleave = "none", .oob_fill = "zero"};
-        abi_tensor_map(ks, "stats", "TMA map over the stats workspace, one row (a block's lse, then its delta) per copy", m);
-    }
+    bwd_stats_map(ks, t->bm);
     if (bwg_main_dq(d)) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
         static const char *const d64[] = {"64", "256", "s_q * 256", "h_q * s_q * 256"};
         static const char *const d128[] = {"128", "512", "s_q * 512", "h_q * s_q * 512"};
@@ -156,22 +148,15 @@ static BwdMain wg_main(const AttnDesc *d) {
     return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, {d->tile.bm, bwg_ordered(d)}};
 }
 
-/* The deterministic dQ kernel is the mma.sync family's, at that family's default tile. */
-static AttnDesc dq_desc(const AttnDesc *d) {
-    AttnDesc q = *d;
-    q.tile = attn_bwd_default_tile(d->arch, d->d);
-    q.tile.deterministic = 1;
-    return q;
-}
 
 int attn_bwd_wg_plan(const AttnDesc *d, Plan *plans) {
-    AttnDesc q = dq_desc(d);
+    AttnDesc q = bwd_dq_desc(d);
     BwdMain m = wg_main(d);
     return bwd_set_plan(d, &q, &m, plans);
 }
 
 void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
-    AttnDesc q = dq_desc(d);
+    AttnDesc q = bwd_dq_desc(d);
     BwdMain m = wg_main(d);
     bwd_set_build(d, &q, &m, ks, module);
 }
