@@ -68,6 +68,13 @@ int  attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_bwd_plan(const AttnDesc *d, Plan *plans);
 /* Specs, workspaces and the module of the whole set. */
 void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
+/* attn_bwd, tcgen05 family (sm_100a / sm_103a): the same set around a main kernel with dK, dV in TMEM */
+extern const TileKey attn_bwd_tc_keys[];
+extern const int attn_bwd_tc_nkeys;
+AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d);
+int  attn_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  attn_bwd_tc_plan(const AttnDesc *d, Plan *plans);
+void attn_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 /* attn_bwd, wgmma family (sm_90a): the same set around a warp-specialised wgmma main kernel */
 extern const TileKey attn_bwd_wg_keys[];
 extern const int attn_bwd_wg_nkeys;

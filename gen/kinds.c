@@ -28,6 +28,12 @@ static const KernelKind kinds[] = {
      "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
      attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, 0},
+    {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
+     "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
+     "with M = 64 added by vector atomics, or deterministic by the mma.sync dQ kernel): delta, main, dQ convert "
+     "kernels; bf16/fp16, d 64|128, causal, GQA/MQA", FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys,
+     attn_bwd_tc_default_tile, attn_bwd_tc_check_tile, attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, bwd_hdims,
+     2, 128, 0, 1, 0},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, 1},

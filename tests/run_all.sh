@@ -255,6 +255,17 @@ sim_tc_fwd_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
+# sim_tc_bwd_mutant NAME AWK PHRASE: the tcgen05 attn_bwd set (sm_100a, d 64) edited by the awk program AWK
+# must fail on the sim naming PHRASE
+sim_tc_bwd_mutant() {
+    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_bwd --arch sm_100a --hdim 64)
+    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
+    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_100a --hdim 64 --sq 200 --sk 130 \
+        --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
 # sim_mla_bwd NAME ARGS...: check of mla_bwd on the sim must pass
 sim_mla_bwd() {
     local name=$1
@@ -525,6 +536,29 @@ sim_tests() {
         "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while"
     unset PTXGEN_SIM_STRICT
 
+    section "sim device: attn_bwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
+    export PTXGEN_SIM_STRICT=1
+    for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
+        for shape in "--sq 77 --sk 130 --hq 4 --hkv 2" "--sq 130 --sk 77 --hq 2 --hkv 1 --pad 8" "--sq 1 --sk 65 --hq 2 --hkv 2" \
+                     "--b 2 --sq 200 --sk 333 --hq 3 --hkv 1"; do
+            sim_bwd "sim tcgen05 bwd d=$d $t ${c:-noncausal} $shape" --arch sm_100a --hdim $d --dtype $t $c $shape \
+                --seed $((RANDOM + 1))
+        done
+    done; done; done
+    for f in "sm_103a 128 --causal" "sm_103a 64 --tile deterministic=1" "sm_100a 128 --tile deterministic=1 --causal" \
+             "sm_100a 64 --tile stages=1 --causal" "sm_100a 128 --tile stages=3,deterministic=1"; do
+        set -- $f
+        local arch=$1 hd=$2
+        shift 2
+        sim_bwd "sim tcgen05 bwd $f" --arch "$arch" --hdim "$hd" "$@" --sq 300 --sk 200 --hq 4 --hkv 2 --seed $((RANDOM + 1))
+    done
+    sim_tc_bwd_mutant "planted tcgen05 bwd: P^T read by the dV MMA before its tcgen05.st waited" \
+        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane"
+    sim_tc_bwd_mutant "planted tcgen05 bwd: dQ read out while the step's MMAs may still run" \
+        '/wait: the step.s MMAs done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
+        "TMEM race|tcgen05.ld reads TMEM lane"
+    unset PTXGEN_SIM_STRICT
+
     section "sim device: attn_bwd at small ragged shapes against the float64 reference"
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
         for shape in "--sq 77 --sk 130 --hq 4 --hkv 2" "--sq 130 --sk 77 --hq 2 --hkv 1 --pad 8" "--sq 1 --sk 65 --hq 2 --hkv 2"; do
@@ -537,7 +571,7 @@ sim_tests() {
         sim_bwd "sim bwd bm=128,bn=128,warps=8 d=64 MQA ${c:-noncausal}" --hdim 64 --tile bm=128,bn=128,warps=8 $c --sq 140 --sk 260 --hq 3 --hkv 1
     done
     sim_bwd "sim bwd sm_80 d=128 b=2" --arch sm_80 --hdim 128 --b 2 --sq 70 --sk 90 --causal
-    sim_bwd "sim bwd sm_100a d=64" --arch sm_100a --hdim 64 --sq 90 --sk 70 --causal
+    sim_bwd "sim bwd sm_100a d=64 (mma.sync)" --arch sm_100a --mma sync --hdim 64 --sq 90 --sk 70 --causal
 
     section "sim device: attn_bwd in the wgmma family (sm_90a) against the float64 reference"
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
@@ -754,17 +788,15 @@ family_tests() {
     usage_error "--mma wgmma on sm_90" "sm_90 has mma.sync only; wgmma needs sm_90a" -- --arch sm_90 --kernel attn_fwd --mma wgmma
     usage_error "--mma tcgen05 on sm_90a" "sm_90a has mma.sync and wgmma; tcgen05 needs sm_100a or sm_103a" -- \
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
-    usage_error "--mma tcgen05 for attn_bwd on sm_100a" "attn_bwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
-        --arch sm_100a --kernel attn_bwd --mma tcgen05
     usage_error "--mma tcgen05 for mla_fwd on sm_103a" "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
         --arch sm_103a --kernel mla_fwd --mma tcgen05
     usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
     usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma
 
     name="--mma auto on sm_100a falls back to mma.sync, saying so in one line"
-    run_cli --arch sm_100a --kernel attn_bwd
+    run_cli --arch sm_100a --kernel mla_fwd
     expect_rc "$name" 0 && expect_output "$name" '^\.target sm_100a$' && if [ "$(grep -c '' "$TMP/err")" = 1 ] &&
-        grep -qx 'ptxgen: note: --mma auto: attn_bwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
+        grep -qx 'ptxgen: note: --mma auto: mla_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
     then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
     name="--mma auto on sm_100a picks the tcgen05 attn_fwd: the TMEM map, roles and shared memory in the plan"
     run_cli --arch sm_100a --kernel attn_fwd --plan
@@ -1049,7 +1081,7 @@ list_test() {
     expect_output "$name" \
         '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
         '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' \
-        '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^  attn_fwd +tcgen05 *: sm_100a sm_103a$' \
+        '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^  attn_fwd +tcgen05 *: sm_100a sm_103a$' '^  attn_bwd +tcgen05 *: sm_100a sm_103a$' \
         '^tile keys for mla_bwd, tcgen05' '^tile keys for attn_fwd, tcgen05' &&
         if grep -q "not implemented" "$TMP/out"; then fail "$name" "still says 'not implemented'"; else pass "$name"; fi
 }

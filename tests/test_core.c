@@ -179,27 +179,27 @@ static void test_families(void) {
     check_text("pick tcgen05 on sm_120 names what the arch has", err,
                "sm_120 has mma.sync only; tcgen05 needs sm_100a or sm_103a");
     rq.arch = "sm_103a";
-    rq.kernel = "attn_bwd";
+    rq.kernel = "mla_fwd";
     rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
-    check_text("pick tcgen05 for attn_bwd on sm_103a names the kernel's families", err,
-               "attn_bwd has no tcgen05 generator yet (families: mma.sync and wgmma)");
+    check_text("pick tcgen05 for mla_fwd on sm_103a names the kernel's families", err,
+               "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)");
     rq.kernel = "attn_fwd";
     rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
     check(!rc && fam && !strcmp(fam, "tcgen05") && !*note, "pick tcgen05 for attn_fwd on sm_103a", "rc %d err '%s'", rc, err);
 
     ptxgen_kind k;
-    /* four kernels in mma.sync, all four also in wgmma, attn_fwd and mla_bwd also in tcgen05 */
-    int n = ptxgen_num_kinds(), ok = n == 10, tc = 0, wg = 0;
+    /* four kernels in mma.sync, all four also in wgmma, attn_fwd, attn_bwd and mla_bwd also in tcgen05 */
+    int n = ptxgen_num_kinds(), ok = n == 11, tc = 0, wg = 0;
     for (int i = 0; ok && i < n; i++) {
         ok = !ptxgen_kind_info(i, &k);
         if (ok && strcmp(k.family, "mma.sync")) {
-            tc += !strcmp(k.family, "tcgen05") && (!strcmp(k.kernel, "mla_bwd") || !strcmp(k.kernel, "attn_fwd"));
+            tc += !strcmp(k.family, "tcgen05") && strcmp(k.kernel, "mla_fwd");
             wg += !strcmp(k.family, "wgmma");
         } else ok = ok && !strcmp(k.family, "mma.sync");
     }
-    check(ok && tc == 2 && wg == 4, "kind table: four kernels in mma.sync and in wgmma, attn_fwd and mla_bwd in tcgen05 too",
+    check(ok && tc == 3 && wg == 4, "kind table: four kernels in mma.sync and in wgmma, all but mla_fwd in tcgen05 too",
           "%d kinds, %d tcgen05, %d wgmma", n, tc, wg);
-    check(ptxgen_kind_on_arch(0, "sm_100") && !ptxgen_kind_on_arch(0, "sm_99") && !ptxgen_kind_on_arch(9, "sm_90"),
+    check(ptxgen_kind_on_arch(0, "sm_100") && !ptxgen_kind_on_arch(0, "sm_99") && !ptxgen_kind_on_arch(10, "sm_90"),
           "ptxgen_kind_on_arch", "wrong");
 }
 

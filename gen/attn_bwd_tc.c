@@ -1,0 +1,393 @@
+/* attn_bwd main kernel, tcgen05 family (sm_100a / sm_103a): dK and dV of one
+ * block of 128 keys in TMEM, dQ by atomics.
+ *
+ *   for each CTA (keys [n0, n0 + 128) of kv head kvh, batch b):
+ *     producer (warp 5, lane 0): K, V once; per query block m (every query head of the kv
+ *       head's group, every block that sees the keys) Q_m, dO_m and the block's lse and delta
+ *       (one TMA copy of the stats block the pre kernel padded) into a ring of `stages` slots
+ *     issuer (warp 4, lane 0), per m:
+ *       S^T  = K Q_m^T;  dP^T = V dO_m^T        SS MMAs, M = 128 keys, N = 64 queries
+ *       once P^T and dS^T are in:
+ *       dV  += P^T dO_m;  dK += dS^T Q_m         TS MMAs: P^T, dS^T from TMEM (over S^T, dP^T)
+ *       dQ_m = dS K                              SS, M = 64: dS from the threads' rows in shared memory
+ *     compute (warps 0-3; thread r owns key n0 + r, TMEM lane r), per m:
+ *       P^T = exp2(scale log2(e) S^T - log2(e) lse_m)   (masked first where causal needs it)
+ *       dS^T = P^T o (dP^T - delta_m)
+ *       dQ_{m-1} out of TMEM by red.global.add into the fp32 accumulator (its convert scales it)
+ *     epilogue: dK scaled, dK and dV rounded to dk and dv
+ *   deterministic=1: no dQ here (the mma.sync dQ kernel recomputes it), no dS buffer.
+ *
+ * A step's MMAs start once the last step's are done (the issuer waits on its own commit), so S^T of
+ * m+1 never overwrites P^T of m in flight: a first schedule, correct before fast. The roles join by
+ * mbarriers only (attn_bwd_tc.h); their steps are produce_step(), issue_step() and compute_step(). */
+#include "attn_bwd_tc.h"
+#include <math.h>
+#include <string.h>
+#include "attn_bwd_math.h"
+#include "../templates/mbar.h"
+
+typedef struct {
+    const AttnDesc *d;
+    int stages, dq, k_off, v_off, q_off, do_off, st_off, slot, ds_off;
+    int c_s, c_dp, c_dv, c_dk, c_dq;  /* TMEM columns */
+    Reg bar[TCB_NBARS(3)];
+    Reg taddr, tq, leader;
+    Reg b, kvh, key0, s_q, s_k, off, group;
+    QueryBlocks blocks;
+    /* issuer */
+    Reg yes, no;
+    /* compute */
+    Reg key, scale_log2;
+} TcBwd;
+
+static Reg bit0(Kctx *k, Reg n) {
+    Reg p = e_reg(&k->e, RC_B32);
+    INS(&k->e, AND_B32, R(p), R(n), I(1));
+    return p;
+}
+
+/* The CTA's keys, kv head, batch, and the query blocks that see them. */
+static void problem(Kctx *k, TcBwd *f) {
+    Emit *e = &k->e;
+    f->b = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->key0 = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(f->b), SR("%ctaid.z"));
+    INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
+    INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(TCB_BN));
+    f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+    f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    query_blocks(k, f->d->causal, TCB_BM, TCB_BN, f->key0, f->s_q, f->off, f->group, &f->blocks);
+}
+
+/* Ring slot of step it: its byte offset from slot 0, full and empty barriers, the full barrier's parity. */
+static Reg slot_of(Kctx *k, TcBwd *f, Reg it, Reg *full, Reg *parity, Reg *empty) {
+    return wg_ring_slot(k, f->bar[TCB_FULL(f->stages)], f->bar[TCB_EMPTY(f->stages)], f->stages, it, f->slot, full,
+                        parity, empty);
+}
+
+/* ---- producer ---- */
+
+/* The stats block of (head h, rows from m_start): TCB_BM lse then TCB_BM delta, one row of the stats map. */
+static void copy_stats(Kctx *k, TcBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
+    Emit *e = &k->e;
+    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(nblk), R(f->s_q), I(TCB_BM - 1));
+    INS(e, DIV_U32, R(nblk), R(nblk), I(TCB_BM));
+    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, DIV_U32, R(blk), R(m_start), I(TCB_BM));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
+    INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
+    Reg c[2] = {kc_imm32(k, 0), idx};
+    INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
+}
+
+static void produce_step(Kctx *k, void *ctx, Reg it, int masked) {
+    TcBwd *f = ctx;
+    (void)masked;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg h, m_start, full, parity, empty, st = e_reg(e, RC_B64);
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+    Reg stage = slot_of(k, f, it, &full, &parity, &empty);
+    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+    mbar_wait(k, empty, parity, 0);
+    int past = umma_leader_only(k, f->leader);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(TCB_BM * (d->d + d->dv) * 2 + 8 * TCB_BM));
+    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TCB_BM, d->d, stage, h, m_start, f->b, full);
+    wg_tma_rows(k, kc_tmap(k, "do_map"), f->do_off, TCB_BM, d->dv, stage, h, m_start, f->b, full);
+    copy_stats(k, f, h, m_start, stage, full);
+    e_place(e, past);
+}
+
+/* Every lane of the warp steps through the ring (it stays converged for the kernel's last barrier);
+ * lane 0 issues the copies. */
+static void producer(Kctx *k, TcBwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
+    f->leader = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TCB_PRODUCER));
+    int past = umma_leader_only(k, f->leader);
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCB_KV], 0), I(TCB_BN * (d->d + d->dv) * 2));
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, TCB_BN, d->d, zero, f->kvh, f->key0, f->b, f->bar[TCB_KV]);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, TCB_BN, d->dv, zero, f->kvh, f->key0, f->b, f->bar[TCB_KV]);
+    e_place(e, past);
+    query_loop(k, &f->blocks, produce_step, f, 0);
+}
+
+/* ---- MMA issuer ---- */
+
+/* acc (+)= A B^T over `cols` of K-major operands, 16 at a time along the 128B slabs (a slab of A is a_rows
+ * rows, of B b_rows rows). */
+static void mma_kmajor(Kctx *k, TcBwd *f, int col, Reg a, int a_rows, Reg b, int b_rows, int cols, uint32_t idesc) {
+    for (int c = 0; c < cols / 16; c++) {
+        int in = 32 * (c % 4);
+        INS(&k->e, TC_MMA_1_F16_SS, A(f->taddr, col), R(umma_desc_at(k, a, (c / 4) * a_rows * 128 + in)),
+            R(umma_desc_at(k, b, (c / 4) * b_rows * 128 + in)), R(kc_imm32(k, idesc)), R(c ? f->yes : f->no));
+    }
+}
+
+/* Step it: once the slot landed and the last step's products are done (S^T and dP^T hold P^T and dS^T
+ * until then), S^T and dP^T; once P^T and dS^T are in, dV, dK and dQ; then the slot is free. */
+static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
+    TcBwd *f = ctx;
+    (void)masked;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    DType dt = d->dtype;
+    Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32), acc = e_reg(e, RC_PRED);
+    Reg stage = slot_of(k, f, it, &full, &parity, &empty);
+    umma_wait(k, full, parity);
+    int fresh = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(it), I(0));
+    INSP(e, first, 0, BRA_UNI, L(fresh));
+    INS(e, SUB_U32, R(prev), R(it), I(1));
+    umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
+    e_place(e, fresh);
+    Reg kd = umma_desc(k, f->k_off, umma_kmajor128()), vd = umma_desc(k, f->v_off, umma_kmajor128());
+    Reg qd = wg_desc_plus(k, umma_desc(k, f->q_off, umma_kmajor128()), stage);
+    Reg dod = wg_desc_plus(k, umma_desc(k, f->do_off, umma_kmajor128()), stage);
+    int past = umma_leader_only(k, f->leader);
+    uint32_t i_sd = umma_idesc_f16(dt, TCB_BN, TCB_BM, 0, 0);
+    mma_kmajor(k, f, f->c_s, kd, TCB_BN, qd, TCB_BM, d->d, i_sd);      /* S^T = K Q^T */
+    mma_kmajor(k, f, f->c_dp, vd, TCB_BN, dod, TCB_BM, d->dv, i_sd);   /* dP^T = V dO^T */
+    INS(e, TC_COMMIT_1, A(f->bar[TCB_SD(f->stages)], 0));
+    e_place(e, past);
+    umma_wait(k, f->bar[TCB_PDS(f->stages)], bit0(k, it));
+    INS(e, SETP_NE_U32, R(acc), R(it), I(0));                           /* dV and dK start from step 0's products */
+    past = umma_leader_only(k, f->leader);
+    Reg dom = wg_desc_plus(k, umma_desc(k, f->do_off, umma_mn128(TCB_BM)), stage);
+    Reg qm = wg_desc_plus(k, umma_desc(k, f->q_off, umma_mn128(TCB_BM)), stage);
+    Reg i_dv = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->dv, 0, 1)), i_dk = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->d, 0, 1));
+    for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dV += P^T dO */
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dv), A(f->taddr, f->c_s + 8 * kk), R(umma_desc_at(k, dom, kk * 16 * 128)),
+            R(i_dv), R(kk ? f->yes : acc));
+    for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dK += dS^T Q */
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dk), A(f->taddr, f->c_dp + 8 * kk), R(umma_desc_at(k, qm, kk * 16 * 128)),
+            R(i_dk), R(kk ? f->yes : acc));
+    if (f->dq) {                                                        /* dQ = dS K: M = 64 queries, K = 128 keys */
+        Reg dsd = umma_desc(k, f->ds_off, umma_mn_rows(2 * TCB_BM)), km = umma_desc(k, f->k_off, umma_mn128(TCB_BN));
+        Reg i_dq = kc_imm32(k, umma_idesc_f16(dt, TCB_BM, d->d, 1, 1));
+        for (int kk = 0; kk < TCB_BN / 16; kk++)
+            INS(e, TC_MMA_1_F16_SS, A(f->taddr, f->c_dq), R(umma_desc_at(k, dsd, kk * 16 * 2 * TCB_BM)),
+                R(umma_desc_at(k, km, kk * 16 * 128)), R(i_dq), R(kk ? f->yes : f->no));
+    }
+    INS(e, TC_COMMIT_1, A(f->bar[TCB_DONE(f->stages)], 0));
+    INS(e, TC_COMMIT_1, A(empty, 0));
+    e_place(e, past);
+}
+
+static void issuer(Kctx *k, TcBwd *f) {
+    Emit *e = &k->e;
+    f->leader = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TCB_ISSUER));
+    f->yes = umma_const_pred(k, 1), f->no = umma_const_pred(k, 0);
+    umma_wait(k, f->bar[TCB_KV], kc_imm32(k, 0));
+    query_loop(k, &f->blocks, issue_step, f, 0);
+}
+
+/* ---- compute ---- */
+
+/* this thread's n TMEM columns from col (a register address: its lane) into v, 16 at a time */
+static void tmem_load(Kctx *k, Reg col, int off, Reg *v, int n) {
+    for (int c = 0; c < n; c += 16) INS(&k->e, TC_LD_32X32B_X16, V(16, v + c), A(col, off + c));
+    INS0(&k->e, TC_WAIT_LD);
+}
+
+/* dQ of step it (M=64, Layout F: query row 16 w + lane of warp w's lanes 0-15) added into the accumulator
+ * [b, h_q, s_q, d], rows below s_q only. */
+static void dq_out(Kctx *k, TcBwd *f, Reg it) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg h, m_start, row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), lo = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32);
+    query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+    e_comment(e, "wait: the step's MMAs done, dQ among them");
+    umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, it));
+    INS(e, MAD_LO_U32, R(row), R(k->warp), I(16), R(m_start));
+    INS(e, ADD_U32, R(row), R(row), R(k->lane));
+    INS(e, SETP_LT_U32, R(lo), R(k->lane), I(16));
+    INS(e, SELP_B32, R(row), R(row), R(f->s_q), R(lo));                 /* lanes 16-31 hold no row of dQ */
+    INS(e, SETP_LT_U32, R(ok), R(row), R(f->s_q));
+    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(f->s_q), R(row));
+    Reg a = e_reg(e, RC_B64);
+    INS(e, MUL_WIDE_U32, R(a), R(idx), I(4 * d->d));
+    INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "dq_accum")));
+    for (int c = 0; c < d->d; c += 16) {
+        Reg v[16];
+        for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
+        tmem_load(k, f->tq, f->c_dq + c, v, 16);
+        for (int i = 0; i < 16; i += 4)
+            INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(a, 4 * (c + i)), V4(v[i], v[i + 1], v[i + 2], v[i + 3]));
+    }
+}
+
+/* Step it: P^T and dS^T of this thread's key from S^T and dP^T, the step before's dQ out, then P^T and dS^T
+ * into TMEM (over S^T and dP^T) and dS^T into its shared row. */
+static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
+    TcBwd *f = ctx;
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    e_comment(e, "compute a query block: %s", masked ? "causal, masked" : "fully visible");
+    Reg s[TCB_BM], dp[TCB_BM], p[TCB_BM / 2], ds[TCB_BM / 2], full, parity, empty;
+    for (int i = 0; i < TCB_BM; i++) s[i] = e_reg(e, RC_F32), dp[i] = e_reg(e, RC_F32);
+    Reg stage = slot_of(k, f, it, &full, &parity, &empty);
+    mbar_wait(k, full, parity, 0);                                        /* the slot's stats landed */
+    umma_wait(k, f->bar[TCB_SD(f->stages)], bit0(k, it));
+    tmem_load(k, f->tq, f->c_s, s, TCB_BM);
+    tmem_load(k, f->tq, f->c_dp, dp, TCB_BM);
+    if (masked) {   /* key j sees query i when j <= i + off: S^T = -inf for i < j - off - m_start */
+        Reg h, m_start, lim = e_reg(e, RC_B32);
+        query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+        INS(e, SUB_S32, R(lim), R(f->key), R(f->off));
+        INS(e, SUB_S32, R(lim), R(lim), R(m_start));
+        for (int i = 0; i < TCB_BM; i++) {
+            Reg vis = e_reg(e, RC_PRED);
+            INS(e, SETP_LE_S32, R(vis), R(lim), I(i));
+            INS(e, SELP_F32, R(s[i]), R(s[i]), FI(-INFINITY), R(vis));
+        }
+    }
+    Reg sa = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(sa), R(k->smem), R(stage));
+    for (int i = 0; i < TCB_BM; i += 4) {   /* the block's lse and delta: the same for every thread */
+        Reg l[4], dl[4];
+        for (int c = 0; c < 4; c++) l[c] = e_reg(e, RC_F32), dl[c] = e_reg(e, RC_F32);
+        INS(e, LD_SHARED_V4_B32, V4(l[0], l[1], l[2], l[3]), A(sa, f->st_off + 4 * i));
+        INS(e, LD_SHARED_V4_B32, V4(dl[0], dl[1], dl[2], dl[3]), A(sa, f->st_off + 4 * TCB_BM + 4 * i));
+        for (int c = 0; c < 4; c++) {
+            Reg x = s[i + c], y = dp[i + c];
+            INS(e, MUL_F32, R(l[c]), R(l[c]), FI((float)-M_LOG2E));
+            INS(e, FMA_F32, R(x), R(x), R(f->scale_log2), R(l[c]));
+            INS(e, EX2_F32, R(x), R(x));                                  /* P^T */
+            INS(e, SUB_F32, R(y), R(y), R(dl[c]));
+            INS(e, MUL_F32, R(y), R(y), R(x));                            /* dS^T */
+        }
+    }
+    for (int c = 0; c < TCB_BM / 8; c++) {
+        f32x8_pack(k, d->dtype, s + 8 * c, p + 4 * c);
+        f32x8_pack(k, d->dtype, dp + 8 * c, ds + 4 * c);
+    }
+    if (f->dq) {   /* the step before's dQ out before this step's dQ is issued (and its dS row rewritten) */
+        Reg first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+        int none = e_label(e);
+        INS(e, SETP_EQ_U32, R(first), R(it), I(0));
+        INSP(e, first, 0, BRA_UNI, L(none));
+        INS(e, SUB_U32, R(prev), R(it), I(1));
+        dq_out(k, f, prev);
+        e_place(e, none);
+        Reg tile = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(tile), R(k->smem), I(f->ds_off));
+        for (int c = 0; c < TCB_BM / 8; c++)
+            INS(e, ST_SHARED_V4_B32, umma_mn_row_chunk(k, tile, k->tid, 2 * TCB_BM, c),
+                V4(ds[4 * c], ds[4 * c + 1], ds[4 * c + 2], ds[4 * c + 3]));
+        INS0(e, FENCE_PROXY_ASYNC_CTA);                                   /* the dQ MMA reads what the threads wrote */
+    }
+    for (int c = 0; c < TCB_BM / 2; c += 16) {
+        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_s + c), V(16, p + c));
+        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dp + c), V(16, ds + c));
+    }
+    INS0(e, TC_WAIT_ST);
+    INS0(e, TC_FENCE_BEFORE);
+    Reg st = e_reg(e, RC_B64);
+    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCB_PDS(f->stages)], 0));
+}
+
+/* dK (scaled) and dV rounded to dk and dv, this thread's key row (keys past s_k skipped); a CTA no query
+ * block sees writes zeros. */
+static void epilogue(Kctx *k, TcBwd *f) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg has = e_reg(e, RC_PRED), in = e_reg(e, RC_PRED), last = e_reg(e, RC_B32), scale = kc_f32(k, "softmax_scale");
+    int none = e_label(e);
+    INS(e, SETP_NE_U32, R(has), R(f->blocks.total), I(0));
+    INSP(e, has, 1, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(last), R(f->blocks.total), I(1));
+    if (f->dq) dq_out(k, f, last);                                        /* its wait covers every MMA */
+    else umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, last));
+    e_place(e, none);
+    INS(e, SETP_LT_U32, R(in), R(f->key), R(f->s_k));
+    const char *names[2] = {"dk", "dv"};
+    int cols[2] = {f->c_dk, f->c_dv};
+    for (int t = 0; t < 2; t++) {
+        Reg a = head_base(k, names[t], f->b, f->kvh);
+        INS(e, MAD_WIDE_U32, R(a), R(f->key), R(row_stride_bytes(k, names[t])), R(a));
+        for (int c = 0; c < d->d; c += 16) {
+            Reg v[16], w[8];
+            int zero = e_label(e), ready = e_label(e);
+            for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
+            INSP(e, has, 1, BRA_UNI, L(zero));
+            tmem_load(k, f->tq, cols[t] + c, v, 16);
+            INS(e, BRA_UNI, L(ready));
+            e_place(e, zero);
+            for (int i = 0; i < 16; i++) INS(e, MOV_F32, R(v[i]), FI(0.0f));
+            e_place(e, ready);
+            if (!t) for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(scale));
+            f32x8_pack(k, d->dtype, v, w);
+            f32x8_pack(k, d->dtype, v + 8, w + 4);
+            INSP(e, in, 0, ST_GLOBAL_V4_B32, A(a, 2 * c), V4(w[0], w[1], w[2], w[3]));
+            INSP(e, in, 0, ST_GLOBAL_V4_B32, A(a, 2 * c + 16), V4(w[4], w[5], w[6], w[7]));
+        }
+    }
+}
+
+static void compute(Kctx *k, TcBwd *f) {
+    Emit *e = &k->e;
+    f->scale_log2 = scale_log2(k);
+    f->key = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(f->key), R(f->key0), R(k->tid));
+    if (f->dq) {   /* dQ's M = 64 leaves lanes 16-31 of each quarter to no MMA: zeros, so its 32-lane reads read data */
+        Reg z[16];
+        for (int i = 0; i < 16; i++) z[i] = kc_imm32(k, 0);
+        for (int c = 0; c < f->d->d; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dq + c), V(16, z));
+    }
+    query_loop(k, &f->blocks, compute_step, f, 0);
+    epilogue(k, f);
+}
+
+void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Kctx *k = &kc;
+    Emit *e = &k->e;
+    const AttnTile *t = &d->tile;
+    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
+               .q_off = plan_region(p, "Q.0"), .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
+    f.slot = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
+    if (f.dq) f.ds_off = plan_region(p, "dS");
+    for (int i = 0; i < p->ntmem; i++) {
+        const TmemRegion *r = &p->tmem[i];
+        int *col = !strcmp(r->name, "S^T") ? &f.c_s : !strcmp(r->name, "dP^T") ? &f.c_dp : !strcmp(r->name, "dV") ? &f.c_dv
+                   : !strcmp(r->name, "dK") ? &f.c_dk : !strcmp(r->name, "dQ") ? &f.c_dq : NULL;
+        if (col) *col = r->col;
+    }
+    int nb = TCB_NBARS(t->stages);
+    Opnd counts[TCB_NBARS(3)];
+    for (int i = 0; i < nb; i++) counts[i] = I(1);          /* expect_tx or tcgen05.commit arrivals */
+    counts[TCB_PDS(t->stages)] = I(128);                    /* every compute thread */
+    e_comment(e, "prologue: barriers, TMEM");
+    f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
+    problem(k, &f);
+
+    /* the roles, by warp: 0-3 compute, 4 the MMA issuer (every lane waits, lane 0 issues), 5 the producer */
+    Reg role = e_reg(e, RC_PRED);
+    int not_compute = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(128));
+    INSP(e, role, 1, BRA_UNI, L(not_compute));
+    e_comment(e, "role: compute (warps 0-3)");
+    compute(k, &f);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_compute);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TCB_PRODUCER));
+    INSP(e, role, 1, BRA_UNI, L(not_issuer));
+    e_comment(e, "role: MMA issuer (warp 4)");
+    issuer(k, &f);
+    INS(e, BRA_UNI, L(roles_done));
+    e_place(e, not_issuer);
+    e_comment(e, "role: producer (warp 5)");
+    producer(k, &f);
+    e_place(e, roles_done);
+    umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
+    kctx_finish(k, module);
+}

@@ -1,0 +1,28 @@
+/* What the tcgen05 attn_bwd main kernel's plan and emitter share. */
+#ifndef PTXGEN_ATTN_BWD_TC_H
+#define PTXGEN_ATTN_BWD_TC_H
+#include "attn_bwd.h"
+#include "attn_wg.h"
+#include "../templates/umma.h"
+
+#define TCB_BN 128             /* keys per CTA: the M of S^T, dP^T, dV and dK, one TMEM lane and compute thread each */
+#define TCB_BM 64              /* query rows per step: the N of S^T and dP^T, the K of dV and dK, the M of dQ */
+/* warps 0-3 compute (thread r owns key r), warp 4 issues the MMAs, warp 5 the TMA copies */
+#define TCB_THREADS 192
+#define TCB_ISSUER 128
+#define TCB_PRODUCER 160
+/* mbarriers: K/V landed; per ring slot full and empty; S^T and dP^T done; P^T and dS^T in; the step's MMAs done */
+enum { TCB_KV };
+#define TCB_FULL(st) 1
+#define TCB_EMPTY(st) (1 + (st))
+#define TCB_SD(st) (1 + 2 * (st))
+#define TCB_PDS(st) (2 + 2 * (st))
+#define TCB_DONE(st) (3 + 2 * (st))
+#define TCB_NBARS(st) (4 + 2 * (st))
+/* whether the main kernel computes dQ (else deterministic=1: the mma.sync dQ kernel recomputes it) */
+static inline int tcb_main_dq(const AttnDesc *d) { return !d->tile.deterministic; }
+
+void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
+void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+#endif
