@@ -2,6 +2,7 @@
  * its entry names and the inputs the main and dQ kernels read. The lowest
  * file of attn_bwd: the kernels' files and the set's description call it. */
 #include "attn_bwd.h"
+#include "attn_wg.h"
 #include <stdio.h>
 
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
@@ -34,4 +35,16 @@ void bwd_stats_map(KernelSpec *ks, int bm) {
                        .strides = {x[2]}, .box = {2 * bm, 1}, .elem_strides = {1, 1}, .swizzle = "none",
                        .interleave = "none", .oob_fill = "zero"};
     abi_tensor_map(ks, "stats", "TMA map over the stats workspace, one row (a block's lse, then its delta) per copy", m);
+}
+
+void bwd_input_maps(KernelSpec *ks, const AttnDesc *d, int bm, int bn) {
+    const char *dt = dtype_name(d->dtype);
+    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
+    static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
+    static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
+    static const char *const dos[] = {"do_stride_h * 2", "do_stride_s * 2", "do_stride_b * 2"};
+    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", bm, qs);
+    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", bn, kst);
+    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", bn, vs);
+    wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", bm, dos);
 }

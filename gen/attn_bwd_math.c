@@ -152,3 +152,16 @@ void bwd_score_grads(Kctx *k, const BwdStats *st, const Acc *p, Acc *dp) {
             }
     }
 }
+
+void bwd_copy_stats(Kctx *k, int bm, Reg s_q, Reg b, Reg h, Reg m_start, int dst_off, Reg stage, Reg full) {
+    Emit *e = &k->e;
+    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(nblk), R(s_q), I(bm - 1));
+    INS(e, DIV_U32, R(nblk), R(nblk), I(bm));
+    INS(e, MAD_LO_U32, R(idx), R(b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, DIV_U32, R(blk), R(m_start), I(bm));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
+    INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
+    Reg c[2] = {kc_imm32(k, 0), idx};
+    INS(e, TMA_LOAD_2D, A(dst, dst_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
+}

@@ -35,6 +35,11 @@ void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int a
  * and whose query columns start at m_start. */
 void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0);
 
+/* The stats block of (batch b, head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so
+ * that one TMA copy of one row of the stats map (8 bm bytes) brings it to shared offset dst + stage, completing
+ * on barrier full. */
+void bwd_copy_stats(Kctx *k, int bm, Reg s_q, Reg b, Reg h, Reg m_start, int dst, Reg stage, Reg full);
+
 /* The statistics of a query block in shared memory: [bm] f32 lse at lse_off, [bm] f32 delta at
  * delta_off, both from `lane_cols`, this lane's address of column 2t (smem + 8 t, plus its stage). */
 typedef struct { Reg lane_cols; int lse_off, delta_off; } BwdStats;

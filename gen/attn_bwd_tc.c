@@ -69,19 +69,6 @@ static Reg slot_of(Kctx *k, TcBwd *f, Reg it, Reg *full, Reg *parity, Reg *empty
 
 /* ---- producer ---- */
 
-/* The stats block of (head h, rows from m_start): TCB_BM lse then TCB_BM delta, one row of the stats map. */
-static void copy_stats(Kctx *k, TcBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
-    Emit *e = &k->e;
-    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(nblk), R(f->s_q), I(TCB_BM - 1));
-    INS(e, DIV_U32, R(nblk), R(nblk), I(TCB_BM));
-    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
-    INS(e, DIV_U32, R(blk), R(m_start), I(TCB_BM));
-    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
-    INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
-    Reg c[2] = {kc_imm32(k, 0), idx};
-    INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
-}
 
 static void produce_step(Kctx *k, void *ctx, Reg it, int masked) {
     TcBwd *f = ctx;
@@ -97,13 +84,14 @@ static void produce_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(TCB_BM * (d->d + d->dv) * 2 + 8 * TCB_BM));
     wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TCB_BM, d->d, stage, h, m_start, f->b, full);
     wg_tma_rows(k, kc_tmap(k, "do_map"), f->do_off, TCB_BM, d->dv, stage, h, m_start, f->b, full);
-    copy_stats(k, f, h, m_start, stage, full);
+    bwd_copy_stats(k, TCB_BM, f->s_q, f->b, h, m_start, f->st_off, stage, full);
     e_place(e, past);
 }
 
 /* Every lane of the warp steps through the ring (it stays converged for the kernel's last barrier);
  * lane 0 issues the copies. */
-static void producer(Kctx *k, TcBwd *f) {
+static void producer_role(Kctx *k, void *ctx) {
+    TcBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     Reg st = e_reg(e, RC_B64), zero = kc_imm32(k, 0);
@@ -179,7 +167,8 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     e_place(e, past);
 }
 
-static void issuer(Kctx *k, TcBwd *f) {
+static void issuer_role(Kctx *k, void *ctx) {
+    TcBwd *f = ctx;
     Emit *e = &k->e;
     f->leader = e_reg(e, RC_PRED);
     INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TCB_ISSUER));
@@ -190,11 +179,6 @@ static void issuer(Kctx *k, TcBwd *f) {
 
 /* ---- compute ---- */
 
-/* this thread's n TMEM columns from col (a register address: its lane) into v, 16 at a time */
-static void tmem_load(Kctx *k, Reg col, int off, Reg *v, int n) {
-    for (int c = 0; c < n; c += 16) INS(&k->e, TC_LD_32X32B_X16, V(16, v + c), A(col, off + c));
-    INS0(&k->e, TC_WAIT_LD);
-}
 
 /* dQ of step it (M=64, Layout F: query row 16 w + lane of warp w's lanes 0-15) added into the accumulator
  * [b, h_q, s_q, d], rows below s_q only. */
@@ -218,7 +202,7 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
     for (int c = 0; c < d->d; c += 16) {
         Reg v[16];
         for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
-        tmem_load(k, f->tq, f->c_dq + c, v, 16);
+        umma_tmem_load(k, f->tq, f->c_dq + c, v, 16);
         for (int i = 0; i < 16; i += 4)
             INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(a, 4 * (c + i)), V4(v[i], v[i + 1], v[i + 2], v[i + 3]));
     }
@@ -236,8 +220,8 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
     Reg stage = slot_of(k, f, it, &full, &parity, &empty);
     mbar_wait(k, full, parity, 0);                                        /* the slot's stats landed */
     umma_wait(k, f->bar[TCB_SD(f->stages)], bit0(k, it));
-    tmem_load(k, f->tq, f->c_s, s, TCB_BM);
-    tmem_load(k, f->tq, f->c_dp, dp, TCB_BM);
+    umma_tmem_load(k, f->tq, f->c_s, s, TCB_BM);
+    umma_tmem_load(k, f->tq, f->c_dp, dp, TCB_BM);
     if (masked) {   /* key j sees query i when j <= i + off: S^T = -inf for i < j - off - m_start */
         Reg h, m_start, lim = e_reg(e, RC_B32);
         query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
@@ -288,10 +272,7 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_s + c), V(16, p + c));
         INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dp + c), V(16, ds + c));
     }
-    INS0(e, TC_WAIT_ST);
-    INS0(e, TC_FENCE_BEFORE);
-    Reg st = e_reg(e, RC_B64);
-    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCB_PDS(f->stages)], 0));
+    tc_stores_arrive(k, f->bar[TCB_PDS(f->stages)]);
 }
 
 /* dK (scaled) and dV rounded to dk and dv, this thread's key row (keys past s_k skipped); a CTA no query
@@ -313,26 +294,12 @@ static void epilogue(Kctx *k, TcBwd *f) {
     for (int t = 0; t < 2; t++) {
         Reg a = head_base(k, names[t], f->b, f->kvh);
         INS(e, MAD_WIDE_U32, R(a), R(f->key), R(row_stride_bytes(k, names[t])), R(a));
-        for (int c = 0; c < d->d; c += 16) {
-            Reg v[16], w[8];
-            int zero = e_label(e), ready = e_label(e);
-            for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
-            INSP(e, has, 1, BRA_UNI, L(zero));
-            tmem_load(k, f->tq, cols[t] + c, v, 16);
-            INS(e, BRA_UNI, L(ready));
-            e_place(e, zero);
-            for (int i = 0; i < 16; i++) INS(e, MOV_F32, R(v[i]), FI(0.0f));
-            e_place(e, ready);
-            if (!t) for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(scale));
-            f32x8_pack(k, d->dtype, v, w);
-            f32x8_pack(k, d->dtype, v + 8, w + 4);
-            INSP(e, in, 0, ST_GLOBAL_V4_B32, A(a, 2 * c), V4(w[0], w[1], w[2], w[3]));
-            INSP(e, in, 0, ST_GLOBAL_V4_B32, A(a, 2 * c + 16), V4(w[4], w[5], w[6], w[7]));
-        }
+        tc_row_out(k, f->tq, cols[t], d->d, has, t ? NULL : &scale, d->dtype, a, in);
     }
 }
 
-static void compute(Kctx *k, TcBwd *f) {
+static void compute_role(Kctx *k, void *ctx) {
+    TcBwd *f = ctx;
     Emit *e = &k->e;
     f->scale_log2 = scale_log2(k);
     f->key = e_reg(e, RC_B32);
@@ -370,24 +337,7 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
     problem(k, &f);
 
-    /* the roles, by warp: 0-3 compute, 4 the MMA issuer (every lane waits, lane 0 issues), 5 the producer */
-    Reg role = e_reg(e, RC_PRED);
-    int not_compute = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(128));
-    INSP(e, role, 1, BRA_UNI, L(not_compute));
-    e_comment(e, "role: compute (warps 0-3)");
-    compute(k, &f);
-    INS(e, BRA_UNI, L(roles_done));
-    e_place(e, not_compute);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TCB_PRODUCER));
-    INSP(e, role, 1, BRA_UNI, L(not_issuer));
-    e_comment(e, "role: MMA issuer (warp 4)");
-    issuer(k, &f);
-    INS(e, BRA_UNI, L(roles_done));
-    e_place(e, not_issuer);
-    e_comment(e, "role: producer (warp 5)");
-    producer(k, &f);
-    e_place(e, roles_done);
+    umma_roles6(k, "compute", compute_role, issuer_role, producer_role, &f);
     umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
     kctx_finish(k, module);
 }

@@ -3,7 +3,7 @@
 #define PTXGEN_ATTN_BWD_TC_H
 #include "attn_bwd.h"
 #include "attn_wg.h"
-#include "../templates/umma.h"
+#include "attn_tc.h"
 
 #define TCB_BN 128             /* keys per CTA: the M of S^T, dP^T, dV and dK, one TMEM lane and compute thread each */
 #define TCB_BM 64              /* query rows per step: the N of S^T and dP^T, the K of dV and dK, the M of dQ */

@@ -86,14 +86,7 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
-    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
-    static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
-    static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
-    static const char *const dos[] = {"do_stride_h * 2", "do_stride_s * 2", "do_stride_b * 2"};
-    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", TCB_BM, qs);
-    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", TCB_BN, kst);
-    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", TCB_BN, vs);
-    wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", TCB_BM, dos);
+    bwd_input_maps(ks, d, TCB_BM, TCB_BN);
     bwd_stats_map(ks, TCB_BM);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", TCB_BN);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");

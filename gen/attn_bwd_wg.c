@@ -93,21 +93,6 @@ static void problem(Kctx *k, WgBwd *f) {
     f->blocks.chain = 1, f->blocks.up = f->up;
 }
 
-/* The stats block of (head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so that
- * one TMA copy of one row of the stats map (8 bm bytes) brings it into the slot. */
-static void copy_stats(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg stage, Reg full) {
-    Emit *e = &k->e;
-    int bm = f->d->tile.bm;
-    Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), dst = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(nblk), R(f->s_q), I(bm - 1));
-    INS(e, DIV_U32, R(nblk), R(nblk), I(bm));
-    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
-    INS(e, DIV_U32, R(blk), R(m_start), I(bm));
-    INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
-    INS(e, ADD_U32, R(dst), R(k->smem), R(stage));
-    Reg c[2] = {kc_imm32(k, 0), idx};
-    INS(e, TMA_LOAD_2D, A(dst, f->st_off), TA(kc_tmap(k, "stats_map"), 2, c), A(full, 0));
-}
 
 static void dq_writer(Kctx *k, WgBwd *f);
 
@@ -148,7 +133,7 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(bm * (d->d + d->dv) * 2 + 8 * bm));
     wg_tma_rows(k, qm, f->q_off, bm, d->d, stage, h, m_start, f->b, full);
     wg_tma_rows(k, dom, f->do_off, bm, d->dv, stage, h, m_start, f->b, full);
-    copy_stats(k, f, h, m_start, stage, full);
+    bwd_copy_stats(k, bm, f->s_q, f->b, h, m_start, f->st_off, stage, full);
     INS(e, ADD_U32, R(it), R(it), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);

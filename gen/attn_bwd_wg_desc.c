@@ -115,16 +115,9 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
-    static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
-    static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
-    static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
-    static const char *const dos[] = {"do_stride_h * 2", "do_stride_s * 2", "do_stride_b * 2"};
     static const char *const dks[] = {"dk_stride_h * 2", "dk_stride_s * 2", "dk_stride_b * 2"};
     static const char *const dvs[] = {"dv_stride_h * 2", "dv_stride_s * 2", "dv_stride_b * 2"};
-    wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
-    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
-    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
-    wg_bshd_map(ks, "do_map", "do", dt, d->dv, "h_q", "s_q", t->bm, dos);
+    bwd_input_maps(ks, d, t->bm, t->bn);
     wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
     wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
     bwd_stats_map(ks, t->bm);

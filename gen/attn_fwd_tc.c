@@ -110,7 +110,8 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
 
 /* Every lane of the warp steps through the ring (the warp stays converged for the kernel's last
  * barrier); lane 0 issues the copies. */
-static void producer(Kctx *k, TcFwd *f) {
+static void producer_role(Kctx *k, void *ctx) {
+    TcFwd *f = ctx;
     Emit *e = &k->e;
     Reg st = e_reg(e, RC_B64), n = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
@@ -173,7 +174,8 @@ static void issue_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_place(e, none);
 }
 
-static void issuer(Kctx *k, TcFwd *f) {
+static void issuer_role(Kctx *k, void *ctx) {
+    TcFwd *f = ctx;
     Emit *e = &k->e;
     Reg n = e_reg(e, RC_B32), none = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
@@ -195,11 +197,6 @@ static void issuer(Kctx *k, TcFwd *f) {
 
 /* ---- softmax ---- */
 
-/* this thread's n TMEM columns from col (a register address: its lane) into v, 16 at a time */
-static void tmem_load(Kctx *k, Reg col, int off, Reg *v, int n) {
-    for (int c = 0; c < n; c += 16) INS(&k->e, TC_LD_32X32B_X16, V(16, v + c), A(col, off + c));
-    INS0(&k->e, TC_WAIT_LD);
-}
 
 /* m * scale_log2, but 0 for a row that has seen no visible key: 2^(-inf - 0) is then 0, not NaN */
 static Reg scaled_max(Kctx *k, TcFwd *f, Reg m) {
@@ -224,7 +221,7 @@ static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
     for (int c = 0; c < f->d->dv; c += 16) {
         Reg v[16];
         for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
-        tmem_load(k, f->tq, f->c_o + c, v, 16);
+        umma_tmem_load(k, f->tq, f->c_o + c, v, 16);
         for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(alpha));
         INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_o + c), V(16, v));
     }
@@ -241,7 +238,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
     umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), bit(k, n, 1));
-    tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
+    umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
     if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
         Reg room = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(room), R(n), I(bn));
@@ -284,10 +281,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     rescale_o(k, f, alpha);
     e_place(e, none);
     for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_p + c), V(16, p + c));
-    INS0(e, TC_WAIT_ST);
-    INS0(e, TC_FENCE_BEFORE);
-    Reg st = e_reg(e, RC_B64);
-    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_P_FULL(f->stages)], 0));
+    tc_stores_arrive(k, f->bar[TCF_P_FULL(f->stages)]);
 }
 
 /* O / l rounded to o and the row's lse, for rows of a token below s_q and a head of the group; a CTA that saw
@@ -316,25 +310,11 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
     Reg oa = head_base(k, "o", f->b, f->head);
     INS(e, MAD_WIDE_U32, R(oa), R(f->row), R(row_stride_bytes(k, "o")), R(oa));
-    for (int c = 0; c < d->dv; c += 16) {
-        Reg v[16], w[8];
-        int zero = e_label(e), ready = e_label(e);
-        for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
-        INSP(e, has, 1, BRA_UNI, L(zero));
-        tmem_load(k, f->tq, f->c_o + c, v, 16);
-        INS(e, BRA_UNI, L(ready));
-        e_place(e, zero);
-        for (int i = 0; i < 16; i++) INS(e, MOV_F32, R(v[i]), FI(0.0f));
-        e_place(e, ready);
-        for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(inv));
-        f32x8_pack(k, d->dtype, v, w);
-        f32x8_pack(k, d->dtype, v + 8, w + 4);
-        INSP(e, in, 0, ST_GLOBAL_V4_B32, A(oa, 2 * c), V4(w[0], w[1], w[2], w[3]));
-        INSP(e, in, 0, ST_GLOBAL_V4_B32, A(oa, 2 * c + 16), V4(w[4], w[5], w[6], w[7]));
-    }
+    tc_row_out(k, f->tq, f->c_o, d->dv, has, &inv, d->dtype, oa, in);
 }
 
-static void softmax(Kctx *k, TcFwd *f) {
+static void softmax_role(Kctx *k, void *ctx) {
+    TcFwd *f = ctx;
     Emit *e = &k->e;
     Reg n = e_reg(e, RC_B32);
     f->scale_log2 = scale_log2(k);
@@ -394,24 +374,7 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
     problem(k, &f);
 
-    /* the roles, by warp: 0-3 softmax, 4 the MMA issuer (every lane waits, lane 0 issues), 5 the producer */
-    Reg role = e_reg(e, RC_PRED);
-    int not_softmax = e_label(e), not_issuer = e_label(e), roles_done = e_label(e);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(128));
-    INSP(e, role, 1, BRA_UNI, L(not_softmax));
-    e_comment(e, "role: softmax (warps 0-3)");
-    softmax(k, &f);
-    INS(e, BRA_UNI, L(roles_done));
-    e_place(e, not_softmax);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER));
-    INSP(e, role, 1, BRA_UNI, L(not_issuer));
-    e_comment(e, "role: MMA issuer (warp 4)");
-    issuer(k, &f);
-    INS(e, BRA_UNI, L(roles_done));
-    e_place(e, not_issuer);
-    e_comment(e, "role: producer (warp 5)");
-    producer(k, &f);
-    e_place(e, roles_done);
+    umma_roles6(k, "softmax", softmax_role, issuer_role, producer_role, &f);
     umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
     kctx_finish(k, module);
 }

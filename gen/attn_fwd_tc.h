@@ -2,7 +2,7 @@
 #ifndef PTXGEN_ATTN_FWD_TC_H
 #define PTXGEN_ATTN_FWD_TC_H
 #include "attn_wg.h"
-#include "../templates/umma.h"
+#include "attn_tc.h"
 
 #define TC_FWD_BM 128          /* query rows per CTA: the MMAs' M, all 128 TMEM lanes */
 /* warps 0-3 softmax (thread r owns query row r, TMEM lane r), warp 4 issues the MMAs, warp 5 the TMA copies */

@@ -144,3 +144,29 @@ void umma_pair_sync(Kctx *k) {
     INS0(&k->e, CLUSTER_WAIT);
     INS0(&k->e, TC_FENCE_AFTER);
 }
+
+void umma_tmem_load(Kctx *k, Reg col, int off, Reg *v, int n) {
+    for (int c = 0; c < n; c += 16) INS(&k->e, TC_LD_32X32B_X16, V(16, v + c), A(col, off + c));
+    INS0(&k->e, TC_WAIT_LD);
+}
+
+void umma_roles6(Kctx *k, const char *name, UmmaRole lanes, UmmaRole issuer, UmmaRole producer, void *ctx) {
+    Emit *e = &k->e;
+    Reg role = e_reg(e, RC_PRED);
+    int not_lanes = e_label(e), not_issuer = e_label(e), done = e_label(e);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(128));
+    INSP(e, role, 1, BRA_UNI, L(not_lanes));
+    e_comment(e, "role: %s (warps 0-3)", name);
+    lanes(k, ctx);
+    INS(e, BRA_UNI, L(done));
+    e_place(e, not_lanes);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(160));
+    INSP(e, role, 1, BRA_UNI, L(not_issuer));
+    e_comment(e, "role: MMA issuer (warp 4)");
+    issuer(k, ctx);
+    INS(e, BRA_UNI, L(done));
+    e_place(e, not_issuer);
+    e_comment(e, "role: producer (warp 5)");
+    producer(k, ctx);
+    e_place(e, done);
+}

@@ -58,6 +58,15 @@ Reg  umma_const_pred(Kctx *k, int v);
  * label, which the caller places after the group it issues. */
 int  umma_leader_only(Kctx *k, Reg leader);
 
+/* n columns of this thread's TMEM lane from col + off (col: the warp's lane-quarter address) into v, 16 at a
+ * time (tcgen05.ld 32x32b.x16), then the wait for them. */
+void umma_tmem_load(Kctx *k, Reg col, int off, Reg *v, int n);
+/* The roles of a single-CTA tcgen05 kernel of 6 warps: warps 0-3, whose TMEM lane quarters are the MMAs' rows,
+ * run lanes(ctx) (the role `name` in the PTX's comments), warp 4 issuer(ctx) (its lanes wait, lane 0 issues),
+ * warp 5 producer(ctx); all then go on. */
+typedef void (*UmmaRole)(Kctx *k, void *ctx);
+void umma_roles6(Kctx *k, const char *name, UmmaRole lanes, UmmaRole issuer, UmmaRole producer, void *ctx);
+
 /* Thread ordering around tcgen05 work: fence::before_thread_sync, bar.sync 0,
  * fence::after_thread_sync. */
 void umma_sync(Kctx *k);
