@@ -22,6 +22,7 @@
  * producer_loop(), issuer_loop() and compute_loop(); the math of a step is
  * probabilities() and dkv_out() (compute) and mla_bwd_tc_mma.c (issuer). */
 #include "mla_bwd_tc.h"
+#include "mla_tc.h"
 #include <math.h>
 #include <string.h>
 #include "../templates/epilogue.h"
@@ -77,41 +78,20 @@ static void head_stats(Kctx *k, TcBwd *f) {
 }
 
 /* The producer warp's step n: once dQ^T of step n-1 landed (KV and the rows
- * buffer of step n-2 are free), lane l gathers slots 128 n + 4l .. 4l + 3 of
- * every 64-column slab with TMA tile::gather4 onto KV_FULL. A slot past the
- * token's count or whose index is not a kv row gets row coordinate -1: out of
- * the map, zero-filled, nothing read. Each slot's kv row (-1: none) goes to
- * the rows buffer for the compute warps before the lane arrives. */
+ * buffer of step n-2 are free), the step's rows by mla_tc_gather onto KV_FULL;
+ * each slot's kv row (-1: none) goes to the rows buffer for the compute warps. */
 static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcBwd *f = ctx;
     (void)n_max, (void)masked;
     Emit *e = &k->e;
-    Reg first = e_reg(e, RC_PRED), lead = e_reg(e, RC_PRED), rows = e_reg(e, RC_B32), coord[4];
+    Reg first = e_reg(e, RC_PRED);
     int go = e_label(e);
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(go));
     umma_wait(k, f->bar[BAR_DQ], phase(k, n, 1, 1));      /* phase n-1: n + 1 has its parity */
     e_place(e, go);
-    INS(e, AND_B32, R(rows), R(n), I(1));
-    INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * f->bn), R(k->smem));
-    for (int r = 0; r < 4; r++) {
-        Reg j = e_reg(e, RC_B32), slot = e_reg(e, RC_B32);
-        INS(e, MAD_LO_U32, R(j), R(k->lane), I(4), I(r));
-        INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(j));
-        coord[r] = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, NULL);
-    }
-    Reg ra = e_reg(e, RC_B32);                             /* the lane's four slots: one 16-byte store */
-    INS(e, MAD_LO_U32, R(ra), R(k->lane), I(16), R(rows));
-    INS(e, ST_SHARED_V4_B32, A(ra, f->rows), V4(coord[0], coord[1], coord[2], coord[3]));
-    Reg st = e_reg(e, RC_B64), dst = e_reg(e, RC_B32), bytes = kc_imm32(k, f->bn * f->d->d * 2);
-    INS(e, SETP_EQ_U32, R(lead), R(k->lane), I(0));
-    INSP(e, lead, 0, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[BAR_KV_FULL], 0), R(bytes));
-    INS(e, MAD_LO_U32, R(dst), R(k->lane), I(4 * 128), R(k->smem));
-    for (int s = 0; s < f->d->d / UMMA_SLAB_COLS; s++) {
-        Reg c[5] = {kc_imm32(k, s * UMMA_SLAB_COLS), coord[0], coord[1], coord[2], coord[3]};
-        INS(e, TMA_GATHER4, A(dst, f->kv + s * f->bn * 128), TA(f->kv_map, 5, c), A(f->bar[BAR_KV_FULL], 0));
-    }
-    INSP(e, lead, 1, MBAR_ARRIVE, R(st), A(f->bar[BAR_KV_FULL], 0));
+    MlaTcGather g = {f->kv_map, f->idx_row, f->eff, f->s_kv, f->bar[BAR_KV_FULL], f->bn, f->d->d, f->kv, f->rows};
+    mla_tc_gather(k, &g, n);
 }
 
 /* The issuer warp's step n: every lane waits until an MMA group's inputs are

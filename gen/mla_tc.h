@@ -1,0 +1,18 @@
+/* What the tcgen05 sparse MLA kernels share: the gather of a step's top-k rows by TMA tile::gather4. */
+#ifndef PTXGEN_MLA_TC_H
+#define PTXGEN_MLA_TC_H
+#include "mla_emit.h"
+#include "../templates/umma.h"
+
+/* A token's gather: kv's tensor map (mla_bwd_tc_kv_map), the token's index row and slot count, s_kv; per step
+ * bn rows of d_qk columns into the K-major slabs at shared offset kv, each slot's kv row (-1: none) into the
+ * rows buffer at shared offset rows (two steps' worth, by n & 1), all completing on the mbarrier full, which
+ * counts the 32 lanes of the gathering warp. */
+typedef struct {
+    Reg kv_map, idx_row, eff, s_kv, full;
+    int bn, d_qk, kv, rows;
+} MlaTcGather;
+/* Lane l of the warp gathers slots bn n + 4l .. 4l + 3 of every 64-column slab: a slot past the token's count or
+ * whose index is not a kv row gets row coordinate -1, out of the map: zero-filled, nothing read. */
+void mla_tc_gather(Kctx *k, const MlaTcGather *g, Reg n);
+#endif
