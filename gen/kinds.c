@@ -42,6 +42,11 @@ static const KernelKind kinds[] = {
      "topk_length, LSE", FAM_WGMMA, mla_fwd_wg_keys, &mla_fwd_wg_nkeys, mla_fwd_wg_default_tile,
      mla_fwd_wg_check_tile, NULL, NULL, mla_fwd_wg_plan, mla_fwd_wg_spec, mla_fwd_wg_emit, mla_hdims, 1, MLA_D_QK,
      MLA_D_V, 0, 0},
+    {"mla_fwd", "sparse MLA forward on tcgen05 (the top-k slots as the MMAs' M: S^T and O^T in TMEM, a TMA gather4 "
+     "producer warp, one MMA-issuing thread, 4 compute warps with one slot each), d_qk 576, d_v 512, bf16/fp16, "
+     "optional topk_length, LSE", FAM_TCGEN05, mla_fwd_tc_keys, &mla_fwd_tc_nkeys, mla_fwd_tc_default_tile,
+     mla_fwd_tc_check_tile, NULL, NULL, mla_fwd_tc_plan, mla_fwd_tc_spec, mla_fwd_tc_emit, mla_hdims, 1, MLA_D_QK,
+     MLA_D_V, 0, 0},
     {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert or the "
      "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,

@@ -64,6 +64,15 @@ int  mla_bwd_tc_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 int  mla_bwd_tc_mmas_per_step(const AttnDesc *d);
 
+/* mla_fwd, tcgen05 family (sm_100a/103a): the top-k slots as the MMAs' M, S^T and O^T in TMEM */
+extern const TileKey mla_fwd_tc_keys[];
+extern const int mla_fwd_tc_nkeys;
+AttnTile mla_fwd_tc_default_tile(const ArchInfo *a, int d);
+int  mla_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
+void mla_fwd_tc_plan(const AttnDesc *d, Plan *p);
+void mla_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
+void mla_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+
 /* The launch ABI the MLA kernels share (KERNELS.md "mla_fwd / mla_bwd"). */
 #define MLA_SCALE_MEANING "S = softmax_scale * q . K[idx] (natural units); no default"
 #define MLA_LSE_MEANING "log-sum-exp of the scaled scores over valid slots, natural log, +inf for tokens with no valid slot; contiguous"

@@ -8,7 +8,7 @@
 #ifndef PTXGEN_MLA_BWD_PAIR_H
 #define PTXGEN_MLA_BWD_PAIR_H
 #include "mla_bwd.h"
-#include "../templates/umma.h"
+#include "mla_tc.h"
 
 #define PAIR_HEADS 128          /* per pair, 64 per CTA: the MMAs' M (cta_group::2) */
 #define PAIR_CTA_HEADS 64
@@ -27,8 +27,7 @@
 enum { PB_FULL, PB_S, PB_P, PB_DQ, PB_NBARS };
 #define PAIR_BARS_BYTES (8 * PB_NBARS + 8)
 
-extern const MlaBwdMain mla_bwd_pair_main;
-void mla_bwd_tc_kv_map(const AttnDesc *d, KernelSpec *ks);   /* kv's gather4 tensor map parameter (mla_bwd_tc_desc.c) */   /* the dq kernel, then the dkv kernel */
+extern const MlaBwdMain mla_bwd_pair_main;   /* the dq kernel, then the dkv kernel */
 void mla_bwd_pair_dq_plan(const AttnDesc *d, Plan *p);
 void mla_bwd_pair_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 void mla_bwd_pair_dkv_plan(const AttnDesc *d, Plan *p);

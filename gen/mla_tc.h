@@ -15,4 +15,6 @@ typedef struct {
 /* Lane l of the warp gathers slots bn n + 4l .. 4l + 3 of every 64-column slab: a slot past the token's count or
  * whose index is not a kv row gets row coordinate -1, out of the map: zero-filled, nothing read. */
 void mla_tc_gather(Kctx *k, const MlaTcGather *g, Reg n);
+/* kv's gather4 tensor map parameter (box 64 x 1, 128B swizzle, zero fill), in mla_bwd_tc_desc.c */
+void mla_bwd_tc_kv_map(const AttnDesc *d, KernelSpec *ks);
 #endif

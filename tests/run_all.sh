@@ -266,6 +266,16 @@ sim_tc_bwd_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
+# sim_tc_mla_fwd_mutant NAME AWK PHRASE: the tcgen05 mla_fwd (sm_100a) edited by the awk program AWK must fail
+# on the sim naming PHRASE (three steps of slots)
+sim_tc_mla_fwd_mutant() {
+    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel mla_fwd --arch sm_100a)
+    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
+    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim --kernel mla_fwd --arch sm_100a --sq 3 --skv 600 --hq 32 --topk 300 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
+}
+
 # sim_mla_bwd NAME ARGS...: check of mla_bwd on the sim must pass
 sim_mla_bwd() {
     local name=$1
@@ -411,11 +421,15 @@ mla_bwd_tc_sim_tests() {
             2>>"$TMP/err" &&
         ./ptxgen --arch sm_100a --kernel mla_bwd -o "$set.pair.ptx" --manifest "$set.pair.json" 2>>"$TMP/err" &&
         ./ptxgen --arch sm_103a --kernel mla_bwd --tile deterministic=1 -o "$set.pdet.ptx" --manifest "$set.pdet.json" \
-            2>>"$TMP/err"; then
+            2>>"$TMP/err" &&
+        ./ptxgen --arch sm_100a --kernel mla_fwd -o "$set.fwd.ptx" --manifest "$set.fwd.json" 2>>"$TMP/err" &&
+        ./ptxgen --arch sm_103a --kernel mla_fwd --tile bm=16 -o "$set.fwd16.ptx" --manifest "$set.fwd16.json" 2>>"$TMP/err"; then
         c_test test_manifest_sim "$set.ptx" "$set.json" --seed $((RANDOM + 1)) --sq 6 --topk-length
         c_test test_manifest_sim "$set.det.ptx" "$set.det.json" --seed $((RANDOM + 1)) --sq 4 --hq 128 --topk 200
         c_test test_manifest_sim "$set.pair.ptx" "$set.pair.json" --seed $((RANDOM + 1)) --sq 5 --hq 128 --topk-length
         c_test test_manifest_sim "$set.pdet.ptx" "$set.pdet.json" --seed $((RANDOM + 1)) --sq 3 --hq 72 --topk 140
+        c_test test_manifest_sim "$set.fwd.ptx" "$set.fwd.json" --seed $((RANDOM + 1)) --sq 3 --hq 40 --topk 300 --topk-length
+        c_test test_manifest_sim "$set.fwd16.ptx" "$set.fwd16.json" --seed $((RANDOM + 1)) --sq 4 --skv 90 --hq 20 --topk 130
     else
         fail "manifest-only launch: generating the sets" "$(one_line "$TMP/err")"
     fi
@@ -536,6 +550,24 @@ sim_tests() {
         "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while"
     unset PTXGEN_SIM_STRICT
 
+    section "sim device: mla_fwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
+    export PTXGEN_SIM_STRICT=1
+    for f in "sm_100a --sq 3 --skv 300 --hq 32 --topk 200" "sm_100a --sq 3 --skv 300 --hq 64 --topk 256 --topk-length" \
+             "sm_100a --dtype fp16 --sq 2 --skv 77 --hq 40 --topk 130 --pad 8" "sm_100a --tile bm=16 --sq 4 --skv 2 --hq 20 --topk 40" \
+             "sm_100a --tile bm=16 --dtype fp16 --sq 2 --skv 70000 --hq 16 --topk 300 --topk-length" \
+             "sm_100a --sq 2 --skv 500 --hq 100 --topk 129" "sm_103a --sq 2 --skv 400 --hq 128 --topk 128" \
+             "sm_103a --tile bm=16 --sq 3 --skv 90 --hq 8 --topk 64 --topk-length"; do
+        set -- $f
+        local arch=$1
+        shift
+        sim_mla "sim tcgen05 mla_fwd $f" --arch "$arch" "$@" --seed $((RANDOM + 1))
+    done
+    sim_tc_mla_fwd_mutant "planted tcgen05 mla_fwd: P^T rows read by the MMA with no fence.proxy.async" \
+        '/fence\.proxy\.async\.shared::cta/ && n++ == 1 { next } { print }' "the async proxy reads shared"
+    sim_tc_mla_fwd_mutant "planted tcgen05 mla_fwd: the heads' maxima read before every warp wrote its own" \
+        '/bar\.sync %r[0-9]+, 128;/ && !n++ { next } { print }' "shared-memory race"
+    unset PTXGEN_SIM_STRICT
+
     section "sim device: attn_bwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
     export PTXGEN_SIM_STRICT=1
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
@@ -622,7 +654,7 @@ sim_tests() {
     done
     sim_mla "sim mla_fwd sm_80 bm=64,bn=32 h_q=128" --arch sm_80 --sq 4 --skv 500 --hq 128 --topk 64
     sim_mla "sim mla_fwd sm_86 bm=16,bn=32 s_kv=1" --arch sm_86 --sq 6 --skv 1 --hq 16 --topk 40 --topk-length
-    sim_mla "sim mla_fwd sm_100a tile bm=32,bn=64" --arch sm_100a --tile bm=32,bn=64 --sq 5 --skv 129 --hq 32 --topk 200
+    sim_mla "sim mla_fwd sm_100a tile bm=32,bn=64 (mma.sync)" --arch sm_100a --mma sync --tile bm=32,bn=64 --sq 5 --skv 129 --hq 32 --topk 200
     sim_mla "sim mla_fwd sm_120 bm=16 h_q=20" --arch sm_120 --sq 7 --skv 64 --hq 20 --topk 64 --pad 8
 
     section "sim device: mla_fwd in the wgmma family (sm_90a) against the float64 reference"
@@ -788,16 +820,18 @@ family_tests() {
     usage_error "--mma wgmma on sm_90" "sm_90 has mma.sync only; wgmma needs sm_90a" -- --arch sm_90 --kernel attn_fwd --mma wgmma
     usage_error "--mma tcgen05 on sm_90a" "sm_90a has mma.sync and wgmma; tcgen05 needs sm_100a or sm_103a" -- \
         --arch sm_90a --kernel mla_fwd --mma tcgen05 --plan
-    usage_error "--mma tcgen05 for mla_fwd on sm_103a" "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)" -- \
-        --arch sm_103a --kernel mla_fwd --mma tcgen05
+    usage_error "--mma wgmma on sm_100a" "sm_100a has mma.sync and tcgen05; wgmma needs sm_90a" -- \
+        --arch sm_100a --kernel mla_fwd --mma wgmma
     usage_error "--mma bogus" "unknown MMA family 'bogus'" "auto, sync, wgmma or tcgen05" -- "${fwd[@]}" --mma bogus
     usage_error "--mma missing its value" "--mma" "needs a value" -- "${fwd[@]}" --mma
 
-    name="--mma auto on sm_100a falls back to mma.sync, saying so in one line"
-    run_cli --arch sm_100a --kernel mla_fwd
-    expect_rc "$name" 0 && expect_output "$name" '^\.target sm_100a$' && if [ "$(grep -c '' "$TMP/err")" = 1 ] &&
-        grep -qx 'ptxgen: note: --mma auto: mla_fwd has no tcgen05 generator yet, so sm_100a gets mma.sync' "$TMP/err"
-    then pass "$name"; else fail "$name" "stderr: $(one_line "$TMP/err")"; fi
+    local kern
+    for kern in attn_fwd attn_bwd mla_fwd mla_bwd; do   # every kernel has tcgen05 now: auto takes it, no note
+        name="--mma auto on sm_100a takes the tcgen05 $kern, with no note"
+        run_cli --arch sm_100a --kernel $kern --plan
+        expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05 \(--mma auto: sm_100a.s newest\)$' &&
+            if [ -s "$TMP/err" ]; then fail "$name" "stderr: $(one_line "$TMP/err")"; else pass "$name"; fi
+    done
     name="--mma auto on sm_100a picks the tcgen05 attn_fwd: the TMEM map, roles and shared memory in the plan"
     run_cli --arch sm_100a --kernel attn_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05 \(--mma auto: sm_100a.s newest\)$' \
@@ -821,11 +855,11 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --hq 6 --hkv 4
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 327760 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
-    name="--mma auto on sm_103a: the plan names the family and why"
+    name="--mma auto on sm_103a: the tcgen05 mla_fwd's plan, its TMEM map (S^T, O^T) beside the shared memory"
     run_cli --arch sm_103a --kernel mla_fwd --plan
-    expect_rc "$name" 0 && expect_output "$name" \
-        '^family: +mma\.sync \(--mma auto: mla_fwd has no tcgen05 generator yet, so sm_103a gets mma\.sync\)$' \
-        '^mla_fwd bf16 .*on sm_103a, mma\.sync, tile' && pass "$name"
+    expect_rc "$name" 0 && expect_output "$name" '^mla_fwd bf16 .*on sm_103a, tcgen05, tile bm=32,bn=128$' \
+        '^  S\^T +0 +32 +32 +fp32' '^  O\^T +32 +160 +128 +fp32 +4 x \[128, 32\]' '^  O +0 .*\[union over KV\]' \
+        '^verdict: +fits' && pass "$name"
     name="--mma auto on sm_90a picks the wgmma mla_bwd: roles within the launch's registers, Q and dO resident"
     run_cli --arch sm_90a --kernel mla_bwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +wgmma \(--mma auto: sm_90a.s newest\)$' \
@@ -1082,6 +1116,7 @@ list_test() {
         '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
         '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' \
         '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^  attn_fwd +tcgen05 *: sm_100a sm_103a$' '^  attn_bwd +tcgen05 *: sm_100a sm_103a$' \
+        '^  mla_fwd +tcgen05 *: sm_100a sm_103a$' \
         '^tile keys for mla_bwd, tcgen05' '^tile keys for attn_fwd, tcgen05' &&
         if grep -q "not implemented" "$TMP/out"; then fail "$name" "still says 'not implemented'"; else pass "$name"; fi
 }

@@ -167,9 +167,7 @@ static void test_families(void) {
     const char *fam = NULL;
     ptxgen_request rq = {.arch = "sm_100a", .kernel = "mla_fwd"};
     int rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
-    check(!rc && fam && !strcmp(fam, "mma.sync"), "pick auto on sm_100a: mma.sync", "rc %d err '%s'", rc, err);
-    check_text("pick auto on sm_100a says why", note, "--mma auto: mla_fwd has no tcgen05 generator yet, so sm_100a gets "
-               "mma.sync");
+    check(!rc && fam && !strcmp(fam, "tcgen05") && !*note, "pick auto on sm_100a: tcgen05, no note", "rc %d err '%s'", rc, err);
     rq.arch = "sm_80";
     rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
     check(!rc && !*note, "pick auto on sm_80: no note", "rc %d note '%s'", rc, note);
@@ -181,25 +179,24 @@ static void test_families(void) {
     rq.arch = "sm_103a";
     rq.kernel = "mla_fwd";
     rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
-    check_text("pick tcgen05 for mla_fwd on sm_103a names the kernel's families", err,
-               "mla_fwd has no tcgen05 generator yet (families: mma.sync and wgmma)");
+    check(!rc && fam && !strcmp(fam, "tcgen05"), "pick tcgen05 for mla_fwd on sm_103a", "rc %d err '%s'", rc, err);
     rq.kernel = "attn_fwd";
     rc = ptxgen_pick_family(&rq, &fam, note, sizeof note, err, sizeof err);
     check(!rc && fam && !strcmp(fam, "tcgen05") && !*note, "pick tcgen05 for attn_fwd on sm_103a", "rc %d err '%s'", rc, err);
 
     ptxgen_kind k;
-    /* four kernels in mma.sync, all four also in wgmma, attn_fwd, attn_bwd and mla_bwd also in tcgen05 */
-    int n = ptxgen_num_kinds(), ok = n == 11, tc = 0, wg = 0;
+    /* four kernels, each in mma.sync, wgmma and tcgen05 */
+    int n = ptxgen_num_kinds(), ok = n == 12, tc = 0, wg = 0;
     for (int i = 0; ok && i < n; i++) {
         ok = !ptxgen_kind_info(i, &k);
         if (ok && strcmp(k.family, "mma.sync")) {
-            tc += !strcmp(k.family, "tcgen05") && strcmp(k.kernel, "mla_fwd");
+            tc += !strcmp(k.family, "tcgen05");
             wg += !strcmp(k.family, "wgmma");
         } else ok = ok && !strcmp(k.family, "mma.sync");
     }
-    check(ok && tc == 3 && wg == 4, "kind table: four kernels in mma.sync and in wgmma, all but mla_fwd in tcgen05 too",
+    check(ok && tc == 4 && wg == 4, "kind table: four kernels, each in mma.sync, wgmma and tcgen05",
           "%d kinds, %d tcgen05, %d wgmma", n, tc, wg);
-    check(ptxgen_kind_on_arch(0, "sm_100") && !ptxgen_kind_on_arch(0, "sm_99") && !ptxgen_kind_on_arch(10, "sm_90"),
+    check(ptxgen_kind_on_arch(0, "sm_100") && !ptxgen_kind_on_arch(0, "sm_99") && !ptxgen_kind_on_arch(11, "sm_90"),
           "ptxgen_kind_on_arch", "wrong");
 }
 

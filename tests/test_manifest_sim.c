@@ -1,10 +1,10 @@
-/* An independent launcher: runs a generated mla_bwd set on the sim device
+/* An independent launcher: runs a generated mla_bwd set (or mla_fwd kernel) on the sim device
  * from its PTX file and its manifest JSON alone (no ptxgen library call, no
  * runner binding code), the way a host app would: tensors sized from the
  * manifest's shapes, contiguous strides, workspaces from their byte
  * expressions (zeroed where asked), tensor maps encoded from the manifest's
  * tensor_maps rows, grids, clusters and shared memory from its expressions,
- * kernels in the listed order. dq and dkv are judged against float64.
+ * kernels in the listed order. dq and dkv (mla_fwd: o and lse) are judged against float64.
  * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] */
 #include <math.h>
 #include <stdio.h>
@@ -223,6 +223,50 @@ static double rel_l2(const Buffer *b, const double *want, int *nonfinite, double
     return sqrt(se / (sr > 0 ? sr : 1));
 }
 
+/* mla_fwd from its manifest: o and lse against the float64 forward; o poisoned first, lse too. */
+static int run_fwd(Ctx *c, const Json *man, uint64_t seed, int s_q, int s_kv, int h_q, int topk, int with_len, int d_qk,
+                   int d_v) {
+    Buffer *q = named(c, "q"), *kv = named(c, "kv"), *o = named(c, "o"), *lse = named(c, "lse");
+    Buffer *idx = named(c, "indices"), *len = named(c, "topk_length");
+    check(q && kv && o && lse && idx && len, "the manifest names every tensor of mla_fwd", "%s", c->err);
+    if (!q || !kv || !o || !lse || !idx || !len) return check_summary();
+    Rng r;
+    rng_seed(&r, seed);
+    size_t nq = q->bytes / 2, nkv = kv->bytes / 2, no = o->bytes / 2;
+    float *fq = malloc(nq * 4), *fkv = malloc(nkv * 4);
+    double *ro = malloc(no * 8), *rlse = malloc((size_t)s_q * (size_t)h_q * 8);
+    fill_bf16(&r, q, fq, (int)nq), fill_bf16(&r, kv, fkv, (int)nkv);
+    mla_draw_indices(&r, s_q, s_kv, topk, idx->host);
+    if (with_len) mla_draw_topk_length(&r, s_q, topk, len->host);
+    RefMla p = {s_q, s_kv, h_q, topk, d_qk, d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
+    ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
+    int rc = upload(c, q) || upload(c, kv) || upload(c, idx) || (with_len && upload(c, len)) ||
+             dev_fill_u8(c->dev, o->dev, 0xFF, o->bytes, c->err, sizeof c->err) ||
+             dev_fill_u8(c->dev, lse->dev, 0xFF, lse->bytes, c->err, sizeof c->err);
+    if (!with_len) len->dev = 0;   /* topk_length is optional: a null pointer */
+    rc = rc || launch_all(c, man, p.scale) || dev_download(c->dev, o->host, o->dev, o->bytes, c->err, sizeof c->err) ||
+         dev_download(c->dev, lse->host, lse->dev, lse->bytes, c->err, sizeof c->err);
+    check(!rc, "every kernel launches from the manifest alone", "%s", c->err);
+    if (!rc) {
+        int bad_o, bad_l = 0;
+        double nref, eo = rel_l2(o, ro, &bad_o, &nref), el = 0, sl = 0;
+        for (int i = 0; i < s_q * h_q; i++) {   /* +inf where a token has no valid slot, in both */
+            double g = ((float *)lse->host)[i], w = rlse[i];
+            if (isinf(w)) bad_l += !(isinf(g) && g > 0);
+            else if (!isfinite(g)) bad_l++;
+            else el += (g - w) * (g - w), sl += w * w;
+        }
+        el = sqrt(el / (sl > 0 ? sl : 1));
+        printf("  o rel_l2 %.3e (tol 5e-3), lse rel_l2 %.3e (tol 1e-4), non-finite or wrong inf %d / %d, |o| %.3g\n", eo, el,
+               bad_o, bad_l, nref);
+        check(nref > 0, "the draw has valid slots (a zero reference would prove nothing)", "|o| %g", nref);
+        check(!bad_o && eo <= 5e-3, "o matches float64", "rel_l2 %.3e, %d non-finite", eo, bad_o);
+        check(!bad_l && el <= 1e-4, "lse matches float64", "rel_l2 %.3e, %d bad", el, bad_l);
+    }
+    free(fq), free(fkv), free(ro), free(rlse);
+    return check_summary();
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = 1;
     int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0;
@@ -257,6 +301,8 @@ int main(int argc, char **argv) {
     setenv("PTXGEN_SIM_STRICT", "1", 1);
     int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
              dev_load_ptx(c.dev, ptx, "test_manifest_sim", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
+    if (!rc && !strcmp(str(man, "kernel"), "mla_fwd")) return run_fwd(&c, man, seed, s_q, s_kv, h_q, topk, with_len,
+                                                                     (int)d_qk, (int)d_v);
     Buffer *q = named(&c, "q"), *kv = named(&c, "kv"), *dout = named(&c, "do"), *o = named(&c, "o");
     Buffer *lse = named(&c, "lse"), *idx = named(&c, "indices"), *len = named(&c, "topk_length");
     Buffer *dq = named(&c, "dq"), *dkv = named(&c, "dkv");
