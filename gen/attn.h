@@ -19,6 +19,7 @@ typedef struct {
     int producer;   /* wgmma: warps of the TMA producer (1, or 4: a warpgroup that lends registers by setmaxnreg) */
     int pack;       /* tcgen05 fwd: query heads of one kv head that share a CTA's 128 rows (0 or 1: one head) */
     int dqbufs;     /* wgmma bwd: dQ staging buffers between the consumers and the dQ writer (0 or 1: one) */
+    int poly;       /* tcgen05 fwd: 0, or every poly-th exp2 of a softmax row by a polynomial on the FMA units */
 } AttnTile;
 
 #define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 #include "../templates/mbar.h"
+#include "../templates/softmax.h"
 
 typedef struct {
     const AttnDesc *d;
@@ -263,10 +264,12 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, EX2_F32, R(alpha), R(alpha));
     INS(e, MOV_F32, R(f->m), R(mx[0]));
     INS(e, MOV_F32, R(sum), FI(0.0f));
+    int every = f->d->tile.poly;   /* every poly-th exp2 on the FMA units, the rest on MUFU */
     for (int j = 0; j < bn; j++) {
         INS(e, FMA_F32, R(s[j]), R(s[j]), R(f->scale_log2), R(neg_ms));
-        INS(e, EX2_F32, R(s[j]), R(s[j]));
-        INS(e, ADD_F32, R(sum), R(sum), R(s[j]));
+        if (every && j % every == every - 1) exp2_poly(k, s[j]);
+        else INS(e, EX2_F32, R(s[j]), R(s[j]));
+        e_insn(e, NOGUARD, 0, every ? OP_ADD_FTZ_F32 : OP_ADD_F32, OPNDS(R(sum), R(sum), R(s[j])));
     }
     INS(e, FMA_F32, R(f->l), R(f->l), R(alpha), R(sum));
     for (int c = 0; c < bn / 8; c++) f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);

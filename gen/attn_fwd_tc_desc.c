@@ -4,6 +4,7 @@
 #include "attn_fwd_tc.h"
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 const TileKey attn_fwd_tc_keys[] = {
     {"bm", offsetof(AttnTile, bm), {TC_FWD_BM}, 1, "query rows per CTA: the MMAs' M, one TMEM lane and one softmax thread each"},
@@ -12,13 +13,16 @@ const TileKey attn_fwd_tc_keys[] = {
     {"pack", offsetof(AttnTile, pack), {1, 2, 4, 8, 16}, 5, "query heads of one kv head sharing the CTA's 128 rows "
      "(128/pack tokens each), so one K/V tile serves all of them: decode-shaped GQA (a group of h_q/h_kv heads not a "
      "multiple of pack leaves rows idle)"},
+    {"poly", offsetof(AttnTile, poly), {0, 2, 4, 8}, 4, "0, or every poly-th exp2 of a softmax row by a degree-3 "
+     "polynomial on the FMA units instead of MUFU (FA4's answer where MUFU's 16 per clock per SM bound the softmax)"},
 };
 const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc_keys[0]);
 
-/* d=256 takes 64-key steps: two S buffers, P and a 256-column O fit the 512 TMEM columns only so. */
+/* d=256 takes 64-key steps: two S buffers, P and a 256-column O fit the 512 TMEM columns only so; d=192 too,
+ * since two K/V slots of 128 rows and Q would need 240 KB of shared memory. */
 AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 256 ? 64 : 128, .stages = 2, .warps = TC_FWD_THREADS / 32, .pack = 1};
+    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .warps = TC_FWD_THREADS / 32, .pack = 1};
 }
 
 int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -72,6 +76,7 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
     char what[160], pk[64] = "";
     if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, TC_FWD_BM / t->pack);
+    if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " poly=%d", t->poly);
     snprintf(what, sizeof what, "attn_fwd (tcgen05) d=%d dv=%d bm=%d bn=%d stages=%d%s", d->d, d->dv, t->bm, t->bn,
              t->stages, pk);
     plan_finish(p, d->arch, what);
@@ -83,8 +88,9 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {TC_FWD_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     int pack = tc_fwd_pack(t);
-    char pk[16] = "";
+    char pk[32] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
+    if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn, t->stages, pk,
              d->causal ? "_causal" : "");
     attn_fwd_abi(ks, dt, TC_FWD_BM / pack);

@@ -136,7 +136,7 @@ int wg_consumer_regs(int cw, int producer) {
     return r > 240 ? 240 : r;
 }
 
-static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 256 ? "256" : "?"; }
+static const char *hdim_text(int d) { return d == 64 ? "64" : d == 128 ? "128" : d == 192 ? "192" : d == 256 ? "256" : "?"; }
 
 void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                        const char *seq, int box_heads, int rows, const char *const strides[3]) {

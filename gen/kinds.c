@@ -6,7 +6,7 @@
 
 static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
 /* d=256 on wgmma: O alone is 128 registers per consumer thread, and the driver's JIT spilled it (360 B) */
-static const int fwd_wg_hdims[] = {64, 128, 256};
+static const int fwd_wg_hdims[] = {64, 128, 256}, fwd_tc_hdims[] = {64, 128, 192, 256};
 static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_MMA_SYNC,
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
@@ -17,8 +17,8 @@ static const KernelKind kinds[] = {
      fwd_wg_hdims, 3, 128, 0, 1, 0},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM: a TMA producer warp, one MMA-issuing "
      "thread, a softmax warpgroup with one query row per thread, P written back to TMEM for a TS-MMA P V), bf16/fp16, "
-     "d 64|128|256, causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
-     attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, fwd_wg_hdims, 3, 128, 0,
+     "d 64|128|192|256, causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
+     attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, fwd_tc_hdims, 4, 128, 0,
      1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,

@@ -134,3 +134,26 @@ void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse) 
         INS(e, SELP_F32, R(lse[r]), FI(INFINITY), R(lse[r]), R(empty));
     }
 }
+
+/* x = j + f, j an integer and |f| <= 1/2: adding 1.5 * 2^23 rounds x to j in the low mantissa bits, and those
+ * bits shifted up by 23 are j's exponent increment (the constant's own bits shift out). x is held at -126.5 or
+ * above so the exponent field stays >= 0; there the result is subnormal, which the sums flush. */
+void exp2_poly(Kctx *k, Reg x) {
+    Emit *e = &k->e;
+    static const float c[4] = {0.99992812f, 0.69326097f, 0.24261081f, 0.05517143f};   /* minimax on [-1/2, 1/2] */
+    const float round_magic = 12582912.0f;
+    Reg xc = e_reg(e, RC_F32), t = e_reg(e, RC_F32), f = e_reg(e, RC_F32), p = e_reg(e, RC_F32);
+    INS(e, MAX_F32, R(xc), R(x), FI(-126.5f));
+    INS(e, ADD_F32, R(t), R(xc), FI(round_magic));
+    INS(e, SUB_F32, R(f), R(t), FI(round_magic));
+    INS(e, SUB_F32, R(f), R(xc), R(f));
+    INS(e, FMA_F32, R(p), R(f), FI(c[3]), FI(c[2]));
+    INS(e, FMA_F32, R(p), R(p), R(f), FI(c[1]));
+    INS(e, FMA_F32, R(p), R(p), R(f), FI(c[0]));
+    Reg tb = e_reg(e, RC_B32), pb = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(tb), R(t));
+    INS(e, SHL_B32, R(tb), R(tb), I(23));
+    INS(e, MOV_B32, R(pb), R(p));
+    INS(e, ADD_S32, R(pb), R(pb), R(tb));
+    INS(e, MOV_F32_B32, R(x), R(pb));
+}

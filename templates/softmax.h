@@ -40,4 +40,8 @@ Reg  softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h
 void softmax_row_sums(Kctx *k, RowStats *rs);
 /* O /= l and lse from l as it stands */
 void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
+/* x <- 2^x for a softmax exponent (x <= 0) on the FMA and integer units instead of MUFU: a degree-3
+ * polynomial of the fraction, the integer part added to the exponent field (relative error 7.5e-5). Below
+ * 2^-126 it gives a subnormal where ex2.approx.ftz gives 0: sum such values with add.ftz (OP_ADD_FTZ_F32). */
+void exp2_poly(Kctx *k, Reg x);
 #endif

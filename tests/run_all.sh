@@ -543,6 +543,23 @@ sim_tests() {
     run_cli check --device sim --kernel attn_fwd --arch sm_103a --sq 8 --sk 400 --hq 64 --hkv 8 --causal --seed $((RANDOM + 1))
     expect_rc "$name" 0 && expect_output "$name" '^tile: pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\)' \
         '^kernel: attn_fwd_tc_bf16_d128_bm128_bn128_st2_pack8_causal$' 'grid 1x8x1' '^check: PASS' && pass "$name"
+    for f in "--sq 77 --sk 300 --hq 2 --hkv 1" "--causal --sq 300 --sk 77 --hq 3 --hkv 3 --dtype fp16" \
+             "--b 2 --sq 5 --sk 333 --hq 8 --hkv 1 --pad 8"; do   # d 192: 64-key steps
+        sim_check "sim tcgen05 d=192 $f" --arch sm_100a --hdim 192 $f --seed $((RANDOM + 1))
+    done
+    # exp2 partly by polynomial: rows with no valid key (causal, s_q > s_k) must still sum to exactly 0
+    for f in "64 poly=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "128 poly=4 --sq 77 --sk 300 --hq 4 --hkv 2 --dtype fp16" \
+             "256 poly=8 --causal --sq 130 --sk 200 --hq 2 --hkv 2" "128 poly=2,pack=8 --sq 8 --sk 300 --hq 8 --hkv 1"; do
+        set -- $f
+        local hd=$1 tile=$2
+        shift 2
+        sim_check "sim tcgen05 d=$hd $tile $*" --arch sm_100a --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
+    done
+    name="planted tcgen05 fwd poly: P summed without flushing the polynomial's subnormals"
+    ./ptxgen --kernel attn_fwd --arch sm_100a --hdim 64 --causal --tile poly=2 | sed 's/add\.ftz\.f32/add.f32/' >"$TMP/mutant.ptx"
+    run_cli check --device sim --kernel attn_fwd --arch sm_100a --hdim 64 --causal --tile poly=2 --sq 130 --sk 77 --hq 2 \
+        --hkv 1 --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" 'lse: .* FAIL .*ref inf' && pass "$name"
     sim_tc_fwd_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" '/tcgen05\.wait::st/ { next } { print }' \
         "tcgen05.mma reads A from TMEM lane"
     sim_tc_fwd_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
@@ -839,7 +856,7 @@ family_tests() {
         '^  softmax +4 ' '^  KV\.1 ' '^verdict: +fits' && pass "$name"
     name="--plan of a decode shape on sm_100a: the packed tile, its TMEM map and, beside it, what mma.sync would need"
     run_cli --arch sm_100a --kernel attn_fwd --hq 64 --hkv 8 --sq 8 --plan
-    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8$' \
+    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0$' \
         '^tile: +pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\): 1 CTA per kv head' \
         'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +320 +448 +128 +fp32' \
         '^beside it: +mma\.sync for this decode shape \(s_q 8 x 8 query heads per kv head = 64 rows\)' \
@@ -853,6 +870,10 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --b 4
     usage_error "emit with h_q not a multiple of h_kv" "h_q (6) must be a multiple of h_kv (4)" -- \
         --arch sm_100a --kernel attn_fwd --hq 6 --hkv 4
+    usage_error "tcgen05 attn_fwd d=192 with 128-key steps: refused, naming the budget" "needs 245840 B" \
+        "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 192 --tile bn=128 --plan
+    usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
+        "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 327760 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
     name="--mma auto on sm_103a: the tcgen05 mla_fwd's plan, its TMEM map (S^T, O^T) beside the shared memory"
