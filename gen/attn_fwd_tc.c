@@ -13,6 +13,9 @@
  *     epilogue: O / l -> o, lse = ln 2 (scale m + log2 l)
  *
  * So S_{n+1}'s MMAs run under the softmax of S_n, and the exp of S_n under P_{n-1} V_{n-1}.
+ * With pack > 1 the 128 rows are pack query heads of one kv head x 128/pack tokens (row r: head
+ * r % pack, token r / pack), one K/V tile for all of them (decode-shaped GQA); with poly > 1 every
+ * poly-th exp2 of a row runs on the FMA units (exp2_poly) instead of MUFU.
  * The roles join by mbarriers only (attn_fwd_tc.h); their steps are produce_step(),
  * issue_step() and softmax_step(). */
 #include "attn_fwd_tc.h"
