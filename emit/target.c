@@ -6,14 +6,15 @@
 #include "isa.h"
 
 /* arch-specific ("a") instructions exist only on targets of their own
- * generation: wgmma (sm_90a) is not on sm_100a, tcgen05 (sm_100a) is on sm_103a. */
+ * generation: wgmma (sm_90a) is not on sm_100a, tcgen05 (sm_100a) is on sm_103a;
+ * a few (arch_specific 2: setmaxnreg) are on every later 'a' target too. */
 static const char *lacks(const ArchInfo *a, int sm, int arch_specific)
 {
     static const char *why[] = {"a later arch", "an arch-specific target (sm_XXa)", "the same arch generation"};
     size_t n = strlen(a->name);
     if (a->sm < sm) return why[0];
     if (arch_specific && a->name[n - 1] != 'a') return why[1];
-    if (arch_specific && a->sm / 10 != sm / 10) return why[2];
+    if (arch_specific == 1 && a->sm / 10 != sm / 10) return why[2];
     return NULL;
 }
 

@@ -1,23 +1,27 @@
 /* attn_fwd, tcgen05 family (sm_100a / sm_103a): FlashAttention's forward with
- * S, P and O in TMEM.
+ * S, P and O in TMEM, FA4's roles.
  *
  *   for each CTA (query rows [m0, m0 + 128) of head h, batch b):
- *     producer (warp 5, lane 0): Q once; K_n, V_n through a ring of `stages` slots (TMA)
- *     issuer (warp 4, lane 0), for each key block n:
+ *     producer (warp 9, lane 0): Q once; K_n, V_n through a ring of `stages` slots (TMA)
+ *     issuer (warp 8, lane 0), for each key block n:
  *       S_{n%2} = Q K_n^T                       SS MMAs; two S buffers
- *       O += P_{n-1} V_{n-1}  once P_{n-1} is in   TS MMAs: P from TMEM, V MN-major
+ *       O += P_{n-1} V_{n-1}  once P_{n-1} is in and O rescaled   TS MMAs: P from TMEM, V MN-major
  *     softmax (warps 0-3; thread r owns query row r, which is TMEM lane r), for each n:
  *       m' = max(m, rowmax S_n);  P = exp2(scale S_n - scale m');  l = l 2^(scale (m - m')) + rowsum P
- *       once O += P_{n-1} V_{n-1} is done: O *= 2^(scale (m - m')) (skipped where no row of the
- *       warp moved), P into TMEM
- *     epilogue: O / l -> o, lse = ln 2 (scale m + log2 l)
+ *       the factor 2^(scale (m - m')) to the correction warpgroup, P_n into P buffer n % 2
+ *     correction (warps 4-7, the same rows): once P_{n-1} V_{n-1} is done, O *= the factor (skipped where no
+ *       row of the warp moved)
+ *     epilogue (softmax): O / l -> o, lse = ln 2 (scale m + log2 l)
  *
- * So S_{n+1}'s MMAs run under the softmax of S_n, and the exp of S_n under P_{n-1} V_{n-1}.
+ * So S_{n+1}'s MMAs run under the softmax of S_n, and the softmax of S_n does not wait for P_{n-1} V_{n-1}
+ * (two P buffers; the correction waits instead). setmaxnreg gives the softmax 240 registers, the correction
+ * 104, the last warpgroup (issuer, producer, two idle warps) 56; each role derives the CTA's problem itself
+ * after it, so that nothing from before the split has to fit the smallest role.
  * With pack > 1 the 128 rows are pack query heads of one kv head x 128/pack tokens (row r: head
  * r % pack, token r / pack), one K/V tile for all of them (decode-shaped GQA); with poly > 1 every
  * poly-th exp2 of a row runs on the FMA units (exp2_poly) instead of MUFU.
- * The roles join by mbarriers only (attn_fwd_tc.h); their steps are produce_step(),
- * issue_step() and softmax_step(). */
+ * The roles join by mbarriers only (attn_fwd_tc.h); their steps are produce_step(), issue_step(),
+ * softmax_step() and correct_step(). */
 #include "attn_fwd_tc.h"
 #include <math.h>
 #include <string.h>
@@ -26,8 +30,8 @@
 
 typedef struct {
     const AttnDesc *d;
-    int stages, bn, q_off, kv_off, kv_stride;
-    int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P, O */
+    int stages, bn, q_off, kv_off, kv_stride, alpha_off;
+    int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P.0 (P.1 follows), O */
     Reg bar[TC_FWD_NBARS(3)];
     Reg taddr, tq;                    /* TMEM base; this warp's lane quarter of it */
     int pack;                         /* query heads per CTA (tc_fwd_pack) */
@@ -131,21 +135,24 @@ static void producer_role(Kctx *k, void *ctx) {
 
 /* ---- MMA issuer ---- */
 
-/* O += P_j V_j once the softmax put P_j in (and rescaled O); then O done, and K_j/V_j's slot free. */
+/* O += P_j V_j once the softmax put P_j in and the correction rescaled O; then O done, K_j/V_j's slot and
+ * P_j's buffer free. */
 static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
-    umma_wait(k, f->bar[TCF_P_FULL(f->stages)], bit(k, j, 0));
+    umma_wait(k, f->bar[TCF_PV_READY(f->stages)], bit(k, j, 0));
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
+    Reg p_col = of_pair(k, f->taddr, j, f->bn / 2), p_free = of_pair(k, f->bar[TCF_P_FREE(f->stages)], j, 8);
     int past = umma_leader_only(k, f->leader);
     Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, d->dv, 0, 1));
     for (int kk = 0; kk < f->bn / 16; kk++)
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_o), A(f->taddr, f->c_p + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_o), A(p_col, f->c_p + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
             R(idesc), R(kk ? f->yes : acc));
     INS(e, TC_COMMIT_1, A(f->bar[TCF_O_DONE(f->stages)], 0));
     INS(e, TC_COMMIT_1, A(empty, 0));
+    INS(e, TC_COMMIT_1, A(p_free, 0));
     e_place(e, past);
 }
 
@@ -232,7 +239,7 @@ static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
     e_place(e, skip);
 }
 
-/* Key block n: P_n from S_n into TMEM, l and m moved on, O rescaled to the new maxima. */
+/* Key block n: P_n from S_n into TMEM, l and m moved on, the rows' factors to the correction warpgroup. */
 static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcFwd *f = ctx;
     (void)n_max;
@@ -276,9 +283,48 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     }
     INS(e, FMA_F32, R(f->l), R(f->l), R(alpha), R(sum));
     for (int c = 0; c < bn / 8; c++) f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);
-    /* P_{n-1} V_{n-1} done: P's columns are free and O holds block n-1's sum */
-    Reg first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+    /* the factor out to the correction warpgroup once it took the last one (its part of P_{n-1}'s readiness),
+     * P_n into its buffer once P_{n-2} V_{n-2} is done with it */
+    Reg first = e_reg(e, RC_PRED), early = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32), aa = e_reg(e, RC_B32);
+    int none = e_label(e), fresh = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(prev), R(n), I(1));
+    mbar_wait(k, f->bar[TCF_PV_READY(f->stages)], bit(k, prev, 0), 0);
+    INS(e, SETP_LT_U32, R(early), R(n), I(2));
+    INSP(e, early, 0, BRA_UNI, L(fresh));
+    Reg q = e_reg(e, RC_B32);                                  /* P.(n % 2)'s phase of n - 2: (n / 2 - 1) & 1 */
+    INS(e, SHR_U32, R(q), R(n), I(1));
+    INS(e, ADD_U32, R(q), R(q), I(1));
+    INS(e, AND_B32, R(q), R(q), I(1));
+    umma_wait(k, of_pair(k, f->bar[TCF_P_FREE(f->stages)], n, 8), q);
+    e_place(e, fresh);
+    e_place(e, none);
+    Reg st = e_reg(e, RC_B64);
+    INS(e, MAD_LO_U32, R(aa), R(bit(k, n, 0)), I(4 * TC_FWD_BM), R(k->smem));
+    INS(e, MAD_LO_U32, R(aa), R(k->tid), I(4), R(aa));
+    INS(e, ST_SHARED_F32, A(aa, f->alpha_off), R(alpha));
+    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
+    Reg p_col = of_pair(k, f->tq, n, bn / 2);
+    for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(p_col, f->c_p + c), V(16, p + c));
+    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages)]);
+}
+
+/* ---- correction ---- */
+
+/* Key block n for this thread's row (its softmax twin's): once the row's factor is out and P_{n-1} V_{n-1} is
+ * done, O rescaled in TMEM; then its part of P_n V_n's readiness. */
+static void correct_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max, (void)masked;
+    Emit *e = &k->e;
+    Reg aa = e_reg(e, RC_B32), alpha = e_reg(e, RC_F32), first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
     int none = e_label(e);
+    mbar_wait(k, f->bar[TCF_ALPHA(f->stages)], bit(k, n, 0), 0);
+    INS(e, MAD_LO_U32, R(aa), R(bit(k, n, 0)), I(4 * TC_FWD_BM), R(k->smem));
+    INS(e, SUB_U32, R(prev), R(k->tid), I(TC_FWD_CORRECTION));
+    INS(e, MAD_LO_U32, R(aa), R(prev), I(4), R(aa));
+    INS(e, LD_SHARED_F32, R(alpha), A(aa, f->alpha_off));
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(none));
     INS(e, SUB_U32, R(prev), R(n), I(1));
@@ -286,8 +332,14 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     umma_wait(k, f->bar[TCF_O_DONE(f->stages)], bit(k, prev, 0));
     rescale_o(k, f, alpha);
     e_place(e, none);
-    for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_p + c), V(16, p + c));
-    tc_stores_arrive(k, f->bar[TCF_P_FULL(f->stages)]);
+    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages)]);
+}
+
+static void correction_role(Kctx *k, void *ctx) {
+    TcFwd *f = ctx;
+    Reg n = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(n), I(0));
+    key_loop(k, correct_step, f, n, f->n_max, f->n_max, 0);
 }
 
 /* O / l rounded to o and the row's lse, for rows of a token below s_q and a head of the group; a CTA that saw
@@ -364,23 +416,56 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
     TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .pack = tc_fwd_pack(t), .q_off = plan_region(p, "Q"),
-               .kv_off = plan_region(p, "KV.0")};
+               .kv_off = plan_region(p, "KV.0"), .alpha_off = plan_region(p, "alpha")};
     f.kv_stride = t->stages > 1 ? plan_region(p, "KV.1") - f.kv_off : 0;
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
         if (!strcmp(r->name, "S.0")) f.c_s = r->col;
-        if (!strcmp(r->name, "P")) f.c_p = r->col;
+        if (!strcmp(r->name, "P.0")) f.c_p = r->col;
         if (!strcmp(r->name, "O")) f.c_o = r->col;
     }
     int nb = TC_FWD_NBARS(t->stages);
     Opnd counts[TC_FWD_NBARS(3)];
     for (int i = 0; i < nb; i++) counts[i] = I(1);           /* expect_tx or tcgen05.commit arrivals */
-    counts[TCF_P_FULL(t->stages)] = I(128);                  /* every softmax thread */
+    counts[TCF_ALPHA(t->stages)] = I(128);                   /* every softmax thread */
+    counts[TCF_PV_READY(t->stages)] = I(256);                /* every softmax and correction thread */
     e_comment(e, "prologue: barriers, TMEM");
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
-    problem(k, &f);
 
-    umma_roles6(k, "softmax", softmax_role, issuer_role, producer_role, &f);
+    /* the roles, by warpgroup: 0 softmax, 1 correction, 2 the MMA issuer (warp 8), the producer (warp 9) and two
+     * idle warps; each warpgroup first sets its registers */
+    Reg role = e_reg(e, RC_PRED);
+    int l1 = e_label(e), l2 = e_label(e), l3 = e_label(e), done = e_label(e);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_CORRECTION));
+    INSP(e, role, 1, BRA_UNI, L(l1));
+    e_comment(e, "role: softmax (warps 0-3)");
+    INS(e, SETMAXNREG_INC, I(TC_FWD_SOFTMAX_REGS));
+    problem(k, &f);
+    softmax_role(k, &f);
+    INS(e, BRA_UNI, L(done));
+    e_place(e, l1);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_ISSUER));
+    INSP(e, role, 1, BRA_UNI, L(l2));
+    e_comment(e, "role: correction (warps 4-7)");
+    INS(e, SETMAXNREG_DEC, I(TC_FWD_CORRECTION_REGS));
+    problem(k, &f);
+    correction_role(k, &f);
+    INS(e, BRA_UNI, L(done));
+    e_place(e, l2);
+    INS(e, SETMAXNREG_DEC, I(TC_FWD_TAIL_REGS));
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER));
+    INSP(e, role, 1, BRA_UNI, L(l3));
+    e_comment(e, "role: MMA issuer (warp 8)");
+    problem(k, &f);
+    issuer_role(k, &f);
+    INS(e, BRA_UNI, L(done));
+    e_place(e, l3);
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER + 32));
+    INSP(e, role, 1, BRA_UNI, L(done));                      /* warps 10-11: nothing more */
+    e_comment(e, "role: producer (warp 9)");
+    problem(k, &f);
+    producer_role(k, &f);
+    e_place(e, done);
     umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
     kctx_finish(k, module);
 }

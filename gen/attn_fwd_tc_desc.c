@@ -60,20 +60,23 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     for (int s = 0; s < t->stages; s++)
         plan_add_region(p, kv_stage[s], t->bn * (d->d + d->dv) * 2, 1024,
                         "ring slot: K_n (B of S, K-major), then V_n (B of O += P V, MN-major)");
-    plan_add_region(p, "bars", 8 * TC_FWD_NBARS(t->stages) + 8, 8,
-                    "mbarriers: Q full; K/V full and empty per slot; S full x2; P full; O done; TMEM address");
+    plan_add_region(p, "alpha", 2 * TC_FWD_BM * 4, 16, "each row's factor for O, two key blocks (softmax -> correction)");
+    plan_add_region(p, "bars", 8 * TC_FWD_NBARS(t->stages) + 8, 8, "mbarriers: Q full; K/V full and empty per slot; S full "
+                    "and P free x2; factors published; P in and O rescaled; O done; TMEM address");
     snprintf(shp[0], sizeof shp[0], "[%d, %d]", t->bm, t->bn);
     snprintf(shp[1], sizeof shp[1], "[%d, %d]", t->bm, d->dv);
     plan_add_tmem(p, "S.0", t->bn, "fp32", shp[0], "loop: S_n of even n (the issuer writes S_{n+1} into the other "
                   "while the softmax reads this one)");
     plan_add_tmem(p, "S.1", t->bn, "fp32", shp[0], "loop: S_n of odd n");
-    plan_add_tmem(p, "P", t->bn / 2, "bf16", shp[0], "loop: exp(S_n - m), A of O += P V (TMEM operand)");
+    plan_add_tmem(p, "P.0", t->bn / 2, "bf16", shp[0], "loop: exp(S_n - m) of even n, A of O += P V (TMEM operand)");
+    plan_add_tmem(p, "P.1", t->bn / 2, "bf16", shp[0], "loop: of odd n (the softmax writes one while P V reads the other)");
     plan_add_tmem(p, "O", d->dv, "fp32", shp[1], "whole kernel: the output accumulator, rescaled in place");
     /* a softmax thread at its peak: its row of S, P packed, the row state and addresses (ptxas 13.0: 207-236 at bn=128) */
     p->regs_est = t->bn + 108;
-    plan_add_role(p, "softmax", 4, 0);   /* one query row per thread: S, P, O's rescale and the epilogue */
-    plan_add_role(p, "mma", 1, 0);       /* lane 0 issues, the warp waits */
-    plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
+    plan_add_role(p, "softmax", 4, TC_FWD_SOFTMAX_REGS);        /* one query row per thread: S, P and the epilogue */
+    plan_add_role(p, "correction", 4, TC_FWD_CORRECTION_REGS);  /* the same rows: O rescaled in TMEM between its products */
+    plan_add_role(p, "mma, producer", 4, TC_FWD_TAIL_REGS);    /* warp 8: lane 0 issues the MMAs; warp 9: lane 0 the
+                                                                 * TMA copies; warps 10-11 idle */
     char what[160], pk[64] = "";
     if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, TC_FWD_BM / t->pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " poly=%d", t->poly);
@@ -86,7 +89,8 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
 void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {TC_FWD_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    /* one CTA per SM: the launch's 168 registers a thread, which setmaxnreg moves between the roles */
+    *ks = (KernelSpec){.block = {TC_FWD_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
     int pack = tc_fwd_pack(t);
     char pk[32] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);

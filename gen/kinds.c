@@ -15,8 +15,9 @@ static const KernelKind kinds[] = {
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
      fwd_wg_hdims, 3, 128, 0, 1, 0},
-    {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM: a TMA producer warp, one MMA-issuing "
-     "thread, a softmax warpgroup with one query row per thread, P written back to TMEM for a TS-MMA P V), bf16/fp16, "
+    {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
+     "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
+     "a correction warpgroup rescaling O), bf16/fp16, "
      "d 64|128|192|256, causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
      attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, fwd_tc_hdims, 4, 128, 0,
      1, 0},

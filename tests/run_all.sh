@@ -852,13 +852,14 @@ family_tests() {
     name="--mma auto on sm_100a picks the tcgen05 attn_fwd: the TMEM map, roles and shared memory in the plan"
     run_cli --arch sm_100a --kernel attn_fwd --plan
     expect_rc "$name" 0 && expect_output "$name" '^family: +tcgen05 \(--mma auto: sm_100a.s newest\)$' \
-        '^  S\.0 +0 +128 +128 +fp32' '^  S\.1 +128 +256 ' '^  P +256 +320 +64 +bf16' '^  O +320 +448 +128 +fp32' \
-        '^  softmax +4 ' '^  KV\.1 ' '^verdict: +fits' && pass "$name"
+        '^  S\.0 +0 +128 +128 +fp32' '^  S\.1 +128 +256 ' '^  P\.0 +256 +320 +64 +bf16' '^  P\.1 +320 +384 +64 +bf16' \
+        '^  O +384 +512 +128 +fp32' '^  softmax +4 +240 ' '^  correction +4 +104 ' '^  mma, producer +4 +56 ' '^  KV\.1 ' \
+        '^verdict: +fits' && pass "$name"
     name="--plan of a decode shape on sm_100a: the packed tile, its TMEM map and, beside it, what mma.sync would need"
     run_cli --arch sm_100a --kernel attn_fwd --hq 64 --hkv 8 --sq 8 --plan
     expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0$' \
         '^tile: +pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\): 1 CTA per kv head' \
-        'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +320 +448 +128 +fp32' \
+        'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +384 +512 +128 +fp32' \
         '^beside it: +mma\.sync for this decode shape \(s_q 8 x 8 query heads per kv head = 64 rows\)' \
         '4 B x 4 m16 tiles x 256 threads x 64 = 262144 B of shared memory, over the 232448 B' && pass "$name"
     name="emit of a decode shape names the packing on stderr (a shape class, never a silent choice)"
@@ -870,11 +871,11 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --b 4
     usage_error "emit with h_q not a multiple of h_kv" "h_q (6) must be a multiple of h_kv (4)" -- \
         --arch sm_100a --kernel attn_fwd --hq 6 --hkv 4
-    usage_error "tcgen05 attn_fwd d=192 with 128-key steps: refused, naming the budget" "needs 245840 B" \
+    usage_error "tcgen05 attn_fwd d=192 with 128-key steps: refused, naming the budget" "needs 246888 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 192 --tile bn=128 --plan
     usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
         "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
-    usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 327760 B" \
+    usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 328808 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
     name="--mma auto on sm_103a: the tcgen05 mla_fwd's plan, its TMEM map (S^T, O^T) beside the shared memory"
     run_cli --arch sm_103a --kernel mla_fwd --plan
