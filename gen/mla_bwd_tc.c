@@ -296,15 +296,10 @@ void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
                    : !strcmp(r->name, "dP^T") ? &f.c_dp : !strcmp(r->name, "P^T") ? &f.c_p : &f.c_ds;
         *col = r->col;
     }
-    f.t = e_reg(e, RC_B32), f.h0 = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(f.t), SR("%ctaid.x"));
-    INS(e, MOV_B32, R(f.h0), SR("%ctaid.y"));
-    INS(e, MUL_LO_U32, R(f.h0), R(f.h0), I(f.hb));
-    f.h_q = kc_u32(k, "h_q"), f.s_kv = kc_u32(k, "s_kv");
-    f.kv_map = kc_tmap(k, "kv_map");
-    f.idx_row = mla_index_row(k, f.t);
-    f.eff = mla_token_slots(k, f.t, kc_u32(k, "topk"));
-    f.nsteps = mla_token_steps(k, f.eff, f.bn);
+    MlaTcToken tk;
+    mla_tc_token(k, f.hb, f.bn, &tk);
+    f.t = tk.t, f.h0 = tk.h0, f.h_q = tk.h_q, f.s_kv = tk.s_kv, f.kv_map = tk.kv_map, f.idx_row = tk.idx_row;
+    f.eff = tk.eff, f.nsteps = tk.nsteps;
     f.scale = kc_f32(k, "softmax_scale");
     f.scale_log2 = scale_log2(k);
     f.yes = umma_const_pred(k, 1), f.no = umma_const_pred(k, 0);

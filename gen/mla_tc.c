@@ -24,3 +24,16 @@ void mla_tc_gather(Kctx *k, const MlaTcGather *g, Reg n) {
     }
     INSP(e, lead, 1, MBAR_ARRIVE, R(st), A(g->full, 0));
 }
+
+void mla_tc_token(Kctx *k, int hb, int bn, MlaTcToken *tk) {
+    Emit *e = &k->e;
+    tk->t = e_reg(e, RC_B32), tk->h0 = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(tk->t), SR("%ctaid.x"));
+    INS(e, MOV_B32, R(tk->h0), SR("%ctaid.y"));
+    INS(e, MUL_LO_U32, R(tk->h0), R(tk->h0), I(hb));
+    tk->h_q = kc_u32(k, "h_q"), tk->s_kv = kc_u32(k, "s_kv");
+    tk->kv_map = kc_tmap(k, "kv_map");
+    tk->idx_row = mla_index_row(k, tk->t);
+    tk->eff = mla_token_slots(k, tk->t, kc_u32(k, "topk"));
+    tk->nsteps = mla_token_steps(k, tk->eff, bn);
+}

@@ -4,6 +4,11 @@
 #include "mla_emit.h"
 #include "../templates/umma.h"
 
+/* The CTA's token t = ctaid.x and head block from h0 = hb ctaid.y; h_q, s_kv, kv's tensor map, the token's
+ * index row, its slot count (topk or its topk_length) and its steps of bn slots. */
+typedef struct { Reg t, h0, h_q, s_kv, kv_map, idx_row, eff, nsteps; } MlaTcToken;
+void mla_tc_token(Kctx *k, int hb, int bn, MlaTcToken *tk);
+
 /* A token's gather: kv's tensor map (mla_bwd_tc_kv_map), the token's index row and slot count, s_kv; per step
  * bn rows of d_qk columns into the K-major slabs at shared offset kv, each slot's kv row (-1: none) into the
  * rows buffer at shared offset rows (two steps' worth, by n & 1), all completing on the mbarrier full, which
