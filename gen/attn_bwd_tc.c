@@ -29,7 +29,8 @@
 typedef struct {
     const AttnDesc *d;
     int stages, dq, k_off, v_off, q_off, do_off, st_off, slot, ds_off;
-    int c_s, c_dp, c_dv, c_dk, c_dq;  /* TMEM columns */
+    int c_s, c_dp, c_p, c_ds, c_dv, c_dk, c_dq;   /* TMEM columns (P^T, dS^T over S^T, dP^T unless own_p) */
+    int own_p;                        /* tcb_own_p */
     Reg bar[TCB_NBARS(3)];
     Reg taddr, tq, leader;
     Reg b, kvh, key0, s_q, s_k, off, group;
@@ -117,8 +118,8 @@ static void mma_kmajor(Kctx *k, TcBwd *f, int col, Reg a, int a_rows, Reg b, int
     }
 }
 
-/* Step it: once the slot landed and the last step's products are done (S^T and dP^T hold P^T and dS^T
- * until then), S^T and dP^T; once P^T and dS^T are in, dV, dK and dQ; then the slot is free. */
+/* Step it: once the slot landed (and, where P^T and dS^T live over S^T and dP^T, the last step's products
+ * are done), S^T and dP^T; once P^T and dS^T are in, dV, dK and dQ; then the slot is free. */
 static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     TcBwd *f = ctx;
     (void)masked;
@@ -128,12 +129,14 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32), acc = e_reg(e, RC_PRED);
     Reg stage = slot_of(k, f, it, &full, &parity, &empty);
     umma_wait(k, full, parity);
-    int fresh = e_label(e);
-    INS(e, SETP_EQ_U32, R(first), R(it), I(0));
-    INSP(e, first, 0, BRA_UNI, L(fresh));
-    INS(e, SUB_U32, R(prev), R(it), I(1));
-    umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
-    e_place(e, fresh);
+    if (!f->own_p) {   /* S^T and dP^T hold the step before's P^T and dS^T until its dV and dK are done */
+        int fresh = e_label(e);
+        INS(e, SETP_EQ_U32, R(first), R(it), I(0));
+        INSP(e, first, 0, BRA_UNI, L(fresh));
+        INS(e, SUB_U32, R(prev), R(it), I(1));
+        umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
+        e_place(e, fresh);
+    }
     Reg kd = umma_desc(k, f->k_off, umma_kmajor128()), vd = umma_desc(k, f->v_off, umma_kmajor128());
     Reg qd = wg_desc_plus(k, umma_desc(k, f->q_off, umma_kmajor128()), stage);
     Reg dod = wg_desc_plus(k, umma_desc(k, f->do_off, umma_kmajor128()), stage);
@@ -150,10 +153,10 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     Reg qm = wg_desc_plus(k, umma_desc(k, f->q_off, umma_mn128(TCB_BM)), stage);
     Reg i_dv = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->dv, 0, 1)), i_dk = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->d, 0, 1));
     for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dV += P^T dO */
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dv), A(f->taddr, f->c_s + 8 * kk), R(umma_desc_at(k, dom, kk * 16 * 128)),
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dv), A(f->taddr, f->c_p + 8 * kk), R(umma_desc_at(k, dom, kk * 16 * 128)),
             R(i_dv), R(kk ? f->yes : acc));
     for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dK += dS^T Q */
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dk), A(f->taddr, f->c_dp + 8 * kk), R(umma_desc_at(k, qm, kk * 16 * 128)),
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dk), A(f->taddr, f->c_ds + 8 * kk), R(umma_desc_at(k, qm, kk * 16 * 128)),
             R(i_dk), R(kk ? f->yes : acc));
     if (f->dq) {                                                        /* dQ = dS K: M = 64 queries, K = 128 keys */
         Reg dsd = umma_desc(k, f->ds_off, umma_mn_rows(2 * TCB_BM)), km = umma_desc(k, f->k_off, umma_mn128(TCB_BN));
@@ -253,14 +256,17 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         f32x8_pack(k, d->dtype, s + 8 * c, p + 4 * c);
         f32x8_pack(k, d->dtype, dp + 8 * c, ds + 4 * c);
     }
-    if (f->dq) {   /* the step before's dQ out before this step's dQ is issued (and its dS row rewritten) */
+    if (f->dq || f->own_p) {   /* the step before's products done: its dQ out (dS's row free), P^T, dS^T free */
         Reg first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
         int none = e_label(e);
         INS(e, SETP_EQ_U32, R(first), R(it), I(0));
         INSP(e, first, 0, BRA_UNI, L(none));
         INS(e, SUB_U32, R(prev), R(it), I(1));
-        dq_out(k, f, prev);
+        if (f->dq) dq_out(k, f, prev);
+        else umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
         e_place(e, none);
+    }
+    if (f->dq) {
         Reg tile = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(tile), R(k->smem), I(f->ds_off));
         for (int c = 0; c < TCB_BM / 8; c++)
@@ -269,8 +275,8 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS0(e, FENCE_PROXY_ASYNC_CTA);                                   /* the dQ MMA reads what the threads wrote */
     }
     for (int c = 0; c < TCB_BM / 2; c += 16) {
-        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_s + c), V(16, p + c));
-        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dp + c), V(16, ds + c));
+        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_p + c), V(16, p + c));
+        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_ds + c), V(16, ds + c));
     }
     tc_stores_arrive(k, f->bar[TCB_PDS(f->stages)]);
 }
@@ -319,13 +325,14 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Kctx *k = &kc;
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
-    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
+    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .own_p = tcb_own_p(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
                .q_off = plan_region(p, "Q.0"), .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
     f.slot = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
     if (f.dq) f.ds_off = plan_region(p, "dS");
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
-        int *col = !strcmp(r->name, "S^T") ? &f.c_s : !strcmp(r->name, "dP^T") ? &f.c_dp : !strcmp(r->name, "dV") ? &f.c_dv
+        int *col = !strcmp(r->name, "S^T") ? &f.c_s : !strcmp(r->name, "dP^T") ? &f.c_dp : !strcmp(r->name, "P^T") ? &f.c_p
+                   : !strcmp(r->name, "dS^T") ? &f.c_ds : !strcmp(r->name, "dV") ? &f.c_dv
                    : !strcmp(r->name, "dK") ? &f.c_dk : !strcmp(r->name, "dQ") ? &f.c_dq : NULL;
         if (col) *col = r->col;
     }

@@ -57,8 +57,13 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     int s_reg = p->ntmem, dp_reg = p->ntmem + 1;
     plan_add_tmem(p, "S^T", TCB_BM, "fp32", shp[0], "loop: keys x queries");
     plan_add_tmem(p, "dP^T", TCB_BM, "fp32", shp[0], "loop");
-    plan_alias_tmem(p, "P^T", s_reg, TCB_BM / 2, "bf16", shp[0], "loop, once S^T is read: A of dV += P^T dO");
-    plan_alias_tmem(p, "dS^T", dp_reg, TCB_BM / 2, "bf16", shp[0], "loop, once dP^T is read: A of dK += dS^T Q");
+    if (tcb_own_p(d)) {   /* then the next step's S^T and dP^T need not wait for dV and dK */
+        plan_add_tmem(p, "P^T", TCB_BM / 2, "bf16", shp[0], "loop: A of dV += P^T dO");
+        plan_add_tmem(p, "dS^T", TCB_BM / 2, "bf16", shp[0], "loop: A of dK += dS^T Q");
+    } else {
+        plan_alias_tmem(p, "P^T", s_reg, TCB_BM / 2, "bf16", shp[0], "loop, once S^T is read: A of dV += P^T dO");
+        plan_alias_tmem(p, "dS^T", dp_reg, TCB_BM / 2, "bf16", shp[0], "loop, once dP^T is read: A of dK += dS^T Q");
+    }
     plan_add_tmem(p, "dV", d->dv, "fp32", shp[1], "whole kernel");
     plan_add_tmem(p, "dK", d->d, "fp32", shp[2], "whole kernel");
     if (tcb_main_dq(d)) plan_add_tmem(p, "dQ", d->d, "fp32", shp[3], "loop: M=64, lanes 0-15 of each warp's quarter");

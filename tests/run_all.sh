@@ -428,7 +428,7 @@ mla_bwd_tc_sim_tests() {
         c_test test_manifest_sim "$set.det.ptx" "$set.det.json" --seed $((RANDOM + 1)) --sq 4 --hq 128 --topk 200
         c_test test_manifest_sim "$set.pair.ptx" "$set.pair.json" --seed $((RANDOM + 1)) --sq 5 --hq 128 --topk-length
         c_test test_manifest_sim "$set.pdet.ptx" "$set.pdet.json" --seed $((RANDOM + 1)) --sq 3 --hq 72 --topk 140
-        c_test test_manifest_sim "$set.fwd.ptx" "$set.fwd.json" --seed $((RANDOM + 1)) --sq 3 --hq 40 --topk 300 --topk-length
+        c_test test_manifest_sim "$set.fwd.ptx" "$set.fwd.json" --seed $((RANDOM + 1)) --sq 8 --skv 600 --hq 40 --topk 300 --topk-length
         c_test test_manifest_sim "$set.fwd16.ptx" "$set.fwd16.json" --seed $((RANDOM + 1)) --sq 4 --skv 90 --hq 20 --topk 130
     else
         fail "manifest-only launch: generating the sets" "$(one_line "$TMP/err")"
