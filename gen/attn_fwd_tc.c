@@ -209,16 +209,6 @@ static void issuer_role(Kctx *k, void *ctx) {
 /* ---- softmax ---- */
 
 
-/* m * scale_log2, but 0 for a row that has seen no visible key: 2^(-inf - 0) is then 0, not NaN */
-static Reg scaled_max(Kctx *k, TcFwd *f, Reg m) {
-    Emit *e = &k->e;
-    Reg ms = e_reg(e, RC_F32), none = e_reg(e, RC_PRED);
-    INS(e, MUL_F32, R(ms), R(m), R(f->scale_log2));
-    INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
-    INS(e, SELP_F32, R(ms), FI(0.0f), R(ms), R(none));
-    return ms;
-}
-
 /* O *= alpha over this warp's rows, unless no row of the warp has a new maximum (alpha == 1 for all:
  * FA4's conditional rescale; the branch is uniform, as tcgen05.ld/st need). */
 static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
@@ -268,7 +258,8 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     for (int w = bn / 4; w >= 1; w /= 2)
         for (int j = 0; j < w; j++) INS(e, MAX_F32, R(mx[j]), R(mx[j]), R(mx[j + w]));
     INS(e, MAX_F32, R(mx[0]), R(mx[0]), R(f->m));
-    Reg ms = scaled_max(k, f, mx[0]), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32), sum = e_reg(e, RC_F32);
+    Reg ms = softmax_scaled_max(k, mx[0], f->scale_log2);
+    Reg neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32), sum = e_reg(e, RC_F32);
     INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));
     INS(e, FMA_F32, R(alpha), R(f->m), R(f->scale_log2), R(neg_ms));
     INS(e, EX2_F32, R(alpha), R(alpha));
@@ -359,7 +350,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, RCP_F32, R(inv), R(f->l));
     INS(e, SELP_F32, R(inv), FI(0.0f), R(inv), R(empty));
     INS(e, LG2_F32, R(lse), R(f->l));
-    INS(e, ADD_F32, R(lse), R(lse), R(scaled_max(k, f, f->m)));
+    INS(e, ADD_F32, R(lse), R(lse), R(softmax_scaled_max(k, f->m, f->scale_log2)));
     INS(e, MUL_F32, R(lse), R(lse), FI((float)M_LN2));
     INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(empty));
     Reg in = f->ok, la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);

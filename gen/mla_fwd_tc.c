@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 #include "attn_tc.h"
+#include "../templates/softmax.h"
 #include "../templates/epilogue.h"
 
 typedef struct {
@@ -139,16 +140,6 @@ static void cta_reduce(Kctx *k, TcFwd *f, Reg *x, Op op) {
         }
 }
 
-/* m * scale_log2, but 0 for a head that has seen no valid slot: 2^(-inf - 0) is then 0, not NaN */
-static Reg scaled_max(Kctx *k, TcFwd *f, Reg m) {
-    Emit *e = &k->e;
-    Reg ms = e_reg(e, RC_F32), none = e_reg(e, RC_PRED);
-    INS(e, MUL_F32, R(ms), R(m), R(f->scale_log2));
-    INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
-    INS(e, SELP_F32, R(ms), FI(0.0f), R(ms), R(none));
-    return ms;
-}
-
 /* Step n for this thread's slot: its S^T row (masked when the slot is not a kv row), the heads' new maxima
  * over the CTA, P^T into its shared row, O^T rescaled (once the step before's products are done). */
 static void compute_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
@@ -179,7 +170,7 @@ static void compute_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     for (int h = 0; h < hb; h++) {
         Reg ms, neg = e_reg(e, RC_F32), eq = e_reg(e, RC_PRED), x = e_reg(e, RC_B32);
         INS(e, MAX_F32, R(mx[h]), R(mx[h]), R(f->m[h]));
-        ms = scaled_max(k, f, mx[h]);
+        ms = softmax_scaled_max(k, mx[h], f->scale_log2);
         INS(e, SUB_F32, R(neg), FI(0.0f), R(ms));
         alpha[h] = e_reg(e, RC_F32);
         INS(e, FMA_F32, R(alpha[h]), R(f->m[h]), R(f->scale_log2), R(neg));
@@ -242,7 +233,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
         INS(e, RCP_F32, R(inv[h]), R(f->l[h]));
         INS(e, SELP_F32, R(inv[h]), FI(0.0f), R(inv[h]), R(empty));
         INS(e, LG2_F32, R(lse[h]), R(f->l[h]));
-        INS(e, ADD_F32, R(lse[h]), R(lse[h]), R(scaled_max(k, f, f->m[h])));
+        INS(e, ADD_F32, R(lse[h]), R(lse[h]), R(softmax_scaled_max(k, f->m[h], f->scale_log2)));
         INS(e, MUL_F32, R(lse[h]), R(lse[h]), FI((float)M_LN2));
         INS(e, SELP_F32, R(lse[h]), FI(INFINITY), R(lse[h]), R(empty));
     }

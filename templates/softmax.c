@@ -34,9 +34,7 @@ void quad_allreduce(Kctx *k, Reg x, Op op) {
     }
 }
 
-/* m * scale_log2, but 0 for a row that has seen no valid key yet: exp2(-inf - 0)
- * then gives 0 instead of the NaN of (-inf) - (-inf). */
-static Reg scaled_max(Kctx *k, Reg m, Reg scale_log2) {
+Reg softmax_scaled_max(Kctx *k, Reg m, Reg scale_log2) {
     Emit *e = &k->e;
     Reg ms = e_reg(e, RC_F32);
     Reg none = e_reg(e, RC_PRED);
@@ -61,7 +59,7 @@ Reg softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h) {
 Reg softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx) {
     Emit *e = &k->e;
     Reg *m = &rs->m[2 * i + h], *l = &rs->l[2 * i + h];
-    Reg ms = scaled_max(k, mx, scale_log2), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32);
+    Reg ms = softmax_scaled_max(k, mx, scale_log2), neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32);
     INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));
     INS(e, FMA_F32, R(alpha), R(*m), R(scale_log2), R(neg_ms));
     INS(e, EX2_F32, R(alpha), R(alpha));
@@ -126,7 +124,7 @@ void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse) 
             for (int c = 2 * (r & 1); c < 2 * (r & 1) + 2; c++)
                 INS(e, MUL_F32, R(ACC(o, r >> 1, j, c)), R(ACC(o, r >> 1, j, c)), R(inv));
         /* lse = ln 2 * (m * scale_log2 + log2 l) */
-        Reg ms = scaled_max(k, rs->m[r], scale_log2);
+        Reg ms = softmax_scaled_max(k, rs->m[r], scale_log2);
         lse[r] = e_reg(e, RC_F32);
         INS(e, LG2_F32, R(lse[r]), R(l));
         INS(e, ADD_F32, R(lse[r]), R(lse[r]), R(ms));

@@ -38,6 +38,9 @@ void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, 
 Reg  softmax_exp_row(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, int i, int h, Reg mx);
 /* l quad-reduced in place: this warp's row sums */
 void softmax_row_sums(Kctx *k, RowStats *rs);
+/* m * scale_log2, but 0 for a row that has seen no valid key yet: exp2(-inf - 0) then gives 0 instead of the
+ * NaN of (-inf) - (-inf). */
+Reg  softmax_scaled_max(Kctx *k, Reg m, Reg scale_log2);
 /* O /= l and lse from l as it stands */
 void softmax_normalize(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
 /* x <- 2^x for a softmax exponent (x <= 0) on the FMA and integer units instead of MUFU: a degree-3
