@@ -41,12 +41,6 @@ typedef struct {
     Reg key, scale_log2;
 } TcBwd;
 
-static Reg bit0(Kctx *k, Reg n) {
-    Reg p = e_reg(&k->e, RC_B32);
-    INS(&k->e, AND_B32, R(p), R(n), I(1));
-    return p;
-}
-
 /* The CTA's keys, kv head, batch, and the query blocks that see them. */
 static void problem(Kctx *k, TcBwd *f) {
     Emit *e = &k->e;
@@ -134,7 +128,7 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS(e, SETP_EQ_U32, R(first), R(it), I(0));
         INSP(e, first, 0, BRA_UNI, L(fresh));
         INS(e, SUB_U32, R(prev), R(it), I(1));
-        umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
+        umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, prev, 0, 0));
         e_place(e, fresh);
     }
     Reg kd = umma_desc(k, f->k_off, umma_kmajor128()), vd = umma_desc(k, f->v_off, umma_kmajor128());
@@ -146,7 +140,7 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     mma_kmajor(k, f, f->c_dp, vd, TCB_BN, dod, TCB_BM, d->dv, i_sd);   /* dP^T = V dO^T */
     INS(e, TC_COMMIT_1, A(f->bar[TCB_SD(f->stages)], 0));
     e_place(e, past);
-    umma_wait(k, f->bar[TCB_PDS(f->stages)], bit0(k, it));
+    umma_wait(k, f->bar[TCB_PDS(f->stages)], mbar_parity(k, it, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(it), I(0));                           /* dV and dK start from step 0's products */
     past = umma_leader_only(k, f->leader);
     Reg dom = wg_desc_plus(k, umma_desc(k, f->do_off, umma_mn128(TCB_BM)), stage);
@@ -191,7 +185,7 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
     Reg h, m_start, row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED), lo = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32);
     query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
     e_comment(e, "wait: the step's MMAs done, dQ among them");
-    umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, it));
+    umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, it, 0, 0));
     INS(e, MAD_LO_U32, R(row), R(k->warp), I(16), R(m_start));
     INS(e, ADD_U32, R(row), R(row), R(k->lane));
     INS(e, SETP_LT_U32, R(lo), R(k->lane), I(16));
@@ -222,7 +216,7 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
     for (int i = 0; i < TCB_BM; i++) s[i] = e_reg(e, RC_F32), dp[i] = e_reg(e, RC_F32);
     Reg stage = slot_of(k, f, it, &full, &parity, &empty);
     mbar_wait(k, full, parity, 0);                                        /* the slot's stats landed */
-    umma_wait(k, f->bar[TCB_SD(f->stages)], bit0(k, it));
+    umma_wait(k, f->bar[TCB_SD(f->stages)], mbar_parity(k, it, 0, 0));
     umma_tmem_load(k, f->tq, f->c_s, s, TCB_BM);
     umma_tmem_load(k, f->tq, f->c_dp, dp, TCB_BM);
     if (masked) {   /* key j sees query i when j <= i + off: S^T = -inf for i < j - off - m_start */
@@ -263,7 +257,7 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         INSP(e, first, 0, BRA_UNI, L(none));
         INS(e, SUB_U32, R(prev), R(it), I(1));
         if (f->dq) dq_out(k, f, prev);
-        else umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, prev));
+        else umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, prev, 0, 0));
         e_place(e, none);
     }
     if (f->dq) {
@@ -292,7 +286,7 @@ static void epilogue(Kctx *k, TcBwd *f) {
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->blocks.total), I(1));
     if (f->dq) dq_out(k, f, last);                                        /* its wait covers every MMA */
-    else umma_wait(k, f->bar[TCB_DONE(f->stages)], bit0(k, last));
+    else umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, last, 0, 0));
     e_place(e, none);
     INS(e, SETP_LT_U32, R(in), R(f->key), R(f->s_k));
     const char *names[2] = {"dk", "dv"};

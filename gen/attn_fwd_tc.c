@@ -81,18 +81,10 @@ static Reg kv_slot(Kctx *k, TcFwd *f, Reg n, Reg *full, Reg *parity, Reg *empty)
                         parity, empty);
 }
 
-/* (n >> shift) & 1 */
-static Reg bit(Kctx *k, Reg n, int shift) {
-    Reg p = e_reg(&k->e, RC_B32);
-    INS(&k->e, SHR_U32, R(p), R(n), I(shift));
-    INS(&k->e, AND_B32, R(p), R(p), I(1));
-    return p;
-}
-
 /* base + (n & 1) * step: the even or odd one of a pair (S buffers, their barriers) */
 static Reg of_pair(Kctx *k, Reg base, Reg n, int step) {
     Reg r = e_reg(&k->e, RC_B32);
-    INS(&k->e, MAD_LO_U32, R(r), R(bit(k, n, 0)), I(step), R(base));
+    INS(&k->e, MAD_LO_U32, R(r), R(mbar_parity(k, n, 0, 0)), I(step), R(base));
     return r;
 }
 
@@ -142,7 +134,7 @@ static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
     const AttnDesc *d = f->d;
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
-    umma_wait(k, f->bar[TCF_PV_READY(f->stages)], bit(k, j, 0));
+    umma_wait(k, f->bar[TCF_PV_READY(f->stages)], mbar_parity(k, j, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
     Reg p_col = of_pair(k, f->taddr, j, f->bn / 2), p_free = of_pair(k, f->bar[TCF_P_FREE(f->stages)], j, 8);
     int past = umma_leader_only(k, f->leader);
@@ -238,7 +230,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "softmax of key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
-    umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), bit(k, n, 1));
+    umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
     umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
     if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
         Reg room = e_reg(e, RC_B32);
@@ -281,7 +273,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(none));
     INS(e, SUB_U32, R(prev), R(n), I(1));
-    mbar_wait(k, f->bar[TCF_PV_READY(f->stages)], bit(k, prev, 0), 0);
+    mbar_wait(k, f->bar[TCF_PV_READY(f->stages)], mbar_parity(k, prev, 0, 0), 0);
     INS(e, SETP_LT_U32, R(early), R(n), I(2));
     INSP(e, early, 0, BRA_UNI, L(fresh));
     Reg q = e_reg(e, RC_B32);                                  /* P.(n % 2)'s phase of n - 2: (n / 2 - 1) & 1 */
@@ -292,7 +284,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_place(e, fresh);
     e_place(e, none);
     Reg st = e_reg(e, RC_B64);
-    INS(e, MAD_LO_U32, R(aa), R(bit(k, n, 0)), I(4 * TC_FWD_BM), R(k->smem));
+    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM), R(k->smem));
     INS(e, MAD_LO_U32, R(aa), R(k->tid), I(4), R(aa));
     INS(e, ST_SHARED_F32, A(aa, f->alpha_off), R(alpha));
     INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
@@ -311,8 +303,8 @@ static void correct_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Emit *e = &k->e;
     Reg aa = e_reg(e, RC_B32), alpha = e_reg(e, RC_F32), first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
     int none = e_label(e);
-    mbar_wait(k, f->bar[TCF_ALPHA(f->stages)], bit(k, n, 0), 0);
-    INS(e, MAD_LO_U32, R(aa), R(bit(k, n, 0)), I(4 * TC_FWD_BM), R(k->smem));
+    mbar_wait(k, f->bar[TCF_ALPHA(f->stages)], mbar_parity(k, n, 0, 0), 0);
+    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM), R(k->smem));
     INS(e, SUB_U32, R(prev), R(k->tid), I(TC_FWD_CORRECTION));
     INS(e, MAD_LO_U32, R(aa), R(prev), I(4), R(aa));
     INS(e, LD_SHARED_F32, R(alpha), A(aa, f->alpha_off));
@@ -320,7 +312,7 @@ static void correct_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INSP(e, first, 0, BRA_UNI, L(none));
     INS(e, SUB_U32, R(prev), R(n), I(1));
     e_comment(e, "wait: P_{n-1} V_{n-1} done");
-    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], bit(k, prev, 0));
+    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], mbar_parity(k, prev, 0, 0));
     rescale_o(k, f, alpha);
     e_place(e, none);
     tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages)]);
@@ -343,7 +335,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, SETP_NE_U32, R(has), R(f->n_max), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->n_max), I(1));
-    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], bit(k, last, 0));
+    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], mbar_parity(k, last, 0, 0));
     e_place(e, none);
     Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32);
     INS(e, SETP_EQ_F32, R(empty), R(f->l), FI(0.0f));

@@ -83,14 +83,8 @@ static void head_stats(Kctx *k, TcBwd *f) {
 static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcBwd *f = ctx;
     (void)n_max, (void)masked;
-    Emit *e = &k->e;
-    Reg first = e_reg(e, RC_PRED);
-    int go = e_label(e);
-    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
-    INSP(e, first, 0, BRA_UNI, L(go));
-    umma_wait(k, f->bar[BAR_DQ], phase(k, n, 1, 1));      /* phase n-1: n + 1 has its parity */
-    e_place(e, go);
-    MlaTcGather g = {f->kv_map, f->idx_row, f->eff, f->s_kv, f->bar[BAR_KV_FULL], f->bn, f->d->d, f->kv, f->rows};
+    MlaTcGather g = {f->kv_map, f->idx_row, f->eff, f->s_kv, f->bar[BAR_KV_FULL], f->bar[BAR_DQ], f->bn, f->d->d, f->kv,
+                     f->rows};
     mla_tc_gather(k, &g, n);
 }
 

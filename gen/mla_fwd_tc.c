@@ -34,13 +34,6 @@ typedef struct {
     Reg m[MFT_MAX_HB], l[MFT_MAX_HB];  /* per head: running max (every thread the same), this thread's partial sum */
 } TcFwd;
 
-static Reg par(Kctx *k, Reg n, int plus) {
-    Reg p = e_reg(&k->e, RC_B32);
-    INS(&k->e, ADD_U32, R(p), R(n), I(plus));
-    INS(&k->e, AND_B32, R(p), R(p), I(1));
-    return p;
-}
-
 /* for (n = 0; n < nsteps; n++) body(n) */
 static void step_loop(Kctx *k, TcFwd *f, KeyStep body) {
     Reg n = e_reg(&k->e, RC_B32);
@@ -54,14 +47,8 @@ static void step_loop(Kctx *k, TcFwd *f, KeyStep body) {
 static void produce(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcFwd *f = ctx;
     (void)n_max, (void)masked;
-    Emit *e = &k->e;
-    Reg first = e_reg(e, RC_PRED);
-    int go = e_label(e);
-    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
-    INSP(e, first, 0, BRA_UNI, L(go));
-    umma_wait(k, f->bar[MFT_DONE], par(k, n, 1));          /* phase n-1 */
-    e_place(e, go);
-    MlaTcGather g = {f->kv_map, f->idx_row, f->eff, f->s_kv, f->bar[MFT_KV_FULL], f->bn, f->d->d, f->kv, f->rows};
+    MlaTcGather g = {f->kv_map, f->idx_row, f->eff, f->s_kv, f->bar[MFT_KV_FULL], f->bar[MFT_DONE], f->bn, f->d->d, f->kv,
+                     f->rows};
     mla_tc_gather(k, &g, n);
 }
 
@@ -75,7 +62,7 @@ static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     (void)n_max, (void)masked;
     Emit *e = &k->e;
     DType dt = f->d->dtype;
-    umma_wait(k, f->bar[MFT_KV_FULL], par(k, n, 0));
+    umma_wait(k, f->bar[MFT_KV_FULL], mbar_parity(k, n, 0, 0));
     Reg kv_k = umma_desc(k, f->kv, umma_kmajor128()), q_k = umma_desc(k, f->q, umma_kmajor128());
     Reg i_s = kc_imm32(k, umma_idesc_f16(dt, f->bn, f->hb, 0, 0));
     int past = umma_leader_only(k, f->leader);
@@ -86,7 +73,7 @@ static void issue(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     }
     INS(e, TC_COMMIT_1, A(f->bar[MFT_S], 0));
     e_place(e, past);
-    umma_wait(k, f->bar[MFT_P], par(k, n, 0));
+    umma_wait(k, f->bar[MFT_P], mbar_parity(k, n, 0, 0));
     Reg acc = e_reg(e, RC_PRED);
     INS(e, SETP_NE_U32, R(acc), R(n), I(0));                 /* false on the first step: O^T starts at zero */
     Reg kv_mn = umma_desc(k, f->kv, umma_mn128(f->bn)), p_mn = umma_desc(k, f->p, umma_mn_rows(2 * f->hb));
@@ -150,13 +137,13 @@ static void compute_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "compute step n: P^T");
     Reg s[MFT_MAX_HB], mx[MFT_MAX_HB], alpha[MFT_MAX_HB], pk[MFT_MAX_HB / 2];
     Reg ra = e_reg(e, RC_B32), row = e_reg(e, RC_B32), ok = e_reg(e, RC_PRED);
-    umma_wait(k, f->bar[MFT_KV_FULL], par(k, n, 0));         /* the step's kv rows are recorded */
+    umma_wait(k, f->bar[MFT_KV_FULL], mbar_parity(k, n, 0, 0));         /* the step's kv rows are recorded */
     INS(e, AND_B32, R(ra), R(n), I(1));
     INS(e, MAD_LO_U32, R(ra), R(ra), I(4 * f->bn), R(k->smem));
     INS(e, MAD_LO_U32, R(ra), R(k->tid), I(4), R(ra));
     INS(e, LD_SHARED_B32, R(row), A(ra, f->rows));
     INS(e, SETP_NE_U32, R(ok), R(row), I(-1));
-    umma_wait(k, f->bar[MFT_S], par(k, n, 0));
+    umma_wait(k, f->bar[MFT_S], mbar_parity(k, n, 0, 0));
     for (int h = 0; h < hb; h++) s[h] = e_reg(e, RC_F32);
     umma_tmem_load(k, f->tq, f->c_s, s, hb);
     for (int h = 0; h < hb; h++) {
@@ -191,7 +178,7 @@ static void compute_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(none));
     e_comment(e, "wait: the step before's products done");
-    umma_wait(k, f->bar[MFT_DONE], par(k, n, 1));
+    umma_wait(k, f->bar[MFT_DONE], mbar_parity(k, n, 0, 1));
     INSP(e, same, 0, BRA_UNI, L(kept));                        /* no head's maximum moved: O^T stands (uniform) */
     for (int i = 0; i < MFT_O_TILES; i++) {
         Reg v[MFT_MAX_HB];
@@ -222,7 +209,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, SETP_NE_U32, R(has), R(f->nsteps), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->nsteps), I(1));
-    umma_wait(k, f->bar[MFT_DONE], par(k, last, 0));         /* every product done: KV (the staging) and red free */
+    umma_wait(k, f->bar[MFT_DONE], mbar_parity(k, last, 0, 0));         /* every product done: KV (the staging) and red free */
     e_place(e, none);
     cta_reduce(k, f, f->l, OP_ADD_F32);
     Reg inv[MFT_MAX_HB], lse[MFT_MAX_HB];

@@ -2,6 +2,12 @@
 
 void mla_tc_gather(Kctx *k, const MlaTcGather *g, Reg n) {
     Emit *e = &k->e;
+    Reg first = e_reg(e, RC_PRED);
+    int go = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(go));
+    umma_wait(k, g->free, mbar_parity(k, n, 0, 1));       /* phase n - 1 */
+    e_place(e, go);
     Reg lead = e_reg(e, RC_PRED), rows = e_reg(e, RC_B32), coord[4];
     INS(e, AND_B32, R(rows), R(n), I(1));
     INS(e, MAD_LO_U32, R(rows), R(rows), I(4 * g->bn), R(k->smem));

@@ -41,3 +41,12 @@ void mbar_stage(Kctx *k, Reg bar0, Reg it, int stages, Reg *bar, Reg *parity) {
     INS(e, AND_B32, R(*parity), R(*parity), I(1));
     INS(e, MAD_LO_U32, R(*bar), R(s), I(8), R(bar0));
 }
+
+Reg mbar_parity(Kctx *k, Reg n, int shift, int plus) {
+    Emit *e = &k->e;
+    Reg p = e_reg(e, RC_B32), x = n;
+    if (shift) INS(e, SHR_U32, R(p), R(x), I(shift)), x = p;
+    if (plus) INS(e, ADD_U32, R(p), R(x), I(plus)), x = p;
+    INS(e, AND_B32, R(p), R(x), I(1));
+    return p;
+}

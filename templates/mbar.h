@@ -15,4 +15,7 @@ void mbar_wait(Kctx *k, Reg bar, Reg parity, int cluster);
 /* For pass `it` over a ring of `stages` barriers 8 bytes apart from bar0: the stage's barrier address
  * and the parity of the phase that pass completes. */
 void mbar_stage(Kctx *k, Reg bar0, Reg it, int stages, Reg *bar, Reg *parity);
+/* The parity of phase (n >> shift) + plus of a barrier that completes once per step n (shift 1: once per two
+ * steps, a pair of buffers; plus 1: the phase before, n - 1, whose parity n + 1 shares). */
+Reg  mbar_parity(Kctx *k, Reg n, int shift, int plus);
 #endif
