@@ -126,8 +126,8 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     return 0;
 }
 
-/* A decode shape on a kind that packs query heads into a CTA's 128 rows (tile key pack): the pack that
- * needs the fewest CTAs per kv head, cdiv(g, pack) x cdiv(s_q, 128 / pack), since each of them reads the
+/* A decode shape on a kind that packs query heads into a CTA's bm rows (tile key pack): the pack that
+ * needs the fewest CTAs per kv head, cdiv(g, pack) x cdiv(s_q, bm / pack), since each of them reads the
  * whole of K and V (the smaller pack on a tie); the tile note says so. */
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
@@ -137,7 +137,7 @@ static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     if (!key || !d->decode_group) return;
     int best = 1, fewest = 0;
     for (int i = 0; i < key->nallowed; i++) {
-        int p = key->allowed[i], tokens = 128 / p;
+        int p = key->allowed[i], tokens = d->tile.bm / p;
         int ctas = (d->decode_group + p - 1) / p * ((d->decode_sq + tokens - 1) / tokens);
         if (!fewest || ctas < fewest || (ctas == fewest && p < best)) best = p, fewest = ctas;
     }
