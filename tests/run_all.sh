@@ -244,35 +244,20 @@ sim_bwd_wg_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
-# sim_tc_fwd_mutant NAME AWK PHRASE: the tcgen05 attn_fwd (sm_100a, d 64) edited by the awk program AWK must
-# fail on the sim naming PHRASE (three key blocks, so every barrier turns its phase)
-sim_tc_fwd_mutant() {
-    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_fwd --arch sm_100a --hdim 64)
-    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
-    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_fwd --arch sm_100a --hdim 64 --sq 130 --sk 300 \
-        --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
-    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
-}
-
-# sim_tc_bwd_mutant NAME AWK PHRASE: the tcgen05 attn_bwd set (sm_100a, d 64) edited by the awk program AWK
-# must fail on the sim naming PHRASE
-sim_tc_bwd_mutant() {
-    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel attn_bwd --arch sm_100a --hdim 64)
-    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
-    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_100a --hdim 64 --sq 200 --sk 130 \
-        --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
-    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
-}
-
-# sim_tc_mla_fwd_mutant NAME AWK PHRASE: the tcgen05 mla_fwd (sm_100a) edited by the awk program AWK must fail
-# on the sim naming PHRASE (three steps of slots)
-sim_tc_mla_fwd_mutant() {
-    local name=$1 edit=$2 phrase=$3 gen=(./ptxgen --kernel mla_fwd --arch sm_100a)
-    "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
-    if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --device sim --kernel mla_fwd --arch sm_100a --sq 3 --skv 600 --hq 32 --topk 300 --ptx "$TMP/mutant.ptx"
+# sim_tc_mutant NAME AWK PHRASE KERNEL GEN_ARGS... -- SHAPE_ARGS...: the tcgen05 KERNEL (sm_100a) built with
+# GEN_ARGS and edited by the awk program AWK must fail on the sim naming PHRASE, at SHAPE_ARGS
+sim_tc_mutant() {
+    local name=$1 edit=$2 phrase=$3 kern=$4 gen=() shape=()
+    shift 4
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do gen+=("$1"); shift; done
+    shift
+    shape=("$@")
+    ./ptxgen --kernel "$kern" --arch sm_100a "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel "$kern" --arch sm_100a "${gen[@]}") "$TMP/mutant.ptx"; then
+        fail "$name" "the edit changed nothing"
+        return
+    fi
+    run_cli check --device sim --kernel "$kern" --arch sm_100a "${gen[@]}" "${shape[@]}" --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
@@ -555,16 +540,14 @@ sim_tests() {
         shift 2
         sim_check "sim tcgen05 d=$hd $tile $*" --arch sm_100a --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
     done
-    name="planted tcgen05 fwd poly: P summed without flushing the polynomial's subnormals"
-    ./ptxgen --kernel attn_fwd --arch sm_100a --hdim 64 --causal --tile poly=2 | sed 's/add\.ftz\.f32/add.f32/' >"$TMP/mutant.ptx"
-    run_cli check --device sim --kernel attn_fwd --arch sm_100a --hdim 64 --causal --tile poly=2 --sq 130 --sk 77 --hq 2 \
-        --hkv 1 --ptx "$TMP/mutant.ptx"
-    expect_rc "$name" 1 && expect_output "$name" 'lse: .* FAIL .*ref inf' && pass "$name"
-    sim_tc_fwd_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" '/tcgen05\.wait::st/ { next } { print }' \
-        "tcgen05.mma reads A from TMEM lane"
-    sim_tc_fwd_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
+    sim_tc_mutant "planted tcgen05 fwd poly: P summed without flushing the polynomial's subnormals" \
+        '{ gsub(/add\.ftz\.f32/, "add.f32") } { print }' 'lse: .* FAIL .*ref inf' attn_fwd --hdim 64 --causal --tile poly=2 \
+        -- --sq 130 --sk 77 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" \
+        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_fwd --hdim 64 -- --sq 130 --sk 300 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
         '/wait: P_\{n-1\} V_\{n-1\} done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
-        "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while"
+        "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while" attn_fwd --hdim 64 -- --sq 130 --sk 300 --hq 2 --hkv 1
     unset PTXGEN_SIM_STRICT
 
     section "sim device: mla_fwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
@@ -579,10 +562,10 @@ sim_tests() {
         shift
         sim_mla "sim tcgen05 mla_fwd $f" --arch "$arch" "$@" --seed $((RANDOM + 1))
     done
-    sim_tc_mla_fwd_mutant "planted tcgen05 mla_fwd: P^T rows read by the MMA with no fence.proxy.async" \
-        '/fence\.proxy\.async\.shared::cta/ && n++ == 1 { next } { print }' "the async proxy reads shared"
-    sim_tc_mla_fwd_mutant "planted tcgen05 mla_fwd: the heads' maxima read before every warp wrote its own" \
-        '/bar\.sync %r[0-9]+, 128;/ && !n++ { next } { print }' "shared-memory race"
+    sim_tc_mutant "planted tcgen05 mla_fwd: P^T rows read by the MMA with no fence.proxy.async" \
+        '/fence\.proxy\.async\.shared::cta/ && n++ == 1 { next } { print }' "the async proxy reads shared" mla_fwd -- --sq 3 --skv 600 --hq 32 --topk 300
+    sim_tc_mutant "planted tcgen05 mla_fwd: the heads' maxima read before every warp wrote its own" \
+        '/bar\.sync %r[0-9]+, 128;/ && !n++ { next } { print }' "shared-memory race" mla_fwd -- --sq 3 --skv 600 --hq 32 --topk 300
     unset PTXGEN_SIM_STRICT
 
     section "sim device: attn_bwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
@@ -601,11 +584,11 @@ sim_tests() {
         shift 2
         sim_bwd "sim tcgen05 bwd $f" --arch "$arch" --hdim "$hd" "$@" --sq 300 --sk 200 --hq 4 --hkv 2 --seed $((RANDOM + 1))
     done
-    sim_tc_bwd_mutant "planted tcgen05 bwd: P^T read by the dV MMA before its tcgen05.st waited" \
-        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane"
-    sim_tc_bwd_mutant "planted tcgen05 bwd: dQ read out while the step's MMAs may still run" \
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd: P^T read by the dV MMA before its tcgen05.st waited" \
+        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_bwd --hdim 64 -- --sq 200 --sk 130 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd: dQ read out while the step's MMAs may still run" \
         '/wait: the step.s MMAs done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
-        "TMEM race|tcgen05.ld reads TMEM lane"
+        "TMEM race|tcgen05.ld reads TMEM lane" attn_bwd --hdim 64 -- --sq 200 --sk 130 --hq 2 --hkv 1
     unset PTXGEN_SIM_STRICT
 
     section "sim device: attn_bwd at small ragged shapes against the float64 reference"
