@@ -34,11 +34,11 @@ static int usage_error(const char *fmt, const char *a) {
 }
 
 static void print_help(void) {
-    puts("usage: ptxgen --arch ARCH --kernel KERNEL [--dtype bf16|fp16] [--hdim D] [--causal]\n"
+    puts("usage: ptxgen --arch ARCH --kernel KERNEL [--dtype bf16|fp16] [--hdim D] [--hdim-v DV] [--causal]\n"
          "              [--mma auto|sync|wgmma|tcgen05] [--tile key=val,...] [-o FILE] [--plan] [--manifest FILE]\n"
          "       ptxgen --list\n"
          "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
-         "              [--causal] [--dtype T] [--hdim D] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
+         "              [--causal] [--dtype T] [--hdim D] [--hdim-v DV] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
          "              [--ref cpu|gpu|auto] (check and xcheck)\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
@@ -62,8 +62,10 @@ static void print_help(void) {
          "generated PTX in its place. xcheck runs the same PTX and inputs on the GPU and on the sim and\n"
          "compares them with each other. bench reports the median of --iters CUDA-event timings and\n"
          "TFLOP/s (GPU only). Shape flags left out take the kind's defaults (check: small enough for the CPU\n"
-         "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). mla_fwd and mla_bwd draw fresh top-k\n"
-         "indices per seed (invalid values, duplicates, a token with no valid slot); --topk-length also passes a\n"
+         "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). --hdim-v sets d_v\n"
+         "where the kind takes d_v != d (the tcgen05 attn_fwd: --hdim 192 --hdim-v 128 is MLA prefill's). mla_fwd\n"
+         "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
+         "--topk-length also passes a\n"
          "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer. Backward kinds\n"
          "take O and LSE from the float64 forward of their inputs. Every output sits between 256-byte canary\n"
          "zones on the device: check, xcheck and bench fail when a run writes into one.\n"
@@ -179,8 +181,8 @@ static int parse_ref(const char *v, RunOpts *r) {
 /* Flags that take a value; returns 1 if flag was one of them. */
 static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     struct { const char *name; int *dst; long lo, hi; } ints[] = {
-        {"--hdim", &c->req.hdim, 1, 1024}, {"--b", &c->run.b, 1, 65535}, {"--sq", &c->run.s_q, 1, INT_MAX / 2},
-        {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
+        {"--hdim", &c->req.hdim, 1, 1024}, {"--hdim-v", &c->req.hdim_v, 1, 1024}, {"--b", &c->run.b, 1, 65535},
+        {"--sq", &c->run.s_q, 1, INT_MAX / 2}, {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
         {"--skv", &c->run.s_kv, 1, INT_MAX}, {"--topk", &c->run.topk, 1, INT_MAX / 4},
         {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)

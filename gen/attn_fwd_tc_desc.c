@@ -95,8 +95,10 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     char pk[32] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn, t->stages, pk,
-             d->causal ? "_causal" : "");
+    char dv[16] = "";
+    if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s", dt, d->d, dv, t->bm, t->bn, t->stages,
+             pk, d->causal ? "_causal" : "");
     attn_fwd_abi(ks, dt, TC_FWD_BM / pack);
     if (pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. of the group g = h_q / h_kv */
         snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", pack);

@@ -39,10 +39,32 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
     kind->emit1(d, &ks->k[0], &ks->plan[0], m);
 }
 
+/* d_v: the kind's own (MLA's 512, else d), or the request's where the kind takes d_v != d (one of its head dims) */
+static int parse_hdim_v(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
+    if (!rq->hdim_v || rq->hdim_v == d->dv) return 0;
+    if (kind->dv_free && kind_has_hdim(kind, rq->hdim_v)) {
+        d->dv = rq->hdim_v;
+        return 0;
+    }
+    if (kind->dv_free) {
+        Buf dims = {0};
+        for (int i = 0; i < kind->nhdims; i++) buf_printf(&dims, "%s%d", i ? ", " : "", kind->hdims[i]);
+        snprintf(err, errlen, "d_v %d is not supported by the %s %s: d_v takes the head dims d does (%s)", rq->hdim_v,
+                 family_name(kind->family), kind->name, dims.s);
+        buf_free(&dims);
+    }
+    else if (kind->dv)
+        snprintf(err, errlen, "d_v %d is not supported by %s: its d_v is %d", rq->hdim_v, kind->name, kind->dv);
+    else
+        snprintf(err, errlen, "d_v %d != d %d is not supported by the %s %s, which takes d_v = d; the tcgen05 attn_fwd "
+                 "(sm_100a, sm_103a) takes d_v != d", rq->hdim_v, d->d, family_name(kind->family), kind->name);
+    return 2;
+}
+
 static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc *d, char *err, size_t errlen) {
     d->d = d->dv = rq->hdim ? rq->hdim : kind->default_hdim;
     if (kind->dv) d->dv = kind->dv;
-    if (kind_has_hdim(kind, d->d)) return 0;
+    if (kind_has_hdim(kind, d->d)) return parse_hdim_v(kind, rq, d, err, errlen);
     if (kind->dv)
         snprintf(err, errlen, "head dim %d is not supported by %s: d_qk is %d (512 latent + 64 rope) and d_v %d",
                  d->d, kind->name, kind->default_hdim, kind->dv);
@@ -151,7 +173,8 @@ static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
  * not used, and the note says so (never a silent choice either way). */
 static void tuned_tile(const ptxgen_request *rq, const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
-    TunedKey k = {d->arch->name, kind->name, family_name(kind->family), dtype_name(d->dtype), d->d, d->causal, rq->shape_class};
+    TunedKey k = {d->arch->name, kind->name, family_name(kind->family), dtype_name(d->dtype), d->d, d->causal, rq->shape_class,
+                  kind->dv ? 0 : d->dv};
     char tile[128], why[256];
     AttnTile saved = d->tile;
     if (!tuned_lookup(&k, tile, sizeof tile, s->tuned, sizeof s->tuned)) return;
@@ -175,8 +198,10 @@ static void describe(ptxgen_set *s, const KernelKind *kind) {
     Buf tile = {0};
     tile_describe(kind->keys, *kind->nkeys, &d->tile, &tile);
     s->ks.family = kind->family;
-    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s on %s, %s, tile %s", kind->name,
-             dtype_name(d->dtype), d->d, d->causal ? " causal" : "", d->arch->name, family_name(kind->family), tile.s);
+    char dv[16] = "";
+    if (!kind->dv && d->dv != d->d) snprintf(dv, sizeof dv, " d_v=%d", d->dv);
+    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s%s on %s, %s, tile %s", kind->name,
+             dtype_name(d->dtype), d->d, dv, d->causal ? " causal" : "", d->arch->name, family_name(kind->family), tile.s);
     snprintf(s->constants, sizeof s->constants,
              "{\"dtype\": \"%s\", \"d\": %d, \"dv\": %d, \"causal\": %s, \"family\": \"%s\", "
              "\"deterministic\": %s, \"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",

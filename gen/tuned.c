@@ -36,16 +36,24 @@ static int part(const char *line, const char *key, char *out, size_t len) {
     return 0;
 }
 
+/* the key's head dims: "d", or "d/dv" where d_v differs */
+static void key_dims(const TunedKey *k, char *out, size_t len) {
+    if (k->dv && k->dv != k->d) snprintf(out, len, "%d/%d", k->d, k->dv);
+    else snprintf(out, len, "%d", k->d);
+}
+
 static void key_line(const TunedKey *k, Buf *b) {
-    buf_printf(b, "arch=%s kernel=%s family=%s dtype=%s d=%d causal=%d class=%s", k->arch, k->kernel, k->family, k->dtype,
-               k->d, k->causal, k->cls);
+    char dims[32];
+    key_dims(k, dims, sizeof dims);
+    buf_printf(b, "arch=%s kernel=%s family=%s dtype=%s d=%s causal=%d class=%s", k->arch, k->kernel, k->family, k->dtype,
+               dims, k->causal, k->cls);
 }
 
 static int matches(const char *line, const TunedKey *k) {
     static const char *const keys[] = {"arch", "kernel", "family", "dtype", "d", "causal", "class"};
     char want[7][64], got[64];
     snprintf(want[0], 64, "%s", k->arch), snprintf(want[1], 64, "%s", k->kernel), snprintf(want[2], 64, "%s", k->family);
-    snprintf(want[3], 64, "%s", k->dtype), snprintf(want[4], 64, "%d", k->d), snprintf(want[5], 64, "%d", k->causal);
+    snprintf(want[3], 64, "%s", k->dtype), key_dims(k, want[4], 64), snprintf(want[5], 64, "%d", k->causal);
     snprintf(want[6], 64, "%s", k->cls);
     for (int i = 0; i < 7; i++)
         if (!part(line, keys[i], got, sizeof got) || strcmp(got, want[i])) return 0;

@@ -11,6 +11,7 @@ typedef struct {
     const char *arch, *kernel, *family, *dtype;
     int d, causal;
     const char *cls;   /* tuned_shape_class */
+    int dv;            /* d_v where the kind lets it differ from d (0 or d: the same; the key's d reads "d/dv" else) */
 } TunedKey;
 
 const char *tuned_path(char *buf, size_t len);   /* NULL: off or no home */

@@ -29,6 +29,8 @@ typedef struct {
     const char *shape_class;   /* ptxgen_shape_class of the problem, or NULL: with it and no tile, a tile `ptxgen tune`
                                   saved for this arch, kernel, family, dtype, head dim, causal and class is used
                                   (ptxgen_tile_note says so) */
+    int hdim_v;           /* d_v, the value/output head dim: 0 = the kind's (d for attention, 512 for MLA); another
+                             value only where a generator takes d_v != d (tcgen05 attn_fwd: 192/128, MLA prefill) */
 } ptxgen_request;
 
 typedef struct ptxgen_set ptxgen_set;

@@ -250,8 +250,9 @@ static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *
                            p->topk_length.dev, out[0], out[1], err, errlen);
 }
 
+/* S = Q K^T (2 d per score) and O = P V (2 d_v): 4 b h s_q s_k d when d_v = d */
 static double attn_fwd_flops(const Problem *p) {
-    double f = 4.0 * p->b * p->h_q * (double)p->s_q * p->s_k * p->d;
+    double f = 2.0 * p->b * p->h_q * (double)p->s_q * p->s_k * (p->d + p->d_v);
     return p->causal ? f / 2 : f;
 }
 

@@ -167,7 +167,7 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
         for (const char *c = p[best].m.shape; *c && j + 1 < sizeof shape; c++) shape[j++] = *c == ' ' ? ',' : *c;
         shape[j] = '\0';
         TunedKey k = {o->req.arch, o->req.kernel, family_name(kind->family), o->req.dtype ? o->req.dtype : "bf16",
-                      p[best].m.d, o->req.causal != 0, p[best].m.cls};
+                      p[best].m.d, o->req.causal != 0, p[best].m.cls, kind->dv ? 0 : o->req.hdim_v};
         if (tuned_store(&k, p[best].tile, p[best].m.tflops, shape, path, sizeof path)) {
             fprintf(stderr, "ptxgen: tune --save: cannot write the tuned-tile file (%s)\n", path);
             rc = 1;

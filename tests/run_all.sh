@@ -532,6 +532,15 @@ sim_tests() {
              "--b 2 --sq 5 --sk 333 --hq 8 --hkv 1 --pad 8"; do   # d 192: 64-key steps
         sim_check "sim tcgen05 d=192 $f" --arch sm_100a --hdim 192 $f --seed $((RANDOM + 1))
     done
+    # d_v != d: MLA prefill's 192/128 (both key-step sizes fit it), and the other way round
+    for f in "sm_100a 192 128 --sq 77 --sk 300 --hq 2 --hkv 1" "sm_103a 192 128 --tile bn=128 --causal --sq 300 --sk 77 --hq 3 --hkv 1" \
+             "sm_100a 192 128 --tile bn=128 --dtype fp16 --b 2 --sq 130 --sk 200 --hq 4 --hkv 2 --pad 8" \
+             "sm_100a 64 256 --tile bn=64 --causal --sq 77 --sk 300 --hq 2 --hkv 2" "sm_100a 128 64 --sq 8 --sk 300 --hq 16 --hkv 2"; do
+        set -- $f
+        local arch=$1 hd=$2 hv=$3
+        shift 3
+        sim_check "sim tcgen05 d=$hd d_v=$hv $arch $*" --arch $arch --hdim $hd --hdim-v $hv "$@" --seed $((RANDOM + 1))
+    done
     # exp2 partly by polynomial: rows with no valid key (causal, s_q > s_k) must still sum to exactly 0
     for f in "64 poly=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "128 poly=4 --sq 77 --sk 300 --hq 4 --hkv 2 --dtype fp16" \
              "256 poly=8 --causal --sq 130 --sk 200 --hq 2 --hkv 2" "128 poly=2,pack=8 --sq 8 --sk 300 --hq 8 --hkv 1"; do
@@ -856,6 +865,20 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --hq 6 --hkv 4
     usage_error "tcgen05 attn_fwd d=192 with 128-key steps: refused, naming the budget" "needs 246888 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 192 --tile bn=128 --plan
+    name="tcgen05 attn_fwd d 192, d_v 128: the plan sizes V and O by d_v, the entry names it"
+    run_cli --arch sm_100a --kernel attn_fwd --hdim 192 --hdim-v 128 --tile bn=128 --plan
+    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=192 d_v=128 on sm_100a, tcgen05' \
+        '^  KV.0 .* 81920 ' '^  O +384 +512 +128 +fp32 +\[128, 128\]' && pass "$name"
+    usage_error "d_v != d on the wgmma attn_fwd: refused, naming the kind that takes it" \
+        "d_v 64 != d 128 is not supported by the wgmma attn_fwd, which takes d_v = d; the tcgen05 attn_fwd" -- \
+        --arch sm_90a --kernel attn_fwd --hdim 128 --hdim-v 64
+    usage_error "d_v the tcgen05 attn_fwd has no tile for: refused, naming the ones it has" \
+        "d_v 96 is not supported by the tcgen05 attn_fwd: d_v takes the head dims d does (64, 128, 192, 256)" -- \
+        --arch sm_100a --kernel attn_fwd --hdim 128 --hdim-v 96
+    usage_error "d_v 256 with d 64 at 128-key steps: refused, naming the TMEM budget" "needs 640 TMEM columns" -- \
+        --arch sm_100a --kernel attn_fwd --hdim 64 --hdim-v 256 --plan
+    usage_error "d_v on mla_fwd other than its 512: refused" "d_v 128 is not supported by mla_fwd: its d_v is 512" -- \
+        --arch sm_100a --kernel mla_fwd --hdim-v 128
     usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
         "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 328808 B" \

@@ -27,7 +27,7 @@ class PtxgenError(RuntimeError):
 class _Request(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
-                ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p)]
+                ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p), ("hdim_v", ctypes.c_int)]
 
 
 class _Size(ctypes.Structure):
@@ -84,21 +84,22 @@ def _check(rc, what, err):
                PtxgenError(what, rc, err.value.decode()))
 
 
-def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None):
+def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None, hdim_v=None):
     lib = _library()
     rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
                   tile.encode() if tile else None, family.encode() if family else None,
-                  shape_class.encode() if shape_class else None)
+                  shape_class.encode() if shape_class else None, hdim_v or 0)
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
 
 
-def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None):
+def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None):
     """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
-    A bad request raises ValueError naming the problem. No GPU is needed."""
+    hdim_v: d_v where the kind takes d_v != d (the tcgen05 attn_fwd). A bad request raises ValueError naming the
+    problem. No GPU is needed."""
     lib = _library()
-    s = _build(kernel, arch, dtype, hdim, causal, tile, family)
+    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v)
     try:
         ptx = lib.ptxgen_ptx(s).decode()
         raw = lib.ptxgen_manifest_json(s)

@@ -19,6 +19,19 @@ def test_emit_attn_fwd():
     assert names[:5] == ["q", "q_stride_b", "q_stride_s", "q_stride_h", "k"], names
 
 
+def test_emit_attn_fwd_dv():
+    """d_v != d (MLA prefill's 192/128) reaches the tcgen05 kernel through the request's last field."""
+    ptx, man = ptxgen.emit("attn_fwd", "sm_100a", hdim=192, hdim_v=128)
+    assert ".visible .entry attn_fwd_tc_bf16_d192_dv128_" in ptx, ptx[:400]
+    assert man["constants"]["d"] == 192 and man["constants"]["dv"] == 128, man["constants"]
+    try:
+        ptxgen.emit("attn_fwd", "sm_90a", hdim=128, hdim_v=64)
+    except ValueError as e:
+        assert "d_v 64 != d 128" in str(e), str(e)
+    else:
+        raise AssertionError("the wgmma attn_fwd accepted d_v != d")
+
+
 def test_emit_mla_bwd_pair():
     ptx, man = ptxgen.emit("mla_bwd", "sm_100a")
     entries = [k["entry"] for k in man["kernels"]]
