@@ -20,6 +20,7 @@ typedef struct {
     int pack;       /* tcgen05 fwd: query heads of one kv head that share a CTA's 128 rows (0 or 1: one head) */
     int dqbufs;     /* wgmma bwd: dQ staging buffers between the consumers and the dQ writer (0 or 1: one) */
     int poly;       /* tcgen05 fwd: 0, or every poly-th exp2 of a softmax row by a polynomial on the FMA units */
+    int qtiles;     /* tcgen05 fwd: Q tiles of 128 rows per CTA (0 or 1: one; 2: FA4's M = 2 x 128) */
 } AttnTile;
 
 #define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */
@@ -57,6 +58,7 @@ extern const TileKey attn_fwd_tc_keys[];
 extern const int attn_fwd_tc_nkeys;
 AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d);
 int  attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
+int  attn_fwd_tc_warps(const AttnTile *t);
 void attn_fwd_tc_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);

@@ -17,6 +17,11 @@
  * (two P buffers; the correction waits instead). setmaxnreg gives the softmax 240 registers, the correction
  * 104, the last warpgroup (issuer, producer, two idle warps) 56; each role derives the CTA's problem itself
  * after it, so that nothing from before the split has to fit the smallest role.
+ * With qtiles = 2 (FA4's M = 2 x 128) the CTA holds two Q tiles of 128 rows, a softmax warpgroup each and one S
+ * and one O per tile in TMEM, P_t written over the upper half of S_t; per key block n the issuer runs
+ *       O_0 += P_0(n-1) V_{n-1};  S_0 = Q_0 K_n^T;  O_1 += P_1(n-1) V_{n-1};  S_1 = Q_1 K_n^T
+ * (issue_step2), each S_t once its P V has committed, since it overwrites P_t; so each tile's MMAs run while
+ * the other tile's softmax works, and the correction warpgroup takes the tiles in turn.
  * With pack > 1 the 128 rows are pack query heads of one kv head x 128/pack tokens (row r: head
  * r % pack, token r / pack), one K/V tile for all of them (decode-shaped GQA); with poly > 1 every
  * poly-th exp2 of a row runs on the FMA units (exp2_poly) instead of MUFU.
@@ -31,10 +36,14 @@
 typedef struct {
     const AttnDesc *d;
     int stages, bn, q_off, kv_off, kv_stride, alpha_off;
-    int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P.0 (P.1 follows), O */
-    Reg bar[TC_FWD_NBARS(3)];
+    int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P.0 (P.1 follows), O (two Q tiles: O.0) */
+    Reg bar[TC_FWD_NBARS(3, 2)];
     Reg taddr, tq;                    /* TMEM base; this warp's lane quarter of it */
     int pack;                         /* query heads per CTA (tc_fwd_pack) */
+    int qt;                           /* Q tiles per CTA (tc_fwd_qtiles) */
+    TcFwdRoles ro;
+    Reg ts, to;                       /* two Q tiles, softmax: this thread's tile's S and O at its lane quarter */
+    Reg s_full, alpha_bar, pv_ready, p_free;   /* two Q tiles, softmax: its tile's barriers */
     Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;   /* h: the CTA's first query head; m_start: first token */
     Reg j0, group;                    /* pack > 1: the first head's place in its kv head's group, the group's size */
     Reg leader;                       /* the lane of the issuer or producer warp that issues */
@@ -48,7 +57,7 @@ typedef struct {
  * CTA y takes heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s group of g, j0 = pack (y % cdiv(g, pack)). */
 static void problem(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
-    int tokens = TC_FWD_BM / f->pack;
+    int tokens = f->qt * TC_FWD_BM / f->pack;
     RowBlocks rb = {f->d->causal, tokens, f->bn, 32, .last_first = f->d->causal};
     Reg mblk = e_reg(e, RC_B32);
     row_block(k, &rb, mblk);
@@ -115,11 +124,19 @@ static void producer_role(Kctx *k, void *ctx) {
     Emit *e = &k->e;
     Reg st = e_reg(e, RC_B64), n = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
-    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TC_FWD_PRODUCER));
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(f->ro.producer));
     int past = umma_leader_only(k, f->leader);
-    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(TC_FWD_BM * f->d->d * 2));
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(f->qt * TC_FWD_BM * f->d->d * 2));
     /* packed: a box of pack heads x 128/pack tokens, which lands as rows (token, head), head innermost */
-    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TC_FWD_BM, f->d->d, kc_imm32(k, 0), f->h, f->m_start, f->b, f->bar[TCF_Q]);
+    for (int t = 0; t < f->qt; t++) {
+        Reg m = f->m_start;
+        if (t) {
+            m = e_reg(e, RC_B32);
+            INS(e, ADD_U32, R(m), R(f->m_start), I(t * TC_FWD_BM / f->pack));
+        }
+        wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off + t * TC_FWD_BM * f->d->d * 2, TC_FWD_BM, f->d->d, kc_imm32(k, 0), f->h,
+                    m, f->b, f->bar[TCF_Q]);
+    }
     e_place(e, past);
     INS(e, MOV_B32, R(n), I(0));
     key_loop(k, produce_step, f, n, f->n_max, f->n_max, 0);
@@ -127,21 +144,41 @@ static void producer_role(Kctx *k, void *ctx) {
 
 /* ---- MMA issuer ---- */
 
+/* S (at TMEM column s_col + col) = Q K^T from the Q tile q_bytes into Q and the K of ring slot `stage`: SS MMAs */
+static void mma_s(Kctx *k, TcFwd *f, Reg stage, Reg s_col, int col, int q_bytes) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg kd = wg_desc_plus(k, f->k_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, f->bn, 0, 0));
+    for (int c = 0; c < d->d / 16; c++) {
+        int in = 32 * (c % 4);   /* 64 columns per slab, 16 (32 bytes) per MMA */
+        Reg a = umma_desc_at(k, f->q_desc, q_bytes + (c / 4) * TC_FWD_BM * 128 + in);
+        Reg b = umma_desc_at(k, kd, (c / 4) * f->bn * 128 + in);
+        INS(e, TC_MMA_1_F16_SS, A(s_col, col), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
+    }
+}
+
+/* O (column o_col) += P (bf16 at p_col + p_off) V of ring slot `stage`: TS MMAs, P from TMEM, V MN-major; acc false
+ * for key block 0, whose product O starts from */
+static void mma_pv(Kctx *k, TcFwd *f, Reg stage, int o_col, Reg p_col, int p_off, Reg acc) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, d->dv, 0, 1));
+    for (int kk = 0; kk < f->bn / 16; kk++)
+        INS(e, TC_MMA_1_F16_TS, A(f->taddr, o_col), A(p_col, p_off + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
+            R(idesc), R(kk ? f->yes : acc));
+}
+
 /* O += P_j V_j once the softmax put P_j in and the correction rescaled O; then O done, K_j/V_j's slot and
  * P_j's buffer free. */
 static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
     Emit *e = &k->e;
-    const AttnDesc *d = f->d;
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
-    umma_wait(k, f->bar[TCF_PV_READY(f->stages)], mbar_parity(k, j, 0, 0));
+    umma_wait(k, f->bar[TCF_PV_READY(f->stages, 1)], mbar_parity(k, j, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
     Reg p_col = of_pair(k, f->taddr, j, f->bn / 2), p_free = of_pair(k, f->bar[TCF_P_FREE(f->stages)], j, 8);
     int past = umma_leader_only(k, f->leader);
-    Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, d->dv, 0, 1));
-    for (int kk = 0; kk < f->bn / 16; kk++)
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_o), A(p_col, f->c_p + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
-            R(idesc), R(kk ? f->yes : acc));
+    mma_pv(k, f, stage, f->c_o, p_col, f->c_p, acc);
     INS(e, TC_COMMIT_1, A(f->bar[TCF_O_DONE(f->stages)], 0));
     INS(e, TC_COMMIT_1, A(empty, 0));
     INS(e, TC_COMMIT_1, A(p_free, 0));
@@ -154,19 +191,12 @@ static void issue_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcFwd *f = ctx;
     (void)n_max, (void)masked;
     Emit *e = &k->e;
-    const AttnDesc *d = f->d;
     Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
     Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
     umma_wait(k, full, parity);
     Reg s_col = of_pair(k, f->taddr, n, f->bn), s_full = of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8);
     int past = umma_leader_only(k, f->leader);
-    Reg kd = wg_desc_plus(k, f->k_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, f->bn, 0, 0));
-    for (int c = 0; c < d->d / 16; c++) {
-        int in = 32 * (c % 4);   /* 64 columns per slab, 16 (32 bytes) per MMA */
-        Reg a = umma_desc_at(k, f->q_desc, (c / 4) * TC_FWD_BM * 128 + in);
-        Reg b = umma_desc_at(k, kd, (c / 4) * f->bn * 128 + in);
-        INS(e, TC_MMA_1_F16_SS, A(s_col, f->c_s), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
-    }
+    mma_s(k, f, stage, s_col, f->c_s, 0);
     INS(e, TC_COMMIT_1, A(s_full, 0));
     e_place(e, past);
     int none = e_label(e);
@@ -177,24 +207,67 @@ static void issue_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_place(e, none);
 }
 
+/* Two Q tiles: O_t += P_t(j) V_j once tile t's softmax put P in and the correction rescaled O_t; then P_t (so S_t)
+ * free and, after the last tile, K_j/V_j's slot. then_wait: wait for that commit, since S_t's next MMAs write over
+ * P_t and the ISA orders MMA after MMA only for the same accumulator and shape. */
+static void issue_pv2(Kctx *k, TcFwd *f, Reg j, int t, int then_wait) {
+    Emit *e = &k->e;
+    Reg full, parity, empty, acc = e_reg(e, RC_PRED);
+    Reg stage = kv_slot(k, f, j, &full, &parity, &empty), p_free = f->bar[TCF_P_FREE(f->stages) + t];
+    umma_wait(k, f->bar[TCF_PV_READY(f->stages, 2) + t], mbar_parity(k, j, 0, 0));
+    INS(e, SETP_NE_U32, R(acc), R(j), I(0));
+    int past = umma_leader_only(k, f->leader);
+    mma_pv(k, f, stage, f->c_o + t * f->d->dv, f->taddr, f->c_s + t * f->bn + f->bn / 2, acc);
+    INS(e, TC_COMMIT_1, A(p_free, 0));
+    if (t == f->qt - 1) INS(e, TC_COMMIT_1, A(empty, 0));
+    e_place(e, past);
+    if (!then_wait) return;
+    e_comment(e, "wait: P_t V done before S_t goes over P_t");
+    umma_wait(k, p_free, mbar_parity(k, j, 0, 0));
+}
+
+/* Key block n with two Q tiles, tile by tile: P_t(n-1) V_{n-1}, then S_t(n) = Q_t K_n^T into the same columns,
+ * so each tile's MMAs run while the other tile's softmax works. */
+static void issue_step2(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max, (void)masked;
+    Emit *e = &k->e;
+    Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+    Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INS(e, SUB_U32, R(prev), R(n), I(1));
+    for (int t = 0; t < f->qt; t++) {
+        int fresh = e_label(e);
+        INSP(e, first, 0, BRA_UNI, L(fresh));
+        issue_pv2(k, f, prev, t, 1);
+        e_place(e, fresh);
+        if (!t) umma_wait(k, full, parity);
+        int past = umma_leader_only(k, f->leader);
+        mma_s(k, f, stage, f->taddr, f->c_s + t * f->bn, t * TC_FWD_BM * f->d->d * 2);
+        INS(e, TC_COMMIT_1, A(f->bar[TCF_S_FULL(f->stages) + t], 0));
+        e_place(e, past);
+    }
+}
+
 static void issuer_role(Kctx *k, void *ctx) {
     TcFwd *f = ctx;
     Emit *e = &k->e;
     Reg n = e_reg(e, RC_B32), none = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
-    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TC_FWD_ISSUER));
+    INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(f->ro.issuer));
     f->yes = umma_const_pred(k, 1), f->no = umma_const_pred(k, 0);
     f->q_desc = umma_desc(k, f->q_off, umma_kmajor128());
     f->k_desc = umma_desc(k, f->kv_off, umma_kmajor128());
     f->v_desc = umma_desc(k, f->kv_off + f->bn * f->d->d * 2, umma_mn128(f->bn));
     umma_wait(k, f->bar[TCF_Q], kc_imm32(k, 0));
     INS(e, MOV_B32, R(n), I(0));
-    key_loop(k, issue_step, f, n, f->n_max, f->n_max, 0);
+    key_loop(k, f->qt == 1 ? issue_step : issue_step2, f, n, f->n_max, f->n_max, 0);
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(f->n_max), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
     INS(e, SUB_U32, R(last), R(f->n_max), I(1));
-    issue_pv(k, f, last);
+    if (f->qt == 1) issue_pv(k, f, last);
+    for (int t = 0; f->qt > 1 && t < f->qt; t++) issue_pv2(k, f, last, t, 0);
     e_place(e, empty);
 }
 
@@ -203,7 +276,7 @@ static void issuer_role(Kctx *k, void *ctx) {
 
 /* O *= alpha over this warp's rows, unless no row of the warp has a new maximum (alpha == 1 for all:
  * FA4's conditional rescale; the branch is uniform, as tcgen05.ld/st need). */
-static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
+static void rescale_o(Kctx *k, TcFwd *f, Reg alpha, int o_col) {
     Emit *e = &k->e;
     Reg same = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32), all = e_reg(e, RC_PRED);
     int skip = e_label(e);
@@ -214,11 +287,32 @@ static void rescale_o(Kctx *k, TcFwd *f, Reg alpha) {
     for (int c = 0; c < f->d->dv; c += 16) {
         Reg v[16];
         for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
-        umma_tmem_load(k, f->tq, f->c_o + c, v, 16);
+        umma_tmem_load(k, f->tq, o_col + c, v, 16);
         for (int i = 0; i < 16; i++) INS(e, MUL_F32, R(v[i]), R(v[i]), R(alpha));
-        INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_o + c), V(16, v));
+        INS(e, TC_ST_32X32B_X16, A(f->tq, o_col + c), V(16, v));
     }
     e_place(e, skip);
+}
+
+/* One Q tile, before P_n goes out: the factor out to the correction warpgroup once it took the last one (its part
+ * of P_{n-1}'s readiness), P_n into its buffer once P_{n-2} V_{n-2} is done with it. */
+static void wait_p_buffer(Kctx *k, TcFwd *f, Reg n) {
+    Emit *e = &k->e;
+    Reg first = e_reg(e, RC_PRED), early = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
+    int none = e_label(e), fresh = e_label(e);
+    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
+    INSP(e, first, 0, BRA_UNI, L(none));
+    INS(e, SUB_U32, R(prev), R(n), I(1));
+    mbar_wait(k, f->bar[TCF_PV_READY(f->stages, 1)], mbar_parity(k, prev, 0, 0), 0);
+    INS(e, SETP_LT_U32, R(early), R(n), I(2));
+    INSP(e, early, 0, BRA_UNI, L(fresh));
+    Reg q = e_reg(e, RC_B32);                                  /* P.(n % 2)'s phase of n - 2: (n / 2 - 1) & 1 */
+    INS(e, SHR_U32, R(q), R(n), I(1));
+    INS(e, ADD_U32, R(q), R(q), I(1));
+    INS(e, AND_B32, R(q), R(q), I(1));
+    umma_wait(k, of_pair(k, f->bar[TCF_P_FREE(f->stages)], n, 8), q);
+    e_place(e, fresh);
+    e_place(e, none);
 }
 
 /* Key block n: P_n from S_n into TMEM, l and m moved on, the rows' factors to the correction warpgroup. */
@@ -230,8 +324,14 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "softmax of key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
-    umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
-    umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
+    if (f->qt == 1) {   /* S buffer n % 2 */
+        umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
+        umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
+    } else {            /* this tile's S */
+        e_comment(e, "wait: this tile's S_n landed");
+        umma_wait(k, f->s_full, mbar_parity(k, n, 0, 0));
+        umma_tmem_load(k, f->ts, f->c_s, s, bn);
+    }
     if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
         Reg room = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(room), R(n), I(bn));
@@ -242,12 +342,17 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
             INS(e, SELP_F32, R(s[j]), R(s[j]), FI(-INFINITY), R(vis));
         }
     }
-    Reg mx[64];   /* the row max by a tree, so its adds do not wait on one another */
-    for (int j = 0; j < bn / 2; j++) {
+    /* the row max by `chains` independent chains over runs of the row, then a tree, so its steps do not all wait
+     * on one another: bn/2 chains of one pair at 240 registers; 8 at two Q tiles' 192, where bn/2 more live values
+     * beside S would spill */
+    Reg mx[64];
+    int chains = f->qt == 1 ? bn / 2 : 8, run = bn / chains;
+    for (int j = 0; j < chains; j++) {
         mx[j] = e_reg(e, RC_F32);
-        INS(e, MAX_F32, R(mx[j]), R(s[2 * j]), R(s[2 * j + 1]));
+        INS(e, MAX_F32, R(mx[j]), R(s[run * j]), R(s[run * j + 1]));
+        for (int i = 2; i < run; i++) INS(e, MAX_F32, R(mx[j]), R(mx[j]), R(s[run * j + i]));
     }
-    for (int w = bn / 4; w >= 1; w /= 2)
+    for (int w = chains / 2; w >= 1; w /= 2)
         for (int j = 0; j < w; j++) INS(e, MAX_F32, R(mx[j]), R(mx[j]), R(mx[j + w]));
     INS(e, MAX_F32, R(mx[0]), R(mx[0]), R(f->m));
     Reg ms = softmax_scaled_max(k, mx[0], f->scale_log2);
@@ -266,61 +371,65 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     }
     INS(e, FMA_F32, R(f->l), R(f->l), R(alpha), R(sum));
     for (int c = 0; c < bn / 8; c++) f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);
-    /* the factor out to the correction warpgroup once it took the last one (its part of P_{n-1}'s readiness),
-     * P_n into its buffer once P_{n-2} V_{n-2} is done with it */
-    Reg first = e_reg(e, RC_PRED), early = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32), aa = e_reg(e, RC_B32);
-    int none = e_label(e), fresh = e_label(e);
-    INS(e, SETP_EQ_U32, R(first), R(n), I(0));
-    INSP(e, first, 0, BRA_UNI, L(none));
-    INS(e, SUB_U32, R(prev), R(n), I(1));
-    mbar_wait(k, f->bar[TCF_PV_READY(f->stages)], mbar_parity(k, prev, 0, 0), 0);
-    INS(e, SETP_LT_U32, R(early), R(n), I(2));
-    INSP(e, early, 0, BRA_UNI, L(fresh));
-    Reg q = e_reg(e, RC_B32);                                  /* P.(n % 2)'s phase of n - 2: (n / 2 - 1) & 1 */
-    INS(e, SHR_U32, R(q), R(n), I(1));
-    INS(e, ADD_U32, R(q), R(q), I(1));
-    INS(e, AND_B32, R(q), R(q), I(1));
-    umma_wait(k, of_pair(k, f->bar[TCF_P_FREE(f->stages)], n, 8), q);
-    e_place(e, fresh);
-    e_place(e, none);
-    Reg st = e_reg(e, RC_B64);
-    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM), R(k->smem));
+    if (f->qt == 1) wait_p_buffer(k, f, n);
+    /* two Q tiles: S_n's MMAs came after P_{n-1} V_{n-1} was done, and after the correction's step n-1 (it
+     * read the factor of n-2 before): P_n may go over S_n, the factor into its slot */
+    Reg st = e_reg(e, RC_B64), aa = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM * f->qt), R(k->smem));
     INS(e, MAD_LO_U32, R(aa), R(k->tid), I(4), R(aa));
     INS(e, ST_SHARED_F32, A(aa, f->alpha_off), R(alpha));
-    INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
-    Reg p_col = of_pair(k, f->tq, n, bn / 2);
-    for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(p_col, f->c_p + c), V(16, p + c));
-    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages)]);
+    if (f->qt == 1) {
+        INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
+        Reg p_col = of_pair(k, f->tq, n, bn / 2);
+        for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(p_col, f->c_p + c), V(16, p + c));
+        tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages, 1)]);
+        return;
+    }
+    INS(e, MBAR_ARRIVE, R(st), A(f->alpha_bar, 0));
+    for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(f->ts, f->c_s + bn / 2 + c), V(16, p + c));
+    tc_stores_arrive(k, f->pv_ready);
 }
+
 
 /* ---- correction ---- */
 
-/* Key block n for this thread's row (its softmax twin's): once the row's factor is out and P_{n-1} V_{n-1} is
- * done, O rescaled in TMEM; then its part of P_n V_n's readiness. */
-static void correct_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
-    TcFwd *f = ctx;
-    (void)n_max, (void)masked;
+/* Key block n for this thread's row of Q tile t (its softmax twin's): once the row's factor is out and
+ * P_{n-1} V_{n-1} is done, O rescaled in TMEM; then its part of P_n V_n's readiness. */
+static void correct_tile(Kctx *k, TcFwd *f, Reg n, int t) {
     Emit *e = &k->e;
+    int one = f->qt == 1;
+    Reg done = one ? f->bar[TCF_O_DONE(f->stages)] : f->bar[TCF_P_FREE(f->stages) + t];
     Reg aa = e_reg(e, RC_B32), alpha = e_reg(e, RC_F32), first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
     int none = e_label(e);
-    mbar_wait(k, f->bar[TCF_ALPHA(f->stages)], mbar_parity(k, n, 0, 0), 0);
-    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM), R(k->smem));
-    INS(e, SUB_U32, R(prev), R(k->tid), I(TC_FWD_CORRECTION));
+    mbar_wait(k, f->bar[TCF_ALPHA(f->stages) + t], mbar_parity(k, n, 0, 0), 0);
+    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM * f->qt), R(k->smem));
+    INS(e, SUB_U32, R(prev), R(k->tid), I(f->ro.correction - TC_FWD_BM * t));   /* the twin's thread */
     INS(e, MAD_LO_U32, R(aa), R(prev), I(4), R(aa));
     INS(e, LD_SHARED_F32, R(alpha), A(aa, f->alpha_off));
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
     INSP(e, first, 0, BRA_UNI, L(none));
     INS(e, SUB_U32, R(prev), R(n), I(1));
     e_comment(e, "wait: P_{n-1} V_{n-1} done");
-    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], mbar_parity(k, prev, 0, 0));
-    rescale_o(k, f, alpha);
+    umma_wait(k, done, mbar_parity(k, prev, 0, 0));
+    rescale_o(k, f, alpha, f->c_o + t * f->d->dv);
     e_place(e, none);
-    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages)]);
+    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages, f->qt) + t]);
+}
+
+/* Key block n: each Q tile's O in turn (tile 0's softmax is the one ahead) */
+static void correct_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
+    TcFwd *f = ctx;
+    (void)n_max, (void)masked;
+    for (int t = 0; t < f->qt; t++) correct_tile(k, f, n, t);
 }
 
 static void correction_role(Kctx *k, void *ctx) {
     TcFwd *f = ctx;
     Reg n = e_reg(&k->e, RC_B32);
+    if (f->qt > 1) {   /* the lane quarter past setmaxnreg (see umma_lane_quarter) */
+        f->tq = e_reg(&k->e, RC_B32);
+        umma_lane_quarter(k, f->taddr, f->tq);
+    }
     INS(&k->e, MOV_B32, R(n), I(0));
     key_loop(k, correct_step, f, n, f->n_max, f->n_max, 0);
 }
@@ -335,7 +444,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, SETP_NE_U32, R(has), R(f->n_max), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->n_max), I(1));
-    umma_wait(k, f->bar[TCF_O_DONE(f->stages)], mbar_parity(k, last, 0, 0));
+    umma_wait(k, f->qt == 1 ? f->bar[TCF_O_DONE(f->stages)] : f->p_free, mbar_parity(k, last, 0, 0));
     e_place(e, none);
     Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32);
     INS(e, SETP_EQ_F32, R(empty), R(f->l), FI(0.0f));
@@ -351,7 +460,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
     Reg oa = head_base(k, "o", f->b, f->head);
     INS(e, MAD_WIDE_U32, R(oa), R(f->row), R(row_stride_bytes(k, "o")), R(oa));
-    tc_row_out(k, f->tq, f->c_o, d->dv, has, &inv, d->dtype, oa, in);
+    tc_row_out(k, f->to, f->c_o, d->dv, has, &inv, d->dtype, oa, in);
 }
 
 static void softmax_role(Kctx *k, void *ctx) {
@@ -361,6 +470,21 @@ static void softmax_role(Kctx *k, void *ctx) {
     f->scale_log2 = scale_log2(k);
     f->row = e_reg(e, RC_B32), f->limit = e_reg(e, RC_B32), f->m = e_reg(e, RC_F32), f->l = e_reg(e, RC_F32);
     f->ok = e_reg(e, RC_PRED);
+    f->ts = f->to = f->tq;
+    if (f->qt > 1) {   /* warpgroup t: Q tile t, its S and O columns and barriers */
+        Reg t = e_reg(e, RC_B32);
+        f->tq = e_reg(e, RC_B32);
+        umma_lane_quarter(k, f->taddr, f->tq);
+        f->ts = e_reg(e, RC_B32), f->to = e_reg(e, RC_B32), f->s_full = e_reg(e, RC_B32), f->alpha_bar = e_reg(e, RC_B32);
+        f->pv_ready = e_reg(e, RC_B32), f->p_free = e_reg(e, RC_B32);
+        INS(e, SHR_U32, R(t), R(k->tid), I(7));
+        INS(e, MAD_LO_U32, R(f->ts), R(t), I(f->bn), R(f->tq));
+        INS(e, MAD_LO_U32, R(f->to), R(t), I(f->d->dv), R(f->tq));
+        INS(e, MAD_LO_U32, R(f->s_full), R(t), I(8), R(f->bar[TCF_S_FULL(f->stages)]));
+        INS(e, MAD_LO_U32, R(f->alpha_bar), R(t), I(8), R(f->bar[TCF_ALPHA(f->stages)]));
+        INS(e, MAD_LO_U32, R(f->pv_ready), R(t), I(8), R(f->bar[TCF_PV_READY(f->stages, 2)]));
+        INS(e, MAD_LO_U32, R(f->p_free), R(t), I(8), R(f->bar[TCF_P_FREE(f->stages)]));
+    }
     if (f->pack == 1) {
         f->head = f->h;
         INS(e, ADD_U32, R(f->row), R(f->m_start), R(k->tid));
@@ -398,54 +522,57 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Kctx *k = &kc;
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
-    TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .pack = tc_fwd_pack(t), .q_off = plan_region(p, "Q"),
-               .kv_off = plan_region(p, "KV.0"), .alpha_off = plan_region(p, "alpha")};
+    TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .pack = tc_fwd_pack(t), .qt = tc_fwd_qtiles(t),
+               .ro = tc_fwd_roles(t), .q_off = plan_region(p, "Q"), .kv_off = plan_region(p, "KV.0"),
+               .alpha_off = plan_region(p, "alpha")};
     f.kv_stride = t->stages > 1 ? plan_region(p, "KV.1") - f.kv_off : 0;
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
         if (!strcmp(r->name, "S.0")) f.c_s = r->col;
         if (!strcmp(r->name, "P.0")) f.c_p = r->col;
-        if (!strcmp(r->name, "O")) f.c_o = r->col;
+        if (!strcmp(r->name, "O") || !strcmp(r->name, "O.0")) f.c_o = r->col;
     }
-    int nb = TC_FWD_NBARS(t->stages);
-    Opnd counts[TC_FWD_NBARS(3)];
+    int nb = TC_FWD_NBARS(t->stages, f.qt);
+    Opnd counts[TC_FWD_NBARS(3, 2)];
     for (int i = 0; i < nb; i++) counts[i] = I(1);           /* expect_tx or tcgen05.commit arrivals */
-    counts[TCF_ALPHA(t->stages)] = I(128);                   /* every softmax thread */
-    counts[TCF_PV_READY(t->stages)] = I(256);                /* every softmax and correction thread */
+    for (int q = 0; q < f.qt; q++) {
+        counts[TCF_ALPHA(t->stages) + q] = I(128);                 /* every softmax thread of the tile */
+        counts[TCF_PV_READY(t->stages, f.qt) + q] = I(256);        /* and every correction thread */
+    }
     e_comment(e, "prologue: barriers, TMEM");
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
 
-    /* the roles, by warpgroup: 0 softmax, 1 correction, 2 the MMA issuer (warp 8), the producer (warp 9) and two
-     * idle warps; each warpgroup first sets its registers */
+    /* the roles, by warpgroup: softmax (one per Q tile), correction, then the MMA issuer warp, the producer warp
+     * and two idle warps; each warpgroup first sets its registers */
     Reg role = e_reg(e, RC_PRED);
-    int l1 = e_label(e), l2 = e_label(e), l3 = e_label(e), done = e_label(e);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_CORRECTION));
+    int l1 = e_label(e), l2 = e_label(e), l3 = e_label(e), done = e_label(e), w = f.ro.correction / 32;
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(f.ro.correction));
     INSP(e, role, 1, BRA_UNI, L(l1));
-    e_comment(e, "role: softmax (warps 0-3)");
-    INS(e, SETMAXNREG_INC, I(TC_FWD_SOFTMAX_REGS));
+    e_comment(e, "role: softmax (warps 0-%d)", w - 1);
+    INS(e, SETMAXNREG_INC, I(f.ro.softmax_regs));
     problem(k, &f);
     softmax_role(k, &f);
     INS(e, BRA_UNI, L(done));
     e_place(e, l1);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_ISSUER));
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(f.ro.issuer));
     INSP(e, role, 1, BRA_UNI, L(l2));
-    e_comment(e, "role: correction (warps 4-7)");
-    INS(e, SETMAXNREG_DEC, I(TC_FWD_CORRECTION_REGS));
+    e_comment(e, "role: correction (warps %d-%d)", w, w + 3);
+    INS(e, SETMAXNREG_DEC, I(f.ro.correction_regs));
     problem(k, &f);
     correction_role(k, &f);
     INS(e, BRA_UNI, L(done));
     e_place(e, l2);
-    INS(e, SETMAXNREG_DEC, I(TC_FWD_TAIL_REGS));
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER));
+    INS(e, SETMAXNREG_DEC, I(f.ro.tail_regs));
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(f.ro.producer));
     INSP(e, role, 1, BRA_UNI, L(l3));
-    e_comment(e, "role: MMA issuer (warp 8)");
+    e_comment(e, "role: MMA issuer (warp %d)", w + 4);
     problem(k, &f);
     issuer_role(k, &f);
     INS(e, BRA_UNI, L(done));
     e_place(e, l3);
-    INS(e, SETP_LT_U32, R(role), R(k->tid), I(TC_FWD_PRODUCER + 32));
-    INSP(e, role, 1, BRA_UNI, L(done));                      /* warps 10-11: nothing more */
-    e_comment(e, "role: producer (warp 9)");
+    INS(e, SETP_LT_U32, R(role), R(k->tid), I(f.ro.producer + 32));
+    INSP(e, role, 1, BRA_UNI, L(done));                      /* the last two warps: nothing more */
+    e_comment(e, "role: producer (warp %d)", w + 5);
     problem(k, &f);
     producer_role(k, &f);
     e_place(e, done);

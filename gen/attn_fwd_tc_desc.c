@@ -15,6 +15,9 @@ const TileKey attn_fwd_tc_keys[] = {
      "multiple of pack leaves rows idle)"},
     {"poly", offsetof(AttnTile, poly), {0, 2, 4, 8}, 4, "0, or every poly-th exp2 of a softmax row by a degree-3 "
      "polynomial on the FMA units instead of MUFU (FA4's answer where MUFU's 16 per clock per SM bound the softmax)"},
+    {"qtiles", offsetof(AttnTile, qtiles), {1, 2}, 2, "Q tiles of 128 rows per CTA: 2 is FA4's M = 2 x 128, a softmax "
+     "warpgroup per tile so one tile's softmax runs under the other's MMAs, one S per tile with P over it (TMEM: "
+     "2 x (bn + d_v) columns)"},
 };
 const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc_keys[0]);
 
@@ -22,8 +25,10 @@ const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc
  * since two K/V slots of 128 rows and Q would need 240 KB of shared memory. */
 AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .warps = TC_FWD_THREADS / 32, .pack = 1};
+    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .pack = 1, .qtiles = 1};
 }
+
+int attn_fwd_tc_warps(const AttnTile *t) { return tc_fwd_roles(t).threads / 32; }
 
 int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     if (d->d % 64 || d->dv % 64 || d->dv > 256) {
@@ -41,6 +46,7 @@ static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2"};
  * which TMEM makes unnecessary; ptxgen's own mma.sync attn_fwd packs nothing (one head per CTA). */
 static void decode_aside(const AttnDesc *d, Plan *p) {
     int rows = d->decode_sq * d->decode_group, tiles = (rows + 15) / 16, pack = tc_fwd_pack(&d->tile);
+    int per_cta = TC_FWD_BM * tc_fwd_qtiles(&d->tile);
     long long so = 4LL * tiles * 256 * 64;
     snprintf(p->aside, sizeof p->aside, "mma.sync for this decode shape (s_q %d x %d query heads per kv head = %d rows): "
              "packed with register accumulators, seed 002's cross-warp S/O buffer takes 4 B x %d m16 tiles x 256 threads "
@@ -48,23 +54,37 @@ static void decode_aside(const AttnDesc *d, Plan *p) {
              "attn_fwd), one head a CTA, %d of its 128 rows used and every K/V tile read by %d CTAs. Here S, P and O "
              "live in TMEM (%d columns), %d heads x %d tokens share each CTA and one K/V tile (%d B of shared memory).",
              d->decode_sq, d->decode_group, rows, tiles, so, so > d->arch->smem_block_optin ? "over" : "within",
-             d->arch->smem_block_optin, d->arch->name, d->decode_sq, d->decode_group, p->tmem_cols, pack, TC_FWD_BM / pack,
+             d->arch->smem_block_optin, d->arch->name, d->decode_sq, d->decode_group, p->tmem_cols, pack, per_cta / pack,
              p->smem_bytes);
 }
 
 void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     const AttnTile *t = &d->tile;
     static char shp[3][32];
-    *p = (Plan){.threads = TC_FWD_THREADS};
-    plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "the CTA's query rows, TMA 128B-swizzled slabs of 64 columns (A of S)");
+    int q = tc_fwd_qtiles(t);
+    TcFwdRoles ro = tc_fwd_roles(t);
+    *p = (Plan){.threads = ro.threads};
+    plan_add_region(p, "Q", q * t->bm * d->d * 2, 1024, q == 1 ? "the CTA's query rows, TMA 128B-swizzled slabs of 64 "
+                    "columns (A of S)" : "the CTA's two Q tiles of 128 rows, TMA 128B-swizzled slabs of 64 columns (A of S)");
     for (int s = 0; s < t->stages; s++)
         plan_add_region(p, kv_stage[s], t->bn * (d->d + d->dv) * 2, 1024,
                         "ring slot: K_n (B of S, K-major), then V_n (B of O += P V, MN-major)");
-    plan_add_region(p, "alpha", 2 * TC_FWD_BM * 4, 16, "each row's factor for O, two key blocks (softmax -> correction)");
-    plan_add_region(p, "bars", 8 * TC_FWD_NBARS(t->stages) + 8, 8, "mbarriers: Q full; K/V full and empty per slot; S full "
-                    "and P free x2; factors published; P in and O rescaled; O done; TMEM address");
+    plan_add_region(p, "alpha", 2 * q * TC_FWD_BM * 4, 16, "each row's factor for O, two key blocks (softmax -> correction)");
+    plan_add_region(p, "bars", 8 * TC_FWD_NBARS(t->stages, q) + 8, 8, q == 1 ? "mbarriers: Q full; K/V full and empty per "
+                    "slot; S full and P free x2; factors published; P in and O rescaled; O done; TMEM address" : "mbarriers: Q "
+                    "full; K/V full and empty per slot; per Q tile S full, P V done, factors published, P in and O "
+                    "rescaled; TMEM address");
     snprintf(shp[0], sizeof shp[0], "[%d, %d]", t->bm, t->bn);
     snprintf(shp[1], sizeof shp[1], "[%d, %d]", t->bm, d->dv);
+    if (q == 2) {
+        plan_add_tmem(p, "S.0", t->bn, "fp32", shp[0], "loop: Q tile 0's S_n, then its P_n (bf16) over the upper half, "
+                      "A of O.0 += P V; S_{n+1} waits for that P V's commit");
+        plan_add_tmem(p, "S.1", t->bn, "fp32", shp[0], "loop: the same for Q tile 1 (its MMAs run under tile 0's softmax)");
+        plan_add_tmem(p, "O.0", d->dv, "fp32", shp[1], "whole kernel: Q tile 0's output accumulator, rescaled in place");
+        plan_add_tmem(p, "O.1", d->dv, "fp32", shp[1], "whole kernel: Q tile 1's");
+        /* a softmax thread at its peak: its row of S and the row state (the max by 8 chains, P stored as packed) */
+        p->regs_est = t->bn + 56;
+    } else {
     plan_add_tmem(p, "S.0", t->bn, "fp32", shp[0], "loop: S_n of even n (the issuer writes S_{n+1} into the other "
                   "while the softmax reads this one)");
     plan_add_tmem(p, "S.1", t->bn, "fp32", shp[0], "loop: S_n of odd n");
@@ -73,13 +93,15 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     plan_add_tmem(p, "O", d->dv, "fp32", shp[1], "whole kernel: the output accumulator, rescaled in place");
     /* a softmax thread at its peak: its row of S, P packed, the row state and addresses (ptxas 13.0: 207-236 at bn=128) */
     p->regs_est = t->bn + 108;
-    plan_add_role(p, "softmax", 4, TC_FWD_SOFTMAX_REGS);        /* one query row per thread: S, P and the epilogue */
-    plan_add_role(p, "correction", 4, TC_FWD_CORRECTION_REGS);  /* the same rows: O rescaled in TMEM between its products */
-    plan_add_role(p, "mma, producer", 4, TC_FWD_TAIL_REGS);    /* warp 8: lane 0 issues the MMAs; warp 9: lane 0 the
-                                                                 * TMA copies; warps 10-11 idle */
+    }
+    plan_add_role(p, "softmax", 4 * q, ro.softmax_regs);         /* one query row per thread: S, P and the epilogue */
+    plan_add_role(p, "correction", 4, ro.correction_regs);       /* the same rows: O rescaled in TMEM between its products */
+    plan_add_role(p, "mma, producer", 4, ro.tail_regs);          /* lane 0 of the first warp issues the MMAs, lane 0 of
+                                                                  * the second the TMA copies; the last two idle */
     char what[160], pk[64] = "";
-    if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, TC_FWD_BM / t->pack);
+    if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, q * TC_FWD_BM / t->pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " poly=%d", t->poly);
+    if (q > 1) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " qtiles=%d", q);
     snprintf(what, sizeof what, "attn_fwd (tcgen05) d=%d dv=%d bm=%d bn=%d stages=%d%s", d->d, d->dv, t->bm, t->bn,
              t->stages, pk);
     plan_finish(p, d->arch, what);
@@ -90,16 +112,17 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
     /* one CTA per SM: the launch's 168 registers a thread, which setmaxnreg moves between the roles */
-    *ks = (KernelSpec){.block = {TC_FWD_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
-    int pack = tc_fwd_pack(t);
+    int pack = tc_fwd_pack(t), q = tc_fwd_qtiles(t);
+    *ks = (KernelSpec){.block = {(unsigned)tc_fwd_roles(t).threads, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
     char pk[32] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);
+    if (q > 1) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_q%d", q);
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s", dt, d->d, dv, t->bm, t->bn, t->stages,
              pk, d->causal ? "_causal" : "");
-    attn_fwd_abi(ks, dt, TC_FWD_BM / pack);
+    attn_fwd_abi(ks, dt, q * TC_FWD_BM / pack);
     if (pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. of the group g = h_q / h_kv */
         snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", pack);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};

@@ -139,7 +139,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     }
     d->tile = (*kind)->default_tile(d->arch, d->d);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
-    if ((*kind)->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
+    if ((*kind)->warps_of) d->tile.warps = (*kind)->warps_of(&d->tile);
     if (rq->shape_class && sscanf(rq->shape_class, "decode sq=%d g=%d", &d->decode_sq, &d->decode_group) != 2)
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
@@ -179,7 +179,7 @@ static void tuned_tile(const ptxgen_request *rq, const KernelKind *kind, ptxgen_
     AttnTile saved = d->tile;
     if (!tuned_lookup(&k, tile, sizeof tile, s->tuned, sizeof s->tuned)) return;
     int bad = tile_parse(kind->keys, *kind->nkeys, tile, &d->tile, why, sizeof why);
-    if (!bad && kind->pair_warps) d->tile.warps = 2 * d->tile.bm / 16;
+    if (!bad && kind->warps_of) d->tile.warps = kind->warps_of(&d->tile);
     bad = bad || kind->check_tile(d, why, sizeof why);
     Plan plans[MAX_KERNELS];
     int n;

@@ -23,7 +23,7 @@ typedef struct {
     int default_hdim;
     int dv;                /* d_v when fixed by the kind (MLA); 0: d_v = d unless dv_free */
     int causal_ok;
-    int pair_warps;        /* warps follow the tile: two per 16 rows of bm (MLA) */
+    int (*warps_of)(const AttnTile *t);   /* where warps follow other keys of the tile: the count (else NULL) */
     int dv_free;           /* d_v may differ from d (any of hdims; the kind's check_tile and plan judge the pair) */
 } KernelKind;
 

@@ -95,12 +95,17 @@ Reg umma_prologue(Kctx *k, int bars, int n, const Opnd *counts, Reg *bar, int co
     else umma_sync(k);
     Reg taddr = e_reg(e, RC_B32);
     *tq = e_reg(e, RC_B32);
-    Reg quarter = e_reg(e, RC_B32);
     INS(e, LD_SHARED_B32, R(taddr), A(k->smem, bars + 8 * n));
-    INS(e, AND_B32, R(quarter), R(k->warp), I(3));
-    INS(e, SHL_B32, R(*tq), R(quarter), I(21));              /* lane 32 (w % 4) in bits 16 and up */
-    INS(e, ADD_U32, R(*tq), R(*tq), R(taddr));
+    umma_lane_quarter(k, taddr, *tq);
     return taddr;
+}
+
+void umma_lane_quarter(Kctx *k, Reg taddr, Reg tq) {
+    Emit *e = &k->e;
+    Reg quarter = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(quarter), R(k->warp), I(3));
+    INS(e, SHL_B32, R(tq), R(quarter), I(21));               /* lane 32 (w % 4) in bits 16 and up */
+    INS(e, ADD_U32, R(tq), R(tq), R(taddr));
 }
 
 void umma_epilogue(Kctx *k, Reg taddr, int cols, int pair) {

@@ -49,6 +49,9 @@ Opnd umma_mn_row_chunk(Kctx *k, Reg tile_addr, Reg r, int w, int c);
  * the CTA (pair: the cluster) syncs and every thread reads the base. Returns it; *tq is the base at
  * this warp's lane quarter (warp % 4). */
 Reg  umma_prologue(Kctx *k, int bars, int n, const Opnd *counts, Reg *bar, int cols, int pair, Reg *tq);
+/* tq = taddr at this warp's lane quarter (warp % 4), as the prologue's; a role past setmaxnreg may derive its own
+ * rather than keep the prologue's live across it (ptxas spilled it there) */
+void umma_lane_quarter(Kctx *k, Reg taddr, Reg tq);
 /* The end of a tcgen05 kernel: every thread (pair: of both CTAs) past its TMEM work, then warp 0
  * gives the prologue's columns back. */
 void umma_epilogue(Kctx *k, Reg taddr, int cols, int pair);

@@ -421,7 +421,8 @@ mla_bwd_tc_sim_tests() {
     local f
     for f in "sm_100a 16" "sm_103a 16" "sm_100a 32" "sm_100a 128" "sm_103a 128"; do
         set -- $f
-        tc_ptxas "ptxas $1 mla_bwd tcgen05 bm=$2 fp16 deterministic: 0 spills" --arch $1 --dtype fp16 --tile bm=$2,deterministic=1
+        tc_ptxas "ptxas $1 mla_bwd tcgen05 bm=$2 fp16 deterministic: 0 spills" --kernel mla_bwd --arch $1 --dtype fp16 \
+            --tile bm=$2,deterministic=1
     done
 }
 
@@ -442,12 +443,12 @@ tc_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
-# tc_ptxas NAME ARGS...: the mla_bwd set for ARGS assembles with no spill or stack
+# tc_ptxas NAME ARGS...: the set ptxgen ARGS emits assembles with no spill or stack
 tc_ptxas() {
     local name=$1 arch
     shift
     arch=$(printf '%s\n' "$@" | grep -m1 '^sm_')
-    if ! ./ptxgen --kernel mla_bwd "$@" -o "$TMP/tc.ptx" 2>"$TMP/err"; then fail "$name" "$(one_line "$TMP/err")"; return; fi
+    if ! ./ptxgen "$@" -o "$TMP/tc.ptx" 2>"$TMP/err"; then fail "$name" "$(one_line "$TMP/err")"; return; fi
     if ! ptxas -arch="$arch" -v "$TMP/tc.ptx" -o /dev/null >"$TMP/tc.log" 2>&1; then fail "$name" "$(one_line "$TMP/tc.log")"; return; fi
     if grep 'bytes stack frame' "$TMP/tc.log" | awk '{ if ($1 || $5 || $9) bad = 1 } END { exit !bad }'; then
         fail "$name" "$(grep 'bytes stack frame' "$TMP/tc.log" | tr -s ' \n' ' ')"
@@ -541,6 +542,27 @@ sim_tests() {
         shift 3
         sim_check "sim tcgen05 d=$hd d_v=$hv $arch $*" --arch $arch --hdim $hd --hdim-v $hv "$@" --seed $((RANDOM + 1))
     done
+    # two Q tiles a CTA (FA4's M = 2 x 128): ragged, causal with s_q != s_k (rows of the second tile past s_q, and
+    # with no key), GQA, packed decode rows, d_v != d, poly, 3 stages
+    for f in "sm_100a 64 qtiles=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "sm_103a 128 qtiles=2 --sq 77 --sk 300 --hq 4 --hkv 2" \
+             "sm_100a 128 qtiles=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1 --dtype fp16" \
+             "sm_100a 64 qtiles=2,stages=3 --b 2 --sq 260 --sk 900 --hq 2 --hkv 1 --pad 8" \
+             "sm_103a 192 qtiles=2 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
+             "sm_100a 128 qtiles=2,pack=8 --sq 8 --sk 300 --hq 16 --hkv 2" "sm_100a 128 qtiles=2,poly=2 --causal --sq 1 --sk 130 --hq 4 --hkv 2"; do
+        set -- $f
+        local arch=$1 hd=$2 tile=$3
+        shift 3
+        sim_check "sim tcgen05 d=$hd $tile $arch $*" --arch $arch --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
+    done
+    for f in "sm_100a --hdim 64" "sm_103a --hdim 128 --causal" "sm_100a --hdim 128 --dtype fp16 --tile pack=8" \
+             "sm_103a --hdim 192 --hdim-v 128" "sm_100a --hdim 128 --tile poly=2"; do
+        set -- $f
+        local arch=$1
+        shift
+        local t="qtiles=2" rest=()
+        while [ $# -gt 0 ]; do if [ "$1" = --tile ]; then t="qtiles=2,$2"; shift 2; else rest+=("$1"); shift; fi; done
+        tc_ptxas "ptxas $arch attn_fwd tcgen05 $t ${rest[*]}: 0 spills" --kernel attn_fwd --arch $arch --tile $t "${rest[@]}"
+    done
     # exp2 partly by polynomial: rows with no valid key (causal, s_q > s_k) must still sum to exactly 0
     for f in "64 poly=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "128 poly=4 --sq 77 --sk 300 --hq 4 --hkv 2 --dtype fp16" \
              "256 poly=8 --causal --sq 130 --sk 200 --hq 2 --hkv 2" "128 poly=2,pack=8 --sq 8 --sk 300 --hq 8 --hkv 1"; do
@@ -557,6 +579,12 @@ sim_tests() {
     PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
         '/wait: P_\{n-1\} V_\{n-1\} done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
         "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while" attn_fwd --hdim 64 -- --sq 130 --sk 300 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd qtiles=2: P over S read by P V before its tcgen05.st waited" \
+        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_fwd --hdim 64 --tile qtiles=2 \
+        -- --sq 300 --sk 300 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd qtiles=2: a tile's S read before its MMAs landed" \
+        "/wait: this tile's S_n landed/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip" \
+        "tcgen05.ld reads TMEM lane" attn_fwd --hdim 64 --tile qtiles=2 -- --sq 130 --sk 300 --hq 2 --hkv 1
     unset PTXGEN_SIM_STRICT
 
     section "sim device: mla_fwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
@@ -849,7 +877,7 @@ family_tests() {
         '^verdict: +fits' && pass "$name"
     name="--plan of a decode shape on sm_100a: the packed tile, its TMEM map and, beside it, what mma.sync would need"
     run_cli --arch sm_100a --kernel attn_fwd --hq 64 --hkv 8 --sq 8 --plan
-    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0$' \
+    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0,qtiles=1$' \
         '^tile: +pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\): 1 CTA per kv head' \
         'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +384 +512 +128 +fp32' \
         '^beside it: +mma\.sync for this decode shape \(s_q 8 x 8 query heads per kv head = 64 rows\)' \
@@ -879,6 +907,12 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --hdim 64 --hdim-v 256 --plan
     usage_error "d_v on mla_fwd other than its 512: refused" "d_v 128 is not supported by mla_fwd: its d_v is 512" -- \
         --arch sm_100a --kernel mla_fwd --hdim-v 128
+    name="tcgen05 attn_fwd qtiles=2: two softmax warpgroups, S and O per Q tile in TMEM, the 64 K register pool"
+    run_cli --arch sm_100a --kernel attn_fwd --tile qtiles=2 --plan
+    expect_rc "$name" 0 && expect_output "$name" '^  S\.1 +128 +256 +128 +fp32' '^  O\.1 +384 +512 +128 +fp32' \
+        '^  softmax +8 +192 +49152$' '^  correction +4 +80 +10240$' '^threads per CTA: +512$' && pass "$name"
+    usage_error "tcgen05 attn_fwd d=256 with two Q tiles: refused, naming the budget" "needs 264304 B" "shared memory" -- \
+        --arch sm_100a --kernel attn_fwd --hdim 256 --tile qtiles=2 --plan
     usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
         "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 328808 B" \
