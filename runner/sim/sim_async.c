@@ -197,6 +197,23 @@ static int land_at(SimCluster *cl, int i)
     return rc;
 }
 
+/* q[i] is a tcgen05.commit whose thread commits again, to the barrier (bar_cta, bar_addr), before q[last]
+ * lands: one thread's commits arrive in issue order (the later one tracks every op the earlier one does), so
+ * q[i]'s arrival is not left behind when the later one lands. Left behind, its barrier would count a phase
+ * short, and a later wait there could pass on a parity of two phases before. */
+static int commit_before(const SimCluster *cl, int i, int last, const SimCta *bar_cta, uint32_t bar_addr)
+{
+    const SimAsync *a = cl->q[i];
+    if (strcmp(a->what, "tcgen05.commit")) return 0;
+    for (int j = i + 1; j <= last; j++) {
+        const SimAsync *b = cl->q[j];
+        if (b->bar_cta == bar_cta && b->bar_addr == bar_addr && !strcmp(b->what, "tcgen05.commit") && b->cta == a->cta &&
+            b->warp == a->warp && b->lane == a->lane)
+            return 1;
+    }
+    return 0;
+}
+
 int sim_async_land_mbar(SimCluster *cl, SimCta *bar_cta, uint32_t bar_addr)
 {
     int last = -1, n = 0;
@@ -204,10 +221,12 @@ int sim_async_land_mbar(SimCluster *cl, SimCta *bar_cta, uint32_t bar_addr)
         if (cl->q[i]->bar_cta == bar_cta && cl->q[i]->bar_addr == bar_addr) last = i;
     /* in issue order up to the last op that completes on this barrier, but not ops that complete on
      * another mbarrier: nothing orders those before this phase (a TMA whose own barrier nobody has
-     * waited for is still in flight here), so they land when their barrier is waited */
+     * waited for is still in flight here), so they land when their barrier is waited; except a
+     * tcgen05.commit that a later commit of its thread to this barrier follows (commit_before) */
     for (int i = 0; i <= last;) {
         const SimAsync *op = cl->q[i];
-        if (op->bar_cta && (op->bar_cta != bar_cta || op->bar_addr != bar_addr)) {
+        if (op->bar_cta && (op->bar_cta != bar_cta || op->bar_addr != bar_addr) &&
+            !commit_before(cl, i, last, bar_cta, bar_addr)) {
             i++;
             continue;
         }
