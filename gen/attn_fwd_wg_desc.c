@@ -8,7 +8,7 @@
 
 const TileKey attn_fwd_wg_keys[] = {
     {"bm", offsetof(AttnTile, bm), {64, 128, 192}, 3, "query rows per CTA: 64 per consumer warpgroup"},
-    {"bn", offsetof(AttnTile, bn), {64, 96, 128, 192}, 4, "key/value rows per main-loop step (the N of S = Q K^T)"},
+    {"bn", offsetof(AttnTile, bn), {64, 96, 128, 160, 176, 192}, 6, "key/value rows per main-loop step (the N of S = Q K^T)"},
     {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
     {"pingpong", offsetof(AttnTile, pingpong), {0, 1}, 2, "1: consumer warpgroups take turns issuing their products "
      "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
