@@ -22,6 +22,10 @@
  *       O_0 += P_0(n-1) V_{n-1};  S_0 = Q_0 K_n^T;  O_1 += P_1(n-1) V_{n-1};  S_1 = Q_1 K_n^T
  * (issue_step2), each S_t once its P V has committed, since it overwrites P_t; so each tile's MMAs run while
  * the other tile's softmax works, and the correction warpgroup takes the tiles in turn.
+ * With ctas = 2 a cluster of two CTAs shares each MMA (cta_group::2, M = 256): each CTA keeps its 128 query rows,
+ * S, P and O, and loads half of each K tile (keys rank bn/2 ..) and of each V tile (columns rank d_v/2 ..), both
+ * halves signalling the even CTA's barrier (produce_pair); the even CTA's thread issues for both, its commits
+ * arrive in both CTAs, and both CTAs' softmax and correction threads arrive on its PAIR_READY.
  * With pack > 1 the 128 rows are pack query heads of one kv head x 128/pack tokens (row r: head
  * r % pack, token r / pack), one K/V tile for all of them (decode-shaped GQA); with poly > 1 every
  * poly-th exp2 of a row runs on the FMA units (exp2_poly) instead of MUFU.
@@ -37,13 +41,15 @@ typedef struct {
     const AttnDesc *d;
     int stages, bn, q_off, kv_off, kv_stride, alpha_off;
     int c_s, c_p, c_o;                /* TMEM columns of S.0 (S.1 follows), P.0 (P.1 follows), O (two Q tiles: O.0) */
-    Reg bar[TC_FWD_NBARS(3, 2)];
+    Reg bar[TC_FWD_NBARS(4, 2) + 1];
     Reg taddr, tq;                    /* TMEM base; this warp's lane quarter of it */
     int pack;                         /* query heads per CTA (tc_fwd_pack) */
     int qt;                           /* Q tiles per CTA (tc_fwd_qtiles) */
     TcFwdRoles ro;
     Reg ts, to;                       /* two Q tiles, softmax: this thread's tile's S and O at its lane quarter */
     Reg s_full, alpha_bar, pv_ready, p_free;   /* two Q tiles, softmax: its tile's barriers */
+    int pair;                         /* a CTA pair (ctas=2): cta_group::2 MMAs issued by the even CTA for both */
+    Reg rank, mask, lead_ready;       /* pair: this CTA's rank, the commits' CTA mask, the even CTA's PAIR_READY */
     Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;   /* h: the CTA's first query head; m_start: first token */
     Reg j0, group;                    /* pack > 1: the first head's place in its kv head's group, the group's size */
     Reg leader;                       /* the lane of the issuer or producer warp that issues */
@@ -60,7 +66,20 @@ static void problem(Kctx *k, TcFwd *f) {
     int tokens = f->qt * TC_FWD_BM / f->pack;
     RowBlocks rb = {f->d->causal, tokens, f->bn, 32, .last_first = f->d->causal};
     Reg mblk = e_reg(e, RC_B32);
-    row_block(k, &rb, mblk);
+    if (f->pair) {   /* pair x / 2 owns blocks 2 (x / 2) and + 1 (last pair first when causal); its keys, the pair's */
+        Reg np = e_reg(e, RC_B32);
+        f->rank = e_reg(e, RC_B32);
+        INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
+        INS(e, AND_B32, R(f->rank), R(mblk), I(1));
+        INS(e, SHR_U32, R(mblk), R(mblk), I(1));
+        if (rb.last_first) {
+            INS(e, MOV_B32, R(np), SR("%nctaid.x"));
+            INS(e, SHR_U32, R(np), R(np), I(1));
+            INS(e, SUB_U32, R(np), R(np), I(1));
+            INS(e, SUB_U32, R(mblk), R(np), R(mblk));
+        }
+        rb.bm = 2 * tokens;
+    } else row_block(k, &rb, mblk);
     cta_coords(k, &f->b, &f->h);
     if (f->pack == 1) f->kvh = kv_head_of(k, f->h);
     else {
@@ -76,11 +95,33 @@ static void problem(Kctx *k, TcFwd *f) {
     }
     f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
     f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(tokens));
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(rb.bm));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
     key_blocks(k, &rb, f->n_full, f->n_max);
+    if (f->pair) INS(e, MAD_LO_U32, R(f->m_start), R(f->rank), I(tokens), R(f->m_start));   /* this CTA's rows */
+}
+
+/* ---- a CTA pair's variants of the single CTA's steps ---- */
+
+/* Wait for an MMA's commit (in a pair, multicast from the even CTA: cluster scope) */
+static void mma_wait(Kctx *k, TcFwd *f, Reg bar, Reg parity) {
+    if (f->pair) umma_wait_cluster(k, bar, parity);
+    else umma_wait(k, bar, parity);
+}
+
+/* The issuer's MMAs so far, then an arrival on bar (in a pair, bar of both CTAs) */
+static void mma_commit(Kctx *k, TcFwd *f, Reg bar) {
+    if (f->pair) INS(&k->e, TC_COMMIT_2_MC, A(bar, 0), R(f->mask));
+    else INS(&k->e, TC_COMMIT_1, A(bar, 0));
+}
+
+/* This thread's TMEM stores done, then its arrival on bar (and in a pair on the even CTA's PAIR_READY, which
+ * its issuer waits for: both CTAs' P in and O rescaled) */
+static void ready_arrive(Kctx *k, TcFwd *f, Reg bar) {
+    tc_stores_arrive(k, bar);
+    if (f->pair) INS(&k->e, MBAR_ARRIVE_REMOTE, SR("_"), A(f->lead_ready, 0));
 }
 
 /* Ring slot of key block n: its byte offset from slot 0, full and empty barriers, and the parity
@@ -99,16 +140,61 @@ static Reg of_pair(Kctx *k, Reg base, Reg n, int step) {
 
 /* ---- producer ---- */
 
+/* A pair's copy of rows x cols (from column col0) into this CTA's dst, signalling the even CTA's barrier
+ * lead_bar (cta_group::2 lets a copy signal the pair's other CTA) */
+static void tma_rows_2sm(Kctx *k, Reg map, int dst, int rows, int cols, Reg col0, Reg stage_off, Reg head, Reg row, Reg b,
+                         Reg lead_bar) {
+    Emit *e = &k->e;
+    for (int s = 0; s < cols / UMMA_SLAB_COLS; s++) {
+        Reg col = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(col), R(col0), I(s * UMMA_SLAB_COLS));
+        INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
+        Reg c[4] = {col, head, row, b};
+        INS(e, TMA_LOAD_4D_2SM, A(a, dst + s * rows * 128), TA(map, 4, c), A(lead_bar, 0));
+    }
+}
+
+/* The even CTA's copy of one of its barriers (a cluster address; its own for the even CTA) */
+static Reg lead_bar(Kctx *k, Reg bar) {
+    Reg r = e_reg(&k->e, RC_B32);
+    INS(&k->e, MAPA_SHARED, R(r), R(bar), R(kc_imm32(k, 0)));
+    return r;
+}
+
+/* A pair's step n: each CTA's half of K_n (keys n bn + rank bn/2 ..) and of V_n (columns rank d_v/2 ..) into its
+ * slot, both signalling the even CTA's full barrier, which expects the bytes of both. */
+static void produce_pair(Kctx *k, TcFwd *f, Reg n, Reg stage, Reg full) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32), krow = e_reg(e, RC_B32), vcol = e_reg(e, RC_B32), even = e_reg(e, RC_PRED);
+    Reg lead = lead_bar(k, full);
+    INS(e, MUL_LO_U32, R(row), R(n), I(f->bn));
+    INS(e, MAD_LO_U32, R(krow), R(f->rank), I(f->bn / 2), R(row));
+    INS(e, MUL_LO_U32, R(vcol), R(f->rank), I(d->dv / 2));
+    INS(e, SETP_EQ_U32, R(even), R(f->rank), I(0));
+    int past = umma_leader_only(k, f->leader);
+    INSP(e, even, 0, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
+    tma_rows_2sm(k, kc_tmap(k, "k_map"), f->kv_off, f->bn / 2, d->d, kc_imm32(k, 0), stage, f->kvh, krow, f->b, lead);
+    tma_rows_2sm(k, kc_tmap(k, "v_map"), f->kv_off + f->bn / 2 * d->d * 2, f->bn, d->dv / 2, vcol, stage, f->kvh, row,
+                 f->b, lead);
+    e_place(e, past);
+}
+
 /* Once the slot's last P V is done, K_n and V_n into it. */
 static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     TcFwd *f = ctx;
     (void)n_max, (void)masked;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    Reg full, parity, empty, st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
+    Reg full, parity, empty;
     Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
-    mbar_wait(k, empty, parity, 0);
+    mbar_wait(k, empty, parity, f->pair);
+    if (f->pair) {
+        produce_pair(k, f, n, stage, full);
+        return;
+    }
+    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(row), R(n), I(f->bn));
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
@@ -125,6 +211,18 @@ static void producer_role(Kctx *k, void *ctx) {
     Reg st = e_reg(e, RC_B64), n = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
     INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(f->ro.producer));
+    if (f->pair) {   /* each CTA's Q into its own shared memory, signalling the even CTA's barrier (both Q tiles) */
+        Reg even = e_reg(e, RC_PRED), lead = lead_bar(k, f->bar[TCF_Q]);
+        INS(e, SETP_EQ_U32, R(even), R(f->rank), I(0));
+        int past = umma_leader_only(k, f->leader);
+        INSP(e, even, 0, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(2 * TC_FWD_BM * f->d->d * 2));
+        tma_rows_2sm(k, kc_tmap(k, "q_map"), f->q_off, TC_FWD_BM, f->d->d, kc_imm32(k, 0), kc_imm32(k, 0), f->h,
+                     f->m_start, f->b, lead);
+        e_place(e, past);
+        INS(e, MOV_B32, R(n), I(0));
+        key_loop(k, produce_step, f, n, f->n_max, f->n_max, 0);
+        return;
+    }
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCF_Q], 0), I(f->qt * TC_FWD_BM * f->d->d * 2));
     /* packed: a box of pack heads x 128/pack tokens, which lands as rows (token, head), head innermost */
@@ -148,12 +246,14 @@ static void producer_role(Kctx *k, void *ctx) {
 static void mma_s(Kctx *k, TcFwd *f, Reg stage, Reg s_col, int col, int q_bytes) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    Reg kd = wg_desc_plus(k, f->k_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, f->bn, 0, 0));
+    int m = TC_FWD_BM << f->pair, krows = f->bn >> f->pair;   /* a pair: M = 256, each CTA bn/2 rows of K */
+    Reg kd = wg_desc_plus(k, f->k_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, m, f->bn, 0, 0));
     for (int c = 0; c < d->d / 16; c++) {
         int in = 32 * (c % 4);   /* 64 columns per slab, 16 (32 bytes) per MMA */
         Reg a = umma_desc_at(k, f->q_desc, q_bytes + (c / 4) * TC_FWD_BM * 128 + in);
-        Reg b = umma_desc_at(k, kd, (c / 4) * f->bn * 128 + in);
-        INS(e, TC_MMA_1_F16_SS, A(s_col, col), R(a), R(b), R(idesc), R(c ? f->yes : f->no));
+        Reg b = umma_desc_at(k, kd, (c / 4) * krows * 128 + in);
+        e_insn(e, NOGUARD, 0, f->pair ? OP_TC_MMA_2_F16_SS : OP_TC_MMA_1_F16_SS,
+               OPNDS(A(s_col, col), R(a), R(b), R(idesc), R(c ? f->yes : f->no)));
     }
 }
 
@@ -162,10 +262,11 @@ static void mma_s(Kctx *k, TcFwd *f, Reg stage, Reg s_col, int col, int q_bytes)
 static void mma_pv(Kctx *k, TcFwd *f, Reg stage, int o_col, Reg p_col, int p_off, Reg acc) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM, d->dv, 0, 1));
+    Reg vd = wg_desc_plus(k, f->v_desc, stage), idesc = kc_imm32(k, umma_idesc_f16(d->dtype, TC_FWD_BM << f->pair, d->dv, 0, 1));
     for (int kk = 0; kk < f->bn / 16; kk++)
-        INS(e, TC_MMA_1_F16_TS, A(f->taddr, o_col), A(p_col, p_off + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)),
-            R(idesc), R(kk ? f->yes : acc));
+        e_insn(e, NOGUARD, 0, f->pair ? OP_TC_MMA_2_F16_TS : OP_TC_MMA_1_F16_TS,
+               OPNDS(A(f->taddr, o_col), A(p_col, p_off + 8 * kk), R(umma_desc_at(k, vd, kk * 16 * 128)), R(idesc),
+                     R(kk ? f->yes : acc)));
 }
 
 /* O += P_j V_j once the softmax put P_j in and the correction rescaled O; then O done, K_j/V_j's slot and
@@ -174,14 +275,14 @@ static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
     Emit *e = &k->e;
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
-    umma_wait(k, f->bar[TCF_PV_READY(f->stages, 1)], mbar_parity(k, j, 0, 0));
+    mma_wait(k, f, f->bar[f->pair ? TCF_PAIR_READY(f->stages) : TCF_PV_READY(f->stages, 1)], mbar_parity(k, j, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
     Reg p_col = of_pair(k, f->taddr, j, f->bn / 2), p_free = of_pair(k, f->bar[TCF_P_FREE(f->stages)], j, 8);
     int past = umma_leader_only(k, f->leader);
     mma_pv(k, f, stage, f->c_o, p_col, f->c_p, acc);
-    INS(e, TC_COMMIT_1, A(f->bar[TCF_O_DONE(f->stages)], 0));
-    INS(e, TC_COMMIT_1, A(empty, 0));
-    INS(e, TC_COMMIT_1, A(p_free, 0));
+    mma_commit(k, f, f->bar[TCF_O_DONE(f->stages)]);
+    mma_commit(k, f, empty);
+    mma_commit(k, f, p_free);
     e_place(e, past);
 }
 
@@ -193,11 +294,11 @@ static void issue_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Emit *e = &k->e;
     Reg full, parity, empty, first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
     Reg stage = kv_slot(k, f, n, &full, &parity, &empty);
-    umma_wait(k, full, parity);
+    mma_wait(k, f, full, parity);
     Reg s_col = of_pair(k, f->taddr, n, f->bn), s_full = of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8);
     int past = umma_leader_only(k, f->leader);
     mma_s(k, f, stage, s_col, f->c_s, 0);
-    INS(e, TC_COMMIT_1, A(s_full, 0));
+    mma_commit(k, f, s_full);
     e_place(e, past);
     int none = e_label(e);
     INS(e, SETP_EQ_U32, R(first), R(n), I(0));
@@ -255,14 +356,21 @@ static void issuer_role(Kctx *k, void *ctx) {
     Reg n = e_reg(e, RC_B32), none = e_reg(e, RC_PRED), last = e_reg(e, RC_B32);
     f->leader = e_reg(e, RC_PRED);
     INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(f->ro.issuer));
+    int empty = e_label(e);
+    if (f->pair) {   /* the even CTA's issuer issues for both */
+        Reg odd = e_reg(e, RC_PRED);
+        INS(e, SETP_NE_U32, R(odd), R(f->rank), I(0));
+        INSP(e, odd, 0, BRA_UNI, L(empty));
+        f->mask = e_reg(e, RC_B16);
+        INS(e, MOV_B16, R(f->mask), I(3));
+    }
     f->yes = umma_const_pred(k, 1), f->no = umma_const_pred(k, 0);
     f->q_desc = umma_desc(k, f->q_off, umma_kmajor128());
     f->k_desc = umma_desc(k, f->kv_off, umma_kmajor128());
-    f->v_desc = umma_desc(k, f->kv_off + f->bn * f->d->d * 2, umma_mn128(f->bn));
-    umma_wait(k, f->bar[TCF_Q], kc_imm32(k, 0));
+    f->v_desc = umma_desc(k, f->kv_off + (f->bn >> f->pair) * f->d->d * 2, umma_mn128(f->bn));
+    mma_wait(k, f, f->bar[TCF_Q], kc_imm32(k, 0));
     INS(e, MOV_B32, R(n), I(0));
     key_loop(k, f->qt == 1 ? issue_step : issue_step2, f, n, f->n_max, f->n_max, 0);
-    int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(f->n_max), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
     INS(e, SUB_U32, R(last), R(f->n_max), I(1));
@@ -310,7 +418,7 @@ static void wait_p_buffer(Kctx *k, TcFwd *f, Reg n) {
     INS(e, SHR_U32, R(q), R(n), I(1));
     INS(e, ADD_U32, R(q), R(q), I(1));
     INS(e, AND_B32, R(q), R(q), I(1));
-    umma_wait(k, of_pair(k, f->bar[TCF_P_FREE(f->stages)], n, 8), q);
+    mma_wait(k, f, of_pair(k, f->bar[TCF_P_FREE(f->stages)], n, 8), q);
     e_place(e, fresh);
     e_place(e, none);
 }
@@ -325,7 +433,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
     if (f->qt == 1) {   /* S buffer n % 2 */
-        umma_wait(k, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
+        mma_wait(k, f, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
         umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
     } else {            /* this tile's S */
         e_comment(e, "wait: this tile's S_n landed");
@@ -382,7 +490,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
         Reg p_col = of_pair(k, f->tq, n, bn / 2);
         for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(p_col, f->c_p + c), V(16, p + c));
-        tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages, 1)]);
+        ready_arrive(k, f, f->bar[TCF_PV_READY(f->stages, 1)]);
         return;
     }
     INS(e, MBAR_ARRIVE, R(st), A(f->alpha_bar, 0));
@@ -410,10 +518,10 @@ static void correct_tile(Kctx *k, TcFwd *f, Reg n, int t) {
     INSP(e, first, 0, BRA_UNI, L(none));
     INS(e, SUB_U32, R(prev), R(n), I(1));
     e_comment(e, "wait: P_{n-1} V_{n-1} done");
-    umma_wait(k, done, mbar_parity(k, prev, 0, 0));
+    mma_wait(k, f, done, mbar_parity(k, prev, 0, 0));
     rescale_o(k, f, alpha, f->c_o + t * f->d->dv);
     e_place(e, none);
-    tc_stores_arrive(k, f->bar[TCF_PV_READY(f->stages, f->qt) + t]);
+    ready_arrive(k, f, f->bar[TCF_PV_READY(f->stages, f->qt) + t]);
 }
 
 /* Key block n: each Q tile's O in turn (tile 0's softmax is the one ahead) */
@@ -430,6 +538,7 @@ static void correction_role(Kctx *k, void *ctx) {
         f->tq = e_reg(&k->e, RC_B32);
         umma_lane_quarter(k, f->taddr, f->tq);
     }
+    if (f->pair) f->lead_ready = lead_bar(k, f->bar[TCF_PAIR_READY(f->stages)]);
     INS(&k->e, MOV_B32, R(n), I(0));
     key_loop(k, correct_step, f, n, f->n_max, f->n_max, 0);
 }
@@ -444,7 +553,7 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, SETP_NE_U32, R(has), R(f->n_max), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->n_max), I(1));
-    umma_wait(k, f->qt == 1 ? f->bar[TCF_O_DONE(f->stages)] : f->p_free, mbar_parity(k, last, 0, 0));
+    mma_wait(k, f, f->qt == 1 ? f->bar[TCF_O_DONE(f->stages)] : f->p_free, mbar_parity(k, last, 0, 0));
     e_place(e, none);
     Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32);
     INS(e, SETP_EQ_F32, R(empty), R(f->l), FI(0.0f));
@@ -471,6 +580,7 @@ static void softmax_role(Kctx *k, void *ctx) {
     f->row = e_reg(e, RC_B32), f->limit = e_reg(e, RC_B32), f->m = e_reg(e, RC_F32), f->l = e_reg(e, RC_F32);
     f->ok = e_reg(e, RC_PRED);
     f->ts = f->to = f->tq;
+    if (f->pair) f->lead_ready = lead_bar(k, f->bar[TCF_PAIR_READY(f->stages)]);
     if (f->qt > 1) {   /* warpgroup t: Q tile t, its S and O columns and barriers */
         Reg t = e_reg(e, RC_B32);
         f->tq = e_reg(e, RC_B32);
@@ -524,7 +634,7 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     const AttnTile *t = &d->tile;
     TcFwd f = {.d = d, .stages = t->stages, .bn = t->bn, .pack = tc_fwd_pack(t), .qt = tc_fwd_qtiles(t),
                .ro = tc_fwd_roles(t), .q_off = plan_region(p, "Q"), .kv_off = plan_region(p, "KV.0"),
-               .alpha_off = plan_region(p, "alpha")};
+               .alpha_off = plan_region(p, "alpha"), .pair = tc_fwd_pair(t)};
     f.kv_stride = t->stages > 1 ? plan_region(p, "KV.1") - f.kv_off : 0;
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
@@ -532,15 +642,16 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
         if (!strcmp(r->name, "P.0")) f.c_p = r->col;
         if (!strcmp(r->name, "O") || !strcmp(r->name, "O.0")) f.c_o = r->col;
     }
-    int nb = TC_FWD_NBARS(t->stages, f.qt);
-    Opnd counts[TC_FWD_NBARS(3, 2)];
+    int nb = tc_fwd_nbars(t);
+    Opnd counts[TC_FWD_NBARS(4, 2) + 1];
     for (int i = 0; i < nb; i++) counts[i] = I(1);           /* expect_tx or tcgen05.commit arrivals */
     for (int q = 0; q < f.qt; q++) {
         counts[TCF_ALPHA(t->stages) + q] = I(128);                 /* every softmax thread of the tile */
         counts[TCF_PV_READY(t->stages, f.qt) + q] = I(256);        /* and every correction thread */
     }
+    if (f.pair) counts[TCF_PAIR_READY(t->stages)] = I(512);    /* of both CTAs (used in the even one) */
     e_comment(e, "prologue: barriers, TMEM");
-    f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
+    f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), f.pair, &f.tq);
 
     /* the roles, by warpgroup: softmax (one per Q tile), correction, then the MMA issuer warp, the producer warp
      * and two idle warps; each warpgroup first sets its registers */
@@ -576,6 +687,6 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     problem(k, &f);
     producer_role(k, &f);
     e_place(e, done);
-    umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
+    umma_epilogue(k, f.taddr, plan_tmem_alloc(p), f.pair);
     kctx_finish(k, module);
 }

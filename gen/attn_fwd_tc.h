@@ -30,6 +30,12 @@ enum { TCF_Q, TCF_KV_FULL };
 #define TCF_ALPHA(stages) (5 + 2 * (stages))
 #define TCF_PV_READY(stages, q) (5 + 2 * (stages) + (q))
 #define TCF_O_DONE(stages) (7 + 2 * (stages))
+/* a CTA pair (ctas=2): one more, in the even CTA only: P in and O rescaled in both CTAs (-> its issuer) */
+#define TCF_PAIR_READY(stages) (8 + 2 * (stages))
+static inline int tc_fwd_pair(const AttnTile *t) { return t->ctas > 1; }
+static inline int tc_fwd_nbars(const AttnTile *t) {
+    return TC_FWD_NBARS(t->stages, t->qtiles > 1 ? t->qtiles : 1) + tc_fwd_pair(t);
+}
 /* query heads per CTA: row r is head r % pack of token r / pack */
 static inline int tc_fwd_pack(const AttnTile *t) { return t->pack > 1 ? t->pack : 1; }
 #endif

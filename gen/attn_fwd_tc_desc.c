@@ -9,7 +9,8 @@
 const TileKey attn_fwd_tc_keys[] = {
     {"bm", offsetof(AttnTile, bm), {TC_FWD_BM}, 1, "query rows per CTA: the MMAs' M, one TMEM lane and one softmax thread each"},
     {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key/value rows per step (the N of S = Q K^T, the K of O += P V)"},
-    {"stages", offsetof(AttnTile, stages), {2, 3}, 2, "depth of the K/V ring the producer fills"},
+    {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K/V ring the producer fills (4 fits a CTA pair's "
+     "half tiles)"},
     {"pack", offsetof(AttnTile, pack), {1, 2, 4, 8, 16}, 5, "query heads of one kv head sharing the CTA's 128 rows "
      "(128/pack tokens each), so one K/V tile serves all of them: decode-shaped GQA (a group of h_q/h_kv heads not a "
      "multiple of pack leaves rows idle)"},
@@ -18,6 +19,9 @@ const TileKey attn_fwd_tc_keys[] = {
     {"qtiles", offsetof(AttnTile, qtiles), {1, 2}, 2, "Q tiles of 128 rows per CTA: 2 is FA4's M = 2 x 128, a softmax "
      "warpgroup per tile so one tile's softmax runs under the other's MMAs, one S per tile with P over it (TMEM: "
      "2 x (bn + d_v) columns)"},
+    {"ctas", offsetof(AttnTile, ctas), {1, 2}, 2, "CTAs per MMA: 2 is a CTA pair (a cluster of 2; tcgen05.mma.cta_group::2, "
+     "M = 256): each CTA keeps its 128 query rows, S and O, and holds half of every K tile (bn/2 keys) and V tile "
+     "(d_v/2 columns), so a step moves half the shared memory per CTA; the even CTA's thread issues for both"},
 };
 const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc_keys[0]);
 
@@ -25,7 +29,7 @@ const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc
  * since two K/V slots of 128 rows and Q would need 240 KB of shared memory. */
 AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d) {
     (void)a;
-    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .pack = 1, .qtiles = 1};
+    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .pack = 1, .qtiles = 1, .ctas = 1};
 }
 
 int attn_fwd_tc_warps(const AttnTile *t) { return tc_fwd_roles(t).threads / 32; }
@@ -36,10 +40,17 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  "at M=128); d=%d, dv=%d", d->d, d->dv);
         return 1;
     }
+    const AttnTile *t = &d->tile;
+    if (tc_fwd_pair(t) && (tc_fwd_qtiles(t) > 1 || tc_fwd_pack(t) > 1 || d->dv % 128)) {
+        snprintf(err, errlen, "ctas=2 (a CTA pair) takes one Q tile of 128 rows per CTA, no pack, and d_v a multiple of "
+                 "128 (each CTA holds d_v/2 columns of V in 128-byte-swizzled slabs of 64); got qtiles=%d pack=%d d_v=%d",
+                 tc_fwd_qtiles(t), tc_fwd_pack(t), d->dv);
+        return 1;
+    }
     return 0;
 }
 
-static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2"};
+static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2", "KV.3"};
 
 /* Seed 002's comparison for a decode shape: the same packed rows with mma.sync's register accumulators need
  * a cross-warp buffer for the S and O parts, 4 B x (m16 row tiles) x 256 threads x 64 (Mirage's S_O_BUFFER),
@@ -66,11 +77,15 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     *p = (Plan){.threads = ro.threads};
     plan_add_region(p, "Q", q * t->bm * d->d * 2, 1024, q == 1 ? "the CTA's query rows, TMA 128B-swizzled slabs of 64 "
                     "columns (A of S)" : "the CTA's two Q tiles of 128 rows, TMA 128B-swizzled slabs of 64 columns (A of S)");
+    int pair = tc_fwd_pair(t);
     for (int s = 0; s < t->stages; s++)
-        plan_add_region(p, kv_stage[s], t->bn * (d->d + d->dv) * 2, 1024,
+        plan_add_region(p, kv_stage[s], t->bn * (d->d + d->dv) * 2 / (pair + 1), 1024, pair ? "ring slot: this CTA's half "
+                        "of K_n (bn/2 keys; B of S, K-major), then of V_n (d_v/2 columns; B of O += P V, MN-major)" :
                         "ring slot: K_n (B of S, K-major), then V_n (B of O += P V, MN-major)");
     plan_add_region(p, "alpha", 2 * q * TC_FWD_BM * 4, 16, "each row's factor for O, two key blocks (softmax -> correction)");
-    plan_add_region(p, "bars", 8 * TC_FWD_NBARS(t->stages, q) + 8, 8, q == 1 ? "mbarriers: Q full; K/V full and empty per "
+    plan_add_region(p, "bars", 8 * tc_fwd_nbars(t) + 8, 8, pair ? "mbarriers: Q full; K/V full and empty per slot; S "
+                    "full and P free x2; factors published; P in and O rescaled (this CTA; and the pair's, in the even "
+                    "CTA); O done; TMEM address" : q == 1 ? "mbarriers: Q full; K/V full and empty per "
                     "slot; S full and P free x2; factors published; P in and O rescaled; O done; TMEM address" : "mbarriers: Q "
                     "full; K/V full and empty per slot; per Q tile S full, P V done, factors published, P in and O "
                     "rescaled; TMEM address");
@@ -102,6 +117,7 @@ void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
     if (tc_fwd_pack(t) > 1) snprintf(pk, sizeof pk, " pack=%d (%d heads x %d tokens a CTA)", t->pack, t->pack, q * TC_FWD_BM / t->pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " poly=%d", t->poly);
     if (q > 1) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " qtiles=%d", q);
+    if (pair) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), " ctas=2 (a cluster of 2, M = 256)");
     snprintf(what, sizeof what, "attn_fwd (tcgen05) d=%d dv=%d bm=%d bn=%d stages=%d%s", d->d, d->dv, t->bm, t->bn,
              t->stages, pk);
     plan_finish(p, d->arch, what);
@@ -118,17 +134,22 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);
     if (q > 1) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_q%d", q);
+    if (tc_fwd_pair(t)) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_cta2");
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s", dt, d->d, dv, t->bm, t->bn, t->stages,
              pk, d->causal ? "_causal" : "");
     attn_fwd_abi(ks, dt, q * TC_FWD_BM / pack);
+    if (tc_fwd_pair(t)) {   /* pairs of CTAs (x even, x + 1) over 256 query rows */
+        snprintf(ks->grid[0], sizeof ks->grid[0], "2 * cdiv(s_q, %d)", 2 * TC_FWD_BM);
+        snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");
+    }
     if (pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. of the group g = h_q / h_kv */
         snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", pack);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
     wg_bshd_map_heads(ks, "q_map", "q", dt, d->d, "h_q", "s_q", pack, TC_FWD_BM / pack, qs);
-    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
+    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn / (tc_fwd_pair(t) + 1), kst);
     wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
 }

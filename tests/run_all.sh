@@ -554,13 +554,30 @@ sim_tests() {
         shift 3
         sim_check "sim tcgen05 d=$hd $tile $arch $*" --arch $arch --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
     done
-    for f in "sm_100a --hdim 64" "sm_103a --hdim 128 --causal" "sm_100a --hdim 128 --dtype fp16 --tile pack=8" \
+    # a CTA pair (ctas=2: cta_group::2, M = 256, half of each K and V tile a CTA): causal pairs taken last first,
+    # an odd CTA with no row below s_q, d 256 (two slabs of V a CTA), 192/128, 64/128, 3 and 4 stages, sm_103a
+    for f in "sm_100a 128 ctas=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1" "sm_103a 128 ctas=2 --sq 100 --sk 300 --hq 4 --hkv 2" \
+             "sm_100a 256 ctas=2 --causal --sq 130 --sk 200 --hq 2 --hkv 2" \
+             "sm_100a 128 ctas=2,stages=3 --dtype fp16 --b 2 --sq 200 --sk 333 --hq 2 --hkv 1 --pad 8" \
+             "sm_103a 192 ctas=2 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
+             "sm_100a 64 ctas=2,stages=4 --hdim-v 128 --sq 77 --sk 900 --hq 2 --hkv 1" \
+             "sm_100a 128 ctas=2,poly=2,bn=64 --causal --sq 300 --sk 77 --hq 3 --hkv 1"; do
+        set -- $f
+        local arch=$1 hd=$2 tile=$3
+        shift 3
+        sim_check "sim tcgen05 d=$hd $tile $arch $*" --arch $arch --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
+    done
+    for f in "sm_100a --hdim 128 --tile ctas=2" "sm_103a --hdim 256 --causal --tile ctas=2" "sm_100a --hdim 192 --hdim-v 128 --tile ctas=2,stages=4" \
+             "sm_100a --hdim 64" "sm_103a --hdim 128 --causal" "sm_100a --hdim 128 --dtype fp16 --tile pack=8" \
              "sm_103a --hdim 192 --hdim-v 128" "sm_100a --hdim 128 --tile poly=2"; do
         set -- $f
         local arch=$1
         shift
-        local t="qtiles=2" rest=()
-        while [ $# -gt 0 ]; do if [ "$1" = --tile ]; then t="qtiles=2,$2"; shift 2; else rest+=("$1"); shift; fi; done
+        local t="qtiles=2" rest=()   # two Q tiles unless the line names a CTA pair
+        while [ $# -gt 0 ]; do
+            if [ "$1" = --tile ]; then case $2 in ctas=*) t=$2 ;; *) t="qtiles=2,$2" ;; esac; shift 2
+            else rest+=("$1"); shift; fi
+        done
         tc_ptxas "ptxas $arch attn_fwd tcgen05 $t ${rest[*]}: 0 spills" --kernel attn_fwd --arch $arch --tile $t "${rest[@]}"
     done
     # exp2 partly by polynomial: rows with no valid key (causal, s_q > s_k) must still sum to exactly 0
@@ -574,17 +591,25 @@ sim_tests() {
     sim_tc_mutant "planted tcgen05 fwd poly: P summed without flushing the polynomial's subnormals" \
         '{ gsub(/add\.ftz\.f32/, "add.f32") } { print }' 'lse: .* FAIL .*ref inf' attn_fwd --hdim 64 --causal --tile poly=2 \
         -- --sq 130 --sk 77 --hq 2 --hkv 1
-    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd: P read by the MMA before its tcgen05.st waited" \
-        '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_fwd --hdim 64 -- --sq 130 --sk 300 --hq 2 --hkv 1
-    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd: O rescaled and P rewritten while P V is in flight" \
-        '/wait: P_\{n-1\} V_\{n-1\} done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
-        "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while" attn_fwd --hdim 64 -- --sq 130 --sk 300 --hq 2 --hkv 1
+    local g gen   # one CTA (d 64), and a CTA pair (d 128), whose MMAs the even CTA issues for both
+    for g in "64" "128 --tile ctas=2"; do
+        gen=(--hdim $g)
+        PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd ${gen[*]}: P read by the MMA before its tcgen05.st waited" \
+            '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_fwd "${gen[@]}" -- --sq 130 --sk 300 \
+            --hq 2 --hkv 1
+        PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd ${gen[*]}: O rescaled and P rewritten while P V is in flight" \
+            '/wait: P_\{n-1\} V_\{n-1\} done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
+            "TMEM race|tcgen05.ld reads TMEM lane|tcgen05.st .* while" attn_fwd "${gen[@]}" -- --sq 130 --sk 300 --hq 2 --hkv 1
+    done
     PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd qtiles=2: P over S read by P V before its tcgen05.st waited" \
         '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_fwd --hdim 64 --tile qtiles=2 \
         -- --sq 300 --sk 300 --hq 2 --hkv 1
     PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd qtiles=2: a tile's S read before its MMAs landed" \
         "/wait: this tile's S_n landed/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip" \
         "tcgen05.ld reads TMEM lane" attn_fwd --hdim 64 --tile qtiles=2 -- --sq 130 --sk 300 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 fwd ctas=2: the pair's arrivals never reach the even CTA's issuer" \
+        '/mbarrier.arrive.release.cluster.shared::cluster.b64/ { next } { print }' "deadlock: .*mbarrier" attn_fwd --hdim 128 \
+        --tile ctas=2 -- --sq 300 --sk 300 --hq 2 --hkv 1
     unset PTXGEN_SIM_STRICT
 
     section "sim device: mla_fwd in the tcgen05 family (sm_100a, sm_103a) against the float64 reference"
@@ -877,7 +902,7 @@ family_tests() {
         '^verdict: +fits' && pass "$name"
     name="--plan of a decode shape on sm_100a: the packed tile, its TMEM map and, beside it, what mma.sync would need"
     run_cli --arch sm_100a --kernel attn_fwd --hq 64 --hkv 8 --sq 8 --plan
-    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0,qtiles=1$' \
+    expect_rc "$name" 0 && expect_output "$name" '^attn_fwd bf16 d=128 on sm_100a, tcgen05, tile .*pack=8,poly=0,qtiles=1,ctas=1$' \
         '^tile: +pack=8 for the decode shape \(s_q 8, 8 query heads per kv head\): 1 CTA per kv head' \
         'pack=8 \(8 heads x 16 tokens a CTA\)' '^  O +384 +512 +128 +fp32' \
         '^beside it: +mma\.sync for this decode shape \(s_q 8 x 8 query heads per kv head = 64 rows\)' \
@@ -911,6 +936,14 @@ family_tests() {
     run_cli --arch sm_100a --kernel attn_fwd --tile qtiles=2 --plan
     expect_rc "$name" 0 && expect_output "$name" '^  S\.1 +128 +256 +128 +fp32' '^  O\.1 +384 +512 +128 +fp32' \
         '^  softmax +8 +192 +49152$' '^  correction +4 +80 +10240$' '^threads per CTA: +512$' && pass "$name"
+    name="tcgen05 attn_fwd ctas=2: a cluster of 2, half of each K and V tile a CTA, the pair's grid in the manifest"
+    ./ptxgen --arch sm_100a --kernel attn_fwd --tile ctas=2 --manifest "$TMP/pair.json" >/dev/null 2>&1
+    run_cli --arch sm_100a --kernel attn_fwd --tile ctas=2 --plan
+    expect_rc "$name" 0 && expect_output "$name" 'ctas=2 \(a cluster of 2, M = 256\)' '^  KV\.0 .* 32768 .*this CTA.s half of K_n' &&
+        grep -q '"cluster": \["2", "1", "1"\]' "$TMP/pair.json" && grep -q '"2 \* cdiv(s_q, 256)"' "$TMP/pair.json" && pass "$name" ||
+        { [ "$rc" = 0 ] && fail "$name" "the manifest lacks the pair's cluster or grid"; }
+    usage_error "tcgen05 attn_fwd ctas=2 with d_v 64: refused, naming the slab" "d_v a multiple of 128" -- \
+        --arch sm_100a --kernel attn_fwd --hdim 64 --tile ctas=2
     usage_error "tcgen05 attn_fwd d=256 with two Q tiles: refused, naming the budget" "needs 264304 B" "shared memory" -- \
         --arch sm_100a --kernel attn_fwd --hdim 256 --tile qtiles=2 --plan
     usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
