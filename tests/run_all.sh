@@ -580,6 +580,14 @@ sim_tests() {
         done
         tc_ptxas "ptxas $arch attn_fwd tcgen05 $t ${rest[*]}: 0 spills" --kernel attn_fwd --arch $arch --tile $t "${rest[@]}"
     done
+    # the lazy rescale (a row's max moves only once it grew by 2^8): logits scaled up, so maxima move by more and less
+    for f in "128 --scale 1.0 --causal --sq 200 --sk 900 --hq 2 --hkv 1 --dtype fp16" "256 --scale 0.5 --sq 130 --sk 600 --hq 2 --hkv 1" \
+             "128 --scale 1.0 --tile poly=2,qtiles=2 --sq 300 --sk 900 --hq 2 --hkv 1"; do
+        set -- $f
+        local hd=$1
+        shift
+        sim_check "sim tcgen05 lazy rescale d=$hd $*" --arch sm_100a --hdim $hd "$@" --seed $((RANDOM + 1))
+    done
     # exp2 partly by polynomial: rows with no valid key (causal, s_q > s_k) must still sum to exactly 0
     for f in "64 poly=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "128 poly=4 --sq 77 --sk 300 --hq 4 --hkv 2 --dtype fp16" \
              "256 poly=8 --causal --sq 130 --sk 200 --hq 2 --hkv 2" "128 poly=2,pack=8 --sq 8 --sk 300 --hq 8 --hkv 1"; do
