@@ -11,7 +11,7 @@
  *       l = l 2^(scale (m - m')) + rowsum P
  *       the factor 2^(scale (m - m')) to the correction warpgroup, P_n into P buffer n % 2
  *     correction (warps 4-7, the same rows): once P_{n-1} V_{n-1} is done, O *= the factor (skipped where no
- *       row of the warp moved; a row's max moves only once it grew by 2^8, TC_FWD_RESCALE_LOG2)
+ *       row of the warp moved; a row's max moves only once it grew by 2^8, softmax_lazy_max)
  *     epilogue (softmax): O / l -> o, lse = ln 2 (scale m + log2 l)
  *
  * So S_{n+1}'s MMAs run under the softmax of S_n, and the softmax of S_n does not wait for P_{n-1} V_{n-1}
@@ -464,15 +464,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     for (int w = chains / 2; w >= 1; w /= 2)
         for (int j = 0; j < w; j++) INS(e, MAX_F32, R(mx[j]), R(mx[j]), R(mx[j + w]));
     INS(e, MAX_F32, R(mx[0]), R(mx[0]), R(f->m));
-    /* FA4's lazy rescale: the row's max moves only when the new one lies more than TC_FWD_RESCALE_LOG2 (exp2 units)
-     * above it; else P keeps the old one (values up to 2^8, as exact in the fp32 sums and in bf16/fp16 as below 1)
-     * and alpha is exactly 1, so the correction skips O where the whole warp's rows stayed. From -inf any finite
-     * max moves (+inf above); a row still without keys stays at -inf (-inf - -inf is NaN: not above). */
-    Reg grow = e_reg(e, RC_F32), moves = e_reg(e, RC_PRED);
-    INS(e, SUB_F32, R(grow), R(mx[0]), R(f->m));
-    INS(e, MUL_F32, R(grow), R(grow), R(f->scale_log2));
-    INS(e, SETP_GT_F32, R(moves), R(grow), FI(TC_FWD_RESCALE_LOG2));
-    INS(e, SELP_F32, R(mx[0]), R(mx[0]), R(f->m), R(moves));
+    softmax_lazy_max(k, mx[0], f->m, f->scale_log2);   /* the correction then skips O where the warp's rows stayed */
     Reg ms = softmax_scaled_max(k, mx[0], f->scale_log2);
     Reg neg_ms = e_reg(e, RC_F32), alpha = e_reg(e, RC_F32), sum = e_reg(e, RC_F32);
     INS(e, SUB_F32, R(neg_ms), FI(0.0f), R(ms));

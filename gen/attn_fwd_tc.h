@@ -36,8 +36,6 @@ static inline int tc_fwd_pair(const AttnTile *t) { return t->ctas > 1; }
 static inline int tc_fwd_nbars(const AttnTile *t) {
     return TC_FWD_NBARS(t->stages, t->qtiles > 1 ? t->qtiles : 1) + tc_fwd_pair(t);
 }
-/* how far (in exp2 units) a row's max must grow before the softmax moves it and O is rescaled (FA4's 8) */
-#define TC_FWD_RESCALE_LOG2 8.0f
 /* query heads per CTA: row r is head r % pack of token r / pack */
 static inline int tc_fwd_pack(const AttnTile *t) { return t->pack > 1 ? t->pack : 1; }
 #endif
