@@ -144,12 +144,6 @@ static void issue_pv(Kctx *k, WgFwd *f, Reg *empty) {
     INS0(e, WGMMA_COMMIT);
 }
 
-/* O *= the rows' factors from the last softmax (lazy: skipped where the warp's rows all kept their max) */
-static void scale_o(Kctx *k, WgFwd *f) {
-    if (f->d->tile.lazy) acc_scale_rows_lazy(k, &f->o, f->alpha);
-    else acc_scale_rows(k, &f->o, f->alpha);
-}
-
 /* Masks S_n where needed and turns it into P in place (f32); alpha gets the rows' factors for O. */
 static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked) {
     Emit *e = &k->e;
@@ -159,7 +153,7 @@ static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked) {
         row_room(k, &f->rb, n_start, room);
         softmax_mask(k, s, room);
     }
-    softmax_update_deferred(k, s, &f->rows, f->scale_log2, f->alpha, f->d->tile.lazy);
+    softmax_update_deferred(k, s, &f->rows, f->scale_log2, f->alpha);
 }
 
 /* P rounded into the registers the next P V reads (only once the previous P V is done with them). */
@@ -194,7 +188,7 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg k_empty, v_empty;
     turn_begin(k, f);
     issue_s(k, f, &s, &k_empty);                                /* S_n = Q K_n^T */
-    scale_o(k, f);                                              /* O rescaled to block n-1's maxima */
+    acc_scale_rows(k, &f->o, f->alpha);                         /* O rescaled to block n-1's maxima */
     issue_pv(k, f, &v_empty);                                   /* O += P_{n-1} V_{n-1} */
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
@@ -222,7 +216,7 @@ static void first_block(Kctx *k, WgFwd *f, Reg zero) {
 
 static void last_pv(Kctx *k, WgFwd *f) {
     Reg v_empty;
-    scale_o(k, f);
+    acc_scale_rows(k, &f->o, f->alpha);
     turn_begin(k, f);
     issue_pv(k, f, &v_empty);
     turn_end(k, f);

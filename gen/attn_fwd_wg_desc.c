@@ -14,9 +14,6 @@ const TileKey attn_fwd_wg_keys[] = {
      "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
     {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
      "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
-    {"lazy", offsetof(AttnTile, lazy), {0, 1}, 2, "1: FA4's lazy rescale: a row's running max moves only once the "
-     "new one is 2^8 above it (P stays below 256), and O is rescaled only where a warp's rows moved, which takes "
-     "the rescale out of most turns"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 

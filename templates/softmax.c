@@ -86,12 +86,10 @@ void softmax_rescale_row(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2, 
     scale_row(k, o, i, h, softmax_exp_row(k, s, rs, scale_log2, i, h, mx));
 }
 
-void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha, int lazy) {
+void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha) {
     for (int i = 0; i < s->mt; i++)
         for (int h = 0; h < 2; h++) {
-            Reg mx = softmax_row_max(k, s, rs, i, h);
-            if (lazy) softmax_lazy_max(k, mx, rs->m[2 * i + h], scale_log2);
-            Reg a = softmax_exp_row(k, s, rs, scale_log2, i, h, mx);
+            Reg a = softmax_exp_row(k, s, rs, scale_log2, i, h, softmax_row_max(k, s, rs, i, h));
             INS(&k->e, MOV_F32, R(alpha[2 * i + h]), R(a));
         }
 }
@@ -108,22 +106,6 @@ void softmax_lazy_max(Kctx *k, Reg mx, Reg m, Reg scale_log2) {
     INS(e, MUL_F32, R(grow), R(grow), R(scale_log2));
     INS(e, SETP_GT_F32, R(moves), R(grow), FI(SOFTMAX_LAZY_LOG2));
     INS(e, SELP_F32, R(mx), R(mx), R(m), R(moves));
-}
-
-void acc_scale_rows_lazy(Kctx *k, Acc *o, const Reg *alpha) {
-    Emit *e = &k->e;
-    Reg mask = e_reg(e, RC_B32), all = e_reg(e, RC_PRED);
-    int skip = e_label(e);
-    for (int r = 0; r < 2 * o->mt; r++) {   /* the lanes whose every row keeps its factor 1 */
-        Reg one = e_reg(e, RC_PRED), lanes = e_reg(e, RC_B32);
-        INS(e, SETP_EQ_F32, R(one), R(alpha[r]), FI(1.0f));
-        INS(e, VOTE_BALLOT, R(r ? lanes : mask), R(one), I(-1));
-        if (r) INS(e, AND_B32, R(mask), R(mask), R(lanes));
-    }
-    INS(e, SETP_EQ_U32, R(all), R(mask), I(-1));
-    INSP(e, all, 0, BRA_UNI, L(skip));
-    acc_scale_rows(k, o, alpha);
-    e_place(e, skip);
 }
 
 void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2) {

@@ -19,7 +19,7 @@ void softmax_mask(Kctx *k, Acc *s, const Reg *room);
 void softmax_update(Kctx *k, Acc *s, RowStats *rs, Acc *o, Reg scale_log2);
 /* softmax_update leaving O alone: alpha (2 per m tile, the caller's registers) gets each row's factor,
  * for the caller to apply with acc_scale_rows once O is not in flight (wgmma runs P V under the next softmax). */
-void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha, int lazy);
+void softmax_update_deferred(Kctx *k, Acc *s, RowStats *rs, Reg scale_log2, const Reg *alpha);
 void acc_scale_rows(Kctx *k, Acc *o, const Reg *alpha);
 /* FA4's lazy rescale: a row's new max mx (>= its running max m) is kept only when it lies more than
  * SOFTMAX_LAZY_LOG2 above m in exp2 units, else mx = m: P then stays below 2^8 (as exact in fp32 sums and as
@@ -27,8 +27,6 @@ void acc_scale_rows(Kctx *k, Acc *o, const Reg *alpha);
  * is kept; a row still without keys stays -inf (-inf - -inf is NaN: not above). */
 #define SOFTMAX_LAZY_LOG2 8.0f
 void softmax_lazy_max(Kctx *k, Reg mx, Reg m, Reg scale_log2);
-/* acc_scale_rows unless every row of the warp has factor 1 (a warp-uniform branch over it) */
-void acc_scale_rows_lazy(Kctx *k, Acc *o, const Reg *alpha);
 /* O /= rowsum (0 where no key was valid); lse (natural log, +inf where no key
  * was valid) per (m tile, half) into lse[]. */
 void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
