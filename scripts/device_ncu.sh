@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call: ncu (the toolkit's, --clock-control none) on one launch of each main kernel whose issue-16 goal
+# is open: what the tensor pipe, MUFU, memory and warp stalls say bounds it. Each row: ptxgen bench at the
+# benchmark shape, the profiled kernel picked by name. Output: one line of metrics per kernel.
+set -u
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+make -j16 all >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "no ncu"; exit 1; }
+stalls="barrier long_scoreboard wait math_pipe_throttle mio_throttle short_scoreboard lg_throttle membar sleeping dispatch_stall no_instruction"
+m="sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
+m="$m,sm__cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active"
+m="$m,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+m="$m,smsp__warps_eligible.avg.per_cycle_active,gpu__time_duration.sum"
+for s in $stalls; do m="$m,smsp__warp_issue_stalled_${s}_per_warp_active.pct"; done
+prof() {   # prof LABEL KERNEL_REGEX PTXGEN_BENCH_ARGS...
+    local label=$1 kre=$2
+    shift 2
+    timeout 300 "$NCU" --clock-control none --kernel-name "regex:$kre" --launch-count 1 --metrics "$m" --csv \
+        ./ptxgen bench --iters 1 --warmup 0 "$@" >/tmp/ncu.csv 2>/tmp/ncu.err || { echo "$label: ncu failed: $(tail -2 /tmp/ncu.err)"; return; }
+    python3 - "$label" /tmp/ncu.csv <<'PY'
+import csv, sys
+label, path = sys.argv[1], sys.argv[2]
+rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
+head, vals = rows[0], rows[1:]
+ni, vi = head.index("Metric Name"), head.index("Metric Value")
+d = {r[ni]: r[vi] for r in vals}
+short = lambda k: k.replace("smsp__warp_issue_stalled_", "stall ").replace("_per_warp_active.pct", "").split(".")[0]
+print(label + ": " + "; ".join(f"{short(k)} {v}" for k, v in d.items()))
+PY
+}
+S="--b 4 --sq 4096 --sk 4096"
+prof "attn_bwd wgmma d128 h32" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 128 --hq 32 --hkv 32
+prof "attn_bwd wgmma d128 h32 causal" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 128 --hq 32 --hkv 32 --causal
+prof "attn_bwd wgmma d64 h64 deterministic" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 64 --hq 64 --hkv 64 --tile deterministic=1
+prof "attn_bwd wgmma d64 h64" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 64 --hq 64 --hkv 64
+prof "attn_fwd wgmma d64 h64" "attn_fwd_wg" --kernel attn_fwd --mma wgmma $S --hdim 64 --hq 64 --hkv 64
+prof "mla_fwd wgmma h64" "mla_fwd_wg" --kernel mla_fwd --mma wgmma --sq 4096 --skv 8192 --hq 64 --topk 2048
+prof "mla_bwd wgmma h64" "mla_bwd_main_wg" --kernel mla_bwd --mma wgmma --sq 4096 --skv 8192 --hq 64 --topk 2048
