@@ -132,7 +132,7 @@ static void print_tile_keys(void) {
         Buf b = {0};
         buf_printf(&b, "tile keys for %s, %s (defaults on %s:", kd->name, family_name(kd->family), a ? a->name : "-");
         for (int h = 0; a && h < kd->nhdims; h++) {
-            AttnTile t = kd->default_tile(a, kd->hdims[h]);
+            AttnTile t = kd->default_tile(a, kd->hdims[h], kd->dv ? kd->dv : kd->hdims[h]);
             buf_printf(&b, "%s d=%d ", h ? ";" : "", kd->hdims[h]);
             tile_describe(kd->keys, *kd->nkeys, &t, &b);
         }

@@ -39,7 +39,7 @@ typedef struct {
 extern const TileKey attn_fwd_keys[];
 extern const int attn_fwd_nkeys;
 
-AttnTile attn_fwd_default_tile(const ArchInfo *a, int d);
+AttnTile attn_fwd_default_tile(const ArchInfo *a, int d, int dv);
 /* Structural tile rules (warp rows, head-dim coverage); err names the rule. */
 int  attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void attn_fwd_plan(const AttnDesc *d, Plan *p);
@@ -49,7 +49,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
 /* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
 extern const TileKey attn_fwd_wg_keys[];
 extern const int attn_fwd_wg_nkeys;
-AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d);
+AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void attn_fwd_wg_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
@@ -57,7 +57,7 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
 /* attn_fwd, tcgen05 family (sm_100a / sm_103a): TMEM accumulators, one MMA-issuing thread */
 extern const TileKey attn_fwd_tc_keys[];
 extern const int attn_fwd_tc_nkeys;
-AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d);
+AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_fwd_tc_warps(const AttnTile *t);
 void attn_fwd_tc_plan(const AttnDesc *d, Plan *p);
@@ -66,7 +66,7 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
 /* attn_bwd: the kernel set (delta + dQ zeroing, dK/dV main, dQ) */
 extern const TileKey attn_bwd_keys[];
 extern const int attn_bwd_nkeys;
-AttnTile attn_bwd_default_tile(const ArchInfo *a, int d);
+AttnTile attn_bwd_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 /* One plan per kernel of the set; returns the number of kernels. */
 int  attn_bwd_plan(const AttnDesc *d, Plan *plans);
@@ -75,14 +75,14 @@ void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 /* attn_bwd, tcgen05 family (sm_100a / sm_103a): the same set around a main kernel with dK, dV in TMEM */
 extern const TileKey attn_bwd_tc_keys[];
 extern const int attn_bwd_tc_nkeys;
-AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d);
+AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_bwd_tc_plan(const AttnDesc *d, Plan *plans);
 void attn_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 /* attn_bwd, wgmma family (sm_90a): the same set around a warp-specialised wgmma main kernel */
 extern const TileKey attn_bwd_wg_keys[];
 extern const int attn_bwd_wg_nkeys;
-AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d);
+AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  attn_bwd_wg_plan(const AttnDesc *d, Plan *plans);
 void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);

@@ -16,7 +16,8 @@ const TileKey attn_bwd_keys[] = {
 };
 const int attn_bwd_nkeys = (int)(sizeof attn_bwd_keys / sizeof attn_bwd_keys[0]);
 
-AttnTile attn_bwd_default_tile(const ArchInfo *a, int d) {
+AttnTile attn_bwd_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = 64, .bn = 64, .warps = 4, .deterministic = 1};
 }
@@ -70,7 +71,7 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
 
 AttnDesc bwd_dq_desc(const AttnDesc *d) {
     AttnDesc q = *d;
-    q.tile = attn_bwd_default_tile(d->arch, d->d);
+    q.tile = attn_bwd_default_tile(d->arch, d->d, d->dv);
     q.tile.deterministic = 1;
     return q;
 }

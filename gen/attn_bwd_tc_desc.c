@@ -18,7 +18,8 @@ const TileKey attn_bwd_tc_keys[] = {
 };
 const int attn_bwd_tc_nkeys = (int)(sizeof attn_bwd_tc_keys / sizeof attn_bwd_tc_keys[0]);
 
-AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d) {
+AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = TCB_BM, .bn = TCB_BN, .stages = 2, .warps = TCB_THREADS / 32, .deterministic = 0};
 }

@@ -23,7 +23,8 @@ const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg
 
 /* FA3's shapes: two consumer warpgroups own 128 keys; d=64 steps over 128 queries so that dQ (64 x 64 per
  * warpgroup) splits by rows, d=128 over 64 so that dK, dV, S^T and dP^T fit 240 registers. */
-AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d) {
+AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a;
     return (AttnTile){.bm = d <= 64 ? 128 : 64, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0, .dqbufs = 1};
 }

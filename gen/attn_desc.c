@@ -17,7 +17,8 @@ const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0])
  * from shared memory). At d=128 the faster bn=64 step spills under ptxas
  * 13.0, so bn=32; d=256 drops to 16 rows per warp to keep the output
  * accumulator in registers (bm=64 where 128 KB of shared memory is not there). */
-AttnTile attn_fwd_default_tile(const ArchInfo *a, int d) {
+AttnTile attn_fwd_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){.bm = 128, .bn = 64, .warps = 8} : (AttnTile){.bm = 64, .bn = 64, .warps = 4};
     return (AttnTile){.bm = 128, .bn = d >= 128 ? 32 : 64, .warps = 4};
 }

@@ -25,11 +25,13 @@ const TileKey attn_fwd_tc_keys[] = {
 };
 const int attn_fwd_tc_nkeys = (int)(sizeof attn_fwd_tc_keys / sizeof attn_fwd_tc_keys[0]);
 
-/* d=256 takes 64-key steps: two S buffers, P and a 256-column O fit the 512 TMEM columns only so; d=192 too,
- * since two K/V slots of 128 rows and Q would need 240 KB of shared memory. */
-AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d) {
+/* 128-key steps where they fit: two S buffers (2 bn), two P (bn) and O (d_v) in the 512 TMEM columns, so d_v <= 128;
+ * and Q with two K/V slots of 128 rows in shared memory, so d + d_v <= 320 (d 192 with d_v 192 would need 240 KB).
+ * Else 64-key steps (d 192 and 256 with d_v = d, d_v 256). */
+AttnTile attn_fwd_tc_default_tile(const ArchInfo *a, int d, int dv) {
     (void)a;
-    return (AttnTile){.bm = TC_FWD_BM, .bn = d >= 192 ? 64 : 128, .stages = 2, .pack = 1, .qtiles = 1, .ctas = 1};
+    int bn = dv <= 128 && d + dv <= 320 ? 128 : 64;
+    return (AttnTile){.bm = TC_FWD_BM, .bn = bn, .stages = 2, .pack = 1, .qtiles = 1, .ctas = 1};
 }
 
 int attn_fwd_tc_warps(const AttnTile *t) { return tc_fwd_roles(t).threads / 32; }

@@ -25,7 +25,8 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
  * MUFU: a share of them by polynomial on the FMA units (commit 4e8a7fa) was slower at every shape on the H100
  * (d64 448 -> 443 TFLOP/s at one in 4, 411 at one in 2; d128 667 -> 618 at one in 4): the consumers' issue slots,
  * not MUFU, bound this softmax (BENCHMARKS.md). */
-AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d) {
+AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a;
     return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4};
 }

@@ -137,7 +137,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         snprintf(err, errlen, "%s has no causal mode: the indices choose which rows each token sees", (*kind)->name);
         return 2;
     }
-    d->tile = (*kind)->default_tile(d->arch, d->d);
+    d->tile = (*kind)->default_tile(d->arch, d->d, d->dv);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
     if ((*kind)->warps_of) d->tile.warps = (*kind)->warps_of(&d->tile);
     if (rq->shape_class && sscanf(rq->shape_class, "decode sq=%d g=%d", &d->decode_sq, &d->decode_group) != 2)

@@ -11,7 +11,7 @@ typedef struct {
     Family family;         /* the instruction family of this row's generator */
     const TileKey *keys;
     const int *nkeys;
-    AttnTile (*default_tile)(const ArchInfo *a, int d);
+    AttnTile (*default_tile)(const ArchInfo *a, int d, int dv);
     int (*check_tile)(const AttnDesc *d, char *err, size_t errlen);
     int (*plan)(const AttnDesc *d, Plan *plans);       /* returns the number of kernels */
     void (*build)(const AttnDesc *d, KernelSet *ks, Buf *module);

@@ -15,7 +15,7 @@
 
 extern const TileKey mla_fwd_keys[];
 extern const int mla_fwd_nkeys;
-AttnTile mla_fwd_default_tile(const ArchInfo *a, int d);
+AttnTile mla_fwd_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void mla_fwd_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
@@ -29,7 +29,7 @@ void mla_fwd_abi(KernelSpec *ks, const AttnDesc *d);
 #define MLA_WG_BN 64          /* slots per step: 32 per consumer for S, and P's [64][64] tile is one rope slab */
 extern const TileKey mla_fwd_wg_keys[];
 extern const int mla_fwd_wg_nkeys;
-AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d);
+AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void mla_fwd_wg_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
@@ -38,7 +38,7 @@ void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf
 /* mla_bwd: the kernel set (pre, main, convert or the deterministic reduce) */
 extern const TileKey mla_bwd_keys[];
 extern const int mla_bwd_nkeys;
-AttnTile mla_bwd_default_tile(const ArchInfo *a, int d);
+AttnTile mla_bwd_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  mla_bwd_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
@@ -47,7 +47,7 @@ void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *module);
  * two consumer warpgroups over 64 heads) */
 extern const TileKey mla_bwd_wg_keys[];
 extern const int mla_bwd_wg_nkeys;
-AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d);
+AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  mla_bwd_wg_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);
@@ -58,7 +58,7 @@ void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);
 #define MLA_TC_DKV_COLS 256   /* dkv columns per TMEM chunk (the dkv MMAs' largest N) */
 extern const TileKey mla_bwd_tc_keys[];
 extern const int mla_bwd_tc_nkeys;
-AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d);
+AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
 int  mla_bwd_tc_plan(const AttnDesc *d, Plan *plans);
 void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module);
@@ -67,7 +67,7 @@ int  mla_bwd_tc_mmas_per_step(const AttnDesc *d);
 /* mla_fwd, tcgen05 family (sm_100a/103a): the top-k slots as the MMAs' M, S^T and O^T in TMEM */
 extern const TileKey mla_fwd_tc_keys[];
 extern const int mla_fwd_tc_nkeys;
-AttnTile mla_fwd_tc_default_tile(const ArchInfo *a, int d);
+AttnTile mla_fwd_tc_default_tile(const ArchInfo *a, int d, int dv);
 int  mla_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen);
 void mla_fwd_tc_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);

@@ -17,7 +17,8 @@ const int mla_bwd_nkeys = (int)(sizeof mla_bwd_keys / sizeof mla_bwd_keys[0]);
 
 static const char *const pre_sizes[] = {"s_q", "h_q"}, *const convert_sizes[] = {"s_kv"};
 
-AttnTile mla_bwd_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_bwd_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)d;
     static const AttnTile order[] = {{.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
     return mla_first_fitting(a, order, (int)(sizeof order / sizeof order[0]), mla_bwd_main_plan);

@@ -19,7 +19,8 @@ const int mla_bwd_tc_nkeys = (int)(sizeof mla_bwd_tc_keys / sizeof mla_bwd_tc_ke
 
 /* The CTA pair: seed 001's plan for DeepSeek's h_q = 128 (any h_q runs; it is padded to 128 a head
  * block, so bm = 16 or 32 waste less at h_q <= 32 or 64). */
-AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_bwd_tc_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = PAIR_HEADS, .bn = MLA_TC_BN, .warps = TC_THREADS / 32};
 }

@@ -22,7 +22,8 @@ const int mla_bwd_wg_nkeys = (int)(sizeof mla_bwd_wg_keys / sizeof mla_bwd_wg_ke
  * so the consumers get 232: dq's 144, S and dP (32) or a dkv chunk (32), and the rest */
 #define MLA_BWD_WG_PRODUCER_REGS 40
 
-AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = MLA_WG_BM, .bn = MLA_WG_BN, .warps = 12, .stages = 1, .producer = 4};
 }

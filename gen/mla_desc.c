@@ -30,7 +30,8 @@ AttnTile mla_first_fitting(const ArchInfo *a, const AttnTile *order, int n, void
     return last;
 }
 
-AttnTile mla_fwd_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_fwd_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)d;
     static const AttnTile order[] = {{.bm = 64, .bn = 64}, {.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
     return mla_first_fitting(a, order, (int)(sizeof order / sizeof order[0]), mla_fwd_plan);

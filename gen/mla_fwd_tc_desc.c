@@ -11,7 +11,8 @@ const TileKey mla_fwd_tc_keys[] = {
 };
 const int mla_fwd_tc_nkeys = (int)(sizeof mla_fwd_tc_keys / sizeof mla_fwd_tc_keys[0]);
 
-AttnTile mla_fwd_tc_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_fwd_tc_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = MFT_MAX_HB, .bn = MLA_TC_BN, .warps = MFT_THREADS / 32};
 }

@@ -19,7 +19,8 @@ const int mla_fwd_wg_nkeys = (int)(sizeof mla_fwd_wg_keys / sizeof mla_fwd_wg_ke
 #define MLA_WG_PRODUCER_REGS 56
 #define MLA_WG_STAGES 2        /* two slots of 64 x 576 rows next to Q fill the 227 KB of an SM90 CTA */
 
-AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d) {
+AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
+    (void)dv;
     (void)a, (void)d;
     return (AttnTile){.bm = MLA_WG_BM, .bn = MLA_WG_BN, .warps = 12, .stages = MLA_WG_STAGES, .producer = 4};
 }

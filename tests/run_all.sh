@@ -536,7 +536,8 @@ sim_tests() {
     # d_v != d: MLA prefill's 192/128 (both key-step sizes fit it), and the other way round
     for f in "sm_100a 192 128 --sq 77 --sk 300 --hq 2 --hkv 1" "sm_103a 192 128 --tile bn=128 --causal --sq 300 --sk 77 --hq 3 --hkv 1" \
              "sm_100a 192 128 --tile bn=128 --dtype fp16 --b 2 --sq 130 --sk 200 --hq 4 --hkv 2 --pad 8" \
-             "sm_100a 64 256 --tile bn=64 --causal --sq 77 --sk 300 --hq 2 --hkv 2" "sm_100a 128 64 --sq 8 --sk 300 --hq 16 --hkv 2"; do
+             "sm_100a 64 256 --tile bn=64 --causal --sq 77 --sk 300 --hq 2 --hkv 2" "sm_100a 128 64 --sq 8 --sk 300 --hq 16 --hkv 2" \
+             "sm_100a 128 256 --causal --sq 130 --sk 300 --hq 2 --hkv 1" "sm_103a 256 64 --sq 77 --sk 300 --hq 2 --hkv 2"; do
         set -- $f
         local arch=$1 hd=$2 hv=$3
         shift 3
@@ -547,7 +548,7 @@ sim_tests() {
     for f in "sm_100a 64 qtiles=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "sm_103a 128 qtiles=2 --sq 77 --sk 300 --hq 4 --hkv 2" \
              "sm_100a 128 qtiles=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1 --dtype fp16" \
              "sm_100a 64 qtiles=2,stages=3 --b 2 --sq 260 --sk 900 --hq 2 --hkv 1 --pad 8" \
-             "sm_103a 192 qtiles=2 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
+             "sm_103a 192 qtiles=2,bn=64 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
              "sm_100a 128 qtiles=2,pack=8 --sq 8 --sk 300 --hq 16 --hkv 2" "sm_100a 128 qtiles=2,poly=2 --causal --sq 1 --sk 130 --hq 4 --hkv 2"; do
         set -- $f
         local arch=$1 hd=$2 tile=$3
@@ -569,7 +570,7 @@ sim_tests() {
     done
     for f in "sm_100a --hdim 128 --tile ctas=2" "sm_103a --hdim 256 --causal --tile ctas=2" "sm_100a --hdim 192 --hdim-v 128 --tile ctas=2,stages=4" \
              "sm_100a --hdim 64" "sm_103a --hdim 128 --causal" "sm_100a --hdim 128 --dtype fp16 --tile pack=8" \
-             "sm_103a --hdim 192 --hdim-v 128" "sm_100a --hdim 128 --tile poly=2"; do
+             "sm_103a --hdim 192 --hdim-v 128 --tile bn=64" "sm_100a --hdim 128 --tile poly=2"; do
         set -- $f
         local arch=$1
         shift
@@ -937,7 +938,13 @@ family_tests() {
         "d_v 96 is not supported by the tcgen05 attn_fwd: d_v takes the head dims d does (64, 128, 192, 256)" -- \
         --arch sm_100a --kernel attn_fwd --hdim 128 --hdim-v 96
     usage_error "d_v 256 with d 64 at 128-key steps: refused, naming the TMEM budget" "needs 640 TMEM columns" -- \
-        --arch sm_100a --kernel attn_fwd --hdim 64 --hdim-v 256 --plan
+        --arch sm_100a --kernel attn_fwd --hdim 64 --hdim-v 256 --tile bn=128 --plan
+    local dd dvv bad=""   # the default tile of every (d, d_v) the tcgen05 attn_fwd takes fits its budgets
+    for dd in 64 128 192 256; do for dvv in 64 128 192 256; do
+        ./ptxgen --arch sm_100a --kernel attn_fwd --hdim $dd --hdim-v $dvv --plan >/dev/null 2>&1 || bad="$bad $dd/$dvv"
+    done; done
+    if [ -z "$bad" ]; then pass "tcgen05 attn_fwd: the default tile of each of the 16 (d, d_v) fits"
+    else fail "tcgen05 attn_fwd: the default tile of each of the 16 (d, d_v) fits" "refused:$bad"; fi
     usage_error "d_v on mla_fwd other than its 512: refused" "d_v 128 is not supported by mla_fwd: its d_v is 512" -- \
         --arch sm_100a --kernel mla_fwd --hdim-v 128
     name="tcgen05 attn_fwd qtiles=2: two softmax warpgroups, S and O per Q tile in TMEM, the 64 K register pool"
