@@ -199,8 +199,10 @@ def _attn_fwd(q, k, v, causal, scale):
     dev = _Device.of(q)
     b, s_q, h_q, d = q.shape
     dv = v.shape[-1]
+    extra = {"hdim_v": dv} if dv != d else {}   # d_v != d: the kinds that take it (tcgen05), else a clear refusal
     loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=d, causal=causal,
-                            shape_class=_shape_class("attn_fwd", s_q=s_q, s_k=k.shape[1], h_q=h_q, h_kv=k.shape[2]))
+                            shape_class=_shape_class("attn_fwd", s_q=s_q, s_k=k.shape[1], h_q=h_q, h_kv=k.shape[2]),
+                            **extra)
     o = torch.empty(b, s_q, h_q, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h_q, s_q, dtype=torch.float32, device=q.device)
     _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse}, scale)
@@ -274,9 +276,10 @@ def _autograd():
 
 
 def attention(q, k, v, causal=False, softmax_scale=None):
-    """Softmax attention: q [b, s_q, h_q, d], k and v [b, s_k, h_kv, d] (h_kv divides h_q), bf16 or fp16, on one
-    GPU. Returns (o [b, s_q, h_q, d], lse [b, h_q, s_q] fp32, natural log); causal is bottom-right aligned.
-    Differentiable in q, k and v."""
+    """Softmax attention: q [b, s_q, h_q, d], k [b, s_k, h_kv, d], v [b, s_k, h_kv, d_v] (h_kv divides h_q), bf16 or
+    fp16, on one GPU. Returns (o [b, s_q, h_q, d_v], lse [b, h_q, s_q] fp32, natural log); causal is bottom-right
+    aligned. d_v != d only where a forward kernel takes it (tcgen05, sm_100a/103a; others raise ValueError saying
+    so). Differentiable in q, k and v (the backward takes d_v = d)."""
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
     return _autograd()[0].apply(q, k, v, bool(causal), float(scale))
 
