@@ -316,16 +316,16 @@ static void issue_pv2(Kctx *k, TcFwd *f, Reg j, int t, int then_wait) {
     Emit *e = &k->e;
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty), p_free = f->bar[TCF_P_FREE(f->stages) + t];
-    umma_wait(k, f->bar[TCF_PV_READY(f->stages, 2) + t], mbar_parity(k, j, 0, 0));
+    mma_wait(k, f, f->bar[TCF_PV_READY(f->stages, 2) + t], mbar_parity(k, j, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));
     int past = umma_leader_only(k, f->leader);
     mma_pv(k, f, stage, f->c_o + t * f->d->dv, f->taddr, f->c_s + t * f->bn + f->bn / 2, acc);
-    INS(e, TC_COMMIT_1, A(p_free, 0));
-    if (t == f->qt - 1) INS(e, TC_COMMIT_1, A(empty, 0));
+    mma_commit(k, f, p_free);
+    if (t == f->qt - 1) mma_commit(k, f, empty);
     e_place(e, past);
     if (!then_wait) return;
     e_comment(e, "wait: P_t V done before S_t goes over P_t");
-    umma_wait(k, p_free, mbar_parity(k, j, 0, 0));
+    mma_wait(k, f, p_free, mbar_parity(k, j, 0, 0));
 }
 
 /* Key block n with two Q tiles, tile by tile: P_t(n-1) V_{n-1}, then S_t(n) = Q_t K_n^T into the same columns,
@@ -343,10 +343,10 @@ static void issue_step2(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         INSP(e, first, 0, BRA_UNI, L(fresh));
         issue_pv2(k, f, prev, t, 1);
         e_place(e, fresh);
-        if (!t) umma_wait(k, full, parity);
+        if (!t) mma_wait(k, f, full, parity);
         int past = umma_leader_only(k, f->leader);
         mma_s(k, f, stage, f->taddr, f->c_s + t * f->bn, t * TC_FWD_BM * f->d->d * 2);
-        INS(e, TC_COMMIT_1, A(f->bar[TCF_S_FULL(f->stages) + t], 0));
+        mma_commit(k, f, f->bar[TCF_S_FULL(f->stages) + t]);
         e_place(e, past);
     }
 }
@@ -438,7 +438,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
     } else {            /* this tile's S */
         e_comment(e, "wait: this tile's S_n landed");
-        umma_wait(k, f->s_full, mbar_parity(k, n, 0, 0));
+        mma_wait(k, f, f->s_full, mbar_parity(k, n, 0, 0));
         umma_tmem_load(k, f->ts, f->c_s, s, bn);
     }
     if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
