@@ -71,8 +71,10 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
     else if (!strcmp(kind->name, "attn_fwd"))
         snprintf(err, errlen, "head dim %d is not supported by the %s attn_fwd (%s)", d->d, family_name(kind->family),
                  kind->family == FAM_WGMMA ? "64, 128 or 256: its TMA tiles are slabs of 64 columns, and past 256 the "
-                 "output accumulator alone would take more than a consumer thread's 240 registers" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple of 64 and "
-                 "whole 16-byte rows per thread group");
+                 "output accumulator alone would take more than a consumer thread's 240 registers" :
+                 kind->family == FAM_TCGEN05 ? "64, 128, 192 or 256: its TMA tiles are slabs of 64 columns, and an MMA's "
+                 "N (O's d_v columns) is at most 256" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple "
+                 "of 64 and whole 16-byte rows per thread group");
     else   /* attn_bwd: where each family keeps dK and dV for the whole kernel */
         snprintf(err, errlen, "head dim %d is not supported by the %s attn_bwd (64 or 128: %s)", d->d,
                  family_name(kind->family), kind->family == FAM_TCGEN05 ? "dK and dV stay in TMEM, 2 d columns, which "

@@ -963,6 +963,8 @@ family_tests() {
         --arch sm_100a --kernel attn_fwd --hdim 256 --tile qtiles=2 --plan
     usage_error "d=192 on the wgmma attn_fwd: refused, naming the head dims it takes" \
         "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
+    usage_error "d=96 on the tcgen05 attn_fwd: refused naming the head dims it takes" \
+        "head dim 96 is not supported by the tcgen05 attn_fwd (64, 128, 192 or 256" -- --arch sm_100a --kernel attn_fwd --hdim 96
     usage_error "d=256 on the tcgen05 attn_bwd: refused naming its family and the TMEM dK and dV take" \
         "head dim 256 is not supported by the tcgen05 attn_bwd" "dK and dV alone take them" -- \
         --arch sm_100a --kernel attn_bwd --hdim 256
