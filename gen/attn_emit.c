@@ -118,9 +118,11 @@ void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max) {
 void row_block(Kctx *k, const RowBlocks *rb, Reg m) {
     Emit *e = &k->e;
     INS(e, MOV_B32, R(m), SR("%ctaid.x"));
+    if (rb->pair) INS(e, SHR_U32, R(m), R(m), I(1));
     if (rb->last_first) {
         Reg last = e_reg(e, RC_B32);
         INS(e, MOV_B32, R(last), SR("%nctaid.x"));
+        if (rb->pair) INS(e, SHR_U32, R(last), R(last), I(1));
         INS(e, SUB_U32, R(last), R(last), I(1));
         INS(e, SUB_U32, R(m), R(last), R(m));
     }

@@ -27,9 +27,11 @@ typedef struct {
     Reg s_q, s_k, off, m_start;       /* off = s_k - s_q: the causal diagonal */
     int first_warp;                   /* warps before it own no rows (a producer warpgroup) */
     int last_first;                   /* 1: CTA x owns the row block nctaid.x - 1 - x (row_block) */
+    int pair;                         /* 1: CTAs x and x + 1 (a cluster of 2) share the row block x / 2 */
 } RowBlocks;
-/* The row block this CTA owns, into m: %ctaid.x, or counted from the last when rb->last_first (causal:
- * the longest rows start first, so the grid's last wave is short rows). Read where used, not held. */
+/* The row block this CTA owns, into m: %ctaid.x (x / 2 for a pair), or counted from the last when
+ * rb->last_first (causal: the longest rows start first, so the grid's last wave is short rows). Read where
+ * used, not held. */
 void row_block(Kctx *k, const RowBlocks *rb, Reg m);
 /* Key blocks [0, n_full) need no mask; [n_full, n_max) do; none past n_max is visible. */
 void key_blocks(Kctx *k, const RowBlocks *rb, Reg n_full, Reg n_max);

@@ -58,7 +58,7 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0};
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0};
 }
 
 static void fragment_bases(Kctx *k, Fwd *f) {

@@ -65,22 +65,15 @@ typedef struct {
 static void problem(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
     int tokens = f->qt * TC_FWD_BM / f->pack;
-    RowBlocks rb = {f->d->causal, tokens, f->bn, 32, .last_first = f->d->causal};
+    /* a pair owns the 256 rows of blocks 2 (x / 2) and + 1, and steps over the keys either of them sees */
+    RowBlocks rb = {f->d->causal, tokens << f->pair, f->bn, 32, .last_first = f->d->causal, .pair = f->pair};
     Reg mblk = e_reg(e, RC_B32);
-    if (f->pair) {   /* pair x / 2 owns blocks 2 (x / 2) and + 1 (last pair first when causal); its keys, the pair's */
-        Reg np = e_reg(e, RC_B32);
+    row_block(k, &rb, mblk);
+    if (f->pair) {   /* the cluster is CTAs 2 (x / 2) and + 1 */
         f->rank = e_reg(e, RC_B32);
-        INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
-        INS(e, AND_B32, R(f->rank), R(mblk), I(1));
-        INS(e, SHR_U32, R(mblk), R(mblk), I(1));
-        if (rb.last_first) {
-            INS(e, MOV_B32, R(np), SR("%nctaid.x"));
-            INS(e, SHR_U32, R(np), R(np), I(1));
-            INS(e, SUB_U32, R(np), R(np), I(1));
-            INS(e, SUB_U32, R(mblk), R(np), R(mblk));
-        }
-        rb.bm = 2 * tokens;
-    } else row_block(k, &rb, mblk);
+        INS(e, MOV_B32, R(f->rank), SR("%ctaid.x"));
+        INS(e, AND_B32, R(f->rank), R(f->rank), I(1));
+    }
     cta_coords(k, &f->b, &f->h);
     if (f->pack == 1) f->kvh = kv_head_of(k, f->h);
     else {

@@ -544,20 +544,15 @@ sim_tests() {
         sim_check "sim tcgen05 d=$hd d_v=$hv $arch $*" --arch $arch --hdim $hd --hdim-v $hv "$@" --seed $((RANDOM + 1))
     done
     # two Q tiles a CTA (FA4's M = 2 x 128): ragged, causal with s_q != s_k (rows of the second tile past s_q, and
-    # with no key), GQA, packed decode rows, d_v != d, poly, 3 stages
+    # with no key), GQA, packed decode rows, d_v != d, poly, 3 stages; then a CTA pair (ctas=2: cta_group::2, M = 256,
+    # half of each K and V tile a CTA): causal pairs taken last first, an odd CTA with no row below s_q, d 256 (two
+    # slabs of V a CTA), 192/128, 64/128, 3 and 4 stages, sm_103a
     for f in "sm_100a 64 qtiles=2 --causal --sq 300 --sk 77 --hq 2 --hkv 1" "sm_103a 128 qtiles=2 --sq 77 --sk 300 --hq 4 --hkv 2" \
              "sm_100a 128 qtiles=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1 --dtype fp16" \
              "sm_100a 64 qtiles=2,stages=3 --b 2 --sq 260 --sk 900 --hq 2 --hkv 1 --pad 8" \
              "sm_103a 192 qtiles=2,bn=64 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
-             "sm_100a 128 qtiles=2,pack=8 --sq 8 --sk 300 --hq 16 --hkv 2" "sm_100a 128 qtiles=2,poly=2 --causal --sq 1 --sk 130 --hq 4 --hkv 2"; do
-        set -- $f
-        local arch=$1 hd=$2 tile=$3
-        shift 3
-        sim_check "sim tcgen05 d=$hd $tile $arch $*" --arch $arch --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
-    done
-    # a CTA pair (ctas=2: cta_group::2, M = 256, half of each K and V tile a CTA): causal pairs taken last first,
-    # an odd CTA with no row below s_q, d 256 (two slabs of V a CTA), 192/128, 64/128, 3 and 4 stages, sm_103a
-    for f in "sm_100a 128 ctas=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1" "sm_103a 128 ctas=2 --sq 100 --sk 300 --hq 4 --hkv 2" \
+             "sm_100a 128 qtiles=2,pack=8 --sq 8 --sk 300 --hq 16 --hkv 2" "sm_100a 128 qtiles=2,poly=2 --causal --sq 1 --sk 130 --hq 4 --hkv 2" \
+             "sm_100a 128 ctas=2 --causal --sq 513 --sk 700 --hq 2 --hkv 1" "sm_103a 128 ctas=2 --sq 100 --sk 300 --hq 4 --hkv 2" \
              "sm_100a 256 ctas=2 --causal --sq 130 --sk 200 --hq 2 --hkv 2" \
              "sm_100a 128 ctas=2,stages=3 --dtype fp16 --b 2 --sq 200 --sk 333 --hq 2 --hkv 1 --pad 8" \
              "sm_103a 192 ctas=2 --hdim-v 128 --causal --sq 250 --sk 260 --hq 2 --hkv 2" \
@@ -569,17 +564,11 @@ sim_tests() {
         sim_check "sim tcgen05 d=$hd $tile $arch $*" --arch $arch --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
     done
     for f in "sm_100a --hdim 128 --tile ctas=2" "sm_103a --hdim 256 --causal --tile ctas=2" "sm_100a --hdim 192 --hdim-v 128 --tile ctas=2,stages=4" \
-             "sm_100a --hdim 64" "sm_103a --hdim 128 --causal" "sm_100a --hdim 128 --dtype fp16 --tile pack=8" \
-             "sm_103a --hdim 192 --hdim-v 128 --tile bn=64" "sm_100a --hdim 128 --tile poly=2"; do
+             "sm_100a --hdim 64 --tile qtiles=2" "sm_103a --hdim 128 --causal --tile qtiles=2" \
+             "sm_100a --hdim 128 --dtype fp16 --tile qtiles=2,pack=8" "sm_103a --hdim 192 --hdim-v 128 --tile qtiles=2,bn=64" \
+             "sm_100a --hdim 128 --tile qtiles=2,poly=2"; do
         set -- $f
-        local arch=$1
-        shift
-        local t="qtiles=2" rest=()   # two Q tiles unless the line names a CTA pair
-        while [ $# -gt 0 ]; do
-            if [ "$1" = --tile ]; then case $2 in ctas=*) t=$2 ;; *) t="qtiles=2,$2" ;; esac; shift 2
-            else rest+=("$1"); shift; fi
-        done
-        tc_ptxas "ptxas $arch attn_fwd tcgen05 $t ${rest[*]}: 0 spills" --kernel attn_fwd --arch $arch --tile $t "${rest[@]}"
+        tc_ptxas "ptxas attn_fwd tcgen05 $*: 0 spills" --kernel attn_fwd --arch "$@"
     done
     # the lazy rescale (a row's max moves only once it grew by 2^8): logits scaled up, so maxima move by more and less
     for f in "128 --scale 1.0 --causal --sq 200 --sk 900 --hq 2 --hkv 1 --dtype fp16" "256 --scale 0.5 --sq 130 --sk 600 --hq 2 --hkv 1" \
