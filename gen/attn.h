@@ -22,6 +22,7 @@ typedef struct {
     int poly;       /* tcgen05 fwd: 0, or every poly-th exp2 of a softmax row by a polynomial on the FMA units */
     int qtiles;     /* tcgen05 fwd: Q tiles of 128 rows per CTA (0 or 1: one; 2: FA4's M = 2 x 128) */
     int ctas;       /* tcgen05 fwd: CTAs per MMA (0 or 1: one; 2: a CTA pair, cta_group::2 with M = 256) */
+    int dsplit;     /* tcgen05 bwd: CTAs per key block, each owning d / dsplit columns of dK, dV and dQ (0 or 1: one) */
 } AttnTile;
 
 #define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */

@@ -1,19 +1,22 @@
 /* The row-wise kernels of attn_bwd: one CTA per 64 query rows of one head,
- * d/8 threads per row, each owning 16 bytes of it.
+ * cpr threads per row (d/8, or its largest power-of-two divisor: 8 at d 192,
+ * so that a row's sum is a butterfly), each owning cpt 16-byte chunks of it,
+ * cpr apart.
  *   pre:      delta[b, h, i] = sum_c dO[i, c] * O[i, c];  dq_accum rows = 0
  *   convert:  dQ[i, :] = scale * dq_accum[b, h, i, :], rounded to the dtype */
 #include "attn_bwd.h"
 #include <stdio.h>
 
 typedef struct {
-    int cpr, rpp;        /* threads per row, rows per pass */
+    int cpr, rpp, cpt;   /* threads per row, rows per pass, chunks per thread */
     Reg col, row0;       /* this thread's 16-byte chunk and first row */
     Reg b, h, m0, srow;  /* batch, head, first row of the CTA, stats_row(b, h) */
 } RowCta;
 
 static void row_cta(Kctx *k, const AttnDesc *d, RowCta *rc) {
     Emit *e = &k->e;
-    rc->cpr = d->d / 8;
+    rc->cpr = (d->d / 8) & -(d->d / 8);   /* the lowest set bit: d/8 itself when a power of two */
+    rc->cpt = d->d / 8 / rc->cpr;
     rc->rpp = BWD_ROW_THREADS / rc->cpr;
     rc->col = e_reg(e, RC_B32), rc->row0 = e_reg(e, RC_B32), rc->m0 = e_reg(e, RC_B32);
     INS(e, REM_U32, R(rc->col), R(k->tid), I(rc->cpr));
@@ -24,7 +27,8 @@ static void row_cta(Kctx *k, const AttnDesc *d, RowCta *rc) {
     rc->srow = stats_row(k, rc->b, rc->h);
 }
 
-/* base + row * stride + 16 * col for a strided [b, s, h, d] tensor */
+/* base + row * stride + 16 * col for a strided [b, s, h, d] tensor: the thread's chunk 0; chunk j is 16 cpr j
+ * bytes on */
 static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
     Emit *e = &k->e;
     Reg base = head_base(k, t, rc->b, rc->h), a = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
@@ -32,6 +36,14 @@ static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
     INS(e, MAD_WIDE_U32, R(a), R(row), R(row_stride_bytes(k, t)), R(base));
     INS(e, MAD_WIDE_U32, R(a), R(off), I(1), R(a));
     return a;
+}
+
+/* a + bytes (the same register at 0) */
+static Reg plus(Kctx *k, Reg a, int bytes) {
+    if (!bytes) return a;
+    Reg b = e_reg(&k->e, RC_B64);
+    INS(&k->e, ADD_U64, R(b), R(a), I(bytes));
+    return b;
 }
 
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
@@ -76,10 +88,15 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     INS(e, SETP_LT_U32, R(p), R(row), R(s_q));
     INS(e, SUB_U32, R(last), R(s_q), I(1));
     INS(e, MIN_U32, R(rc_row), R(row), R(last));
-    Reg o[4], g[4];
-    ld16_global(k, o, chunk_addr(k, rc, "o", rc_row));
-    ld16_global(k, g, chunk_addr(k, rc, "do", rc_row));
-    Reg sum = dot8_packed(k, d->dtype, o, g);
+    Reg o[4], g[4], ao = chunk_addr(k, rc, "o", rc_row), ag = {0}, sum = {0};
+    for (int j = 0; j < rc->cpt; j++) {
+        ld16_global(k, o, plus(k, ao, 16 * rc->cpr * j));
+        if (!j) ag = chunk_addr(k, rc, "do", rc_row);
+        ld16_global(k, g, plus(k, ag, 16 * rc->cpr * j));
+        Reg part = dot8_packed(k, d->dtype, o, g);
+        if (j) INS(e, ADD_F32, R(sum), R(sum), R(part));
+        else sum = part;
+    }
     for (int m = 1; m < rc->cpr; m <<= 1) {
         Reg t = e_reg(e, RC_F32);
         INS(e, SHFL_BFLY, R(t), R(sum), I(m), I(31), I(-1));
@@ -101,7 +118,8 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
     INS(e, MUL_LO_U32, R(off), R(rc->col), I(32));
     INS(e, MAD_WIDE_U32, R(acc), R(srow), I(4 * d->d), R(kc_ptr(k, "dq_accum")));
     INS(e, MAD_WIDE_U32, R(acc), R(off), I(1), R(acc));
-    for (int j = 0; j < 2; j++) INSP(e, p, 0, ST_GLOBAL_V4_B32, A(acc, 16 * j), V4(z, z, z, z));
+    for (int c = 0; c < rc->cpt; c++)
+        for (int j = 0; j < 2; j++) INSP(e, p, 0, ST_GLOBAL_V4_B32, A(acc, 32 * rc->cpr * c + 16 * j), V4(z, z, z, z));
 }
 
 void bwd_pre_emit(const AttnDesc *d, const BwdFeed *fd, const KernelSpec *ks, Buf *module) {
@@ -126,13 +144,17 @@ static void convert_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, 
     INS(e, MUL_LO_U32, R(off), R(rc->col), I(32));
     INS(e, MAD_WIDE_U32, R(acc), R(srow), I(4 * d->d), R(kc_ptr(k, "dq_accum")));
     INS(e, MAD_WIDE_U32, R(acc), R(off), I(1), R(acc));
-    Reg f[8], out[4];
-    for (int i = 0; i < 8; i++) f[i] = e_reg(e, RC_F32);
-    INS(e, LD_GLOBAL_V4_B32, V4(f[0], f[1], f[2], f[3]), A(acc, 0));
-    INS(e, LD_GLOBAL_V4_B32, V4(f[4], f[5], f[6], f[7]), A(acc, 16));
-    for (int i = 0; i < 8; i++) INS(e, MUL_F32, R(f[i]), R(f[i]), R(scale));
-    f32x8_pack(k, d->dtype, f, out);
-    INS(e, ST_GLOBAL_V4_B32, A(chunk_addr(k, rc, "dq", row), 0), V4(out[0], out[1], out[2], out[3]));
+    Reg dq = {0};
+    for (int c = 0; c < rc->cpt; c++) {
+        Reg f[8], out[4];
+        for (int i = 0; i < 8; i++) f[i] = e_reg(e, RC_F32);
+        INS(e, LD_GLOBAL_V4_B32, V4(f[0], f[1], f[2], f[3]), A(acc, 32 * rc->cpr * c));
+        INS(e, LD_GLOBAL_V4_B32, V4(f[4], f[5], f[6], f[7]), A(acc, 32 * rc->cpr * c + 16));
+        for (int i = 0; i < 8; i++) INS(e, MUL_F32, R(f[i]), R(f[i]), R(scale));
+        f32x8_pack(k, d->dtype, f, out);
+        if (!c) dq = chunk_addr(k, rc, "dq", row);
+        INS(e, ST_GLOBAL_V4_B32, A(dq, 16 * rc->cpr * c), V4(out[0], out[1], out[2], out[3]));
+    }
     e_place(e, skip);
 }
 

@@ -31,9 +31,11 @@ typedef struct {
     int stages, dq, k_off, v_off, q_off, do_off, st_off, slot, ds_off;
     int c_s, c_dp, c_p, c_ds, c_dv, c_dk, c_dq;   /* TMEM columns (P^T, dS^T over S^T, dP^T unless own_p) */
     int own_p;                        /* tcb_own_p */
+    int dsplit, dh;                   /* CTAs per key block; this one's columns of dK, dV and dQ */
     Reg bar[TCB_NBARS(3)];
     Reg taddr, tq, leader;
     Reg b, kvh, key0, s_q, s_k, off, group;
+    Reg col0, q_part, k_part;   /* dsplit > 1: its first column; that column's slab in Q or dO, and in K (bytes) */
     QueryBlocks blocks;
     /* issuer */
     Reg yes, no;
@@ -48,6 +50,15 @@ static void problem(Kctx *k, TcBwd *f) {
     INS(e, MOV_B32, R(f->b), SR("%ctaid.z"));
     INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
     INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
+    if (f->dsplit > 1) {   /* CTAs x .. x + dsplit - 1 share keys x / dsplit, part x % dsplit */
+        Reg part = e_reg(e, RC_B32);
+        f->col0 = e_reg(e, RC_B32), f->q_part = e_reg(e, RC_B32), f->k_part = e_reg(e, RC_B32);
+        INS(e, REM_U32, R(part), R(f->key0), I(f->dsplit));
+        INS(e, DIV_U32, R(f->key0), R(f->key0), I(f->dsplit));
+        INS(e, MUL_LO_U32, R(f->col0), R(part), I(f->dh));
+        INS(e, MUL_LO_U32, R(f->q_part), R(part), I(f->dh / 64 * TCB_BM * 128));
+        INS(e, MUL_LO_U32, R(f->k_part), R(part), I(f->dh / 64 * TCB_BN * 128));
+    }
     INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(TCB_BN));
     f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
@@ -112,6 +123,9 @@ static void mma_kmajor(Kctx *k, TcBwd *f, int col, Reg a, int a_rows, Reg b, int
     }
 }
 
+/* An MN-major operand's descriptor moved to this CTA's columns: `part` bytes further (dsplit > 1). */
+static Reg at_part(Kctx *k, TcBwd *f, Reg desc, Reg part) { return f->dsplit > 1 ? wg_desc_plus(k, desc, part) : desc; }
+
 /* Step it: once the slot landed (and, where P^T and dS^T live over S^T and dP^T, the last step's products
  * are done), S^T and dP^T; once P^T and dS^T are in, dV, dK and dQ; then the slot is free. */
 static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
@@ -143,9 +157,9 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     umma_wait(k, f->bar[TCB_PDS(f->stages)], mbar_parity(k, it, 0, 0));
     INS(e, SETP_NE_U32, R(acc), R(it), I(0));                           /* dV and dK start from step 0's products */
     past = umma_leader_only(k, f->leader);
-    Reg dom = wg_desc_plus(k, umma_desc(k, f->do_off, umma_mn128(TCB_BM)), stage);
-    Reg qm = wg_desc_plus(k, umma_desc(k, f->q_off, umma_mn128(TCB_BM)), stage);
-    Reg i_dv = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->dv, 0, 1)), i_dk = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, d->d, 0, 1));
+    Reg dom = at_part(k, f, wg_desc_plus(k, umma_desc(k, f->do_off, umma_mn128(TCB_BM)), stage), f->q_part);
+    Reg qm = at_part(k, f, wg_desc_plus(k, umma_desc(k, f->q_off, umma_mn128(TCB_BM)), stage), f->q_part);
+    Reg i_dv = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, f->dh, 0, 1)), i_dk = kc_imm32(k, umma_idesc_f16(dt, TCB_BN, f->dh, 0, 1));
     for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dV += P^T dO */
         INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dv), A(f->taddr, f->c_p + 8 * kk), R(umma_desc_at(k, dom, kk * 16 * 128)),
             R(i_dv), R(kk ? f->yes : acc));
@@ -153,8 +167,9 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dk), A(f->taddr, f->c_ds + 8 * kk), R(umma_desc_at(k, qm, kk * 16 * 128)),
             R(i_dk), R(kk ? f->yes : acc));
     if (f->dq) {                                                        /* dQ = dS K: M = 64 queries, K = 128 keys */
-        Reg dsd = umma_desc(k, f->ds_off, umma_mn_rows(2 * TCB_BM)), km = umma_desc(k, f->k_off, umma_mn128(TCB_BN));
-        Reg i_dq = kc_imm32(k, umma_idesc_f16(dt, TCB_BM, d->d, 1, 1));
+        Reg dsd = umma_desc(k, f->ds_off, umma_mn_rows(2 * TCB_BM));
+        Reg km = at_part(k, f, umma_desc(k, f->k_off, umma_mn128(TCB_BN)), f->k_part);
+        Reg i_dq = kc_imm32(k, umma_idesc_f16(dt, TCB_BM, f->dh, 1, 1));
         for (int kk = 0; kk < TCB_BN / 16; kk++)
             INS(e, TC_MMA_1_F16_SS, A(f->taddr, f->c_dq), R(umma_desc_at(k, dsd, kk * 16 * 2 * TCB_BM)),
                 R(umma_desc_at(k, km, kk * 16 * 128)), R(i_dq), R(kk ? f->yes : f->no));
@@ -196,7 +211,8 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
     Reg a = e_reg(e, RC_B64);
     INS(e, MUL_WIDE_U32, R(a), R(idx), I(4 * d->d));
     INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "dq_accum")));
-    for (int c = 0; c < d->d; c += 16) {
+    if (f->dsplit > 1) INS(e, MAD_WIDE_U32, R(a), R(f->col0), I(4), R(a));   /* this CTA's columns */
+    for (int c = 0; c < f->dh; c += 16) {
         Reg v[16];
         for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
         umma_tmem_load(k, f->tq, f->c_dq + c, v, 16);
@@ -294,7 +310,8 @@ static void epilogue(Kctx *k, TcBwd *f) {
     for (int t = 0; t < 2; t++) {
         Reg a = head_base(k, names[t], f->b, f->kvh);
         INS(e, MAD_WIDE_U32, R(a), R(f->key), R(row_stride_bytes(k, names[t])), R(a));
-        tc_row_out(k, f->tq, cols[t], d->d, has, t ? NULL : &scale, d->dtype, a, in);
+        if (f->dsplit > 1) INS(e, MAD_WIDE_U32, R(a), R(f->col0), I(2), R(a));
+        tc_row_out(k, f->tq, cols[t], f->dh, has, t ? NULL : &scale, d->dtype, a, in);
     }
 }
 
@@ -307,7 +324,7 @@ static void compute_role(Kctx *k, void *ctx) {
     if (f->dq) {   /* dQ's M = 64 leaves lanes 16-31 of each quarter to no MMA: zeros, so its 32-lane reads read data */
         Reg z[16];
         for (int i = 0; i < 16; i++) z[i] = kc_imm32(k, 0);
-        for (int c = 0; c < f->d->d; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dq + c), V(16, z));
+        for (int c = 0; c < f->dh; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dq + c), V(16, z));
     }
     query_loop(k, &f->blocks, compute_step, f, 0);
     epilogue(k, f);
@@ -319,7 +336,8 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Kctx *k = &kc;
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
-    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .own_p = tcb_own_p(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
+    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .own_p = tcb_own_p(d), .dsplit = tcb_dsplit(d),
+               .dh = tcb_dh(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
                .q_off = plan_region(p, "Q.0"), .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
     f.slot = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
     if (f.dq) f.ds_off = plan_region(p, "dS");

@@ -15,19 +15,35 @@ const TileKey attn_bwd_tc_keys[] = {
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
      "1: bit-identical across runs: the main kernel leaves dQ to the mma.sync family's dQ kernel, which recomputes it "
      "per query block; 0: dQ added by vector atomics from the main kernel"},
+    {"dsplit", offsetof(AttnTile, dsplit), {1, 2, 3, 4}, 4,
+     "CTAs per block of keys, each owning d/dsplit columns (a multiple of 64) of dK, dV and dQ in its TMEM and "
+     "recomputing S^T and dP^T over the whole d: how d 192 (3) and 256 (2) fit the 512 TMEM columns"},
 };
 const int attn_bwd_tc_nkeys = (int)(sizeof attn_bwd_tc_keys / sizeof attn_bwd_tc_keys[0]);
 
+/* The TMEM columns a part of dsplit takes: S^T and dP^T (bm each), dV, dK and dQ (dh each). */
+static int tmem_cols(int d, int dsplit) { return 2 * TCB_BM + 3 * (d / dsplit); }
+
+/* dsplit: the fewest parts of whole 64-column slabs whose TMEM fits (d 64/128: 1, 192: 3, 256: 2). stages: at
+ * d 256 K, V (128 KB) and dS leave room for one ring slot of Q and dO (64 KB) in the 227 KB, not two. */
 AttnTile attn_bwd_tc_default_tile(const ArchInfo *a, int d, int dv) {
-    (void)dv;
-    (void)a, (void)d;
-    return (AttnTile){.bm = TCB_BM, .bn = TCB_BN, .stages = 2, .warps = TCB_THREADS / 32, .deterministic = 0};
+    (void)a, (void)dv;
+    int ds = 1;
+    while (ds < 4 && (d % ds || (d / ds) % 64 || tmem_cols(d, ds) > 512)) ds++;
+    return (AttnTile){.bm = TCB_BM, .bn = TCB_BN, .stages = d > 192 ? 1 : 2, .warps = TCB_THREADS / 32,
+                      .deterministic = 0, .dsplit = ds};
 }
 
 int attn_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
-    if (d->d != d->dv || (d->d != 64 && d->d != 128)) {
-        snprintf(err, errlen, "the tcgen05 attn_bwd takes d = d_v = 64 or 128: dK and dV (d + d_v columns), S^T, dP^T "
-                 "and dQ share the 512 TMEM columns (d=%d, dv=%d)", d->d, d->dv);
+    int ds = tcb_dsplit(d);
+    if (d->d != d->dv || d->d % 64 || d->d > 256) {
+        snprintf(err, errlen, "the tcgen05 attn_bwd takes d = d_v of 64, 128, 192 or 256 (d=%d, dv=%d)", d->d, d->dv);
+        return 1;
+    }
+    if (d->d % ds || (d->d / ds) % 64) {
+        snprintf(err, errlen, "tile dsplit=%d cuts d=%d into parts that are not whole 64-column slabs of K, Q and dO "
+                 "(the MN-major operands of dK, dV and dQ); use dsplit=%s", ds, d->d,
+                 d->d == 64 ? "1" : d->d == 128 ? "1 or 2" : d->d == 192 ? "1 or 3" : "1, 2 or 4");
         return 1;
     }
     return 0;
@@ -52,9 +68,10 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "bars", 8 * TCB_NBARS(t->stages) + 8, 8,
                     "mbarriers: K/V landed; full and empty per slot; S^T/dP^T done; P^T/dS^T in; step done; TMEM address");
     snprintf(shp[0], sizeof shp[0], "[%d, %d]", TCB_BN, TCB_BM);
-    snprintf(shp[1], sizeof shp[1], "[%d, %d]", TCB_BN, d->dv);
-    snprintf(shp[2], sizeof shp[2], "[%d, %d]", TCB_BN, d->d);
-    snprintf(shp[3], sizeof shp[3], "[%d, %d]", TCB_BM, d->d);
+    int dh = tcb_dh(d);   /* this CTA's columns of dV, dK and dQ */
+    snprintf(shp[1], sizeof shp[1], "[%d, %d]", TCB_BN, dh);
+    snprintf(shp[2], sizeof shp[2], "[%d, %d]", TCB_BN, dh);
+    snprintf(shp[3], sizeof shp[3], "[%d, %d]", TCB_BM, dh);
     int s_reg = p->ntmem, dp_reg = p->ntmem + 1;
     plan_add_tmem(p, "S^T", TCB_BM, "fp32", shp[0], "loop: keys x queries");
     plan_add_tmem(p, "dP^T", TCB_BM, "fp32", shp[0], "loop");
@@ -65,17 +82,20 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
         plan_alias_tmem(p, "P^T", s_reg, TCB_BM / 2, "bf16", shp[0], "loop, once S^T is read: A of dV += P^T dO");
         plan_alias_tmem(p, "dS^T", dp_reg, TCB_BM / 2, "bf16", shp[0], "loop, once dP^T is read: A of dK += dS^T Q");
     }
-    plan_add_tmem(p, "dV", d->dv, "fp32", shp[1], "whole kernel");
-    plan_add_tmem(p, "dK", d->d, "fp32", shp[2], "whole kernel");
-    if (tcb_main_dq(d)) plan_add_tmem(p, "dQ", d->d, "fp32", shp[3], "loop: M=64, lanes 0-15 of each warp's quarter");
+    plan_add_tmem(p, "dV", dh, "fp32", shp[1], "whole kernel");
+    plan_add_tmem(p, "dK", dh, "fp32", shp[2], "whole kernel");
+    if (tcb_main_dq(d)) plan_add_tmem(p, "dQ", dh, "fp32", shp[3], "loop: M=64, lanes 0-15 of each warp's quarter");
     /* a compute thread at its peak: its rows of S^T and dP^T, then P^T and dS^T packed, addresses (ptxas 13.0: 168) */
     p->regs_est = 2 * TCB_BM + 40;
     plan_add_role(p, "compute", 4, 0);   /* P^T, dS^T from S^T, dP^T; dQ out by atomics; dK, dV at the end */
     plan_add_role(p, "mma", 1, 0);       /* lane 0 issues, the warp waits */
     plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
-    char what[112];
-    snprintf(what, sizeof what, "attn_bwd main (tcgen05) d=%d bm=%d bn=%d stages=%d%s", d->d, t->bm, t->bn, t->stages,
-             tcb_main_dq(d) ? "" : " deterministic (no dQ)");
+    char what[160], split[80] = "";
+    if (tcb_dsplit(d) > 1)   /* the price: every part computes S^T and dP^T, 2 of the 5 products a step has */
+        snprintf(split, sizeof split, " dsplit=%d (%d columns each; S^T, dP^T in every part: %.2fx the MMAs)",
+                 tcb_dsplit(d), dh, (2.0 * tcb_dsplit(d) + 3.0) / 5.0);
+    snprintf(what, sizeof what, "attn_bwd main (tcgen05) d=%d bm=%d bn=%d stages=%d%s%s", d->d, t->bm, t->bn, t->stages,
+             split, tcb_main_dq(d) ? "" : " deterministic (no dQ)");
     plan_finish(p, d->arch, what);
 }
 
@@ -83,8 +103,10 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {TCB_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s", dt, d->d, t->bm, t->bn, t->stages,
-             d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    char split[16] = "";
+    if (tcb_dsplit(d) > 1) snprintf(split, sizeof split, "_ds%d", tcb_dsplit(d));
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     if (tcb_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator [b, h_q, s_q, d], added into here (red.global.add)");
@@ -94,7 +116,8 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     abi_scale(ks, ATTN_SCALE_MEANING);
     bwd_input_maps(ks, d, TCB_BM, TCB_BN);
     bwd_stats_map(ks, TCB_BM);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", TCB_BN);
+    if (tcb_dsplit(d) > 1) snprintf(ks->grid[0], sizeof ks->grid[0], "%d * cdiv(s_k, %d)", tcb_dsplit(d), TCB_BN);
+    else snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", TCB_BN);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }

@@ -75,11 +75,12 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
                  kind->family == FAM_TCGEN05 ? "64, 128, 192 or 256: its TMA tiles are slabs of 64 columns, and an MMA's "
                  "N (O's d_v columns) is at most 256" : "64, 128 or 256: its swizzled shared tiles need d to be a multiple "
                  "of 64 and whole 16-byte rows per thread group");
+    else if (kind->family == FAM_TCGEN05)
+        snprintf(err, errlen, "head dim %d is not supported by the tcgen05 attn_bwd (64, 128, 192 or 256: its TMA tiles "
+                 "and the MN-major operands of dK, dV and dQ are slabs of 64 columns)", d->d);
     else   /* attn_bwd: where each family keeps dK and dV for the whole kernel */
         snprintf(err, errlen, "head dim %d is not supported by the %s attn_bwd (64 or 128: %s)", d->d,
-                 family_name(kind->family), kind->family == FAM_TCGEN05 ? "dK and dV stay in TMEM, 2 d columns, which "
-                 "with S^T, dP^T and dQ take all 512 columns at d=128; at d=256 dK and dV alone take them" :
-                 kind->family == FAM_WGMMA ? "each consumer warpgroup keeps dK and dV of its 64 keys in registers, "
+                 family_name(kind->family), kind->family == FAM_WGMMA ? "each consumer warpgroup keeps dK and dV of its 64 keys in registers, "
                  "2 x 64 x d / 128 fp32 a thread: 256 at d=256, past the 240 setmaxnreg gives" :
                  "each warp keeps dK and dV rows of d fp32 values in registers, 256 registers per thread at d=256");
     return 2;

@@ -6,7 +6,7 @@
 
 static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
 /* d=256 on wgmma: O alone is 128 registers per consumer thread, and the driver's JIT spilled it (360 B) */
-static const int fwd_wg_hdims[] = {64, 128, 256}, fwd_tc_hdims[] = {64, 128, 192, 256};
+static const int fwd_wg_hdims[] = {64, 128, 256}, tc_hdims[] = {64, 128, 192, 256};
 /* the MLA mma.sync kinds: two warps per 16 rows of bm */
 static int mla_pair_warps(const AttnTile *t) { return 2 * t->bm / 16; }
 
@@ -22,7 +22,7 @@ static const KernelKind kinds[] = {
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "
      "d 64|128|192|256 (d_v any of them: 192/128 for MLA prefill), causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
-     attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, fwd_tc_hdims, 4, 128, 0,
+     attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, tc_hdims, 4, 128, 0,
      1, attn_fwd_tc_warps, 1},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
@@ -35,9 +35,9 @@ static const KernelKind kinds[] = {
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
      "with M = 64 added by vector atomics, or deterministic by the mma.sync dQ kernel): delta, main, dQ convert "
-     "kernels; bf16/fp16, d 64|128, causal, GQA/MQA", FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys,
-     attn_bwd_tc_default_tile, attn_bwd_tc_check_tile, attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, bwd_hdims,
-     2, 128, 0, 1, NULL, 0},
+     "kernels; bf16/fp16, d 64|128|192|256 (192 and 256 split over 3 and 2 CTAs per key block), causal, GQA/MQA",
+     FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys, attn_bwd_tc_default_tile, attn_bwd_tc_check_tile,
+     attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, mla_pair_warps, 0},

@@ -644,6 +644,21 @@ sim_tests() {
         shift 2
         sim_bwd "sim tcgen05 bwd $f" --arch "$arch" --hdim "$hd" "$@" --sq 300 --sk 200 --hq 4 --hkv 2 --seed $((RANDOM + 1))
     done
+    # d 192 and 256: dK, dV and dQ split over 3 and 2 CTAs per key block (tile key dsplit), and other splits
+    for f in "sm_100a 192 bf16 --sq 77 --sk 130 --hq 4 --hkv 2" "sm_103a 192 fp16 --causal --b 2 --sq 200 --sk 333 --hq 3 --hkv 1" \
+             "sm_100a 256 fp16 --sq 130 --sk 77 --hq 2 --hkv 1 --pad 8" "sm_103a 256 bf16 --causal --sq 77 --sk 130 --hq 4 --hkv 2" \
+             "sm_100a 256 bf16 --tile dsplit=4 --causal --sq 200 --sk 150 --hq 2 --hkv 2" \
+             "sm_100a 128 fp16 --tile dsplit=2 --causal --b 2 --sq 100 --sk 260 --hq 4 --hkv 1"; do
+        set -- $f
+        local arch=$1 hd=$2 dt=$3
+        shift 3
+        sim_bwd "sim tcgen05 bwd d=$hd $dt $arch $*" --arch $arch --hdim $hd --dtype $dt "$@" --seed $((RANDOM + 1))
+    done
+    for f in "sm_100a --hdim 192" "sm_103a --hdim 192 --causal" "sm_100a --hdim 256 --causal" "sm_103a --hdim 256 --dtype fp16" \
+             "sm_100a --hdim 128 --tile dsplit=2"; do
+        set -- $f
+        tc_ptxas "ptxas attn_bwd tcgen05 $*: 0 spills" --kernel attn_bwd --arch "$@"
+    done
     PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd: P^T read by the dV MMA before its tcgen05.st waited" \
         '/tcgen05\.wait::st/ { next } { print }' "tcgen05.mma reads A from TMEM lane" attn_bwd --hdim 64 -- --sq 200 --sk 130 --hq 2 --hkv 1
     PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd: dQ read out while the step's MMAs may still run" \
@@ -954,9 +969,12 @@ family_tests() {
         "head dim 192 is not supported by the wgmma attn_fwd" -- --arch sm_90a --kernel attn_fwd --hdim 192
     usage_error "d=96 on the tcgen05 attn_fwd: refused naming the head dims it takes" \
         "head dim 96 is not supported by the tcgen05 attn_fwd (64, 128, 192 or 256" -- --arch sm_100a --kernel attn_fwd --hdim 96
-    usage_error "d=256 on the tcgen05 attn_bwd: refused naming its family and the TMEM dK and dV take" \
-        "head dim 256 is not supported by the tcgen05 attn_bwd" "dK and dV alone take them" -- \
-        --arch sm_100a --kernel attn_bwd --hdim 256
+    usage_error "d=96 on the tcgen05 attn_bwd: refused naming the head dims it takes" \
+        "head dim 96 is not supported by the tcgen05 attn_bwd (64, 128, 192 or 256" -- --arch sm_100a --kernel attn_bwd --hdim 96
+    usage_error "tcgen05 attn_bwd d=256 in 3 parts: refused, the parts are not whole slabs" "tile dsplit=3 cuts d=256" \
+        "use dsplit=1, 2 or 4" -- --arch sm_100a --kernel attn_bwd --hdim 256 --tile dsplit=3
+    usage_error "tcgen05 attn_bwd d=256 in one part: refused naming the TMEM region past the 512 columns" \
+        "region dK at columns 384-639 ends past the 512 columns" -- --arch sm_100a --kernel attn_bwd --hdim 256 --tile dsplit=1
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 328808 B" \
         "shared memory" -- --arch sm_100a --kernel attn_fwd --hdim 256 --tile bn=128 --plan
     name="--mma auto on sm_103a: the tcgen05 mla_fwd's plan, its TMEM map (S^T, O^T) beside the shared memory"
