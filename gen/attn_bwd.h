@@ -36,7 +36,10 @@ typedef struct {
                         * query rows its lse, then its delta, 0 past s_q (one TMA copy of 8 stats_block bytes per step) */
     int dq_ordered;    /* deterministic=1 keeps dQ in the main kernel, its adds in key-block order under a semaphore per
                         * (batch, query head, block of stats_block rows) in the `dq_sem` workspace: no dQ kernel */
+    int dq_parts;      /* with dq_ordered, > 1: that many semaphores per block, one per part of dQ's columns that
+                        * CTAs of one key block add apart (index block * dq_parts + part) */
 } BwdFeed;
+static inline int bwd_sem_parts(const BwdFeed *f) { return f->dq_parts > 1 ? f->dq_parts : 1; }
 /* deterministic by the mma.sync dQ kernel, which recomputes dQ per query block (no accumulator) */
 static inline int bwd_dq_kernel(const AttnDesc *d, const BwdFeed *f) { return d->tile.deterministic && !f->dq_ordered; }
 /* the main kernel orders its dQ adds by semaphores, which the pre kernel zeroes */
@@ -46,6 +49,7 @@ static inline int bwd_dq_sems(const AttnDesc *d, const BwdFeed *f) { return d->t
 static inline int bwd_delta_ws(const AttnDesc *d, const BwdFeed *f) { return !f->stats_block || bwd_dq_kernel(d, f); }
 /* the semaphores' bytes: one u32 per (b, h_q, block of stats_block rows) */
 #define BWD_SEM_BYTES "b * h_q * cdiv(s_q, %d) * 4"
+#define BWD_SEM_PARTS_BYTES "b * h_q * cdiv(s_q, %d) * %d"
 
 /* the row-wise kernels (attn_bwd_rows.c) */
 void bwd_pre_spec(const AttnDesc *d, const BwdFeed *f, KernelSpec *ks);

@@ -84,7 +84,7 @@ int bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Pla
     return BWD_KERNELS;
 }
 
-static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {0, 0}};
+static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {0, 0, 0}};
 
 int attn_bwd_plan(const AttnDesc *d, Plan *plans) { return bwd_set_plan(d, d, &sync_main, plans); }
 
@@ -125,7 +125,8 @@ static void workspaces(const AttnDesc *d, const BwdFeed *fd, KernelSet *ks) {
     w = &ks->ws[ks->nws++];
     *w = (WorkspaceSpec){"dq_sem", "", 0, "u32 [b, h_q, cdiv(s_q, block)]: per block of query rows the number of key "
                          "blocks whose dQ adds are done; zeroed by the pre kernel, waited on and raised by the main kernel"};
-    snprintf(w->bytes, sizeof w->bytes, BWD_SEM_BYTES, stats_block);
+    if (bwd_sem_parts(fd) > 1) snprintf(w->bytes, sizeof w->bytes, BWD_SEM_PARTS_BYTES, stats_block, 4 * bwd_sem_parts(fd));
+    else snprintf(w->bytes, sizeof w->bytes, BWD_SEM_BYTES, stats_block);
 }
 
 void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, KernelSet *ks, Buf *m) {

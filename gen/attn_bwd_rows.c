@@ -49,7 +49,8 @@ static Reg plus(Kctx *k, Reg a, int bytes) {
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
 /* Row `row`'s lse and delta (0 past s_q) into its block of the stats workspace: block row / B of
  * cdiv(s_q, B) = nctaid.x / (B / 64), at (b h_q + h) blocks on; lse at row % B, delta B floats later. */
-/* With sems, the block's first row also zeroes the block's dQ semaphore (dq_sem at (b h_q + h) blocks + block). */
+/* With sems (> 0: per block), the block's first row also zeroes the block's dQ semaphores (dq_sem at
+ * ((b h_q + h) blocks + block) sems on). */
 static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg in_range, Reg srow, Reg delta, int sems) {
     Emit *e = &k->e;
     Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), t = e_reg(e, RC_B32), lse = e_reg(e, RC_F32);
@@ -65,8 +66,8 @@ static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg 
         INS(e, AND_B32, R(w), R(row), I(blk_rows - 1));
         INS(e, OR_B32, R(w), R(w), R(rc->col));
         INS(e, SETP_EQ_U32, R(first), R(w), I(0));
-        INS(e, MAD_WIDE_U32, R(sa), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
-        INSP(e, first, 0, ST_GLOBAL_B32, A(sa, 0), R(kc_imm32(k, 0)));
+        INS(e, MAD_WIDE_U32, R(sa), R(idx), I(4 * sems), R(kc_ptr(k, "dq_sem")));
+        for (int j = 0; j < sems; j++) INSP(e, first, 0, ST_GLOBAL_B32, A(sa, 4 * j), R(kc_imm32(k, 0)));
     }
     INS(e, AND_B32, R(t), R(row), I(blk_rows - 1));
     INS(e, MAD_LO_U32, R(idx), R(idx), I(2 * blk_rows), R(t));
@@ -111,7 +112,8 @@ static void pre_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, Reg 
         INS(e, MAD_WIDE_U32, R(a), R(srow), I(4), R(kc_ptr(k, "delta")));
         INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(sum));
     }
-    if (fd->stats_block) stats_row_out(k, rc, fd->stats_block, row, p, srow, sum, bwd_dq_sems(d, fd));
+    if (fd->stats_block)
+        stats_row_out(k, rc, fd->stats_block, row, p, srow, sum, bwd_dq_sems(d, fd) ? bwd_sem_parts(fd) : 0);
     if (bwd_dq_kernel(d, fd)) return;
     /* this thread's 2 x 16 bytes of the row's d fp32 values */
     Reg z = kc_imm32(k, 0), acc = e_reg(e, RC_B64), off = e_reg(e, RC_B32);

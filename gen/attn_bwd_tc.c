@@ -15,7 +15,11 @@
  *       dS^T = P^T o (dP^T - delta_m)
  *       dQ_{m-1} out of TMEM by red.global.add into the fp32 accumulator (its convert scales it)
  *     epilogue: dK scaled, dK and dV rounded to dk and dv
- *   deterministic=1: no dQ here (the mma.sync dQ kernel recomputes it), no dS buffer.
+ *   deterministic=1: the query blocks in chain order (attn_bwd_math.h, down), and key block n adds its
+ *     dQ_m once the semaphore of (head, m, part) counts the n key blocks below it, then raises it: every
+ *     element of dQ sums its key blocks in one order, whatever the schedule.
+ *   dsplit > 1: CTAs x .. x + dsplit - 1 share the keys of block x / dsplit, each its d / dsplit columns of
+ *     dV, dK and dQ (S^T and dP^T over the whole d in each).
  *
  * A step's MMAs start once the last step's are done (the issuer waits on its own commit), so S^T of
  * m+1 never overwrites P^T of m in flight: a first schedule, correct before fast. The roles join by
@@ -28,14 +32,16 @@
 
 typedef struct {
     const AttnDesc *d;
-    int stages, dq, k_off, v_off, q_off, do_off, st_off, slot, ds_off;
+    int stages, k_off, v_off, q_off, do_off, st_off, slot, ds_off;
+    int ordered;                      /* deterministic: dQ adds in key-block order */
     int c_s, c_dp, c_p, c_ds, c_dv, c_dk, c_dq;   /* TMEM columns (P^T, dS^T over S^T, dP^T unless own_p) */
     int own_p;                        /* tcb_own_p */
     int dsplit, dh;                   /* CTAs per key block; this one's columns of dK, dV and dQ */
     Reg bar[TCB_NBARS(3)];
     Reg taddr, tq, leader;
     Reg b, kvh, key0, s_q, s_k, off, group;
-    Reg col0, q_part, k_part;   /* dsplit > 1: its first column; that column's slab in Q or dO, and in K (bytes) */
+    Reg part, col0, q_part, k_part;   /* dsplit > 1: its part; first column; that column's slab in Q or dO, and in K (bytes) */
+    Reg n, nblk, top_n;         /* ordered: the key block, query blocks per head, the last key block */
     QueryBlocks blocks;
     /* issuer */
     Reg yes, no;
@@ -51,7 +57,7 @@ static void problem(Kctx *k, TcBwd *f) {
     INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
     INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
     if (f->dsplit > 1) {   /* CTAs x .. x + dsplit - 1 share keys x / dsplit, part x % dsplit */
-        Reg part = e_reg(e, RC_B32);
+        Reg part = f->part = e_reg(e, RC_B32);
         f->col0 = e_reg(e, RC_B32), f->q_part = e_reg(e, RC_B32), f->k_part = e_reg(e, RC_B32);
         INS(e, REM_U32, R(part), R(f->key0), I(f->dsplit));
         INS(e, DIV_U32, R(f->key0), R(f->key0), I(f->dsplit));
@@ -59,12 +65,22 @@ static void problem(Kctx *k, TcBwd *f) {
         INS(e, MUL_LO_U32, R(f->q_part), R(part), I(f->dh / 64 * TCB_BM * 128));
         INS(e, MUL_LO_U32, R(f->k_part), R(part), I(f->dh / 64 * TCB_BN * 128));
     }
+    if (f->ordered) INS(e, MOV_B32, R(f->n = e_reg(e, RC_B32)), R(f->key0));
     INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(TCB_BN));
     f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     query_blocks(k, f->d->causal, TCB_BM, TCB_BN, f->key0, f->s_q, f->off, f->group, &f->blocks);
+    if (f->ordered) {   /* down the chain: key block n meets each block one step after n - 1 */
+        f->blocks.chain = 1, f->blocks.up = umma_const_pred(k, 0);
+        f->nblk = e_reg(e, RC_B32), f->top_n = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(f->nblk), R(f->s_q), I(TCB_BM - 1));
+        INS(e, DIV_U32, R(f->nblk), R(f->nblk), I(TCB_BM));
+        INS(e, ADD_U32, R(f->top_n), R(f->s_k), I(TCB_BN - 1));
+        INS(e, DIV_U32, R(f->top_n), R(f->top_n), I(TCB_BN));
+        INS(e, SUB_U32, R(f->top_n), R(f->top_n), I(1));
+    }
 }
 
 /* Ring slot of step it: its byte offset from slot 0, full and empty barriers, the full barrier's parity. */
@@ -166,7 +182,7 @@ static void issue_step(Kctx *k, void *ctx, Reg it, int masked) {
     for (int kk = 0; kk < TCB_BM / 16; kk++)                            /* dK += dS^T Q */
         INS(e, TC_MMA_1_F16_TS, A(f->taddr, f->c_dk), A(f->taddr, f->c_ds + 8 * kk), R(umma_desc_at(k, qm, kk * 16 * 128)),
             R(i_dk), R(kk ? f->yes : acc));
-    if (f->dq) {                                                        /* dQ = dS K: M = 64 queries, K = 128 keys */
+    {                                                                   /* dQ = dS K: M = 64 queries, K = 128 keys */
         Reg dsd = umma_desc(k, f->ds_off, umma_mn_rows(2 * TCB_BM));
         Reg km = at_part(k, f, umma_desc(k, f->k_off, umma_mn128(TCB_BN)), f->k_part);
         Reg i_dq = kc_imm32(k, umma_idesc_f16(dt, TCB_BM, f->dh, 1, 1));
@@ -192,6 +208,61 @@ static void issuer_role(Kctx *k, void *ctx) {
 /* ---- compute ---- */
 
 
+/* Ordered: key block n's turn at the block of (head h, rows from m_start) and its part of the columns. The key
+ * blocks that see the block are 0 .. last (key block 0 sees every block a later one sees); n adds once the
+ * semaphore counts n, then adds 1 to it, or -n if it is the last, which leaves it 0 for another run of the kernel
+ * alone (bench times it so). */
+typedef struct { Reg sem, raise; } DqTurn;
+static DqTurn dq_turn(Kctx *k, TcBwd *f, Reg h, Reg m_start) {
+    Emit *e = &k->e;
+    DqTurn t = {e_reg(e, RC_B64), e_reg(e, RC_B32)};
+    Reg idx = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
+    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+    INS(e, DIV_U32, R(blk), R(m_start), I(TCB_BM));
+    INS(e, MAD_LO_U32, R(idx), R(idx), R(f->nblk), R(blk));
+    if (f->dsplit > 1) INS(e, MAD_LO_U32, R(idx), R(idx), I(f->dsplit), R(f->part));
+    INS(e, MAD_WIDE_U32, R(t.sem), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
+    INS(e, MOV_B32, R(last), R(f->top_n));
+    if (f->d->causal) {   /* the block's last row q sees keys up to q + off */
+        Reg q = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(q), R(m_start), I(TCB_BM));
+        INS(e, MIN_U32, R(q), R(q), R(f->s_q));
+        INS(e, ADD_U32, R(q), R(q), R(f->off));
+        INS(e, SUB_U32, R(q), R(q), I(1));
+        INS(e, DIV_U32, R(q), R(q), I(TCB_BN));
+        INS(e, MIN_U32, R(last), R(last), R(q));
+    }
+    INS(e, SETP_EQ_U32, R(is_last), R(f->n), R(last));
+    INS(e, SUB_S32, R(t.raise), R(kc_imm32(k, 0)), R(f->n));
+    INS(e, SELP_B32, R(t.raise), R(t.raise), I(1), R(is_last));
+    return t;
+}
+
+/* The compute warps wait for the turn: warp 0 spins on the semaphore (acquire), the others at the barrier. */
+static void dq_wait_turn(Kctx *k, TcBwd *f, DqTurn t) {
+    Emit *e = &k->e;
+    Reg w0 = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), v = e_reg(e, RC_B32);
+    int spin = e_label(e), past = e_label(e);
+    e_comment(e, "dQ adds in key-block order: wait until the key blocks below this one added theirs");
+    INS(e, SETP_NE_U32, R(w0), R(k->warp), I(0));
+    INSP(e, w0, 0, BRA_UNI, L(past));
+    e_place(e, spin);
+    INS(e, LD_ACQUIRE_GPU_U32, R(v), A(t.sem, 0));
+    INS(e, SETP_NE_U32, R(p), R(v), R(f->n));
+    INSP(e, p, 0, BRA, L(spin));
+    e_place(e, past);
+    INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), R(kc_imm32(k, 128)));
+}
+
+/* Every compute thread's adds issued, thread 0 raises the semaphore (release: the adds before it). */
+static void dq_pass_turn(Kctx *k, DqTurn t) {
+    Emit *e = &k->e;
+    Reg t0 = e_reg(e, RC_PRED);
+    INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), R(kc_imm32(k, 128)));
+    INS(e, SETP_EQ_U32, R(t0), R(k->tid), I(0));
+    INSP(e, t0, 0, RED_RELEASE_GPU_ADD_U32, A(t.sem, 0), R(t.raise));
+}
+
 /* dQ of step it (M=64, Layout F: query row 16 w + lane of warp w's lanes 0-15) added into the accumulator
  * [b, h_q, s_q, d], rows below s_q only. */
 static void dq_out(Kctx *k, TcBwd *f, Reg it) {
@@ -212,6 +283,8 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
     INS(e, MUL_WIDE_U32, R(a), R(idx), I(4 * d->d));
     INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "dq_accum")));
     if (f->dsplit > 1) INS(e, MAD_WIDE_U32, R(a), R(f->col0), I(4), R(a));   /* this CTA's columns */
+    DqTurn turn = {0};
+    if (f->ordered) dq_wait_turn(k, f, turn = dq_turn(k, f, h, m_start));
     for (int c = 0; c < f->dh; c += 16) {
         Reg v[16];
         for (int i = 0; i < 16; i++) v[i] = e_reg(e, RC_F32);
@@ -219,6 +292,7 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
         for (int i = 0; i < 16; i += 4)
             INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(a, 4 * (c + i)), V4(v[i], v[i + 1], v[i + 2], v[i + 3]));
     }
+    if (f->ordered) dq_pass_turn(k, turn);
 }
 
 /* Step it: P^T and dS^T of this thread's key from S^T and dP^T, the step before's dQ out, then P^T and dS^T
@@ -266,17 +340,16 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         f32x8_pack(k, d->dtype, s + 8 * c, p + 4 * c);
         f32x8_pack(k, d->dtype, dp + 8 * c, ds + 4 * c);
     }
-    if (f->dq || f->own_p) {   /* the step before's products done: its dQ out (dS's row free), P^T, dS^T free */
+    {   /* the step before's products done: its dQ out (dS's row free, and P^T, dS^T) */
         Reg first = e_reg(e, RC_PRED), prev = e_reg(e, RC_B32);
         int none = e_label(e);
         INS(e, SETP_EQ_U32, R(first), R(it), I(0));
         INSP(e, first, 0, BRA_UNI, L(none));
         INS(e, SUB_U32, R(prev), R(it), I(1));
-        if (f->dq) dq_out(k, f, prev);
-        else umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, prev, 0, 0));
+        dq_out(k, f, prev);
         e_place(e, none);
     }
-    if (f->dq) {
+    {
         Reg tile = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(tile), R(k->smem), I(f->ds_off));
         for (int c = 0; c < TCB_BM / 8; c++)
@@ -301,8 +374,7 @@ static void epilogue(Kctx *k, TcBwd *f) {
     INS(e, SETP_NE_U32, R(has), R(f->blocks.total), I(0));
     INSP(e, has, 1, BRA_UNI, L(none));
     INS(e, SUB_U32, R(last), R(f->blocks.total), I(1));
-    if (f->dq) dq_out(k, f, last);                                        /* its wait covers every MMA */
-    else umma_wait(k, f->bar[TCB_DONE(f->stages)], mbar_parity(k, last, 0, 0));
+    dq_out(k, f, last);                                                   /* its wait covers every MMA */
     e_place(e, none);
     INS(e, SETP_LT_U32, R(in), R(f->key), R(f->s_k));
     const char *names[2] = {"dk", "dv"};
@@ -321,7 +393,7 @@ static void compute_role(Kctx *k, void *ctx) {
     f->scale_log2 = scale_log2(k);
     f->key = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(f->key), R(f->key0), R(k->tid));
-    if (f->dq) {   /* dQ's M = 64 leaves lanes 16-31 of each quarter to no MMA: zeros, so its 32-lane reads read data */
+    {   /* dQ's M = 64 leaves lanes 16-31 of each quarter to no MMA: zeros, so its 32-lane reads read data */
         Reg z[16];
         for (int i = 0; i < 16; i++) z[i] = kc_imm32(k, 0);
         for (int c = 0; c < f->dh; c += 16) INS(e, TC_ST_32X32B_X16, A(f->tq, f->c_dq + c), V(16, z));
@@ -336,11 +408,11 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Kctx *k = &kc;
     Emit *e = &k->e;
     const AttnTile *t = &d->tile;
-    TcBwd f = {.d = d, .stages = t->stages, .dq = tcb_main_dq(d), .own_p = tcb_own_p(d), .dsplit = tcb_dsplit(d),
+    TcBwd f = {.d = d, .stages = t->stages, .ordered = t->deterministic, .own_p = tcb_own_p(d), .dsplit = tcb_dsplit(d),
                .dh = tcb_dh(d), .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"),
                .q_off = plan_region(p, "Q.0"), .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
     f.slot = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
-    if (f.dq) f.ds_off = plan_region(p, "dS");
+    f.ds_off = plan_region(p, "dS");
     for (int i = 0; i < p->ntmem; i++) {
         const TmemRegion *r = &p->tmem[i];
         int *col = !strcmp(r->name, "S^T") ? &f.c_s : !strcmp(r->name, "dP^T") ? &f.c_dp : !strcmp(r->name, "P^T") ? &f.c_p

@@ -19,15 +19,13 @@ enum { TCB_KV };
 #define TCB_PDS(st) (2 + 2 * (st))
 #define TCB_DONE(st) (3 + 2 * (st))
 #define TCB_NBARS(st) (4 + 2 * (st))
-/* whether the main kernel computes dQ (else deterministic=1: the mma.sync dQ kernel recomputes it) */
-static inline int tcb_main_dq(const AttnDesc *d) { return !d->tile.deterministic; }
 /* CTAs per block of keys: each owns dh = d / dsplit columns of dK, dV and dQ (its TMEM holds only those) and
  * computes S^T and dP^T over the whole d itself, which is how d 192 and 256 fit the 512 columns */
 static inline int tcb_dsplit(const AttnDesc *d) { return d->tile.dsplit > 1 ? d->tile.dsplit : 1; }
 static inline int tcb_dh(const AttnDesc *d) { return d->d / tcb_dsplit(d); }
 /* whether P^T and dS^T get TMEM columns of their own (else over S^T and dP^T, so that the next step's scores
- * wait for this step's dV and dK): S^T, dP^T, P^T, dS^T, dV, dK (and dQ) within the 512 */
-static inline int tcb_own_p(const AttnDesc *d) { return 3 * TCB_BM + (tcb_main_dq(d) ? 3 : 2) * tcb_dh(d) <= 512; }
+ * wait for this step's dV and dK): S^T, dP^T, P^T, dS^T, dV, dK and dQ within the 512 */
+static inline int tcb_own_p(const AttnDesc *d) { return 3 * TCB_BM + 3 * tcb_dh(d) <= 512; }
 
 void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
 void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);

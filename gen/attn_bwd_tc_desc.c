@@ -1,9 +1,9 @@
 /* attn_bwd, tcgen05 family (sm_100a / sm_103a): tile keys, the main kernel's
  * plan (shared memory, the TMEM column map, warp roles), its launch ABI, and
  * the set around it, which is the mma.sync family's (bwd_set_build): the pre
- * kernel, this main kernel, then the dQ convert, or with deterministic=1 the
- * mma.sync dQ kernel, which recomputes dQ per query block. The emitter is
- * attn_bwd_tc.c. */
+ * kernel, this main kernel, then the dQ convert. With deterministic=1 the main
+ * kernel adds dQ in key-block order under semaphores the pre kernel zeroes (no
+ * dQ kernel). The emitter is attn_bwd_tc.c. */
 #include "attn_bwd_tc.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -13,8 +13,8 @@ const TileKey attn_bwd_tc_keys[] = {
     {"bn", offsetof(AttnTile, bn), {TCB_BN}, 1, "key rows per CTA: the M of S^T, dP^T, dV and dK (one TMEM lane each)"},
     {"stages", offsetof(AttnTile, stages), {1, 2, 3}, 3, "depth of the ring of Q, dO and statistics the producer fills"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
-     "1: bit-identical across runs: the main kernel leaves dQ to the mma.sync family's dQ kernel, which recomputes it "
-     "per query block; 0: dQ added by vector atomics from the main kernel"},
+     "1: bit-identical across runs: each key block adds its dQ once the key blocks below it have (a semaphore per "
+     "block of query rows and part of the columns); 0: dQ added by vector atomics as each key block has it"},
     {"dsplit", offsetof(AttnTile, dsplit), {1, 2, 3, 4}, 4,
      "CTAs per block of keys, each owning d/dsplit columns (a multiple of 64) of dK, dV and dQ in its TMEM and "
      "recomputing S^T and dP^T over the whole d: how d 192 (3) and 256 (2) fit the 512 TMEM columns"},
@@ -63,8 +63,7 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, do_st[s], TCB_BM * d->dv * 2, 1024, "ring slot: its output gradient (B of dP^T; MN-major B of dV)");
         plan_add_region(p, stats_st[s], 2 * TCB_BM * 4, 128, "ring slot: its lse, then delta (a TMA copy of its stats block)");
     }
-    if (tcb_main_dq(d))
-        plan_add_region(p, "dS", TCB_BN * TCB_BM * 2, 1024, "dS^T rows, one per key: the MN-major A of dQ = dS K");
+    plan_add_region(p, "dS", TCB_BN * TCB_BM * 2, 1024, "dS^T rows, one per key: the MN-major A of dQ = dS K");
     plan_add_region(p, "bars", 8 * TCB_NBARS(t->stages) + 8, 8,
                     "mbarriers: K/V landed; full and empty per slot; S^T/dP^T done; P^T/dS^T in; step done; TMEM address");
     snprintf(shp[0], sizeof shp[0], "[%d, %d]", TCB_BN, TCB_BM);
@@ -84,7 +83,7 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     }
     plan_add_tmem(p, "dV", dh, "fp32", shp[1], "whole kernel");
     plan_add_tmem(p, "dK", dh, "fp32", shp[2], "whole kernel");
-    if (tcb_main_dq(d)) plan_add_tmem(p, "dQ", dh, "fp32", shp[3], "loop: M=64, lanes 0-15 of each warp's quarter");
+    plan_add_tmem(p, "dQ", dh, "fp32", shp[3], "loop: M=64, lanes 0-15 of each warp's quarter");
     /* a compute thread at its peak: its rows of S^T and dP^T, then P^T and dS^T packed, addresses (ptxas 13.0: 168) */
     p->regs_est = 2 * TCB_BM + 40;
     plan_add_role(p, "compute", 4, 0);   /* P^T, dS^T from S^T, dP^T; dQ out by atomics; dK, dV at the end */
@@ -95,7 +94,7 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
         snprintf(split, sizeof split, " dsplit=%d (%d columns each; S^T, dP^T in every part: %.2fx the MMAs)",
                  tcb_dsplit(d), dh, (2.0 * tcb_dsplit(d) + 3.0) / 5.0);
     snprintf(what, sizeof what, "attn_bwd main (tcgen05) d=%d bm=%d bn=%d stages=%d%s%s", d->d, t->bm, t->bn, t->stages,
-             split, tcb_main_dq(d) ? "" : " deterministic (no dQ)");
+             split, t->deterministic ? " deterministic (dQ adds in key-block order)" : "");
     plan_finish(p, d->arch, what);
 }
 
@@ -109,7 +108,10 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
              t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
-    if (tcb_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator [b, h_q, s_q, d], added into here (red.global.add)");
+    abi_workspace(ks, "dq_accum", "fp32 dQ accumulator [b, h_q, s_q, d], added into here (red.global.add)");
+    if (t->deterministic)
+        abi_workspace(ks, "dq_sem", "per block of query rows and part of dQ's columns, the key blocks that added: "
+                      "waited on before this key block adds and raised after");
     abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
     abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
     abi_sizes(ks, attn_size_names, 4);
@@ -122,19 +124,17 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-static BwdMain tc_main(void) {
-    return (BwdMain){attn_bwd_tc_main_plan, attn_bwd_tc_main_spec, attn_bwd_tc_main_emit, {TCB_BM, 0}};
+static BwdMain tc_main(const AttnDesc *d) {
+    return (BwdMain){attn_bwd_tc_main_plan, attn_bwd_tc_main_spec, attn_bwd_tc_main_emit, {TCB_BM, 1, tcb_dsplit(d)}};
 }
 
 
 int attn_bwd_tc_plan(const AttnDesc *d, Plan *plans) {
-    AttnDesc q = bwd_dq_desc(d);
-    BwdMain m = tc_main();
-    return bwd_set_plan(d, &q, &m, plans);
+    BwdMain m = tc_main(d);
+    return bwd_set_plan(d, d, &m, plans);   /* no dQ kernel: deterministic orders the main kernel's adds */
 }
 
 void attn_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
-    AttnDesc q = bwd_dq_desc(d);
-    BwdMain m = tc_main();
-    bwd_set_build(d, &q, &m, ks, module);
+    BwdMain m = tc_main(d);
+    bwd_set_build(d, d, &m, ks, module);
 }

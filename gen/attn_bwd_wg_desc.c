@@ -139,7 +139,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 
 /* The main kernel's producer brings each step's lse and delta in with one TMA copy of a padded block. */
 static BwdMain wg_main(const AttnDesc *d) {
-    return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, {d->tile.bm, bwg_ordered(d)}};
+    return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit, {d->tile.bm, bwg_ordered(d), 0}};
 }
 
 

@@ -34,7 +34,7 @@ static const KernelKind kinds[] = {
      attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0},
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
-     "with M = 64 added by vector atomics, or deterministic by the mma.sync dQ kernel): delta, main, dQ convert "
+     "with M = 64 added by vector atomics, in key-block order under semaphores when deterministic): delta, main, dQ convert "
      "kernels; bf16/fp16, d 64|128|192|256 (192 and 256 split over 3 and 2 CTAs per key block), causal, GQA/MQA",
      FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys, attn_bwd_tc_default_tile, attn_bwd_tc_check_tile,
      attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0},

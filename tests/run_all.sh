@@ -654,8 +654,26 @@ sim_tests() {
         shift 3
         sim_bwd "sim tcgen05 bwd d=$hd $dt $arch $*" --arch $arch --hdim $hd --dtype $dt "$@" --seed $((RANDOM + 1))
     done
+    # deterministic=1: dQ added in key-block order under a semaphore per (head, query block, part); two CTAs per SM
+    # interleave, so a key block waits on the one below it
+    for f in "sm_100a 256 --causal --b 2 --sq 200 --sk 333 --hq 4 --hkv 2" "sm_103a 192 --sq 300 --sk 200 --hq 3 --hkv 3" \
+             "sm_100a 64 --causal --sq 77 --sk 400 --hq 4 --hkv 1" "sm_100a 128 --tile dsplit=2 --sq 130 --sk 260 --hq 2 --hkv 2"; do
+        set -- $f
+        local arch=$1 hd=$2
+        shift 2
+        local tile=deterministic=1
+        if [ "$1" = --tile ]; then tile=$tile,$2; shift 2; fi
+        PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim tcgen05 bwd deterministic d=$hd $arch $tile $*, 2 CTAs per SM" --arch $arch \
+            --hdim $hd --tile $tile "$@" --seed $((RANDOM + 1))
+    done
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd deterministic: the dQ semaphore is never raised" \
+        '/red\.release\.gpu\.global\.add\.u32/ { sub(/%r[0-9]+;/, "0;") } { print }' "endless loop" \
+        attn_bwd --hdim 64 --tile deterministic=1 -- --sq 130 --sk 300 --hq 2 --hkv 1
+    PTXGEN_SIM_MAX_STEPS=3000000 sim_tc_mutant "planted tcgen05 bwd deterministic: the pre kernel leaves the semaphores unset" \
+        '/\.entry attn_bwd_pre/ { pre = 1 } /\.entry attn_bwd_tc_main/ { pre = 0 } pre && /st\.global\.b32/ { next } { print }' \
+        "endless loop" attn_bwd --hdim 256 --tile deterministic=1 -- --sq 130 --sk 300 --hq 2 --hkv 1
     for f in "sm_100a --hdim 192" "sm_103a --hdim 192 --causal" "sm_100a --hdim 256 --causal" "sm_103a --hdim 256 --dtype fp16" \
-             "sm_100a --hdim 128 --tile dsplit=2"; do
+             "sm_100a --hdim 128 --tile dsplit=2" "sm_103a --hdim 256 --tile deterministic=1 --causal"; do
         set -- $f
         tc_ptxas "ptxas attn_bwd tcgen05 $*: 0 spills" --kernel attn_bwd --arch "$@"
     done
