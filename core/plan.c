@@ -13,7 +13,7 @@ static void room_for_region(const Plan *p) {
 int plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note) {
     room_for_region(p);
     int off = (p->smem_bytes + align - 1) / align * align;
-    p->region[p->nregions++] = (SmemRegion){name, off, bytes, note, -1};
+    p->region[p->nregions++] = (SmemRegion){name, off, bytes, note, -1, "", ""};
     p->smem_bytes = off + bytes;
     return off;
 }
@@ -21,8 +21,19 @@ int plan_add_region(Plan *p, const char *name, int bytes, int align, const char 
 void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note) {
     room_for_region(p);
     SmemRegion base = p->region[over];
-    p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note, over};
+    p->region[p->nregions++] = (SmemRegion){name, base.offset, bytes, note, over, "", ""};
     if (base.offset + bytes > p->smem_bytes) p->smem_bytes = base.offset + bytes;
+}
+
+void plan_region_formula(Plan *p, const char *name, const char *shape, const char *formula) {
+    for (int i = 0; i < p->nregions; i++)
+        if (!strcmp(p->region[i].name, name)) {
+            snprintf(p->region[i].shape, sizeof p->region[i].shape, "%s", shape);
+            snprintf(p->region[i].formula, sizeof p->region[i].formula, "%s", formula);
+            return;
+        }
+    fprintf(stderr, "ptxgen internal: plan has no region %s\n", name);
+    abort();
 }
 
 int plan_region(const Plan *p, const char *name) {
@@ -118,6 +129,26 @@ static void print_unions(const Plan *p, Buf *out) {
     }
 }
 
+/* Where regions carry formulas: seed 000's budget table, each buffer's shape and formula, then the total against
+ * the opt-in limit and the headroom left. */
+static void print_budget(const Plan *p, const ArchInfo *a, Buf *out) {
+    int any = 0;
+    for (int i = 0; i < p->nregions; i++) any |= p->region[i].formula[0] != 0;
+    if (!any) return;
+    buf_printf(out, "budget (buffer, shape, formula, bytes):\n");
+    for (int i = 0; i < p->nregions; i++) {
+        const SmemRegion *r = &p->region[i];
+        char reuse[48];
+        snprintf(reuse, sizeof reuse, "reuses %s's bytes", r->over >= 0 ? p->region[r->over].name : "");
+        buf_printf(out, "  %-10s %-18s %-34s %8d%s\n", r->name, r->shape, r->over >= 0 ? reuse : r->formula, r->bytes,
+                   r->over >= 0 ? " (not counted)" : "");
+    }
+    buf_printf(out, "  %-10s %-18s %-34s %8d\n", "total", "", "the regions, aligned", p->smem_bytes);
+    buf_printf(out, "  %-10s %-18s %-34s %8d\n", "limit", "", "the opt-in maximum per block", a->smem_block_optin);
+    buf_printf(out, "  %-10s %-18s %-34s %8d%s\n", "headroom", "", "limit - total", a->smem_block_optin - p->smem_bytes,
+                   p->smem_bytes > a->smem_block_optin ? " (over: refused)" : "");
+}
+
 void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
     buf_printf(out, "kernel %s\n", p->what);
     buf_printf(out, "shared memory (dynamic, per CTA) on %s:\n", a->name);
@@ -133,6 +164,7 @@ void plan_print(const Plan *p, const ArchInfo *a, Buf *out) {
     buf_printf(out, "  %-10s %8s %8s %8d %7.1f  %.1f%% of the %d B (%.1f KB) a block may opt into on %s, %d B free "
                "(+%d B reserved per block)\n", "total", "", "", p->smem_bytes, p->smem_bytes / 1024.0,
                100.0 * p->smem_bytes / budget, budget, budget / 1024.0, a->name, budget - p->smem_bytes, a->smem_reserved);
+    print_budget(p, a, out);
     plan_tmem_print(p, a, out);
     buf_printf(out, "threads per CTA:        %d\n", p->threads);
     buf_printf(out, "registers (estimate):   %d per thread of %d\n", p->regs_est, a->regs_thread);

@@ -14,6 +14,8 @@ typedef struct {
     int offset, bytes;
     const char *note;
     int over;              /* a phase union: the region whose bytes this one reuses (-1: none) */
+    char shape[32];        /* for the budget table (seed 000's form): "[16, 576] bf16" ("": none) */
+    char formula[48];      /* its bytes in the tile's terms: "bm x d_qk x 2" */
 } SmemRegion;
 
 /* Columns [col, col + cols) of the CTA's TMEM allocation, all 128 lanes.
@@ -58,6 +60,9 @@ typedef struct {
 
 int  plan_add_region(Plan *p, const char *name, int bytes, int align, const char *note);  /* returns offset */
 void plan_union_region(Plan *p, const char *name, int over, int bytes, const char *note); /* reuses region `over` */
+/* The shape and byte formula of region `name`: --plan then adds the budget table (buffer, shape, formula, bytes,
+ * total, headroom) */
+void plan_region_formula(Plan *p, const char *name, const char *shape, const char *formula);
 /* The offset of the region called name (an internal error if none is). */
 int  plan_region(const Plan *p, const char *name);
 /* Two-stage buffers are regions named "X.0" and "X.1": the one distance from

@@ -145,9 +145,8 @@ static LdsmBases chunk_bases(Kctx *k, const LdsmBases *b, int c) {
 }
 
 /* dkv of the warp's block, MLA_DKV_CHUNK columns at a time: dS^T Q (+ P^T dO on the d_v columns). */
-static void dkv_block(Kctx *k, MlaBwd *f, Reg n) {
+static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows) {
     const AttnDesc *d = f->d;
-    MlaDkvRows rows = dkv_rows(k, f, n);
     for (int c = 0; c < f->sp.nope / 32; c++) {
         LdsmBases qb = chunk_bases(k, &f->fqt, c), db = chunk_bases(k, &f->fdot, c);
         Acc acc;
@@ -171,7 +170,8 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     (void)n_max, (void)masked;
     e_comment(e, "top-k step n");
     sync_tiles(k);                            /* step n's rows landed; everyone is done with step n-1 */
-    mla_slots_prefetch(k, &f->sl, &f->st, n);
+    int one = f->st.stride == 0;              /* one row buffer (stages=1) */
+    if (!one) mla_slots_prefetch(k, &f->sl, &f->st, n);
     Acc s, dp;
     acc_new(k, &s, 1, f->hn / 8);
     acc_new(k, &dp, 1, f->hn / 8);
@@ -187,8 +187,13 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg *a = frag_a_load(k, &f->fds, 1, f->sl.bn / 16);
     mma_ab_trans(k, &f->dq, a, f->sl.bn / 16, &f->fkt, d->dtype);               /* dq += dS K, all bn slots */
     mma_ab_trans(k, &f->dq_rope, a, f->sl.bn / 16, &f->fkt_rope, d->dtype);
-    dkv_block(k, f, n);
-    stages_advance(k, &f->st);
+    MlaDkvRows rows = dkv_rows(k, f, n);
+    if (one) {   /* every warp's dq products have read the rows: the next step's land under the dkv products */
+        INS(e, BAR_SYNC, I(0));
+        mla_slots_prefetch(k, &f->sl, &f->st, n);
+    }
+    dkv_block(k, f, rows);
+    if (!one) stages_advance(k, &f->st);
 }
 
 static void epilogue(Kctx *k, MlaBwd *f) {

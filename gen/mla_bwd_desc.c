@@ -10,6 +10,9 @@
 const TileKey mla_bwd_keys[] = {
     {"bm", offsetof(AttnTile, bm), {16, 32, 64}, 3, "heads of one token per CTA (16 per warp pair)"},
     {"bn", offsetof(AttnTile, bn), {32}, 1, "top-k slots gathered per step (16 per warp of a pair)"},
+    {"stages", offsetof(AttnTile, stages), {1, 2}, 2,
+     "buffers of gathered rows: 2, the next step's land while this one's are read; 1 (for 99 KB parts: sm_86, "
+     "sm_89, sm_120), the next step's are gathered once dq = dS K has read this one's, under the dkv products"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
      "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
 };
@@ -20,13 +23,41 @@ static const char *const pre_sizes[] = {"s_q", "h_q"}, *const convert_sizes[] = 
 AttnTile mla_bwd_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)d;
-    static const AttnTile order[] = {{.bm = 64, .bn = 32}, {.bm = 32, .bn = 32}, {.bm = 16, .bn = 32}};
+    /* the most heads per CTA that fit, two row buffers before one (one gathers under the dkv products only) */
+    static const AttnTile order[] = {{.bm = 64, .bn = 32, .stages = 2}, {.bm = 32, .bn = 32, .stages = 2},
+                                     {.bm = 16, .bn = 32, .stages = 2}, {.bm = 32, .bn = 32, .stages = 1},
+                                     {.bm = 16, .bn = 32, .stages = 1}};
     return mla_first_fitting(a, order, (int)(sizeof order / sizeof order[0]), mla_bwd_main_plan);
 }
 
 int mla_bwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     (void)d, (void)err, (void)errlen;
     return 0;   /* every key combination splits evenly (mla_dkv_split); the plan judges the budget */
+}
+
+/* The main kernel's regions in seed 000's terms (--plan's budget table): the tile's bm heads, bn slots. */
+static void budget_formulas(const AttnDesc *d, Plan *p) {
+    const AttnTile *t = &d->tile;
+    const char *dt = dtype_name(d->dtype);
+    char shp[6][32];
+    snprintf(shp[0], sizeof shp[0], "[%d, %d] %s", t->bm, d->d, dt);
+    snprintf(shp[1], sizeof shp[1], "[%d, %d] %s", t->bm, d->dv, dt);
+    snprintf(shp[2], sizeof shp[2], "[%d, %d] %s", t->bn, d->d, dt);
+    snprintf(shp[3], sizeof shp[3], "[%d] fp32", t->bn);
+    snprintf(shp[5], sizeof shp[5], "[%d] s32", t->bn);
+    snprintf(shp[4], sizeof shp[4], "[%d, %d] %s", t->bm, MLA_P_COLS, dt);
+    plan_region_formula(p, "Q", shp[0], "bm x d_qk x 2");
+    plan_region_formula(p, "dO", shp[1], "bm x d_v x 2");
+    for (int s = 0; s < (t->stages == 1 ? 1 : 2); s++) {
+        static const char *const kv[2] = {"KV.0", "KV.1"}, *const bias[2] = {"bias.0", "bias.1"},
+                          *const rows[2] = {"rows.0", "rows.1"};
+        plan_region_formula(p, kv[s], shp[2], "bn x d_qk x 2 (per stage)");
+        plan_region_formula(p, bias[s], shp[3], "bn x 4 (per stage)");
+        plan_region_formula(p, rows[s], shp[5], "bn x 4 (per stage)");
+    }
+    plan_region_formula(p, "dS", shp[4], "bm x 64 x 2");
+    plan_region_formula(p, "P", shp[4], "bm x 64 x 2");
+    plan_region_formula(p, "dQ", shp[0], "bm x d_qk x 2");
 }
 
 void mla_bwd_main_plan(const AttnDesc *d, Plan *p) {
@@ -37,18 +68,22 @@ void mla_bwd_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "KV.0", t->bn * d->d * 2, 128, "loop: gathered rows of the step (K all 576 columns, V the first 512)");
     plan_add_region(p, "bias.0", t->bn * 4, 16, "loop: 0 or -inf per slot of the step");
     plan_add_region(p, "rows.0", t->bn * 4, 16, "loop: the kv row of each slot, where its dkv goes");
-    plan_add_region(p, "KV.1", t->bn * d->d * 2, 128, "loop: the next step's rows land here while .0 is used");
-    plan_add_region(p, "bias.1", t->bn * 4, 16, "loop: next step's validity");
-    plan_add_region(p, "rows.1", t->bn * 4, 16, "loop: next step's kv rows");
+    if (t->stages != 1) {
+        plan_add_region(p, "KV.1", t->bn * d->d * 2, 128, "loop: the next step's rows land here while .0 is used");
+        plan_add_region(p, "bias.1", t->bn * 4, 16, "loop: next step's validity");
+        plan_add_region(p, "rows.1", t->bn * 4, 16, "loop: next step's kv rows");
+    }
     plan_add_region(p, "dS", t->bm * MLA_P_COLS * 2, 128, "loop: scale * dS of the step (A of dq, A^T of dkv)");
     plan_add_region(p, "P", t->bm * MLA_P_COLS * 2, 128, "loop: P of the step (A^T of dkv)");
     plan_union_region(p, "dQ", q, t->bm * d->d * 2, "epilogue: dq staging for 16-byte stores");
+    budget_formulas(d, p);
     /* live per thread: the dq half (16 x 288 fp32), S and dP of the warp's
      * slots, one 64-column dkv chunk, addresses and the loop state */
     p->regs_est = (d->d / 2 / 8) * 4 + 2 * (t->bn / 2 / 8) * 4 + 32 + 48;
-    char what[96];
-    snprintf(what, sizeof what, "mla_bwd main d_qk=%d d_v=%d bm=%d bn=%d warps=%d%s", d->d, d->dv, t->bm, t->bn,
-             t->warps, t->deterministic ? " deterministic" : "");
+    char what[160];
+    snprintf(what, sizeof what, "mla_bwd main d_qk=%d d_v=%d bm=%d bn=%d warps=%d%s%s", d->d, d->dv, t->bm, t->bn,
+             t->warps, t->stages == 1 ? " stages=1 (rows gathered under the dkv products)" : "",
+             t->deterministic ? " deterministic" : "");
     plan_finish(p, d->arch, what);
 }
 
@@ -182,6 +217,8 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     else mla_bwd_convert_emit(d, &ks->k[n], m);
 }
 
-static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL};
-int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &sync_main); }
-void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &sync_main); }
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL},
+                         sync_main1 = {mla_bwd_main_plan, mla_bwd_main_emit, "main_st1", 0, NULL, NULL, NULL, NULL};
+static const MlaBwdMain *sync_of(const AttnDesc *d) { return d->tile.stages == 1 ? &sync_main1 : &sync_main; }
+int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, sync_of(d)); }
+void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, sync_of(d)); }

@@ -150,7 +150,7 @@ void mla_stream_begin(Kctx *k, const AttnDesc *d, const Plan *p, int keep_rows, 
                     .rows_off = keep_rows ? plan_region(p, "rows.0") : -1};
     mla_cta(k, c, t->bm, 32 * t->warps);
     mla_slots_init(k, s, c);
-    stages_init(k, st, plan_stage_stride(p));
+    stages_init(k, st, t->stages == 1 ? 0 : plan_stage_stride(p));   /* one stage: the next rows go where these were */
 }
 
 void mla_slot_loop(Kctx *k, const MlaSlots *s, KeyStep step, void *ctx) {

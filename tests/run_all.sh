@@ -152,7 +152,7 @@ ptxas_configs() {   # one "kernel arch dtype d causal" line per config
             for d in 64 128; do echo "attn_bwd $a $t $d $c"; done
         done
         echo "mla_fwd $a $t 576 0"
-        case $a in sm_86|sm_89|sm_120*) ;; *) echo "mla_bwd $a $t 576 0"; echo "mla_bwd $a $t 576 1" ;; esac
+        echo "mla_bwd $a $t 576 0"; echo "mla_bwd $a $t 576 1"
     done; done
 }
 
@@ -285,6 +285,39 @@ mla_bwd_sim_tests() {
         --skv 600 --hq 32 --topk 64 --pad 8
     sim_mla_bwd "sim mla_bwd sm_80 scalar reductions" --arch sm_80 --sq 4 --skv 500 --hq 64 --topk 64
     sim_mla_bwd "sim mla_bwd sm_90 bm=16 s_kv=2" --tile bm=16 --sq 6 --skv 2 --hq 24 --topk 40
+    mla_bwd_99k_tests
+}
+
+# mla_bwd on the 99 KB parts (sm_86, sm_89, sm_120: 101,376 B a block): seed 004's lesson, every candidate tile is
+# planned; the ones the plan accepts must assemble and pass on the sim, the others be refused naming the bytes. Only
+# bm=16 with one row buffer (stages=1: 76,032 B) fits; it is the default there.
+mla_bwd_99k_tests() {
+    local a bm st det name fits=0
+    section "mla_bwd on 99 KB parts: every candidate tile planned, the fitting ones run on the sim"
+    export PTXGEN_SIM_STRICT=1
+    for a in sm_120 sm_86 sm_89; do for bm in 16 32 64; do for st in 1 2; do for det in 0 1; do
+        name="mla_bwd $a bm=$bm stages=$st deterministic=$det"
+        run_cli --arch $a --kernel mla_bwd --tile bm=$bm,stages=$st,deterministic=$det -o "$TMP/c.ptx"
+        if [ "$rc" -ne 0 ]; then
+            expect_output "$name: refused naming the shared memory it needs" "needs [0-9]+ B .* of shared memory per block; $a allows 101376 B" &&
+                pass "$name: refused naming the shared memory it needs"
+            continue
+        fi
+        fits=$((fits + 1))
+        if ! ptxas -arch=$a "$TMP/c.ptx" -o /dev/null 2>"$TMP/err"; then fail "$name: ptxas" "$(one_line "$TMP/err")"; continue; fi
+        sim_mla_bwd "sim $name (the plan fits)" --arch $a --tile bm=$bm,stages=$st,deterministic=$det --dtype fp16 \
+            --sq 3 --skv 300 --hq 20 --topk 70 --topk-length --seed $((RANDOM + 1))
+    done; done; done; done
+    if [ "$fits" -eq 6 ]; then pass "mla_bwd on 99 KB parts: bm=16 stages=1 (x 2 dkv paths) fits on each of the three, nothing else"
+    else fail "mla_bwd on 99 KB parts: candidates that fit" "$fits, expected 6 (bm=16 stages=1, both paths, 3 archs)"; fi
+    sim_mla_bwd "sim mla_bwd sm_120 default tile bf16 h_q=64" --arch sm_120 --sq 4 --skv 500 --hq 64 --topk 96 --seed $((RANDOM + 1))
+    unset PTXGEN_SIM_STRICT
+    name="mla_bwd sm_120 --plan: the default tile (bm=16, one row buffer) and the budget table in seed 000's form"
+    run_cli --arch sm_120 --kernel mla_bwd --plan
+    expect_rc "$name" 0 && expect_output "$name" '^mla_bwd bf16 d=576 on sm_120, mma.sync, tile bm=16,bn=32,stages=1' \
+        '^budget \(buffer, shape, formula, bytes\):' '^  KV.0 +\[32, 576\] bf16 +bn x d_qk x 2 \(per stage\) +36864$' \
+        '^  total +the regions, aligned +76032$' '^  limit +the opt-in maximum per block +101376$' \
+        '^  headroom +limit - total +25344$' && pass "$name"
 }
 
 # sim_mla_bwd_wg_mutant NAME SED_SCRIPT PHRASE: the wgmma mla_bwd edited by SED_SCRIPT must fail on the sim with PHRASE
@@ -878,7 +911,7 @@ cli_errors() {
     usage_error "cli unknown flag" "unknown" "--bogus" -- --bogus
     usage_error "cli unknown arch" "unknown arch" "sm_99" -- --arch sm_99 --kernel attn_fwd
     usage_error "cli unknown kernel" "unknown kernel" "nosuch" -- --arch sm_90 --kernel nosuch
-    usage_error "cli mla_bwd on 99 KB parts" "mla_bwd main" "101376 B" -- --arch sm_86 --kernel mla_bwd
+    usage_error "cli mla_bwd bm=32 on 99 KB parts" "mla_bwd main" "101376 B" -- --arch sm_86 --kernel mla_bwd --tile bm=32
     usage_error "cli mla_bwd bn" "bn" "32" -- --arch sm_90 --kernel mla_bwd --tile bn=64
     usage_error "cli attn_bwd hdim 256" "head dim 256" "attn_bwd" -- --arch sm_90 --kernel attn_bwd --hdim 256
     usage_error "cli attn_bwd dQ split" "dQ tile" -- --arch sm_90 --kernel attn_bwd --hdim 64 --tile deterministic=0,bm=64,bn=128,warps=8
@@ -1254,7 +1287,7 @@ list_test() {
     name="--list: every (kernel, family, arch) that builds, refused default plans starred"
     expect_output "$name" \
         '^  attn_fwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
-        '^  mla_bwd +mma\.sync *: sm_80 sm_86\* sm_89\* sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120\* sm_120a\*$' \
+        '^  mla_bwd +mma\.sync *: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_103 sm_103a sm_120 sm_120a$' \
         '^  mla_bwd +tcgen05 *: sm_100a sm_103a$' '^  attn_fwd +tcgen05 *: sm_100a sm_103a$' '^  attn_bwd +tcgen05 *: sm_100a sm_103a$' \
         '^  mla_fwd +tcgen05 *: sm_100a sm_103a$' \
         '^tile keys for mla_bwd, tcgen05' '^tile keys for attn_fwd, tcgen05' &&

@@ -41,7 +41,7 @@ def test_emit_mla_bwd_pair():
 
 def test_emit_refuses_bad_requests():
     for args, phrase in ((("nosuch", "sm_90"), "nosuch"), (("attn_fwd", "sm_999"), "sm_999"),
-                         (("mla_bwd", "sm_86"), "101376")):
+                         (("mla_bwd", "sm_86", "bf16", None, False, "bm=32"), "101376")):
         try:
             ptxgen.emit(*args)
         except ValueError as e:
