@@ -40,7 +40,7 @@ static void print_help(void) {
          "       ptxgen check|bench|xcheck --kernel KERNEL [--arch ARCH] [--b N] [--sq N] [--sk N] [--hq N] [--hkv N]\n"
          "              [--causal] [--dtype T] [--hdim D] [--hdim-v DV] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
-         "              [--ref cpu|gpu|auto] (check and xcheck)\n"
+         "              [--ref cpu|gpu|auto] (check and xcheck) [--varlen L1,L2,... [--varlen-k K1,K2,...]]\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
@@ -63,7 +63,9 @@ static void print_help(void) {
          "compares them with each other. bench reports the median of --iters CUDA-event timings and\n"
          "TFLOP/s (GPU only). Shape flags left out take the kind's defaults (check: small enough for the CPU\n"
          "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). --hdim-v sets d_v\n"
-         "where the kind takes d_v != d (the tcgen05 attn_fwd: --hdim 192 --hdim-v 128 is MLA prefill's). mla_fwd\n"
+         "where the kind takes d_v != d (the tcgen05 attn_fwd: --hdim 192 --hdim-v 128 is MLA prefill's). --varlen\n"
+         "builds the set over packed sequences (cu_seqlens; the mma.sync attn_fwd so far); check and bench take the\n"
+         "query lengths after it (0 allowed) and --varlen-k the key lengths (else the same). mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"
          "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer. Backward kinds\n"
@@ -188,8 +190,9 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
     const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file,
-                           &c->ref, &c->req.family};
-    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref", "--mma"};
+                           &c->ref, &c->req.family, &c->run.varlen_k};
+    const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref", "--mma",
+                           "--varlen-k"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
     if (!strcmp(f, "--device")) {
@@ -236,6 +239,10 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--stats")) c->run.stats = 1;
         else if (!strcmp(f, "--topk-length")) c->run.topk_length = 1;
         else if (!strcmp(f, "--save")) c->save = 1;
+        else if (!strcmp(f, "--varlen")) {   /* a set over packed sequences; check and bench take their lengths */
+            c->req.varlen = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') c->run.varlen_q = argv[++i];
+        }
         else if (!strcmp(f, "--help") || !strcmp(f, "-h")) c->help = 1;
         else {
             int rc;
@@ -308,6 +315,8 @@ static int do_emit(Cli *c) {
     ptxgen_set *s;
     int rc = ptxgen_build(&c->req, &s, err, sizeof err);
     if (rc) { fprintf(stderr, "ptxgen: %s\n", err); return rc; }
+    const char *fnote = ptxgen_family_note(s);   /* a fallback the request's head dim or varlen decided */
+    if (fnote && *fnote && strcmp(fnote, note)) fprintf(stderr, "ptxgen: note: %s\n", fnote);
     if (ptxgen_tile_note(s)) fprintf(stderr, "ptxgen: tile: %s\n", ptxgen_tile_note(s));
     if (c->manifest) {
         char *json = ptxgen_manifest_json(s);

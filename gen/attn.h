@@ -35,6 +35,7 @@ typedef struct {
     /* a decode-shaped problem the request's shape class names (0: none): query tokens (1 .. ATTN_DECODE_MAX_SQ),
      * query heads per kv head */
     int decode_sq, decode_group;
+    int varlen;       /* packed [total, h, d] tensors with cu_seqlens_q/k (KernelKind.varlen_ok kinds) */
 } AttnDesc;
 
 extern const TileKey attn_fwd_keys[];

@@ -54,6 +54,30 @@ Reg stats_row(Kctx *k, Reg b, Reg h) {
     return row;
 }
 
+/* offsets[b] and offsets[b + 1] - offsets[b] from the int32 array param */
+static void span(Kctx *k, const char *param, Reg b, Reg *first, Reg *len) {
+    Emit *e = &k->e;
+    Reg a = e_reg(e, RC_B64), end = e_reg(e, RC_B32);
+    *first = e_reg(e, RC_B32), *len = e_reg(e, RC_B32);
+    INS(e, MAD_WIDE_U32, R(a), R(b), I(4), R(kc_ptr(k, param)));
+    INS(e, LD_GLOBAL_NC_B32, R(*first), A(a, 0));
+    INS(e, LD_GLOBAL_NC_B32, R(end), A(a, 4));
+    INS(e, SUB_U32, R(*len), R(end), R(*first));
+}
+
+SeqSpan seq_span(Kctx *k, Reg b) {
+    SeqSpan s;
+    span(k, "cu_seqlens_q", b, &s.q0, &s.s_q);
+    span(k, "cu_seqlens_k", b, &s.k0, &s.s_k);
+    return s;
+}
+
+Reg varlen_stats_row(Kctx *k, Reg h, Reg q0) {
+    Reg row = e_reg(&k->e, RC_B32);
+    INS(&k->e, MAD_LO_U32, R(row), R(h), R(kc_u32(k, "total_q")), R(q0));
+    return row;
+}
+
 void sync_tiles(Kctx *k) {
     INS(&k->e, CP_ASYNC_WAIT, I(0));
     INS(&k->e, BAR_SYNC, I(0));
@@ -131,7 +155,8 @@ void row_block(Kctx *k, const RowBlocks *rb, Reg m) {
 void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     Emit *e = &k->e;
     int tiles = rb->rows_per_warp / 16;
-    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), s_k = kc_u32(k, "s_k");
+    Reg g = e_reg(e, RC_B32), col0 = e_reg(e, RC_B32), row = e_reg(e, RC_B32);
+    Reg s_k = rb->own_lengths ? rb->s_k : kc_u32(k, "s_k");
     INS(e, AND_B32, R(col0), R(k->lane), I(3));
     INS(e, MAD_LO_U32, R(col0), R(col0), I(2), R(n_start));
     if (!rb->causal) {
@@ -151,7 +176,7 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
     INS(e, ADD_U32, R(row), R(row), R(g));
     INS(e, ADD_U32, R(row), R(row), R(s_k));
-    INS(e, SUB_U32, R(row), R(row), R(kc_u32(k, "s_q")));
+    INS(e, SUB_U32, R(row), R(row), R(rb->own_lengths ? rb->s_q : kc_u32(k, "s_q")));
     for (int r = 0; r < 2 * tiles; r++) {
         /* key j visible to row i iff j <= i + s_k - s_q, and j < s_k */
         room[r] = e_reg(e, RC_B32);
@@ -217,6 +242,16 @@ void abi_tensor_map(KernelSpec *ks, const char *tensor, const char *meaning, Ten
 
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning) {
     add(ks, (ParamSpec){name, PT_PTR, PR_WORKSPACE, meaning, NULL, NULL, name, NULL});
+}
+
+void abi_varlen(KernelSpec *ks) {
+    add(ks, (ParamSpec){"cu_seqlens_q", PT_PTR, PR_IN, "sequence i's query rows: [cu_seqlens_q[i], cu_seqlens_q[i + 1]) "
+                        "of the packed tensors; starts at 0, never decreases (ptxgen_varlen_check)", "[b + 1]", "int32",
+                        NULL, NULL});
+    add(ks, (ParamSpec){"cu_seqlens_k", PT_PTR, PR_IN, "sequence i's key rows: [cu_seqlens_k[i], cu_seqlens_k[i + 1])",
+                        "[b + 1]", "int32", NULL, NULL});
+    add(ks, (ParamSpec){"total_q", PT_U32, PR_SIZE, "rows of the packed queries (cu_seqlens_q[b]): LSE is [h_q, total_q]",
+                        NULL, NULL, "total_q", NULL});
 }
 
 /* the two elements of a packed pair as f32 */

@@ -20,6 +20,15 @@ Reg kv_head_of(Kctx *k, Reg h);
 /* (b * h_q + h) * s_q: the first row of (b, h) in [b, h_q, s_q] statistics */
 Reg stats_row(Kctx *k, Reg b, Reg h);
 
+/* Variable lengths (AttnDesc.varlen): sequence b's rows of the packed [total, h, d] tensors, queries
+ * [q0, q0 + s_q) from cu_seqlens_q[b .. b + 1], keys [k0, k0 + s_k) from cu_seqlens_k. */
+typedef struct { Reg q0, s_q, k0, s_k; } SeqSpan;
+SeqSpan seq_span(Kctx *k, Reg b);
+/* h * total_q + q0: the first row of (sequence, h) in varlen [h_q, total_q] statistics */
+Reg varlen_stats_row(Kctx *k, Reg h, Reg q0);
+/* The varlen launch ABI's own parameters: cu_seqlens_q, cu_seqlens_k; total_q */
+void abi_varlen(KernelSpec *ks);
+
 /* A CTA that owns query rows [m_start, m_start + bm) and steps over keys bn
  * at a time; each warp owns rows_per_warp of the rows (fwd, bwd dQ). */
 typedef struct {
@@ -28,6 +37,7 @@ typedef struct {
     int first_warp;                   /* warps before it own no rows (a producer warpgroup) */
     int last_first;                   /* 1: CTA x owns the row block nctaid.x - 1 - x (row_block) */
     int pair;                         /* 1: CTAs x and x + 1 (a cluster of 2) share the row block x / 2 */
+    int own_lengths;                  /* 1: s_q, s_k are the sequence's (varlen), not the parameters row_room rereads */
 } RowBlocks;
 /* The row block this CTA owns, into m: %ctaid.x (x / 2 for a pair), or counted from the last when
  * rb->last_first (causal: the longest rows start first, so the grid's last wave is short rows). Read where
@@ -66,7 +76,8 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
 void abi_sizes(KernelSpec *ks, const char *const *names, int n);
 /* attn_fwd's tensors (q k v in, o lse out), sizes, scale and grid (a CTA per bm query rows, head, batch):
  * every family's forward takes these, a family adding its own parameters after them. */
-void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm);
+/* the attn_fwd launch ABI every family shares: padded [b, s, h, d] tensors, or varlen's packed ones */
+void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm, int varlen);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
 /* A TMA tensor map over `tensor`, passed by value in parameter map.param (see ParamType PT_TMAP). */

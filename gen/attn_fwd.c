@@ -22,6 +22,8 @@ typedef struct {
     int mt, threads;
     SmemTile sq, sk, sv, so;
     Reg s_q, s_k, off;                /* off = s_k - s_q: the causal diagonal */
+    Reg q0;                           /* varlen: the sequence's first packed query row */
+    int done;                         /* varlen: the label past the end, where a CTA past its sequence's rows goes */
     Reg m_start, warp_row0;           /* first query row of the CTA; of the warp within it */
     Reg q_base, k_base, v_base;
     Reg q_rs, k_rs, v_rs;             /* row strides in bytes */
@@ -43,14 +45,22 @@ static void setup_problem(Kctx *k, Fwd *f) {
     Reg kvh = kv_head_of(k, h);
     f->m_start = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+    SeqSpan sp = {0};
+    if (f->d->varlen) {   /* the sequence's own lengths; the grid's rows past them have nothing to do */
+        Reg past = e_reg(e, RC_PRED);
+        sp = seq_span(k, b);
+        f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0;
+        INS(e, SETP_GE_U32, R(past), R(f->m_start), R(f->s_q));
+        INSP(e, past, 0, BRA_UNI, L(f->done = e_label(e)));
+    }
     f->off = e_reg(e, RC_B32);
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     f->warp_row0 = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
 
-    f->q_base = head_base(k, "q", b, h);
-    f->k_base = head_base(k, "k", b, kvh);
-    f->v_base = head_base(k, "v", b, kvh);
+    f->q_base = f->d->varlen ? tensor_base(k, "q", 's', sp.q0, 'h', h) : head_base(k, "q", b, h);
+    f->k_base = f->d->varlen ? tensor_base(k, "k", 's', sp.k0, 'h', kvh) : head_base(k, "k", b, kvh);
+    f->v_base = f->d->varlen ? tensor_base(k, "v", 's', sp.k0, 'h', kvh) : head_base(k, "v", b, kvh);
     f->q_rs = row_stride_bytes(k, "q");
     f->k_rs = row_stride_bytes(k, "k");
     f->v_rs = row_stride_bytes(k, "v");
@@ -58,7 +68,8 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0};
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0,
+                        f->d->varlen};
 }
 
 static void fragment_bases(Kctx *k, Fwd *f) {
@@ -119,10 +130,10 @@ static void epilogue(Kctx *k, Fwd *f) {
     Reg o_rs = row_stride_bytes(k, "o"), lse_base = kc_ptr(k, "lse");
     INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
     INS(e, MUL_WIDE_U32, R(o_rows), R(f->m_start), R(o_rs));
-    INS(e, ADD_U64, R(o_rows), R(o_rows), R(head_base(k, "o", b, h)));
+    INS(e, ADD_U64, R(o_rows), R(o_rows), R(f->d->varlen ? tensor_base(k, "o", 's', f->q0, 'h', h) : head_base(k, "o", b, h)));
     smem_to_global(k, f->so, f->threads, o_rows, o_rs, rows_left);
-    /* lse[b][h][m_start + r] */
-    INS(e, ADD_U32, R(row), R(stats_row(k, b, h)), R(f->m_start));
+    /* lse[b][h][m_start + r], varlen lse[h][q0 + m_start + r] */
+    INS(e, ADD_U32, R(row), R(f->d->varlen ? varlen_stats_row(k, h, f->q0) : stats_row(k, b, h)), R(f->m_start));
     INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
     rows_to_global_f32(k, f->mt, lse, f->warp_row0, lse_base, rows_left);
 }
@@ -156,6 +167,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     key_loop(&kc, attn_step, &f, n, n_full, n_max, 0);
     key_loop(&kc, attn_step, &f, n, n_max, n_max, 1);
     epilogue(&kc, &f);
+    if (d->varlen) e_place(e, f.done);
 
     kctx_finish(&kc, module);
 }

@@ -131,14 +131,29 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
         return 2;
     if (s->asked == FAM_AUTO && rq->hdim && !kind_has_hdim(*kind, rq->hdim)) {
-        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, *kind);
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, rq->varlen, *kind);
         if (alt) {
             snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no d=%d, so %s gets %s",
                      family_name((*kind)->family), (*kind)->name, rq->hdim, d->arch->name, family_name(alt->family));
             *kind = alt;
         }
     }
+    if (s->asked == FAM_AUTO && rq->varlen && !(*kind)->varlen_ok) {
+        int hd = rq->hdim ? rq->hdim : (*kind)->default_hdim;
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, hd, 1, *kind);
+        if (alt) {
+            snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no variable lengths yet, so %s gets %s",
+                     family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
+            *kind = alt;
+        }
+    }
     if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
+    d->varlen = rq->varlen != 0;
+    if (d->varlen && !(*kind)->varlen_ok) {   /* issue 18 builds variable lengths kind by kind */
+        snprintf(err, errlen, "variable lengths (cu_seqlens) are not built for the %s %s yet: it takes padded [b, s, h, d] "
+                 "tensors; the mma.sync attn_fwd takes them", family_name((*kind)->family), (*kind)->name);
+        return 2;
+    }
     d->causal = rq->causal != 0;
     if (d->causal && !(*kind)->causal_ok) {
         snprintf(err, errlen, "%s has no causal mode: the indices choose which rows each token sees", (*kind)->name);

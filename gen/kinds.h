@@ -25,6 +25,7 @@ typedef struct {
     int causal_ok;
     int (*warps_of)(const AttnTile *t);   /* where warps follow other keys of the tile: the count (else NULL) */
     int dv_free;           /* d_v may differ from d (any of hdims; the kind's check_tile and plan judge the pair) */
+    int varlen_ok;         /* takes variable lengths (ptxgen_request.varlen) */
 } KernelKind;
 
 
@@ -40,5 +41,5 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
               char *err, size_t errlen);
 int kind_has_hdim(const KernelKind *k, int d);
 /* --mma auto when the picked row lacks head dim d: the newest other row of kernel on arch that has it (NULL: none). */
-const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, const KernelKind *tried);
+const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, int varlen, const KernelKind *tried);
 #endif

@@ -31,7 +31,16 @@ typedef struct {
                                   (ptxgen_tile_note says so) */
     int hdim_v;           /* d_v, the value/output head dim: 0 = the kind's (d for attention, 512 for MLA); another
                              value only where a generator takes d_v != d (tcgen05 attn_fwd: 192/128, MLA prefill) */
+    int varlen;           /* 1: variable lengths (KERNELS.md): packed [total, h, d] tensors, sequence i's rows
+                             [cu_seqlens_q[i], cu_seqlens_q[i + 1]) (keys: cu_seqlens_k), s_q and s_k the longest
+                             sequence's lengths, LSE [h_q, total_q]; the kinds that take it say so (--list) */
 } ptxgen_request;
+
+/* Variable lengths: 0 when cu_seqlens_q/k (b + 1 host copies) start at 0, never decrease, end at total_q/total_k
+ * (the packed tensors' rows) and no sequence is longer than max_q/max_k (the s_q, s_k the launch is sized by);
+ * else 2 with err naming the first bad entry. The kernels trust these offsets: check them before a launch. */
+PTXGEN_API int ptxgen_varlen_check(const int *cu_seqlens_q, const int *cu_seqlens_k, int b, long long total_q,
+                                   long long total_k, long long max_q, long long max_k, char *err, size_t errlen);
 
 typedef struct ptxgen_set ptxgen_set;
 

@@ -1,4 +1,5 @@
 #include "check.h"
+#include "varlen.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -173,6 +174,23 @@ static void derive_on_gpu(Session *ss, const RunOpts *o) {
     p->fwd_gpu = ss->fwd_ref;
 }
 
+/* --varlen LIST [--varlen-k LIST]: the sequences' lengths, b of them (keys as the queries unless given). */
+static int varlen_problem(Problem *p, const RunOpts *o) {
+    char err[512];
+    int *lq = NULL, *lk = NULL, nq = 0, nk = 0;
+    if (!o->varlen_q) {
+        fprintf(stderr, "ptxgen: a varlen set runs on --varlen L1,L2,... (the query lengths of the sequences)\n");
+        return 2;
+    }
+    int rc = varlen_parse(o->varlen_q, "--varlen", &lq, &nq, err, sizeof err) ||
+             (o->varlen_k && varlen_parse(o->varlen_k, "--varlen-k", &lk, &nk, err, sizeof err));
+    if (!rc && lk && nk != nq) rc = 1, snprintf(err, sizeof err, "--varlen-k has %d lengths, --varlen %d", nk, nq);
+    if (!rc) rc = varlen_setup(p, lq, lk ? lk : lq, nq, err, sizeof err);
+    free(lq), free(lk);
+    if (rc) fprintf(stderr, "ptxgen: %s\n", err);
+    return rc;
+}
+
 static int setup_problem(Session *ss, const RunOpts *o) {
     char err[1024];
     Problem *p = &ss->pb;
@@ -182,6 +200,8 @@ static int setup_problem(Session *ss, const RunOpts *o) {
                    .h_q = o->h_q, .h_kv = o->h_kv, .d = d, .d_v = dv, .topk = o->topk, .with_topk_length = o->topk_length,
                    .dt = o->req.dtype && !strcmp(o->req.dtype, "fp16") ? DT_FP16 : DT_BF16,
                    .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal};
+    p->varlen = o->req.varlen != 0;
+    if (p->varlen && varlen_problem(p, o)) return 2;
     ptxgen_size sizes[PROBLEM_NSIZES];
     int ns = problem_sizes(p, sizes);
     for (int i = 0; i < ss->nk; i++) {
@@ -242,6 +262,8 @@ static void print_kernel(const Session *ss) {
     if (!strcmp(dev_kind(ss->dev), "sim"))   /* the sim runs each module as its .target, with that arch's limits */
         printf("device: %s, running %s PTX\n", ss->info.name, ss->arch);
     else printf("device: %s (sm_%d%d, %d SMs)\n", ss->info.name, ss->info.cc_major, ss->info.cc_minor, ss->info.sm_count);
+    const char *note = ptxgen_family_note(ss->set);   /* --mma auto took another family: never silently */
+    if (note && *note) printf("note: %s\n", note);
     for (int i = 0; i < ss->nk; i++)
         printf("kernel: %s\n  registers %d, local (spill/stack) %d B, static smem %d B, dynamic smem %u B, grid %ux%ux%u, "
                "block %u\n", ptxgen_entry(ss->set, i), ss->k[i].attrs.num_regs, ss->k[i].attrs.local_bytes,
@@ -306,7 +328,9 @@ static int pick_reference(Session *ss, const RunOpts *o) {
     int cuda = !strcmp(dev_kind(ss->dev), "cuda");
     int gpu = o->ref == RUN_REF_GPU || (o->ref != RUN_REF_CPU && cuda && gflop > AUTO_GPU_REF_GFLOP);
     char why[128], err[2048];
-    if (o->ref == RUN_REF_GPU || o->ref == RUN_REF_CPU) snprintf(why, sizeof why, "--ref %s", gpu ? "gpu" : "cpu");
+    if (ss->pb.varlen && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes padded batches, not varlen (--ref cpu)");
+    if (ss->pb.varlen) gpu = 0, snprintf(why, sizeof why, "varlen: the GPU reference takes padded batches");
+    else if (o->ref == RUN_REF_GPU || o->ref == RUN_REF_CPU) snprintf(why, sizeof why, "--ref %s", gpu ? "gpu" : "cpu");
     else if (!cuda) snprintf(why, sizeof why, "auto: the %s device has no GPU reference", dev_kind(ss->dev));
     else snprintf(why, sizeof why, "auto: %.1f GFLOP, %s the %.0f GFLOP threshold", gflop, gpu ? "above" : "within",
                   AUTO_GPU_REF_GFLOP);

@@ -26,6 +26,8 @@ typedef struct {
     int stats;              /* print the sim's counters after check */
     const char *ptx_file;   /* run this PTX instead of the generated text (same entry and parameters) */
     RunRef ref;             /* check and xcheck; bench refuses it */
+    /* req.varlen: the sequences' query lengths "L1,L2,..." (b of them), and key lengths (NULL: the same) */
+    const char *varlen_q, *varlen_k;
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */

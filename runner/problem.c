@@ -8,6 +8,7 @@
 #include "bind.h"
 #include "guard.h"
 #include "ref.h"
+#include "varlen.h"
 
 static void attn_layouts(Problem *p, int pad);
 static void mla_layouts(Problem *p, int pad);
@@ -74,15 +75,15 @@ void problem_kind_names(char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, "%s%s", k ? ", " : "", kKinds[k].name);
 }
 
-enum { NTENSORS = 13 };
+enum { NTENSORS = 15 };
 
-/* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE, and
- * MLA's kv, indices, topk_length and dkv. Takes p const and hands out
+/* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE,
+ * MLA's kv, indices, topk_length and dkv, and varlen's offsets. Takes p const and hands out
  * writable tensors, as strchr does: the caller that owns p decides. */
 static void all_tensors(const Problem *cp, Tensor *all[NTENSORS]) {
     Problem *p = (Problem *)cp;
     Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse, &p->kv, &p->indices,
-                           &p->topk_length, &p->dkv};
+                           &p->topk_length, &p->dkv, &p->cu_q, &p->cu_k};
     memcpy(all, t, sizeof t);
 }
 
@@ -94,7 +95,7 @@ static Tensor *tensor_named(const Problem *p, const char *name) {
     return NULL;
 }
 
-static void layout(Tensor *t, const char *name, int b, int rows, int heads, int width, int pad, int esize) {
+void problem_layout(Tensor *t, const char *name, int b, int rows, int heads, int width, int pad, int esize) {
     *t = (Tensor){.name = name, .rows = rows, .heads = heads, .width = width, .esize = esize};
     t->stride_h = (uint64_t)(width + pad);
     t->stride_s = t->stride_h * (uint64_t)heads;
@@ -179,6 +180,7 @@ static RefAttn ref_shape(const Problem *p) {
 }
 
 static int ref_fwd(const Problem *p, double *const ref[]) {
+    if (p->varlen) return varlen_ref_fwd(p, ref);
     RefAttn ra = ref_shape(p);
     return ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, ref[0], ref[1], 0);
 }
@@ -252,6 +254,7 @@ static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *
 
 /* S = Q K^T (2 d per score) and O = P V (2 d_v): 4 b h s_q s_k d when d_v = d */
 static double attn_fwd_flops(const Problem *p) {
+    if (p->varlen) return varlen_fwd_flops(p);
     double f = 2.0 * p->b * p->h_q * (double)p->s_q * p->s_k * (p->d + p->d_v);
     return p->causal ? f / 2 : f;
 }
@@ -317,30 +320,34 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
 }
 
 static void attn_layouts(Problem *p, int pad) {
-    layout(&p->q, "q", p->b, p->s_q, p->h_q, p->d, pad, 2);
-    layout(&p->k, "k", p->b, p->s_k, p->h_kv, p->d, pad, 2);
-    layout(&p->v, "v", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
-    layout(&p->o, "o", p->b, p->s_q, p->h_q, p->d_v, pad, 2);
-    layout(&p->dout, "do", p->b, p->s_q, p->h_q, p->d_v, pad, 2);
-    layout(&p->dq, "dq", p->b, p->s_q, p->h_q, p->d, pad, 2);
-    layout(&p->dk, "dk", p->b, p->s_k, p->h_kv, p->d, pad, 2);
-    layout(&p->dv, "dv", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
-    layout(&p->lse, "lse", p->b, p->h_q, 1, p->s_q, 0, 4);
+    if (p->varlen) {
+        varlen_layouts(p, pad);
+        return;
+    }
+    problem_layout(&p->q, "q", p->b, p->s_q, p->h_q, p->d, pad, 2);
+    problem_layout(&p->k, "k", p->b, p->s_k, p->h_kv, p->d, pad, 2);
+    problem_layout(&p->v, "v", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
+    problem_layout(&p->o, "o", p->b, p->s_q, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->dout, "do", p->b, p->s_q, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->dq, "dq", p->b, p->s_q, p->h_q, p->d, pad, 2);
+    problem_layout(&p->dk, "dk", p->b, p->s_k, p->h_kv, p->d, pad, 2);
+    problem_layout(&p->dv, "dv", p->b, p->s_k, p->h_kv, p->d_v, pad, 2);
+    problem_layout(&p->lse, "lse", p->b, p->h_q, 1, p->s_q, 0, 4);
 }
 
 /* KERNELS.md "mla_fwd / mla_bwd": no batch; the indices' rows padded like the others; lse [s_q, h_q];
  * dkv like kv. Both MLA kinds: each allocates only the tensors it binds. */
 static void mla_layouts(Problem *p, int pad) {
-    layout(&p->q, "q", 1, p->s_q, p->h_q, p->d, pad, 2);
-    layout(&p->kv, "kv", 1, p->s_k, 1, p->d, pad, 2);
-    layout(&p->indices, "indices", 1, p->s_q, 1, p->topk, pad, 4);
-    layout(&p->topk_length, "topk_length", 1, 1, 1, p->s_q, 0, 4);
+    problem_layout(&p->q, "q", 1, p->s_q, p->h_q, p->d, pad, 2);
+    problem_layout(&p->kv, "kv", 1, p->s_k, 1, p->d, pad, 2);
+    problem_layout(&p->indices, "indices", 1, p->s_q, 1, p->topk, pad, 4);
+    problem_layout(&p->topk_length, "topk_length", 1, 1, 1, p->s_q, 0, 4);
     p->topk_length.optional = 1;
-    layout(&p->o, "o", 1, p->s_q, p->h_q, p->d_v, pad, 2);
-    layout(&p->lse, "lse", 1, p->s_q, 1, p->h_q, 0, 4);
-    layout(&p->dout, "do", 1, p->s_q, p->h_q, p->d_v, pad, 2);
-    layout(&p->dq, "dq", 1, p->s_q, p->h_q, p->d, pad, 2);
-    layout(&p->dkv, "dkv", 1, p->s_k, 1, p->d, pad, 2);
+    problem_layout(&p->o, "o", 1, p->s_q, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->lse, "lse", 1, p->s_q, 1, p->h_q, 0, 4);
+    problem_layout(&p->dout, "do", 1, p->s_q, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->dq, "dq", 1, p->s_q, p->h_q, p->d, pad, 2);
+    problem_layout(&p->dkv, "dkv", 1, p->s_k, 1, p->d, pad, 2);
 }
 
 int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, size_t errlen) {
@@ -348,6 +355,8 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     Rng rng;
     rng_seed(&rng, seed);
     ks->layouts(p, pad);
+    if (p->varlen && (upload_ints(&p->cu_q, &rng, dev, err, errlen) || upload_ints(&p->cu_k, &rng, dev, err, errlen)))
+        return 1;
     for (size_t i = 0; i < sizeof ks->random / sizeof ks->random[0] && ks->random[i]; i++)
         if (upload(tensor_named(p, ks->random[i]), p->dt, &rng, NULL, dev, err, errlen)) return 1;
     if (ks->sparse && draw_selection(p, &rng, dev, err, errlen)) return 1;   /* the MLA forward reads it */
@@ -423,6 +432,10 @@ int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[
 double problem_flops(const Problem *p) { return kind(p)->flops(p); }
 
 void problem_describe(const Problem *p, char *buf, size_t len) {
+    if (p->varlen) {
+        varlen_describe(p, buf, len);
+        return;
+    }
     if (!kind(p)->sparse) {
         snprintf(buf, len, "b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s", p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d,
                  p->causal ? " causal" : "");
@@ -473,7 +486,8 @@ int problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t 
 
 int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
     const ptxgen_size s[PROBLEM_NSIZES] = {{"b", p->b},       {"s_q", p->s_q},   {"s_k", p->s_k},  {"h_q", p->h_q},
-                                           {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk}};
+                                           {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk},
+                                           {"total_q", p->total_q}};
     memcpy(out, s, sizeof s);
     return PROBLEM_NSIZES;
 }

@@ -28,7 +28,7 @@ typedef struct {
 } Tensor;
 
 #define PROBLEM_MAX_OUTPUTS 3
-#define PROBLEM_NSIZES 7
+#define PROBLEM_NSIZES 8
 
 /* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
 typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_MLA_BWD, PK_COUNT } ProblemKind;
@@ -53,7 +53,14 @@ typedef struct {
     struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
     int nws;
     GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */
+    /* variable lengths (varlen.h): b sequences packed, offsets cu_q/cu_k (int32 [b + 1]); s_q, s_k the longest */
+    int varlen;
+    Tensor cu_q, cu_k;
+    long long total_q, total_k;
 } Problem;
+
+/* t laid out [b, rows, heads, width] with pad elements after each head row (esize bytes an element). */
+void problem_layout(Tensor *t, const char *name, int b, int rows, int heads, int width, int pad, int esize);
 
 /* An output the kernel kind writes, with its KERNELS.md tolerance (max relative L2) and
  * whether it must be exactly 0 where the reference is (rows with no valid key, kv rows
@@ -97,7 +104,7 @@ int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
 /* Tensor-map parameters are encoded on dev over the bound tensor (its dims and strides from the
  * set's expressions, over the problem sizes and the kernel's stride parameters). */
 int  problem_args(Problem *p, const ptxgen_set *s, int kernel, Device *dev, char *err, size_t errlen);
-/* The problem sizes by name (b s_q s_k h_q h_kv s_kv topk), for launch dimensions and workspace sizes. */
+/* The problem sizes by name (b s_q s_k h_q h_kv s_kv topk total_q), for launch dimensions and workspace sizes. */
 int  problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]);
 void problem_free(Problem *p, Device *dev);
 #endif

@@ -269,6 +269,36 @@ sim_mla_bwd() {
     expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  dq: ' '^  dkv: ' && pass "$name"
 }
 
+# Variable lengths (issue 18): the mma.sync attn_fwd over packed sequences on the sim (empty sequences, a sequence
+# with no keys, s_q != s_k per sequence with causal, GQA, fp16, padded strides, other archs); the kinds that do not
+# take them refuse naming the one that does; bad length lists are usage errors. Each check's reference runs sequence
+# by sequence and every output row is poisoned first, so a CTA that reads or writes past its sequence fails it.
+varlen_tests() {
+    local f
+    section "sim device: attn_fwd over variable lengths (cu_seqlens) against the float64 reference"
+    for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "--varlen 300,5 --varlen-k 40,290 --causal --hdim 256" \
+             "--varlen 0,0,9 --hdim 64 --hq 8 --hkv 1 --arch sm_120" "--varlen 129,1,128 --arch sm_80 --dtype fp16 --causal"; do
+        sim_check "sim varlen $f" $f --seed $((RANDOM + 1))
+    done
+    sim_check "sim varlen on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
+    expect_output "sim varlen on sm_90a: the note" "note: --mma auto: the wgmma attn_fwd takes no variable lengths yet" &&
+        pass "sim varlen on sm_90a: the note"
+    tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
+    tc_ptxas "ptxas attn_fwd varlen sm_120 d=256: 0 spills" --kernel attn_fwd --arch sm_120 --varlen --hdim 256
+    usage_error "varlen on the wgmma attn_fwd: refused naming the kind that takes it" \
+        "variable lengths (cu_seqlens) are not built for the wgmma attn_fwd yet" "the mma.sync attn_fwd takes them" -- \
+        --arch sm_90a --kernel attn_fwd --mma wgmma --varlen
+    usage_error "varlen on attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the mma.sync attn_bwd" -- \
+        --arch sm_90 --kernel attn_bwd --varlen
+    usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
+    usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,3 --varlen-k 4
+    usage_error "varlen check without lengths" "a varlen set runs on --varlen L1,L2" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen
+}
+
 # mla_bwd on the sim: both dkv paths (atomics, deterministic reduce), every
 # head block, scalar reductions (sm_80), ragged heads, topk_length, padding.
 mla_bwd_sim_tests() {
@@ -513,6 +543,7 @@ sim_tests() {
     sim_check "sim tile bm=64,bn=32,warps=4" --hdim 128 --tile bm=64,bn=32,warps=4 --sq 150 --sk 77 --causal
     sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
     sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal
+    varlen_tests
 
     section "sim device: attn_fwd in the wgmma family (sm_90a) against the float64 reference"
     for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do

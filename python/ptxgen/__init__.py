@@ -27,7 +27,8 @@ class PtxgenError(RuntimeError):
 class _Request(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
-                ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p), ("hdim_v", ctypes.c_int)]
+                ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p), ("hdim_v", ctypes.c_int),
+                ("varlen", ctypes.c_int)]
 
 
 class _Size(ctypes.Structure):
@@ -70,6 +71,8 @@ def _library():
                 "ptxgen_launch": (I, [P, P, ctypes.POINTER(_Tensor), I, ctypes.POINTER(_Size), I, ctypes.c_float,
                                       ctypes.c_char_p, S]),
                 "ptxgen_shape_class": (I, [ctypes.c_char_p, ctypes.POINTER(_Size), I, ctypes.c_char_p, S]),
+                "ptxgen_varlen_check": (I, [ctypes.POINTER(I), ctypes.POINTER(I), I, ctypes.c_longlong,
+                                            ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_char_p, S]),
             }
             for name, (res, args) in sigs.items():
                 fn = getattr(lib, name)
@@ -84,22 +87,37 @@ def _check(rc, what, err):
                PtxgenError(what, rc, err.value.decode()))
 
 
-def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None, hdim_v=None):
+def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None, hdim_v=None,
+           varlen=False):
     lib = _library()
     rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
                   tile.encode() if tile else None, family.encode() if family else None,
-                  shape_class.encode() if shape_class else None, hdim_v or 0)
+                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)))
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
 
 
-def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None):
-    """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
-    hdim_v: d_v where the kind takes d_v != d (the tcgen05 attn_fwd). A bad request raises ValueError naming the
-    problem. No GPU is needed."""
+def varlen_check(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_seqlen_q, max_seqlen_k):
+    """Raises ValueError unless the offsets (b + 1 ints each, host lists) start at 0, never decrease, end at the
+    packed tensors' rows and hold no sequence longer than the launch's s_q / s_k: what a varlen kernel trusts."""
     lib = _library()
-    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v)
+    b = len(cu_seqlens_q) - 1
+    if b < 1 or len(cu_seqlens_k) != b + 1:
+        raise ValueError(f"ptxgen: varlen: cu_seqlens_q and cu_seqlens_k need the same b + 1 >= 2 entries "
+                         f"({len(cu_seqlens_q)} and {len(cu_seqlens_k)})")
+    cq, ck = (ctypes.c_int * (b + 1))(*cu_seqlens_q), (ctypes.c_int * (b + 1))(*cu_seqlens_k)
+    err = ctypes.create_string_buffer(_ERR)
+    _check(lib.ptxgen_varlen_check(cq, ck, b, total_q, total_k, max_seqlen_q, max_seqlen_k, err, _ERR), "varlen", err)
+
+
+def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None, varlen=False):
+    """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
+    hdim_v: d_v where the kind takes d_v != d (the tcgen05 attn_fwd). varlen: packed sequences with cu_seqlens_q/k
+    (check the offsets with varlen_check before a launch). A bad request raises ValueError naming the problem. No GPU
+    is needed."""
+    lib = _library()
+    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v, varlen=varlen)
     try:
         ptx = lib.ptxgen_ptx(s).decode()
         raw = lib.ptxgen_manifest_json(s)

@@ -173,5 +173,30 @@ def main():
     return 1 if failed else 0
 
 
+
+def test_varlen_emit_and_offsets():
+    """A varlen set's ABI (offsets, packed tensors), the kinds that refuse it, and the host check of the offsets."""
+    ptx, man = ptxgen.emit("attn_fwd", "sm_90", varlen=True)
+    names = [p["name"] for p in man["kernels"][0]["params"]]
+    assert "cu_seqlens_q" in names and "cu_seqlens_k" in names and "total_q" in names and "q_stride_b" not in names
+    for args in (("attn_fwd", "sm_90a", "bf16", None, False, None, "wgmma"), ("attn_bwd", "sm_90")):
+        try:
+            ptxgen.emit(*args, varlen=True)
+        except ValueError as e:
+            assert "variable lengths" in str(e), str(e)
+        else:
+            raise AssertionError(f"emit{args} took varlen")
+    ptxgen.varlen_check([0, 3, 3, 10], [0, 5, 5, 9], 10, 9, 7, 5)   # an empty sequence is fine
+    # (cu_q, cu_k, total_q, total_k, max_q, max_k), what the refusal names
+    for args, phrase in ((([1, 3], [0, 3], 3, 3, 8, 8), "start at 0"), (([0, 5, 3], [0, 1, 2], 3, 2, 8, 8), "decreases"),
+                         (([0, 3, 10], [0, 1, 2], 11, 2, 8, 8), "11 rows"), (([0, 3, 9], [0, 1, 2], 9, 2, 5, 8), "more than s_q")):
+        try:
+            ptxgen.varlen_check(*args)
+        except ValueError as e:
+            assert phrase in str(e), (phrase, str(e))
+        else:
+            raise AssertionError(f"offsets {args} accepted")
+
 if __name__ == "__main__":
     sys.exit(main())
+
