@@ -34,6 +34,7 @@ typedef struct {
     Stages st;
     BwdStats stats;                   /* this lane's column pair in the current stage's statistics */
     Reg s_q, s_k, off, group;
+    int done;                         /* varlen: the label past the end, for a key block past its sequence's keys */
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     Reg k_rs, q_rs, do_rs;
     Reg scale_log2, zero, warp_row0;
@@ -78,8 +79,12 @@ static QBlock qblock(Kctx *k, Bwd *f, Reg it) {
 static void setup(Kctx *k, Bwd *f) {
     Emit *e = &k->e;
     f->group = e_reg(e, RC_B32);
-    f->s_q = kc_u32(k, "s_q");
-    f->s_k = kc_u32(k, "s_k");
+    attn_lengths(k, f->d, f->d->varlen ? cta_batch(k) : (Reg){0}, &f->s_q, &f->s_k);   /* padded: b unused */
+    if (f->d->varlen) {   /* the grid covers the longest sequence: a key block past this one's keys has nothing */
+        Reg past = e_reg(e, RC_PRED);
+        INS(e, SETP_GE_U32, R(past), R(cta_key0(k, f)), R(f->s_k));
+        INSP(e, past, 0, BRA_UNI, L(f->done = e_label(e)));
+    }
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     f->off = e_reg(e, RC_B32);
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
@@ -139,7 +144,7 @@ static void stats_issue(Kctx *k, Bwd *f, QBlock q, Reg shift) {
     INS(e, SELP_B32, R(sz), I(4), I(0), R(p));
     INS(e, SUB_U32, R(last), R(f->s_q), I(1));
     INS(e, MIN_U32, R(row), R(row), R(last));
-    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, cta_batch(k), q.h)));
+    INS(e, ADD_U32, R(row), R(row), R(attn_stats_row(k, f->d, cta_batch(k), q.h)));
     INS(e, MUL_WIDE_U32, R(a), R(row), I(4));
     INS(e, MAD_LO_U32, R(dst), R(k->tid), I(4), R(k->smem));
     INS(e, ADD_U32, R(dst), R(dst), R(shift));
@@ -154,8 +159,8 @@ static void stats_issue(Kctx *k, Bwd *f, QBlock q, Reg shift) {
 /* Q, dO and the statistics of query block q into the stage at `shift`, as one cp.async group. */
 static void issue_block(Kctx *k, Bwd *f, QBlock q, Reg shift) {
     Reg b = cta_batch(k);
-    tl_issue_at(k, &f->ld, f->sq, shift, head_base(k, "q", b, q.h), f->q_rs, q.m_start, f->s_q);
-    tl_issue_at(k, &f->ld, f->sdo, shift, head_base(k, "do", b, q.h), f->do_rs, q.m_start, f->s_q);
+    tl_issue_at(k, &f->ld, f->sq, shift, attn_head_base(k, f->d, "q", b, q.h), f->q_rs, q.m_start, f->s_q);
+    tl_issue_at(k, &f->ld, f->sdo, shift, attn_head_base(k, f->d, "do", b, q.h), f->do_rs, q.m_start, f->s_q);
     stats_issue(k, f, q, shift);
     INS0(&k->e, CP_ASYNC_COMMIT);
 }
@@ -182,7 +187,7 @@ static void dq_partial(Kctx *k, Bwd *f, QBlock q) {
     INS(e, AND_B32, R(t), R(k->lane), I(3));
     INS(e, MUL_LO_U32, R(t), R(t), I(2));
     INS(e, MAD_LO_U32, R(col), R(col), I(d->d / f->cg), R(t));
-    INS(e, ADD_U32, R(row), R(row), R(stats_row(k, cta_batch(k), q.h)));
+    INS(e, ADD_U32, R(row), R(row), R(attn_stats_row(k, f->d, cta_batch(k), q.h)));
     INS(e, MAD_LO_U32, R(row), R(row), I(d->d), R(col));
     INS(e, MAD_WIDE_U32, R(a), R(row), I(4), R(kc_ptr(k, "dq_accum")));
     for (int j = 0; j < f->nq; j++)
@@ -259,7 +264,7 @@ static void epilogue(Kctx *k, Bwd *f) {
     static const char *const out[2] = {"dk", "dv"};
     for (int i = 0; i < 2; i++) {
         Reg rs = row_stride_bytes(k, out[i]);
-        INS(e, MAD_WIDE_U32, R(base), R(n0), R(rs), R(head_base(k, out[i], b, kvh)));
+        INS(e, MAD_WIDE_U32, R(base), R(n0), R(rs), R(attn_head_base(k, f->d, out[i], b, kvh)));
         smem_to_global(k, i ? f->sv : f->sk, f->threads, base, rs, rows_left);
     }
 }
@@ -281,8 +286,8 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     tl_init(&kc, &f.ld, d->d, t->bm > t->bn ? t->bm : t->bn, f.threads);
     e_comment(&kc.e, "prologue: K_n, V_n, Q and dO of the first block in flight");
     Reg b = cta_batch(&kc), kvh = cta_kv_head(&kc), n0 = cta_key0(&kc, &f);
-    tl_issue(&kc, &f.ld, f.sk, head_base(&kc, "k", b, kvh), f.k_rs, n0, f.s_k);
-    tl_issue(&kc, &f.ld, f.sv, head_base(&kc, "v", b, kvh), row_stride_bytes(&kc, "v"), n0, f.s_k);
+    tl_issue(&kc, &f.ld, f.sk, attn_head_base(&kc, d, "k", b, kvh), f.k_rs, n0, f.s_k);
+    tl_issue(&kc, &f.ld, f.sv, attn_head_base(&kc, d, "v", b, kvh), row_stride_bytes(&kc, "v"), n0, f.s_k);
     Reg zero_u = kc_imm32(&kc, 0);
     issue_block(&kc, &f, qblock(&kc, &f, zero_u), zero_u);
     fragment_bases(&kc, &f);
@@ -292,5 +297,6 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     acc_fill(&kc, &f.dv, 0.0f);
     query_loop(&kc, &f.blocks, bwd_step, &f, 0);
     epilogue(&kc, &f);
+    if (d->varlen) e_place(&kc.e, f.done);
     kctx_finish(&kc, module);
 }

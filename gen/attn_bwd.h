@@ -23,6 +23,8 @@ enum { BWD_PRE, BWD_MAIN, BWD_DQ, BWD_KERNELS };
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile);
 /* q, k, v, do, lse and the delta workspace: what the main and dq kernels read */
 void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
+/* dk and dv (outputs), then (varlen) the offsets, then the sizes: the main kernels' tail */
+void bwd_key_grads(KernelSpec *ks, const AttnDesc *d);
 /* q, k, v, do alone (a main kernel that takes lse and delta from the stats blocks) */
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d);
 /* the TMA map over the stats workspace: the blocks of bm (64 or 128) rows as rows of 2 bm fp32, one per copy */

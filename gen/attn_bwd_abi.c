@@ -9,22 +9,28 @@ void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_til
     const AttnTile *t = &d->tile;
     char tile[48] = "";
     if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d_w%d", t->bm, t->bn, t->warps);
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s", part, dtype_name(d->dtype), d->d, tile,
-             d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s%s", part, dtype_name(d->dtype), d->d, tile,
+             d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "");
 }
 
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d) {
-    const char *dt = dtype_name(d->dtype);
-    abi_tensor(ks, "q", PR_IN, "queries", "[b, s_q, h_q, d]", dt, "bsh");
-    abi_tensor(ks, "k", PR_IN, "keys", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "v", PR_IN, "values", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
+    attn_tensor(ks, d, "q", PR_IN, "queries");
+    attn_tensor(ks, d, "k", PR_IN, "keys");
+    attn_tensor(ks, d, "v", PR_IN, "values");
+    attn_tensor(ks, d, "do", PR_IN, "gradient of the output");
 }
 
 void bwd_inputs(KernelSpec *ks, const AttnDesc *d) {
     bwd_tensors(ks, d);
-    abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
+    attn_tensor(ks, d, "lse", PR_IN, ATTN_LSE_MEANING);
     abi_workspace(ks, "delta", "rowsum(dO * O), read here");
+}
+
+void bwd_key_grads(KernelSpec *ks, const AttnDesc *d) {
+    attn_tensor(ks, d, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head");
+    attn_tensor(ks, d, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head");
+    if (d->varlen) abi_varlen(ks);
+    abi_sizes(ks, attn_size_names, 4);
 }
 
 void bwd_stats_map(KernelSpec *ks, int bm) {

@@ -89,16 +89,13 @@ static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {
 int attn_bwd_plan(const AttnDesc *d, Plan *plans) { return bwd_set_plan(d, d, &sync_main, plans); }
 
 void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
-    const char *dt = dtype_name(d->dtype);
     /* ptxas left to itself packs d = 64 into the same registers with a spill */
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = (unsigned)p->ctas_per_sm};
     bwd_entry(ks, d, "main", 1);
     bwd_inputs(ks, d);
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (atomics)");
-    abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_sizes(ks, attn_size_names, 4);
+    bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", d->tile.bn);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv");
@@ -107,7 +104,9 @@ void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 
 static void workspaces(const AttnDesc *d, const BwdFeed *fd, KernelSet *ks) {
     int stats_block = fd->stats_block;
-    if (bwd_delta_ws(d, fd))
+    if (bwd_delta_ws(d, fd) && d->varlen)   /* packed: by head, then the sequences' rows */
+        ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "h_q * total_q * 4", 0, "fp32 [h_q, total_q]: rowsum(dO * O), written by the pre kernel"};
+    else if (bwd_delta_ws(d, fd))
         ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "b * h_q * s_q * 4", 0, "fp32 [b, h_q, s_q]: rowsum(dO * O), written by the pre kernel"};
     if (stats_block) {
         WorkspaceSpec *w = &ks->ws[ks->nws++];
@@ -120,7 +119,8 @@ static void workspaces(const AttnDesc *d, const BwdFeed *fd, KernelSet *ks) {
     *w = (WorkspaceSpec){"dq_accum", "", 0, bwd_dq_sems(d, fd)
                          ? "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by reduce-adds in key-block order"
                          : "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
-    snprintf(w->bytes, sizeof w->bytes, "b * h_q * s_q * %d", 4 * d->d);
+    if (d->varlen) w->meaning = "fp32 [h_q, total_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics";
+    snprintf(w->bytes, sizeof w->bytes, d->varlen ? "h_q * total_q * %d" : "b * h_q * s_q * %d", 4 * d->d);
     if (!bwd_dq_sems(d, fd)) return;
     w = &ks->ws[ks->nws++];
     *w = (WorkspaceSpec){"dq_sem", "", 0, "u32 [b, h_q, cdiv(s_q, block)]: per block of query rows the number of key "

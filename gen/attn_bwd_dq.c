@@ -44,6 +44,7 @@ typedef struct {
     Reg *qa, *doa;                    /* this warp's Q and dO rows: A fragments held all along */
     RowBlocks rb;
     Acc dq;
+    int done;                         /* varlen: the label past the end, for a block past its sequence's rows */
 } Dq;
 
 static void setup(Kctx *k, Dq *f) {
@@ -51,21 +52,25 @@ static void setup(Kctx *k, Dq *f) {
     Reg mblk = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
     cta_coords(k, &f->b, &f->h);
-    f->s_q = kc_u32(k, "s_q");
-    f->s_k = kc_u32(k, "s_k");
+    attn_lengths(k, f->d, f->b, &f->s_q, &f->s_k);
     f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(DQ_BM));
+    if (f->d->varlen) {   /* the grid covers the longest sequence: a block past this one's rows has nothing */
+        Reg past = e_reg(e, RC_PRED);
+        INS(e, SETP_GE_U32, R(past), R(f->m_start), R(f->s_q));
+        INSP(e, past, 0, BRA_UNI, L(f->done = e_label(e)));
+    }
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
     Reg kvh = kv_head_of(k, f->h);
-    f->k_base = head_base(k, "k", f->b, kvh);
-    f->v_base = head_base(k, "v", f->b, kvh);
+    f->k_base = attn_head_base(k, f->d, "k", f->b, kvh);
+    f->v_base = attn_head_base(k, f->d, "v", f->b, kvh);
     f->k_rs = row_stride_bytes(k, "k");
     f->v_rs = row_stride_bytes(k, "v");
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0, 0};
+    f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0, f->d->varlen};
 }
 
 /* -lse*log2(e) and delta of this lane's rows; rows past s_q get P = 0 */
@@ -75,7 +80,7 @@ static void row_stats(Kctx *k, Dq *f) {
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, ADD_U32, R(first), R(f->m_start), R(f->warp_row0));
     INS(e, ADD_U32, R(first), R(first), R(g));
-    Reg srow = stats_row(k, f->b, f->h);
+    Reg srow = attn_stats_row(k, f->d, f->b, f->h);
     for (int r = 0; r < 2 * f->mt; r++) {
         Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), b = e_reg(e, RC_B64), x = e_reg(e, RC_F32);
         f->nl[r] = e_reg(e, RC_F32), f->dl[r] = e_reg(e, RC_F32);
@@ -160,7 +165,7 @@ static void epilogue(Kctx *k, Dq *f) {
     acc_to_smem(k, &f->dq, f->d->dtype, f->sq, f->warp_row0);
     INS(e, BAR_SYNC, I(0));
     INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-    INS(e, MAD_WIDE_U32, R(base), R(f->m_start), R(rs), R(head_base(k, "dq", f->b, f->h)));
+    INS(e, MAD_WIDE_U32, R(base), R(f->m_start), R(rs), R(attn_head_base(k, f->d, "dq", f->b, f->h)));
     smem_to_global(k, f->sq, f->threads, base, rs, rows_left);
 }
 
@@ -177,8 +182,8 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     Reg zero_u = kc_imm32(&kc, 0);
     tl_init(&kc, &f.ld, d->d, DQ_BM > DQ_BN ? DQ_BM : DQ_BN, f.threads);
     e_comment(&kc.e, "prologue: Q_m, dO_m and the first K, V in flight");
-    tl_issue(&kc, &f.ld, f.sq, head_base(&kc, "q", f.b, f.h), row_stride_bytes(&kc, "q"), f.m_start, f.s_q);
-    tl_issue(&kc, &f.ld, f.sdo, head_base(&kc, "do", f.b, f.h), row_stride_bytes(&kc, "do"), f.m_start, f.s_q);
+    tl_issue(&kc, &f.ld, f.sq, attn_head_base(&kc, d, "q", f.b, f.h), row_stride_bytes(&kc, "q"), f.m_start, f.s_q);
+    tl_issue(&kc, &f.ld, f.sdo, attn_head_base(&kc, d, "do", f.b, f.h), row_stride_bytes(&kc, "do"), f.m_start, f.s_q);
     INS0(&kc.e, CP_ASYNC_COMMIT);
     tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
     tl_issue(&kc, &f.ld, f.sv, f.v_base, f.v_rs, zero_u, f.s_k);
@@ -197,6 +202,7 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     key_loop(&kc, dq_step, &f, n, n_full, n_max, 0);
     key_loop(&kc, dq_step, &f, n, n_max, n_max, 1);
     epilogue(&kc, &f);
+    if (d->varlen) e_place(&kc.e, f.done);
     kctx_finish(&kc, module);
 }
 
@@ -218,11 +224,11 @@ void bwd_dq_plan(const AttnDesc *d, Plan *p) {
 }
 
 void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
-    const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * DQ_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     bwd_entry(ks, d, "dq", 0);
     bwd_inputs(ks, d);
-    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dt, "bsh");
+    attn_tensor(ks, d, "dq", PR_OUT, "gradient of the queries");
+    if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", DQ_BM);

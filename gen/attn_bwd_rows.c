@@ -8,13 +8,27 @@
 #include <stdio.h>
 
 typedef struct {
+    const AttnDesc *d;
     int cpr, rpp, cpt;   /* threads per row, rows per pass, chunks per thread */
     Reg col, row0;       /* this thread's 16-byte chunk and first row */
     Reg b, h, m0, srow;  /* batch, head, first row of the CTA, stats_row(b, h) */
+    Reg s_q;             /* the rows (padded: the parameter; varlen: the sequence's) */
+    int done;            /* varlen: the label past the end, for a CTA past its sequence's rows */
 } RowCta;
+
+/* The CTA's rows: s_q, and (varlen) the exit of a CTA whose rows start past its sequence's. */
+static void row_lengths(Kctx *k, const AttnDesc *d, RowCta *rc) {
+    attn_lengths(k, d, rc->b, &rc->s_q, NULL);
+    if (!d->varlen) return;
+    Reg past = e_reg(&k->e, RC_PRED), first = e_reg(&k->e, RC_B32);
+    INS(&k->e, MUL_LO_U32, R(first), R(rc->m0), I(BWD_ROWS_PER_CTA));
+    INS(&k->e, SETP_GE_U32, R(past), R(first), R(rc->s_q));
+    INSP(&k->e, past, 0, BRA_UNI, L(rc->done = e_label(&k->e)));
+}
 
 static void row_cta(Kctx *k, const AttnDesc *d, RowCta *rc) {
     Emit *e = &k->e;
+    rc->d = d;
     rc->cpr = (d->d / 8) & -(d->d / 8);   /* the lowest set bit: d/8 itself when a power of two */
     rc->cpt = d->d / 8 / rc->cpr;
     rc->rpp = BWD_ROW_THREADS / rc->cpr;
@@ -24,14 +38,14 @@ static void row_cta(Kctx *k, const AttnDesc *d, RowCta *rc) {
     cta_coords(k, &rc->b, &rc->h);
     INS(e, MOV_B32, R(rc->m0), SR("%ctaid.x"));
     INS(e, MAD_LO_U32, R(rc->row0), R(rc->m0), I(BWD_ROWS_PER_CTA), R(rc->row0));
-    rc->srow = stats_row(k, rc->b, rc->h);
+    rc->srow = attn_stats_row(k, d, rc->b, rc->h);
 }
 
 /* base + row * stride + 16 * col for a strided [b, s, h, d] tensor: the thread's chunk 0; chunk j is 16 cpr j
  * bytes on */
 static Reg chunk_addr(Kctx *k, const RowCta *rc, const char *t, Reg row) {
     Emit *e = &k->e;
-    Reg base = head_base(k, t, rc->b, rc->h), a = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
+    Reg base = attn_head_base(k, rc->d, t, rc->b, rc->h), a = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(off), R(rc->col), I(16));
     INS(e, MAD_WIDE_U32, R(a), R(row), R(row_stride_bytes(k, t)), R(base));
     INS(e, MAD_WIDE_U32, R(a), R(off), I(1), R(a));
@@ -129,8 +143,9 @@ void bwd_pre_emit(const AttnDesc *d, const BwdFeed *fd, const KernelSpec *ks, Bu
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
-    Reg s_q = kc_u32(&kc, "s_q");
-    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, s_q, fd);
+    row_lengths(&kc, d, &rc);
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, rc.s_q, fd);
+    if (d->varlen) e_place(&kc.e, rc.done);
     kctx_finish(&kc, module);
 }
 
@@ -165,8 +180,10 @@ void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
-    Reg s_q = kc_u32(&kc, "s_q"), scale = kc_f32(&kc, "softmax_scale");
-    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) convert_row(&kc, d, &rc, pass, s_q, scale);
+    row_lengths(&kc, d, &rc);
+    Reg scale = kc_f32(&kc, "softmax_scale");
+    for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) convert_row(&kc, d, &rc, pass, rc.s_q, scale);
+    if (d->varlen) e_place(&kc.e, rc.done);
     kctx_finish(&kc, module);
 }
 
@@ -181,11 +198,10 @@ static const char *const row_sizes[] = {"s_q", "h_q"};
 
 void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
     int stats_block = fd->stats_block;
-    const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "pre", 0);
-    abi_tensor(ks, "o", PR_IN, "forward output", "[b, s_q, h_q, dv]", dt, "bsh");
-    abi_tensor(ks, "do", PR_IN, "gradient of the output", "[b, s_q, h_q, dv]", dt, "bsh");
+    attn_tensor(ks, d, "o", PR_IN, "forward output");
+    attn_tensor(ks, d, "do", PR_IN, "gradient of the output");
     if (bwd_delta_ws(d, fd)) abi_workspace(ks, "delta", "rowsum(dO * O), written here");
     if (!bwd_dq_kernel(d, fd)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
     if (stats_block) {
@@ -193,6 +209,7 @@ void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
         abi_workspace(ks, "stats", "per block of query rows its lse, then its delta (0 past s_q), written here");
     }
     if (bwd_dq_sems(d, fd)) abi_workspace(ks, "dq_sem", "the main kernel's dQ semaphores, zeroed here");
+    if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, row_sizes, 2);
     row_grid(ks);
     if (stats_block)   /* whole blocks, so that the rows past s_q of the last one are written too */
@@ -203,7 +220,8 @@ void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks) {
     *ks = (KernelSpec){0};
     bwd_entry(ks, d, "dq_convert", 0);
     abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, read here");
-    abi_tensor(ks, "dq", PR_OUT, "gradient of the queries", "[b, s_q, h_q, d]", dtype_name(d->dtype), "bsh");
+    attn_tensor(ks, d, "dq", PR_OUT, "gradient of the queries");
+    if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, row_sizes, 2);
     abi_scale(ks, ATTN_SCALE_MEANING);
     row_grid(ks);

@@ -112,9 +112,7 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (t->deterministic)
         abi_workspace(ks, "dq_sem", "per block of query rows and part of dQ's columns, the key blocks that added: "
                       "waited on before this key block adds and raised after");
-    abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_sizes(ks, attn_size_names, 4);
+    bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     bwd_input_maps(ks, d, TCB_BM, TCB_BN);
     bwd_stats_map(ks, TCB_BM);

@@ -112,9 +112,7 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (bwg_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
     if (bwg_ordered(d)) abi_workspace(ks, "dq_sem", "per block of query rows the key blocks whose dQ adds are done: "
                                       "waited on until it counts this CTA's key block, then raised");
-    abi_tensor(ks, "dk", PR_OUT, "gradient of the keys, summed over the query heads of each kv head", "[b, s_k, h_kv, d]", dt, "bsh");
-    abi_tensor(ks, "dv", PR_OUT, "gradient of the values, summed over the query heads of each kv head", "[b, s_k, h_kv, dv]", dt, "bsh");
-    abi_sizes(ks, attn_size_names, 4);
+    bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     static const char *const dks[] = {"dk_stride_h * 2", "dk_stride_s * 2", "dk_stride_b * 2"};
     static const char *const dvs[] = {"dv_stride_h * 2", "dv_stride_s * 2", "dv_stride_b * 2"};

@@ -56,22 +56,18 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s", dt, d->d, d->tile.bm, d->tile.bn,
              d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
-    attn_fwd_abi(ks, dt, d->tile.bm, d->varlen);
+    attn_fwd_abi(ks, d, d->tile.bm);
 }
 
 /* Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head then packed row;
  * the grid covers the longest sequence (s_q, s_k: the longest lengths), its CTAs past a shorter one's rows exit. */
-void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm, int varlen) {
-    const char *dims = varlen ? "sh" : "bsh";
-    abi_tensor(ks, "q", PR_IN, varlen ? "queries, packed" : "queries", varlen ? "[total_q, h_q, d]" : "[b, s_q, h_q, d]", dt,
-               dims);
-    abi_tensor(ks, "k", PR_IN, varlen ? "keys, packed" : "keys", varlen ? "[total_k, h_kv, d]" : "[b, s_k, h_kv, d]", dt, dims);
-    abi_tensor(ks, "v", PR_IN, varlen ? "values, packed" : "values", varlen ? "[total_k, h_kv, dv]" : "[b, s_k, h_kv, dv]",
-               dt, dims);
-    abi_tensor(ks, "o", PR_OUT, varlen ? "attention output, packed" : "attention output",
-               varlen ? "[total_q, h_q, dv]" : "[b, s_q, h_q, dv]", dt, dims);
-    abi_tensor(ks, "lse", PR_OUT, ATTN_LSE_MEANING, varlen ? "[h_q, total_q]" : "[b, h_q, s_q]", "fp32", "");
-    if (varlen) abi_varlen(ks);
+void attn_fwd_abi(KernelSpec *ks, const AttnDesc *d, int bm) {
+    attn_tensor(ks, d, "q", PR_IN, "queries");
+    attn_tensor(ks, d, "k", PR_IN, "keys");
+    attn_tensor(ks, d, "v", PR_IN, "values");
+    attn_tensor(ks, d, "o", PR_OUT, "attention output");
+    attn_tensor(ks, d, "lse", PR_OUT, ATTN_LSE_MEANING);
+    if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", bm);

@@ -72,6 +72,31 @@ SeqSpan seq_span(Kctx *k, Reg b) {
     return s;
 }
 
+static int key_side(const char *t) { return !strcmp(t, "k") || !strcmp(t, "v") || !strcmp(t, "dk") || !strcmp(t, "dv"); }
+
+void attn_lengths(Kctx *k, const AttnDesc *d, Reg b, Reg *s_q, Reg *s_k) {
+    Reg first;
+    if (d->varlen) span(k, "cu_seqlens_q", b, &first, s_q);
+    else *s_q = kc_u32(k, "s_q");
+    if (!s_k) return;
+    if (d->varlen) span(k, "cu_seqlens_k", b, &first, s_k);
+    else *s_k = kc_u32(k, "s_k");
+}
+
+Reg attn_head_base(Kctx *k, const AttnDesc *d, const char *t, Reg b, Reg h) {
+    if (!d->varlen) return head_base(k, t, b, h);
+    Reg first, len;
+    span(k, key_side(t) ? "cu_seqlens_k" : "cu_seqlens_q", b, &first, &len);
+    return tensor_base(k, t, 's', first, 'h', h);
+}
+
+Reg attn_stats_row(Kctx *k, const AttnDesc *d, Reg b, Reg h) {
+    if (!d->varlen) return stats_row(k, b, h);
+    Reg first, len;
+    span(k, "cu_seqlens_q", b, &first, &len);
+    return varlen_stats_row(k, h, first);
+}
+
 Reg varlen_stats_row(Kctx *k, Reg h, Reg q0) {
     Reg row = e_reg(&k->e, RC_B32);
     INS(&k->e, MAD_LO_U32, R(row), R(h), R(kc_u32(k, "total_q")), R(q0));
@@ -242,6 +267,26 @@ void abi_tensor_map(KernelSpec *ks, const char *tensor, const char *meaning, Ten
 
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning) {
     add(ks, (ParamSpec){name, PT_PTR, PR_WORKSPACE, meaning, NULL, NULL, name, NULL});
+}
+
+void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning) {
+    static const struct { const char *name, *padded, *packed; int dv; } shapes[] = {
+        {"q", "[b, s_q, h_q, d]", "[total_q, h_q, d]", 0},     {"k", "[b, s_k, h_kv, d]", "[total_k, h_kv, d]", 0},
+        {"v", "[b, s_k, h_kv, dv]", "[total_k, h_kv, dv]", 1}, {"o", "[b, s_q, h_q, dv]", "[total_q, h_q, dv]", 1},
+        {"do", "[b, s_q, h_q, dv]", "[total_q, h_q, dv]", 1},  {"dq", "[b, s_q, h_q, d]", "[total_q, h_q, d]", 0},
+        {"dk", "[b, s_k, h_kv, d]", "[total_k, h_kv, d]", 0},  {"dv", "[b, s_k, h_kv, dv]", "[total_k, h_kv, dv]", 1}};
+    if (!strcmp(name, "lse")) {
+        abi_tensor(ks, name, role, meaning, d->varlen ? "[h_q, total_q]" : "[b, h_q, s_q]", "fp32", "");
+        return;
+    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(shapes[i].name, name)) {
+            abi_tensor(ks, name, role, meaning, d->varlen ? shapes[i].packed : shapes[i].padded, dtype_name(d->dtype),
+                       d->varlen ? "sh" : "bsh");
+            return;
+        }
+    fprintf(stderr, "ptxgen internal: no attention tensor '%s'\n", name);
+    abort();
 }
 
 void abi_varlen(KernelSpec *ks) {

@@ -28,6 +28,16 @@ SeqSpan seq_span(Kctx *k, Reg b);
 Reg varlen_stats_row(Kctx *k, Reg h, Reg q0);
 /* The varlen launch ABI's own parameters: cu_seqlens_q, cu_seqlens_k; total_q */
 void abi_varlen(KernelSpec *ks);
+/* Batch entry b's lengths and where (b, h)'s rows start, padded or (d->varlen) packed: s_q, s_k the parameters or
+ * the sequence's; tensor t's base at head h (the query-side q, o, do, dq from cu_seqlens_q[b], the key-side k, v,
+ * dk, dv from cu_seqlens_k[b]); the first row of (b, h) in the statistics ([b, h_q, s_q], or [h_q, total_q]).
+ * Varlen reads the offsets again at each call rather than hold them. s_k may be NULL (not asked). */
+void attn_lengths(Kctx *k, const AttnDesc *d, Reg b, Reg *s_q, Reg *s_k);
+Reg attn_head_base(Kctx *k, const AttnDesc *d, const char *t, Reg b, Reg h);
+Reg attn_stats_row(Kctx *k, const AttnDesc *d, Reg b, Reg h);
+/* An attention tensor's parameter (and its strides) by name, padded or packed by d->varlen: q, k, v, o, do, dq,
+ * dk, dv ([b, s, h, d] or [total, h, d]) and lse ([b, h_q, s_q] or [h_q, total_q], fp32). */
+void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning);
 
 /* A CTA that owns query rows [m_start, m_start + bm) and steps over keys bn
  * at a time; each warp owns rows_per_warp of the rows (fwd, bwd dQ). */
@@ -77,7 +87,7 @@ void abi_sizes(KernelSpec *ks, const char *const *names, int n);
 /* attn_fwd's tensors (q k v in, o lse out), sizes, scale and grid (a CTA per bm query rows, head, batch):
  * every family's forward takes these, a family adding its own parameters after them. */
 /* the attn_fwd launch ABI every family shares: padded [b, s, h, d] tensors, or varlen's packed ones */
-void attn_fwd_abi(KernelSpec *ks, const char *dt, int bm, int varlen);
+void attn_fwd_abi(KernelSpec *ks, const AttnDesc *d, int bm);
 void abi_scale(KernelSpec *ks, const char *meaning);
 void abi_workspace(KernelSpec *ks, const char *name, const char *meaning);
 /* A TMA tensor map over `tensor`, passed by value in parameter map.param (see ParamType PT_TMAP). */

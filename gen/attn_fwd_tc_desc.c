@@ -141,7 +141,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s", dt, d->d, dv, t->bm, t->bn, t->stages,
              pk, d->causal ? "_causal" : "");
-    attn_fwd_abi(ks, dt, q * TC_FWD_BM / pack, 0);
+    attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);
     if (tc_fwd_pair(t)) {   /* pairs of CTAs (x even, x + 1) over 256 query rows */
         snprintf(ks->grid[0], sizeof ks->grid[0], "2 * cdiv(s_q, %d)", 2 * TC_FWD_BM);
         snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");

@@ -26,7 +26,7 @@ static const KernelKind kinds[] = {
      1, attn_fwd_tc_warps, 1, 0},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
-     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 0},
+     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1},
     {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; "
      "dQ = dS K in the same kernel, added by a dQ-writer warp's TMA reduce-adds, in key-block order under a "
      "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "

@@ -186,6 +186,7 @@ static int ref_fwd(const Problem *p, double *const ref[]) {
 }
 
 static int ref_bwd(const Problem *p, double *const ref[]) {
+    if (p->varlen) return varlen_ref_bwd(p, ref);
     RefAttn ra = ref_shape(p);
     return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], 0);
 }

@@ -105,6 +105,10 @@ void varlen_layouts(Problem *p, int pad) {
     problem_layout(&p->k, "k", 1, tk, p->h_kv, p->d, pad, 2);
     problem_layout(&p->v, "v", 1, tk, p->h_kv, p->d_v, pad, 2);
     problem_layout(&p->o, "o", 1, tq, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->dout, "do", 1, tq, p->h_q, p->d_v, pad, 2);
+    problem_layout(&p->dq, "dq", 1, tq, p->h_q, p->d, pad, 2);
+    problem_layout(&p->dk, "dk", 1, tk, p->h_kv, p->d, pad, 2);
+    problem_layout(&p->dv, "dv", 1, tk, p->h_kv, p->d_v, pad, 2);
     problem_layout(&p->lse, "lse", 1, p->h_q, 1, tq, 0, 4);
 }
 
@@ -127,6 +131,26 @@ int varlen_ref_fwd(const Problem *p, double *const ref[]) {
     }
     free(lse);
     return rc;
+}
+
+/* Sequence by sequence: its gradients, from its rows of the packed inputs; a sequence with no queries leaves its
+ * keys' dk and dv 0 (nothing attends to them), one with no keys has no dk, dv rows and dq 0. */
+int varlen_ref_bwd(const Problem *p, double *const ref[]) {
+    const int *cq = p->cu_q.ints, *ck = p->cu_k.ints;
+    for (size_t i = 0; i < p->dk.count; i++) ref[1][i] = 0;
+    for (size_t i = 0; i < p->dv.count; i++) ref[2][i] = 0;
+    for (size_t i = 0; i < p->dq.count; i++) ref[0][i] = 0;
+    for (int i = 0; i < p->b; i++) {
+        int lq = cq[i + 1] - cq[i], lk = ck[i + 1] - ck[i];
+        if (!lq || !lk) continue;
+        RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale};
+        size_t q0 = (size_t)cq[i], k0 = (size_t)ck[i];
+        if (ref_attn_bwd(&ra, p->q.host + q0 * p->h_q * p->d, p->k.host + k0 * p->h_kv * p->d,
+                         p->v.host + k0 * p->h_kv * p->d_v, p->dout.host + q0 * p->h_q * p->d_v, ref[0] + q0 * p->h_q * p->d,
+                         ref[1] + k0 * p->h_kv * p->d, ref[2] + k0 * p->h_kv * p->d_v, 0))
+            return 1;
+    }
+    return 0;
 }
 
 double varlen_fwd_flops(const Problem *p) {

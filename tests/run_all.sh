@@ -281,16 +281,24 @@ varlen_tests() {
              "--varlen 0,0,9 --hdim 64 --hq 8 --hkv 1 --arch sm_120" "--varlen 129,1,128 --arch sm_80 --dtype fp16 --causal"; do
         sim_check "sim varlen $f" $f --seed $((RANDOM + 1))
     done
+    for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "--varlen 0,50,3 --varlen-k 70,50,0 --hq 2 --hkv 1" "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8 --tile deterministic=0" \
+             "--varlen 300,5 --varlen-k 40,290 --causal --hdim 64 --arch sm_120" "--varlen 200,130 --tile deterministic=0 --causal --hq 3 --hkv 1"; do
+        sim_bwd "sim varlen bwd $f" $f --seed $((RANDOM + 1))
+    done
     sim_check "sim varlen on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
     expect_output "sim varlen on sm_90a: the note" "note: --mma auto: the wgmma attn_fwd takes no variable lengths yet" &&
         pass "sim varlen on sm_90a: the note"
     tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_fwd varlen sm_120 d=256: 0 spills" --kernel attn_fwd --arch sm_120 --varlen --hdim 256
+    tc_ptxas "ptxas attn_bwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_bwd --arch sm_90 --varlen --causal
+    tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
+        --tile deterministic=0
     usage_error "varlen on the wgmma attn_fwd: refused naming the kind that takes it" \
-        "variable lengths (cu_seqlens) are not built for the wgmma attn_fwd yet" "the mma.sync attn_fwd takes them" -- \
+        "variable lengths (cu_seqlens) are not built for the wgmma attn_fwd yet" "the mma.sync attn_fwd and attn_bwd take them" -- \
         --arch sm_90a --kernel attn_fwd --mma wgmma --varlen
-    usage_error "varlen on attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the mma.sync attn_bwd" -- \
-        --arch sm_90 --kernel attn_bwd --varlen
+    usage_error "varlen on the tcgen05 attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the tcgen05 attn_bwd" -- \
+        --arch sm_100a --kernel attn_bwd --mma tcgen05 --varlen
     usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
     usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \
