@@ -33,6 +33,7 @@ typedef struct {
     Reg bar[WG_NBARS(4)];
     Reg ring[5];                      /* the first barrier of each ring (B_*) */
     Reg b, h, kvh, m_start, s_q, s_k, off;
+    Reg tb, q_row, k_row;             /* TMA coordinates: batch; the first row of Q_m, of K_0 (varlen: packed) */
     Reg it, it_v;                     /* passes over the K ring (the producer: both rings), the V ring */
     RowBlocks rb;
     /* consumers */
@@ -51,15 +52,24 @@ typedef struct {
 static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, .first_warp = wg_consumer_warp0(&f->d->tile),
-                        .last_first = f->d->causal};
+                        .last_first = f->d->causal, .own_lengths = f->d->varlen};
     Reg mblk = e_reg(e, RC_B32);
     row_block(k, &f->rb, mblk);
     cta_coords(k, &f->b, &f->h);
     f->kvh = kv_head_of(k, f->h);
-    f->s_q = kc_u32(k, "s_q");
-    f->s_k = kc_u32(k, "s_k");
-    f->m_start = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+    if (f->d->varlen) {   /* packed: the sequence's lengths; TMA rows from its first, batch coordinate 0 */
+        SeqSpan sp = seq_span(k, f->b);
+        f->s_q = sp.s_q, f->s_k = sp.s_k, f->tb = kc_imm32(k, 0), f->k_row = sp.k0;
+        f->m_start = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+        INS(e, ADD_U32, R(f->q_row = e_reg(e, RC_B32)), R(sp.q0), R(f->m_start));
+    } else {
+        f->s_q = kc_u32(k, "s_q");
+        f->s_k = kc_u32(k, "s_k");
+        f->m_start = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+        f->tb = f->b, f->q_row = f->m_start, f->k_row = (Reg){0};
+    }
     f->off = e_reg(e, RC_B32);
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     f->rb.s_q = f->s_q, f->rb.s_k = f->s_k, f->rb.off = f->off, f->rb.m_start = f->m_start;
@@ -74,7 +84,9 @@ static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
-    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, row, f->b, full);
+    Reg at = row;
+    if (f->d->varlen) INS(e, ADD_U32, R(at = e_reg(e, RC_B32)), R(row), R(f->k_row));   /* the packed row */
+    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, f->tb, full);
 }
 
 static void producer(Kctx *k, void *ctx) {
@@ -91,7 +103,7 @@ static void producer(Kctx *k, void *ctx) {
     Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
     problem(k, f, n_full, n_max);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
-    wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->m_start, f->b, f->bar[0]);
+    wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->q_row, f->tb, f->bar[0]);
     INS(e, MOV_B32, R(n), I(0));
     INS(e, MOV_B32, R(f->it), I(0));
     int top = e_label(e);
@@ -230,6 +242,13 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
+    if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the rows below s_q */
+        Reg rows_left = e_reg(&k->e, RC_B32), base = e_reg(&k->e, RC_B64), rs = row_stride_bytes(k, "o");
+        INS(&k->e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+        INS(&k->e, MAD_WIDE_U32, R(base), R(f->m_start), R(rs), R(attn_head_base(k, d, "o", f->b, f->h)));
+        wg_store_rows_masked(k, named_bar, f->wg, f->o_off, d->dv, bm * 128, base, rs, rows_left);
+        return;
+    }
     WgStore o = {"o_map", f->o_off, d->dv};
     wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
 }
@@ -296,12 +315,29 @@ static void consumer(Kctx *k, void *ctx) {
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
     Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
     INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-    INS(e, ADD_U32, R(row), R(stats_row(k, f->b, f->h)), R(f->m_start));
+    INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, f->b, f->h)), R(f->m_start));
     INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
     rows_to_global_f32(k, 1, lse, f->warp_row0, lse_base, rows_left);
     Reg named = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(named), R(f->wg), I(1));                   /* barrier 0 is the CTA's; 1.. one per warpgroup */
     store_o(k, f, named);
+}
+
+/* Varlen: the grid covers the longest sequence; every thread of a CTA whose rows start past its own sequence's
+ * goes to the returned label (placed after the roles) before any role begins. */
+static int varlen_past(Kctx *k, WgFwd *f) {
+    if (!f->d->varlen) return 0;
+    Emit *e = &k->e;
+    Reg m = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, past = e_reg(e, RC_PRED);
+    RowBlocks rb = {.bm = f->d->tile.bm, .last_first = f->d->causal};
+    row_block(k, &rb, m);
+    INS(e, MUL_LO_U32, R(m), R(m), I(f->d->tile.bm));
+    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    attn_lengths(k, f->d, b, &s_q, NULL);
+    INS(e, SETP_GE_U32, R(past), R(m), R(s_q));
+    int label = e_label(e);
+    INSP(e, past, 0, BRA_UNI, L(label));
+    return label;
 }
 
 void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
@@ -331,6 +367,8 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Reg is_consumer = e_reg(e, RC_PRED);
     if (wg_consumer_warp0(t)) INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(wg_consumer_warp0(t)));
     else INS(e, SETP_LT_U32, R(is_consumer), R(kc.warp), I(wg_producer_warp(t)));
+    int past = varlen_past(&kc, &f);
     wg_roles(&kc, is_consumer, producer, consumer, &f);
+    if (d->varlen) e_place(e, past);
     kctx_finish(&kc, module);
 }

@@ -79,9 +79,15 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
     attn_fwd_abi(ks, d, t->bm);
+    if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
+        wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", t->bm);
+        wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);
+        wg_packed_map(ks, "v_map", "v", dt, d->dv, "h_kv", "total_k", t->bn);
+        return;
+    }
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};

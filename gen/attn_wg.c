@@ -1,5 +1,8 @@
 /* What the wgmma attention kernels share (attn_wg.h). */
 #include "attn_wg.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "../templates/mbar.h"
 #include "../templates/wgmma.h"
 
@@ -88,6 +91,37 @@ void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int s
     store_end(k, skip);
 }
 
+void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left) {
+    Emit *e = &k->e;
+    Reg t = e_reg(e, RC_B32), c = e_reg(e, RC_B32), r0 = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
+    INS(e, BAR_SYNC_N, R(bar), I(128));                          /* every thread's staged pairs are in */
+    INS(e, AND_B32, R(t), R(k->tid), I(127));
+    INS(e, AND_B32, R(c), R(t), I(7));                           /* the thread's 16-byte chunk of a row */
+    INS(e, SHR_U32, R(r0), R(t), I(3));                          /* and its first row, 16 apart */
+    INS(e, MUL_LO_U32, R(wrow), R(wg), I(64));
+    for (int i = 0; i < 4; i++) {
+        Reg r = e_reg(e, RC_B32), row = e_reg(e, RC_B32), sw = e_reg(e, RC_B32), sa = e_reg(e, RC_B32);
+        Reg ok = e_reg(e, RC_PRED), g = e_reg(e, RC_B64), off = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(r), R(r0), I(16 * i));
+        INS(e, ADD_U32, R(row), R(wrow), R(r));
+        INS(e, SETP_LT_U32, R(ok), R(row), R(rows_left));
+        INS(e, AND_B32, R(sw), R(r), I(7));                      /* 128B swizzle: chunk c of row r at c ^ (r & 7) */
+        INS(e, XOR_B32, R(sw), R(sw), R(c));
+        INS(e, MAD_LO_U32, R(sa), R(row), I(128), R(k->smem));
+        INS(e, MAD_LO_U32, R(sa), R(sw), I(16), R(sa));
+        INS(e, MAD_WIDE_U32, R(g), R(row), R(rs), R(base));
+        INS(e, SHL_B32, R(off), R(c), I(4));
+        INS(e, MAD_WIDE_U32, R(g), R(off), I(1), R(g));
+        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
+            Reg v[4];
+            for (int j = 0; j < 4; j++) v[j] = e_reg(e, RC_B32);
+            INSP(e, ok, 0, LD_SHARED_V4_B32, V4(v[0], v[1], v[2], v[3]), A(sa, src + s * slab_bytes));
+            INSP(e, ok, 0, ST_GLOBAL_V4_B32, A(g, 2 * WG_SLAB_COLS * s), V4(v[0], v[1], v[2], v[3]));
+        }
+    }
+}
+
+
 Reg wg_ring_slot(Kctx *k, Reg bar0, Reg twin0, int stages, Reg it, int slot_bytes, Reg *bar, Reg *parity, Reg *twin) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), stage = e_reg(e, RC_B32);
@@ -153,4 +187,28 @@ void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, co
 void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                  const char *seq, int rows, const char *const strides[3]) {
     wg_bshd_map_heads(ks, param, tensor, dt, d, heads, seq, 1, rows, strides);
+}
+
+void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                   const char *total, int rows) {
+    /* expressions need static storage: one row per tensor, q k v o */
+    static const char *const names[4] = {"q", "k", "v", "o"};
+    static const char *const st[4][3] = {
+        {"q_stride_h * 2", "q_stride_s * 2", "q_stride_s * 2 * max(total_q, 1)"},
+        {"k_stride_h * 2", "k_stride_s * 2", "k_stride_s * 2 * max(total_k, 1)"},
+        {"v_stride_h * 2", "v_stride_s * 2", "v_stride_s * 2 * max(total_k, 1)"},
+        {"o_stride_h * 2", "o_stride_s * 2", "o_stride_s * 2 * max(total_q, 1)"}};
+    static const char *const tot[2] = {"max(total_q, 1)", "max(total_k, 1)"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(names[i], tensor)) continue;
+        TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
+                           .dims = {hdim_text(d), heads, tot[strcmp(total, "total_q") != 0], "1"},
+                           .strides = {st[i][0], st[i][1], st[i][2]}, .box = {WG_SLAB_COLS, 1, rows, 1},
+                           .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
+        abi_tensor_map(ks, tensor, "TMA map over the packed tensor, box 64 columns x rows of one head, 128B swizzle; "
+                       "its h and s strides must be multiples of 8 elements (16 bytes) and its base 16-byte aligned", m);
+        return;
+    }
+    fprintf(stderr, "ptxgen internal: no packed map for tensor '%s'\n", tensor);
+    abort();
 }

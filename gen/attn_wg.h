@@ -31,6 +31,13 @@ typedef struct { const char *map; int src, cols; } WgStore;
  * (rows 64 wg of the slabs, slab_bytes apart) to rows row0 + 64 wg of head `head`, batch b, and waits
  * until the copies have read shared memory. */
 void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b);
+/* Varlen: warpgroup wg's 64 staged rows (cols wide, slabs of slab_bytes at shared offset src) by plain 16-byte
+ * stores to base + (64 wg + r) * rs, rows below rows_left only; its threads meet at barrier bar first. */
+void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left);
+/* Varlen's TMA map over a packed [total, heads, d] tensor: rank 4 as the padded maps, rows total (at least 1: a
+ * map needs extents), batch 1. param, tensor: "q_map", "q" ... total: "total_q" or "total_k". */
+void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
+                   const char *total, int rows);
 /* The same for one tensor whose warpgroup owns columns, not rows: nslabs slabs (slab_bytes apart from the
  * shared address src, a register) to columns col0 .. col0 + 64 nslabs of row `row`, head `head`, batch b. */
 void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int slab_bytes, Reg col0, Reg head, Reg row,

@@ -151,7 +151,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     d->varlen = rq->varlen != 0;
     if (d->varlen && !(*kind)->varlen_ok) {   /* issue 18 builds variable lengths kind by kind */
         snprintf(err, errlen, "variable lengths (cu_seqlens) are not built for the %s %s yet: it takes padded [b, s, h, d] "
-                 "tensors; the mma.sync attn_fwd and attn_bwd take them", family_name((*kind)->family), (*kind)->name);
+                 "tensors; the mma.sync attn_fwd and attn_bwd and the wgmma attn_fwd take them", family_name((*kind)->family), (*kind)->name);
         return 2;
     }
     d->causal = rq->causal != 0;

@@ -167,6 +167,10 @@ static void derive_on_gpu(Session *ss, const RunOpts *o) {
     char err[2048];
     Problem *p = &ss->pb;
     if (strcmp(dev_kind(ss->dev), "cuda") || o->ref == RUN_REF_CPU || problem_flops(p) / 1e9 <= AUTO_GPU_REF_GFLOP) return;
+    if (p->varlen) {
+        printf("inputs: o and lse from the CPU forward (varlen: the GPU reference takes padded batches)\n");
+        return;
+    }
     if (gpu_ref_open(&ss->fwd_ref, ss->dev, err, sizeof err)) {
         printf("inputs: o and lse from the CPU forward (the GPU reference failed to load: %s)\n", err);
         return;

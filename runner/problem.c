@@ -488,7 +488,7 @@ int problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t 
 int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
     const ptxgen_size s[PROBLEM_NSIZES] = {{"b", p->b},       {"s_q", p->s_q},   {"s_k", p->s_k},  {"h_q", p->h_q},
                                            {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk},
-                                           {"total_q", p->total_q}};
+                                           {"total_q", p->total_q}, {"total_k", p->total_k}};
     memcpy(out, s, sizeof s);
     return PROBLEM_NSIZES;
 }

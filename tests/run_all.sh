@@ -286,17 +286,28 @@ varlen_tests() {
              "--varlen 300,5 --varlen-k 40,290 --causal --hdim 64 --arch sm_120" "--varlen 200,130 --tile deterministic=0 --causal --hq 3 --hkv 1"; do
         sim_bwd "sim varlen bwd $f" $f --seed $((RANDOM + 1))
     done
-    sim_check "sim varlen on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
-    expect_output "sim varlen on sm_90a: the note" "note: --mma auto: the wgmma attn_fwd takes no variable lengths yet" &&
-        pass "sim varlen on sm_90a: the note"
+    # the wgmma forward (sm_90a, --mma auto): the producer's TMA rows from the sequence's first packed row, O by
+    # plain stores of the sequence's rows; every tile layout
+    for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "--varlen 300,5 --varlen-k 40,290 --causal --hdim 256" \
+             "--tile pingpong=0 --varlen 300,1,0,77 --varlen-k 200,40,9,300 --causal --hq 4 --hkv 1" \
+             "--tile producer=1,bn=96 --varlen 300,1,0,77 --varlen-k 200,40,9,300 --hq 4 --hkv 1" \
+             "--tile bm=192,bn=64 --varlen 400,3 --causal --hdim 64"; do
+        sim_check "sim varlen wgmma $f" --arch sm_90a $f --seed $((RANDOM + 1))
+        expect_output "sim varlen wgmma $f: the wgmma kernel" "^kernel: attn_fwd_wg_.*_varlen" &&
+            pass "sim varlen wgmma $f: the wgmma kernel"
+    done
+    sim_bwd "sim varlen bwd on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
+    expect_output "sim varlen bwd on sm_90a: the note" "note: --mma auto: the wgmma attn_bwd takes no variable lengths yet" &&
+        pass "sim varlen bwd on sm_90a: the note"
     tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_fwd varlen sm_120 d=256: 0 spills" --kernel attn_fwd --arch sm_120 --varlen --hdim 256
     tc_ptxas "ptxas attn_bwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_bwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
         --tile deterministic=0
-    usage_error "varlen on the wgmma attn_fwd: refused naming the kind that takes it" \
-        "variable lengths (cu_seqlens) are not built for the wgmma attn_fwd yet" "the mma.sync attn_fwd and attn_bwd take them" -- \
-        --arch sm_90a --kernel attn_fwd --mma wgmma --varlen
+    usage_error "varlen on the tcgen05 attn_fwd: refused naming the kinds that take it" \
+        "variable lengths (cu_seqlens) are not built for the tcgen05 attn_fwd yet" "the mma.sync attn_fwd and attn_bwd" -- \
+        --arch sm_100a --kernel attn_fwd --mma tcgen05 --varlen
     usage_error "varlen on the tcgen05 attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the tcgen05 attn_bwd" -- \
         --arch sm_100a --kernel attn_bwd --mma tcgen05 --varlen
     usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \

@@ -181,8 +181,10 @@ def test_varlen_emit_and_offsets():
     assert "cu_seqlens_q" in names and "cu_seqlens_k" in names and "total_q" in names and "q_stride_b" not in names
     ptx, man = ptxgen.emit("attn_bwd", "sm_90", varlen=True)
     assert [k["entry"].split("_")[2] for k in man["kernels"]] == ["pre", "main", "dq"], man["kernels"]
-    for args in (("attn_fwd", "sm_90a", "bf16", None, False, None, "wgmma"), ("attn_bwd", "sm_100a", "bf16", None, False,
-                                                                                None, "tcgen05")):
+    ptx, man = ptxgen.emit("attn_fwd", "sm_90a", varlen=True)
+    assert man["kernels"][0]["entry"].startswith("attn_fwd_wg_") and "o_map" not in [p["name"] for p in man["kernels"][0]["params"]]
+    for args in (("attn_fwd", "sm_100a", "bf16", None, False, None, "tcgen05"), ("attn_bwd", "sm_90a", "bf16", None, False,
+                                                                                  None, "wgmma")):
         try:
             ptxgen.emit(*args, varlen=True)
         except ValueError as e:
