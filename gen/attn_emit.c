@@ -97,6 +97,21 @@ Reg attn_stats_row(Kctx *k, const AttnDesc *d, Reg b, Reg h) {
     return varlen_stats_row(k, h, first);
 }
 
+int varlen_exit(Kctx *k, const AttnDesc *d, int bm, int last_first) {
+    if (!d->varlen) return 0;
+    Emit *e = &k->e;
+    Reg m = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, past = e_reg(e, RC_PRED);
+    RowBlocks rb = {.bm = bm, .last_first = last_first};
+    row_block(k, &rb, m);
+    INS(e, MUL_LO_U32, R(m), R(m), I(bm));
+    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    attn_lengths(k, d, b, &s_q, NULL);
+    INS(e, SETP_GE_U32, R(past), R(m), R(s_q));
+    int label = e_label(e);
+    INSP(e, past, 0, BRA_UNI, L(label));
+    return label;
+}
+
 Reg varlen_stats_row(Kctx *k, Reg h, Reg q0) {
     Reg row = e_reg(&k->e, RC_B32);
     INS(&k->e, MAD_LO_U32, R(row), R(h), R(kc_u32(k, "total_q")), R(q0));

@@ -35,6 +35,10 @@ void abi_varlen(KernelSpec *ks);
 void attn_lengths(Kctx *k, const AttnDesc *d, Reg b, Reg *s_q, Reg *s_k);
 Reg attn_head_base(Kctx *k, const AttnDesc *d, const char *t, Reg b, Reg h);
 Reg attn_stats_row(Kctx *k, const AttnDesc *d, Reg b, Reg h);
+/* Varlen: every thread of a CTA whose row block (of bm rows, counted from the last when last_first, as row_block)
+ * starts past its own sequence's rows jumps to the returned label, which the caller places after everything
+ * (before any role, barrier or allocation); 0 and nothing emitted when not varlen. */
+int varlen_exit(Kctx *k, const AttnDesc *d, int bm, int last_first);
 /* An attention tensor's parameter (and its strides) by name, padded or packed by d->varlen: q, k, v, o, do, dq,
  * dk, dv ([b, s, h, d] or [total, h, d]) and lse ([b, h_q, s_q] or [h_q, total_q], fp32). */
 void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning);

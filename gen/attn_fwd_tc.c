@@ -58,6 +58,7 @@ typedef struct {
     Reg yes, no, q_desc, k_desc, v_desc;
     /* softmax: this thread's query row: its token and head, whether it is one to write */
     Reg row, head, ok, limit, m, l, scale_log2;
+    Reg tb, q0, k0;                   /* TMA batch coordinate; varlen: the sequence's first packed query and key rows */
 } TcFwd;
 
 /* The CTA's tokens, heads, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do. Packed,
@@ -87,11 +88,17 @@ static void problem(Kctx *k, TcFwd *f) {
         INS(e, MUL_LO_U32, R(f->j0), R(f->j0), I(f->pack));
         INS(e, MAD_LO_U32, R(f->h), R(f->kvh), R(f->group), R(f->j0));
     }
-    f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+    if (f->d->varlen) {   /* packed (pack 1, one CTA): the sequence's lengths, TMA rows from its first, batch 0 */
+        SeqSpan sp = seq_span(k, f->b);
+        f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);
+    } else {
+        f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+        f->tb = f->b;
+    }
     f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(rb.bm));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
-    rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start;
+    rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start, rb.own_lengths = f->d->varlen;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
     key_blocks(k, &rb, f->n_full, f->n_max);
     if (f->pair) INS(e, MAD_LO_U32, R(f->m_start), R(f->rank), I(tokens), R(f->m_start));   /* this CTA's rows */
@@ -190,10 +197,11 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     }
     Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(row), R(n), I(f->bn));
+    if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
-    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, f->b, full);
-    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, f->b, full);
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, f->tb, full);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, f->tb, full);
     e_place(e, past);
 }
 
@@ -222,12 +230,13 @@ static void producer_role(Kctx *k, void *ctx) {
     /* packed: a box of pack heads x 128/pack tokens, which lands as rows (token, head), head innermost */
     for (int t = 0; t < f->qt; t++) {
         Reg m = f->m_start;
-        if (t) {
+        if (t || f->d->varlen) {
             m = e_reg(e, RC_B32);
             INS(e, ADD_U32, R(m), R(f->m_start), I(t * TC_FWD_BM / f->pack));
+            if (f->d->varlen) INS(e, ADD_U32, R(m), R(m), R(f->q0));   /* the packed row */
         }
         wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off + t * TC_FWD_BM * f->d->d * 2, TC_FWD_BM, f->d->d, kc_imm32(k, 0), f->h,
-                    m, f->b, f->bar[TCF_Q]);
+                    m, f->tb, f->bar[TCF_Q]);
     }
     e_place(e, past);
     INS(e, MOV_B32, R(n), I(0));
@@ -559,10 +568,10 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, MUL_F32, R(lse), R(lse), FI((float)M_LN2));
     INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(empty));
     Reg in = f->ok, la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);
-    INS(e, ADD_U32, R(la), R(stats_row(k, f->b, f->head)), R(f->row));
+    INS(e, ADD_U32, R(la), R(attn_stats_row(k, f->d, f->b, f->head)), R(f->row));
     INS(e, MAD_WIDE_U32, R(lp), R(la), I(4), R(kc_ptr(k, "lse")));
     INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
-    Reg oa = head_base(k, "o", f->b, f->head);
+    Reg oa = attn_head_base(k, f->d, "o", f->b, f->head);
     INS(e, MAD_WIDE_U32, R(oa), R(f->row), R(row_stride_bytes(k, "o")), R(oa));
     tc_row_out(k, f->to, f->c_o, d->dv, has, &inv, d->dtype, oa, in);
 }
@@ -645,6 +654,7 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
         counts[TCF_PV_READY(t->stages, f.qt) + q] = I(256);        /* and every correction thread */
     }
     if (f.pair) counts[TCF_PAIR_READY(t->stages)] = I(512);    /* of both CTAs (used in the even one) */
+    int past = varlen_exit(k, d, f.qt * TC_FWD_BM, d->causal);   /* the grid covers the longest sequence */
     e_comment(e, "prologue: barriers, TMEM");
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), f.pair, &f.tq);
 
@@ -683,5 +693,6 @@ void attn_fwd_tc_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     producer_role(k, &f);
     e_place(e, done);
     umma_epilogue(k, f.taddr, plan_tmem_alloc(p), f.pair);
+    if (d->varlen) e_place(e, past);
     kctx_finish(k, module);
 }

@@ -49,6 +49,12 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  tc_fwd_qtiles(t), tc_fwd_pack(t), d->dv);
         return 1;
     }
+    if (d->varlen && (tc_fwd_pair(t) || tc_fwd_pack(t) > 1)) {
+        snprintf(err, errlen, "variable lengths take one query head per CTA and one CTA per MMA in the tcgen05 attn_fwd "
+                 "(pack=1, ctas=1): a packed head's or the pair's rows would span sequences; got pack=%d ctas=%d",
+                 tc_fwd_pack(t), tc_fwd_pair(t) ? 2 : 1);
+        return 1;
+    }
     return 0;
 }
 
@@ -139,9 +145,15 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (tc_fwd_pair(t)) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_cta2");
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s", dt, d->d, dv, t->bm, t->bn, t->stages,
-             pk, d->causal ? "_causal" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s", dt, d->d, dv, t->bm, t->bn,
+             t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
     attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);
+    if (d->varlen) {   /* one CTA, one head per row block (check_tile): maps over the packed tensors */
+        wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", TC_FWD_BM);
+        wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);
+        wg_packed_map(ks, "v_map", "v", dt, d->dv, "h_kv", "total_k", t->bn);
+        return;
+    }
     if (tc_fwd_pair(t)) {   /* pairs of CTAs (x even, x + 1) over 256 query rows */
         snprintf(ks->grid[0], sizeof ks->grid[0], "2 * cdiv(s_q, %d)", 2 * TC_FWD_BM);
         snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");

@@ -323,23 +323,6 @@ static void consumer(Kctx *k, void *ctx) {
     store_o(k, f, named);
 }
 
-/* Varlen: the grid covers the longest sequence; every thread of a CTA whose rows start past its own sequence's
- * goes to the returned label (placed after the roles) before any role begins. */
-static int varlen_past(Kctx *k, WgFwd *f) {
-    if (!f->d->varlen) return 0;
-    Emit *e = &k->e;
-    Reg m = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, past = e_reg(e, RC_PRED);
-    RowBlocks rb = {.bm = f->d->tile.bm, .last_first = f->d->causal};
-    row_block(k, &rb, m);
-    INS(e, MUL_LO_U32, R(m), R(m), I(f->d->tile.bm));
-    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
-    attn_lengths(k, f->d, b, &s_q, NULL);
-    INS(e, SETP_GE_U32, R(past), R(m), R(s_q));
-    int label = e_label(e);
-    INSP(e, past, 0, BRA_UNI, L(label));
-    return label;
-}
-
 void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
@@ -367,7 +350,7 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Reg is_consumer = e_reg(e, RC_PRED);
     if (wg_consumer_warp0(t)) INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(wg_consumer_warp0(t)));
     else INS(e, SETP_LT_U32, R(is_consumer), R(kc.warp), I(wg_producer_warp(t)));
-    int past = varlen_past(&kc, &f);
+    int past = varlen_exit(&kc, d, t->bm, d->causal);   /* the grid covers the longest sequence */
     wg_roles(&kc, is_consumer, producer, consumer, &f);
     if (d->varlen) e_place(e, past);
     kctx_finish(&kc, module);

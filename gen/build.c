@@ -151,7 +151,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     d->varlen = rq->varlen != 0;
     if (d->varlen && !(*kind)->varlen_ok) {   /* issue 18 builds variable lengths kind by kind */
         snprintf(err, errlen, "variable lengths (cu_seqlens) are not built for the %s %s yet: it takes padded [b, s, h, d] "
-                 "tensors; the mma.sync attn_fwd and attn_bwd and the wgmma attn_fwd take them", family_name((*kind)->family), (*kind)->name);
+                 "tensors; every attn_fwd and the mma.sync attn_bwd take them", family_name((*kind)->family), (*kind)->name);
         return 2;
     }
     d->causal = rq->causal != 0;
@@ -175,6 +175,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
  * whole of K and V (the smaller pack on a tie); the tile note says so. */
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
+    if (d->varlen) return;   /* packed heads would span sequences */
     const TileKey *key = NULL;
     for (int i = 0; i < *kind->nkeys; i++)
         if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];

@@ -297,6 +297,23 @@ varlen_tests() {
         expect_output "sim varlen wgmma $f: the wgmma kernel" "^kernel: attn_fwd_wg_.*_varlen" &&
             pass "sim varlen wgmma $f: the wgmma kernel"
     done
+    # the tcgen05 forward (sm_100a/103a, strict): one head and one CTA per row block, two Q tiles, d_v != d
+    export PTXGEN_SIM_STRICT=1
+    for f in "sm_100a --varlen 100,0,37,130 --hq 4 --hkv 2" "sm_103a --varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "sm_100a --varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "sm_100a --varlen 300,5 --varlen-k 40,290 --causal --hdim 256" \
+             "sm_103a --varlen 300,9,140 --tile qtiles=2 --causal" "sm_100a --varlen 3,9 --hq 8 --hkv 1 --hdim 192 --hdim-v 128"; do
+        set -- $f
+        local arch=$1
+        shift
+        sim_check "sim varlen tcgen05 $arch $*" --arch $arch "$@" --seed $((RANDOM + 1))
+        expect_output "sim varlen tcgen05 $arch $*: the tcgen05 kernel" "^kernel: attn_fwd_tc_.*_varlen" &&
+            pass "sim varlen tcgen05 $arch $*: the tcgen05 kernel"
+    done
+    unset PTXGEN_SIM_STRICT
+    tc_ptxas "ptxas attn_fwd tcgen05 varlen sm_100a causal: 0 spills" --kernel attn_fwd --arch sm_100a --varlen --causal
+    tc_ptxas "ptxas attn_fwd tcgen05 varlen sm_103a qtiles=2: 0 spills" --kernel attn_fwd --arch sm_103a --varlen --tile qtiles=2
+    usage_error "varlen with packed heads on the tcgen05 attn_fwd: refused" "variable lengths take one query head per CTA" \
+        "got pack=8 ctas=1" -- --arch sm_100a --kernel attn_fwd --varlen --tile pack=8
     sim_bwd "sim varlen bwd on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
     expect_output "sim varlen bwd on sm_90a: the note" "note: --mma auto: the wgmma attn_bwd takes no variable lengths yet" &&
         pass "sim varlen bwd on sm_90a: the note"
@@ -305,9 +322,9 @@ varlen_tests() {
     tc_ptxas "ptxas attn_bwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_bwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
         --tile deterministic=0
-    usage_error "varlen on the tcgen05 attn_fwd: refused naming the kinds that take it" \
-        "variable lengths (cu_seqlens) are not built for the tcgen05 attn_fwd yet" "the mma.sync attn_fwd and attn_bwd" -- \
-        --arch sm_100a --kernel attn_fwd --mma tcgen05 --varlen
+    usage_error "varlen on the wgmma attn_bwd: refused naming the kinds that take it" \
+        "variable lengths (cu_seqlens) are not built for the wgmma attn_bwd yet" "every attn_fwd and the mma.sync attn_bwd" -- \
+        --arch sm_90a --kernel attn_bwd --mma wgmma --varlen
     usage_error "varlen on the tcgen05 attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the tcgen05 attn_bwd" -- \
         --arch sm_100a --kernel attn_bwd --mma tcgen05 --varlen
     usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \

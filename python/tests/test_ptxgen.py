@@ -183,7 +183,9 @@ def test_varlen_emit_and_offsets():
     assert [k["entry"].split("_")[2] for k in man["kernels"]] == ["pre", "main", "dq"], man["kernels"]
     ptx, man = ptxgen.emit("attn_fwd", "sm_90a", varlen=True)
     assert man["kernels"][0]["entry"].startswith("attn_fwd_wg_") and "o_map" not in [p["name"] for p in man["kernels"][0]["params"]]
-    for args in (("attn_fwd", "sm_100a", "bf16", None, False, None, "tcgen05"), ("attn_bwd", "sm_90a", "bf16", None, False,
+    ptx, man = ptxgen.emit("attn_fwd", "sm_100a", varlen=True)
+    assert man["kernels"][0]["entry"].startswith("attn_fwd_tc_") and man["kernels"][0]["entry"].endswith("_varlen")
+    for args in (("attn_bwd", "sm_100a", "bf16", None, False, None, "tcgen05"), ("attn_bwd", "sm_90a", "bf16", None, False,
                                                                                   None, "wgmma")):
         try:
             ptxgen.emit(*args, varlen=True)
