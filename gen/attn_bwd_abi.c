@@ -45,6 +45,13 @@ void bwd_stats_map(KernelSpec *ks, int bm) {
 
 void bwd_input_maps(KernelSpec *ks, const AttnDesc *d, int bm, int bn) {
     const char *dt = dtype_name(d->dtype);
+    if (d->varlen) {   /* over the packed tensors: rows from each sequence's first */
+        wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", bm);
+        wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", bn);
+        wg_packed_map(ks, "v_map", "v", dt, d->dv, "h_kv", "total_k", bn);
+        wg_packed_map(ks, "do_map", "do", dt, d->dv, "h_q", "total_q", bm);
+        return;
+    }
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};

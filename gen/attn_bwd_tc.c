@@ -42,6 +42,7 @@ typedef struct {
     Reg b, kvh, key0, s_q, s_k, off, group;
     Reg part, col0, q_part, k_part;   /* dsplit > 1: its part; first column; that column's slab in Q or dO, and in K (bytes) */
     Reg n, nblk, top_n;         /* ordered: the key block, query blocks per head, the last key block */
+    Reg s_q_grid, tb, q0, k0;   /* s_q the grid and the stats blocks are sized by; TMA batch; varlen's first rows */
     QueryBlocks blocks;
     /* issuer */
     Reg yes, no;
@@ -67,7 +68,11 @@ static void problem(Kctx *k, TcBwd *f) {
     }
     if (f->ordered) INS(e, MOV_B32, R(f->n = e_reg(e, RC_B32)), R(f->key0));
     INS(e, MUL_LO_U32, R(f->key0), R(f->key0), I(TCB_BN));
-    f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+    f->s_q_grid = f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k"), f->tb = f->b;
+    if (f->d->varlen) {   /* packed: the sequence's lengths; TMA rows from its first, batch coordinate 0 */
+        SeqSpan sp = seq_span(k, f->b);
+        f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);
+    }
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
@@ -75,7 +80,7 @@ static void problem(Kctx *k, TcBwd *f) {
     if (f->ordered) {   /* down the chain: key block n meets each block one step after n - 1 */
         f->blocks.chain = 1, f->blocks.up = umma_const_pred(k, 0);
         f->nblk = e_reg(e, RC_B32), f->top_n = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(f->nblk), R(f->s_q), I(TCB_BM - 1));
+        INS(e, ADD_U32, R(f->nblk), R(f->s_q_grid), I(TCB_BM - 1));   /* the pre kernel's semaphore layout */
         INS(e, DIV_U32, R(f->nblk), R(f->nblk), I(TCB_BM));
         INS(e, ADD_U32, R(f->top_n), R(f->s_k), I(TCB_BN - 1));
         INS(e, DIV_U32, R(f->top_n), R(f->top_n), I(TCB_BN));
@@ -104,9 +109,11 @@ static void produce_step(Kctx *k, void *ctx, Reg it, int masked) {
     mbar_wait(k, empty, parity, 0);
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(TCB_BM * (d->d + d->dv) * 2 + 8 * TCB_BM));
-    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TCB_BM, d->d, stage, h, m_start, f->b, full);
-    wg_tma_rows(k, kc_tmap(k, "do_map"), f->do_off, TCB_BM, d->dv, stage, h, m_start, f->b, full);
-    bwd_copy_stats(k, TCB_BM, f->s_q, f->b, h, m_start, f->st_off, stage, full);
+    Reg row = m_start;
+    if (d->varlen) INS(e, ADD_U32, R(row = e_reg(e, RC_B32)), R(m_start), R(f->q0));   /* the packed row */
+    wg_tma_rows(k, kc_tmap(k, "q_map"), f->q_off, TCB_BM, d->d, stage, h, row, f->tb, full);
+    wg_tma_rows(k, kc_tmap(k, "do_map"), f->do_off, TCB_BM, d->dv, stage, h, row, f->tb, full);
+    bwd_copy_stats(k, TCB_BM, f->s_q_grid, f->b, h, m_start, f->st_off, stage, full);
     e_place(e, past);
 }
 
@@ -121,8 +128,10 @@ static void producer_role(Kctx *k, void *ctx) {
     INS(e, SETP_EQ_U32, R(f->leader), R(k->tid), I(TCB_PRODUCER));
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[TCB_KV], 0), I(TCB_BN * (d->d + d->dv) * 2));
-    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, TCB_BN, d->d, zero, f->kvh, f->key0, f->b, f->bar[TCB_KV]);
-    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, TCB_BN, d->dv, zero, f->kvh, f->key0, f->b, f->bar[TCB_KV]);
+    Reg krow = f->key0;
+    if (d->varlen) INS(e, ADD_U32, R(krow = e_reg(e, RC_B32)), R(f->key0), R(f->k0));   /* the packed row */
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, TCB_BN, d->d, zero, f->kvh, krow, f->tb, f->bar[TCB_KV]);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, TCB_BN, d->dv, zero, f->kvh, krow, f->tb, f->bar[TCB_KV]);
     e_place(e, past);
     query_loop(k, &f->blocks, produce_step, f, 0);
 }
@@ -277,8 +286,11 @@ static void dq_out(Kctx *k, TcBwd *f, Reg it) {
     INS(e, SETP_LT_U32, R(lo), R(k->lane), I(16));
     INS(e, SELP_B32, R(row), R(row), R(f->s_q), R(lo));                 /* lanes 16-31 hold no row of dQ */
     INS(e, SETP_LT_U32, R(ok), R(row), R(f->s_q));
-    INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
-    INS(e, MAD_LO_U32, R(idx), R(idx), R(f->s_q), R(row));
+    if (d->varlen) INS(e, ADD_U32, R(idx), R(attn_stats_row(k, d, f->b, h)), R(row));   /* [h_q, total_q, d] */
+    else {
+        INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
+        INS(e, MAD_LO_U32, R(idx), R(idx), R(f->s_q), R(row));
+    }
     Reg a = e_reg(e, RC_B64);
     INS(e, MUL_WIDE_U32, R(a), R(idx), I(4 * d->d));
     INS(e, ADD_U64, R(a), R(a), R(kc_ptr(k, "dq_accum")));
@@ -317,6 +329,19 @@ static void compute_step(Kctx *k, void *ctx, Reg it, int masked) {
         for (int i = 0; i < TCB_BM; i++) {
             Reg vis = e_reg(e, RC_PRED);
             INS(e, SETP_LE_S32, R(vis), R(lim), I(i));
+            INS(e, SELP_F32, R(s[i]), R(s[i]), FI(-INFINITY), R(vis));
+        }
+    }
+    if (d->varlen) {   /* past the sequence the packed rows are the next one's queries and keys (not a TMA zero-fill):
+                        * S^T = -inf there, so P^T and dS^T are 0 */
+        Reg h, m_start, lim = e_reg(e, RC_B32), key_ok = e_reg(e, RC_PRED);
+        query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
+        INS(e, SUB_S32, R(lim), R(f->s_q), R(m_start));
+        INS(e, SETP_LT_U32, R(key_ok), R(f->key), R(f->s_k));
+        INS(e, SELP_B32, R(lim), R(lim), I(0), R(key_ok));
+        for (int i = 0; i < TCB_BM; i++) {
+            Reg vis = e_reg(e, RC_PRED);
+            INS(e, SETP_GT_S32, R(vis), R(lim), I(i));
             INS(e, SELP_F32, R(s[i]), R(s[i]), FI(-INFINITY), R(vis));
         }
     }
@@ -380,7 +405,7 @@ static void epilogue(Kctx *k, TcBwd *f) {
     const char *names[2] = {"dk", "dv"};
     int cols[2] = {f->c_dk, f->c_dv};
     for (int t = 0; t < 2; t++) {
-        Reg a = head_base(k, names[t], f->b, f->kvh);
+        Reg a = attn_head_base(k, d, names[t], f->b, f->kvh);
         INS(e, MAD_WIDE_U32, R(a), R(f->key), R(row_stride_bytes(k, names[t])), R(a));
         if (f->dsplit > 1) INS(e, MAD_WIDE_U32, R(a), R(f->col0), I(2), R(a));
         tc_row_out(k, f->tq, cols[t], f->dh, has, t ? NULL : &scale, d->dtype, a, in);
@@ -400,6 +425,23 @@ static void compute_role(Kctx *k, void *ctx) {
     }
     query_loop(k, &f->blocks, compute_step, f, 0);
     epilogue(k, f);
+}
+
+/* Varlen: the grid covers the longest sequence's keys; a CTA whose keys start past its own sequence's leaves
+ * before the TMEM allocation, to the returned label (placed at the end; 0 and nothing emitted when padded). */
+static int keys_past(Kctx *k, const TcBwd *f) {
+    if (!f->d->varlen) return 0;
+    Emit *e = &k->e;
+    Reg key0 = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, s_k, past = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(key0), SR("%ctaid.x"));
+    if (f->dsplit > 1) INS(e, DIV_U32, R(key0), R(key0), I(f->dsplit));
+    INS(e, MUL_LO_U32, R(key0), R(key0), I(TCB_BN));
+    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    attn_lengths(k, f->d, b, &s_q, &s_k);
+    INS(e, SETP_GE_U32, R(past), R(key0), R(s_k));
+    int label = e_label(e);
+    INSP(e, past, 0, BRA_UNI, L(label));
+    return label;
 }
 
 void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
@@ -424,11 +466,13 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Opnd counts[TCB_NBARS(3)];
     for (int i = 0; i < nb; i++) counts[i] = I(1);          /* expect_tx or tcgen05.commit arrivals */
     counts[TCB_PDS(t->stages)] = I(128);                    /* every compute thread */
+    int past = keys_past(k, &f);
     e_comment(e, "prologue: barriers, TMEM");
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
     problem(k, &f);
 
     umma_roles6(k, "compute", compute_role, issuer_role, producer_role, &f);
     umma_epilogue(k, f.taddr, plan_tmem_alloc(p), 0);
+    if (d->varlen) e_place(e, past);
     kctx_finish(k, module);
 }

@@ -104,8 +104,8 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {TCB_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     char split[16] = "";
     if (tcb_dsplit(d) > 1) snprintf(split, sizeof split, "_ds%d", tcb_dsplit(d));
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     abi_workspace(ks, "dq_accum", "fp32 dQ accumulator [b, h_q, s_q, d], added into here (red.global.add)");

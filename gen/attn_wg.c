@@ -192,14 +192,15 @@ void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const ch
 void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                    const char *total, int rows) {
     /* expressions need static storage: one row per tensor, q k v o */
-    static const char *const names[4] = {"q", "k", "v", "o"};
-    static const char *const st[4][3] = {
+    static const char *const names[5] = {"q", "k", "v", "o", "do"};
+    static const char *const st[5][3] = {
         {"q_stride_h * 2", "q_stride_s * 2", "q_stride_s * 2 * max(total_q, 1)"},
         {"k_stride_h * 2", "k_stride_s * 2", "k_stride_s * 2 * max(total_k, 1)"},
         {"v_stride_h * 2", "v_stride_s * 2", "v_stride_s * 2 * max(total_k, 1)"},
-        {"o_stride_h * 2", "o_stride_s * 2", "o_stride_s * 2 * max(total_q, 1)"}};
+        {"o_stride_h * 2", "o_stride_s * 2", "o_stride_s * 2 * max(total_q, 1)"},
+        {"do_stride_h * 2", "do_stride_s * 2", "do_stride_s * 2 * max(total_q, 1)"}};
     static const char *const tot[2] = {"max(total_q, 1)", "max(total_k, 1)"};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (strcmp(names[i], tensor)) continue;
         TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
                            .dims = {hdim_text(d), heads, tot[strcmp(total, "total_q") != 0], "1"},

@@ -35,7 +35,7 @@ void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n
  * stores to base + (64 wg + r) * rs, rows below rows_left only; its threads meet at barrier bar first. */
 void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left);
 /* Varlen's TMA map over a packed [total, heads, d] tensor: rank 4 as the padded maps, rows total (at least 1: a
- * map needs extents), batch 1. param, tensor: "q_map", "q" ... total: "total_q" or "total_k". */
+ * map needs extents), batch 1. param, tensor: "q_map", "q" (q, k, v, o, do); total: "total_q" or "total_k". */
 void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                    const char *total, int rows);
 /* The same for one tensor whose warpgroup owns columns, not rows: nslabs slabs (slab_bytes apart from the

@@ -151,7 +151,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     d->varlen = rq->varlen != 0;
     if (d->varlen && !(*kind)->varlen_ok) {   /* issue 18 builds variable lengths kind by kind */
         snprintf(err, errlen, "variable lengths (cu_seqlens) are not built for the %s %s yet: it takes padded [b, s, h, d] "
-                 "tensors; every attn_fwd and the mma.sync attn_bwd take them", family_name((*kind)->family), (*kind)->name);
+                 "tensors; every attn_fwd and the mma.sync and tcgen05 attn_bwd take them", family_name((*kind)->family), (*kind)->name);
         return 2;
     }
     d->causal = rq->causal != 0;

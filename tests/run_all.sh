@@ -314,6 +314,23 @@ varlen_tests() {
     tc_ptxas "ptxas attn_fwd tcgen05 varlen sm_103a qtiles=2: 0 spills" --kernel attn_fwd --arch sm_103a --varlen --tile qtiles=2
     usage_error "varlen with packed heads on the tcgen05 attn_fwd: refused" "variable lengths take one query head per CTA" \
         "got pack=8 ctas=1" -- --arch sm_100a --kernel attn_fwd --varlen --tile pack=8
+    # the tcgen05 backward: rows past a sequence are the next one's (TMA does not zero them), so the compute
+    # threads mask them; d 256 in parts, deterministic chains per sequence, two CTAs per SM
+    export PTXGEN_SIM_STRICT=1
+    for f in "sm_100a --varlen 100,0,37,130 --hq 4 --hkv 2" "sm_103a --varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "sm_100a --varlen 0,50,3 --varlen-k 70,50,0 --hq 2 --hkv 1" "sm_100a --varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" \
+             "sm_103a --varlen 300,5 --varlen-k 140,290 --causal --hdim 256" "sm_100a --varlen 200,130 --tile deterministic=1 --causal --hq 3 --hkv 1"; do
+        set -- $f
+        local arch=$1
+        shift
+        PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim varlen tcgen05 bwd $arch $*" --arch $arch "$@" --seed $((RANDOM + 1))
+        expect_output "sim varlen tcgen05 bwd $arch $*: the tcgen05 kernel" "^kernel: attn_bwd_tc_main_.*_varlen" &&
+            pass "sim varlen tcgen05 bwd $arch $*: the tcgen05 kernel"
+    done
+    unset PTXGEN_SIM_STRICT
+    tc_ptxas "ptxas attn_bwd tcgen05 varlen sm_100a causal: 0 spills" --kernel attn_bwd --arch sm_100a --varlen --causal
+    tc_ptxas "ptxas attn_bwd tcgen05 varlen sm_103a d=256 deterministic: 0 spills" --kernel attn_bwd --arch sm_103a --varlen \
+        --hdim 256 --tile deterministic=1
     sim_bwd "sim varlen bwd on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
     expect_output "sim varlen bwd on sm_90a: the note" "note: --mma auto: the wgmma attn_bwd takes no variable lengths yet" &&
         pass "sim varlen bwd on sm_90a: the note"
@@ -323,10 +340,8 @@ varlen_tests() {
     tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
         --tile deterministic=0
     usage_error "varlen on the wgmma attn_bwd: refused naming the kinds that take it" \
-        "variable lengths (cu_seqlens) are not built for the wgmma attn_bwd yet" "every attn_fwd and the mma.sync attn_bwd" -- \
+        "variable lengths (cu_seqlens) are not built for the wgmma attn_bwd yet" "every attn_fwd and the mma.sync and tcgen05 attn_bwd" -- \
         --arch sm_90a --kernel attn_bwd --mma wgmma --varlen
-    usage_error "varlen on the tcgen05 attn_bwd: refused" "variable lengths (cu_seqlens) are not built for the tcgen05 attn_bwd" -- \
-        --arch sm_100a --kernel attn_bwd --mma tcgen05 --varlen
     usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
     usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \

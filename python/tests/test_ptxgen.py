@@ -185,8 +185,7 @@ def test_varlen_emit_and_offsets():
     assert man["kernels"][0]["entry"].startswith("attn_fwd_wg_") and "o_map" not in [p["name"] for p in man["kernels"][0]["params"]]
     ptx, man = ptxgen.emit("attn_fwd", "sm_100a", varlen=True)
     assert man["kernels"][0]["entry"].startswith("attn_fwd_tc_") and man["kernels"][0]["entry"].endswith("_varlen")
-    for args in (("attn_bwd", "sm_100a", "bf16", None, False, None, "tcgen05"), ("attn_bwd", "sm_90a", "bf16", None, False,
-                                                                                  None, "wgmma")):
+    for args in (("attn_bwd", "sm_90a", "bf16", None, False, None, "wgmma"),):
         try:
             ptxgen.emit(*args, varlen=True)
         except ValueError as e:
