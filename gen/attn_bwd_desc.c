@@ -119,7 +119,10 @@ static void workspaces(const AttnDesc *d, const BwdFeed *fd, KernelSet *ks) {
     *w = (WorkspaceSpec){"dq_accum", "", 0, bwd_dq_sems(d, fd)
                          ? "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by reduce-adds in key-block order"
                          : "fp32 [b, h_q, s_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics"};
-    if (d->varlen) w->meaning = "fp32 [h_q, total_q, d]: dQ / scale, zeroed by the pre kernel, summed by atomics";
+    if (d->varlen) w->meaning = bwd_dq_sems(d, fd) ? "fp32 [h_q, total_q, d]: dQ / scale, zeroed by the pre kernel, summed "
+                                                     "by reduce-adds in key-block order"
+                                                   : "fp32 [h_q, total_q, d]: dQ / scale, zeroed by the pre kernel, summed "
+                                                     "by atomics";
     snprintf(w->bytes, sizeof w->bytes, d->varlen ? "h_q * total_q * %d" : "b * h_q * s_q * %d", 4 * d->d);
     if (!bwd_dq_sems(d, fd)) return;
     w = &ks->ws[ks->nws++];

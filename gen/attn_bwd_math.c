@@ -119,6 +119,29 @@ void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0) {
             }
 }
 
+void mask_outside(Kctx *k, Acc *s, Reg m_start, Reg s_q, Reg s_k, Reg key_row0) {
+    Emit *e = &k->e;
+    Reg qlim = e_reg(e, RC_B32), klim = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, SUB_S32, R(qlim), R(s_q), R(m_start));                /* columns 8j + 2t (+1) below qlim - 2t are queries */
+    INS(e, SHL_B32, R(t), R(t), I(1));
+    INS(e, SUB_S32, R(qlim), R(qlim), R(t));
+    INS(e, SUB_S32, R(klim), R(s_k), R(key_row0));               /* rows 16i + g (+8) below klim - g are keys */
+    INS(e, SUB_S32, R(klim), R(klim), R(g));
+    for (int i = 0; i < s->mt; i++)
+        for (int j = 0; j < s->nt; j++)
+            for (int c = 0; c < 4; c++) {
+                Reg qp = e_reg(e, RC_PRED), kp = e_reg(e, RC_PRED), v = e_reg(e, RC_B32);
+                INS(e, SETP_GT_S32, R(qp), R(qlim), I(8 * j + (c & 1)));
+                INS(e, SETP_GT_S32, R(kp), R(klim), I(16 * i + 8 * (c >> 1)));
+                INS(e, SELP_B32, R(v), I(1), I(0), R(qp));
+                INS(e, SELP_B32, R(v), R(v), I(0), R(kp));
+                INS(e, SETP_NE_U32, R(qp), R(v), I(0));
+                INS(e, SELP_F32, R(ACC(s, i, j, c)), R(ACC(s, i, j, c)), FI(-INFINITY), R(qp));
+            }
+}
+
 /* This lane's two values of a [bm] f32 row for n tile j: columns 8j + 2t and 8j + 2t + 1. Loaded per
  * tile, next to their use, so that they are not all live at once. */
 static void column_pair(Kctx *k, const BwdStats *st, int off, int j, Reg *v) {

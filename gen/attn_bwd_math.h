@@ -34,6 +34,9 @@ void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int a
 /* S^T[key, q] = -inf where key > q + off, for a warp whose key rows start at key_row0 (16 per m tile)
  * and whose query columns start at m_start. */
 void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0);
+/* Varlen: S^T = -inf for keys at or past s_k and queries at or past s_q (the packed rows there are the next
+ * sequence's, which a TMA copy does not zero), for a warp as mask_future_keys. */
+void mask_outside(Kctx *k, Acc *s, Reg m_start, Reg s_q, Reg s_k, Reg key_row0);
 
 /* The stats block of (batch b, head h, rows from m_start): bm lse then bm delta, padded by the pre kernel so
  * that one TMA copy of one row of the stats map (8 bm bytes) brings it to shared offset dst + stage, completing

@@ -16,13 +16,17 @@ typedef struct {
     int done;            /* varlen: the label past the end, for a CTA past its sequence's rows */
 } RowCta;
 
-/* The CTA's rows: s_q, and (varlen) the exit of a CTA whose rows start past its sequence's. */
-static void row_lengths(Kctx *k, const AttnDesc *d, RowCta *rc) {
+/* The CTA's rows: s_q, and (varlen) the exit of a CTA whose rows start past its sequence's, rounded up to whole
+ * blocks of `block` rows (the stats blocks' padding rows are written as 0 by the CTA that holds them). */
+static void row_lengths(Kctx *k, const AttnDesc *d, RowCta *rc, int block) {
     attn_lengths(k, d, rc->b, &rc->s_q, NULL);
     if (!d->varlen) return;
-    Reg past = e_reg(&k->e, RC_PRED), first = e_reg(&k->e, RC_B32);
+    Reg past = e_reg(&k->e, RC_PRED), first = e_reg(&k->e, RC_B32), end = e_reg(&k->e, RC_B32);
     INS(&k->e, MUL_LO_U32, R(first), R(rc->m0), I(BWD_ROWS_PER_CTA));
-    INS(&k->e, SETP_GE_U32, R(past), R(first), R(rc->s_q));
+    INS(&k->e, ADD_U32, R(end), R(rc->s_q), I(block - 1));
+    INS(&k->e, DIV_U32, R(end), R(end), I(block));
+    INS(&k->e, MUL_LO_U32, R(end), R(end), I(block));
+    INS(&k->e, SETP_GE_U32, R(past), R(first), R(end));
     INSP(&k->e, past, 0, BRA_UNI, L(rc->done = e_label(&k->e)));
 }
 
@@ -143,7 +147,7 @@ void bwd_pre_emit(const AttnDesc *d, const BwdFeed *fd, const KernelSpec *ks, Bu
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
-    row_lengths(&kc, d, &rc);
+    row_lengths(&kc, d, &rc, fd->stats_block > BWD_ROWS_PER_CTA ? fd->stats_block : BWD_ROWS_PER_CTA);
     for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) pre_row(&kc, d, &rc, pass, rc.s_q, fd);
     if (d->varlen) e_place(&kc.e, rc.done);
     kctx_finish(&kc, module);
@@ -180,7 +184,7 @@ void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     kctx_begin(&kc, ks);
     RowCta rc;
     row_cta(&kc, d, &rc);
-    row_lengths(&kc, d, &rc);
+    row_lengths(&kc, d, &rc, BWD_ROWS_PER_CTA);
     Reg scale = kc_f32(&kc, "softmax_scale");
     for (int pass = 0; pass < BWD_ROWS_PER_CTA / rc.rpp; pass++) convert_row(&kc, d, &rc, pass, rc.s_q, scale);
     if (d->varlen) e_place(&kc.e, rc.done);

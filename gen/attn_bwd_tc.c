@@ -427,23 +427,6 @@ static void compute_role(Kctx *k, void *ctx) {
     epilogue(k, f);
 }
 
-/* Varlen: the grid covers the longest sequence's keys; a CTA whose keys start past its own sequence's leaves
- * before the TMEM allocation, to the returned label (placed at the end; 0 and nothing emitted when padded). */
-static int keys_past(Kctx *k, const TcBwd *f) {
-    if (!f->d->varlen) return 0;
-    Emit *e = &k->e;
-    Reg key0 = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, s_k, past = e_reg(e, RC_PRED);
-    INS(e, MOV_B32, R(key0), SR("%ctaid.x"));
-    if (f->dsplit > 1) INS(e, DIV_U32, R(key0), R(key0), I(f->dsplit));
-    INS(e, MUL_LO_U32, R(key0), R(key0), I(TCB_BN));
-    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
-    attn_lengths(k, f->d, b, &s_q, &s_k);
-    INS(e, SETP_GE_U32, R(past), R(key0), R(s_k));
-    int label = e_label(e);
-    INSP(e, past, 0, BRA_UNI, L(label));
-    return label;
-}
-
 void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
@@ -466,7 +449,7 @@ void attn_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Opnd counts[TCB_NBARS(3)];
     for (int i = 0; i < nb; i++) counts[i] = I(1);          /* expect_tx or tcgen05.commit arrivals */
     counts[TCB_PDS(t->stages)] = I(128);                    /* every compute thread */
-    int past = keys_past(k, &f);
+    int past = varlen_keys_exit(k, d, TCB_BN, f.dsplit);   /* before the TMEM allocation */
     e_comment(e, "prologue: barriers, TMEM");
     f.taddr = umma_prologue(k, plan_region(p, "bars"), nb, counts, f.bar, plan_tmem_alloc(p), 0, &f.tq);
     problem(k, &f);

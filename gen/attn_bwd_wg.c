@@ -40,6 +40,7 @@ typedef struct {
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
+    Reg s_q_grid, tb, q0, k0;         /* s_q the grid and stats blocks are sized by; TMA batch; varlen's first rows */
     Reg up;                           /* query blocks in chain order up (no GQA), else down */
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
     /* consumers */
@@ -66,8 +67,13 @@ static void problem(Kctx *k, WgBwd *f) {
     INS(e, MOV_B32, R(f->b), SR("%ctaid.z"));
     INS(e, MOV_B32, R(f->kvh), SR("%ctaid.y"));
     INS(e, MOV_B32, R(f->key0), SR("%ctaid.x"));
-    f->s_q = kc_u32(k, "s_q");
+    f->s_q_grid = f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
+    f->tb = f->b;
+    if (f->d->varlen) {   /* packed: the sequence's lengths; TMA rows from its first, batch coordinate 0 */
+        SeqSpan sp = seq_span(k, f->b);
+        f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);
+    }
     f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     /* query blocks in chain order (attn_bwd_math.h): with GQA down, so that the key blocks of a kv head work
@@ -117,8 +123,10 @@ static void producer(Kctx *k, void *ctx) {
     e_comment(e, "producer: one thread issues every copy");
     problem(k, f);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->kv_bar, 0), I(bn * (d->d + d->dv) * 2));
-    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, bn, d->d, zero, f->kvh, f->key0, f->b, f->kv_bar);
-    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, bn, d->dv, zero, f->kvh, f->key0, f->b, f->kv_bar);
+    Reg krow = f->key0;
+    if (d->varlen) INS(e, ADD_U32, R(krow = e_reg(e, RC_B32)), R(f->key0), R(f->k0));   /* the packed row */
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->k_off, bn, d->d, zero, f->kvh, krow, f->tb, f->kv_bar);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->v_off, bn, d->dv, zero, f->kvh, krow, f->tb, f->kv_bar);
     Reg it = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), qm = kc_tmap(k, "q_map"), dom = kc_tmap(k, "do_map");
     INS(e, MOV_B32, R(it), I(0));
     int top = e_label(e);
@@ -131,9 +139,11 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(bm * (d->d + d->dv) * 2 + 8 * bm));
-    wg_tma_rows(k, qm, f->q_off, bm, d->d, stage, h, m_start, f->b, full);
-    wg_tma_rows(k, dom, f->do_off, bm, d->dv, stage, h, m_start, f->b, full);
-    bwd_copy_stats(k, bm, f->s_q, f->b, h, m_start, f->st_off, stage, full);
+    Reg qrow = m_start;
+    if (d->varlen) INS(e, ADD_U32, R(qrow = e_reg(e, RC_B32)), R(m_start), R(f->q0));   /* the packed row */
+    wg_tma_rows(k, qm, f->q_off, bm, d->d, stage, h, qrow, f->tb, full);
+    wg_tma_rows(k, dom, f->do_off, bm, d->dv, stage, h, qrow, f->tb, full);
+    bwd_copy_stats(k, bm, f->s_q_grid, f->b, h, m_start, f->st_off, stage, full);
     INS(e, ADD_U32, R(it), R(it), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
@@ -174,10 +184,11 @@ static void dq_reduce(Kctx *k, WgBwd *f, Reg src, Reg row0, Reg col0, Reg h, Reg
     Emit *e = &k->e;
     Reg m = kc_tmap(k, "dq_map"), row = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(row), R(m_start), R(row0));
+    if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->q0));   /* [h_q, total_q, d]: the packed row, batch 0 */
     for (int bx = 0; bx < f->dqn / 32; bx++) {
         Reg col = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(col), R(col0), I(32 * bx));
-        Reg c[4] = {col, row, h, f->b};
+        Reg c[4] = {col, row, h, f->tb};
         INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * 64 * 128));
     }
 }
@@ -279,7 +290,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
     if (f->ordered) {
         INS(e, DIV_U32, R(n), R(f->key0), I(t->bn));
-        INS(e, ADD_U32, R(nblk), R(f->s_q), I(t->bm - 1));
+        INS(e, ADD_U32, R(nblk), R(f->s_q_grid), I(t->bm - 1));   /* the pre kernel's semaphore layout */
         INS(e, DIV_U32, R(nblk), R(nblk), I(t->bm));
         INS(e, ADD_U32, R(top_n), R(f->s_k), I(t->bn - 1));
         INS(e, DIV_U32, R(top_n), R(top_n), I(t->bn));
@@ -373,6 +384,11 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS(e, ADD_U32, R(key_row0), R(f->key0), R(f->warp_row0));
         mask_future_keys(k, &s, m_start, f->off, key_row0);
     }
+    if (d->varlen) {   /* past the sequence the packed rows are the next one's, not a TMA zero-fill */
+        Reg key_row0 = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(key_row0), R(f->key0), R(f->warp_row0));
+        mask_outside(k, &s, m_start, f->s_q, f->s_k, key_row0);
+    }
     bwd_probabilities(k, &st, &s, f->scale_log2);
     INS(e, WGMMA_WAIT, I(0));                                                           /* dP^T done */
     bwd_score_grads(k, &st, &s, &dp);
@@ -411,6 +427,18 @@ static void epilogue(Kctx *k, WgBwd *f) {
     acc_scale(k, &f->dk, kc_f32(k, "softmax_scale"));
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), d->d, f->warp_row0, k->smem, f->k_off, bn * 128);
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), d->dv, f->warp_row0, k->smem, f->v_off, bn * 128);
+    if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the keys below s_k */
+        Reg rows_left = e_reg(e, RC_B32);
+        INS(e, SUB_U32, R(rows_left), R(f->s_k), R(f->key0));
+        static const char *const out[2] = {"dk", "dv"};
+        for (int i = 0; i < 2; i++) {
+            Reg base = e_reg(e, RC_B64), rs = row_stride_bytes(k, out[i]);
+            INS(e, MAD_WIDE_U32, R(base), R(f->key0), R(rs), R(attn_head_base(k, d, out[i], f->b, f->kvh)));
+            wg_store_rows_masked(k, f->wg_bar, f->wg, i ? f->v_off : f->k_off, i ? d->dv : d->d, bn * 128, base, rs,
+                                 rows_left);
+        }
+        return;
+    }
     WgStore st[2] = {{"dk_map", f->k_off, d->d}, {"dv_map", f->v_off, d->dv}};
     wg_store_group(k, f->wg_bar, f->wg, f->key0, st, 2, bn * 128, f->kvh, f->b);
 }
@@ -503,6 +531,8 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     INS(e, BAR_SYNC, I(0));                                       /* the barriers are initialised */
     Reg is_consumer = e_reg(e, RC_PRED);
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
+    int past = varlen_keys_exit(&kc, d, t->bn, 1);   /* the grid covers the longest sequence's keys */
     wg_roles(&kc, is_consumer, producer, consumer, &f);
+    if (d->varlen) e_place(&kc.e, past);
     kctx_finish(&kc, module);
 }

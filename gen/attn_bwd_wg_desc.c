@@ -105,8 +105,9 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     int cw = bwg_consumers(t), pr = wg_producer_regs(cw, 4);
     *ks = (KernelSpec){.block = {(unsigned)bwg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = pr ? 1 : 0, .max_regs = pr ? 0 : (unsigned)wg_consumer_regs(cw, 4)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, bwg_dq_bufs(t) == 2 ? "_dq2" : "", d->causal ? "_causal" : "", t->deterministic ? "_det" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, bwg_dq_bufs(t) == 2 ? "_dq2" : "", d->causal ? "_causal" : "", t->deterministic ? "_det" : "",
+             d->varlen ? "_varlen" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     if (bwg_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
@@ -117,10 +118,22 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     static const char *const dks[] = {"dk_stride_h * 2", "dk_stride_s * 2", "dk_stride_b * 2"};
     static const char *const dvs[] = {"dv_stride_h * 2", "dv_stride_s * 2", "dv_stride_b * 2"};
     bwd_input_maps(ks, d, t->bm, t->bn);
-    wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
-    wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
+    if (!d->varlen) {   /* varlen stores dK and dV by plain stores of the sequence's keys */
+        wg_bshd_map(ks, "dk_map", "dk", dt, d->d, "h_kv", "s_k", 64, dks);
+        wg_bshd_map(ks, "dv_map", "dv", dt, d->dv, "h_kv", "s_k", 64, dvs);
+    }
     bwd_stats_map(ks, t->bm);
-    if (bwg_main_dq(d)) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
+    if (bwg_main_dq(d) && d->varlen) {   /* over the workspace [h_q, total_q, d] fp32: innermost d, then rows, h_q */
+        static const char *const d64[] = {"64", "256", "max(total_q, 1) * 256", "h_q * max(total_q, 1) * 256"};
+        static const char *const d128[] = {"128", "512", "max(total_q, 1) * 512", "h_q * max(total_q, 1) * 512"};
+        const char *const *x = d->d == 64 ? d64 : d128;
+        TensorMapSpec m = {.param = "dq_map", .tensor = "dq_accum", .dtype = "fp32", .rank = 4,
+                           .dims = {x[0], "max(total_q, 1)", "h_q", "1"}, .strides = {x[1], x[2], x[3]},
+                           .box = {32, 64, 1, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none",
+                           .oob_fill = "zero"};
+        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator [h_q, total_q, d], box 32 columns x 64 "
+                       "rows, 128B swizzle: the target of the reduce-adds (a sequence's rows past its end add 0)", m);
+    } else if (bwg_main_dq(d)) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
         static const char *const d64[] = {"64", "256", "s_q * 256", "h_q * s_q * 256"};
         static const char *const d128[] = {"128", "512", "s_q * 512", "h_q * s_q * 512"};
         const char *const *x = d->d == 64 ? d64 : d128;

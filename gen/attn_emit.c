@@ -112,6 +112,21 @@ int varlen_exit(Kctx *k, const AttnDesc *d, int bm, int last_first) {
     return label;
 }
 
+int varlen_keys_exit(Kctx *k, const AttnDesc *d, int bn, int parts) {
+    if (!d->varlen) return 0;
+    Emit *e = &k->e;
+    Reg key0 = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, s_k, past = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(key0), SR("%ctaid.x"));
+    if (parts > 1) INS(e, DIV_U32, R(key0), R(key0), I(parts));
+    INS(e, MUL_LO_U32, R(key0), R(key0), I(bn));
+    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    attn_lengths(k, d, b, &s_q, &s_k);
+    INS(e, SETP_GE_U32, R(past), R(key0), R(s_k));
+    int label = e_label(e);
+    INSP(e, past, 0, BRA_UNI, L(label));
+    return label;
+}
+
 Reg varlen_stats_row(Kctx *k, Reg h, Reg q0) {
     Reg row = e_reg(&k->e, RC_B32);
     INS(&k->e, MAD_LO_U32, R(row), R(h), R(kc_u32(k, "total_q")), R(q0));

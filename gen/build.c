@@ -149,9 +149,9 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     }
     if (parse_hdim(*kind, rq, d, err, errlen)) return 2;
     d->varlen = rq->varlen != 0;
-    if (d->varlen && !(*kind)->varlen_ok) {   /* issue 18 builds variable lengths kind by kind */
-        snprintf(err, errlen, "variable lengths (cu_seqlens) are not built for the %s %s yet: it takes padded [b, s, h, d] "
-                 "tensors; every attn_fwd and the mma.sync and tcgen05 attn_bwd take them", family_name((*kind)->family), (*kind)->name);
+    if (d->varlen && !(*kind)->varlen_ok) {   /* every attention kind takes them; sparse MLA has no batch */
+        snprintf(err, errlen, "%s takes no variable lengths (cu_seqlens): sparse MLA has no batch, its s_q tokens are "
+                 "already packed, each with its own top-k rows; attn_fwd and attn_bwd take them", (*kind)->name);
         return 2;
     }
     d->causal = rq->causal != 0;

@@ -331,17 +331,23 @@ varlen_tests() {
     tc_ptxas "ptxas attn_bwd tcgen05 varlen sm_100a causal: 0 spills" --kernel attn_bwd --arch sm_100a --varlen --causal
     tc_ptxas "ptxas attn_bwd tcgen05 varlen sm_103a d=256 deterministic: 0 spills" --kernel attn_bwd --arch sm_103a --varlen \
         --hdim 256 --tile deterministic=1
-    sim_bwd "sim varlen bwd on sm_90a (--mma auto: mma.sync, with a note)" --arch sm_90a --varlen 50,60 --causal
-    expect_output "sim varlen bwd on sm_90a: the note" "note: --mma auto: the wgmma attn_bwd takes no variable lengths yet" &&
-        pass "sim varlen bwd on sm_90a: the note"
+    # the wgmma backward (sm_90a): the same masks; dK and dV by plain stores of the sequence's keys; dQ reduce-adds
+    # at the packed rows, in key-block order under the semaphores when deterministic; d64's 128-row blocks span two
+    # pre-kernel CTAs, whose stats padding rows must both be written
+    for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
+             "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "--varlen 200,130 --tile deterministic=1 --causal --hq 3 --hkv 1" \
+             "--varlen 300,0,140 --varlen-k 100,33,0 --tile deterministic=1,dqbufs=2 --causal --hq 4 --hkv 1 --hdim 64"; do
+        PTXGEN_SIM_STRICT=1 PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim varlen wgmma bwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
+        expect_output "sim varlen wgmma bwd $f: the wgmma kernel" "^kernel: attn_bwd_wg_main_.*_varlen" &&
+            pass "sim varlen wgmma bwd $f: the wgmma kernel"
+    done
     tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_fwd varlen sm_120 d=256: 0 spills" --kernel attn_fwd --arch sm_120 --varlen --hdim 256
     tc_ptxas "ptxas attn_bwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_bwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
         --tile deterministic=0
-    usage_error "varlen on the wgmma attn_bwd: refused naming the kinds that take it" \
-        "variable lengths (cu_seqlens) are not built for the wgmma attn_bwd yet" "every attn_fwd and the mma.sync and tcgen05 attn_bwd" -- \
-        --arch sm_90a --kernel attn_bwd --mma wgmma --varlen
+    usage_error "varlen on mla_fwd: refused, sparse MLA has no batch" "mla_fwd takes no variable lengths" -- \
+        --arch sm_90 --kernel mla_fwd --varlen
     usage_error "varlen check with a bad length list" "--varlen needs lengths 0 .. 16777216 separated by commas" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
     usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \

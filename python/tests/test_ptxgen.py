@@ -185,13 +185,15 @@ def test_varlen_emit_and_offsets():
     assert man["kernels"][0]["entry"].startswith("attn_fwd_wg_") and "o_map" not in [p["name"] for p in man["kernels"][0]["params"]]
     ptx, man = ptxgen.emit("attn_fwd", "sm_100a", varlen=True)
     assert man["kernels"][0]["entry"].startswith("attn_fwd_tc_") and man["kernels"][0]["entry"].endswith("_varlen")
-    for args in (("attn_bwd", "sm_90a", "bf16", None, False, None, "wgmma"),):
-        try:
-            ptxgen.emit(*args, varlen=True)
-        except ValueError as e:
-            assert "variable lengths" in str(e), str(e)
-        else:
-            raise AssertionError(f"emit{args} took varlen")
+    for family in ("wgmma", "tcgen05"):   # every attention kind takes them; sparse MLA has no batch
+        ptx, man = ptxgen.emit("attn_bwd", "sm_100a" if family == "tcgen05" else "sm_90a", family=family, varlen=True)
+        assert man["kernels"][1]["entry"].endswith("_varlen"), man["kernels"][1]["entry"]
+    try:
+        ptxgen.emit("mla_fwd", "sm_90", varlen=True)
+    except ValueError as e:
+        assert "no variable lengths" in str(e), str(e)
+    else:
+        raise AssertionError("mla_fwd took varlen")
     ptxgen.varlen_check([0, 3, 3, 10], [0, 5, 5, 9], 10, 9, 7, 5)   # an empty sequence is fine
     # (cu_q, cu_k, total_q, total_k, max_q, max_k), what the refusal names
     for args, phrase in ((([1, 3], [0, 3], 3, 3, 8, 8), "start at 0"), (([0, 5, 3], [0, 1, 2], 3, 2, 8, 8), "decreases"),
