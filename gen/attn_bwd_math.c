@@ -121,25 +121,26 @@ void mask_future_keys(Kctx *k, Acc *s, Reg m_start, Reg off, Reg key_row0) {
 
 void mask_outside(Kctx *k, Acc *s, Reg m_start, Reg s_q, Reg s_k, Reg key_row0) {
     Emit *e = &k->e;
-    Reg qlim = e_reg(e, RC_B32), klim = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32);
+    Reg qlim = e_reg(e, RC_B32), t = e_reg(e, RC_B32), g = e_reg(e, RC_B32), key = e_reg(e, RC_B32);
     INS(e, AND_B32, R(t), R(k->lane), I(3));
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, SUB_S32, R(qlim), R(s_q), R(m_start));                /* columns 8j + 2t (+1) below qlim - 2t are queries */
+    INS(e, SUB_S32, R(qlim), R(s_q), R(m_start));                /* the lane's columns 8j + 2t (+1) below qlim - 2t */
     INS(e, SHL_B32, R(t), R(t), I(1));
     INS(e, SUB_S32, R(qlim), R(qlim), R(t));
-    INS(e, SUB_S32, R(klim), R(s_k), R(key_row0));               /* rows 16i + g (+8) below klim - g are keys */
-    INS(e, SUB_S32, R(klim), R(klim), R(g));
+    INS(e, ADD_U32, R(key), R(key_row0), R(g));
     for (int i = 0; i < s->mt; i++)
-        for (int j = 0; j < s->nt; j++)
-            for (int c = 0; c < 4; c++) {
-                Reg qp = e_reg(e, RC_PRED), kp = e_reg(e, RC_PRED), v = e_reg(e, RC_B32);
-                INS(e, SETP_GT_S32, R(qp), R(qlim), I(8 * j + (c & 1)));
-                INS(e, SETP_GT_S32, R(kp), R(klim), I(16 * i + 8 * (c >> 1)));
-                INS(e, SELP_B32, R(v), I(1), I(0), R(qp));
-                INS(e, SELP_B32, R(v), R(v), I(0), R(kp));
-                INS(e, SETP_NE_U32, R(qp), R(v), I(0));
-                INS(e, SELP_F32, R(ACC(s, i, j, c)), R(ACC(s, i, j, c)), FI(-INFINITY), R(qp));
-            }
+        for (int h = 0; h < 2; h++) {   /* its key rows 16i + g (+8): a key past s_k sees no query at all */
+            Reg lim = e_reg(e, RC_B32), row = e_reg(e, RC_B32), kin = e_reg(e, RC_PRED);
+            INS(e, ADD_U32, R(row), R(key), I(16 * i + 8 * h));
+            INS(e, SETP_LT_U32, R(kin), R(row), R(s_k));
+            INS(e, SELP_B32, R(lim), R(qlim), I(0), R(kin));
+            for (int j = 0; j < s->nt; j++)
+                for (int c = 0; c < 2; c++) {
+                    Reg p = e_reg(e, RC_PRED);
+                    INS(e, SETP_GT_S32, R(p), R(lim), I(8 * j + c));
+                    INS(e, SELP_F32, R(ACC(s, i, j, 2 * h + c)), R(ACC(s, i, j, 2 * h + c)), FI(-INFINITY), R(p));
+                }
+        }
 }
 
 /* This lane's two values of a [bm] f32 row for n tile j: columns 8j + 2t and 8j + 2t + 1. Loaded per

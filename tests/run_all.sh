@@ -342,6 +342,10 @@ varlen_tests() {
             pass "sim varlen wgmma bwd $f: the wgmma kernel"
     done
     tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
+    for f in "--hdim 64 --causal" "--hdim 64" "--hdim 128 --causal --tile deterministic=1" "--hdim 64 --tile deterministic=1"; do
+        tc_ptxas "ptxas attn_bwd wgmma varlen sm_90a $f: 0 spills" --kernel attn_bwd --arch sm_90a --varlen $f
+    done
+    tc_ptxas "ptxas attn_fwd wgmma varlen sm_90a d=64 causal: 0 spills" --kernel attn_fwd --arch sm_90a --varlen --hdim 64 --causal
     tc_ptxas "ptxas attn_fwd varlen sm_120 d=256: 0 spills" --kernel attn_fwd --arch sm_120 --varlen --hdim 256
     tc_ptxas "ptxas attn_bwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_bwd --arch sm_90 --varlen --causal
     tc_ptxas "ptxas attn_bwd varlen sm_80 d=64 atomics: 0 spills" --kernel attn_bwd --arch sm_80 --varlen --hdim 64 \
