@@ -209,7 +209,7 @@ void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
     if (bwd_delta_ws(d, fd)) abi_workspace(ks, "delta", "rowsum(dO * O), written here");
     if (!bwd_dq_kernel(d, fd)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, zeroed here");
     if (stats_block) {
-        abi_tensor(ks, "lse", PR_IN, ATTN_LSE_MEANING, "[b, h_q, s_q]", "fp32", "");
+        attn_tensor(ks, d, "lse", PR_IN, ATTN_LSE_MEANING);
         abi_workspace(ks, "stats", "per block of query rows its lse, then its delta (0 past s_q), written here");
     }
     if (bwd_dq_sems(d, fd)) abi_workspace(ks, "dq_sem", "the main kernel's dQ semaphores, zeroed here");

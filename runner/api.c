@@ -201,6 +201,7 @@ typedef struct {
     const ptxgen_tensor *t;
     int nt;
     struct { const char *name; long long v; const char *from; } size[MAX_SIZES];
+    char extra[MAX_SIZES][16];   /* names of sizes only tensor axes carry (no kernel takes them) */
     int nsize;
     const ptxgen_loaded *l;
 } Launch;
@@ -212,12 +213,30 @@ static int axes(const char *shape, char names[PTXGEN_MAX_RANK][16]) {
     for (const char *p = shape + 1; *p && *p != ']' && n < PTXGEN_MAX_RANK;) {
         while (*p == ' ' || *p == ',') p++;
         int len = 0;
-        while (p[len] && p[len] != ',' && p[len] != ']' && p[len] != ' ') len++;
+        while (p[len] && p[len] != ',' && p[len] != ']') len++;   /* an axis may be an expression: "b + 1" */
+        while (len && p[len - 1] == ' ') len--;
         if (!len) break;
         snprintf(names[n++], 16, "%.*s", len, p);
         p += len;
     }
     return n;
+}
+
+/* The stride dimension an axis is: 'b', 's' (the rows: s_q, s_k, varlen's packed total_q, total_k) or 'h'; 0 for
+ * others (head dims, MLA's topk). */
+static char axis_dim(const char *axis) {
+    if (!strcmp(axis, "b")) return 'b';
+    if (!strncmp(axis, "total_", 6) || axis[0] == 's') return 's';
+    return axis[0] == 'h' ? 'h' : 0;
+}
+
+/* An axis "x + 1" (varlen's offsets: b + 1 entries) names size x, one less than its extent: into name. */
+static void axis_size(const char *axis, long long *extent, char name[16]) {
+    static const char plus1[] = " + 1";
+    size_t n = strlen(axis), m = sizeof plus1 - 1;
+    int shifted = n > m && !strcmp(axis + n - m, plus1);
+    snprintf(name, 16, "%.*s", (int)(shifted ? n - m : n), axis);
+    *extent -= shifted;
 }
 
 static const ptxgen_tensor *caller_tensor(const Launch *L, const char *name) {
@@ -264,12 +283,21 @@ static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errl
             return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is %lld; the set was built for %d", p->name, ax[i],
                         n, head);
         if (!head) {
-            int rc = note_size(L, ax[i], n, p->name, err, errlen);
+            long long v = n;
+            char name[16];
+            axis_size(ax[i], &v, name);
+            int rc = note_size(L, name, v, p->name, err, errlen);
             if (rc > 0) return rc;
-            if (rc < 0) return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is no size of the set", p->name, ax[i]);
+            if (rc < 0 && L->nsize < MAX_SIZES) {   /* an axis no kernel takes (varlen's total_k): the tensors agree */
+                int j = L->nsize++;
+                snprintf(L->extra[j], sizeof L->extra[j], "%s", name);
+                L->size[j].name = L->extra[j], L->size[j].v = v, L->size[j].from = p->name;
+            } else if (rc < 0)
+                return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is no size of the set", p->name, ax[i]);
         }
         long long st = t->strides[i];
-        const char *dims = "bsh", *c = ax[i][0] ? strchr(dims, ax[i][0]) : NULL;
+        char dim = axis_dim(ax[i]);
+        const char *dims = "bsh", *c = dim ? strchr(dims, dim) : NULL;
         int strided = i < rank - 1 && c && (L->l->strided[tensor_index(L->l, p->name)] >> (c - dims) & 1);
         if (i == rank - 1 && st != 1)
             return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' innermost axis %s has stride %lld; the kernels need 1",
@@ -302,9 +330,10 @@ static int bind_tensor(void *ctx, const char *name, BindTensor *out, char *err, 
     out->ptr = t->ptr;
     for (int i = 0; i < rank; i++) {
         uint64_t st = (uint64_t)t->strides[i];
-        if (ax[i][0] == 'b') out->stride_b = st;
-        else if (ax[i][0] == 's') out->stride_s = st;
-        else if (ax[i][0] == 'h') out->stride_h = st;
+        char dim = axis_dim(ax[i]);
+        if (dim == 'b') out->stride_b = st;
+        else if (dim == 's') out->stride_s = st;
+        else if (dim == 'h') out->stride_h = st;
     }
     return 0;
 }

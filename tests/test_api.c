@@ -161,6 +161,78 @@ static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu) {
     ptxgen_free(s);
 }
 
+/* attn_fwd over variable lengths from the manifest alone: packed q/k/v/o, the offsets as int32 tensors of b + 1
+ * entries (b from their extent), the longest lengths as sizes; every sequence against its own float64 reference,
+ * a sequence with no queries and one with no keys among them; and the offsets check the API offers. */
+static void attn_fwd_varlen(ptxgen_device *dev, const char *arch) {
+    enum { B = 3, HQ = 2, HKV = 1, D = 64, TQ = 45, TK = 57 };
+    static const int cq[B + 1] = {0, 5, 5, 45}, ck[B + 1] = {0, 30, 37, 57};   /* q 5/0/40, k 30/7/20 */
+    char err[512] = "", msg[600];
+    ptxgen_request rq = {.arch = arch, .kernel = "attn_fwd", .hdim = D, .causal = 1, .varlen = 1};
+    ptxgen_set *s = NULL;
+    ptxgen_loaded *l = NULL;
+    int rc = ptxgen_build(&rq, &s, err, sizeof err) || ptxgen_load(dev, s, &l, err, sizeof err);
+    check(!rc, "api: varlen attn_fwd builds and loads", err);
+    if (rc) { ptxgen_free(s); return; }
+    rc = ptxgen_varlen_check(cq, ck, B, TQ, TK, 40, 30, err, sizeof err);
+    check(!rc, "api: ptxgen_varlen_check takes good offsets", err);
+    static const int bad[B + 1] = {0, 5, 4, 45};
+    rc = ptxgen_varlen_check(bad, ck, B, TQ, TK, 40, 30, err, sizeof err);
+    check(rc == 2 && strstr(err, "decreases"), "api: ptxgen_varlen_check refuses decreasing offsets", err);
+    rc = ptxgen_varlen_check(cq, ck, B, TQ, TK + 3, 40, 30, err, sizeof err);
+    check(rc == 2 && strstr(err, "60 rows"), "api: ptxgen_varlen_check refuses offsets that end short of the tensor", err);
+    static double q[TQ * HQ * D], k[TK * HKV * D], v[TK * HKV * D], ref[TQ * HQ * D];
+    unsigned long long qp = upload_bf16(dev, q, TQ * HQ, D, D, err), kp = upload_bf16(dev, k, TK * HKV, D, D, err),
+                       vp = upload_bf16(dev, v, TK * HKV, D, D, err), op = 0, lp = 0, cqp = 0, ckp = 0;
+    ptxgen_device_alloc(dev, (size_t)TQ * HQ * D * 2, &op, err, sizeof err);
+    ptxgen_device_alloc(dev, (size_t)HQ * TQ * 4, &lp, err, sizeof err);
+    ptxgen_device_alloc(dev, sizeof cq, &cqp, err, sizeof err);
+    ptxgen_device_alloc(dev, sizeof ck, &ckp, err, sizeof err);
+    ptxgen_device_upload(dev, cqp, cq, sizeof cq, err, sizeof err);
+    ptxgen_device_upload(dev, ckp, ck, sizeof ck, err, sizeof err);
+    ptxgen_tensor t[] = {{"q", qp, 3, {TQ, HQ, D}, {HQ * D, D, 1}},     {"k", kp, 3, {TK, HKV, D}, {HKV * D, D, 1}},
+                         {"v", vp, 3, {TK, HKV, D}, {HKV * D, D, 1}},   {"o", op, 3, {TQ, HQ, D}, {HQ * D, D, 1}},
+                         {"lse", lp, 2, {HQ, TQ}, {TQ, 1}},            {"cu_seqlens_q", cqp, 1, {B + 1}, {1}},
+                         {"cu_seqlens_k", ckp, 1, {B + 1}, {1}}};
+    ptxgen_size sz[] = {{"s_q", 40}, {"s_k", 30}};
+    double scale = 1 / sqrt((double)D);
+    rc = ptxgen_launch(l, NULL, t, 7, sz, 2, (float)scale, err, sizeof err) || ptxgen_device_sync(dev, err, sizeof err);
+    check(!rc, "api: varlen attn_fwd launches (b from the offsets' b + 1 entries, s_q and s_k given)", err);
+    double *o = rc ? NULL : download_bf16(dev, op, TQ * HQ * D, err);
+    if (o) {
+        for (int b = 0; b < B; b++)   /* causal, bottom-right: query i of sequence b sees keys j <= i + lk - lq */
+            for (int i = 0; i < cq[b + 1] - cq[b]; i++)
+                for (int h = 0; h < HQ; h++) {
+                    int lq = cq[b + 1] - cq[b], lk = ck[b + 1] - ck[b], n = i + lk - lq + 1;
+                    n = n < 0 ? 0 : n > lk ? lk : n;
+                    double sc[TK], m = -INFINITY, sum = 0;
+                    const double *qi = q + ((cq[b] + i) * HQ + h) * D;
+                    for (int j = 0; j < n; j++) {
+                        sc[j] = 0;
+                        for (int c = 0; c < D; c++) sc[j] += qi[c] * k[(ck[b] + j) * D + c];
+                        sc[j] *= scale, m = fmax(m, sc[j]);
+                    }
+                    for (int j = 0; j < n; j++) sum += sc[j] = exp(sc[j] - m);
+                    for (int c = 0; c < D; c++) {
+                        double a = 0;
+                        for (int j = 0; j < n; j++) a += sc[j] * v[(ck[b] + j) * D + c];
+                        ref[((cq[b] + i) * HQ + h) * D + c] = n ? a / sum : 0;
+                    }
+                }
+        double e = rel_l2(o, ref, TQ * HQ * D);
+        snprintf(msg, sizeof msg, "rel L2 %.3e (tol 1e-2)", e);
+        printf("  %s\n", msg);
+        check(e < 1e-2, "api: varlen attn_fwd o matches float64 sequence by sequence (causal, GQA 2/1)", msg);
+    }
+    free(o);
+    rc = ptxgen_launch(l, NULL, t, 7, NULL, 0, (float)scale, err, sizeof err);
+    check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: varlen without the longest lengths is refused naming them", err);
+    unsigned long long ptrs[] = {qp, kp, vp, op, lp, cqp, ckp};
+    for (int i = 0; i < 7; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
+    ptxgen_unload(l);
+    ptxgen_free(s);
+}
+
 /* Sparse MLA: the forward gives o and lse, the default sm_100a backward (the CTA pair) dq and dkv. */
 enum { MSQ = 3, MSKV = 150, MHQ = 72, MTOPK = 140, DQK = 576, DV = 512 };
 static double mq[MSQ * MHQ * DQK], mkv[MSKV * DQK], mdo[MSQ * MHQ * DV];
@@ -283,6 +355,7 @@ int main(int argc, char **argv) {
     rc = ptxgen_device_arch(dev, arch, sizeof arch, err, sizeof err);
     check(!rc && (strcmp(device, "sim") || !strcmp(arch, "sm_100a")), "api: the device names its arch (the sim: sm_100a)", arch);
     attn_fwd(dev, arch, strcmp(device, "sim") != 0);
+    attn_fwd_varlen(dev, arch);
     mla(dev, arch);
     ptxgen_device_close(dev);
     printf("%d passed, %d failed\n", passed, failed);

@@ -182,8 +182,9 @@ def _dtype_name(t):
     return names[t.dtype]
 
 
-def _launch(loaded, tensors, scale):
-    """tensors: name -> torch tensor (None: an optional input left out)."""
+def _launch(loaded, tensors, scale, sizes=None):
+    """tensors: name -> torch tensor (None: an optional input left out); sizes: name -> value for sizes no tensor
+    carries (varlen's s_q, s_k: the longest sequence's lengths)."""
     import torch
     lib, err = _library(), ctypes.create_string_buffer(_ERR)
     arr = (_Tensor * len(tensors))()
@@ -203,7 +204,10 @@ def _launch(loaded, tensors, scale):
             arr[n].shape[i], arr[n].strides[i] = t.shape[i], t.stride(i)
         n += 1
     stream = torch.cuda.current_stream(device).cuda_stream
-    rc = lib.ptxgen_launch(loaded, ctypes.c_void_p(stream), arr, n, None, 0, float(scale), err, _ERR)
+    sizes = sizes or {}
+    sz = (_Size * max(len(sizes), 1))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
+    rc = lib.ptxgen_launch(loaded, ctypes.c_void_p(stream), arr, n, sz if sizes else None, len(sizes), float(scale),
+                           err, _ERR)
     _check(rc, "launch", err)
 
 
@@ -279,7 +283,34 @@ def _make_autograd():
                              "do": do, "dq": dq, "dkv": dkv}, ctx.scale)
             return dq, dkv, None, None, None
 
-    return Attention, SparseMla
+    class AttentionVarlen(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, cu_q, cu_k, max_q, max_k, causal, scale):
+            dev = _Device.of(q)
+            loaded = dev.kernel_set("attn_fwd", dtype=_dtype_name(q), hdim=q.shape[-1], causal=causal, varlen=True)
+            o = torch.empty(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype, device=q.device)
+            lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device)
+            tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}
+            _launch(loaded, tensors, scale, {"s_q": max_q, "s_k": max_k})
+            ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k)
+            ctx.causal, ctx.scale, ctx.max = causal, scale, (max_q, max_k)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
+            if not _rows_ok(do):
+                do = do.contiguous()
+            dev = _Device.of(q)
+            loaded = dev.kernel_set("attn_bwd", dtype=_dtype_name(q), hdim=q.shape[-1], causal=ctx.causal, varlen=True)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            _launch(loaded, {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv,
+                             "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}, ctx.scale,
+                    {"s_q": ctx.max[0], "s_k": ctx.max[1]})
+            return dq, dk, dv, None, None, None, None, None, None
+
+    return Attention, SparseMla, AttentionVarlen
 
 
 _fns = None
@@ -300,6 +331,22 @@ def attention(q, k, v, causal=False, softmax_scale=None):
     so). Differentiable in q, k and v (the backward takes d_v = d)."""
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
     return _autograd()[0].apply(q, k, v, bool(causal), float(scale))
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                     softmax_scale=None):
+    """Softmax attention over packed sequences (FA2's varlen form): q [total_q, h_q, d], k [total_k, h_kv, d],
+    v [total_k, h_kv, d], sequence i's rows [cu_seqlens_q[i], cu_seqlens_q[i + 1]) (keys: cu_seqlens_k), int32 CUDA
+    tensors of b + 1 entries; max_seqlen_q/k: the longest lengths. The offsets are checked on the host before any
+    launch (varlen_check: one copy of them). Returns (o [total_q, h_q, d], lse [h_q, total_q] fp32). Differentiable
+    in q, k and v."""
+    import torch
+    if cu_seqlens_q.dtype != torch.int32 or cu_seqlens_k.dtype != torch.int32:
+        raise ValueError("ptxgen: cu_seqlens_q and cu_seqlens_k must be int32")
+    varlen_check(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return _autograd()[2].apply(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), bool(causal),
+                                float(scale))
 
 
 def sparse_mla(q, kv, indices, topk_length=None, softmax_scale=None):

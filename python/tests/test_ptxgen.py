@@ -106,6 +106,51 @@ def test_attention_gpu():
         assert max(errs) < 2e-2, f"causal={causal}: rel L2 o, lse, dq, dk, dv = {errs}"
 
 
+def test_attention_varlen_gpu():
+    """attention_varlen against float64 autograd sequence by sequence (a sequence with no queries, one with no keys),
+    and the offsets check refusing a decreasing list before anything runs."""
+    why = _gpu()
+    if why:
+        return why
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    lq, lk, h_q, h_kv, d = [70, 0, 200, 33], [90, 12, 150, 0], 4, 2, 128
+    cq = torch.tensor([0] + list(torch.tensor(lq).cumsum(0)), dtype=torch.int32, device="cuda")
+    ck = torch.tensor([0] + list(torch.tensor(lk).cumsum(0)), dtype=torch.int32, device="cuda")
+    for causal in (False, True):
+        q = torch.randn(sum(lq), h_q, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
+        k, v = (torch.randn(sum(lk), h_kv, d, device="cuda", generator=g).to(torch.bfloat16).requires_grad_()
+                for _ in range(2))
+        o, lse = ptxgen.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+        do = torch.randn_like(o)
+        o.backward(do)
+        qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+        refs, lses = [], []
+        for i in range(len(lq)):
+            qi, ki, vi = qd[cq[i]:cq[i + 1]], kd[ck[i]:ck[i + 1]], vd[ck[i]:ck[i + 1]]
+            s = torch.einsum("qhd,khd->hqk", qi, ki.repeat_interleave(h_q // h_kv, 1)) / d ** 0.5
+            if causal:
+                s = s.masked_fill(torch.ones(lq[i], lk[i], device="cuda", dtype=torch.bool).triu(lk[i] - lq[i] + 1),
+                                  float("-inf"))
+            lses.append(torch.logsumexp(s, -1))
+            p = torch.softmax(s, -1).nan_to_num(0.0)
+            refs.append(torch.einsum("hqk,khd->qhd", p, vi.repeat_interleave(h_q // h_kv, 1)))
+        ref = torch.cat(refs)
+        ref.backward(do.double())
+        ref_lse, fin = torch.cat(lses, -1), torch.isfinite(torch.cat(lses, -1))
+        assert torch.equal(torch.isinf(lse), ~fin), "rows with no key: lse +inf exactly there"
+        errs = [_rel(o, ref), _rel(lse[fin], ref_lse[fin]), _rel(q.grad, qd.grad), _rel(k.grad, kd.grad),
+                _rel(v.grad, vd.grad)]
+        assert max(errs) < 2e-2, f"varlen causal={causal}: rel L2 o, lse, dq, dk, dv = {errs}"
+    try:
+        ptxgen.attention_varlen(q, k, v, torch.tensor([0, 80, 70, 303, 303], dtype=torch.int32, device="cuda"), ck,
+                                max(lq), max(lk))
+    except ValueError as e:
+        assert "decreases" in str(e), str(e)
+    else:
+        raise AssertionError("decreasing offsets were launched")
+
+
 def test_sparse_mla_gpu():
     why = _gpu()
     if why:
@@ -188,6 +233,17 @@ def test_varlen_emit_and_offsets():
     for family in ("wgmma", "tcgen05"):   # every attention kind takes them; sparse MLA has no batch
         ptx, man = ptxgen.emit("attn_bwd", "sm_100a" if family == "tcgen05" else "sm_90a", family=family, varlen=True)
         assert man["kernels"][1]["entry"].endswith("_varlen"), man["kernels"][1]["entry"]
+    # every kernel of every family's varlen set takes the packed layout for every attention tensor (a launch binds
+    # tensors by these shapes: one padded shape left anywhere refuses the caller's packed tensor)
+    for kernel, arch, family in (("attn_fwd", "sm_90", "sync"), ("attn_fwd", "sm_90a", "wgmma"),
+                                 ("attn_fwd", "sm_100a", "tcgen05"), ("attn_bwd", "sm_90", "sync"),
+                                 ("attn_bwd", "sm_90a", "wgmma"), ("attn_bwd", "sm_100a", "tcgen05")):
+        for det in ("deterministic=0", "deterministic=1") if kernel == "attn_bwd" else (None,):
+            ptx, man = ptxgen.emit(kernel, arch, family=family, varlen=True, tile=det)
+            for kern in man["kernels"]:
+                for prm in kern["params"]:
+                    if prm["name"] in ("q", "k", "v", "o", "do", "dq", "dk", "dv", "lse"):
+                        assert "total_" in prm["shape"], (kern["entry"], prm["name"], prm["shape"])
     try:
         ptxgen.emit("mla_fwd", "sm_90", varlen=True)
     except ValueError as e:
