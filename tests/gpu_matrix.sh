@@ -231,6 +231,19 @@ if command -v compute-sanitizer >/dev/null; then
 else
   echo "SKIP compute-sanitizer: not on this machine's PATH"
 fi
+# variable lengths (issue 18): every family the GPU runs, forward and backward, against the CPU reference sequence by
+# sequence (empty sequences, causal s_q != s_k, GQA, fp16, padded strides, deterministic)
+for fam in sync wgmma; do
+  kern=attn_fwd
+  run "varlen $fam 100,0,37,1030 GQA 4:2" --mma $fam --varlen 100,0,37,1030 --hq 4 --hkv 2
+  run "varlen $fam 777,1,2000 over keys 1300,0,640 causal GQA 8:1" --mma $fam --varlen 777,1,2000 --varlen-k 1300,0,640 --causal --hq 8 --hkv 1
+  run "varlen $fam d=64 fp16 pad=8" --mma $fam --varlen 640,650,1280 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8
+  kern=attn_bwd
+  run "varlen $fam 100,0,37,1030 GQA 4:2" --mma $fam --varlen 100,0,37,1030 --hq 4 --hkv 2
+  run "varlen $fam 777,1,2000 over keys 1300,0,640 causal GQA 8:1 deterministic" --mma $fam --varlen 777,1,2000 --varlen-k 1300,0,640 --causal --hq 8 --hkv 1 --tile deterministic=1
+  run "varlen $fam d=64 0,500,3 over keys 700,500,0 atomics" --mma $fam --varlen 0,500,3 --varlen-k 700,500,0 --hdim 64 --hq 2 --hkv 1 --tile deterministic=0
+done
+kern=attn_fwd
 # the public API and compare on the real driver
 gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda
 gate "example_host on the GPU" build/example_host cuda
