@@ -131,8 +131,9 @@ static void put_element(const Tensor *t, uint8_t *raw, size_t i, uint32_t bits) 
 
 /* Allocates t on the device and uploads raw, which it frees. */
 static int upload_raw(Tensor *t, uint8_t *raw, Device *dev, char *err, size_t errlen) {
-    int rc = dev_alloc(dev, &t->dev, t->elems * (size_t)t->esize, err, errlen) ||
-             dev_upload(dev, t->dev, raw, t->elems * (size_t)t->esize, err, errlen);
+    size_t bytes = t->elems * (size_t)t->esize;   /* varlen: every sequence may have no keys (a 0-row k and v) */
+    int rc = dev_alloc(dev, &t->dev, bytes ? bytes : 16, err, errlen) ||
+             (bytes && dev_upload(dev, t->dev, raw, bytes, err, errlen));
     free(raw);
     return rc;
 }

@@ -95,6 +95,10 @@ int varlen_setup(Problem *p, const int *len_q, const int *len_k, int b, char *er
             if (len[t][i] > most[t]) most[t] = len[t][i];
         }
     }
+    if (!total[0]) {   /* no output row at all: nothing to launch or judge (the API refuses a 0 size too) */
+        snprintf(err, errlen, "the %d sequences have no query rows at all (every --varlen length is 0): nothing to run", b);
+        return 1;
+    }
     p->varlen = 1, p->b = b, p->s_q = most[0], p->s_k = most[1], p->total_q = total[0], p->total_k = total[1];
     return ptxgen_varlen_check(p->cu_q.ints, p->cu_k.ints, b, total[0], total[1], p->s_q, p->s_k, err, errlen) ? 1 : 0;
 }

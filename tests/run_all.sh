@@ -356,6 +356,11 @@ varlen_tests() {
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
     usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,3 --varlen-k 4
+    usage_error "varlen check with no query rows at all" "no query rows at all" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen 0,0 --varlen-k 5,0
+    # every sequence without keys: k and v of no rows (allocated, never read); o 0 and lse +inf everywhere
+    sim_check "sim varlen with no key rows at all (wgmma)" --arch sm_90a --varlen 90,3 --varlen-k 0,0 --causal --hq 4 --hkv 2
+    sim_bwd "sim varlen bwd with no key rows at all (tcgen05)" --arch sm_100a --varlen 5,7 --varlen-k 0,0 --hdim 256
     usage_error "varlen check without lengths" "a varlen set runs on --varlen L1,L2" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen
 }
