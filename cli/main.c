@@ -41,6 +41,7 @@ static void print_help(void) {
          "              [--causal] [--dtype T] [--hdim D] [--hdim-v DV] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
          "              [--ref cpu|gpu|auto] (check and xcheck) [--varlen L1,L2,... [--varlen-k K1,K2,...]]\n"
+         "              [--block-m N --block-n N [--block-mask random:D|local:W|FILE] [--mask-heads N]]\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
@@ -64,8 +65,13 @@ static void print_help(void) {
          "TFLOP/s (GPU only). Shape flags left out take the kind's defaults (check: small enough for the CPU\n"
          "reference; bench: realistic); --scale defaults to 1/sqrt(d_qk). --hdim-v sets d_v\n"
          "where the kind takes d_v != d (the tcgen05 attn_fwd: --hdim 192 --hdim-v 128 is MLA prefill's). --varlen\n"
-         "builds the set over packed sequences (cu_seqlens; the mma.sync attn_fwd so far); check and bench take the\n"
-         "query lengths after it (0 allowed) and --varlen-k the key lengths (else the same). mla_fwd\n"
+         "builds the set over packed sequences (cu_seqlens; every attention kind); check and bench take the\n"
+         "query lengths after it (0 allowed) and --varlen-k the key lengths (else the same). --block-m/--block-n\n"
+         "(128 each when one of them or --block-mask is given) build block-sparse attn_fwd/attn_bwd (the mma.sync\n"
+         "family so far): a block mask of block_m query rows x block_n keys, multiples of the tiles; check and bench\n"
+         "draw it per --seed: random:D sets each block with probability D (default 0.5), local:W the blocks within\n"
+         "W - 1 of the diagonal, FILE reads its integers, then the h_q head types; --mask-heads mask heads (2), head\n"
+         "0 dense (type 0) when h_q > 1, head h type 1 + h % mask heads. mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"
          "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer. Backward kinds\n"
@@ -186,13 +192,15 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
         {"--hdim", &c->req.hdim, 1, 1024}, {"--hdim-v", &c->req.hdim_v, 1, 1024}, {"--b", &c->run.b, 1, 65535},
         {"--sq", &c->run.s_q, 1, INT_MAX / 2}, {"--sk", &c->run.s_k, 1, INT_MAX / 2}, {"--hq", &c->run.h_q, 1, 65535}, {"--hkv", &c->run.h_kv, 1, 65535},
         {"--skv", &c->run.s_kv, 1, INT_MAX}, {"--topk", &c->run.topk, 1, INT_MAX / 4},
-        {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000}};
+        {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000},
+        {"--block-m", &c->req.block_m, 1, 1 << 20}, {"--block-n", &c->req.block_n, 1, 1 << 20},
+        {"--mask-heads", &c->run.mask_heads, 1, 65535}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
     const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file,
-                           &c->ref, &c->req.family, &c->run.varlen_k};
+                           &c->ref, &c->req.family, &c->run.varlen_k, &c->run.block_mask};
     const char *names[] = {"--arch", "--kernel", "--dtype", "--tile", "-o", "--manifest", "--ptx", "--ref", "--mma",
-                           "--varlen-k"};
+                           "--varlen-k", "--block-mask"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(f, names[i])) { *strs[i] = v; *rc = 0; return 1; }
     if (!strcmp(f, "--device")) {
@@ -349,6 +357,10 @@ int main(int argc, char **argv) {
     int rc = mode == 4 ? selfcheck_args(&c, argc, argv) : parse_args(&c, argc, argv, mode ? 2 : 1);
     if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
     if (rc) return rc;
+    if (c.run.block_mask || c.run.mask_heads || c.req.block_m || c.req.block_n) {   /* block-sparse */
+        if (!c.req.block_m) c.req.block_m = 128;
+        if (!c.req.block_n) c.req.block_n = 128;
+    }
     if (c.help) { print_help(); return 0; }
     if (c.list) { print_list(); return 0; }
     if (!mode) return do_emit(&c);

@@ -69,8 +69,8 @@ typedef struct {
     const char *meaning;
 } WorkspaceSpec;
 
-#define MAX_KERNELS 4
-#define MAX_WORKSPACES 4
+#define MAX_KERNELS 6
+#define MAX_WORKSPACES 6
 typedef struct {
     char kernel[32];       /* "attn_fwd" */
     const ArchInfo *arch;

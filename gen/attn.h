@@ -36,6 +36,7 @@ typedef struct {
      * query heads per kv head */
     int decode_sq, decode_group;
     int varlen;       /* packed [total, h, d] tensors with cu_seqlens_q/k (KernelKind.varlen_ok kinds) */
+    int block_m, block_n;   /* block-sparse mask blocks, multiples of the tiles (KernelKind.sparse kinds); 0: dense */
 } AttnDesc;
 
 extern const TileKey attn_fwd_keys[];
@@ -48,6 +49,10 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 /* Appends the kernel to the module. */
 void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
+/* block-sparse: the lists (attn_sparse.h) the kernels of the mma.sync attn_fwd and attn_bwd sets walk */
+struct SparseLists;
+void attn_fwd_sparse(const AttnDesc *d, struct SparseLists *l);
+void attn_bwd_sparse(const AttnDesc *d, struct SparseLists *l);
 /* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
 extern const TileKey attn_fwd_wg_keys[];
 extern const int attn_fwd_wg_nkeys;

@@ -97,6 +97,12 @@ static void setup(Kctx *k, Bwd *f) {
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     query_blocks(k, f->d->causal, f->d->tile.bm, f->d->tile.bn, cta_key0(k, f), f->s_q, f->off, f->group, &f->blocks);
+    if (f->d->block_m) {   /* block-sparse: the key block's query list */
+        Reg n = e_reg(e, RC_B32), mt;
+        INS(e, MOV_B32, R(n), SR("%ctaid.x"));
+        Reg list = sparse_query_list(k, f->d->tile.bm, f->d->tile.bn, cta_batch(k), cta_kv_head(k), n, &mt);
+        query_blocks_listed(k, &f->blocks, list, mt);
+    }
 }
 
 static void fragment_bases(Kctx *k, Bwd *f) {

@@ -13,10 +13,14 @@
 #ifndef PTXGEN_ATTN_BWD_H
 #define PTXGEN_ATTN_BWD_H
 #include "attn_emit.h"
+#include "attn_sparse.h"
 
 enum { BWD_PRE, BWD_MAIN, BWD_DQ, BWD_KERNELS };
 #define BWD_ROWS_PER_CTA 64     /* rows of one CTA of the row-wise kernels (pre, dQ convert) */
 #define BWD_ROW_THREADS 128
+/* the deterministic dQ kernel's own tile (attn_bwd_dq.c), whatever the main kernel's */
+#define BWD_DQ_BM 64
+#define BWD_DQ_BN 64
 
 /* attn_bwd_abi.c */
 /* entry name: attn_bwd_<part>_<dtype>_d<d>[_causal] plus the tile where it matters */

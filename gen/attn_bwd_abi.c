@@ -9,8 +9,9 @@ void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_til
     const AttnTile *t = &d->tile;
     char tile[48] = "";
     if (with_tile) snprintf(tile, sizeof tile, "_bm%d_bn%d_w%d", t->bm, t->bn, t->warps);
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s%s", part, dtype_name(d->dtype), d->d, tile,
-             d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_%s_%s_d%d%s%s%s%s%s", part, dtype_name(d->dtype), d->d, tile,
+             d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "",
+             d->block_m ? "_sparse" : "");
 }
 
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d) {

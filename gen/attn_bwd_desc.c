@@ -95,6 +95,7 @@ void bwd_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     bwd_entry(ks, d, "main", 1);
     bwd_inputs(ks, d);
     if (!d->tile.deterministic) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (atomics)");
+    if (d->block_m) abi_sparse_queries(ks);
     bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", d->tile.bn);
@@ -149,3 +150,9 @@ void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, K
 }
 
 void attn_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { bwd_set_build(d, d, &sync_main, ks, m); }
+
+/* the main kernel walks query lists; the deterministic dQ kernel key lists at its own tile */
+void attn_bwd_sparse(const AttnDesc *d, SparseLists *l) {
+    l->queries = (SparseTiles){d->tile.bm, d->tile.bn};
+    if (d->tile.deterministic) l->keys = (SparseTiles){BWD_DQ_BM, BWD_DQ_BN};
+}

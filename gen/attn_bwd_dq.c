@@ -27,8 +27,8 @@
 /* Its own tile, whatever the main kernel's: 64 query rows (16 per warp)
  * against 64 keys per step keeps S, dP and dQ in registers at d = 128 with
  * two CTAs per SM. */
-#define DQ_BM 64
-#define DQ_BN 64
+#define DQ_BM BWD_DQ_BM
+#define DQ_BN BWD_DQ_BN
 #define DQ_WARPS 4
 
 typedef struct {
@@ -45,6 +45,7 @@ typedef struct {
     RowBlocks rb;
     Acc dq;
     int done;                         /* varlen: the label past the end, for a block past its sequence's rows */
+    KeyList *kl;                      /* block-sparse: the key list being walked (NULL: every key block) */
 } Dq;
 
 static void setup(Kctx *k, Dq *f) {
@@ -131,9 +132,12 @@ static void dq_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "key block: %s", masked ? "ragged or causal, masked" : "fully visible");
     sync_tiles(k);                            /* K_n and V_n landed; everyone is done with block n-1's stage */
     int skip = e_label(e);
-    INS(e, ADD_U32, R(next), R(n), I(1));
-    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
-    INSP(e, last, 0, BRA_UNI, L(skip));
+    if (f->kl) sparse_next(k, f->kl, next, skip);
+    else {
+        INS(e, ADD_U32, R(next), R(n), I(1));
+        INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
+        INSP(e, last, 0, BRA_UNI, L(skip));
+    }
     INS(e, MUL_LO_U32, R(next), R(next), I(DQ_BN));
     Reg shift = stages_other(k, &f->st);
     tl_issue_at(k, &f->ld, f->sk, shift, f->k_base, f->k_rs, next, f->s_k);
@@ -179,14 +183,24 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     f.sv = (SmemTile){DQ_BN, d->dv, plan_region(p, "V.0")};
     setup(&kc, &f);
     stages_init(&kc, &f.st, plan_stage_stride(p));
-    Reg zero_u = kc_imm32(&kc, 0);
+    Reg zero_u = kc_imm32(&kc, 0), k0 = zero_u;
+    KeyList kl;
+    if (d->block_m) {   /* the first key block is the list's */
+        Reg m = e_reg(&kc.e, RC_B32);
+        INS(&kc.e, MOV_B32, R(m), SR("%ctaid.x"));
+        kl.list = sparse_key_list(&kc, DQ_BM, DQ_BN, f.b, f.h, m);
+        INS(&kc.e, LD_GLOBAL_NC_B32, R(kl.count = e_reg(&kc.e, RC_B32)), A(kl.list, 0));
+        kl.t = e_reg(&kc.e, RC_B32);
+        INS(&kc.e, MUL_LO_U32, R(k0 = e_reg(&kc.e, RC_B32)), R(sparse_entry_or0(&kc, kl.list, kl.count, zero_u)), I(DQ_BN));
+        f.kl = &kl;
+    }
     tl_init(&kc, &f.ld, d->d, DQ_BM > DQ_BN ? DQ_BM : DQ_BN, f.threads);
     e_comment(&kc.e, "prologue: Q_m, dO_m and the first K, V in flight");
     tl_issue(&kc, &f.ld, f.sq, attn_head_base(&kc, d, "q", f.b, f.h), row_stride_bytes(&kc, "q"), f.m_start, f.s_q);
     tl_issue(&kc, &f.ld, f.sdo, attn_head_base(&kc, d, "do", f.b, f.h), row_stride_bytes(&kc, "do"), f.m_start, f.s_q);
     INS0(&kc.e, CP_ASYNC_COMMIT);
-    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
-    tl_issue(&kc, &f.ld, f.sv, f.v_base, f.v_rs, zero_u, f.s_k);
+    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, k0, f.s_k);
+    tl_issue(&kc, &f.ld, f.sv, f.v_base, f.v_rs, k0, f.s_k);
     INS0(&kc.e, CP_ASYNC_COMMIT);
     row_stats(&kc, &f);
     fragment_bases(&kc, &f);
@@ -198,9 +212,12 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     acc_fill(&kc, &f.dq, 0.0f);
     Reg n = e_reg(&kc.e, RC_B32), n_full = e_reg(&kc.e, RC_B32), n_max = e_reg(&kc.e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
-    INS(&kc.e, MOV_B32, R(n), I(0));
-    key_loop(&kc, dq_step, &f, n, n_full, n_max, 0);
-    key_loop(&kc, dq_step, &f, n, n_max, n_max, 1);
+    if (f.kl) sparse_key_loop(&kc, dq_step, &f, f.kl, n_full, n_max);
+    else {
+        INS(&kc.e, MOV_B32, R(n), I(0));
+        key_loop(&kc, dq_step, &f, n, n_full, n_max, 0);
+        key_loop(&kc, dq_step, &f, n, n_max, n_max, 1);
+    }
     epilogue(&kc, &f);
     if (d->varlen) e_place(&kc.e, f.done);
     kctx_finish(&kc, module);
@@ -228,6 +245,7 @@ void bwd_dq_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     bwd_entry(ks, d, "dq", 0);
     bwd_inputs(ks, d);
     attn_tensor(ks, d, "dq", PR_OUT, "gradient of the queries");
+    if (d->block_m) abi_sparse_keys(ks);
     if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);

@@ -41,6 +41,27 @@ void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg of
     INS(e, MAX_S32, R(qb->per_head_div), R(qb->per_head), I(1));
 }
 
+void query_blocks_listed(Kctx *k, QueryBlocks *qb, Reg list, Reg mt) {
+    qb->listed = 1, qb->list = list, qb->mt = mt;
+    INS(&k->e, LD_GLOBAL_NC_B32, R(qb->total), A(list, 0));
+}
+
+/* a listed step it -> its block (returned) and head in the group (into *hl unless NULL); block 0 of head 0 for a
+ * step past the list (a prologue's first step when the list is empty) */
+static Reg listed_block(Kctx *k, const QueryBlocks *qb, Reg it, const Reg *hl) {
+    Emit *e = &k->e;
+    Reg v = e_reg(e, RC_B32), h = hl ? *hl : e_reg(e, RC_B32), t = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    Reg in = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(v), I(0));
+    INS(e, SETP_LT_U32, R(in), R(it), R(qb->total));
+    INS(e, MAD_WIDE_U32, R(a), R(it), I(4), R(qb->list));
+    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(v), A(a, 4));
+    INS(e, DIV_U32, R(h), R(v), R(qb->mt));
+    INS(e, MUL_LO_U32, R(t), R(h), R(qb->mt));
+    INS(e, SUB_U32, R(v), R(v), R(t));
+    return v;
+}
+
 /* chain order: step it -> block m_lo + it / group up, m_lo + per_head - 1 - it / group down (returned), head
  * it % group (into *hi unless NULL) */
 static Reg chain_block(Kctx *k, const QueryBlocks *qb, Reg it, const Reg *hi) {
@@ -59,6 +80,12 @@ void query_block_at(Kctx *k, const QueryBlocks *qb, Reg it, Reg kvh, Reg *h, Reg
     Emit *e = &k->e;
     Reg r = e_reg(e, RC_B32);
     *h = e_reg(e, RC_B32), *m_start = e_reg(e, RC_B32);
+    if (qb->listed) {
+        r = listed_block(k, qb, it, h);
+        INS(e, MAD_LO_U32, R(*h), R(kvh), R(qb->group), R(*h));
+        INS(e, MUL_LO_U32, R(*m_start), R(r), I(qb->bm));
+        return;
+    }
     if (qb->chain) {
         r = chain_block(k, qb, it, h);
         INS(e, MAD_LO_U32, R(*h), R(kvh), R(qb->group), R(*h));
@@ -81,7 +108,8 @@ void query_loop(Kctx *k, const QueryBlocks *qb, QueryStep step, void *ctx, int a
     INS(e, SETP_GE_U32, R(p), R(it), R(qb->total));
     INSP(e, p, 0, BRA_UNI, L(done));
     if (qb->causal) {
-        if (qb->chain) r = chain_block(k, qb, it, NULL);
+        if (qb->listed) r = listed_block(k, qb, it, NULL);
+        else if (qb->chain) r = chain_block(k, qb, it, NULL);
         else {
             INS(e, REM_U32, R(r), R(it), R(qb->per_head_div));
             INS(e, ADD_U32, R(r), R(r), R(qb->m_lo));

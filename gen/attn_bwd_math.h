@@ -20,8 +20,13 @@ typedef struct {
     Reg up;
     Reg m_lo, m_full, per_head, total, group;
     Reg per_head_div;                 /* max(per_head, 1): a divisor even when no block sees the keys */
+    int listed;                       /* block-sparse: the steps are a query list's entries (query_blocks_listed) */
+    Reg list, mt;                     /* its address (attn_sparse.h) and query tiles per head */
 } QueryBlocks;
 void query_blocks(Kctx *k, int causal, int bm, int bn, Reg key0, Reg s_q, Reg off, Reg group, QueryBlocks *qb);
+/* Block-sparse, after query_blocks: the steps are the entries of query list `list` (entry (head in the group) * mt
+ * + block), total its count; head-major, masked below m_full as before. */
+void query_blocks_listed(Kctx *k, QueryBlocks *qb, Reg list, Reg mt);
 /* step it -> its query head (of kv head kvh's group) and the first row of its block */
 void query_block_at(Kctx *k, const QueryBlocks *qb, Reg it, Reg kvh, Reg *h, Reg *m_start);
 

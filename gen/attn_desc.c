@@ -1,6 +1,7 @@
 /* attn_fwd (mma.sync family): tile keys and defaults, the resource plan, and
  * the launch ABI. */
 #include "attn_emit.h"
+#include "attn_sparse.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,10 +55,13 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p) {
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s", dt, d->d, d->tile.bm, d->tile.bn,
-             d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s%s", dt, d->d, d->tile.bm, d->tile.bn,
+             d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, d->tile.bm);
+    if (d->block_m) abi_sparse_keys(ks);
 }
+
+void attn_fwd_sparse(const AttnDesc *d, SparseLists *l) { l->keys = (SparseTiles){d->tile.bm, d->tile.bn}; }
 
 /* Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head then packed row;
  * the grid covers the longest sequence (s_q, s_k: the longest lengths), its CTAs past a shorter one's rows exit. */

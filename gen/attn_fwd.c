@@ -10,8 +10,9 @@
  *
  * Each warp owns bm/warps query rows. K_{n+1} streams into shared memory
  * while P V_n runs, V_n while Q K_n^T runs (one buffer each, FA2's schedule).
- * The inner loop is attn_step() below. */
-#include "attn_emit.h"
+ * Block-sparse, the key blocks are those of the query block's key list (attn_sparse.h), K of the next of them
+ * streaming in. The inner loop is attn_step() below. */
+#include "attn_sparse.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include "../templates/epilogue.h"
@@ -33,6 +34,7 @@ typedef struct {
     Acc o;
     RowStats rows;
     RowBlocks rb;
+    KeyList *kl;                      /* block-sparse: the key list being walked (NULL: every key block) */
 } Fwd;
 
 static void setup_problem(Kctx *k, Fwd *f) {
@@ -107,9 +109,12 @@ static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
 
     sync_tiles(k);                               /* V_n landed; everyone is done with K_n */
     int skip = e_label(e);
-    INS(e, ADD_U32, R(next), R(n), I(1));
-    INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
-    INSP(e, last, 0, BRA_UNI, L(skip));
+    if (f->kl) sparse_next(k, f->kl, next, skip);
+    else {
+        INS(e, ADD_U32, R(next), R(n), I(1));
+        INS(e, SETP_GE_U32, R(last), R(next), R(n_max));
+        INSP(e, last, 0, BRA_UNI, L(skip));
+    }
     INS(e, MUL_LO_U32, R(next), R(next), I(bn));
     tl_issue(k, &f->ld, f->sk, f->k_base, f->k_rs, next, f->s_k);
     INS0(e, CP_ASYNC_COMMIT);
@@ -149,11 +154,22 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     f.so = (SmemTile){d->tile.bm, d->dv, p->region[3].offset};
     setup_problem(&kc, &f);
 
-    Reg zero_u = kc_imm32(&kc, 0);
+    Reg zero_u = kc_imm32(&kc, 0), k0 = zero_u;
+    KeyList kl;
+    if (d->block_m) {   /* the first key block is the list's */
+        Reg b, h, m = e_reg(e, RC_B32);
+        cta_coords(&kc, &b, &h);
+        INS(e, MOV_B32, R(m), SR("%ctaid.x"));
+        kl.list = sparse_key_list(&kc, d->tile.bm, d->tile.bn, b, h, m);
+        INS(e, LD_GLOBAL_NC_B32, R(kl.count = e_reg(e, RC_B32)), A(kl.list, 0));
+        kl.t = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(k0 = e_reg(e, RC_B32)), R(sparse_entry_or0(&kc, kl.list, kl.count, zero_u)), I(d->tile.bn));
+        f.kl = &kl;
+    }
     tl_init(&kc, &f.ld, d->d, d->tile.bm > d->tile.bn ? d->tile.bm : d->tile.bn, f.threads);
     e_comment(e, "prologue: Q_m and K_0 in flight");
     tl_issue(&kc, &f.ld, f.sq, f.q_base, f.q_rs, f.m_start, f.s_q);
-    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, zero_u, f.s_k);
+    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, k0, f.s_k);
     INS0(e, CP_ASYNC_COMMIT);
 
     fragment_bases(&kc, &f);
@@ -163,9 +179,12 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
 
     Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
-    INS(e, MOV_B32, R(n), I(0));
-    key_loop(&kc, attn_step, &f, n, n_full, n_max, 0);
-    key_loop(&kc, attn_step, &f, n, n_max, n_max, 1);
+    if (f.kl) sparse_key_loop(&kc, attn_step, &f, f.kl, n_full, n_max);
+    else {
+        INS(e, MOV_B32, R(n), I(0));
+        key_loop(&kc, attn_step, &f, n, n_full, n_max, 0);
+        key_loop(&kc, attn_step, &f, n, n_max, n_max, 1);
+    }
     epilogue(&kc, &f);
     if (d->varlen) e_place(e, f.done);
 

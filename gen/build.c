@@ -21,22 +21,66 @@ struct ptxgen_set {
     SizeList sizes;        /* the problem sizes its expressions use */
 };
 
-static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
-    if (kind->plan) return kind->plan(d, plans);
-    kind->plan1(d, &plans[0]);
-    return 1;
+/* Block-sparse: the lists the kind's kernels walk (none when dense) */
+static SparseLists kind_lists(const KernelKind *kind, const AttnDesc *d) {
+    SparseLists l = {{0, 0}, {0, 0}};
+    if (d->block_m && kind->sparse) kind->sparse(d, &l);
+    return l;
 }
 
-/* A single kernel is deterministic: no kind has atomics outside a set. */
+/* The list kernels first (block-sparse), then the kind's own. */
+static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
+    SparseLists l = kind_lists(kind, d);
+    int n = sparse_plan(d, &l, plans);
+    if (kind->plan) return n + kind->plan(d, plans + n);
+    kind->plan1(d, &plans[n]);
+    return n + 1;
+}
+
+/* A single kernel is deterministic: no kind has atomics outside a set. The kind's kernels are built as a set of
+ * their own and follow the list kernels. */
 static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks, Buf *m) {
-    if (kind->build) {
-        kind->build(d, ks, m);
-        return;
+    SparseLists l = kind_lists(kind, d);
+    int n0 = sparse_plan(d, &l, (Plan[MAX_KERNELS]){0});
+    KernelSet own = {0};
+    memcpy(own.plan, ks->plan + n0, sizeof own.plan - n0 * sizeof own.plan[0]);
+    ks->nws = 0;
+    sparse_build(d, &l, ks, m);
+    if (kind->build) kind->build(d, &own, m);
+    else {
+        own.nk = 1;
+        own.deterministic = 1;
+        kind->spec1(d, &own.plan[0], &own.k[0]);
+        kind->emit1(d, &own.k[0], &own.plan[0], m);
     }
-    ks->nk = 1;
-    ks->deterministic = 1;
-    kind->spec1(d, &ks->plan[0], &ks->k[0]);
-    kind->emit1(d, &ks->k[0], &ks->plan[0], m);
+    for (int i = 0; i < own.nk; i++) ks->k[n0 + i] = own.k[i];
+    for (int i = 0; i < own.nws; i++) ks->ws[ks->nws++] = own.ws[i];
+    ks->nk = n0 + own.nk;
+    ks->deterministic = own.deterministic;
+}
+
+/* Block-sparse: mask blocks of both sides, on a kind that walks lists, whole tiles of them. */
+static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
+    if (!rq->block_m && !rq->block_n) return 0;
+    if (rq->block_m <= 0 || rq->block_n <= 0) {
+        snprintf(err, errlen, "block-sparse needs both mask block sizes > 0 (got block_m %d, block_n %d)", rq->block_m,
+                 rq->block_n);
+        return 2;
+    }
+    if (!kind->sparse) {
+        if (!strncmp(kind->name, "mla_", 4))
+            snprintf(err, errlen, "%s takes no block mask: its indices already choose the rows each token sees",
+                     kind->name);
+        else
+            snprintf(err, errlen, "block-sparse attention is not in the %s %s yet; the mma.sync one takes it (--mma sync)",
+                     family_name(kind->family), kind->name);
+        return 2;
+    }
+    d->block_m = rq->block_m, d->block_n = rq->block_n;
+    SparseLists l = kind_lists(kind, d);
+    char who[64];
+    snprintf(who, sizeof who, "%s %s", family_name(kind->family), kind->name);
+    return sparse_check(d, &l, who, err, errlen) ? 2 : 0;
 }
 
 /* d_v: the kind's own (MLA's 512, else d), or the request's where the kind takes d_v != d (one of its head dims) */
@@ -131,7 +175,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     if (parse_kind(rq, d, &s->asked, kind, s->note, sizeof s->note, err, errlen) || parse_dtype(rq, d, err, errlen))
         return 2;
     if (s->asked == FAM_AUTO && rq->hdim && !kind_has_hdim(*kind, rq->hdim)) {
-        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, rq->varlen, *kind);
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, rq->hdim, rq->varlen, rq->block_m > 0, *kind);
         if (alt) {
             snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no d=%d, so %s gets %s",
                      family_name((*kind)->family), (*kind)->name, rq->hdim, d->arch->name, family_name(alt->family));
@@ -140,9 +184,18 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     }
     if (s->asked == FAM_AUTO && rq->varlen && !(*kind)->varlen_ok) {
         int hd = rq->hdim ? rq->hdim : (*kind)->default_hdim;
-        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, hd, 1, *kind);
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, hd, 1, rq->block_m > 0, *kind);
         if (alt) {
             snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no variable lengths yet, so %s gets %s",
+                     family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
+            *kind = alt;
+        }
+    }
+    if (s->asked == FAM_AUTO && rq->block_m > 0 && !(*kind)->sparse) {
+        int hd = rq->hdim ? rq->hdim : (*kind)->default_hdim;
+        const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, hd, rq->varlen, 1, *kind);
+        if (alt) {
+            snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no block mask yet, so %s gets %s",
                      family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
             *kind = alt;
         }
@@ -166,8 +219,8 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
-    if (!rq->tile || !rq->tile[0]) tuned_tile(rq, *kind, s);
-    return 0;
+    if ((!rq->tile || !rq->tile[0]) && !rq->block_m) tuned_tile(rq, *kind, s);   /* a tune knows no mask blocks */
+    return parse_sparse(rq, *kind, d, err, errlen);
 }
 
 /* A decode shape on a kind that packs query heads into a CTA's bm rows (tile key pack): the pack that
@@ -223,13 +276,19 @@ static void describe(ptxgen_set *s, const KernelKind *kind) {
     s->ks.family = kind->family;
     char dv[16] = "";
     if (!kind->dv && d->dv != d->d) snprintf(dv, sizeof dv, " d_v=%d", d->dv);
-    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s%s on %s, %s, tile %s", kind->name,
-             dtype_name(d->dtype), d->d, dv, d->causal ? " causal" : "", d->arch->name, family_name(kind->family), tile.s);
+    char sparse[48] = "", blocks[64] = "";
+    if (d->block_m) {
+        snprintf(sparse, sizeof sparse, " block-sparse %dx%d", d->block_m, d->block_n);
+        snprintf(blocks, sizeof blocks, ", \"block_m\": %d, \"block_n\": %d", d->block_m, d->block_n);
+    }
+    snprintf(s->ks.summary, sizeof s->ks.summary, "%s %s d=%d%s%s%s on %s, %s, tile %s", kind->name,
+             dtype_name(d->dtype), d->d, dv, d->causal ? " causal" : "", sparse, d->arch->name, family_name(kind->family),
+             tile.s);
     snprintf(s->constants, sizeof s->constants,
              "{\"dtype\": \"%s\", \"d\": %d, \"dv\": %d, \"causal\": %s, \"family\": \"%s\", "
-             "\"deterministic\": %s, \"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",
+             "\"deterministic\": %s%s, \"tile\": {\"bm\": %d, \"bn\": %d, \"warps\": %d}}",
              dtype_name(d->dtype), d->d, d->dv, d->causal ? "true" : "false", family_name(kind->family),
-             s->ks.deterministic ? "true" : "false", d->tile.bm, d->tile.bn, d->tile.warps);
+             s->ks.deterministic ? "true" : "false", blocks, d->tile.bm, d->tile.bn, d->tile.warps);
     buf_free(&tile);
 }
 
@@ -360,6 +419,10 @@ int ptxgen_kernel_plan_info(const ptxgen_set *s, int k, ptxgen_kernel_plan *out)
     const Plan *p = &s->ks.plan[k];
     *out = (ptxgen_kernel_plan){p->threads, p->smem_bytes, p->regs_est, p->ctas_per_sm, p->ntmem ? plan_tmem_alloc(p) : 0};
     return 0;
+}
+int ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n) {
+    *block_m = s->desc.block_m, *block_n = s->desc.block_n;
+    return s->desc.block_m > 0;
 }
 int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
 void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }

@@ -5,6 +5,7 @@
 #ifndef PTXGEN_KINDS_H
 #define PTXGEN_KINDS_H
 #include "attn.h"
+#include "attn_sparse.h"
 
 typedef struct {
     const char *name, *what;
@@ -26,6 +27,8 @@ typedef struct {
     int (*warps_of)(const AttnTile *t);   /* where warps follow other keys of the tile: the count (else NULL) */
     int dv_free;           /* d_v may differ from d (any of hdims; the kind's check_tile and plan judge the pair) */
     int varlen_ok;         /* takes variable lengths (ptxgen_request.varlen) */
+    /* takes a block mask (ptxgen_request.block_m): the lists its kernels walk, at their tiles (NULL: dense only) */
+    void (*sparse)(const AttnDesc *d, SparseLists *l);
 } KernelKind;
 
 
@@ -41,5 +44,6 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
               char *err, size_t errlen);
 int kind_has_hdim(const KernelKind *k, int d);
 /* --mma auto when the picked row lacks head dim d: the newest other row of kernel on arch that has it (NULL: none). */
-const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, int varlen, const KernelKind *tried);
+const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, int varlen, int sparse,
+                                const KernelKind *tried);
 #endif

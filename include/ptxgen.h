@@ -34,6 +34,8 @@ typedef struct {
     int varlen;           /* 1: variable lengths (KERNELS.md): packed [total, h, d] tensors, sequence i's rows
                              [cu_seqlens_q[i], cu_seqlens_q[i + 1]) (keys: cu_seqlens_k), s_q and s_k the longest
                              sequence's lengths, LSE [h_q, total_q]; the kinds that take it say so (--list) */
+    int block_m, block_n; /* > 0 (both): block-sparse (KERNELS.md): a block mask at block_m query rows x block_n keys,
+                             multiples of the kernels' tiles, and head_mask_type; 0: dense */
 } ptxgen_request;
 
 /* Variable lengths: 0 when cu_seqlens_q/k (b + 1 host copies) start at 0, never decrease, end at total_q/total_k
@@ -41,6 +43,10 @@ typedef struct {
  * else 2 with err naming the first bad entry. The kernels trust these offsets: check them before a launch. */
 PTXGEN_API int ptxgen_varlen_check(const int *cu_seqlens_q, const int *cu_seqlens_k, int b, long long total_q,
                                    long long total_k, long long max_q, long long max_k, char *err, size_t errlen);
+
+/* Block-sparse: 0 when every head_mask_type[h] (h_q host copies) is 0 (dense) or a mask head 1 .. n_mask_heads;
+ * else 2 with err naming the first bad one. The list kernels give a head of another type no blocks. */
+PTXGEN_API int ptxgen_head_mask_check(const int *head_mask_type, int h_q, int n_mask_heads, char *err, size_t errlen);
 
 typedef struct ptxgen_set ptxgen_set;
 
@@ -85,6 +91,8 @@ PTXGEN_API int ptxgen_kind_on_arch(int i, const char *arch);
 /* 1 when the set gives bit-identical outputs on every run with the same
  * inputs (no floating-point atomics); attn_bwd is only with deterministic=1. */
 PTXGEN_API int  ptxgen_deterministic(const ptxgen_set *s);
+/* Block-sparse: 1 with the mask's blocks (block_m query rows x block_n keys), 0 for a dense set. */
+PTXGEN_API int  ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n);
 /* The set's head dims: d (d_qk for MLA) and dv (d_v). */
 PTXGEN_API void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 

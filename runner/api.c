@@ -18,7 +18,7 @@ struct ptxgen_device {
 
 static int fail(int code, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-enum { MAX_K = 4, MAX_WS = 4, MAX_SIZES = 16, MAX_TENSORS = 24 };
+enum { MAX_K = 6, MAX_WS = 6, MAX_SIZES = 16, MAX_TENSORS = 24 };
 struct ptxgen_loaded {
     ptxgen_device *d;
     const ptxgen_set *s;
@@ -372,6 +372,23 @@ static int workspaces(ptxgen_loaded *l, const ptxgen_size *sz, int n, char *err,
     return PTXGEN_OK;
 }
 
+static long long size_of(const Launch *L, const char *name) {
+    for (int i = 0; i < L->nsize; i++)
+        if (!strcmp(L->size[i].name, name)) return L->size[i].v;
+    return 0;
+}
+
+/* Block-sparse: the mask's rows and columns are the blocks of s_q and s_k (the list kernels read no further). */
+static int mask_shape(const Launch *L, char *err, size_t errlen) {
+    int bm, bn;
+    if (!ptxgen_block_sparse(L->s, &bm, &bn)) return 0;
+    long long s_q = size_of(L, "s_q"), s_k = size_of(L, "s_k"), rows = size_of(L, "mask_rows"), cols = size_of(L, "mask_cols");
+    if (rows != (s_q + bm - 1) / bm || cols != (s_k + bn - 1) / bn)
+        return fail(PTXGEN_EINVAL, err, errlen, "block_mask is [.., %lld, %lld] blocks; s_q %lld and s_k %lld in blocks of "
+                    "%dx%d need [.., %lld, %lld]", rows, cols, s_q, s_k, bm, bn, (s_q + bm - 1) / bm, (s_k + bn - 1) / bn);
+    return 0;
+}
+
 int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, int ntensors, const ptxgen_size *sizes,
                   int nsizes, float softmax_scale, char *err, size_t errlen) {
     if (!l || (ntensors && !tensors) || ntensors < 0 || (nsizes && !sizes) || nsizes < 0)
@@ -398,12 +415,13 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
         if (rc) return rc;
     }
     ptxgen_size sz[MAX_SIZES];
-    int nsz = 0;
+    int nsz = 0, rc0;
     for (int i = 0; i < L.nsize; i++) {
         if (!L.size[i].from) return fail(PTXGEN_EINVAL, err, errlen, "size %s is not given and no tensor carries it", L.size[i].name);
         if (L.size[i].v < 1) return fail(PTXGEN_EINVAL, err, errlen, "size %s = %lld", L.size[i].name, L.size[i].v);
         sz[nsz++] = (ptxgen_size){L.size[i].name, L.size[i].v};
     }
+    if ((rc0 = mask_shape(&L, err, errlen))) return rc0;
     pthread_mutex_lock(&l->d->mu);   /* the stream is the device's: launches of other sets on it wait */
     dev_set_stream(l->d->dev, stream);
     int rc = workspaces(l, sz, nsz, err, errlen);

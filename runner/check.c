@@ -1,5 +1,6 @@
 #include "check.h"
 #include "varlen.h"
+#include "blockmask.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@ typedef struct {
     DevInfo info;
     ptxgen_set *set;
     DevModule *mod;
-    struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], cluster[3], smem; } k[4];   /* the set, in launch order */
+    struct { DevFunc *fn; DevFuncAttrs attrs; unsigned grid[3], block[3], cluster[3], smem; } k[6];   /* the set, in launch order */
     int nk;
     Problem pb;
     GpuRef *gref;               /* the GPU reference, when it judges this session's runs (pick_reference) */
@@ -167,8 +168,9 @@ static void derive_on_gpu(Session *ss, const RunOpts *o) {
     char err[2048];
     Problem *p = &ss->pb;
     if (strcmp(dev_kind(ss->dev), "cuda") || o->ref == RUN_REF_CPU || problem_flops(p) / 1e9 <= AUTO_GPU_REF_GFLOP) return;
-    if (p->varlen) {
-        printf("inputs: o and lse from the CPU forward (varlen: the GPU reference takes padded batches)\n");
+    if (p->varlen || p->block_m) {
+        printf("inputs: o and lse from the CPU forward (%s)\n", p->varlen ? "varlen: the GPU reference takes padded "
+               "batches" : "block-sparse: the GPU reference takes no block mask");
         return;
     }
     if (gpu_ref_open(&ss->fwd_ref, ss->dev, err, sizeof err)) {
@@ -206,6 +208,13 @@ static int setup_problem(Session *ss, const RunOpts *o) {
                    .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal};
     p->varlen = o->req.varlen != 0;
     if (p->varlen && varlen_problem(p, o)) return 2;
+    if (o->req.block_m) {   /* block-sparse: the mask's shape and contents */
+        p->block_m = o->req.block_m, p->block_n = o->req.block_n;
+        if (blockmask_setup(p, o->block_mask, o->mask_heads, err, sizeof err)) {
+            fprintf(stderr, "ptxgen: %s\n", err);
+            return 2;
+        }
+    }
     ptxgen_size sizes[PROBLEM_NSIZES];
     int ns = problem_sizes(p, sizes);
     for (int i = 0; i < ss->nk; i++) {
@@ -333,7 +342,9 @@ static int pick_reference(Session *ss, const RunOpts *o) {
     int gpu = o->ref == RUN_REF_GPU || (o->ref != RUN_REF_CPU && cuda && gflop > AUTO_GPU_REF_GFLOP);
     char why[128], err[2048];
     if (ss->pb.varlen && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes padded batches, not varlen (--ref cpu)");
+    if (ss->pb.block_m && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes no block mask (--ref cpu)");
     if (ss->pb.varlen) gpu = 0, snprintf(why, sizeof why, "varlen: the GPU reference takes padded batches");
+    else if (ss->pb.block_m) gpu = 0, snprintf(why, sizeof why, "block-sparse: the GPU reference takes no block mask");
     else if (o->ref == RUN_REF_GPU || o->ref == RUN_REF_CPU) snprintf(why, sizeof why, "--ref %s", gpu ? "gpu" : "cpu");
     else if (!cuda) snprintf(why, sizeof why, "auto: the %s device has no GPU reference", dev_kind(ss->dev));
     else snprintf(why, sizeof why, "auto: %.1f GFLOP, %s the %.0f GFLOP threshold", gflop, gpu ? "above" : "within",

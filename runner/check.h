@@ -28,6 +28,9 @@ typedef struct {
     RunRef ref;             /* check and xcheck; bench refuses it */
     /* req.varlen: the sequences' query lengths "L1,L2,..." (b of them), and key lengths (NULL: the same) */
     const char *varlen_q, *varlen_k;
+    /* req.block_m: the mask, "random:D" (NULL: random:0.5), "local:W" or a file, and its mask heads (0: 2) */
+    const char *block_mask;
+    int mask_heads;
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */
@@ -40,7 +43,7 @@ int run_xcheck(const RunOpts *o);
 typedef struct {
     int ok;                 /* the outputs matched the reference */
     int nk;
-    struct { char entry[128]; int regs, local_bytes; ptxgen_kernel_plan plan; } k[4];   /* regs: the driver's (0 on the sim) */
+    struct { char entry[128]; int regs, local_bytes; ptxgen_kernel_plan plan; } k[6];   /* regs: the driver's (0 on the sim) */
     double ms, tflops;      /* GPU; ms < 0: not timed */
     int have_stats;         /* sim */
     DevStats stats;

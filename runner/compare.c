@@ -19,7 +19,7 @@ typedef struct {
     char tile[96], mma[24], dtype[8], ptx[512];
     Measure m;
     int rc;
-    int ptxas_regs[4], ptxas_spill[4];   /* -1: unknown */
+    int ptxas_regs[6], ptxas_spill[6];   /* -1: unknown */
 } Variant;
 
 /* "tile=bm=64,bn=32;mma=tcgen05;ptx=FILE;dtype=fp16": the first '=' of each part splits key and value */
@@ -47,7 +47,7 @@ static int parse_variant(const char *spec, Variant *v) {
 /* ptxas -v on the variant's PTX: registers and spill bytes per entry, in the set's kernel order */
 static void ptxas_resources(const char *ptx, const char *arch, Variant *v) {
     char path[1024], cmd[2200], line[512];
-    for (int i = 0; i < 4; i++) v->ptxas_regs[i] = v->ptxas_spill[i] = -1;
+    for (int i = 0; i < 6; i++) v->ptxas_regs[i] = v->ptxas_spill[i] = -1;
     if (system("command -v ptxas >/dev/null 2>&1") != 0 || dev_dump_ptx("compare", ptx, path, sizeof path)) return;
     snprintf(cmd, sizeof cmd, "ptxas -arch=%s -v %s -o /dev/null 2>&1", arch, path);
     FILE *p = popen(cmd, "r");
@@ -149,7 +149,7 @@ int run_compare(const RunOpts *o, const char *const *specs, int nv, const char *
         char err[512], *text = v[i].ptx[0] ? buf_read_file(v[i].ptx, NULL) : NULL;
         if (!text && !ptxgen_build(&r.req, &s, err, sizeof err)) text = strdup(ptxgen_ptx(s));
         if (text && r.req.arch) ptxas_resources(text, r.req.arch, &v[i]);
-        else for (int k = 0; k < 4; k++) v[i].ptxas_regs[k] = v[i].ptxas_spill[k] = -1;
+        else for (int k = 0; k < 6; k++) v[i].ptxas_regs[k] = v[i].ptxas_spill[k] = -1;
         free(text);
         ptxgen_free(s);
     }

@@ -150,7 +150,7 @@ static int judge(Pool *pl, Run *run, const char *name, DevPtr out, const double 
 static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char *err, size_t errlen)
 {
     GpuRefAttn p = *shape;
-    RefAttn ra = { p.b, p.s_q, p.s_k, p.h_q, p.h_kv, p.d, p.dv, p.causal, p.scale };
+    RefAttn ra = { p.b, p.s_q, p.s_k, p.h_q, p.h_kv, p.d, p.dv, p.causal, p.scale, {0} };
     size_t nq = (size_t)p.b * p.s_q * p.h_q, nk = (size_t)p.b * p.s_k * p.h_kv;
     double *o = host(pl, nq * p.dv * sizeof *o), *lse = host(pl, nq * sizeof *lse);
     double *dq = host(pl, nq * p.d * sizeof *dq), *dk = host(pl, nk * p.d * sizeof *dk);

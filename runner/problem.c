@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "ref.h"
 #include "varlen.h"
+#include "blockmask.h"
 
 static void attn_layouts(Problem *p, int pad);
 static void mla_layouts(Problem *p, int pad);
@@ -75,15 +76,15 @@ void problem_kind_names(char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, "%s%s", k ? ", " : "", kKinds[k].name);
 }
 
-enum { NTENSORS = 15 };
+enum { NTENSORS = 17 };
 
 /* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE,
- * MLA's kv, indices, topk_length and dkv, and varlen's offsets. Takes p const and hands out
+ * MLA's kv, indices, topk_length and dkv, varlen's offsets, and the block mask and head types. Takes p const and hands out
  * writable tensors, as strchr does: the caller that owns p decides. */
 static void all_tensors(const Problem *cp, Tensor *all[NTENSORS]) {
     Problem *p = (Problem *)cp;
     Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse, &p->kv, &p->indices,
-                           &p->topk_length, &p->dkv, &p->cu_q, &p->cu_k};
+                           &p->topk_length, &p->dkv, &p->cu_q, &p->cu_k, &p->block_mask, &p->head_mask_type};
     memcpy(all, t, sizeof t);
 }
 
@@ -177,7 +178,7 @@ static int draw_selection(Problem *p, Rng *rng, Device *dev, char *err, size_t e
 }
 
 static RefAttn ref_shape(const Problem *p) {
-    return (RefAttn){p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale};
+    return (RefAttn){p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale, blockmask_ref(p, 0)};
 }
 
 static int ref_fwd(const Problem *p, double *const ref[]) {
@@ -256,9 +257,10 @@ static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *
 
 /* S = Q K^T (2 d per score) and O = P V (2 d_v): 4 b h s_q s_k d when d_v = d */
 static double attn_fwd_flops(const Problem *p) {
-    if (p->varlen) return varlen_fwd_flops(p);
     double f = 2.0 * p->b * p->h_q * (double)p->s_q * p->s_k * (p->d + p->d_v);
-    return p->causal ? f / 2 : f;
+    if (p->varlen) f = varlen_fwd_flops(p);
+    else if (p->causal) f /= 2;
+    return p->block_m ? f * blockmask_density(p) : f;   /* block-sparse: the active blocks' share */
 }
 
 static double attn_bwd_flops(const Problem *p) { return 2.5 * attn_fwd_flops(p); }
@@ -322,6 +324,7 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
 }
 
 static void attn_layouts(Problem *p, int pad) {
+    if (p->block_m) blockmask_layouts(p);
     if (p->varlen) {
         varlen_layouts(p, pad);
         return;
@@ -358,6 +361,9 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     rng_seed(&rng, seed);
     ks->layouts(p, pad);
     if (p->varlen && (upload_ints(&p->cu_q, &rng, dev, err, errlen) || upload_ints(&p->cu_k, &rng, dev, err, errlen)))
+        return 1;
+    if (p->block_m && (blockmask_draw(p, &rng, err, errlen) || upload_ints(&p->block_mask, &rng, dev, err, errlen) ||
+                       upload_ints(&p->head_mask_type, &rng, dev, err, errlen)))
         return 1;
     for (size_t i = 0; i < sizeof ks->random / sizeof ks->random[0] && ks->random[i]; i++)
         if (upload(tensor_named(p, ks->random[i]), p->dt, &rng, NULL, dev, err, errlen)) return 1;
@@ -434,13 +440,13 @@ int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[
 double problem_flops(const Problem *p) { return kind(p)->flops(p); }
 
 void problem_describe(const Problem *p, char *buf, size_t len) {
-    if (p->varlen) {
-        varlen_describe(p, buf, len);
-        return;
-    }
-    if (!kind(p)->sparse) {
+    size_t n;
+    if (p->varlen) varlen_describe(p, buf, len);
+    else if (!kind(p)->sparse)
         snprintf(buf, len, "b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s", p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d,
                  p->causal ? " causal" : "");
+    if (!kind(p)->sparse) {
+        if (p->block_m && (n = strlen(buf)) < len) blockmask_describe(p, buf + n, len - n);
         return;
     }
     RefMla m = mla_shape(p);
@@ -489,7 +495,9 @@ int problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t 
 int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
     const ptxgen_size s[PROBLEM_NSIZES] = {{"b", p->b},       {"s_q", p->s_q},   {"s_k", p->s_k},  {"h_q", p->h_q},
                                            {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk},
-                                           {"total_q", p->total_q}, {"total_k", p->total_k}};
+                                           {"total_q", p->total_q}, {"total_k", p->total_k},
+                                           {"n_mask_heads", p->n_mask_heads}, {"mask_rows", p->mask_rows},
+                                           {"mask_cols", p->mask_cols}};
     memcpy(out, s, sizeof s);
     return PROBLEM_NSIZES;
 }
@@ -574,4 +582,6 @@ void problem_free(Problem *p, Device *dev) {
     }
     for (int i = 0; i < p->nws; i++)
         if (p->ws[i].dev) dev_free(dev, p->ws[i].dev, err, sizeof err), p->ws[i].dev = 0;
+    free(p->mask_file);
+    p->mask_file = NULL;
 }

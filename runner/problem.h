@@ -28,7 +28,7 @@ typedef struct {
 } Tensor;
 
 #define PROBLEM_MAX_OUTPUTS 3
-#define PROBLEM_NSIZES 9
+#define PROBLEM_NSIZES 12
 
 /* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
 typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_MLA_BWD, PK_COUNT } ProblemKind;
@@ -49,14 +49,21 @@ typedef struct {
     int causal;
     Tensor q, k, v, o, dout, dq, dk, dv, lse;   /* dout is "do" (a C keyword) */
     Tensor kv, indices, topk_length, dkv;       /* MLA: the latent kv, the top-k selection, kv's gradient */
-    BoundArgs bound[4];          /* per kernel of the set: its launch arguments (bind.h) */
-    struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[4];   /* the set's workspaces */
+    BoundArgs bound[6];          /* per kernel of the set: its launch arguments (bind.h) */
+    struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[6];   /* the set's workspaces */
     int nws;
     GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */
     /* variable lengths (varlen.h): b sequences packed, offsets cu_q/cu_k (int32 [b + 1]); s_q, s_k the longest */
     int varlen;
     Tensor cu_q, cu_k;
     long long total_q, total_k;
+    /* block-sparse (blockmask.h): mask blocks (0: dense), the mask's heads and blocks, how it is drawn */
+    int block_m, block_n, n_mask_heads, mask_rows, mask_cols;
+    const char *mask_mode;       /* "random:D", "local:W" or a file's path */
+    double mask_density;         /* random:D */
+    int mask_width;              /* local:W */
+    int32_t *mask_file;          /* a file's integers: the mask, then the head types */
+    Tensor block_mask, head_mask_type;
 } Problem;
 
 /* t laid out [b, rows, heads, width] with pad elements after each head row (esize bytes an element). */

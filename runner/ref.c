@@ -47,13 +47,29 @@ int ref_visible_keys(const RefAttn *p, int i)
     return n > p->s_k ? p->s_k : (int)n;
 }
 
-/* Fills s[0..n) with scaled scores; returns their maximum. */
+int ref_mask_sees(const RefAttn *p, size_t b, int h, int i, int j)
+{
+    const RefMask *m = &p->mask;
+    if (!m->blocks || !m->types[h])
+        return 1;
+    int t = m->types[h];
+    if (t < 0 || t > m->heads)   /* no mask head: the list kernels give it no blocks */
+        return 0;
+    return m->blocks[((b * (size_t)m->heads + (size_t)(t - 1)) * (size_t)m->rows + (size_t)(i / m->bm)) * (size_t)m->cols +
+                     (size_t)(j / m->bn)] != 0;
+}
+
+/* Fills s[0..n) with scaled scores, -inf where the mask hides the key; returns their maximum. */
 static double row_scores(const AttnJob *jb, const double *qd, size_t kbase,
-                         size_t kstride, int n, double *s)
+                         size_t kstride, int n, double *s, size_t b, int h, int i)
 {
     const RefAttn *p = jb->p;
     double mx = -INFINITY;
     for (int j = 0; j < n; j++) {
+        if (!ref_mask_sees(p, b, h, i, j)) {
+            s[j] = -INFINITY;
+            continue;
+        }
         s[j] = p->scale * dot_df(qd, jb->k + kbase + (size_t)j * kstride, p->d);
         if (s[j] > mx)
             mx = s[j];
@@ -79,9 +95,13 @@ static void attn_row(const AttnJob *jb, long row, double *scratch)
         acc[c] = 0.0;
 
     size_t kv_row = (b * p->s_k) * p->h_kv + hk;       /* key 0's (b, j, hk) index */
-    double mx = row_scores(jb, qd, kv_row * p->d, (size_t)p->h_kv * p->d, n, s);
+    double mx = row_scores(jb, qd, kv_row * p->d, (size_t)p->h_kv * p->d, n, s, b, h, i);
     double sum = 0.0;
+    if (mx == -INFINITY)   /* the mask hides every key the row may see */
+        n = 0;
     for (int j = 0; j < n; j++) {
+        if (s[j] == -INFINITY)
+            continue;
         double w = exp(s[j] - mx);
         const float *vr = jb->v + (kv_row + (size_t)j * p->h_kv) * p->dv;
         sum += w;

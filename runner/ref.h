@@ -5,10 +5,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Block-sparse (KERNELS.md): blocks [b, heads, rows, cols] int32 at bm x bn (NULL: dense), types [h_q]. */
+typedef struct {
+    const int32_t *blocks, *types;
+    int heads, rows, cols, bm, bn;
+} RefMask;
+
 typedef struct {
     int b, s_q, s_k, h_q, h_kv, d, dv;
     int causal;                 /* bottom-right aligned: key j visible to query i iff j <= i + s_k - s_q */
     double scale;               /* softmax scale (natural) */
+    RefMask mask;               /* and, block-sparse, its head dense or its block of (i, j) set */
 } RefAttn;
 
 /* Every reference returns 0, or -1 when the host is out of memory (its
@@ -29,8 +36,10 @@ int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *
  * out of host memory. */
 typedef void (*RefRowsFn)(void *ctx, long r0, long r1, void *scratch);
 int ref_parallel_rows(long rows, int nthreads, size_t scratch_bytes, RefRowsFn fn, void *ctx);
-/* Keys visible to query i: a prefix [0, n) of the key sequence. */
+/* Keys causal lets query i see: a prefix [0, n) of the key sequence. */
 int ref_visible_keys(const RefAttn *p, int i);
+/* Whether the block mask lets query i of (batch b, head h) see key j (1 when dense). */
+int ref_mask_sees(const RefAttn *p, size_t b, int h, int i, int j);
 /* sum a[c] * b[c] in float64, c in order. */
 double ref_dot(const float *a, const float *b, int n);
 

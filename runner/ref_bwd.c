@@ -37,9 +37,10 @@ static void query_row(const BwdJob *jb, long r, double *scratch)
     int n = ref_visible_keys(p, i);
     double mx = -INFINITY, sum = 0, delta = 0;
     for (int j = 0; j < n; j++) {
-        s[j] = p->scale * ref_dot(q, jb->k + ki(p, b, j, hk) * (size_t)p->d, p->d);
+        s[j] = ref_mask_sees(p, b, h, i, j) ? p->scale * ref_dot(q, jb->k + ki(p, b, j, hk) * (size_t)p->d, p->d) : -INFINITY;
         if (s[j] > mx) mx = s[j];
     }
+    if (mx == -INFINITY) n = 0;   /* no key the row may see: P = 0, dq = 0 */
     for (int j = 0; j < n; j++) sum += exp(s[j] - mx);
     double lse = n ? mx + log(sum) : INFINITY;
     memset(o, 0, sizeof(double) * (size_t)p->dv);
@@ -70,6 +71,7 @@ static void key_row(const BwdJob *jb, long r)
     memset(dv, 0, sizeof(double) * (size_t)p->dv);
     for (int h = hk * group; h < (hk + 1) * group; h++)
         for (int i = first_query(p, j); i < p->s_q; i++) {
+            if (!ref_mask_sees(p, b, h, i, j)) continue;
             size_t qrow = qi(p, b, i, h), lrow = ((b * p->h_q + (size_t)h) * p->s_q + (size_t)i);
             const float *q = jb->q + qrow * (size_t)p->d, *dout = jb->dout + qrow * (size_t)p->dv;
             double pij = exp(p->scale * ref_dot(q, k, p->d) - jb->lse[lrow]);

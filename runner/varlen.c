@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ref.h"
+#include "blockmask.h"
 
 PTXGEN_API int ptxgen_varlen_check(const int *cu_seqlens_q, const int *cu_seqlens_k, int b, long long total_q,
                                    long long total_k, long long max_q, long long max_k, char *err, size_t errlen) {
@@ -127,7 +128,7 @@ int varlen_ref_fwd(const Problem *p, double *const ref[]) {
     for (int i = 0; !rc && i < p->b; i++) {
         int lq = cq[i + 1] - cq[i], lk = ck[i + 1] - ck[i];
         if (!lq) continue;
-        RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale};
+        RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale, blockmask_ref(p, i)};
         rc = ref_attn_fwd(&ra, p->q.host + (size_t)cq[i] * p->h_q * p->d, p->k.host + (size_t)ck[i] * p->h_kv * p->d,
                           p->v.host + (size_t)ck[i] * p->h_kv * p->d_v, ref[0] + (size_t)cq[i] * p->h_q * p->d_v, lse, 0);
         for (int h = 0; !rc && h < p->h_q; h++)
@@ -147,7 +148,7 @@ int varlen_ref_bwd(const Problem *p, double *const ref[]) {
     for (int i = 0; i < p->b; i++) {
         int lq = cq[i + 1] - cq[i], lk = ck[i + 1] - ck[i];
         if (!lq || !lk) continue;
-        RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale};
+        RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale, blockmask_ref(p, i)};
         size_t q0 = (size_t)cq[i], k0 = (size_t)ck[i];
         if (ref_attn_bwd(&ra, p->q.host + q0 * p->h_q * p->d, p->k.host + k0 * p->h_kv * p->d,
                          p->v.host + k0 * p->h_kv * p->d_v, p->dout.host + q0 * p->h_q * p->d_v, ref[0] + q0 * p->h_q * p->d,

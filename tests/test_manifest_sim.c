@@ -123,9 +123,9 @@ static void add_var(Ctx *c, const char *name, long long v) { c->var[c->nvar++] =
 /* Every kernel in order: its arguments bound by role, launched. */
 static int launch_all(Ctx *c, const Json *man, double scale) {
     const Json *ks = json_get(man, "kernels"), *wss = json_get(man, "workspaces");
-    Buffer ws[4];
+    Buffer ws[8];
     int nws = 0;
-    for (int w = 0; wss && w < wss->n && w < 4; w++) {
+    for (int w = 0; wss && w < wss->n && w < 8; w++) {
         long long n = eval(c, str(&wss->item[w], "bytes"));
         ws[nws] = (Buffer){.name = str(&wss->item[w], "name"), .bytes = (size_t)(n > 0 ? n : 1)};
         if (n < 0 || dev_alloc(c->dev, &ws[nws].dev, ws[nws].bytes, c->err, sizeof c->err)) return 1;

@@ -250,7 +250,7 @@ static void test_ref_vs_naive(const char *name, RefAttn p, int nthreads)
 /* s_q > s_k with causal: the first s_q - s_k rows see no key. */
 static void test_empty_rows(void)
 {
-    RefAttn p = { 1, 5, 3, 2, 1, 4, 4, 1, 0.5 };
+    RefAttn p = { 1, 5, 3, 2, 1, 4, 4, 1, 0.5, {0} };
     Rng r;
     rng_seed(&r, 5);
     AttnBufs a = attn_alloc(&p, &r);
@@ -271,7 +271,7 @@ static void test_empty_rows(void)
 
 static void test_thread_equality(void)
 {
-    RefAttn p = { 2, 37, 53, 4, 2, 20, 12, 1, 0.2 };
+    RefAttn p = { 2, 37, 53, 4, 2, 20, 12, 1, 0.2, {0} };
     Rng r;
     rng_seed(&r, 3);
     AttnBufs a = attn_alloc(&p, &r);
@@ -317,7 +317,7 @@ static void test_parallel_rows(void)
 
 static void test_ref(void)
 {
-    RefAttn p = { 1, 3, 5, 2, 1, 4, 4, 0, 0.5 };
+    RefAttn p = { 1, 3, 5, 2, 1, 4, 4, 0, 0.5, {0} };
     test_ref_vs_naive("ref tiny non-causal", p, 1);
     p.causal = 1;
     test_ref_vs_naive("ref tiny causal", p, 2);

@@ -28,7 +28,7 @@ class _Request(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
                 ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p), ("hdim_v", ctypes.c_int),
-                ("varlen", ctypes.c_int)]
+                ("varlen", ctypes.c_int), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int)]
 
 
 class _Size(ctypes.Structure):
@@ -73,6 +73,7 @@ def _library():
                 "ptxgen_shape_class": (I, [ctypes.c_char_p, ctypes.POINTER(_Size), I, ctypes.c_char_p, S]),
                 "ptxgen_varlen_check": (I, [ctypes.POINTER(I), ctypes.POINTER(I), I, ctypes.c_longlong,
                                             ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_char_p, S]),
+                "ptxgen_head_mask_check": (I, [ctypes.POINTER(I), I, I, ctypes.c_char_p, S]),
             }
             for name, (res, args) in sigs.items():
                 fn = getattr(lib, name)
@@ -88,11 +89,12 @@ def _check(rc, what, err):
 
 
 def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None, hdim_v=None,
-           varlen=False):
+           varlen=False, block=None):
     lib = _library()
+    block_m, block_n = block if block else (0, 0)
     rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
                   tile.encode() if tile else None, family.encode() if family else None,
-                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)))
+                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)), block_m, block_n)
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
@@ -111,13 +113,24 @@ def varlen_check(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_seqlen_q, max
     _check(lib.ptxgen_varlen_check(cq, ck, b, total_q, total_k, max_seqlen_q, max_seqlen_k, err, _ERR), "varlen", err)
 
 
-def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None, varlen=False):
+def head_mask_check(head_mask_type, n_mask_heads):
+    """Raises ValueError unless every head type (a host list, h_q ints) is 0 (dense) or a mask head 1 .. n_mask_heads:
+    what a block-sparse set expects of its head_mask_type."""
+    lib, h_q = _library(), len(head_mask_type)
+    types = (ctypes.c_int * max(h_q, 1))(*head_mask_type)
+    err = ctypes.create_string_buffer(_ERR)
+    _check(lib.ptxgen_head_mask_check(types, h_q, n_mask_heads, err, _ERR), "block-sparse", err)
+
+
+def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None, varlen=False,
+         block=None):
     """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
     hdim_v: d_v where the kind takes d_v != d (the tcgen05 attn_fwd). varlen: packed sequences with cu_seqlens_q/k
-    (check the offsets with varlen_check before a launch). A bad request raises ValueError naming the problem. No GPU
-    is needed."""
+    (check the offsets with varlen_check before a launch). block=(block_m, block_n): block-sparse attention over a
+    block mask at that granularity (whole tiles; check the head types with head_mask_check). A bad request raises
+    ValueError naming the problem. No GPU is needed."""
     lib = _library()
-    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v, varlen=varlen)
+    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v, varlen=varlen, block=block)
     try:
         ptx = lib.ptxgen_ptx(s).decode()
         raw = lib.ptxgen_manifest_json(s)

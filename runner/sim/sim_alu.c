@@ -222,6 +222,7 @@ static int logic(const Ctx *x, int t, uint64_t *out)
         else *out = s >= (uint32_t)bits ? 0 : a >> s;
         return 1;
     case I_BREV: *out = brev(a, bits); return 1;
+    case I_POPC: *out = (uint64_t)__builtin_popcountll(a); return 1;
     case I_CLZ: {
         int n = 0;
         while (n < bits && !(a >> (bits - 1 - n) & 1)) n++;
@@ -402,7 +403,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_SELP: *out = (src(x, 3) & 1) ? src(x, 1) : src(x, 2); return 1;
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
-    case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ:
+    case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ: case I_POPC:
         if (t == T_PRED) {
             uint64_t a = src(x, 1) & 1, b = src(x, 2) & 1;
             *out = d->op == I_AND ? a & b : d->op == I_OR ? a | b : d->op == I_XOR ? a ^ b : !a;

@@ -1,0 +1,47 @@
+/* Block-sparse attention (KERNELS.md "Block-sparse"): the tiles each CTA visits.
+ *
+ * The caller gives a block mask [b, n_mask_heads, mask_rows, mask_cols] int32 at block_m x block_n (multiples of
+ * the kernels' tiles) and head_mask_type [h_q] (0: dense; k > 0: mask head k - 1). Before the set's other kernels,
+ * a small kernel per kind of list turns mask, head types, causal and lengths into lists the main kernels walk:
+ *   key lists   "key_lists"   [b, h_q, Mt, 1 + Nt]: per query tile its count, then its key tiles, ascending
+ *   query lists "query_lists" [b, h_kv, Nt, 1 + group Mt]: per key tile its count, then entries
+ *               (query head within the kv head's group) * Mt + query tile, head-major and ascending
+ * with Mt = cdiv(s_q, bm), Nt = cdiv(s_k, bn) of the launch's s_q, s_k. A tile is listed when its head is dense or
+ * its mask block is set, it holds rows of the (varlen: its sequence's) lengths, and causal lets one of its keys
+ * reach one of its queries; one warp builds each list by ballots, 32 candidates at a time. A head type outside
+ * [0, n_mask_heads] lists nothing (never a read off the mask); ptxgen_head_mask_check refuses it before a launch. */
+#ifndef PTXGEN_ATTN_SPARSE_H
+#define PTXGEN_ATTN_SPARSE_H
+#include "attn_emit.h"
+
+/* The tiles a list kind is built at (bm = 0: that kind is not built) */
+typedef struct { int bm, bn; } SparseTiles;
+typedef struct SparseLists { SparseTiles keys, queries; } SparseLists;
+
+/* Refuses mask blocks that are not whole tiles of the lists' kernels; err names the tile. */
+int  sparse_check(const AttnDesc *d, const SparseLists *l, const char *who, char *err, size_t errlen);
+/* The list kernels of l (0, 1 or 2): their plans, specs and workspaces, their PTX. */
+int  sparse_plan(const AttnDesc *d, const SparseLists *l, Plan *plans);
+void sparse_build(const AttnDesc *d, const SparseLists *l, KernelSet *ks, Buf *module);
+
+/* A main kernel's view of its list: the parameter (abi_sparse_keys / abi_sparse_queries, in its ABI) and the address
+ * of the count of one list, whose entries follow. */
+void abi_sparse_keys(KernelSpec *ks);
+void abi_sparse_queries(KernelSpec *ks);
+/* (batch b, query head h, query tile m)'s key list of tiles bm x bn */
+Reg  sparse_key_list(Kctx *k, int bm, int bn, Reg b, Reg h, Reg m);
+/* (batch b, kv head kvh, key tile n)'s query list; *mt: query tiles per head (the entries' radix) */
+Reg  sparse_query_list(Kctx *k, int bm, int bn, Reg b, Reg kvh, Reg n, Reg *mt);
+/* list[1 + i]: entry i */
+Reg  sparse_entry(Kctx *k, Reg list, Reg i);
+/* entry i, or 0 when the list has no entry i (count <= i): a tile a prologue may load */
+Reg  sparse_entry_or0(Kctx *k, Reg list, Reg count, Reg i);
+
+/* The key loop over a key list: t = 0 .. count - 1 over entries n = list[1 + t], step(n) masked for n >= n_full
+ * (ragged or causal tiles), one copy of the step body per kind with uniform branches. kl->t is the position the
+ * step is at (for its next entry: sparse_next). */
+typedef struct { Reg list, count, t; } KeyList;
+void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, Reg n_full, Reg n_max);
+/* The entry after kl->t into *next, or a branch to skip (a label the caller places) when kl->t is the last. */
+void sparse_next(Kctx *k, const KeyList *kl, Reg next, int skip);
+#endif
