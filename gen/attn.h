@@ -53,6 +53,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
 struct SparseLists;
 void attn_fwd_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_bwd_sparse(const AttnDesc *d, struct SparseLists *l);
+void attn_bwd_wg_sparse(const AttnDesc *d, struct SparseLists *l);
 /* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
 extern const TileKey attn_fwd_wg_keys[];
 extern const int attn_fwd_wg_nkeys;

@@ -188,9 +188,7 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     if (d->block_m) {   /* the first key block is the list's */
         Reg m = e_reg(&kc.e, RC_B32);
         INS(&kc.e, MOV_B32, R(m), SR("%ctaid.x"));
-        kl.list = sparse_key_list(&kc, DQ_BM, DQ_BN, f.b, f.h, m);
-        INS(&kc.e, LD_GLOBAL_NC_B32, R(kl.count = e_reg(&kc.e, RC_B32)), A(kl.list, 0));
-        kl.t = e_reg(&kc.e, RC_B32);
+        sparse_key_list_at(&kc, &kl, DQ_BM, DQ_BN, f.b, f.h, m);
         INS(&kc.e, MUL_LO_U32, R(k0 = e_reg(&kc.e, RC_B32)), R(sparse_entry_or0(&kc, kl.list, kl.count, zero_u)), I(DQ_BN));
         f.kl = &kl;
     }
@@ -212,7 +210,7 @@ void bwd_dq_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *mo
     acc_fill(&kc, &f.dq, 0.0f);
     Reg n = e_reg(&kc.e, RC_B32), n_full = e_reg(&kc.e, RC_B32), n_max = e_reg(&kc.e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
-    if (f.kl) sparse_key_loop(&kc, dq_step, &f, f.kl, n_full, n_max);
+    if (f.kl) sparse_key_loop(&kc, dq_step, &f, f.kl, 0, n_full, n_max);
     else {
         INS(&kc.e, MOV_B32, R(n), I(0));
         key_loop(&kc, dq_step, &f, n, n_full, n_max, 0);

@@ -97,6 +97,11 @@ static void problem(Kctx *k, WgBwd *f) {
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     query_blocks(k, f->d->causal, t->bm, t->bn, f->key0, f->s_q, f->off, f->group, &f->blocks);
     f->blocks.chain = 1, f->blocks.up = f->up;
+    if (f->d->block_m) {   /* block-sparse: the key block's query list */
+        Reg n = e_reg(e, RC_B32), mt;
+        INS(e, DIV_U32, R(n), R(f->key0), I(t->bn));
+        query_blocks_listed(k, &f->blocks, sparse_query_list(k, t->bm, t->bn, f->b, f->kvh, n, &mt), mt);
+    }
 }
 
 

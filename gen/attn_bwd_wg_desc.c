@@ -44,6 +44,12 @@ int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
         snprintf(err, errlen, "the wgmma attn_bwd's dQ accumulator map covers d 64 or 128 (d=%d; use deterministic=1)", d->d);
         return 1;
     }
+    if (t->deterministic && d->block_m) {
+        snprintf(err, errlen, "deterministic block-sparse is not in the wgmma attn_bwd: its dQ adds wait for every key "
+                 "block before them in a fixed order, and the mask takes some of them away; the mma.sync attn_bwd is "
+                 "deterministic with a mask (--mma sync), or use deterministic=0");
+        return 1;
+    }
     if (!t->deterministic && !bwg_main_dq(d)) {
         snprintf(err, errlen, "tile bm=%d, bn=%d splits dQ's %d columns over %d warpgroups, %d each; a part must be whole "
                  "64-column slabs of K (use bm=%d, or deterministic=1)", t->bm, t->bn, d->d, bwg_dq_parts(t),
@@ -105,14 +111,15 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     int cw = bwg_consumers(t), pr = wg_producer_regs(cw, 4);
     *ks = (KernelSpec){.block = {(unsigned)bwg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = pr ? 1 : 0, .max_regs = pr ? 0 : (unsigned)wg_consumer_regs(cw, 4)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, t->bm, t->bn,
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_wg_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s%s", dt, d->d, t->bm, t->bn,
              t->stages, bwg_dq_bufs(t) == 2 ? "_dq2" : "", d->causal ? "_causal" : "", t->deterministic ? "_det" : "",
-             d->varlen ? "_varlen" : "");
+             d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     if (bwg_main_dq(d)) abi_workspace(ks, "dq_accum", "fp32 dQ accumulator, added into here (TMA reduce-add)");
     if (bwg_ordered(d)) abi_workspace(ks, "dq_sem", "per block of query rows the key blocks whose dQ adds are done: "
                                       "waited on until it counts this CTA's key block, then raised");
+    if (d->block_m) abi_sparse_queries(ks);
     bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     static const char *const dks[] = {"dk_stride_h * 2", "dk_stride_s * 2", "dk_stride_b * 2"};
@@ -159,6 +166,9 @@ int attn_bwd_wg_plan(const AttnDesc *d, Plan *plans) {
     BwdMain m = wg_main(d);
     return bwd_set_plan(d, &q, &m, plans);
 }
+
+/* block-sparse (non-deterministic): the main kernel walks query lists */
+void attn_bwd_wg_sparse(const AttnDesc *d, SparseLists *l) { l->queries = (SparseTiles){d->tile.bm, d->tile.bn}; }
 
 void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
     AttnDesc q = bwd_dq_desc(d);

@@ -160,9 +160,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
         Reg b, h, m = e_reg(e, RC_B32);
         cta_coords(&kc, &b, &h);
         INS(e, MOV_B32, R(m), SR("%ctaid.x"));
-        kl.list = sparse_key_list(&kc, d->tile.bm, d->tile.bn, b, h, m);
-        INS(e, LD_GLOBAL_NC_B32, R(kl.count = e_reg(e, RC_B32)), A(kl.list, 0));
-        kl.t = e_reg(e, RC_B32);
+        sparse_key_list_at(&kc, &kl, d->tile.bm, d->tile.bn, b, h, m);
         INS(e, MUL_LO_U32, R(k0 = e_reg(e, RC_B32)), R(sparse_entry_or0(&kc, kl.list, kl.count, zero_u)), I(d->tile.bn));
         f.kl = &kl;
     }
@@ -179,7 +177,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
 
     Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
     key_blocks(&kc, &f.rb, n_full, n_max);
-    if (f.kl) sparse_key_loop(&kc, attn_step, &f, f.kl, n_full, n_max);
+    if (f.kl) sparse_key_loop(&kc, attn_step, &f, f.kl, 0, n_full, n_max);
     else {
         INS(e, MOV_B32, R(n), I(0));
         key_loop(&kc, attn_step, &f, n, n_full, n_max, 0);

@@ -17,6 +17,7 @@
  * A consumer's accumulators are mma.sync-shaped (wgmma.h), so the online
  * softmax is the mma.sync family's. The inner loop is consumer_step(). */
 #include "attn_fwd_wg.h"
+#include "attn_sparse.h"
 #include <string.h>
 #include "../templates/mbar.h"
 #include "../templates/softmax.h"
@@ -46,6 +47,7 @@ typedef struct {
     Reg turn_mine, turn_next;         /* ping-pong barriers: this warpgroup's, its successor's */
     Acc o;
     RowStats rows;
+    KeyList kl;                       /* block-sparse: the query block's key list (problem) */
 } WgFwd;
 
 /* Key blocks [0, n_full) need no mask, [n_full, n_max) do. */
@@ -74,7 +76,11 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     f->rb.s_q = f->s_q, f->rb.s_k = f->s_k, f->rb.off = f->off, f->rb.m_start = f->m_start;
     key_blocks(k, &f->rb, n_full, n_max);
+    if (f->d->block_m) sparse_key_list_at(k, &f->kl, f->d->tile.bm, f->d->tile.bn, f->b, f->h, mblk);
 }
+
+/* The key blocks a role walks: [0, n_max), or block-sparse the list's count of entries */
+static Reg walked(const WgFwd *f, Reg n_max) { return f->d->block_m ? f->kl.count : n_max; }
 
 /* One ring slot: wait until the consumers freed it, then TMA the block's rows into it. */
 static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row) {
@@ -108,9 +114,9 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, MOV_B32, R(f->it), I(0));
     int top = e_label(e);
     e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(n), R(n_max));
+    INS(e, SETP_LT_U32, R(more), R(n), R(walked(f, n_max)));
     INSP(e, more, 1, BRA_UNI, L(done));
-    INS(e, MUL_LO_U32, R(row), R(n), I(bn));
+    INS(e, MUL_LO_U32, R(row), R(d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(bn));
     produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row);
     produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row);
     INS(e, ADD_U32, R(n), R(n), I(1));
@@ -211,9 +217,9 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     keep_p(k, f, &s);
 }
 
-/* Block 0 before the loop (S_0 and its softmax; masked in case it needs it), and after it the last
- * block's P V. */
-static void first_block(Kctx *k, WgFwd *f, Reg zero) {
+/* The first block (0, or block-sparse the list's first) before the loop (S and its softmax; masked in case it
+ * needs it), and after it the last block's P V. */
+static void first_block(Kctx *k, WgFwd *f, Reg first) {
     Emit *e = &k->e;
     Acc s;
     Reg k_empty;
@@ -222,7 +228,7 @@ static void first_block(Kctx *k, WgFwd *f, Reg zero) {
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, k_empty, f->it);
-    softmax_s(k, f, &s, zero, 1);
+    softmax_s(k, f, &s, first, 1);
     keep_p(k, f, &s);
 }
 
@@ -297,12 +303,15 @@ static void consumer(Kctx *k, void *ctx) {
     mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
     Reg none = e_reg(e, RC_PRED);
     int empty = e_label(e);
-    INS(e, SETP_EQ_U32, R(none), R(n_max), I(0));
+    INS(e, SETP_EQ_U32, R(none), R(walked(f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
-    first_block(k, f, zero);
-    INS(e, MOV_B32, R(n), I(1));
-    key_loop(k, consumer_step, f, n, n_full, n_max, 0);
-    key_loop(k, consumer_step, f, n, n_max, n_max, 1);
+    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : zero);
+    if (d->block_m) sparse_key_loop(k, consumer_step, f, &f->kl, 1, n_full, n_max);
+    else {
+        INS(e, MOV_B32, R(n), I(1));
+        key_loop(k, consumer_step, f, n, n_full, n_max, 0);
+        key_loop(k, consumer_step, f, n, n_max, n_max, 1);
+    }
     last_pv(k, f);
     e_place(e, empty);
     if (pingpong(f)) {                                            /* the last warpgroup's last turn, taken */

@@ -2,6 +2,7 @@
  * memory rings, warp roles and their registers), and the launch ABI with the
  * TMA tensor maps of Q, K, V and O. */
 #include "attn_fwd_wg.h"
+#include "attn_sparse.h"
 #include <stddef.h>
 #include <stdio.h>
 #include "../templates/wgmma.h"
@@ -79,9 +80,11 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "",
+             d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, t->bm);
+    if (d->block_m) abi_sparse_keys(ks);
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
         wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", t->bm);
         wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);

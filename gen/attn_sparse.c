@@ -332,11 +332,17 @@ Reg sparse_entry_or0(Kctx *k, Reg list, Reg count, Reg i) {
     return v;
 }
 
-void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, Reg n_full, Reg n_max) {
+void sparse_key_list_at(Kctx *k, KeyList *kl, int bm, int bn, Reg b, Reg h, Reg m) {
+    kl->list = sparse_key_list(k, bm, bn, b, h, m);
+    INS(&k->e, LD_GLOBAL_NC_B32, R(kl->count = e_reg(&k->e, RC_B32)), A(kl->list, 0));
+    kl->t = e_reg(&k->e, RC_B32);
+}
+
+void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
     int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
     Reg p = e_reg(e, RC_PRED);
-    INS(e, MOV_B32, R(kl->t), I(0));
+    INS(e, MOV_B32, R(kl->t), I(first));
     e_place(e, top);
     INS(e, SETP_GE_U32, R(p), R(kl->t), R(kl->count));
     INSP(e, p, 0, BRA_UNI, L(done));

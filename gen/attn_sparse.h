@@ -37,11 +37,13 @@ Reg  sparse_entry(Kctx *k, Reg list, Reg i);
 /* entry i, or 0 when the list has no entry i (count <= i): a tile a prologue may load */
 Reg  sparse_entry_or0(Kctx *k, Reg list, Reg count, Reg i);
 
-/* The key loop over a key list: t = 0 .. count - 1 over entries n = list[1 + t], step(n) masked for n >= n_full
+/* The key loop over a key list: t = first .. count - 1 over entries n = list[1 + t], step(n) masked for n >= n_full
  * (ragged or causal tiles), one copy of the step body per kind with uniform branches. kl->t is the position the
  * step is at (for its next entry: sparse_next). */
 typedef struct { Reg list, count, t; } KeyList;
-void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, Reg n_full, Reg n_max);
+void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg n_full, Reg n_max);
+/* (batch b, query head h, query tile m)'s key list: its address, count and a position register, into kl */
+void sparse_key_list_at(Kctx *k, KeyList *kl, int bm, int bn, Reg b, Reg h, Reg m);
 /* The entry after kl->t into *next, or a branch to skip (a label the caller places) when kl->t is the last. */
 void sparse_next(Kctx *k, const KeyList *kl, Reg next, int skip);
 #endif

@@ -59,7 +59,7 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
     ks->deterministic = own.deterministic;
 }
 
-/* Block-sparse: mask blocks of both sides, on a kind that walks lists, whole tiles of them. */
+/* Block-sparse: mask blocks of both sides, on a kind that walks lists (whole tiles of them: sparse_tiles). */
 static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
     if (!rq->block_m && !rq->block_n) return 0;
     if (rq->block_m <= 0 || rq->block_n <= 0) {
@@ -77,6 +77,11 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
         return 2;
     }
     d->block_m = rq->block_m, d->block_n = rq->block_n;
+    return 0;
+}
+
+static int sparse_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
+    if (!d->block_m) return 0;
     SparseLists l = kind_lists(kind, d);
     char who[64];
     snprintf(who, sizeof who, "%s %s", family_name(kind->family), kind->name);
@@ -212,6 +217,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         snprintf(err, errlen, "%s has no causal mode: the indices choose which rows each token sees", (*kind)->name);
         return 2;
     }
+    if (parse_sparse(rq, *kind, d, err, errlen)) return 2;
     d->tile = (*kind)->default_tile(d->arch, d->d, d->dv);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
     if ((*kind)->warps_of) d->tile.warps = (*kind)->warps_of(&d->tile);
@@ -220,7 +226,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
     if ((!rq->tile || !rq->tile[0]) && !rq->block_m) tuned_tile(rq, *kind, s);   /* a tune knows no mask blocks */
-    return parse_sparse(rq, *kind, d, err, errlen);
+    return sparse_tiles(*kind, d, err, errlen);
 }
 
 /* A decode shape on a kind that packs query heads into a CTA's bm rows (tile key pack): the pack that

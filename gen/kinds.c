@@ -17,7 +17,7 @@ static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, NULL},
+     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "
@@ -31,7 +31,8 @@ static const KernelKind kinds[] = {
      "dQ = dS K in the same kernel, added by a dQ-writer warp's TMA reduce-adds, in key-block order under a "
      "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
-     attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, NULL},
+     attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1,
+     attn_bwd_wg_sparse},
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
      "with M = 64 added by vector atomics, in key-block order under semaphores when deterministic): delta, main, dQ convert "

@@ -367,6 +367,122 @@ varlen_tests() {
 
 # mla_bwd on the sim: both dkv paths (atomics, deterministic reduce), every
 # head block, scalar reductions (sm_80), ragged heads, topk_length, padding.
+# sparse_mutant NAME KERNEL PERL GEN_ARGS... -- RUN_ARGS...: the block-sparse set built with GEN_ARGS (sm_80), its PTX
+# edited by the perl expression PERL, must fail check on the sim
+sparse_mutant() {
+    local name=$1 kernel=$2 expr=$3 gen=()
+    shift 3
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do gen+=("$1"); shift; done
+    shift
+    ./ptxgen --kernel "$kernel" --arch sm_80 "${gen[@]}" | perl -pe "$expr" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel "$kernel" --arch sm_80 "${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --kernel "$kernel" --arch sm_80 --device sim "${gen[@]}" "$@" --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" '^check: FAIL' && pass "$name"
+}
+
+sparse_tests() {
+    local f
+    section "sim device: block-sparse attn_fwd and attn_bwd (mma.sync, wgmma) against the float64 reference with the mask"
+    # random densities including none and all, a band, causal with s_q != s_k, GQA with a dense head among
+    # sparse ones (head 0), ragged lengths, mask blocks of several tiles, varlen with empty sequences
+    for f in "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
+             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1" "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3" \
+             "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
+             "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --hdim 256 --causal" \
+             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
+             "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --block-n 64"; do
+        [[ $f == *--arch* ]] || f="--arch sm_80 $f"
+        sim_check "sim sparse fwd $f" $f --seed $((RANDOM + 1))
+        expect_output "sim sparse fwd $f: the list kernel" "^kernel: attn_sparse_key_lists" &&
+            pass "sim sparse fwd $f: the list kernel"
+    done
+    for f in "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2 --block-n 64" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
+             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --tile deterministic=0" \
+             "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3 --block-m 64 --block-n 64" \
+             "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
+             "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --causal --tile deterministic=0" \
+             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
+             "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --hdim 64"; do
+        [[ $f == *--arch* ]] || f="--arch sm_80 $f"
+        sim_bwd "sim sparse bwd $f" $f --seed $((RANDOM + 1))
+        expect_output "sim sparse bwd $f: the list kernel" "^kernel: attn_sparse_query_lists" &&
+            pass "sim sparse bwd $f: the list kernel"
+    done
+    # the wgmma family (sm_90a): the producer's TMA rows and the consumers' masks follow the list; every tile layout
+    for f in "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
+             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --hdim 64" \
+             "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
+             "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
+             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"; do
+        sim_check "sim sparse wgmma fwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
+        expect_output "sim sparse wgmma fwd $f: the wgmma kernel" "^kernel: attn_fwd_wg_.*_sparse" &&
+            pass "sim sparse wgmma fwd $f: the wgmma kernel"
+    done
+    for f in "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
+             "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
+             "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
+             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"; do
+        sim_bwd "sim sparse wgmma bwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
+        expect_output "sim sparse wgmma bwd $f: the wgmma kernel" "^kernel: attn_bwd_wg_main_.*_sparse" &&
+            pass "sim sparse wgmma bwd $f: the wgmma kernel"
+    done
+    usage_error "sparse deterministic wgmma attn_bwd: refused" "deterministic block-sparse is not in the wgmma attn_bwd" \
+        -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128 --tile deterministic=1
+    # a mask and head types from a file: 1 x 2 mask heads x 1 x 2 blocks, then 3 head types
+    printf '1 0\n0 1\n0 1 2\n' >"$TMP/mask.txt"
+    sim_check "sim sparse fwd mask file" --arch sm_80 --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
+    sim_bwd "sim sparse bwd mask file" --arch sm_80 --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
+    printf '1 0\n0 1\n0 1\n' >"$TMP/mask.txt"
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
+    expect_rc "sparse mask file one short: refused" 2 && expect_output "sparse mask file one short: refused" \
+        "want exactly 7 integers .*found fewer" && pass "sparse mask file one short: refused"
+    printf '1 0\n0 1\n0 1 3\n' >"$TMP/mask.txt"
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
+    expect_rc "sparse head type past the mask heads: refused" 2 && expect_output "sparse head type past the mask heads: refused" \
+        "head_mask_type\[2\] is 3: 0 \(dense\) or a mask head 1 .. 2" && pass "sparse head type past the mask heads: refused"
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask random:1.5
+    expect_rc "sparse density past 1: refused" 2 && expect_output "sparse density past 1: refused" "density in \[0, 1\]" &&
+        pass "sparse density past 1: refused"
+    # planted bugs: each must fail the check
+    sparse_mutant "sparse mutant: key lists read the mask inverted" attn_fwd 's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && !$n++' \
+        --block-m 128 --block-n 64 -- --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
+    sparse_mutant "sparse mutant: a dense head gets the mask's lists" attn_fwd '$_ = "" if /or.pred/ && !$n++' \
+        --block-m 128 --block-n 64 -- --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
+    sparse_mutant "sparse mutant: query lists read the mask inverted" attn_bwd \
+        's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && ++$n == 1' --block-m 128 --block-n 64 --tile deterministic=0 -- \
+        --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
+    sparse_mutant "sparse mutant: the dQ kernel's key lists read the mask inverted" attn_bwd \
+        's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && ++$n == 1' --block-m 128 --block-n 64 -- \
+        --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
+    sparse_mutant "sparse mutant: a list one entry short" attn_fwd 's/popc.b32 (%r\d+), \1;/popc.b32 $1, $1;\n\tsub.u32 $1, $1, 1;/ if /popc.b32 (%r\d+), \1;/ && ++$n == 2' \
+        --block-m 128 --block-n 64 -- --block-mask random:1 --sq 300 --sk 257 --hq 2 --hkv 1
+    # refusals name the tile or the family
+    usage_error "sparse mask blocks not whole tiles: refused" "must be whole tiles of the mma.sync attn_fwd, 128x32" \
+        -- --arch sm_80 --kernel attn_fwd --block-m 96 --block-n 128
+    usage_error "sparse on the tcgen05 attn_fwd: refused" "not in the tcgen05 attn_fwd yet" \
+        -- --arch sm_100a --kernel attn_fwd --mma tcgen05 --block-m 128 --block-n 128
+    usage_error "sparse on the tcgen05 attn_bwd: refused" "not in the tcgen05 attn_bwd yet" \
+        -- --arch sm_100a --kernel attn_bwd --mma tcgen05 --block-m 128 --block-n 128
+    usage_error "sparse mask blocks not whole wgmma tiles: refused" "whole tiles of the wgmma attn_bwd, 64x128" \
+        -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 64
+    usage_error "sparse on mla_fwd: refused" "mla_fwd takes no block mask" -- --arch sm_80 --kernel mla_fwd --block-m 128
+    run_cli --arch sm_100a --kernel attn_bwd --block-m 128 --block-n 128 -o "$TMP/sp.ptx"
+    expect_rc "sparse auto on sm_100a: wgmma's absence, mma.sync, said" 0 &&
+        expect_output "sparse auto on sm_100a: mma.sync, said" "the tcgen05 attn_bwd takes no block mask yet, so sm_100a gets mma.sync" &&
+        pass "sparse auto on sm_100a: mma.sync, said"
+    local a k
+    for a in sm_80 sm_90a sm_120 sm_90a:wgmma; do for k in attn_fwd attn_bwd; do
+        local mma=${a#*:}
+        [ "$mma" = "$a" ] && mma=sync
+        a=${a%:*}
+        run_cli --arch $a --kernel $k --mma $mma --block-m 128 --block-n 128 --causal -o "$TMP/sp.ptx"
+        if expect_rc "ptxas sparse $k $a" 0 && ptxas -arch=$a -v "$TMP/sp.ptx" -o /dev/null >"$TMP/ptxas" 2>&1; then
+            if grep -qE "[1-9][0-9]* bytes spill" "$TMP/ptxas"; then fail "ptxas sparse $k $a" "spills: $(one_line "$TMP/ptxas")"
+            else pass "ptxas sparse $k $a: 0 spills"; fi
+        else fail "ptxas sparse $k $a" "$(one_line "$TMP/ptxas")"; fi
+    done; done
+}
+
 mla_bwd_sim_tests() {
     local t
     for t in bf16 fp16; do
@@ -610,6 +726,7 @@ sim_tests() {
     sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
     sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal
     varlen_tests
+    sparse_tests
 
     section "sim device: attn_fwd in the wgmma family (sm_90a) against the float64 reference"
     for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do
