@@ -338,15 +338,19 @@ void sparse_key_list_at(Kctx *k, KeyList *kl, int bm, int bn, Reg b, Reg h, Reg 
     kl->t = e_reg(&k->e, RC_B32);
 }
 
+/* Entry t + 1 is loaded as step t begins, so neither the step's prefetch of it nor the next step waits on the
+ * load. */
 void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
     int top = e_label(e), done = e_label(e), masked = e_label(e), next = e_label(e);
-    Reg p = e_reg(e, RC_PRED);
+    Reg p = e_reg(e, RC_PRED), n = e_reg(e, RC_B32), after = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(kl->t), I(first));
+    INS(e, MOV_B32, R(n), R(sparse_entry_or0(k, kl->list, kl->count, kl->t)));
     e_place(e, top);
     INS(e, SETP_GE_U32, R(p), R(kl->t), R(kl->count));
     INSP(e, p, 0, BRA_UNI, L(done));
-    Reg n = sparse_entry(k, kl->list, kl->t);
+    INS(e, ADD_U32, R(after), R(kl->t), I(1));
+    INS(e, MOV_B32, R(kl->next = e_reg(e, RC_B32)), R(sparse_entry_or0(k, kl->list, kl->count, after)));
     INS(e, SETP_GE_U32, R(p), R(n), R(n_full));
     INSP(e, p, 0, BRA_UNI, L(masked));
     step(k, ctx, n, n_max, 0);
@@ -354,6 +358,7 @@ void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, R
     e_place(e, masked);
     step(k, ctx, n, n_max, 1);
     e_place(e, next);
+    INS(e, MOV_B32, R(n), R(kl->next));
     INS(e, ADD_U32, R(kl->t), R(kl->t), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
@@ -365,5 +370,5 @@ void sparse_next(Kctx *k, const KeyList *kl, Reg next, int skip) {
     INS(e, ADD_U32, R(i), R(kl->t), I(1));
     INS(e, SETP_GE_U32, R(last), R(i), R(kl->count));
     INSP(e, last, 0, BRA_UNI, L(skip));
-    INS(e, MOV_B32, R(next), R(sparse_entry(k, kl->list, i)));
+    INS(e, MOV_B32, R(next), R(kl->next));
 }

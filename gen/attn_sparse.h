@@ -40,7 +40,7 @@ Reg  sparse_entry_or0(Kctx *k, Reg list, Reg count, Reg i);
 /* The key loop over a key list: t = first .. count - 1 over entries n = list[1 + t], step(n) masked for n >= n_full
  * (ragged or causal tiles), one copy of the step body per kind with uniform branches. kl->t is the position the
  * step is at (for its next entry: sparse_next). */
-typedef struct { Reg list, count, t; } KeyList;
+typedef struct { Reg list, count, t, next; } KeyList;   /* next: entry t + 1 (0 past the list), loaded by the loop */
 void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg n_full, Reg n_max);
 /* (batch b, query head h, query tile m)'s key list: its address, count and a position register, into kl */
 void sparse_key_list_at(Kctx *k, KeyList *kl, int bm, int bn, Reg b, Reg h, Reg m);

@@ -99,6 +99,7 @@ RefMask blockmask_ref(const Problem *p, int b) {
 
 double blockmask_density(const Problem *p) {
     const int32_t *t = p->head_mask_type.ints, *m = p->block_mask.ints;
+    if (!t || !m) return p->mask_mode && !strncmp(p->mask_mode, "random:", 7) ? p->mask_density : 1.0;   /* not drawn yet */
     double on = 0;
     size_t per = (size_t)p->mask_rows * p->mask_cols;
     for (int b = 0; b < p->b; b++)

@@ -16,7 +16,8 @@ void blockmask_layouts(Problem *p);
 int  blockmask_draw(Problem *p, Rng *rng, char *err, size_t errlen);
 /* The reference's mask for batch entry b onward (varlen: sequence b's). */
 RefMask blockmask_ref(const Problem *p, int b);
-/* The fraction of (batch, query head, block) the mask lets through, dense heads whole. */
+/* The fraction of (batch, query head, block) the mask lets through, dense heads whole; before blockmask_draw, the
+ * mode's nominal density (random:D: D, else 1). */
 double blockmask_density(const Problem *p);
 /* " block-sparse 128x128 random:0.10 (active 10.2%, 2 mask heads, types 0,1,2,...)" into buf. */
 void blockmask_describe(const Problem *p, char *buf, size_t len);

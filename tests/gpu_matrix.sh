@@ -243,6 +243,16 @@ for fam in sync wgmma; do
   run "varlen $fam 777,1,2000 over keys 1300,0,640 causal GQA 8:1 deterministic" --mma $fam --varlen 777,1,2000 --varlen-k 1300,0,640 --causal --hq 8 --hkv 1 --tile deterministic=1
   run "varlen $fam d=64 0,500,3 over keys 700,500,0 atomics" --mma $fam --varlen 0,500,3 --varlen-k 700,500,0 --hdim 64 --hq 2 --hkv 1 --tile deterministic=0
 done
+# block-sparse (issue 18, seed 003): both families the GPU runs, forward and backward, against the CPU reference with
+# the mask (densities with none and all, a band, a dense head among sparse ones, causal s_q != s_k, GQA, varlen)
+for fam in sync wgmma; do for kern in attn_fwd attn_bwd; do
+  run "block-sparse $fam random:0.5 causal GQA 8:2" --mma $fam --block-mask random:0.5 --sq 1000 --sk 1500 --hq 8 --hkv 2 --causal --ref cpu
+  run "block-sparse $fam random:0.1" --mma $fam --block-mask random:0.1 --sq 2048 --sk 2048 --hq 4 --hkv 4 --ref cpu
+  run "block-sparse $fam random:0" --mma $fam --block-mask random:0 --sq 700 --sk 900 --hq 4 --hkv 1 --ref cpu
+  run "block-sparse $fam random:1 causal" --mma $fam --block-mask random:1 --sq 1500 --sk 1000 --hq 4 --hkv 2 --causal --ref cpu
+  run "block-sparse $fam local:2 d=64 fp16 causal" --mma $fam --block-mask local:2 --sq 2000 --sk 2000 --hq 4 --hkv 2 --hdim 64 --dtype fp16 --causal --ref cpu
+  run "block-sparse $fam varlen 500,0,1300,64 causal" --mma $fam --block-mask random:0.4 --varlen 500,0,1300,64 --varlen-k 620,30,0,1200 --hq 4 --hkv 2 --causal --ref cpu
+done; done
 kern=attn_fwd
 # the public API and compare on the real driver
 gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda

@@ -32,6 +32,36 @@ def test_emit_attn_fwd_dv():
         raise AssertionError("the wgmma attn_fwd accepted d_v != d")
 
 
+def test_emit_block_sparse():
+    """block=(block_m, block_n) reaches the generator through the request's last fields: the list kernels come first,
+    the mask and head types are inputs with their mask sizes, and the head-type check refuses a type past the mask
+    heads."""
+    ptx, man = ptxgen.emit("attn_bwd", "sm_90a", block=(128, 256))
+    entries = [k["entry"] for k in man["kernels"]]
+    assert entries[0].startswith("attn_sparse_query_lists_bm64_bn128_mb128_nb256"), entries
+    assert man["constants"]["block_m"] == 128 and man["constants"]["block_n"] == 256, man["constants"]
+    params = {p["name"]: p for p in man["kernels"][0]["params"]}
+    assert params["block_mask"]["shape"] == "[b, n_mask_heads, mask_rows, mask_cols]", params["block_mask"]
+    assert params["head_mask_type"]["shape"] == "[h_q]" and "mask_rows" in params, sorted(params)
+    assert "query_lists" in [w["name"] for w in man["workspaces"]], man["workspaces"]
+    _, dense = ptxgen.emit("attn_bwd", "sm_90a")
+    assert "block_m" not in dense["constants"] and len(dense["kernels"]) == len(entries) - 1
+    ptxgen.head_mask_check([0, 1, 2, 2], 2)
+    for types, phrase in (([0, 3], "head_mask_type[1] is 3"), ([-1], "head_mask_type[0] is -1")):
+        try:
+            ptxgen.head_mask_check(types, 2)
+        except ValueError as e:
+            assert phrase in str(e), str(e)
+        else:
+            raise AssertionError(f"head types {types} were accepted")
+    try:
+        ptxgen.emit("attn_fwd", "sm_90a", block=(96, 128))
+    except ValueError as e:
+        assert "whole tiles of the wgmma attn_fwd" in str(e), str(e)
+    else:
+        raise AssertionError("mask blocks of 96 rows were accepted")
+
+
 def test_emit_mla_bwd_pair():
     ptx, man = ptxgen.emit("mla_bwd", "sm_100a")
     entries = [k["entry"] for k in man["kernels"]]
