@@ -192,19 +192,38 @@ Reg sparse_query_list(Kctx *k, int bm, int bn, Reg b, Reg kvh, Reg n, Reg *mt_ou
     return list_at(k, "query_lists", i, len);
 }
 
+/* A list kernel's CTA: its tile x (%ctaid.x), head y, batch b, the lengths, the causal diagonal off = s_k - s_q and
+ * the tile's first row (x times rows). */
+typedef struct { Reg x, y, s_q, s_k, off, start; } ListCta;
+static ListCta list_cta(Kctx *k, const AttnDesc *d, Lists *ls, int rows) {
+    Emit *e = &k->e;
+    ListCta c = {e_reg(e, RC_B32), e_reg(e, RC_B32), {0}, {0}, e_reg(e, RC_B32), e_reg(e, RC_B32)};
+    INS(e, MOV_B32, R(c.x), SR("%ctaid.x"));
+    INS(e, MOV_B32, R(c.y), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(ls->b = e_reg(e, RC_B32)), SR("%ctaid.z"));
+    attn_lengths(k, d, ls->b, &c.s_q, &c.s_k);
+    INS(e, SUB_S32, R(c.off), R(c.s_k), R(c.s_q));
+    INS(e, MUL_LO_U32, R(c.start), R(c.x), I(rows));
+    INS(e, MOV_B32, R(ls->count = e_reg(e, RC_B32)), I(0));
+    return c;
+}
+
+/* Lane 0 writes the list's count before its entries. */
+static void list_count(Kctx *k, const Lists *ls) {
+    Emit *e = &k->e;
+    Reg p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+    INS(e, SETP_EQ_U32, R(p), R(k->lane), I(0));
+    INS(e, MOV_B64, R(a), R(ls->list));
+    INSP(e, p, 0, ST_GLOBAL_B32, A(a, 0), R(ls->count));
+}
+
 /* Per query tile m of head h: key tiles [0, n_max) with n_max from the lengths and causal, as key_blocks. */
 static void emit_key_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     Emit *e = &k->e;
     Lists ls = {.d = d, .t = t};
-    Reg m = e_reg(e, RC_B32), h = e_reg(e, RC_B32), s_q, s_k, mstart = e_reg(e, RC_B32), r = e_reg(e, RC_B32);
-    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), off = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
-    Reg past = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-    INS(e, MOV_B32, R(m), SR("%ctaid.x"));
-    INS(e, MOV_B32, R(h), SR("%ctaid.y"));
-    INS(e, MOV_B32, R(ls.b = e_reg(e, RC_B32)), SR("%ctaid.z"));
-    attn_lengths(k, d, ls.b, &s_q, &s_k);
-    INS(e, SUB_S32, R(off), R(s_k), R(s_q));
-    INS(e, MUL_LO_U32, R(mstart), R(m), I(t.bm));
+    ListCta c = list_cta(k, d, &ls, t.bm);
+    Reg m = c.x, h = c.y, s_q = c.s_q, s_k = c.s_k, off = c.off, mstart = c.start, r = e_reg(e, RC_B32);
+    Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), zero = kc_imm32(k, 0), past = e_reg(e, RC_PRED);
     RowBlocks rb = {.causal = d->causal, .bm = t.bm, .bn = t.bn, .s_q = s_q, .s_k = s_k, .off = off, .m_start = mstart,
                     .own_lengths = 1};
     key_blocks(k, &rb, n_full, n_max);
@@ -220,11 +239,8 @@ static void emit_key_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
         INS(e, SETP_GT_U32, R(bad), R(ls.type), R(kc_u32(k, "n_mask_heads")));
         INS(e, SELP_B32, R(n_max), R(zero), R(n_max), R(bad));
     }
-    INS(e, MOV_B32, R(ls.count = e_reg(e, RC_B32)), I(0));
     sweep(k, zero, n_max, key_candidate, &ls);
-    INS(e, SETP_EQ_U32, R(past), R(k->lane), I(0));
-    INS(e, MOV_B64, R(a), R(ls.list));
-    INSP(e, past, 0, ST_GLOBAL_B32, A(a, 0), R(ls.count));
+    list_count(k, &ls);
 }
 
 /* query tile m of head hl: mask row m bm / block_m */
@@ -243,16 +259,10 @@ static void query_candidate(Kctx *k, void *ctx, Reg m, Reg in) {
 static void emit_query_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     Emit *e = &k->e;
     Lists ls = {.d = d, .t = t};
-    Reg nt, n = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32), s_q, s_k, key0 = e_reg(e, RC_B32), off = e_reg(e, RC_B32);
+    ListCta c = list_cta(k, d, &ls, t.bn);
+    Reg nt, n = c.x, kvh = c.y, s_q = c.s_q, s_k = c.s_k, key0 = c.start, off = c.off;
     Reg group = e_reg(e, RC_B32), m_hi = e_reg(e, RC_B32), h = e_reg(e, RC_B32), hi = e_reg(e, RC_B32);
-    Reg past = e_reg(e, RC_PRED), bad = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), zero = kc_imm32(k, 0);
-    Reg a = e_reg(e, RC_B64);
-    INS(e, MOV_B32, R(n), SR("%ctaid.x"));
-    INS(e, MOV_B32, R(kvh), SR("%ctaid.y"));
-    INS(e, MOV_B32, R(ls.b = e_reg(e, RC_B32)), SR("%ctaid.z"));
-    attn_lengths(k, d, ls.b, &s_q, &s_k);
-    INS(e, SUB_S32, R(off), R(s_k), R(s_q));
-    INS(e, MUL_LO_U32, R(key0), R(n), I(t.bn));
+    Reg past = e_reg(e, RC_PRED), bad = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED);
     INS(e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     tiles_of(k, t, &ls.mt, &nt);
     QueryBlocks qb;
@@ -262,7 +272,6 @@ static void emit_query_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     INS(e, SELP_B32, R(m_hi), R(qb.m_lo), R(m_hi), R(past));
     ls.list = sparse_query_list(k, t.bm, t.bn, ls.b, kvh, n, NULL);
     INS(e, DIV_U32, R(ls.col = e_reg(e, RC_B32)), R(key0), I(d->block_n));
-    INS(e, MOV_B32, R(ls.count = e_reg(e, RC_B32)), I(0));
     INS(e, MOV_B32, R(ls.hl = e_reg(e, RC_B32)), I(0));
     int top = e_label(e), done = e_label(e);
     e_place(e, top);
@@ -276,10 +285,7 @@ static void emit_query_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     INS(e, ADD_U32, R(ls.hl), R(ls.hl), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
-    INS(e, SETP_EQ_U32, R(p), R(k->lane), I(0));
-    INS(e, MOV_B64, R(a), R(ls.list));
-    INSP(e, p, 0, ST_GLOBAL_B32, A(a, 0), R(ls.count));
-    (void)zero;
+    list_count(k, &ls);
 }
 
 static void list_emit(const AttnDesc *d, const KernelSpec *ks, int queries, SparseTiles t, Buf *m) {

@@ -29,7 +29,8 @@ echo "block-sparse GPU checks: $pass passed, $fail failed"
 done; done
 # s 8k, d 128, b 1, 16 heads: the whole set (list kernels included) against the dense set of the same family
 S="--b 1 --sq 8192 --sk 8192 --hq 16 --hkv 16 --hdim 128 --iters 10 --warmup 2"
-for a in ${ARCHS:-sm_90a sm_90}; do for k in ${KINDS:-attn_fwd attn_bwd}; do for rep in 1 2; do
+# ARCHS, KINDS, REPS narrow the sweep (defaults: both families, both kinds, 2 repetitions of the wgmma family)
+for a in ${ARCHS:-sm_90a sm_90}; do for k in ${KINDS:-attn_fwd attn_bwd}; do for rep in $(seq 1 ${REPS:-2}); do
     for m in dense random:1 random:0.5 random:0.1; do
         if [ $m = dense ]; then x=""; else x="--block-mask $m"; fi
         [ $a = sm_90 ] && [ $rep = 2 ] && continue

@@ -380,52 +380,49 @@ sparse_mutant() {
     expect_rc "$name" 1 && expect_output "$name" '^check: FAIL' && pass "$name"
 }
 
+# sparse_sims LABEL CHECK KERNEL_RE ARCH CFG...: CHECK (sim_check or sim_bwd) of each CFG on ARCH (unless CFG names
+# one) must pass with a kernel matching KERNEL_RE in the set
+sparse_sims() {
+    local label=$1 check=$2 want=$3 arch=$4 f
+    shift 4
+    for f in "$@"; do
+        [[ $f == *--arch* ]] || f="--arch $arch $f"
+        $check "sim sparse $label $f" $f --seed $((RANDOM + 1))
+        expect_output "sim sparse $label $f: $want" "^kernel: $want" && pass "sim sparse $label $f: $want"
+    done
+}
+
 sparse_tests() {
-    local f
     section "sim device: block-sparse attn_fwd and attn_bwd (mma.sync, wgmma) against the float64 reference with the mask"
     # random densities including none and all, a band, causal with s_q != s_k, GQA with a dense head among
     # sparse ones (head 0), ragged lengths, mask blocks of several tiles, varlen with empty sequences
-    for f in "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
-             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1" "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3" \
-             "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
-             "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --hdim 256 --causal" \
-             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
-             "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --block-n 64"; do
-        [[ $f == *--arch* ]] || f="--arch sm_80 $f"
-        sim_check "sim sparse fwd $f" $f --seed $((RANDOM + 1))
-        expect_output "sim sparse fwd $f: the list kernel" "^kernel: attn_sparse_key_lists" &&
-            pass "sim sparse fwd $f: the list kernel"
-    done
-    for f in "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2 --block-n 64" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
-             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --tile deterministic=0" \
-             "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3 --block-m 64 --block-n 64" \
-             "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
-             "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --causal --tile deterministic=0" \
-             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
-             "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --hdim 64"; do
-        [[ $f == *--arch* ]] || f="--arch sm_80 $f"
-        sim_bwd "sim sparse bwd $f" $f --seed $((RANDOM + 1))
-        expect_output "sim sparse bwd $f: the list kernel" "^kernel: attn_sparse_query_lists" &&
-            pass "sim sparse bwd $f: the list kernel"
-    done
+    sparse_sims fwd sim_check attn_sparse_key_lists sm_80 \
+        "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
+        "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1" "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3" \
+        "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
+        "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --hdim 256 --causal" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
+        "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --block-n 64"
+    sparse_sims bwd sim_bwd attn_sparse_query_lists sm_80 \
+        "--block-mask random:0.4 --sq 300 --sk 257 --hq 4 --hkv 2 --block-n 64" "--block-mask random:0 --sq 130 --sk 200 --hq 3 --hkv 1" \
+        "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --tile deterministic=0" \
+        "--block-mask local:1 --causal --sq 333 --sk 200 --hq 3 --hkv 3 --block-m 64 --block-n 64" \
+        "--block-mask random:0.3 --block-m 256 --block-n 64 --sq 400 --sk 300 --hq 4 --hkv 1 --hdim 64 --dtype fp16 --pad 8" \
+        "--block-mask random:0.5 --mask-heads 3 --b 2 --sq 150 --sk 150 --hq 4 --hkv 2 --causal --tile deterministic=0" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --block-n 64" \
+        "--block-mask local:2 --arch sm_120 --sq 260 --sk 390 --hq 2 --hkv 2 --hdim 64"
     # the wgmma family (sm_90a): the producer's TMA rows and the consumers' masks follow the list; every tile layout
-    for f in "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
-             "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --hdim 64" \
-             "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
-             "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
-             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"; do
-        sim_check "sim sparse wgmma fwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
-        expect_output "sim sparse wgmma fwd $f: the wgmma kernel" "^kernel: attn_fwd_wg_.*_sparse" &&
-            pass "sim sparse wgmma fwd $f: the wgmma kernel"
-    done
-    for f in "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
-             "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
-             "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
-             "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"; do
-        sim_bwd "sim sparse wgmma bwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
-        expect_output "sim sparse wgmma bwd $f: the wgmma kernel" "^kernel: attn_bwd_wg_main_.*_sparse" &&
-            pass "sim sparse wgmma bwd $f: the wgmma kernel"
-    done
+    sparse_sims "wgmma fwd" sim_check "attn_fwd_wg_.*_sparse" sm_90a \
+        "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
+        "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --hdim 64" \
+        "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
+        "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
+    sparse_sims "wgmma bwd" sim_bwd "attn_bwd_wg_main_.*_sparse" sm_90a \
+        "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
+        "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
+        "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
     usage_error "sparse deterministic wgmma attn_bwd: refused" "deterministic block-sparse is not in the wgmma attn_bwd" \
         -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128 --tile deterministic=1
     # a mask and head types from a file: 1 x 2 mask heads x 1 x 2 blocks, then 3 head types
