@@ -370,11 +370,62 @@ static void test_ref_bwd_case(const char *name, RefAttn p)
     attn_free(&a);
 }
 
+/* A block mask for b 2, 2 mask heads, 7 x 9 at blocks 3 x 4 (3 x 3 blocks), head types 0 1 2 1 (head 0 dense): row
+ * block 1 of mask head 0 sees nothing, so rows 3-5 of heads 1 and 3 have no key. */
+static const int32_t kBlocks[2 * 2 * 3 * 3] = {1, 0, 1, 0, 0, 0, 1, 1, 0,   0, 1, 1, 1, 0, 1, 0, 0, 1,
+                                               0, 1, 0, 0, 0, 0, 1, 0, 1,   1, 1, 0, 0, 1, 0, 1, 1, 1};
+static const int32_t kTypes[4] = {0, 1, 2, 1};
+static const RefMask kMask = {kBlocks, kTypes, 2, 3, 3, 3, 4};
+
+/* The masked reference row by row against the dense reference of that row alone over the keys the mask and causal
+ * leave it, gathered by the definition (key j of row i: j <= i + s_k - s_q, its head dense or its block set). */
+static void test_ref_mask_gathered(int causal)
+{
+    RefAttn p = {2, 7, 9, 4, 2, 8, 6, causal, 0.35, kMask};
+    Rng r;
+    rng_seed(&r, 5);
+    AttnBufs a = attn_alloc(&p, &r);
+    ref_attn_fwd(&p, a.q, a.k, a.v, a.o, a.lse, 2);
+    float k1[9 * 8], v1[9 * 6];
+    double o1[6], lse1, worst = 0;
+    int empty = 0;
+    for (int b = 0; b < 2; b++)
+        for (int h = 0; h < 4; h++)
+            for (int i = 0; i < 7; i++) {
+                int n = 0, t = kTypes[h], hk = h / 2;
+                for (int j = 0; j < 9; j++) {
+                    int sees = (!causal || j <= i + 2) && (!t || kBlocks[((b * 2 + t - 1) * 3 + i / 3) * 3 + j / 4]);
+                    if (!sees) continue;
+                    memcpy(&k1[n * 8], &a.k[((size_t)(b * 9 + j) * 2 + hk) * 8], 8 * sizeof(float));
+                    memcpy(&v1[n * 6], &a.v[((size_t)(b * 9 + j) * 2 + hk) * 6], 6 * sizeof(float));
+                    n++;
+                }
+                size_t row = (size_t)(b * 7 + i) * 4 + h;
+                const double *o = &a.o[row * 6], lse = a.lse[((size_t)b * 4 + h) * 7 + i];
+                if (!n) {   /* the contract's empty row */
+                    empty++;
+                    for (int c = 0; c < 6; c++) worst = o[c] != 0 ? INFINITY : worst;
+                    if (lse != INFINITY) worst = INFINITY;
+                    continue;
+                }
+                RefAttn one = {1, 1, n, 1, 1, 8, 6, 0, 0.35, {0}};
+                ref_attn_fwd(&one, &a.q[row * 8], k1, v1, o1, &lse1, 1);
+                for (int c = 0; c < 6; c++) worst = fmax(worst, fabs(o[c] - o1[c]));
+                worst = fmax(worst, fabs(lse - lse1));
+            }
+    check(worst < 1e-12 && empty >= 6, causal ? "ref block mask vs gathered rows, causal" : "ref block mask vs gathered rows",
+          "max diff %.3e, %d empty rows", worst, empty);
+    attn_free(&a);
+}
+
 static void test_ref_bwd(void)
 {
-    test_ref_bwd_case("ref bwd vs central differences: MHA non-causal", (RefAttn){1, 5, 7, 2, 2, 8, 8, 0, 0.4});
-    test_ref_bwd_case("ref bwd vs central differences: GQA causal s_q<s_k d!=dv", (RefAttn){2, 4, 9, 4, 2, 8, 6, 1, 0.35});
-    test_ref_bwd_case("ref bwd vs central differences: causal s_q>s_k (empty rows)", (RefAttn){1, 9, 4, 3, 1, 6, 6, 1, 0.5});
+    test_ref_bwd_case("ref bwd vs central differences: MHA non-causal", (RefAttn){1, 5, 7, 2, 2, 8, 8, 0, 0.4, {0}});
+    test_ref_bwd_case("ref bwd vs central differences: GQA causal s_q<s_k d!=dv", (RefAttn){2, 4, 9, 4, 2, 8, 6, 1, 0.35, {0}});
+    test_ref_bwd_case("ref bwd vs central differences: causal s_q>s_k (empty rows)", (RefAttn){1, 9, 4, 3, 1, 6, 6, 1, 0.5, {0}});
+    test_ref_bwd_case("ref bwd vs central differences: block mask, GQA, causal", (RefAttn){2, 7, 9, 4, 2, 8, 6, 1, 0.35, kMask});
+    test_ref_mask_gathered(0);
+    test_ref_mask_gathered(1);
 }
 
 /* ---- verify ---- */
