@@ -54,6 +54,8 @@ struct SparseLists;
 void attn_fwd_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_bwd_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_bwd_wg_sparse(const AttnDesc *d, struct SparseLists *l);
+void attn_fwd_tc_sparse(const AttnDesc *d, struct SparseLists *l);
+void attn_bwd_tc_sparse(const AttnDesc *d, struct SparseLists *l);
 /* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
 extern const TileKey attn_fwd_wg_keys[];
 extern const int attn_fwd_wg_nkeys;

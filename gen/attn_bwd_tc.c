@@ -77,6 +77,11 @@ static void problem(Kctx *k, TcBwd *f) {
     INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     query_blocks(k, f->d->causal, TCB_BM, TCB_BN, f->key0, f->s_q, f->off, f->group, &f->blocks);
+    if (f->d->block_m) {   /* block-sparse: the key block's query list */
+        Reg n = e_reg(e, RC_B32), mt;
+        INS(e, DIV_U32, R(n), R(f->key0), I(TCB_BN));
+        query_blocks_listed(k, &f->blocks, sparse_query_list(k, TCB_BM, TCB_BN, f->b, f->kvh, n, &mt), mt);
+    }
     if (f->ordered) {   /* down the chain: key block n meets each block one step after n - 1 */
         f->blocks.chain = 1, f->blocks.up = umma_const_pred(k, 0);
         f->nblk = e_reg(e, RC_B32), f->top_n = e_reg(e, RC_B32);

@@ -46,7 +46,19 @@ int attn_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  d->d == 64 ? "1" : d->d == 128 ? "1 or 2" : d->d == 192 ? "1 or 3" : "1, 2 or 4");
         return 1;
     }
+    if (d->tile.deterministic && d->block_m) {
+        snprintf(err, errlen, "deterministic block-sparse is not in the tcgen05 attn_bwd: its dQ adds wait for every key "
+                 "block before them in a fixed order, and the mask takes some of them away; the mma.sync attn_bwd is "
+                 "deterministic with a mask (--mma sync), or use deterministic=0");
+        return 1;
+    }
     return 0;
+}
+
+/* block-sparse (non-deterministic): the main kernel walks query lists of its 64 x 128 tiles */
+void attn_bwd_tc_sparse(const AttnDesc *d, SparseLists *l) {
+    (void)d;
+    l->queries = (SparseTiles){TCB_BM, TCB_BN};
 }
 
 static const char *const q_st[] = {"Q.0", "Q.1", "Q.2"}, *const do_st[] = {"dO.0", "dO.1", "dO.2"},
@@ -104,14 +116,16 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {TCB_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     char split[16] = "";
     if (tcb_dsplit(d) > 1) snprintf(split, sizeof split, "_ds%d", tcb_dsplit(d));
-    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, t->bm, t->bn,
-             t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_bwd_tc_main_%s_d%d_bm%d_bn%d_st%d%s%s%s%s%s", dt, d->d, t->bm, t->bn,
+             t->stages, split, d->causal ? "_causal" : "", t->deterministic ? "_det" : "", d->varlen ? "_varlen" : "",
+             d->block_m ? "_sparse" : "");
     bwd_tensors(ks, d);
     abi_workspace(ks, "stats", "per block of query rows its lse, then its delta: one TMA copy per step");
     abi_workspace(ks, "dq_accum", "fp32 dQ accumulator [b, h_q, s_q, d], added into here (red.global.add)");
     if (t->deterministic)
         abi_workspace(ks, "dq_sem", "per block of query rows and part of dQ's columns, the key blocks that added: "
                       "waited on before this key block adds and raised after");
+    if (d->block_m) abi_sparse_queries(ks);
     bwd_key_grads(ks, d);
     abi_scale(ks, ATTN_SCALE_MEANING);
     bwd_input_maps(ks, d, TCB_BM, TCB_BN);

@@ -59,9 +59,11 @@ typedef struct {
     /* softmax: this thread's query row: its token and head, whether it is one to write */
     Reg row, head, ok, limit, m, l, scale_log2;
     Reg tb, q0, k0;                   /* TMA batch coordinate; varlen: the sequence's first packed query and key rows */
+    KeyList kl;                       /* block-sparse: the row block's key list (problem) */
 } TcFwd;
 
-/* The CTA's tokens, heads, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do. Packed,
+/* The CTA's tokens, heads, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do; block-sparse, the
+ * steps are the key list's entries instead (n_max its count: every role but the softmax only counts them). Packed,
  * CTA y takes heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s group of g, j0 = pack (y % cdiv(g, pack)). */
 static void problem(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
@@ -101,6 +103,10 @@ static void problem(Kctx *k, TcFwd *f) {
     rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start, rb.own_lengths = f->d->varlen;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
     key_blocks(k, &rb, f->n_full, f->n_max);
+    if (f->d->block_m) {
+        sparse_key_list_at(k, &f->kl, f->qt * TC_FWD_BM, f->bn, f->b, f->h, mblk);
+        f->n_max = f->kl.count;
+    }
     if (f->pair) INS(e, MAD_LO_U32, R(f->m_start), R(f->rank), I(tokens), R(f->m_start));   /* this CTA's rows */
 }
 
@@ -196,7 +202,7 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         return;
     }
     Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(row), R(n), I(f->bn));
+    INS(e, MUL_LO_U32, R(row), R(f->d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(f->bn));
     if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
     int past = umma_leader_only(k, f->leader);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
@@ -433,14 +439,15 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Emit *e = &k->e;
     int bn = f->bn;
     e_comment(e, "softmax of key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
+    Reg c = f->d->block_m ? f->kl.t : n;   /* the step's count (block-sparse: the list position; n the key block) */
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
     if (f->qt == 1) {   /* S buffer n % 2 */
-        mma_wait(k, f, of_pair(k, f->bar[TCF_S_FULL(f->stages)], n, 8), mbar_parity(k, n, 1, 0));
-        umma_tmem_load(k, of_pair(k, f->tq, n, bn), f->c_s, s, bn);
+        mma_wait(k, f, of_pair(k, f->bar[TCF_S_FULL(f->stages)], c, 8), mbar_parity(k, c, 1, 0));
+        umma_tmem_load(k, of_pair(k, f->tq, c, bn), f->c_s, s, bn);
     } else {            /* this tile's S */
         e_comment(e, "wait: this tile's S_n landed");
-        mma_wait(k, f, f->s_full, mbar_parity(k, n, 0, 0));
+        mma_wait(k, f, f->s_full, mbar_parity(k, c, 0, 0));
         umma_tmem_load(k, f->ts, f->c_s, s, bn);
     }
     if (masked) {   /* key n bn + j is visible to this row when j < limit - n bn */
@@ -483,16 +490,16 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     }
     INS(e, FMA_F32, R(f->l), R(f->l), R(alpha), R(sum));
     for (int c = 0; c < bn / 8; c++) f32x8_pack(k, f->d->dtype, s + 8 * c, p + 4 * c);
-    if (f->qt == 1) wait_p_buffer(k, f, n);
+    if (f->qt == 1) wait_p_buffer(k, f, c);
     /* two Q tiles: S_n's MMAs came after P_{n-1} V_{n-1} was done, and after the correction's step n-1 (it
      * read the factor of n-2 before): P_n may go over S_n, the factor into its slot */
     Reg st = e_reg(e, RC_B64), aa = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, n, 0, 0)), I(4 * TC_FWD_BM * f->qt), R(k->smem));
+    INS(e, MAD_LO_U32, R(aa), R(mbar_parity(k, c, 0, 0)), I(4 * TC_FWD_BM * f->qt), R(k->smem));
     INS(e, MAD_LO_U32, R(aa), R(k->tid), I(4), R(aa));
     INS(e, ST_SHARED_F32, A(aa, f->alpha_off), R(alpha));
     if (f->qt == 1) {
         INS(e, MBAR_ARRIVE, R(st), A(f->bar[TCF_ALPHA(f->stages)], 0));
-        Reg p_col = of_pair(k, f->tq, n, bn / 2);
+        Reg p_col = of_pair(k, f->tq, c, bn / 2);
         for (int c = 0; c < bn / 2; c += 16) INS(e, TC_ST_32X32B_X16, A(p_col, f->c_p + c), V(16, p + c));
         ready_arrive(k, f, f->bar[TCF_PV_READY(f->stages, 1)]);
         return;
@@ -624,9 +631,12 @@ static void softmax_role(Kctx *k, void *ctx) {
     }
     INS(e, MOV_F32, R(f->m), FI(-INFINITY));
     INS(e, MOV_F32, R(f->l), FI(0.0f));
-    INS(e, MOV_B32, R(n), I(0));
-    key_loop(k, softmax_step, f, n, f->n_full, f->n_max, 0);
-    key_loop(k, softmax_step, f, n, f->n_max, f->n_max, 1);
+    if (f->d->block_m) sparse_key_loop(k, softmax_step, f, &f->kl, 0, f->n_full, f->n_max);
+    else {
+        INS(e, MOV_B32, R(n), I(0));
+        key_loop(k, softmax_step, f, n, f->n_full, f->n_max, 0);
+        key_loop(k, softmax_step, f, n, f->n_max, f->n_max, 1);
+    }
     epilogue(k, f);
 }
 

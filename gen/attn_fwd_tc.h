@@ -2,6 +2,7 @@
 #ifndef PTXGEN_ATTN_FWD_TC_H
 #define PTXGEN_ATTN_FWD_TC_H
 #include "attn_wg.h"
+#include "attn_sparse.h"
 #include "attn_tc.h"
 
 #define TC_FWD_BM 128          /* query rows per Q tile: the MMAs' M, all 128 TMEM lanes */

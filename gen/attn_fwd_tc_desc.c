@@ -55,7 +55,18 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  tc_fwd_pack(t), tc_fwd_pair(t) ? 2 : 1);
         return 1;
     }
+    if (d->block_m && (tc_fwd_pair(t) || tc_fwd_pack(t) > 1)) {
+        snprintf(err, errlen, "block-sparse takes one query head per CTA and one CTA per MMA in the tcgen05 attn_fwd "
+                 "(pack=1, ctas=1): a key list belongs to one head's row block; got pack=%d ctas=%d", tc_fwd_pack(t),
+                 tc_fwd_pair(t) ? 2 : 1);
+        return 1;
+    }
     return 0;
+}
+
+/* block-sparse (pack 1, one CTA): the key lists of the CTA's qtiles x 128 rows */
+void attn_fwd_tc_sparse(const AttnDesc *d, SparseLists *l) {
+    l->keys = (SparseTiles){tc_fwd_qtiles(&d->tile) * TC_FWD_BM, d->tile.bn};
 }
 
 static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2", "KV.3"};
@@ -145,9 +156,10 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (tc_fwd_pair(t)) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_cta2");
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s", dt, d->d, dv, t->bm, t->bn,
-             t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, dv, t->bm, t->bn,
+             t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);
+    if (d->block_m) abi_sparse_keys(ks);
     if (d->varlen) {   /* one CTA, one head per row block (check_tile): maps over the packed tensors */
         wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", TC_FWD_BM);
         wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);

@@ -234,7 +234,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
  * whole of K and V (the smaller pack on a tie); the tile note says so. */
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
-    if (d->varlen) return;   /* packed heads would span sequences */
+    if (d->varlen || d->block_m) return;   /* packed heads would span sequences, or key lists of several heads */
     const TileKey *key = NULL;
     for (int i = 0; i < *kind->nkeys; i++)
         if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];

@@ -23,7 +23,7 @@ static const KernelKind kinds[] = {
      "a correction warpgroup rescaling O), bf16/fp16, "
      "d 64|128|192|256 (d_v any of them: 192/128 for MLA prefill), causal, GQA/MQA, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
      attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, tc_hdims, 4, 128, 0,
-     1, attn_fwd_tc_warps, 1, 1, NULL},
+     1, attn_fwd_tc_warps, 1, 1, attn_fwd_tc_sparse},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, attn_bwd_sparse},
@@ -38,7 +38,7 @@ static const KernelKind kinds[] = {
      "with M = 64 added by vector atomics, in key-block order under semaphores when deterministic): delta, main, dQ convert "
      "kernels; bf16/fp16, d 64|128|192|256 (192 and 256 split over 3 and 2 CTAs per key block), causal, GQA/MQA",
      FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys, attn_bwd_tc_default_tile, attn_bwd_tc_check_tile,
-     attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0, 1, NULL},
+     attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0, 1, attn_bwd_tc_sparse},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0,

@@ -393,7 +393,7 @@ sparse_sims() {
 }
 
 sparse_tests() {
-    section "sim device: block-sparse attn_fwd and attn_bwd (mma.sync, wgmma) against the float64 reference with the mask"
+    section "sim device: block-sparse attn_fwd and attn_bwd (every family) against the float64 reference with the mask"
     # random densities including none and all, a band, causal with s_q != s_k, GQA with a dense head among
     # sparse ones (head 0), ragged lengths, mask blocks of several tiles, varlen with empty sequences
     sparse_sims fwd sim_check attn_sparse_key_lists sm_80 \
@@ -425,6 +425,23 @@ sparse_tests() {
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
     usage_error "sparse deterministic wgmma attn_bwd: refused" "deterministic block-sparse is not in the wgmma attn_bwd" \
         -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128 --tile deterministic=1
+    # the tcgen05 family (sm_100a/103a, strict): the producer's rows, the softmax's masks and the query steps follow the
+    # lists; two Q tiles (256-row key lists), d 256 in two parts per key block, two CTAs per SM
+    export PTXGEN_SIM_STRICT=1
+    sparse_sims "tcgen05 fwd" sim_check "attn_fwd_tc_.*_sparse" sm_100a \
+        "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
+        "--block-mask local:1 --arch sm_103a --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
+        "--tile qtiles=2 --block-m 256 --block-mask random:0.5 --sq 600 --sk 700 --hq 2 --hkv 1 --causal" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2 --hdim 64 --dtype fp16"
+    PTXGEN_SIM_CTAS_PER_SM=2 sparse_sims "tcgen05 bwd" sim_bwd "attn_bwd_tc_main_.*_sparse" sm_100a \
+        "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal" \
+        "--block-mask random:0.5 --arch sm_103a --hdim 256 --sq 200 --sk 300 --hq 2 --hkv 1" \
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
+    unset PTXGEN_SIM_STRICT
+    usage_error "sparse deterministic tcgen05 attn_bwd: refused" "deterministic block-sparse is not in the tcgen05 attn_bwd" \
+        -- --arch sm_100a --kernel attn_bwd --block-m 128 --block-n 128 --tile deterministic=1
+    usage_error "sparse with packed heads on the tcgen05 attn_fwd: refused" "a key list belongs to one head's row block" \
+        "got pack=8 ctas=1" -- --arch sm_100a --kernel attn_fwd --block-m 128 --block-n 128 --tile pack=8
     # a mask and head types from a file: 1 x 2 mask heads x 1 x 2 blocks, then 3 head types
     printf '1 0\n0 1\n0 1 2\n' >"$TMP/mask.txt"
     sim_check "sim sparse fwd mask file" --arch sm_80 --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
@@ -456,19 +473,11 @@ sparse_tests() {
     # refusals name the tile or the family
     usage_error "sparse mask blocks not whole tiles: refused" "must be whole tiles of the mma.sync attn_fwd, 128x32" \
         -- --arch sm_80 --kernel attn_fwd --block-m 96 --block-n 128
-    usage_error "sparse on the tcgen05 attn_fwd: refused" "not in the tcgen05 attn_fwd yet" \
-        -- --arch sm_100a --kernel attn_fwd --mma tcgen05 --block-m 128 --block-n 128
-    usage_error "sparse on the tcgen05 attn_bwd: refused" "not in the tcgen05 attn_bwd yet" \
-        -- --arch sm_100a --kernel attn_bwd --mma tcgen05 --block-m 128 --block-n 128
     usage_error "sparse mask blocks not whole wgmma tiles: refused" "whole tiles of the wgmma attn_bwd, 64x128" \
         -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 64
     usage_error "sparse on mla_fwd: refused" "mla_fwd takes no block mask" -- --arch sm_80 --kernel mla_fwd --block-m 128
-    run_cli --arch sm_100a --kernel attn_bwd --block-m 128 --block-n 128 -o "$TMP/sp.ptx"
-    expect_rc "sparse auto on sm_100a: wgmma's absence, mma.sync, said" 0 &&
-        expect_output "sparse auto on sm_100a: mma.sync, said" "the tcgen05 attn_bwd takes no block mask yet, so sm_100a gets mma.sync" &&
-        pass "sparse auto on sm_100a: mma.sync, said"
     local a k
-    for a in sm_80 sm_90a sm_120 sm_90a:wgmma; do for k in attn_fwd attn_bwd; do
+    for a in sm_80 sm_90a sm_120 sm_90a:wgmma sm_100a:tcgen05 sm_103a:tcgen05; do for k in attn_fwd attn_bwd; do
         local mma=${a#*:}
         [ "$mma" = "$a" ] && mma=sync
         a=${a%:*}
