@@ -482,10 +482,10 @@ sparse_tests() {
         [ "$mma" = "$a" ] && mma=sync
         a=${a%:*}
         run_cli --arch $a --kernel $k --mma $mma --block-m 128 --block-n 128 --causal -o "$TMP/sp.ptx"
-        if expect_rc "ptxas sparse $k $a" 0 && ptxas -arch=$a -v "$TMP/sp.ptx" -o /dev/null >"$TMP/ptxas" 2>&1; then
-            if grep -qE "[1-9][0-9]* bytes spill" "$TMP/ptxas"; then fail "ptxas sparse $k $a" "spills: $(one_line "$TMP/ptxas")"
+        if expect_rc "ptxas sparse $k $a" 0 && ptxas -arch=$a -v "$TMP/sp.ptx" -o /dev/null >"$TMP/sparse_ptxas.log" 2>&1; then
+            if grep -qE "[1-9][0-9]* bytes spill" "$TMP/sparse_ptxas.log"; then fail "ptxas sparse $k $a" "spills: $(one_line "$TMP/sparse_ptxas.log")"
             else pass "ptxas sparse $k $a: 0 spills"; fi
-        else fail "ptxas sparse $k $a" "$(one_line "$TMP/ptxas")"; fi
+        else fail "ptxas sparse $k $a" "$(one_line "$TMP/sparse_ptxas.log")"; fi
     done; done
 }
 

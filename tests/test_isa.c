@@ -58,7 +58,7 @@ static void refusals(void)
 {
     char err[256];
     IsaInsn d;
-    check(dec("popc.b32", &d, err, sizeof err) && strstr(err, "instruction popc.b32 is not supported"), "isa: unknown instruction named",
+    check(dec("bfind.u32", &d, err, sizeof err) && strstr(err, "instruction bfind.u32 is not supported"), "isa: unknown instruction named",
           "%s", err);
     check(dec("add.s32.bogus", &d, err, sizeof err) && strstr(err, "modifier .bogus of add.s32.bogus"),
           "isa: unknown modifier named", "%s", err);
