@@ -41,7 +41,8 @@ static void print_help(void) {
          "              [--causal] [--dtype T] [--hdim D] [--hdim-v DV] [--tile ...] [--seed N] [--scale X] [--pad N]\n"
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
          "              [--ref cpu|gpu|auto] (check and xcheck) [--varlen L1,L2,... [--varlen-k K1,K2,...]]\n"
-         "              [--block-m N --block-n N [--block-mask random:D|local:W|FILE] [--mask-heads N]]\n"
+         "              [--block-m N --block-n N [--block-mask random:D|local:W|FILE] [--mask-heads N]] [--page-size N]\n"
+         "              [--split-kv [--splits N]]\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
@@ -71,7 +72,10 @@ static void print_help(void) {
          "family): a block mask of block_m query rows x block_n keys, multiples of the tiles; check and bench\n"
          "draw it per --seed: random:D sets each block with probability D (default 0.5), local:W the blocks within\n"
          "W - 1 of the diagonal, FILE reads its integers, then the h_q head types; --mask-heads mask heads (2), head\n"
-         "0 dense (type 0) when h_q > 1, head h type 1 + h % mask heads. mla_fwd\n"
+         "0 dense (type 0) when h_q > 1, head h type 1 + h % mask heads. --page-size N builds attn_fwd over a paged KV\n"
+         "cache (the mma.sync family so far); check and bench draw the lengths (the last sequence --sk long, the\n"
+         "others up to it) and a block table of shuffled pages per --seed. --split-kv builds attn_fwd with split-KV\n"
+         "and its combine kernel (the mma.sync family so far); check and bench split into --splits (3). mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"
          "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer. Backward kinds\n"
@@ -194,7 +198,8 @@ static int value_flag(Cli *c, const char *f, const char *v, int *rc) {
         {"--skv", &c->run.s_kv, 1, INT_MAX}, {"--topk", &c->run.topk, 1, INT_MAX / 4},
         {"--pad", &c->run.pad, 0, 4096}, {"--iters", &c->run.iters, 1, 100000}, {"--warmup", &c->run.warmup, 0, 100000},
         {"--block-m", &c->req.block_m, 1, 1 << 20}, {"--block-n", &c->req.block_n, 1, 1 << 20},
-        {"--mask-heads", &c->run.mask_heads, 1, 65535}};
+        {"--mask-heads", &c->run.mask_heads, 1, 65535}, {"--page-size", &c->req.page_size, 1, 1 << 20},
+        {"--splits", &c->run.num_splits, 1, 4096}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(f, ints[i].name)) { *rc = parse_int(f, v, ints[i].lo, ints[i].hi, ints[i].dst); return 1; }
     const char **strs[] = {&c->req.arch, &c->req.kernel, &c->req.dtype, &c->req.tile, &c->out, &c->manifest, &c->run.ptx_file,
@@ -246,6 +251,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--plan")) c->plan = 1;
         else if (!strcmp(f, "--stats")) c->run.stats = 1;
         else if (!strcmp(f, "--topk-length")) c->run.topk_length = 1;
+        else if (!strcmp(f, "--split-kv")) c->req.splitkv = 1;
         else if (!strcmp(f, "--save")) c->save = 1;
         else if (!strcmp(f, "--varlen")) {   /* a set over packed sequences; check and bench take their lengths */
             c->req.varlen = 1;
@@ -357,6 +363,8 @@ int main(int argc, char **argv) {
     int rc = mode == 4 ? selfcheck_args(&c, argc, argv) : parse_args(&c, argc, argv, mode ? 2 : 1);
     if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
     if (rc) return rc;
+    if (c.run.num_splits && !c.req.splitkv) return usage_error("%s", "--splits needs --split-kv");
+    if (c.req.splitkv && !c.run.num_splits) c.run.num_splits = 3;
     if (c.run.block_mask || c.run.mask_heads || c.req.block_m || c.req.block_n) {   /* block-sparse */
         if (!c.req.block_m) c.req.block_m = 128;
         if (!c.req.block_n) c.req.block_n = 128;

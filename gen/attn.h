@@ -37,6 +37,8 @@ typedef struct {
     int decode_sq, decode_group;
     int varlen;       /* packed [total, h, d] tensors with cu_seqlens_q/k (KernelKind.varlen_ok kinds) */
     int block_m, block_n;   /* block-sparse mask blocks, multiples of the tiles (KernelKind.sparse kinds); 0: dense */
+    int page_size;          /* paged KV cache rows per page (KernelKind.paged_ok kinds); 0: contiguous k, v */
+    int splitkv;            /* split-KV with a combine kernel (KernelKind.paged_ok kinds) */
 } AttnDesc;
 
 extern const TileKey attn_fwd_keys[];

@@ -2,6 +2,7 @@
  * the launch ABI. */
 #include "attn_emit.h"
 #include "attn_sparse.h"
+#include "attn_splitkv.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,8 +56,11 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p) {
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s%s", dt, d->d, d->tile.bm, d->tile.bn,
-             d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
+    char paged[16] = "";
+    if (d->page_size) snprintf(paged, sizeof paged, "_page%d", d->page_size);
+    if (d->splitkv) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_split");
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s%s%s", dt, d->d, d->tile.bm, d->tile.bn,
+             d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "", paged);
     attn_fwd_abi(ks, d, d->tile.bm);
     if (d->block_m) abi_sparse_keys(ks);
 }
@@ -72,9 +76,11 @@ void attn_fwd_abi(KernelSpec *ks, const AttnDesc *d, int bm) {
     attn_tensor(ks, d, "o", PR_OUT, "attention output");
     attn_tensor(ks, d, "lse", PR_OUT, ATTN_LSE_MEANING);
     if (d->varlen) abi_varlen(ks);
+    if (d->page_size) abi_paged(ks);
+    if (d->splitkv) abi_splitkv(ks);
     abi_sizes(ks, attn_size_names, 4);
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", bm);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
-    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+    snprintf(ks->grid[2], sizeof ks->grid[2], d->splitkv ? "b * num_splits" : "b");
 }

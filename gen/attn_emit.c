@@ -309,6 +309,11 @@ void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole 
         abi_tensor(ks, name, role, meaning, d->varlen ? "[h_q, total_q]" : "[b, h_q, s_q]", "fp32", "");
         return;
     }
+    if (d->page_size && (!strcmp(name, "k") || !strcmp(name, "v"))) {   /* strides b: page, s: row, h: head */
+        abi_tensor(ks, name, role, meaning, name[0] == 'k' ? "[num_pages, page_size, h_kv, d]" : "[num_pages, page_size, "
+                   "h_kv, dv]", dtype_name(d->dtype), "bsh");
+        return;
+    }
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(shapes[i].name, name)) {
             abi_tensor(ks, name, role, meaning, d->varlen ? shapes[i].packed : shapes[i].padded, dtype_name(d->dtype),
@@ -317,6 +322,15 @@ void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole 
         }
     fprintf(stderr, "ptxgen internal: no attention tensor '%s'\n", name);
     abort();
+}
+
+void abi_paged(KernelSpec *ks) {
+    add(ks, (ParamSpec){"block_table", PT_PTR, PR_IN, "sequence i's key j lives in page block_table[i][j / page_size], row "
+                        "j % page_size; entries past its pages are never read (ptxgen_paged_check); contiguous",
+                        "[b, max_pages]", "int32", NULL, NULL});
+    add(ks, (ParamSpec){"seqlens_k", PT_PTR, PR_IN, "sequence i's keys: seqlens_k[i] <= max_pages * page_size (0 allowed)",
+                        "[b]", "int32", NULL, NULL});
+    add(ks, (ParamSpec){"max_pages", PT_U32, PR_SIZE, "entries per block_table row", NULL, NULL, "max_pages", NULL});
 }
 
 void abi_varlen(KernelSpec *ks) {

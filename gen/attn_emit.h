@@ -28,6 +28,9 @@ SeqSpan seq_span(Kctx *k, Reg b);
 Reg varlen_stats_row(Kctx *k, Reg h, Reg q0);
 /* The varlen launch ABI's own parameters: cu_seqlens_q, cu_seqlens_k; total_q */
 void abi_varlen(KernelSpec *ks);
+/* A paged KV cache's (AttnDesc.page_size): block_table, seqlens_k; max_pages. k and v are [num_pages, page_size,
+ * h_kv, d] (attn_tensor): stride b steps pages, s rows, h heads. */
+void abi_paged(KernelSpec *ks);
 /* Batch entry b's lengths and where (b, h)'s rows start, padded or (d->varlen) packed: s_q, s_k the parameters or
  * the sequence's; tensor t's base at head h (the query-side q, o, do, dq from cu_seqlens_q[b], the key-side k, v,
  * dk, dv from cu_seqlens_k[b]); the first row of (b, h) in the statistics ([b, h_q, s_q], or [h_q, total_q]).

@@ -11,8 +11,11 @@
  * Each warp owns bm/warps query rows. K_{n+1} streams into shared memory
  * while P V_n runs, V_n while Q K_n^T runs (one buffer each, FA2's schedule).
  * Block-sparse, the key blocks are those of the query block's key list (attn_sparse.h), K of the next of them
- * streaming in. The inner loop is attn_step() below. */
+ * streaming in. Paged, each key block's rows come from the page block_table names (issue_keys), the sequence's
+ * length from seqlens_k. Split-KV, num_splits CTAs share a row block's key blocks and store fp32 partials for the
+ * combine kernel (attn_splitkv.h). The inner loop is attn_step() below. */
 #include "attn_sparse.h"
+#include "attn_splitkv.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include "../templates/epilogue.h"
@@ -35,13 +38,21 @@ typedef struct {
     RowStats rows;
     RowBlocks rb;
     KeyList *kl;                      /* block-sparse: the key list being walked (NULL: every key block) */
+    Reg b, kvh;                       /* paged: the batch entry and kv head whose pages are read */
+    Reg split;                        /* split-KV: this CTA's share of the row block's keys */
 } Fwd;
+
+/* batch entry and query head of this CTA (split-KV: %ctaid.z counts splits within batch entries) */
+static void fwd_coords(Kctx *k, Fwd *f, Reg *b, Reg *h) {
+    cta_coords(k, b, h);
+    if (f->d->splitkv) splitkv_coords(k, b, &f->split);
+}
 
 static void setup_problem(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
     Reg mblk = e_reg(e, RC_B32), b, h;
     INS(e, MOV_B32, R(mblk), SR("%ctaid.x"));
-    cta_coords(k, &b, &h);
+    fwd_coords(k, f, &b, &h);
     f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
     Reg kvh = kv_head_of(k, h);
@@ -60,9 +71,18 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->warp_row0 = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
 
+    if (f->d->page_size) {   /* the sequence's keys: seqlens_k[b]; k, v by page (issue_keys) */
+        Reg a = e_reg(e, RC_B64);
+        f->s_k = e_reg(e, RC_B32), f->b = b, f->kvh = kvh;
+        INS(e, MAD_WIDE_U32, R(a), R(b), I(4), R(kc_ptr(k, "seqlens_k")));
+        INS(e, LD_GLOBAL_NC_B32, R(f->s_k), A(a, 0));
+        INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
+    }
     f->q_base = f->d->varlen ? tensor_base(k, "q", 's', sp.q0, 'h', h) : head_base(k, "q", b, h);
-    f->k_base = f->d->varlen ? tensor_base(k, "k", 's', sp.k0, 'h', kvh) : head_base(k, "k", b, kvh);
-    f->v_base = f->d->varlen ? tensor_base(k, "v", 's', sp.k0, 'h', kvh) : head_base(k, "v", b, kvh);
+    if (!f->d->page_size) {
+        f->k_base = f->d->varlen ? tensor_base(k, "k", 's', sp.k0, 'h', kvh) : head_base(k, "k", b, kvh);
+        f->v_base = f->d->varlen ? tensor_base(k, "v", 's', sp.k0, 'h', kvh) : head_base(k, "v", b, kvh);
+    }
     f->q_rs = row_stride_bytes(k, "q");
     f->k_rs = row_stride_bytes(k, "k");
     f->v_rs = row_stride_bytes(k, "v");
@@ -71,7 +91,32 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0,
-                        f->d->varlen};
+                        f->d->varlen || f->d->page_size};
+}
+
+/* K or V (v) rows [n_start, n_start + bn) into tile, rows at or past s_k zero-filled. Paged: they are rows
+ * n_start % page_size .. of page block_table[b][n_start / page_size] (bn divides the page). */
+static void issue_keys(Kctx *k, Fwd *f, SmemTile tile, int v, Reg n_start) {
+    Reg base = v ? f->v_base : f->k_base, rs = v ? f->v_rs : f->k_rs;
+    if (!f->d->page_size) {
+        tl_issue(k, &f->ld, tile, base, rs, n_start, f->s_k);
+        return;
+    }
+    Emit *e = &k->e;
+    int shift = __builtin_ctz((unsigned)f->d->page_size);
+    Reg pg = e_reg(e, RC_B32), first = e_reg(e, RC_B32), row = e_reg(e, RC_B32), left = e_reg(e, RC_B32);
+    Reg id = e_reg(e, RC_B32), a = e_reg(e, RC_B64), in = e_reg(e, RC_PRED);
+    INS(e, SHR_U32, R(pg), R(n_start), I(shift));
+    INS(e, SETP_LT_U32, R(in), R(n_start), R(f->s_k));   /* a block past the keys reads no table entry, no row */
+    INS(e, MAD_LO_U32, R(id), R(f->b), R(kc_u32(k, "max_pages")), R(pg));
+    INS(e, MAD_WIDE_U32, R(a), R(id), I(4), R(kc_ptr(k, "block_table")));
+    INS(e, MOV_B32, R(id), I(0));
+    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(id), A(a, 0));
+    INS(e, SHL_B32, R(first), R(pg), I(shift));
+    INS(e, SUB_U32, R(row), R(n_start), R(first));
+    INS(e, SUB_U32, R(left), R(f->s_k), R(first));
+    INS(e, SELP_B32, R(left), R(left), I(0), R(in));
+    tl_issue(k, &f->ld, tile, tensor_base(k, v ? "v" : "k", 'b', id, 'h', f->kvh), rs, row, left);
 }
 
 static void fragment_bases(Kctx *k, Fwd *f) {
@@ -93,7 +138,7 @@ static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     e_comment(e, "key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
     sync_tiles(k);                               /* K_n landed; everyone is done with V_{n-1} */
     INS(e, MUL_LO_U32, R(n_start), R(n), I(bn));
-    tl_issue(k, &f->ld, f->sv, f->v_base, f->v_rs, n_start, f->s_k);
+    issue_keys(k, f, f->sv, 1, n_start);
     INS0(e, CP_ASYNC_COMMIT);
 
     Acc s;
@@ -116,7 +161,7 @@ static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         INSP(e, last, 0, BRA_UNI, L(skip));
     }
     INS(e, MUL_LO_U32, R(next), R(next), I(bn));
-    tl_issue(k, &f->ld, f->sk, f->k_base, f->k_rs, next, f->s_k);
+    issue_keys(k, f, f->sk, 0, next);
     INS0(e, CP_ASYNC_COMMIT);
     e_place(e, skip);
 
@@ -128,6 +173,12 @@ static void epilogue(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
     Reg lse[4], b, h, rows_left = e_reg(e, RC_B32), o_rows = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    if (f->d->splitkv) {   /* the split's partials, for the combine */
+        cta_coords(k, &b, &h);
+        INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+        splitkv_store(k, &f->o, lse, f->mt, f->warp_row0, f->m_start, h, rows_left);
+        return;
+    }
     sync_tiles(k);                               /* O staging reuses Q's shared memory */
     acc_to_smem(k, &f->o, f->d->dtype, f->so, f->warp_row0);
     INS(e, BAR_SYNC, I(0));
@@ -154,7 +205,13 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     f.so = (SmemTile){d->tile.bm, d->dv, p->region[3].offset};
     setup_problem(&kc, &f);
 
-    Reg zero_u = kc_imm32(&kc, 0), k0 = zero_u;
+    Reg zero_u = kc_imm32(&kc, 0), k0 = zero_u, lo = zero_u, hi = zero_u, s_full = zero_u, s_max = zero_u;
+    if (d->splitkv) {   /* the split's key blocks [lo, hi), the first of them loaded with Q */
+        s_full = e_reg(e, RC_B32), s_max = e_reg(e, RC_B32);
+        key_blocks(&kc, &f.rb, s_full, s_max);
+        splitkv_range(&kc, f.split, s_max, s_full, &lo, &hi);
+        INS(e, MUL_LO_U32, R(k0 = e_reg(e, RC_B32)), R(lo), I(d->tile.bn));
+    }
     KeyList kl;
     if (d->block_m) {   /* the first key block is the list's */
         Reg b, h, m = e_reg(e, RC_B32);
@@ -167,7 +224,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     tl_init(&kc, &f.ld, d->d, d->tile.bm > d->tile.bn ? d->tile.bm : d->tile.bn, f.threads);
     e_comment(e, "prologue: Q_m and K_0 in flight");
     tl_issue(&kc, &f.ld, f.sq, f.q_base, f.q_rs, f.m_start, f.s_q);
-    tl_issue(&kc, &f.ld, f.sk, f.k_base, f.k_rs, k0, f.s_k);
+    issue_keys(&kc, &f, f.sk, 0, k0);
     INS0(e, CP_ASYNC_COMMIT);
 
     fragment_bases(&kc, &f);
@@ -176,6 +233,14 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     rows_init(&kc, &f.rows, f.mt);
 
     Reg n = e_reg(e, RC_B32), n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32);
+    if (d->splitkv) {   /* [lo, s_full) unmasked, [s_full, hi) masked: the split's share of key_blocks' ranges */
+        INS(e, MOV_B32, R(n), R(lo));
+        key_loop(&kc, attn_step, &f, n, s_full, hi, 0);
+        key_loop(&kc, attn_step, &f, n, hi, hi, 1);
+        epilogue(&kc, &f);
+        kctx_finish(&kc, module);
+        return;
+    }
     key_blocks(&kc, &f.rb, n_full, n_max);
     if (f.kl) sparse_key_loop(&kc, attn_step, &f, f.kl, 0, n_full, n_max);
     else {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ptxgen.h"
 #include "kinds.h"
+#include "attn_splitkv.h"
 #include "tuned.h"
 #include "mla.h"
 #include "expr.h"
@@ -32,9 +33,10 @@ static SparseLists kind_lists(const KernelKind *kind, const AttnDesc *d) {
 static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
     SparseLists l = kind_lists(kind, d);
     int n = sparse_plan(d, &l, plans);
-    if (kind->plan) return n + kind->plan(d, plans + n);
-    kind->plan1(d, &plans[n]);
-    return n + 1;
+    if (kind->plan) n += kind->plan(d, plans + n);
+    else kind->plan1(d, &plans[n++]);
+    if (d->splitkv) splitkv_plan(d, &plans[n++]);
+    return n;
 }
 
 /* A single kernel is deterministic: no kind has atomics outside a set. The kind's kernels are built as a set of
@@ -57,6 +59,7 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
     for (int i = 0; i < own.nws; i++) ks->ws[ks->nws++] = own.ws[i];
     ks->nk = n0 + own.nk;
     ks->deterministic = own.deterministic;
+    if (d->splitkv) splitkv_build(d, ks, m);
 }
 
 /* Block-sparse: mask blocks of both sides, on a kind that walks lists (whole tiles of them: sparse_tiles). */
@@ -78,6 +81,46 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
     }
     d->block_m = rq->block_m, d->block_n = rq->block_n;
     return 0;
+}
+
+/* Paged KV: a kind that reads a paged cache, one power-of-two page size, not with varlen or a mask (the sequence
+ * lengths come from seqlens_k). Whole tiles of keys per page: paged_tiles. */
+static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
+    if (rq->splitkv && !kind->paged_ok) {
+        snprintf(err, errlen, "split-KV is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
+                 family_name(kind->family), kind->name);
+        return 2;
+    }
+    if (rq->splitkv && (d->varlen || rq->block_m)) {
+        snprintf(err, errlen, "split-KV splits a sequence's keys evenly: not with --varlen or a block mask");
+        return 2;
+    }
+    d->splitkv = rq->splitkv != 0;
+    if (!rq->page_size) return 0;
+    if (!kind->paged_ok) {
+        snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
+                 family_name(kind->family), kind->name);
+        return 2;
+    }
+    int ps = rq->page_size;
+    if (ps < 16 || ps > 256 || (ps & (ps - 1))) {
+        snprintf(err, errlen, "page size %d: a power of two from 16 to 256", ps);
+        return 2;
+    }
+    if (d->varlen || rq->block_m) {
+        snprintf(err, errlen, "a paged KV cache takes its lengths from seqlens_k: not with --varlen or a block mask");
+        return 2;
+    }
+    d->page_size = ps;
+    return 0;
+}
+
+static int paged_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
+    if (!d->page_size || d->page_size % d->tile.bn == 0) return 0;
+    snprintf(err, errlen, "page size %d is not a whole number of the %s %s's key tiles (bn=%d): use a page of at least "
+             "bn keys, or a tile with bn dividing the page", d->page_size, family_name(kind->family), kind->name,
+             d->tile.bn);
+    return 2;
 }
 
 static int sparse_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
@@ -196,6 +239,17 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
             *kind = alt;
         }
     }
+    if (s->asked == FAM_AUTO && (rq->page_size > 0 || rq->splitkv) && !(*kind)->paged_ok) {
+        for (int i = 0; i < kind_count(); i++) {
+            const KernelKind *alt = kind_at(i);
+            if (alt->paged_ok && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
+                snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no paged KV cache or split-KV yet, so %s gets %s",
+                         family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
+                *kind = alt;
+                break;
+            }
+        }
+    }
     if (s->asked == FAM_AUTO && rq->block_m > 0 && !(*kind)->sparse) {
         int hd = rq->hdim ? rq->hdim : (*kind)->default_hdim;
         const KernelKind *alt = kind_for_hdim(rq->kernel, d->arch, hd, rq->varlen, 1, *kind);
@@ -217,7 +271,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         snprintf(err, errlen, "%s has no causal mode: the indices choose which rows each token sees", (*kind)->name);
         return 2;
     }
-    if (parse_sparse(rq, *kind, d, err, errlen)) return 2;
+    if (parse_sparse(rq, *kind, d, err, errlen) || parse_paged(rq, *kind, d, err, errlen)) return 2;
     d->tile = (*kind)->default_tile(d->arch, d->d, d->dv);
     if (tile_parse((*kind)->keys, *(*kind)->nkeys, rq->tile, &d->tile, err, errlen)) return 2;
     if ((*kind)->warps_of) d->tile.warps = (*kind)->warps_of(&d->tile);
@@ -225,8 +279,9 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
-    if ((!rq->tile || !rq->tile[0]) && !rq->block_m) tuned_tile(rq, *kind, s);   /* a tune knows no mask blocks */
-    return sparse_tiles(*kind, d, err, errlen);
+    if ((!rq->tile || !rq->tile[0]) && !rq->block_m && !rq->page_size) tuned_tile(rq, *kind, s);   /* a tune knows no
+                                                                                                      mask or pages */
+    return sparse_tiles(*kind, d, err, errlen) || paged_tiles(*kind, d, err, errlen) ? 2 : 0;
 }
 
 /* A decode shape on a kind that packs query heads into a CTA's bm rows (tile key pack): the pack that
@@ -234,7 +289,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
  * whole of K and V (the smaller pack on a tie); the tile note says so. */
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
-    if (d->varlen || d->block_m) return;   /* packed heads would span sequences, or key lists of several heads */
+    if (d->varlen || d->block_m || d->page_size) return;   /* packed heads would span sequences, or key lists */
     const TileKey *key = NULL;
     for (int i = 0; i < *kind->nkeys; i++)
         if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];
@@ -283,6 +338,10 @@ static void describe(ptxgen_set *s, const KernelKind *kind) {
     char dv[16] = "";
     if (!kind->dv && d->dv != d->d) snprintf(dv, sizeof dv, " d_v=%d", d->dv);
     char sparse[48] = "", blocks[64] = "";
+    if (d->page_size || d->splitkv) {
+        snprintf(sparse, sizeof sparse, "%s%.0d%s", d->page_size ? " paged " : "", d->page_size, d->splitkv ? " split-KV" : "");
+        snprintf(blocks, sizeof blocks, ", \"page_size\": %d, \"splitkv\": %s", d->page_size, d->splitkv ? "true" : "false");
+    }
     if (d->block_m) {
         snprintf(sparse, sizeof sparse, " block-sparse %dx%d", d->block_m, d->block_n);
         snprintf(blocks, sizeof blocks, ", \"block_m\": %d, \"block_n\": %d", d->block_m, d->block_n);
@@ -430,6 +489,7 @@ int ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n) {
     *block_m = s->desc.block_m, *block_n = s->desc.block_n;
     return s->desc.block_m > 0;
 }
+int ptxgen_page_size(const ptxgen_set *s) { return s->desc.page_size; }
 int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
 void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }
 const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }

@@ -29,6 +29,7 @@ typedef struct {
     int varlen_ok;         /* takes variable lengths (ptxgen_request.varlen) */
     /* takes a block mask (ptxgen_request.block_m): the lists its kernels walk, at their tiles (NULL: dense only) */
     void (*sparse)(const AttnDesc *d, SparseLists *l);
+    int paged_ok;          /* decode options: k and v from a paged cache (ptxgen_request.page_size), split-KV (.splitkv) */
 } KernelKind;
 
 

@@ -36,6 +36,11 @@ typedef struct {
                              sequence's lengths, LSE [h_q, total_q]; the kinds that take it say so (--list) */
     int block_m, block_n; /* > 0 (both): block-sparse (KERNELS.md): a block mask at block_m query rows x block_n keys,
                              multiples of the kernels' tiles, and head_mask_type; 0: dense */
+    int page_size;        /* > 0: attn_fwd over a paged KV cache (KERNELS.md "Paged KV"): k, v [num_pages, page_size,
+                             h_kv, d], block_table [b, max_pages], seqlens_k [b]; a power of two 16 .. 256, a multiple
+                             of the tile's key rows; 0: contiguous k, v */
+    int splitkv;          /* 1: attn_fwd split-KV: num_splits (a runtime size) CTAs per row block share its keys, and a
+                             combine kernel merges their fp32 partials (long contexts at small batch) */
 } ptxgen_request;
 
 /* Variable lengths: 0 when cu_seqlens_q/k (b + 1 host copies) start at 0, never decrease, end at total_q/total_k
@@ -47,6 +52,12 @@ PTXGEN_API int ptxgen_varlen_check(const int *cu_seqlens_q, const int *cu_seqlen
 /* Block-sparse: 0 when every head_mask_type[h] (h_q host copies) is 0 (dense) or a mask head 1 .. n_mask_heads;
  * else 2 with err naming the first bad one. The list kernels give a head of another type no blocks. */
 PTXGEN_API int ptxgen_head_mask_check(const int *head_mask_type, int h_q, int n_mask_heads, char *err, size_t errlen);
+
+/* Paged KV: 0 when every sequence i has 0 <= seqlens_k[i] <= max_pages * page_size and the pages it uses,
+ * block_table[i][0 .. cdiv(seqlens_k[i], page_size)), are ids in [0, num_pages) (entries past them are never read);
+ * else 2 with err naming the first bad entry. Host copies; the kernels trust these. */
+PTXGEN_API int ptxgen_paged_check(const int *block_table, const int *seqlens_k, int b, int max_pages, int num_pages,
+                                  int page_size, char *err, size_t errlen);
 
 typedef struct ptxgen_set ptxgen_set;
 
@@ -93,6 +104,8 @@ PTXGEN_API int ptxgen_kind_on_arch(int i, const char *arch);
 PTXGEN_API int  ptxgen_deterministic(const ptxgen_set *s);
 /* Block-sparse: 1 with the mask's blocks (block_m query rows x block_n keys), 0 for a dense set. */
 PTXGEN_API int  ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n);
+/* Paged KV: the rows per page the set was built for; 0 for contiguous k, v. */
+PTXGEN_API int  ptxgen_page_size(const ptxgen_set *s);
 /* The set's head dims: d (d_qk for MLA) and dv (d_v). */
 PTXGEN_API void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv);
 

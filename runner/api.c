@@ -225,7 +225,8 @@ static int axes(const char *shape, char names[PTXGEN_MAX_RANK][16]) {
 /* The stride dimension an axis is: 'b', 's' (the rows: s_q, s_k, varlen's packed total_q, total_k) or 'h'; 0 for
  * others (head dims, MLA's topk). */
 static char axis_dim(const char *axis) {
-    if (!strcmp(axis, "b")) return 'b';
+    if (!strcmp(axis, "b") || !strcmp(axis, "num_pages")) return 'b';   /* a paged cache: pages, then rows */
+    if (!strcmp(axis, "page_size")) return 's';
     if (!strncmp(axis, "total_", 6) || axis[0] == 's') return 's';
     return axis[0] == 'h' ? 'h' : 0;
 }
@@ -278,7 +279,8 @@ static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errl
     for (int i = rank - 1; i >= 0; i--) {
         long long n = t->shape[i];
         if (n < 1) return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s has extent %lld", p->name, ax[i], n);
-        int head = !strcmp(ax[i], "d") || !strcmp(ax[i], "d_qk") ? d : !strcmp(ax[i], "dv") || !strcmp(ax[i], "d_v") ? dv : 0;
+        int head = !strcmp(ax[i], "d") || !strcmp(ax[i], "d_qk") ? d : !strcmp(ax[i], "dv") || !strcmp(ax[i], "d_v") ? dv :
+                   !strcmp(ax[i], "page_size") ? ptxgen_page_size(L->s) : 0;   /* built in, like the head dims */
         if (head && n != head)
             return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s is %lld; the set was built for %d", p->name, ax[i],
                         n, head);

@@ -1,6 +1,7 @@
 #include "check.h"
 #include "varlen.h"
 #include "blockmask.h"
+#include "paged.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -208,6 +209,14 @@ static int setup_problem(Session *ss, const RunOpts *o) {
                    .scale = (float)(o->scale > 0 ? o->scale : 1.0 / sqrt(d)), .causal = o->req.causal};
     p->varlen = o->req.varlen != 0;
     if (p->varlen && varlen_problem(p, o)) return 2;
+    p->num_splits = o->num_splits;
+    if (o->req.page_size) {   /* paged KV: the lengths and the block table, per seed */
+        p->page_size = o->req.page_size;
+        if (paged_setup(p, o->seed, err, sizeof err)) {
+            fprintf(stderr, "ptxgen: %s\n", err);
+            return 2;
+        }
+    }
     if (o->req.block_m) {   /* block-sparse: the mask's shape and contents */
         p->block_m = o->req.block_m, p->block_n = o->req.block_n;
         if (blockmask_setup(p, o->block_mask, o->mask_heads, err, sizeof err)) {
@@ -343,8 +352,10 @@ static int pick_reference(Session *ss, const RunOpts *o) {
     char why[128], err[2048];
     if (ss->pb.varlen && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes padded batches, not varlen (--ref cpu)");
     if (ss->pb.block_m && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes no block mask (--ref cpu)");
+    if (ss->pb.page_size && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes no paged cache (--ref cpu)");
     if (ss->pb.varlen) gpu = 0, snprintf(why, sizeof why, "varlen: the GPU reference takes padded batches");
     else if (ss->pb.block_m) gpu = 0, snprintf(why, sizeof why, "block-sparse: the GPU reference takes no block mask");
+    else if (ss->pb.page_size) gpu = 0, snprintf(why, sizeof why, "paged: the GPU reference takes no paged cache");
     else if (o->ref == RUN_REF_GPU || o->ref == RUN_REF_CPU) snprintf(why, sizeof why, "--ref %s", gpu ? "gpu" : "cpu");
     else if (!cuda) snprintf(why, sizeof why, "auto: the %s device has no GPU reference", dev_kind(ss->dev));
     else snprintf(why, sizeof why, "auto: %.1f GFLOP, %s the %.0f GFLOP threshold", gflop, gpu ? "above" : "within",

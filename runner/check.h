@@ -31,6 +31,7 @@ typedef struct {
     /* req.block_m: the mask, "random:D" (NULL: random:0.5), "local:W" or a file, and its mask heads (0: 2) */
     const char *block_mask;
     int mask_heads;
+    int num_splits;         /* req.splitkv: the CTAs per row block that share its keys */
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */

@@ -10,6 +10,7 @@
 #include "ref.h"
 #include "varlen.h"
 #include "blockmask.h"
+#include "paged.h"
 
 static void attn_layouts(Problem *p, int pad);
 static void mla_layouts(Problem *p, int pad);
@@ -76,7 +77,7 @@ void problem_kind_names(char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, "%s%s", k ? ", " : "", kKinds[k].name);
 }
 
-enum { NTENSORS = 17 };
+enum { NTENSORS = 19 };
 
 /* Every tensor any kind has: the eight [b, rows, heads, width] ones, LSE,
  * MLA's kv, indices, topk_length and dkv, varlen's offsets, and the block mask and head types. Takes p const and hands out
@@ -84,7 +85,8 @@ enum { NTENSORS = 17 };
 static void all_tensors(const Problem *cp, Tensor *all[NTENSORS]) {
     Problem *p = (Problem *)cp;
     Tensor *t[NTENSORS] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv, &p->lse, &p->kv, &p->indices,
-                           &p->topk_length, &p->dkv, &p->cu_q, &p->cu_k, &p->block_mask, &p->head_mask_type};
+                           &p->topk_length, &p->dkv, &p->cu_q, &p->cu_k, &p->block_mask, &p->head_mask_type,
+                           &p->block_table, &p->seqlens};
     memcpy(all, t, sizeof t);
 }
 
@@ -183,6 +185,7 @@ static RefAttn ref_shape(const Problem *p) {
 
 static int ref_fwd(const Problem *p, double *const ref[]) {
     if (p->varlen) return varlen_ref_fwd(p, ref);
+    if (p->page_size) return paged_ref_fwd(p, ref);
     RefAttn ra = ref_shape(p);
     return ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, ref[0], ref[1], 0);
 }
@@ -259,6 +262,7 @@ static int gpu_mla_grads(const Problem *p, GpuRef *g, const DevPtr out[], char *
 static double attn_fwd_flops(const Problem *p) {
     double f = 2.0 * p->b * p->h_q * (double)p->s_q * p->s_k * (p->d + p->d_v);
     if (p->varlen) f = varlen_fwd_flops(p);
+    else if (p->page_size) f = paged_fwd_flops(p);
     else if (p->causal) f /= 2;
     return p->block_m ? f * blockmask_density(p) : f;   /* block-sparse: the active blocks' share */
 }
@@ -325,6 +329,10 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
 
 static void attn_layouts(Problem *p, int pad) {
     if (p->block_m) blockmask_layouts(p);
+    if (p->page_size) {
+        paged_layouts(p, pad);
+        return;
+    }
     if (p->varlen) {
         varlen_layouts(p, pad);
         return;
@@ -361,6 +369,8 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     rng_seed(&rng, seed);
     ks->layouts(p, pad);
     if (p->varlen && (upload_ints(&p->cu_q, &rng, dev, err, errlen) || upload_ints(&p->cu_k, &rng, dev, err, errlen)))
+        return 1;
+    if (p->page_size && (upload_ints(&p->block_table, &rng, dev, err, errlen) || upload_ints(&p->seqlens, &rng, dev, err, errlen)))
         return 1;
     if (p->block_m && (blockmask_draw(p, &rng, err, errlen) || upload_ints(&p->block_mask, &rng, dev, err, errlen) ||
                        upload_ints(&p->head_mask_type, &rng, dev, err, errlen)))
@@ -442,11 +452,13 @@ double problem_flops(const Problem *p) { return kind(p)->flops(p); }
 void problem_describe(const Problem *p, char *buf, size_t len) {
     size_t n;
     if (p->varlen) varlen_describe(p, buf, len);
+    else if (p->page_size) paged_describe(p, buf, len);
     else if (!kind(p)->sparse)
         snprintf(buf, len, "b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d%s", p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d,
                  p->causal ? " causal" : "");
     if (!kind(p)->sparse) {
         if (p->block_m && (n = strlen(buf)) < len) blockmask_describe(p, buf + n, len - n);
+        if (p->num_splits && (n = strlen(buf)) < len) snprintf(buf + n, len - n, " split-KV %d", p->num_splits);
         return;
     }
     RefMla m = mla_shape(p);
@@ -497,7 +509,8 @@ int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
                                            {"h_kv", p->h_kv}, {"s_kv", p->s_k}, {"topk", p->topk},
                                            {"total_q", p->total_q}, {"total_k", p->total_k},
                                            {"n_mask_heads", p->n_mask_heads}, {"mask_rows", p->mask_rows},
-                                           {"mask_cols", p->mask_cols}};
+                                           {"mask_cols", p->mask_cols}, {"max_pages", p->max_pages},
+                                           {"num_splits", p->num_splits}};
     memcpy(out, s, sizeof s);
     return PROBLEM_NSIZES;
 }

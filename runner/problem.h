@@ -28,7 +28,7 @@ typedef struct {
 } Tensor;
 
 #define PROBLEM_MAX_OUTPUTS 3
-#define PROBLEM_NSIZES 12
+#define PROBLEM_NSIZES 14
 
 /* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
 typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_MLA_BWD, PK_COUNT } ProblemKind;
@@ -64,6 +64,10 @@ typedef struct {
     int mask_width;              /* local:W */
     int32_t *mask_file;          /* a file's integers: the mask, then the head types */
     Tensor block_mask, head_mask_type;
+    /* paged KV (paged.h): rows per page (0: contiguous k, v), pages in the cache, block-table columns; the tables */
+    int page_size, num_pages, max_pages;
+    int num_splits;              /* split-KV sets: CTAs per row block sharing its keys (a size the set takes) */
+    Tensor block_table, seqlens;
 } Problem;
 
 /* t laid out [b, rows, heads, width] with pad elements after each head row (esize bytes an element). */

@@ -489,6 +489,49 @@ sparse_tests() {
     done; done
 }
 
+paged_tests() {
+    local f
+    section "sim device: attn_fwd over a paged KV cache and split-KV (mma.sync) against the float64 reference"
+    # lengths drawn per seed (0 included), pages in shuffled order, -1 past each sequence's pages (a read of one is
+    # out of bounds); GQA decode shapes, causal s_q != s_k, every page size the tile allows
+    for f in "--page-size 64 --b 4 --sq 3 --sk 300 --hq 8 --hkv 2" "--page-size 32 --b 6 --sq 1 --sk 200 --hq 8 --hkv 1" \
+             "--page-size 256 --b 3 --sq 16 --sk 700 --hq 4 --hkv 4 --causal --hdim 64 --dtype fp16 --pad 8" \
+             "--page-size 128 --b 5 --sq 130 --sk 260 --hq 2 --hkv 1 --causal --hdim 256" \
+             "--page-size 32 --b 12 --sq 2 --sk 3 --hq 2 --hkv 1" "--page-size 64 --arch sm_120 --b 7 --sq 2 --sk 129 --hq 4 --hkv 2" \
+             "--split-kv --sq 3 --sk 700 --hq 8 --hkv 2 --causal --splits 5" "--split-kv --sq 130 --sk 300 --hq 2 --hkv 1 --causal --splits 7" \
+             "--split-kv --sq 5 --sk 100 --hq 2 --hkv 1 --splits 64" "--split-kv --sq 200 --sk 50 --hq 2 --hkv 2 --causal" \
+             "--split-kv --page-size 64 --b 4 --sq 2 --sk 900 --hq 8 --hkv 1 --splits 4" \
+             "--split-kv --page-size 128 --b 3 --sq 16 --sk 1000 --hq 4 --hkv 2 --causal --hdim 64 --dtype fp16 --splits 16" \
+             "--split-kv --page-size 64 --arch sm_120 --b 2 --sq 1 --sk 2000 --hq 16 --hkv 2 --splits 9 --hdim 256"; do
+        [[ $f == *--arch* ]] || f="--arch sm_80 $f"
+        sim_check "sim paged $f" $f --seed $((RANDOM + 1))
+    done
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --split-kv --sq 3 --sk 300 --hq 2 --hkv 1
+    expect_rc "split-KV: the combine kernel last" 0 && expect_output "split-KV: the combine kernel last" \
+        "^kernel: attn_fwd_splitkv_combine" && pass "split-KV: the combine kernel last"
+    # planted bugs: the prologue's K from the next page of the table; the combine's weights not exponentiated
+    sparse_mutant "paged mutant: a key block from the wrong page" attn_fwd \
+        's/(\@%p\d+ ld.global.nc.b32 %r\d+, \[%rd\d+)\]/$1+4]/ if /\@%p\d+ ld.global.nc.b32/ && !$n++' --page-size 64 -- \
+        --b 1 --sq 3 --sk 300 --hq 2 --hkv 1
+    sparse_mutant "split-KV mutant: the combine's weights not exponentiated" attn_fwd \
+        '$c = 1 if /splitkv_combine/; s/ex2.approx.ftz.f32 (%f\d+), (%f\d+)/mov.f32 $1, $2/ if $c' --split-kv -- \
+        --sq 3 --sk 700 --hq 2 --hkv 1 --splits 5
+    usage_error "paged: a page size not a power of two: refused" "page size 48: a power of two from 16 to 256" \
+        -- --arch sm_80 --kernel attn_fwd --page-size 48
+    usage_error "paged: pages smaller than the key tile: refused" "not a whole number of the mma.sync attn_fwd's key tiles (bn=32)" \
+        -- --arch sm_80 --kernel attn_fwd --page-size 16
+    usage_error "paged on the wgmma attn_fwd: refused" "a paged KV cache is not in the wgmma attn_fwd yet" \
+        -- --arch sm_90a --mma wgmma --kernel attn_fwd --page-size 64
+    usage_error "paged attn_bwd: refused" "a paged KV cache is not in the mma.sync attn_bwd yet" \
+        -- --arch sm_80 --kernel attn_bwd --page-size 64
+    usage_error "split-KV with varlen: refused" "not with --varlen or a block mask" -- --arch sm_80 --kernel attn_fwd --split-kv --varlen
+    usage_error "--splits without --split-kv: refused" "--splits needs --split-kv" -- check --kernel attn_fwd --splits 4
+    local a
+    for a in sm_80 sm_90 sm_120; do
+        tc_ptxas "ptxas paged split-KV attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv --causal
+    done
+}
+
 mla_bwd_sim_tests() {
     local t
     for t in bf16 fp16; do
@@ -733,6 +776,7 @@ sim_tests() {
     sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal
     varlen_tests
     sparse_tests
+    paged_tests
 
     section "sim device: attn_fwd in the wgmma family (sm_90a) against the float64 reference"
     for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do

@@ -28,7 +28,8 @@ class _Request(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("kernel", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("hdim", ctypes.c_int), ("causal", ctypes.c_int), ("tile", ctypes.c_char_p),
                 ("family", ctypes.c_char_p), ("shape_class", ctypes.c_char_p), ("hdim_v", ctypes.c_int),
-                ("varlen", ctypes.c_int), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int)]
+                ("varlen", ctypes.c_int), ("block_m", ctypes.c_int), ("block_n", ctypes.c_int),
+                ("page_size", ctypes.c_int), ("splitkv", ctypes.c_int)]
 
 
 class _Size(ctypes.Structure):
@@ -74,6 +75,7 @@ def _library():
                 "ptxgen_varlen_check": (I, [ctypes.POINTER(I), ctypes.POINTER(I), I, ctypes.c_longlong,
                                             ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_char_p, S]),
                 "ptxgen_head_mask_check": (I, [ctypes.POINTER(I), I, I, ctypes.c_char_p, S]),
+                "ptxgen_paged_check": (I, [ctypes.POINTER(I), ctypes.POINTER(I), I, I, I, I, ctypes.c_char_p, S]),
             }
             for name, (res, args) in sigs.items():
                 fn = getattr(lib, name)
@@ -89,12 +91,13 @@ def _check(rc, what, err):
 
 
 def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, shape_class=None, hdim_v=None,
-           varlen=False, block=None):
+           varlen=False, block=None, page_size=None, splitkv=False):
     lib = _library()
     block_m, block_n = block if block else (0, 0)
     rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
                   tile.encode() if tile else None, family.encode() if family else None,
-                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)), block_m, block_n)
+                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)), block_m, block_n,
+                  page_size or 0, int(bool(splitkv)))
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
@@ -122,15 +125,30 @@ def head_mask_check(head_mask_type, n_mask_heads):
     _check(lib.ptxgen_head_mask_check(types, h_q, n_mask_heads, err, _ERR), "block-sparse", err)
 
 
+def paged_check(block_table, seqlens_k, num_pages, page_size):
+    """Raises ValueError unless every sequence's length fits its block-table row (b rows of max_pages ints, host
+    lists) and the pages it uses are ids in [0, num_pages): what a paged set trusts."""
+    lib, b = _library(), len(seqlens_k)
+    max_pages = len(block_table[0]) if b and block_table else 0
+    if len(block_table) != b or any(len(r) != max_pages for r in block_table):
+        raise ValueError("ptxgen: paged: block_table needs one row of max_pages entries per sequence")
+    flat = (ctypes.c_int * max(b * max_pages, 1))(*[x for r in block_table for x in r])
+    lens = (ctypes.c_int * max(b, 1))(*seqlens_k)
+    err = ctypes.create_string_buffer(_ERR)
+    _check(lib.ptxgen_paged_check(flat, lens, b, max_pages, num_pages, page_size, err, _ERR), "paged", err)
+
+
 def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None, varlen=False,
-         block=None):
+         block=None, page_size=None, splitkv=False):
     """The kernel set's PTX text and its manifest (a dict: kernels, parameters, launch expressions, workspaces).
     hdim_v: d_v where the kind takes d_v != d (the tcgen05 attn_fwd). varlen: packed sequences with cu_seqlens_q/k
     (check the offsets with varlen_check before a launch). block=(block_m, block_n): block-sparse attention over a
-    block mask at that granularity (whole tiles; check the head types with head_mask_check). A bad request raises
-    ValueError naming the problem. No GPU is needed."""
+    block mask at that granularity (whole tiles; check the head types with head_mask_check). page_size: attn_fwd over
+    a paged KV cache (check the tables with paged_check); splitkv: split-KV with its combine kernel (num_splits at
+    launch). A bad request raises ValueError naming the problem. No GPU is needed."""
     lib = _library()
-    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v, varlen=varlen, block=block)
+    s = _build(kernel, arch, dtype, hdim, causal, tile, family, hdim_v=hdim_v, varlen=varlen, block=block,
+               page_size=page_size, splitkv=splitkv)
     try:
         ptx = lib.ptxgen_ptx(s).decode()
         raw = lib.ptxgen_manifest_json(s)

@@ -62,6 +62,24 @@ def test_emit_block_sparse():
         raise AssertionError("mask blocks of 96 rows were accepted")
 
 
+def test_emit_paged_splitkv():
+    """page_size and splitkv reach the generator: k and v are the paged cache, the tables are inputs, the combine
+    kernel comes last and num_splits is a size; the table check refuses a page id off the cache."""
+    ptx, man = ptxgen.emit("attn_fwd", "sm_90", page_size=64, splitkv=True)
+    entries = [k["entry"] for k in man["kernels"]]
+    assert entries[0].endswith("_page64_split") and entries[-1].startswith("attn_fwd_splitkv_combine"), entries
+    params = {p["name"]: p for p in man["kernels"][0]["params"]}
+    assert params["k"]["shape"] == "[num_pages, page_size, h_kv, d]" and "block_table" in params, sorted(params)
+    assert "num_splits" in man["problem_sizes"] and man["kernels"][0]["grid"][2] == "b * num_splits", man["kernels"][0]
+    ptxgen.paged_check([[3, 0], [1, -1]], [100, 30], num_pages=4, page_size=64)
+    try:
+        ptxgen.paged_check([[3, 4], [1, -1]], [100, 30], num_pages=4, page_size=64)
+    except ValueError as e:
+        assert "block_table[0][1] is 4" in str(e), str(e)
+    else:
+        raise AssertionError("a page id off the cache was accepted")
+
+
 def test_emit_mla_bwd_pair():
     ptx, man = ptxgen.emit("mla_bwd", "sm_100a")
     entries = [k["entry"] for k in man["kernels"]]

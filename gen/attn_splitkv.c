@@ -1,0 +1,213 @@
+/* Split-KV: the forward's partial stores and the combine kernel (attn_splitkv.h). */
+#include "attn_splitkv.h"
+#include <math.h>
+#include <stdio.h>
+
+#define COMBINE_WARPS 4   /* rows per combine CTA, one warp each */
+
+void abi_splitkv(KernelSpec *ks) {
+    abi_workspace(ks, "o_part", "split-KV: each split's normalized O rows, fp32, written here");
+    abi_workspace(ks, "lse_part", "split-KV: each split's LSE rows, written here");
+    abi_sizes(ks, (const char *const[]){"num_splits"}, 1);
+}
+
+void splitkv_coords(Kctx *k, Reg *b, Reg *split) {
+    Emit *e = &k->e;
+    Reg z = e_reg(e, RC_B32);
+    *b = e_reg(e, RC_B32), *split = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(z), SR("%ctaid.z"));
+    INS(e, DIV_U32, R(*b), R(z), R(kc_u32(k, "num_splits")));
+    INS(e, REM_U32, R(*split), R(z), R(kc_u32(k, "num_splits")));
+}
+
+void splitkv_range(Kctx *k, Reg split, Reg n_max, Reg n_full, Reg *lo, Reg *hi) {
+    Emit *e = &k->e;
+    Reg chunk = e_reg(e, RC_B32), ns = kc_u32(k, "num_splits");
+    *lo = e_reg(e, RC_B32), *hi = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(chunk), R(n_max), R(ns));
+    INS(e, SUB_U32, R(chunk), R(chunk), I(1));
+    INS(e, DIV_U32, R(chunk), R(chunk), R(ns));
+    INS(e, MUL_LO_U32, R(*lo), R(split), R(chunk));
+    INS(e, MIN_U32, R(*lo), R(*lo), R(n_max));
+    INS(e, ADD_U32, R(*hi), R(*lo), R(chunk));
+    INS(e, MIN_U32, R(*hi), R(*hi), R(n_max));
+    INS(e, MAX_U32, R(n_full), R(n_full), R(*lo));
+    INS(e, MIN_U32, R(n_full), R(n_full), R(*hi));
+}
+
+/* row r of the partials of (z, h): ((z h_q + h) s_q + r) */
+static Reg part_row(Kctx *k, Reg z, Reg h, Reg r) {
+    Emit *e = &k->e;
+    Reg i = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(i), R(z), R(kc_u32(k, "h_q")), R(h));
+    INS(e, MAD_LO_U32, R(i), R(i), R(kc_u32(k, "s_q")), R(r));
+    return i;
+}
+
+void splitkv_store(Kctx *k, const Acc *o, const Reg *lse, int mt, Reg warp_row0, Reg m_start, Reg h, Reg nrows) {
+    Emit *e = &k->e;
+    int dv = o->nt * 8;
+    Reg z = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), row0 = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(z), SR("%ctaid.z"));
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, ADD_U32, R(row0), R(warp_row0), R(g));
+    Reg first = part_row(k, z, h, m_start);
+    for (int r = 0; r < 2 * mt; r++) {   /* rows g and g + 8 of each 16-row tile */
+        Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
+        Reg i = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(row), R(row0), I(16 * (r >> 1) + 8 * (r & 1)));
+        INS(e, SETP_LT_U32, R(p), R(row), R(nrows));
+        INS(e, ADD_U32, R(i), R(first), R(row));
+        INS(e, MAD_WIDE_U32, R(a), R(i), I(4), R(kc_ptr(k, "lse_part")));
+        INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
+        INS(e, AND_PRED, R(lead), R(lead), R(p));
+        INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(lse[r]));
+        INS(e, MUL_LO_U32, R(i), R(i), I(dv));
+        INS(e, MAD_LO_U32, R(i), R(t), I(2), R(i));
+        INS(e, MAD_WIDE_U32, R(a), R(i), I(4), R(kc_ptr(k, "o_part")));
+        for (int j = 0; j < o->nt; j++)   /* columns 8 j + 2 t, + 1 */
+            INSP(e, p, 0, ST_GLOBAL_V2_F32, A(a, 32 * j),
+                 V2(ACC(o, r >> 1, j, 2 * (r & 1)), ACC(o, r >> 1, j, 2 * (r & 1) + 1)));
+    }
+}
+
+void splitkv_plan(const AttnDesc *d, Plan *p) {
+    *p = (Plan){.threads = 32 * COMBINE_WARPS, .regs_est = 24 + 2 * d->dv / 32};
+    char what[96];
+    snprintf(what, sizeof what, "attn_fwd split-KV combine d_v=%d (%d rows per CTA, one warp each)", d->dv, COMBINE_WARPS);
+    plan_finish(p, d->arch, what);
+}
+
+static void combine_spec(const AttnDesc *d, KernelSpec *ks) {
+    *ks = (KernelSpec){.block = {32 * COMBINE_WARPS, 1, 1}};
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_splitkv_combine_%s_dv%d", dtype_name(d->dtype), d->dv);
+    abi_workspace(ks, "o_part", "split-KV: each split's normalized O rows, read here");
+    abi_workspace(ks, "lse_part", "split-KV: each split's LSE rows, read here");
+    attn_tensor(ks, d, "o", PR_OUT, "attention output");
+    attn_tensor(ks, d, "lse", PR_OUT, ATTN_LSE_MEANING);
+    abi_sizes(ks, (const char *const[]){"s_q", "h_q", "num_splits"}, 3);
+    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", COMBINE_WARPS);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "b");
+}
+
+/* A pass over the splits of a row: split i (at: its partial row) from 0 until num_splits, each loading its LSE into
+ * v and fin: it is +inf (the split saw no key). split_pass_end moves on and closes the loop. */
+typedef struct { Reg i, at, v, fin; int top, end; } SplitPass;
+static SplitPass split_pass(Kctx *k, Reg first) {
+    Emit *e = &k->e;
+    SplitPass s = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_F32), e_reg(e, RC_PRED), e_label(e), e_label(e)};
+    Reg p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+    INS(e, MOV_B32, R(s.i), I(0));
+    INS(e, MOV_B32, R(s.at), R(first));
+    e_place(e, s.top);
+    INS(e, SETP_GE_U32, R(p), R(s.i), R(kc_u32(k, "num_splits")));
+    INSP(e, p, 0, BRA_UNI, L(s.end));
+    INS(e, MAD_WIDE_U32, R(a), R(s.at), I(4), R(kc_ptr(k, "lse_part")));
+    INS(e, LD_GLOBAL_F32, R(s.v), A(a, 0));
+    INS(e, SETP_EQ_F32, R(s.fin), R(s.v), FI(INFINITY));
+    return s;
+}
+
+static void split_pass_end(Kctx *k, const SplitPass *s, Reg stride) {
+    Emit *e = &k->e;
+    INS(e, ADD_U32, R(s->i), R(s->i), I(1));
+    INS(e, ADD_U32, R(s->at), R(s->at), R(stride));
+    INS(e, BRA_UNI, L(s->top));
+    e_place(e, s->end);
+}
+
+/* One warp per row: the largest finite LSE of the splits, then their weights and the weighted O, each lane dv/32
+ * columns; a row no split saw gets O 0 and LSE +inf. */
+static void combine_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
+    Kctx kc;
+    kctx_begin(&kc, ks);
+    Kctx *k = &kc;
+    Emit *e = &k->e;
+    int cpl = d->dv / 32, done = e_label(e);
+    Reg row = e_reg(e, RC_B32), h = e_reg(e, RC_B32), b = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
+    Reg ns = kc_u32(k, "num_splits"), z0 = e_reg(e, RC_B32), i = e_reg(e, RC_B32), m = e_reg(e, RC_F32);
+    Reg a = e_reg(e, RC_B64);
+    INS(e, MOV_B32, R(row), SR("%ctaid.x"));
+    INS(e, MAD_LO_U32, R(row), R(row), I(COMBINE_WARPS), R(k->warp));
+    INS(e, MOV_B32, R(h), SR("%ctaid.y"));
+    INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    INS(e, SETP_GE_U32, R(p), R(row), R(kc_u32(k, "s_q")));
+    INSP(e, p, 0, BRA_UNI, L(done));                       /* the whole warp: one row */
+    INS(e, MUL_LO_U32, R(z0), R(b), R(ns));
+    Reg stride = e_reg(e, RC_B32);                            /* rows from one split to the next */
+    INS(e, MUL_LO_U32, R(stride), R(kc_u32(k, "h_q")), R(kc_u32(k, "s_q")));
+    Reg first = part_row(k, z0, h, row);
+    /* pass 1: m = the largest finite LSE */
+    INS(e, MOV_F32, R(m), FI(-INFINITY));
+    SplitPass s1 = split_pass(k, first);
+    INS(e, SELP_F32, R(s1.v), FI(-INFINITY), R(s1.v), R(s1.fin));
+    INS(e, MAX_F32, R(m), R(m), R(s1.v));
+    split_pass_end(k, &s1, stride);
+    /* pass 2: the weights 2^((LSE_i - m) log2 e), 0 for a split without keys, and the weighted O */
+    Reg sum = e_reg(e, RC_F32), w = e_reg(e, RC_F32), none = e_reg(e, RC_PRED), mm = e_reg(e, RC_F32);
+    Reg acc[8], x[8];
+    for (int c = 0; c < cpl; c++) {
+        acc[c] = e_reg(e, RC_F32), x[c] = e_reg(e, RC_F32);
+        INS(e, MOV_F32, R(acc[c]), FI(0.0f));
+    }
+    INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
+    INS(e, SELP_F32, R(mm), FI(0.0f), R(m), R(none));         /* no split saw the row: weights all 0 below */
+    INS(e, MOV_F32, R(sum), FI(0.0f));
+    SplitPass s2 = split_pass(k, first);
+    INS(e, SUB_F32, R(w), R(s2.v), R(mm));
+    INS(e, MUL_F32, R(w), R(w), FI((float)M_LOG2E));
+    INS(e, EX2_F32, R(w), R(w));
+    INS(e, SELP_F32, R(w), FI(0.0f), R(w), R(s2.fin));
+    INS(e, ADD_F32, R(sum), R(sum), R(w));
+    Reg col = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(col), R(s2.at), I(d->dv));
+    INS(e, MAD_LO_U32, R(col), R(k->lane), I(cpl), R(col));
+    INS(e, MAD_WIDE_U32, R(a), R(col), I(4), R(kc_ptr(k, "o_part")));
+    for (int c = 0; c < cpl; c += 2) {
+        INS(e, LD_GLOBAL_V2_F32, V2(x[c], x[c + 1]), A(a, 4 * c));
+        INS(e, FMA_F32, R(acc[c]), R(w), R(x[c]), R(acc[c]));
+        INS(e, FMA_F32, R(acc[c + 1]), R(w), R(x[c + 1]), R(acc[c + 1]));
+    }
+    split_pass_end(k, &s2, stride);
+    /* O = acc / sum (0 without keys), LSE = m + ln sum (+inf without keys) */
+    Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32), out[4];
+    INS(e, SELP_F32, R(sum), FI(1.0f), R(sum), R(none));
+    INS(e, RCP_F32, R(inv), R(sum));
+    for (int c = 0; c < cpl; c++) INS(e, MUL_F32, R(acc[c]), R(acc[c]), R(inv));
+    INS(e, LG2_F32, R(lse), R(sum));
+    INS(e, FMA_F32, R(lse), R(lse), FI((float)M_LN2), R(m));
+    INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(none));
+    Reg ob = e_reg(e, RC_B64);
+    INS(e, MAD_WIDE_U32, R(ob), R(row), R(row_stride_bytes(k, "o")), R(head_base(k, "o", b, h)));
+    INS(e, MUL_WIDE_U32, R(a), R(k->lane), I(2 * cpl));
+    INS(e, ADD_U64, R(ob), R(ob), R(a));
+    Op cvt = d->dtype == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    for (int c = 0; c < cpl; c += 2) {
+        out[0] = e_reg(e, RC_B32);
+        e_insn(e, NOGUARD, 0, cvt, OPNDS(R(out[0]), R(acc[c + 1]), R(acc[c])));
+        INS(e, ST_GLOBAL_B32, A(ob, 2 * c), R(out[0]));
+    }
+    Reg lead = e_reg(e, RC_PRED);
+    INS(e, SETP_EQ_U32, R(lead), R(k->lane), I(0));
+    INS(e, ADD_U32, R(i), R(stats_row(k, b, h)), R(row));
+    INS(e, MAD_WIDE_U32, R(a), R(i), I(4), R(kc_ptr(k, "lse")));
+    INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(lse));
+    e_place(e, done);
+    kctx_finish(&kc, module);
+}
+
+void splitkv_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
+    static const char o_bytes[] = "b * num_splits * h_q * s_q * %d", meaning_o[] =
+        "fp32 [b, num_splits, h_q, s_q, dv]: each split's normalized O rows, written by the forward, merged by the combine";
+    WorkspaceSpec *w = &ks->ws[ks->nws++];
+    *w = (WorkspaceSpec){"o_part", "", 0, meaning_o};
+    snprintf(w->bytes, sizeof w->bytes, o_bytes, 4 * d->dv);
+    ks->ws[ks->nws++] = (WorkspaceSpec){"lse_part", "b * num_splits * h_q * s_q * 4", 0,
+                                        "fp32 [b, num_splits, h_q, s_q]: each split's LSE rows (+inf: the split saw no key)"};
+    combine_spec(d, &ks->k[ks->nk]);
+    buf_puts(module, "\n");
+    combine_emit(d, &ks->k[ks->nk], module);
+    ks->nk++;
+}
