@@ -42,7 +42,7 @@ static void print_help(void) {
          "              [--iters N] [--warmup N] [--device cuda|cuda:N|sim] [--stats] [--ptx FILE]\n"
          "              [--ref cpu|gpu|auto] (check and xcheck) [--varlen L1,L2,... [--varlen-k K1,K2,...]]\n"
          "              [--block-m N --block-n N [--block-mask random:D|local:W|FILE] [--mask-heads N]] [--page-size N]\n"
-         "              [--split-kv [--splits N]]\n"
+         "              [--split-kv [--splits N]] [--full-kv]\n"
          "       ptxgen check|bench|xcheck --kernel mla_fwd|mla_bwd [--sq N] [--skv N] [--hq N] [--topk N]\n"
          "              [--topk-length] [--dtype T] [--tile ...] [--seed N] [--scale X] [--pad N] ... (as above)\n"
          "       ptxgen compare --kernel KERNEL --variant SPEC --variant SPEC ... [--svg FILE] (shape and device flags\n"
@@ -74,7 +74,8 @@ static void print_help(void) {
          "W - 1 of the diagonal, FILE reads its integers, then the h_q head types; --mask-heads mask heads (2), head\n"
          "0 dense (type 0) when h_q > 1, head h type 1 + h % mask heads. --page-size N builds attn_fwd over a paged KV\n"
          "cache (the mma.sync family so far); check and bench draw the lengths (the last sequence --sk long, the\n"
-         "others up to it) and a block table of shuffled pages per --seed. --split-kv builds attn_fwd with split-KV\n"
+         "others up to it; --full-kv: every one --sk long) and a block table of shuffled pages per --seed; bench\n"
+         "adds the KV bytes read per second beside the GPU's device-to-device copy bandwidth. --split-kv builds attn_fwd with split-KV\n"
          "and its combine kernel (the mma.sync family so far); check and bench split into --splits (3). mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"
@@ -252,6 +253,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         else if (!strcmp(f, "--stats")) c->run.stats = 1;
         else if (!strcmp(f, "--topk-length")) c->run.topk_length = 1;
         else if (!strcmp(f, "--split-kv")) c->req.splitkv = 1;
+        else if (!strcmp(f, "--full-kv")) c->run.full_kv = 1;
         else if (!strcmp(f, "--save")) c->save = 1;
         else if (!strcmp(f, "--varlen")) {   /* a set over packed sequences; check and bench take their lengths */
             c->req.varlen = 1;
@@ -364,6 +366,7 @@ int main(int argc, char **argv) {
     if (!rc && c.ref) rc = parse_ref(c.ref, &c.run);
     if (rc) return rc;
     if (c.run.num_splits && !c.req.splitkv) return usage_error("%s", "--splits needs --split-kv");
+    if (c.run.full_kv && !c.req.page_size) return usage_error("%s", "--full-kv needs --page-size (it sets a paged cache's lengths)");
     if (c.req.splitkv && !c.run.num_splits) c.run.num_splits = 3;
     if (c.run.block_mask || c.run.mask_heads || c.req.block_m || c.req.block_n) {   /* block-sparse */
         if (!c.req.block_m) c.req.block_m = 128;

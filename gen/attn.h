@@ -37,8 +37,8 @@ typedef struct {
     int decode_sq, decode_group;
     int varlen;       /* packed [total, h, d] tensors with cu_seqlens_q/k (KernelKind.varlen_ok kinds) */
     int block_m, block_n;   /* block-sparse mask blocks, multiples of the tiles (KernelKind.sparse kinds); 0: dense */
-    int page_size;          /* paged KV cache rows per page (KernelKind.paged_ok kinds); 0: contiguous k, v */
-    int splitkv;            /* split-KV with a combine kernel (KernelKind.paged_ok kinds) */
+    int page_size;          /* paged KV cache rows per page (KernelKind.decode_tile kinds); 0: contiguous k, v */
+    int splitkv;            /* split-KV with a combine kernel (KernelKind.decode_tile kinds) */
 } AttnDesc;
 
 extern const TileKey attn_fwd_keys[];
@@ -47,6 +47,8 @@ extern const int attn_fwd_nkeys;
 AttnTile attn_fwd_default_tile(const ArchInfo *a, int d, int dv);
 /* Structural tile rules (warp rows, head-dim coverage); err names the rule. */
 int  attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen);
+/* A decode shape's default tile: the fewest rows holding its tokens of the packed heads (attn_desc.c). */
+void attn_fwd_decode_tile(AttnDesc *d);
 void attn_fwd_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 /* Appends the kernel to the module. */

@@ -8,9 +8,12 @@
 #include <string.h>
 
 const TileKey attn_fwd_keys[] = {
-    {"bm", offsetof(AttnTile, bm), {64, 128}, 2, "query rows per CTA"},
+    {"bm", offsetof(AttnTile, bm), {16, 32, 64, 128}, 4, "query rows per CTA"},
     {"bn", offsetof(AttnTile, bn), {32, 64, 128}, 3, "key/value rows per main-loop step"},
-    {"warps", offsetof(AttnTile, warps), {4, 8}, 2, "warps per CTA (each owns bm/warps query rows: 16 or 32)"},
+    {"warps", offsetof(AttnTile, warps), {1, 2, 4, 8}, 4, "warps per CTA (each owns bm/warps query rows: 16 or 32)"},
+    {"pack", offsetof(AttnTile, pack), {1, 2, 4, 8, 16}, 5, "query heads of one kv head sharing the CTA's bm rows "
+     "(bm/pack tokens each, head innermost), so one K/V tile serves all of them: decode-shaped GQA (a group of h_q/h_kv "
+     "heads not a multiple of pack leaves rows idle)"},
 };
 const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0]);
 
@@ -21,8 +24,9 @@ const int attn_fwd_nkeys = (int)(sizeof attn_fwd_keys / sizeof attn_fwd_keys[0])
  * accumulator in registers (bm=64 where 128 KB of shared memory is not there). */
 AttnTile attn_fwd_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
-    if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){.bm = 128, .bn = 64, .warps = 8} : (AttnTile){.bm = 64, .bn = 64, .warps = 4};
-    return (AttnTile){.bm = 128, .bn = d >= 128 ? 32 : 64, .warps = 4};
+    if (d >= 256) return a->smem_block_optin >= 128 * 1024 ? (AttnTile){.bm = 128, .bn = 64, .warps = 8, .pack = 1}
+                                               : (AttnTile){.bm = 64, .bn = 64, .warps = 4, .pack = 1};
+    return (AttnTile){.bm = 128, .bn = d >= 128 ? 32 : 64, .warps = 4, .pack = 1};
 }
 
 int attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -33,7 +37,24 @@ int attn_fwd_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  t->bm, t->warps, rows);
         return 1;
     }
+    if (t->pack > 1 && (d->varlen || d->block_m)) {
+        snprintf(err, errlen, "pack=%d: the mma.sync attn_fwd packs query heads without varlen or a block mask (a packed "
+                 "head's rows would span sequences, or key lists of several heads); use pack=1", t->pack);
+        return 1;
+    }
     return attn_check_copy(d, err, errlen);
+}
+
+/* s_q tokens of pack heads in the smallest bm that holds them, a warp per 16 rows and 64-key steps (32 in pages of
+ * 32), where that is
+ * below the default bm: on the H200 a paged decode (b 64, s_k 4k, GQA 64/8) reads K and V at the copy bandwidth so,
+ * where bm=128 with the same pack reaches about half of it: its idle rows' MMAs and softmax are the bound
+ * (BENCHMARKS.md). */
+void attn_fwd_decode_tile(AttnDesc *d) {
+    AttnTile *t = &d->tile;
+    int rows = d->decode_sq * (t->pack > 1 ? t->pack : 1), bm = 16;
+    while (bm < rows) bm *= 2;
+    if (bm < t->bm) t->bm = bm, t->warps = bm / 16, t->bn = d->page_size == 32 ? 32 : 64;   /* a step within a page */
 }
 
 void attn_fwd_plan(const AttnDesc *d, Plan *p) {
@@ -56,19 +77,20 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p) {
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    char paged[16] = "";
-    if (d->page_size) snprintf(paged, sizeof paged, "_page%d", d->page_size);
+    char paged[32] = "";
+    if (d->tile.pack > 1) snprintf(paged, sizeof paged, "_pack%d", d->tile.pack);
+    if (d->page_size) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_page%d", d->page_size);
     if (d->splitkv) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_split");
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s%s%s", dt, d->d, d->tile.bm, d->tile.bn,
              d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "", paged);
-    attn_fwd_abi(ks, d, d->tile.bm);
+    attn_fwd_abi(ks, d, d->tile.bm / (d->tile.pack > 1 ? d->tile.pack : 1));
     if (d->block_m) abi_sparse_keys(ks);
 }
 
 void attn_fwd_sparse(const AttnDesc *d, SparseLists *l) { l->keys = (SparseTiles){d->tile.bm, d->tile.bn}; }
 
-/* Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head then packed row;
- * the grid covers the longest sequence (s_q, s_k: the longest lengths), its CTAs past a shorter one's rows exit. */
+/* bm: tokens per CTA. Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head
+ * then packed row; the grid covers the longest sequence (s_q, s_k: the longest lengths), its CTAs past a shorter one's rows exit. */
 void attn_fwd_abi(KernelSpec *ks, const AttnDesc *d, int bm) {
     attn_tensor(ks, d, "q", PR_IN, "queries");
     attn_tensor(ks, d, "k", PR_IN, "keys");
@@ -82,5 +104,7 @@ void attn_fwd_abi(KernelSpec *ks, const AttnDesc *d, int bm) {
     abi_scale(ks, ATTN_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d)", bm);
     snprintf(ks->grid[1], sizeof ks->grid[1], "h_q");
+    if (d->tile.pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. (packed_heads) */
+        snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", d->tile.pack);
     snprintf(ks->grid[2], sizeof ks->grid[2], d->splitkv ? "b * num_splits" : "b");
 }

@@ -47,6 +47,41 @@ Reg kv_head_of(Kctx *k, Reg h) {
     return kvh;
 }
 
+void packed_heads(Kctx *k, int pack, Reg y, Reg *group, Reg *kvh, Reg *j0, Reg *h0) {
+    Emit *e = &k->e;
+    Reg nb = e_reg(e, RC_B32);
+    *group = e_reg(e, RC_B32), *kvh = e_reg(e, RC_B32), *j0 = e_reg(e, RC_B32), *h0 = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(*group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    INS(e, ADD_U32, R(nb), R(*group), I(pack - 1));
+    INS(e, DIV_U32, R(nb), R(nb), I(pack));
+    INS(e, DIV_U32, R(*kvh), R(y), R(nb));
+    INS(e, REM_U32, R(*j0), R(y), R(nb));
+    INS(e, MUL_LO_U32, R(*j0), R(*j0), I(pack));
+    INS(e, MAD_LO_U32, R(*h0), R(*kvh), R(*group), R(*j0));
+}
+
+void packed_row(Kctx *k, const PackedRows *pr, Reg warp_row0, int r, Reg *tok, Reg *head, Reg *ok) {
+    Emit *e = &k->e;
+    Reg row = e_reg(e, RC_B32), j = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
+    *tok = e_reg(e, RC_B32), *head = e_reg(e, RC_B32), *ok = e_reg(e, RC_PRED);
+    INS(e, SHR_U32, R(row), R(k->lane), I(2));
+    INS(e, ADD_U32, R(row), R(row), R(warp_row0));
+    INS(e, ADD_U32, R(row), R(row), I(16 * (r >> 1) + 8 * (r & 1)));
+    if (pr->pack == 1) {   /* one head: the row is the token */
+        INS(e, ADD_U32, R(*tok), R(row), R(pr->tok0));
+        INS(e, MOV_B32, R(*head), R(pr->h0));
+        INS(e, SETP_LT_U32, R(*ok), R(*tok), R(pr->s_q));
+        return;
+    }
+    INS(e, SHR_U32, R(*tok), R(row), I(__builtin_ctz((unsigned)pr->pack)));
+    INS(e, ADD_U32, R(*tok), R(*tok), R(pr->tok0));
+    INS(e, AND_B32, R(j), R(row), I(pr->pack - 1));
+    INS(e, ADD_U32, R(*head), R(pr->h0), R(j));
+    INS(e, SETP_LT_U32, R(*ok), R(*tok), R(pr->s_q));
+    INS(e, SETP_LT_U32, R(p), R(j), R(pr->heads));
+    INS(e, AND_PRED, R(*ok), R(*ok), R(p));
+}
+
 Reg stats_row(Kctx *k, Reg b, Reg h) {
     Reg row = e_reg(&k->e, RC_B32);
     INS(&k->e, MAD_LO_U32, R(row), R(b), R(kc_u32(k, "h_q")), R(h));
@@ -228,14 +263,28 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
     INS(e, SHR_U32, R(t), R(k->tid), I(5));
     if (rb->first_warp) INS(e, SUB_U32, R(t), R(t), I(rb->first_warp));
-    INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
-    INS(e, ADD_U32, R(row), R(row), R(g));
-    INS(e, ADD_U32, R(row), R(row), R(s_k));
-    INS(e, SUB_U32, R(row), R(row), R(rb->own_lengths ? rb->s_q : kc_u32(k, "s_q")));
+    Reg base = row;
+    if (rb->pack > 1) {   /* the block's first token + s_k - s_q; each row adds its own token */
+        base = e_reg(e, RC_B32);
+        INS(e, ADD_U32, R(base), R(row), R(s_k));
+        INS(e, SUB_U32, R(base), R(base), R(rb->own_lengths ? rb->s_q : kc_u32(k, "s_q")));
+    } else {
+        INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
+        INS(e, ADD_U32, R(row), R(row), R(g));
+        INS(e, ADD_U32, R(row), R(row), R(s_k));
+        INS(e, SUB_U32, R(row), R(row), R(rb->own_lengths ? rb->s_q : kc_u32(k, "s_q")));
+    }
     for (int r = 0; r < 2 * tiles; r++) {
         /* key j visible to row i iff j <= i + s_k - s_q, and j < s_k */
         room[r] = e_reg(e, RC_B32);
-        INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
+        if (rb->pack > 1) {   /* row block + token of the row (warp row / pack) */
+            Reg local = e_reg(e, RC_B32);
+            INS(e, MAD_LO_U32, R(local), R(t), I(rb->rows_per_warp), R(g));
+            INS(e, ADD_U32, R(local), R(local), I(16 * (r >> 1) + 8 * (r & 1)));
+            INS(e, SHR_U32, R(local), R(local), I(__builtin_ctz((unsigned)rb->pack)));
+            INS(e, ADD_U32, R(room[r]), R(base), R(local));
+            INS(e, ADD_S32, R(room[r]), R(room[r]), I(1));
+        } else INS(e, ADD_S32, R(room[r]), R(row), I(16 * (r >> 1) + 8 * (r & 1) + 1));
         INS(e, MIN_S32, R(room[r]), R(room[r]), R(s_k));
         INS(e, SUB_S32, R(room[r]), R(room[r]), R(col0));
     }

@@ -48,6 +48,16 @@ int varlen_keys_exit(Kctx *k, const AttnDesc *d, int bn, int parts);
  * dk, dv ([b, s, h, d] or [total, h, d]) and lse ([b, h_q, s_q] or [h_q, total_q], fp32). */
 void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning);
 
+/* Decode packing (tile key pack > 1): CTA y takes query heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s
+ * group of g = h_q / h_kv, j0 = pack (y % cdiv(g, pack)); h0 = kvh g + j0 is the first of them. */
+void packed_heads(Kctx *k, int pack, Reg y, Reg *group, Reg *kvh, Reg *j0, Reg *h0);
+/* A packed CTA's rows: row r is token tok0 + r / pack of query head h0 + r % pack; rows of heads past the CTA's
+ * heads (the group's end) or of tokens at or past s_q hold nothing. */
+typedef struct { int pack; Reg tok0, s_q, h0, heads; } PackedRows;
+/* The lane's row r of the fragment layout (rows g and g + 8 of each 16-row tile from warp_row0): its token, query
+ * head and whether it is a row of the problem. */
+void packed_row(Kctx *k, const PackedRows *pr, Reg warp_row0, int r, Reg *tok, Reg *head, Reg *ok);
+
 /* A CTA that owns query rows [m_start, m_start + bm) and steps over keys bn
  * at a time; each warp owns rows_per_warp of the rows (fwd, bwd dQ). */
 typedef struct {
@@ -57,6 +67,7 @@ typedef struct {
     int last_first;                   /* 1: CTA x owns the row block nctaid.x - 1 - x (row_block) */
     int pair;                         /* 1: CTAs x and x + 1 (a cluster of 2) share the row block x / 2 */
     int own_lengths;                  /* 1: s_q, s_k are the sequence's (varlen), not the parameters row_room rereads */
+    int pack;                         /* > 1: row r is token m_start + r / pack (PackedRows); bm counts tokens */
 } RowBlocks;
 /* The row block this CTA owns, into m: %ctaid.x (x / 2 for a pair), or counted from the last when
  * rb->last_first (causal: the longest rows start first, so the grid's last wave is short rows). Read where

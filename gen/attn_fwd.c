@@ -13,7 +13,9 @@
  * Block-sparse, the key blocks are those of the query block's key list (attn_sparse.h), K of the next of them
  * streaming in. Paged, each key block's rows come from the page block_table names (issue_keys), the sequence's
  * length from seqlens_k. Split-KV, num_splits CTAs share a row block's key blocks and store fp32 partials for the
- * combine kernel (attn_splitkv.h). The inner loop is attn_step() below. */
+ * combine kernel (attn_splitkv.h). Packed (tile key pack, decode-shaped GQA), the bm rows are bm/pack tokens of pack
+ * query heads of one kv head, head innermost (PackedRows), so each K/V tile serves all of them. The inner loop is
+ * attn_step() below. */
 #include "attn_sparse.h"
 #include "attn_splitkv.h"
 #include <stdio.h>
@@ -40,6 +42,8 @@ typedef struct {
     KeyList *kl;                      /* block-sparse: the key list being walked (NULL: every key block) */
     Reg b, kvh;                       /* paged: the batch entry and kv head whose pages are read */
     Reg split;                        /* split-KV: this CTA's share of the row block's keys */
+    int pack;                         /* query heads per CTA (1: one; else rows are PackedRows pr) */
+    PackedRows pr;
 } Fwd;
 
 /* batch entry and query head of this CTA (split-KV: %ctaid.z counts splits within batch entries) */
@@ -55,9 +59,18 @@ static void setup_problem(Kctx *k, Fwd *f) {
     fwd_coords(k, f, &b, &h);
     f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
-    Reg kvh = kv_head_of(k, h);
-    f->m_start = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
+    Reg kvh;
+    if (f->pack == 1) kvh = kv_head_of(k, h);
+    else {   /* heads h0 .. h0 + pack - 1, as many of them as the group has from j0 */
+        Reg group, j0;
+        packed_heads(k, f->pack, h, &group, &kvh, &j0, &h);
+        f->pr = (PackedRows){f->pack, .s_q = f->s_q, .h0 = h, .heads = e_reg(e, RC_B32)};
+        INS(e, SUB_U32, R(f->pr.heads), R(group), R(j0));
+        INS(e, MIN_U32, R(f->pr.heads), R(f->pr.heads), I(f->pack));
+    }
+    f->m_start = e_reg(e, RC_B32);   /* packed: the first token */
+    INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm / f->pack));
+    f->pr.tok0 = f->m_start;
     SeqSpan sp = {0};
     if (f->d->varlen) {   /* the sequence's own lengths; the grid's rows past them have nothing to do */
         Reg past = e_reg(e, RC_PRED);
@@ -90,8 +103,8 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0,
-                        f->d->varlen || f->d->page_size};
+    f->rb = (RowBlocks){f->d->causal, f->d->tile.bm / f->pack, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start,
+                        0, 0, 0, f->d->varlen || f->d->page_size, f->pack};
 }
 
 /* K or V (v) rows [n_start, n_start + bn) into tile, rows at or past s_k zero-filled. Paged: they are rows
@@ -168,15 +181,46 @@ static void attn_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     mma_ab_trans(k, &f->o, p, bn / 16, &f->fv, d->dtype);              /* O += P V */
 }
 
+/* Packed rows go straight from registers to their (token, head): each row's O is a few hundred bytes, and a
+ * staged tile's rows would not be one stride apart. O pairs of columns 2t, 2t + 1; LSE by the quad's lead lane. */
+static void packed_store(Kctx *k, Fwd *f, const Reg *lse) {
+    Emit *e = &k->e;
+    Reg b, y, t = e_reg(e, RC_B32), lead = e_reg(e, RC_PRED), o_rs = row_stride_bytes(k, "o");
+    Op cvt = f->d->dtype == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    cta_coords(k, &b, &y);
+    INS(e, AND_B32, R(t), R(k->lane), I(3));
+    INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
+    for (int r = 0; r < 2 * f->mt; r++) {
+        Reg tok, head, ok, w = e_reg(e, RC_B32), a = e_reg(e, RC_B64), lp = e_reg(e, RC_PRED);
+        packed_row(k, &f->pr, f->warp_row0, r, &tok, &head, &ok);
+        Reg ob = head_base(k, "o", b, head);
+        INS(e, MAD_WIDE_U32, R(a), R(tok), R(o_rs), R(ob));
+        INS(e, MAD_WIDE_U32, R(a), R(t), I(4), R(a));
+        for (int j = 0; j < f->o.nt; j++) {
+            Reg pair = e_reg(e, RC_B32);
+            e_insn(e, NOGUARD, 0, cvt, OPNDS(R(pair), R(ACC(&f->o, r >> 1, j, 2 * (r & 1) + 1)), R(ACC(&f->o, r >> 1, j, 2 * (r & 1)))));
+            INSP(e, ok, 0, ST_GLOBAL_B32, A(a, 16 * j), R(pair));
+        }
+        INS(e, ADD_U32, R(w), R(stats_row(k, b, head)), R(tok));   /* lse[b][head][tok] */
+        INS(e, MAD_WIDE_U32, R(a), R(w), I(4), R(kc_ptr(k, "lse")));
+        INS(e, AND_PRED, R(lp), R(ok), R(lead));
+        INSP(e, lp, 0, ST_GLOBAL_F32, A(a, 0), R(lse[r]));
+    }
+}
+
 /* Output addresses are formed here, not kept live through the key loop. */
 static void epilogue(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
     Reg lse[4], b, h, rows_left = e_reg(e, RC_B32), o_rows = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
     if (f->d->splitkv) {   /* the split's partials, for the combine */
-        cta_coords(k, &b, &h);
-        INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-        splitkv_store(k, &f->o, lse, f->mt, f->warp_row0, f->m_start, h, rows_left);
+        PackedRows one = {1, f->m_start, f->s_q, f->pr.h0, f->pr.heads};
+        if (f->pack == 1) cta_coords(k, &b, &one.h0);
+        splitkv_store(k, &f->o, lse, f->mt, f->warp_row0, f->pack > 1 ? &f->pr : &one);
+        return;
+    }
+    if (f->pack > 1) {
+        packed_store(k, f, lse);
         return;
     }
     sync_tiles(k);                               /* O staging reuses Q's shared memory */
@@ -198,7 +242,7 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     Kctx kc;
     kctx_begin(&kc, ks);
     Emit *e = &kc.e;
-    Fwd f = {.d = d, .mt = d->tile.bm / d->tile.warps / 16, .threads = 32 * d->tile.warps};
+    Fwd f = {.d = d, .mt = d->tile.bm / d->tile.warps / 16, .threads = 32 * d->tile.warps, .pack = d->tile.pack > 1 ? d->tile.pack : 1};
     f.sq = (SmemTile){d->tile.bm, d->d, p->region[0].offset};
     f.sk = (SmemTile){d->tile.bn, d->d, p->region[1].offset};
     f.sv = (SmemTile){d->tile.bn, d->dv, p->region[2].offset};
@@ -223,7 +267,9 @@ void attn_fwd_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     }
     tl_init(&kc, &f.ld, d->d, d->tile.bm > d->tile.bn ? d->tile.bm : d->tile.bn, f.threads);
     e_comment(e, "prologue: Q_m and K_0 in flight");
-    tl_issue(&kc, &f.ld, f.sq, f.q_base, f.q_rs, f.m_start, f.s_q);
+    if (f.pack > 1)
+        tl_issue_packed(&kc, &f.ld, f.sq, f.q_base, f.q_rs, stride_bytes(&kc, "q", 'h'), f.pack, f.m_start, f.s_q, f.pr.heads);
+    else tl_issue(&kc, &f.ld, f.sq, f.q_base, f.q_rs, f.m_start, f.s_q);
     issue_keys(&kc, &f, f.sk, 0, k0);
     INS0(e, CP_ASYNC_COMMIT);
 

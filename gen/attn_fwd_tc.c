@@ -64,7 +64,7 @@ typedef struct {
 
 /* The CTA's tokens, heads, batch and key blocks: [0, n_full) need no mask, [n_full, n_max) do; block-sparse, the
  * steps are the key list's entries instead (n_max its count: every role but the softmax only counts them). Packed,
- * CTA y takes heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s group of g, j0 = pack (y % cdiv(g, pack)). */
+ * CTA y takes heads j0 .. j0 + pack - 1 of its kv head's group (packed_heads). */
 static void problem(Kctx *k, TcFwd *f) {
     Emit *e = &k->e;
     int tokens = f->qt * TC_FWD_BM / f->pack;
@@ -79,17 +79,7 @@ static void problem(Kctx *k, TcFwd *f) {
     }
     cta_coords(k, &f->b, &f->h);
     if (f->pack == 1) f->kvh = kv_head_of(k, f->h);
-    else {
-        Reg nb = e_reg(e, RC_B32), y = f->h;
-        f->group = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->j0 = e_reg(e, RC_B32), f->h = e_reg(e, RC_B32);
-        INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
-        INS(e, ADD_U32, R(nb), R(f->group), I(f->pack - 1));
-        INS(e, DIV_U32, R(nb), R(nb), I(f->pack));
-        INS(e, DIV_U32, R(f->kvh), R(y), R(nb));
-        INS(e, REM_U32, R(f->j0), R(y), R(nb));
-        INS(e, MUL_LO_U32, R(f->j0), R(f->j0), I(f->pack));
-        INS(e, MAD_LO_U32, R(f->h), R(f->kvh), R(f->group), R(f->j0));
-    }
+    else packed_heads(k, f->pack, f->h, &f->group, &f->kvh, &f->j0, &f->h);
     if (f->d->varlen) {   /* packed (pack 1, one CTA): the sequence's lengths, TMA rows from its first, batch 0 */
         SeqSpan sp = seq_span(k, f->b);
         f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);

@@ -73,19 +73,20 @@ static const char *const kv_stage[] = {"KV.0", "KV.1", "KV.2", "KV.3"};
 
 /* Seed 002's comparison for a decode shape: the same packed rows with mma.sync's register accumulators need
  * a cross-warp buffer for the S and O parts, 4 B x (m16 row tiles) x 256 threads x 64 (Mirage's S_O_BUFFER),
- * which TMEM makes unnecessary; ptxgen's own mma.sync attn_fwd packs nothing (one head per CTA). */
+ * which TMEM makes unnecessary. ptxgen's own mma.sync attn_fwd packs without it: its warps split the rows, not the
+ * keys, so no partial S or O crosses warps. */
 static void decode_aside(const AttnDesc *d, Plan *p) {
     int rows = d->decode_sq * d->decode_group, tiles = (rows + 15) / 16, pack = tc_fwd_pack(&d->tile);
     int per_cta = TC_FWD_BM * tc_fwd_qtiles(&d->tile);
     long long so = 4LL * tiles * 256 * 64;
     snprintf(p->aside, sizeof p->aside, "mma.sync for this decode shape (s_q %d x %d query heads per kv head = %d rows): "
              "packed with register accumulators, seed 002's cross-warp S/O buffer takes 4 B x %d m16 tiles x 256 threads "
-             "x 64 = %lld B of shared memory, %s the %d B a block may opt into on %s; unpacked (ptxgen's mma.sync "
-             "attn_fwd), one head a CTA, %d of its 128 rows used and every K/V tile read by %d CTAs. Here S, P and O "
-             "live in TMEM (%d columns), %d heads x %d tokens share each CTA and one K/V tile (%d B of shared memory).",
-             d->decode_sq, d->decode_group, rows, tiles, so, so > d->arch->smem_block_optin ? "over" : "within",
-             d->arch->smem_block_optin, d->arch->name, d->decode_sq, d->decode_group, p->tmem_cols, pack, per_cta / pack,
-             p->smem_bytes);
+             "x 64 = %lld B of shared memory, %s the %d B a block may opt into on %s, because its warps split the keys; "
+             "ptxgen's mma.sync attn_fwd packs them with none, each warp owning 16 or 32 whole rows over every key. "
+             "Here S, P and O live in TMEM (%d columns), %d heads x %d tokens share each CTA and one K/V tile (%d B of "
+             "shared memory).", d->decode_sq, d->decode_group, rows, tiles, so,
+             so > d->arch->smem_block_optin ? "over" : "within", d->arch->smem_block_optin, d->arch->name, p->tmem_cols,
+             pack, per_cta / pack, p->smem_bytes);
 }
 
 void attn_fwd_tc_plan(const AttnDesc *d, Plan *p) {
@@ -170,8 +171,6 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
         snprintf(ks->grid[0], sizeof ks->grid[0], "2 * cdiv(s_q, %d)", 2 * TC_FWD_BM);
         snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");
     }
-    if (pack > 1)   /* CTA y: kv head y / cdiv(g, pack), its heads pack (y % cdiv(g, pack)) .. of the group g = h_q / h_kv */
-        snprintf(ks->grid[1], sizeof ks->grid[1], "h_kv * cdiv(h_q / h_kv, %d)", pack);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_b * 2"};
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};

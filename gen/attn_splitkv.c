@@ -44,24 +44,19 @@ static Reg part_row(Kctx *k, Reg z, Reg h, Reg r) {
     return i;
 }
 
-void splitkv_store(Kctx *k, const Acc *o, const Reg *lse, int mt, Reg warp_row0, Reg m_start, Reg h, Reg nrows) {
+void splitkv_store(Kctx *k, const Acc *o, const Reg *lse, int mt, Reg warp_row0, const PackedRows *pr) {
     Emit *e = &k->e;
     int dv = o->nt * 8;
-    Reg z = e_reg(e, RC_B32), g = e_reg(e, RC_B32), t = e_reg(e, RC_B32), row0 = e_reg(e, RC_B32);
+    Reg z = e_reg(e, RC_B32), t = e_reg(e, RC_B32), lead0 = e_reg(e, RC_PRED);
     INS(e, MOV_B32, R(z), SR("%ctaid.z"));
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
     INS(e, AND_B32, R(t), R(k->lane), I(3));
-    INS(e, ADD_U32, R(row0), R(warp_row0), R(g));
-    Reg first = part_row(k, z, h, m_start);
+    INS(e, SETP_EQ_U32, R(lead0), R(t), I(0));
     for (int r = 0; r < 2 * mt; r++) {   /* rows g and g + 8 of each 16-row tile */
-        Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
-        Reg i = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(row), R(row0), I(16 * (r >> 1) + 8 * (r & 1)));
-        INS(e, SETP_LT_U32, R(p), R(row), R(nrows));
-        INS(e, ADD_U32, R(i), R(first), R(row));
+        Reg tok, head, p, a = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
+        packed_row(k, pr, warp_row0, r, &tok, &head, &p);
+        Reg i = part_row(k, z, head, tok);
         INS(e, MAD_WIDE_U32, R(a), R(i), I(4), R(kc_ptr(k, "lse_part")));
-        INS(e, SETP_EQ_U32, R(lead), R(t), I(0));
-        INS(e, AND_PRED, R(lead), R(lead), R(p));
+        INS(e, AND_PRED, R(lead), R(lead0), R(p));
         INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(lse[r]));
         INS(e, MUL_LO_U32, R(i), R(i), I(dv));
         INS(e, MAD_LO_U32, R(i), R(t), I(2), R(i));

@@ -86,7 +86,7 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
 /* Paged KV: a kind that reads a paged cache, one power-of-two page size, not with varlen or a mask (the sequence
  * lengths come from seqlens_k). Whole tiles of keys per page: paged_tiles. */
 static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
-    if (rq->splitkv && !kind->paged_ok) {
+    if (rq->splitkv && !kind->decode_tile) {
         snprintf(err, errlen, "split-KV is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
                  family_name(kind->family), kind->name);
         return 2;
@@ -97,7 +97,7 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
     }
     d->splitkv = rq->splitkv != 0;
     if (!rq->page_size) return 0;
-    if (!kind->paged_ok) {
+    if (!kind->decode_tile) {
         snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
                  family_name(kind->family), kind->name);
         return 2;
@@ -239,10 +239,10 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
             *kind = alt;
         }
     }
-    if (s->asked == FAM_AUTO && (rq->page_size > 0 || rq->splitkv) && !(*kind)->paged_ok) {
+    if (s->asked == FAM_AUTO && (rq->page_size > 0 || rq->splitkv) && !(*kind)->decode_tile) {
         for (int i = 0; i < kind_count(); i++) {
             const KernelKind *alt = kind_at(i);
-            if (alt->paged_ok && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
+            if (alt->decode_tile && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
                 snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no paged KV cache or split-KV yet, so %s gets %s",
                          family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
                 *kind = alt;
@@ -286,10 +286,11 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
 
 /* A decode shape on a kind that packs query heads into a CTA's bm rows (tile key pack): the pack that
  * needs the fewest CTAs per kv head, cdiv(g, pack) x cdiv(s_q, bm / pack), since each of them reads the
- * whole of K and V (the smaller pack on a tie); the tile note says so. */
+ * whole of K and V (the smaller pack on a tie), then the kind's decode tile (KernelKind.decode_tile); the tile note
+ * says so. */
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
-    if (d->varlen || d->block_m || d->page_size) return;   /* packed heads would span sequences, or key lists */
+    if (d->varlen || d->block_m) return;   /* packed heads would span sequences, or key lists of several heads */
     const TileKey *key = NULL;
     for (int i = 0; i < *kind->nkeys; i++)
         if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];
@@ -304,6 +305,13 @@ static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     snprintf(s->tuned, sizeof s->tuned, "pack=%d for the decode shape (s_q %d, %d query heads per kv head): %d CTA%s "
              "per kv head, each reading K and V once for %d heads", best, d->decode_sq, d->decode_group, fewest,
              fewest > 1 ? "s" : "", best < d->decode_group ? best : d->decode_group);
+    if (!kind->decode_tile) return;
+    int bm = d->tile.bm;
+    kind->decode_tile(d);
+    size_t n = strlen(s->tuned);
+    if (d->tile.bm == bm) return;
+    snprintf(s->tuned + n, sizeof s->tuned - n, "; bm=%d warps=%d bn=%d, the fewest rows that hold its %d", d->tile.bm,
+             d->tile.warps, d->tile.bn, d->decode_sq * best);
 }
 
 /* A tile tune saved for this request's key replaces the default; one that no longer parses or fits is

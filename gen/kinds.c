@@ -11,9 +11,11 @@ static const int fwd_wg_hdims[] = {64, 128, 256}, tc_hdims[] = {64, 128, 192, 25
 static int mla_pair_warps(const AttnTile *t) { return 2 * t->bm / 16; }
 
 static const KernelKind kinds[] = {
-    {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, LSE", FAM_MMA_SYNC,
+    {"attn_fwd", "FlashAttention-2 forward (m16n8k16), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, paged KV, "
+     "split-KV, GQA heads packed for decode, LSE", FAM_MMA_SYNC,
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
-     NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, 1},
+     NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse,
+     attn_fwd_decode_tile},
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,

@@ -29,7 +29,9 @@ typedef struct {
     int varlen_ok;         /* takes variable lengths (ptxgen_request.varlen) */
     /* takes a block mask (ptxgen_request.block_m): the lists its kernels walk, at their tiles (NULL: dense only) */
     void (*sparse)(const AttnDesc *d, SparseLists *l);
-    int paged_ok;          /* decode options: k and v from a paged cache (ptxgen_request.page_size), split-KV (.splitkv) */
+    /* non-NULL: the kind takes the decode options, k and v from a paged cache (ptxgen_request.page_size) and split-KV
+     * (.splitkv), and this sizes its default tile for a decode shape (d->decode_sq, after the pack is chosen) */
+    void (*decode_tile)(AttnDesc *d);
 } KernelKind;
 
 

@@ -212,7 +212,7 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     p->num_splits = o->num_splits;
     if (o->req.page_size) {   /* paged KV: the lengths and the block table, per seed */
         p->page_size = o->req.page_size;
-        if (paged_setup(p, o->seed, err, sizeof err)) {
+        if (paged_setup(p, o->seed, o->full_kv, err, sizeof err)) {
             fprintf(stderr, "ptxgen: %s\n", err);
             return 2;
         }
@@ -580,6 +580,38 @@ static int time_kernels(Session *ss, const RunOpts *o, float *ms, float set_ms) 
     return rc;
 }
 
+/* A paged decode is bound by memory: the KV bytes it reads per second beside the copy bandwidth of this GPU, measured
+ * here (a device-to-device copy as large as the cache, at least 256 MB so it is not L2's; read + write bytes). */
+static int kv_bandwidth(Session *ss, const RunOpts *o, float kernel_ms) {
+    char err[1024] = "";
+    double kv = paged_kv_bytes(&ss->pb);
+    size_t bytes = (size_t)(kv > 256e6 ? kv : 256e6);
+    DevPtr a = 0, b = 0;
+    DevEvent *e0 = NULL, *e1 = NULL;
+    float *ms = calloc((size_t)o->iters, sizeof *ms);
+    int rc = !ms || dev_alloc(ss->dev, &a, bytes, err, sizeof err) || dev_alloc(ss->dev, &b, bytes, err, sizeof err) ||
+             dev_fill_u8(ss->dev, a, 0x5a, bytes, err, sizeof err) || dev_event_new(ss->dev, &e0, err, sizeof err) ||
+             dev_event_new(ss->dev, &e1, err, sizeof err);
+    for (int i = 0; !rc && i < o->warmup + o->iters; i++) {
+        float t = 0;
+        rc = dev_event_record(e0, err, sizeof err) || dev_copy(ss->dev, b, a, bytes, err, sizeof err) ||
+             dev_event_record(e1, err, sizeof err) || dev_event_ms(e0, e1, &t, err, sizeof err);
+        if (i >= o->warmup) ms[i - o->warmup] = t;
+    }
+    if (!rc) {
+        qsort(ms, (size_t)o->iters, sizeof *ms, cmp_float);
+        double copy = 2.0 * (double)bytes / (ms[o->iters / 2] * 1e-3), read = kv / (kernel_ms * 1e-3);
+        printf("bench: KV read %.0f GB/s (%.1f MB of K and V in %.4f ms); device-to-device copy %.0f GB/s (read + write of "
+               "%.0f MB, median of %d); KV read / copy = %.1f%%\n", read / 1e9, kv / 1e6, kernel_ms, copy / 1e9,
+               (double)bytes / 1e6, o->iters, 100.0 * read / copy);
+    } else if (err[0]) fail("bench", err);
+    if (e0) dev_event_free(e0);
+    if (e1) dev_event_free(e1);
+    if ((a && dev_free(ss->dev, a, err, sizeof err)) || (b && dev_free(ss->dev, b, err, sizeof err))) rc = fail("bench", err);
+    free(ms);
+    return rc;
+}
+
 int run_bench(const RunOpts *in) {
     RunOpts opts, *o = &opts;
     int rc = prepare(in, 1, o);
@@ -603,6 +635,7 @@ int run_bench(const RunOpts *in) {
         printf("bench: %s: median %.4f ms (min %.4f, max %.4f, n=%d) %.1f TFLOP/s\n", shape, med, ms[0],
                ms[o->iters - 1], o->iters, problem_flops(&ss.pb) / (med * 1e-3) / 1e12);
         rc = time_kernels(&ss, o, ms, med);
+        if (!rc && ss.pb.page_size) rc = kv_bandwidth(&ss, o, med);
     }
     if (!rc && !guards_intact(&ss)) rc = 1;   /* bench shapes are the large ones: overflowing offsets show here */
     free(ms);

@@ -32,6 +32,7 @@ typedef struct {
     const char *block_mask;
     int mask_heads;
     int num_splits;         /* req.splitkv: the CTAs per row block that share its keys */
+    int full_kv;            /* req.page_size: every sequence holds s_k keys (else lengths drawn per seed) */
 } RunOpts;
 
 /* Exit codes: 0 pass, 1 failure (wrong result, device or driver error), 2 bad input. */

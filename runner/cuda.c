@@ -52,6 +52,7 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "function pointers must
     X(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL, (CUdeviceptr, const void *, size_t))                       \
     X(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL, (void *, CUdeviceptr, size_t))                             \
     X(MemsetD8Async, "cuMemsetD8Async", NULL, (CUdeviceptr, unsigned char, size_t, CUstream))         \
+    X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL, (CUdeviceptr, CUdeviceptr, size_t, CUstream))    \
     X(LaunchKernel, "cuLaunchKernel", NULL,                                                           \
       (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,              \
        unsigned int, unsigned int, CUstream, void **, void **))                                       \
@@ -506,6 +507,14 @@ static int cu_fill_u8(Device *d_, DevPtr dst, uint8_t v, size_t bytes, char *err
                       err, errlen)) ? -1 : 0;
 }
 
+static int cu_copy(Device *d_, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t errlen)
+{
+    CuDev *d = (CuDev *)d_;
+    return (bind(d, err, errlen) ||
+            mem_check(d, d->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, (CUstream)d->base.stream),
+                      "cuMemcpyDtoDAsync", bytes, err, errlen)) ? -1 : 0;
+}
+
 /* Only configuration errors show up here; faults inside the kernel surface
  * at the next synchronizing call (dev_sync, dev_download, dev_event_ms). */
 static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
@@ -629,7 +638,7 @@ static int cu_tmap_encode(Device *d_, const DevTmapDesc *m, uint8_t out[DEV_TMAP
 static const DevOps kCudaOps = {
     .name = "cuda", .close = cu_close, .info = cu_info, .load_ptx = cu_load_ptx, .unload = cu_unload,
     .get_func = cu_get_func, .func_attrs = cu_func_attrs, .set_dyn_smem = cu_set_dyn_smem, .alloc = cu_alloc,
-    .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .launch = cu_launch,
+    .free = cu_free, .upload = cu_upload, .download = cu_download, .fill_u8 = cu_fill_u8, .copy = cu_copy, .launch = cu_launch,
     .sync = cu_sync, .event_new = cu_event_new, .event_free = cu_event_free, .event_record = cu_event_record,
     .event_ms = cu_event_ms, .stats = cu_stats, .tmap_encode = cu_tmap_encode, .last_load = cu_last_load,
 };

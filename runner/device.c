@@ -90,6 +90,10 @@ int dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_
 {
     return d->ops->fill_u8(d, dst, v, bytes, err, n);
 }
+int dev_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t n)
+{
+    return d->ops->copy(d, dst, src, bytes, err, n);
+}
 int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args, char *err,
                size_t n)
 {

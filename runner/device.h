@@ -78,6 +78,8 @@ int  dev_free(Device *d, DevPtr p, char *err, size_t errlen);
 int  dev_upload(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
 int  dev_download(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen);
 int  dev_fill_u8(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen);
+/* Device-to-device copy of bytes on the launch stream (bench: the copy bandwidth memory-bound kernels are judged by). */
+int  dev_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t errlen);
 
 /* args: array of pointers to each parameter value, in the kernel's parameter order. */
 int  dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,

@@ -19,6 +19,7 @@ typedef struct DevOps {
     int (*upload)(Device *d, DevPtr dst, const void *src, size_t bytes, char *err, size_t errlen);
     int (*download)(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen);
     int (*fill_u8)(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen);
+    int (*copy)(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t errlen);   /* on the stream */
     int (*launch)(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
                   unsigned dyn_smem, void **args, char *err, size_t errlen);   /* cluster: NULL or x, y, z */
     int (*sync)(Device *d, char *err, size_t errlen);

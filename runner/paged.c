@@ -36,7 +36,7 @@ static Tensor int_tensor(const char *name, int n) {
                     .stride_b = (uint64_t)n, .elems = (size_t)n, .count = (size_t)n, .esize = 4};
 }
 
-int paged_setup(Problem *p, uint64_t seed, char *err, size_t errlen) {
+int paged_setup(Problem *p, uint64_t seed, int full, char *err, size_t errlen) {
     Rng r;
     rng_seed(&r, seed ^ 0x70616765ull);   /* its own stream: the shapes are known before the inputs are drawn */
     int ps = p->page_size;
@@ -48,7 +48,7 @@ int paged_setup(Problem *p, uint64_t seed, char *err, size_t errlen) {
         return snprintf(err, errlen, "out of host memory for the block table"), 1;
     long long pages = 2;
     for (int i = 0; i < p->b; i++) {
-        int len = i == p->b - 1 ? p->s_k : (int)rng_below(&r, (uint32_t)p->s_k + 1);
+        int len = full || i == p->b - 1 ? p->s_k : (int)rng_below(&r, (uint32_t)p->s_k + 1);
         p->seqlens.ints[i] = len;
         pages += (len + ps - 1) / ps;
     }
@@ -105,6 +105,12 @@ double paged_fwd_flops(const Problem *p) {
     double f = 0;
     for (int i = 0; i < p->b; i++) f += 2.0 * p->h_q * p->s_q * (double)p->seqlens.ints[i] * (p->d + p->d_v);
     return f;
+}
+
+double paged_kv_bytes(const Problem *p) {
+    double keys = 0;
+    for (int i = 0; i < p->b; i++) keys += p->seqlens.ints[i];
+    return keys * p->h_kv * (p->d + p->d_v) * 2.0;
 }
 
 void paged_describe(const Problem *p, char *buf, size_t len) {

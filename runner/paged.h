@@ -6,9 +6,12 @@
 #define PTXGEN_PAGED_H
 #include "problem.h"
 
-/* The lengths (the last sequence s_k long, the others drawn in [0, s_k]) and the block table (pages in shuffled
- * order, two spare pages nobody uses, -1 past each sequence's pages) from seed; p's b, s_k and page_size set. */
-int  paged_setup(Problem *p, uint64_t seed, char *err, size_t errlen);
+/* The lengths (the last sequence s_k long, the others drawn in [0, s_k]; full: all s_k long) and the block table
+ * (pages in shuffled order, two spare pages nobody uses, -1 past each sequence's pages) from seed; p's b, s_k and
+ * page_size set. */
+int  paged_setup(Problem *p, uint64_t seed, int full, char *err, size_t errlen);
+/* Bytes of K and V a forward reads: each sequence's keys, once per kv head. */
+double paged_kv_bytes(const Problem *p);
 void paged_layouts(Problem *p, int pad);
 int  paged_ref_fwd(const Problem *p, double *const ref[]);
 double paged_fwd_flops(const Problem *p);

@@ -66,6 +66,33 @@ void tl_issue_at(Kctx *k, TileLoader *tl, SmemTile t, Reg shift, Reg base, Reg s
     }
 }
 
+void tl_issue_packed(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg tok_stride, Reg head_stride, int pack,
+                     Reg tok_start, Reg ntok, Reg nheads) {
+    Emit *e = &k->e;
+    Reg src0 = e_reg(e, RC_B64), last_tok = e_reg(e, RC_B32), last_head = e_reg(e, RC_B32);
+    INS(e, ADD_U64, R(src0), R(base), R(tl->col64));
+    INS(e, SUB_U32, R(last_tok), R(ntok), I(1));
+    INS(e, SUB_U32, R(last_head), R(nheads), I(1));
+    for (int rows = 0; rows < t.rows; rows += tl->rpp) {
+        /* out-of-range rows copy 0 bytes from a clamped, in-range address */
+        Reg rr = e_reg(e, RC_B32), tok = e_reg(e, RC_B32), j = e_reg(e, RC_B32), sz = e_reg(e, RC_B32);
+        Reg p = e_reg(e, RC_PRED), q = e_reg(e, RC_PRED), src = e_reg(e, RC_B64);
+        INS(e, ADD_U32, R(rr), R(tl->row0), I(rows));
+        INS(e, SHR_U32, R(tok), R(rr), I(__builtin_ctz((unsigned)pack)));
+        INS(e, ADD_U32, R(tok), R(tok), R(tok_start));
+        INS(e, AND_B32, R(j), R(rr), I(pack - 1));
+        INS(e, SETP_LT_U32, R(p), R(tok), R(ntok));
+        INS(e, SETP_LT_U32, R(q), R(j), R(nheads));
+        INS(e, AND_PRED, R(p), R(p), R(q));
+        INS(e, SELP_B32, R(sz), I(16), I(0), R(p));
+        INS(e, MIN_U32, R(tok), R(tok), R(last_tok));
+        INS(e, MIN_U32, R(j), R(j), R(last_head));
+        INS(e, MAD_WIDE_U32, R(src), R(tok), R(tok_stride), R(src0));
+        INS(e, MAD_WIDE_U32, R(src), R(j), R(head_stride), R(src));
+        INS(e, CP_ASYNC_CG_16, A(tl->dst[rows & 7], t.off + (int64_t)rows * tile_row_bytes(t)), A(src, 0), I(16), R(sz));
+    }
+}
+
 void ldsm_bases_at(Kctx *k, LdsmBases *lb, SmemTile t, Reg lane_row, Reg sel, Reg pair) {
     Emit *e = &k->e;
     lb->t = t;

@@ -34,6 +34,10 @@ void tl_init(Kctx *k, TileLoader *tl, int cols, int max_rows, int threads);
 void tl_issue(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
 /* The same into t moved by `shift` bytes (a runtime stage offset, see stages.h). */
 void tl_issue_at(Kctx *k, TileLoader *tl, SmemTile t, Reg shift, Reg base, Reg stride_bytes, Reg row_start, Reg nrows);
+/* Rows of `pack` (a power of two) interleaved heads: tile row r is token tok_start + r / pack of head r % pack, at
+ * base + token * tok_stride + head * head_stride (bytes); rows of tokens >= ntok or heads >= nheads are zero-filled. */
+void tl_issue_packed(Kctx *k, TileLoader *tl, SmemTile t, Reg base, Reg tok_stride, Reg head_stride, int pack,
+                     Reg tok_start, Reg ntok, Reg nheads);
 
 /* ldmatrix addressing: lane L points at tile row (lane_row + row_off) and
  * logical chunk 2*kk + sel. Every row offset used is a multiple of 8, so

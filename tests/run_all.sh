@@ -511,11 +511,35 @@ paged_tests() {
         "^kernel: attn_fwd_splitkv_combine" && pass "split-KV: the combine kernel last"
     # planted bugs: the prologue's K from the next page of the table; the combine's weights not exponentiated
     sparse_mutant "paged mutant: a key block from the wrong page" attn_fwd \
-        's/(\@%p\d+ ld.global.nc.b32 %r\d+, \[%rd\d+)\]/$1+4]/ if /\@%p\d+ ld.global.nc.b32/ && !$n++' --page-size 64 -- \
-        --b 1 --sq 3 --sk 300 --hq 2 --hkv 1
+        's/(\@%p\d+ ld.global.nc.b32 %r\d+, \[%rd\d+)\]/$1+4]/ if /\@%p\d+ ld.global.nc.b32/ && !$n++' --page-size 64 \
+        --tile bm=16,warps=1,bn=64,pack=2 -- --b 1 --sq 3 --sk 300 --hq 2 --hkv 1
     sparse_mutant "split-KV mutant: the combine's weights not exponentiated" attn_fwd \
-        '$c = 1 if /splitkv_combine/; s/ex2.approx.ftz.f32 (%f\d+), (%f\d+)/mov.f32 $1, $2/ if $c' --split-kv -- \
+        '$c = 1 if /splitkv_combine/; s/ex2.approx.ftz.f32 (%f\d+), (%f\d+)/mov.f32 $1, $2/ if $c' --split-kv --tile pack=1 -- \
         --sq 3 --sk 700 --hq 2 --hkv 1 --splits 5
+    # decode packing (tile key pack): pack query heads of a kv head share the CTA's rows, head innermost; ragged groups
+    # (12 heads in packs of 8: the second CTA's last 4 heads idle), multi-token causal, every bm, split-KV, unpaged
+    sparse_sims "sim packed decode" sim_check 'attn_fwd_.*_pack[0-9]+' sm_80 \
+        "--page-size 64 --b 5 --sq 1 --sk 500 --hq 16 --hkv 2 --tile bm=16,warps=1,bn=64,pack=8" \
+        "--page-size 64 --b 3 --sq 3 --sk 300 --hq 24 --hkv 2 --causal --tile bm=32,warps=2,bn=64,pack=8" \
+        "--page-size 32 --b 4 --sq 5 --sk 200 --hq 12 --hkv 1 --causal --tile bm=64,warps=4,bn=32,pack=16 --dtype fp16" \
+        "--page-size 128 --b 2 --sq 16 --sk 400 --hq 8 --hkv 4 --causal --tile bm=64,warps=2,bn=128,pack=2 --hdim 64 --pad 8" \
+        "--page-size 64 --b 2 --sq 2 --sk 190 --hq 8 --hkv 2 --tile bm=16,warps=1,bn=64,pack=4 --hdim 256" \
+        "--b 3 --sq 7 --sk 333 --hq 32 --hkv 4 --causal --tile bm=128,warps=4,pack=8" \
+        "--b 2 --sq 1 --sk 1000 --hq 6 --hkv 1 --tile bm=16,warps=1,pack=8 --scale 0.3" \
+        "--split-kv --page-size 64 --b 2 --sq 1 --sk 3000 --hq 16 --hkv 2 --splits 11 --tile bm=16,warps=1,bn=64,pack=8" \
+        "--split-kv --b 2 --sq 4 --sk 900 --hq 12 --hkv 3 --causal --splits 6 --tile bm=16,warps=1,pack=4"
+    local name="sim paged decode: the mma.sync attn_fwd packs the group's heads in the fewest rows by itself, saying so"
+    run_cli check --kernel attn_fwd --arch sm_90 --device sim --page-size 64 --b 3 --sq 1 --sk 300 --hq 16 --hkv 2 --full-kv
+    expect_rc "$name" 0 && expect_output "$name" \
+        '^tile: pack=8 for the decode shape \(s_q 1, 8 query heads per kv head\).*; bm=16 warps=1 bn=64, the fewest rows that hold its 8$' \
+        '^kernel: attn_fwd_bf16_d128_bm16_bn64_w1_pack8_page64$' 'seqlens_k 300,300,300;' '^check: PASS' && pass "$name"
+    sparse_mutant "packed mutant: every CTA of a kv head takes its group's first heads" attn_fwd \
+        's/rem\.u32 (%r\d+), %r\d+, %r\d+;/mov.u32 $1, 0;/ if /rem\.u32 %r\d+, %r\d+, %r\d+;/ && !$n++' --tile bm=16,warps=1,pack=8 -- --sq 1 --sk 300 --hq 16 --hkv 1
+    usage_error "pack with varlen: refused" "pack=8: the mma.sync attn_fwd packs query heads without varlen or a block mask" \
+        -- --arch sm_80 --kernel attn_fwd --varlen --tile pack=8
+    usage_error "pack with a block mask: refused" "pack=4: the mma.sync attn_fwd packs query heads without varlen" \
+        -- --arch sm_80 --kernel attn_fwd --block-m 128 --block-n 128 --tile pack=4
+    usage_error "--full-kv without a paged cache: refused" "--full-kv needs --page-size" -- check --kernel attn_fwd --full-kv
     usage_error "paged: a page size not a power of two: refused" "page size 48: a power of two from 16 to 256" \
         -- --arch sm_80 --kernel attn_fwd --page-size 48
     usage_error "paged: pages smaller than the key tile: refused" "not a whole number of the mma.sync attn_fwd's key tiles (bn=32)" \
@@ -529,6 +553,10 @@ paged_tests() {
     local a
     for a in sm_80 sm_90 sm_120; do
         tc_ptxas "ptxas paged split-KV attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv --causal
+        for t in bm=16,warps=1,bn=64,pack=8 bm=32,warps=2,bn=64,pack=8 "bm=16,warps=1,bn=64,pack=8 --hdim 256" \
+                 "bm=64,warps=4,bn=64,pack=16 --hdim 64 --causal"; do
+            tc_ptxas "ptxas packed decode attn_fwd $a --tile $t: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --tile $t
+        done
     done
 }
 

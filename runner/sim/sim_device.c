@@ -162,6 +162,15 @@ static int sd_fill(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, si
     return 0;
 }
 
+static int sd_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t errlen)
+{
+    uint8_t *to = host_span((SimDev *)d, dst, bytes, "copy to", err, errlen);
+    uint8_t *from = to ? host_span((SimDev *)d, src, bytes, "copy from", err, errlen) : NULL;
+    if (!from) return -1;
+    memmove(to, from, bytes);
+    return 0;
+}
+
 /* ---- launch ---- */
 static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
                      unsigned dyn_smem, void **args, char *err, size_t errlen)
@@ -252,7 +261,7 @@ static int sd_notes(Device *d_, FILE *out)
 static const DevOps kSimOps = {
     .name = "sim", .close = sd_close, .info = sd_info, .load_ptx = sd_load, .unload = sd_unload,
     .get_func = sd_get_func, .func_attrs = sd_attrs, .set_dyn_smem = sd_set_dyn, .alloc = sd_alloc,
-    .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .launch = sd_launch,
+    .free = sd_free, .upload = sd_upload, .download = sd_download, .fill_u8 = sd_fill, .copy = sd_copy, .launch = sd_launch,
     .sync = sd_sync, .event_new = sd_event_new, .event_free = sd_event_free, .event_record = sd_event_record,
     .event_ms = sd_event_ms, .stats = sd_stats, .stats_get = sd_stats_get, .tmap_encode = sd_tmap_encode, .set_strict = sd_set_strict,
     .notes = sd_notes,
