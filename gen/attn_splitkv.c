@@ -1,5 +1,6 @@
 /* Split-KV: the forward's partial stores and the combine kernel (attn_splitkv.h). */
 #include "attn_splitkv.h"
+#include "../templates/softmax.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -87,34 +88,34 @@ static void combine_spec(const AttnDesc *d, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-/* A pass over the splits of a row: split i (at: its partial row) from 0 until num_splits, each loading its LSE into
- * v and fin: it is +inf (the split saw no key). split_pass_end moves on and closes the loop. */
-typedef struct { Reg i, at, v, fin; int top, end; } SplitPass;
-static SplitPass split_pass(Kctx *k, Reg first) {
+/* A loop over the splits i = i0, i0 + step, .. below num_splits, at = first + i stride their partial row;
+ * split_loop_end moves on and closes it. */
+typedef struct { Reg i, at; int top, end; } SplitLoop;
+static SplitLoop split_loop(Kctx *k, Reg first, Reg i0, Reg stride) {
     Emit *e = &k->e;
-    SplitPass s = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_F32), e_reg(e, RC_PRED), e_label(e), e_label(e)};
-    Reg p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-    INS(e, MOV_B32, R(s.i), I(0));
-    INS(e, MOV_B32, R(s.at), R(first));
+    SplitLoop s = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_label(e), e_label(e)};
+    Reg p = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(s.i), R(i0));
+    INS(e, MAD_LO_U32, R(s.at), R(i0), R(stride), R(first));
     e_place(e, s.top);
     INS(e, SETP_GE_U32, R(p), R(s.i), R(kc_u32(k, "num_splits")));
     INSP(e, p, 0, BRA_UNI, L(s.end));
-    INS(e, MAD_WIDE_U32, R(a), R(s.at), I(4), R(kc_ptr(k, "lse_part")));
-    INS(e, LD_GLOBAL_F32, R(s.v), A(a, 0));
-    INS(e, SETP_EQ_F32, R(s.fin), R(s.v), FI(INFINITY));
     return s;
 }
 
-static void split_pass_end(Kctx *k, const SplitPass *s, Reg stride) {
+static void split_loop_end(Kctx *k, const SplitLoop *s, Reg stride, int step) {
     Emit *e = &k->e;
-    INS(e, ADD_U32, R(s->i), R(s->i), I(1));
-    INS(e, ADD_U32, R(s->at), R(s->at), R(stride));
+    INS(e, ADD_U32, R(s->i), R(s->i), I(step));
+    INS(e, MAD_LO_U32, R(s->at), R(stride), I(step), R(s->at));
     INS(e, BRA_UNI, L(s->top));
     e_place(e, s->end);
 }
 
-/* One warp per row: the largest finite LSE of the splits, then their weights and the weighted O, each lane dv/32
- * columns; a row no split saw gets O 0 and LSE +inf. */
+#define COMBINE_UNROLL 4   /* splits whose loads are in flight together in the weighted sum */
+
+/* One warp per row: the largest finite LSE of the splits (lanes over the splits, then across the warp), then their
+ * weights and the weighted O, COMBINE_UNROLL splits at a time, each lane dv/32 columns; a row no split saw gets O 0
+ * and LSE +inf. */
 static void combine_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
@@ -123,7 +124,7 @@ static void combine_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     int cpl = d->dv / 32, done = e_label(e);
     Reg row = e_reg(e, RC_B32), h = e_reg(e, RC_B32), b = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
     Reg ns = kc_u32(k, "num_splits"), z0 = e_reg(e, RC_B32), i = e_reg(e, RC_B32), m = e_reg(e, RC_F32);
-    Reg a = e_reg(e, RC_B64);
+    Reg a = e_reg(e, RC_B64), v = e_reg(e, RC_F32), fin = e_reg(e, RC_PRED);
     INS(e, MOV_B32, R(row), SR("%ctaid.x"));
     INS(e, MAD_LO_U32, R(row), R(row), I(COMBINE_WARPS), R(k->warp));
     INS(e, MOV_B32, R(h), SR("%ctaid.y"));
@@ -134,38 +135,63 @@ static void combine_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     Reg stride = e_reg(e, RC_B32);                            /* rows from one split to the next */
     INS(e, MUL_LO_U32, R(stride), R(kc_u32(k, "h_q")), R(kc_u32(k, "s_q")));
     Reg first = part_row(k, z0, h, row);
-    /* pass 1: m = the largest finite LSE */
+    /* pass 1: m = the largest finite LSE, lane l taking splits l, l + 32, .. */
     INS(e, MOV_F32, R(m), FI(-INFINITY));
-    SplitPass s1 = split_pass(k, first);
-    INS(e, SELP_F32, R(s1.v), FI(-INFINITY), R(s1.v), R(s1.fin));
-    INS(e, MAX_F32, R(m), R(m), R(s1.v));
-    split_pass_end(k, &s1, stride);
-    /* pass 2: the weights 2^((LSE_i - m) log2 e), 0 for a split without keys, and the weighted O */
-    Reg sum = e_reg(e, RC_F32), w = e_reg(e, RC_F32), none = e_reg(e, RC_PRED), mm = e_reg(e, RC_F32);
-    Reg acc[8], x[8];
+    SplitLoop s1 = split_loop(k, first, kc_imm32(k, 0), stride);   /* uniform steps of 32 splits */
+    Reg il = e_reg(e, RC_B32), atl = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);
+    INS(e, ADD_U32, R(il), R(s1.i), R(k->lane));
+    INS(e, SETP_LT_U32, R(in), R(il), R(ns));
+    INS(e, MAD_LO_U32, R(atl), R(k->lane), R(stride), R(s1.at));
+    INS(e, MAD_WIDE_U32, R(a), R(atl), I(4), R(kc_ptr(k, "lse_part")));
+    INS(e, MOV_F32, R(v), FI(INFINITY));   /* past the last split: as one without keys */
+    INSP(e, in, 0, LD_GLOBAL_F32, R(v), A(a, 0));
+    INS(e, SETP_EQ_F32, R(fin), R(v), FI(INFINITY));
+    INS(e, SELP_F32, R(v), FI(-INFINITY), R(v), R(fin));
+    INS(e, MAX_F32, R(m), R(m), R(v));
+    split_loop_end(k, &s1, stride, 32);
+    warp_allreduce(k, m, OP_MAX_F32);
+    /* pass 2: the weights 2^((LSE_i - m) log2 e), 0 for a split without keys or past the last, and the weighted O */
+    Reg sum = e_reg(e, RC_F32), none = e_reg(e, RC_PRED), mm = e_reg(e, RC_F32), lane_col = e_reg(e, RC_B32);
+    Reg acc[8], x[COMBINE_UNROLL][8];
     for (int c = 0; c < cpl; c++) {
-        acc[c] = e_reg(e, RC_F32), x[c] = e_reg(e, RC_F32);
+        acc[c] = e_reg(e, RC_F32);
         INS(e, MOV_F32, R(acc[c]), FI(0.0f));
     }
     INS(e, SETP_EQ_F32, R(none), R(m), FI(-INFINITY));
     INS(e, SELP_F32, R(mm), FI(0.0f), R(m), R(none));         /* no split saw the row: weights all 0 below */
     INS(e, MOV_F32, R(sum), FI(0.0f));
-    SplitPass s2 = split_pass(k, first);
-    INS(e, SUB_F32, R(w), R(s2.v), R(mm));
-    INS(e, MUL_F32, R(w), R(w), FI((float)M_LOG2E));
-    INS(e, EX2_F32, R(w), R(w));
-    INS(e, SELP_F32, R(w), FI(0.0f), R(w), R(s2.fin));
-    INS(e, ADD_F32, R(sum), R(sum), R(w));
-    Reg col = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(col), R(s2.at), I(d->dv));
-    INS(e, MAD_LO_U32, R(col), R(k->lane), I(cpl), R(col));
-    INS(e, MAD_WIDE_U32, R(a), R(col), I(4), R(kc_ptr(k, "o_part")));
-    for (int c = 0; c < cpl; c += 2) {
-        INS(e, LD_GLOBAL_V2_F32, V2(x[c], x[c + 1]), A(a, 4 * c));
-        INS(e, FMA_F32, R(acc[c]), R(w), R(x[c]), R(acc[c]));
-        INS(e, FMA_F32, R(acc[c + 1]), R(w), R(x[c + 1]), R(acc[c + 1]));
+    INS(e, MUL_LO_U32, R(lane_col), R(k->lane), I(cpl));
+    SplitLoop s2 = split_loop(k, first, kc_imm32(k, 0), stride);
+    Reg w[COMBINE_UNROLL];
+    for (int u = 0; u < COMBINE_UNROLL; u++) {   /* every load first, then the sums */
+        Reg iu = e_reg(e, RC_B32), at = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), col = e_reg(e, RC_B32);
+        w[u] = e_reg(e, RC_F32);
+        INS(e, ADD_U32, R(iu), R(s2.i), I(u));
+        INS(e, SETP_LT_U32, R(in), R(iu), R(ns));
+        INS(e, MAD_LO_U32, R(at), R(stride), I(u), R(s2.at));
+        INS(e, MOV_F32, R(w[u]), FI(INFINITY));
+        INS(e, MAD_WIDE_U32, R(a), R(at), I(4), R(kc_ptr(k, "lse_part")));
+        INSP(e, in, 0, LD_GLOBAL_F32, R(w[u]), A(a, 0));
+        INS(e, MAD_LO_U32, R(col), R(at), I(d->dv), R(lane_col));
+        INS(e, MAD_WIDE_U32, R(a), R(col), I(4), R(kc_ptr(k, "o_part")));
+        for (int c = 0; c < cpl; c += 2) {
+            x[u][c] = e_reg(e, RC_F32), x[u][c + 1] = e_reg(e, RC_F32);
+            INS(e, MOV_F32, R(x[u][c]), FI(0.0f));
+            INS(e, MOV_F32, R(x[u][c + 1]), FI(0.0f));
+            INSP(e, in, 0, LD_GLOBAL_V2_F32, V2(x[u][c], x[u][c + 1]), A(a, 4 * c));
+        }
     }
-    split_pass_end(k, &s2, stride);
+    for (int u = 0; u < COMBINE_UNROLL; u++) {
+        Reg inf = e_reg(e, RC_PRED);
+        INS(e, SETP_EQ_F32, R(inf), R(w[u]), FI(INFINITY));
+        INS(e, SUB_F32, R(w[u]), R(w[u]), R(mm));
+        INS(e, MUL_F32, R(w[u]), R(w[u]), FI((float)M_LOG2E));
+        INS(e, EX2_F32, R(w[u]), R(w[u]));
+        INS(e, SELP_F32, R(w[u]), FI(0.0f), R(w[u]), R(inf));
+        INS(e, ADD_F32, R(sum), R(sum), R(w[u]));
+        for (int c = 0; c < cpl; c++) INS(e, FMA_F32, R(acc[c]), R(w[u]), R(x[u][c]), R(acc[c]));
+    }
+    split_loop_end(k, &s2, stride, COMBINE_UNROLL);
     /* O = acc / sum (0 without keys), LSE = m + ln sum (+inf without keys) */
     Reg inv = e_reg(e, RC_F32), lse = e_reg(e, RC_F32), out[4];
     INS(e, SELP_F32, R(sum), FI(1.0f), R(sum), R(none));

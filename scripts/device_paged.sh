@@ -36,10 +36,10 @@ bench() {   # name, flags
     grep -E '^bench:|^  attn_|^tile:|^ptxgen' "$OUT/b.log" | sed 's/^/    /'
 }
 A="--page-size 64 --b 64 --sq 1 --sk 4096 --hq 64 --hkv 8 --hdim 128 --full-kv"
-for t in ${TILES_A:-"" pack=1 bm=16,warps=1,bn=64,pack=8 bm=16,warps=1,bn=32,pack=8 bm=32,warps=2,bn=64,pack=8 bm=64,warps=4,bn=64,pack=8}; do
+for t in ${TILES_A:-"" pack=1 bm=32,warps=2,bn=64,pack=8 bm=64,warps=4,bn=64,pack=8 bm=128,warps=4,pack=8}; do
     bench "A ${t:-default}" $A ${t:+--tile $t}
 done
 B="--split-kv --page-size 64 --b 1 --sq 1 --sk 131072 --hq 64 --hkv 8 --hdim 128 --full-kv"
-for s in ${SPLITS:-16 33 66 132}; do for t in ${TILES_B:-bm=16,warps=1,bn=64,pack=8 bm=32,warps=2,bn=64,pack=8}; do
-    bench "B splits $s $t" $B --splits $s --tile $t
+for s in ${SPLITS:-16 33 66 132}; do for t in ${TILES_B:-""}; do
+    bench "B splits $s ${t:-default}" $B --splits $s ${t:+--tile $t}
 done; done

@@ -26,13 +26,17 @@ void softmax_mask(Kctx *k, Acc *s, const Reg *room) {
             }
 }
 
-void quad_allreduce(Kctx *k, Reg x, Op op) {
-    for (int mask = 1; mask <= 2; mask <<= 1) {
+/* butterflies over lane masks 1 .. top */
+static void lanes_allreduce(Kctx *k, Reg x, Op op, int top) {
+    for (int mask = 1; mask <= top; mask <<= 1) {
         Reg t = e_reg(&k->e, RC_F32);
         INS(&k->e, SHFL_BFLY, R(t), R(x), I(mask), I(31), I(-1));
         e_insn(&k->e, NOGUARD, 0, op, OPNDS(R(x), R(x), R(t)));
     }
 }
+
+void quad_allreduce(Kctx *k, Reg x, Op op) { lanes_allreduce(k, x, op, 2); }
+void warp_allreduce(Kctx *k, Reg x, Op op) { lanes_allreduce(k, x, op, 16); }
 
 Reg softmax_scaled_max(Kctx *k, Reg m, Reg scale_log2) {
     Emit *e = &k->e;

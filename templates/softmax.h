@@ -35,6 +35,8 @@ void softmax_finish(Kctx *k, RowStats *rs, Acc *o, Reg scale_log2, Reg *lse);
  * (the caller combines the warps' maxima and sums in between): */
 /* x = op(x, shfl_xor(x, 1)); x = op(x, shfl_xor(x, 2)): the 4 lanes of a quad agree. */
 void quad_allreduce(Kctx *k, Reg x, Op op);
+/* the same over all 32 lanes */
+void warp_allreduce(Kctx *k, Reg x, Op op);
 /* max of the running max and row (m tile i, half h) of S, quad-reduced */
 Reg  softmax_row_max(Kctx *k, const Acc *s, const RowStats *rs, int i, int h);
 /* with the row's new max mx: S <- exp2(...), l and O rescaled, m = mx */
