@@ -47,6 +47,22 @@ Reg kv_head_of(Kctx *k, Reg h) {
     return kvh;
 }
 
+Reg paged_seqlen(Kctx *k, Reg b) {
+    Emit *e = &k->e;
+    Reg a = e_reg(e, RC_B64), s_k = e_reg(e, RC_B32);
+    INS(e, MAD_WIDE_U32, R(a), R(b), I(4), R(kc_ptr(k, "seqlens_k")));
+    INS(e, LD_GLOBAL_NC_B32, R(s_k), A(a, 0));
+    return s_k;
+}
+
+Reg block_table_at(Kctx *k, Reg b, Reg pg) {
+    Emit *e = &k->e;
+    Reg id = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    INS(e, MAD_LO_U32, R(id), R(b), R(kc_u32(k, "max_pages")), R(pg));
+    INS(e, MAD_WIDE_U32, R(a), R(id), I(4), R(kc_ptr(k, "block_table")));
+    return a;
+}
+
 void packed_heads(Kctx *k, int pack, Reg y, Reg *group, Reg *kvh, Reg *j0, Reg *h0) {
     Emit *e = &k->e;
     Reg nb = e_reg(e, RC_B32);

@@ -48,6 +48,10 @@ int varlen_keys_exit(Kctx *k, const AttnDesc *d, int bn, int parts);
  * dk, dv ([b, s, h, d] or [total, h, d]) and lse ([b, h_q, s_q] or [h_q, total_q], fp32). */
 void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning);
 
+/* Paged KV (KERNELS.md "Paged KV"): sequence b's keys, seqlens_k[b]; the address of block_table[b][pg]. */
+Reg paged_seqlen(Kctx *k, Reg b);
+Reg block_table_at(Kctx *k, Reg b, Reg pg);
+
 /* Decode packing (tile key pack > 1): CTA y takes query heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s
  * group of g = h_q / h_kv, j0 = pack (y % cdiv(g, pack)); h0 = kvh g + j0 is the first of them. */
 void packed_heads(Kctx *k, int pack, Reg y, Reg *group, Reg *kvh, Reg *j0, Reg *h0);

@@ -85,10 +85,7 @@ static void setup_problem(Kctx *k, Fwd *f) {
     INS(e, MUL_LO_U32, R(f->warp_row0), R(k->warp), I(16 * f->mt));
 
     if (f->d->page_size) {   /* the sequence's keys: seqlens_k[b]; k, v by page (issue_keys) */
-        Reg a = e_reg(e, RC_B64);
-        f->s_k = e_reg(e, RC_B32), f->b = b, f->kvh = kvh;
-        INS(e, MAD_WIDE_U32, R(a), R(b), I(4), R(kc_ptr(k, "seqlens_k")));
-        INS(e, LD_GLOBAL_NC_B32, R(f->s_k), A(a, 0));
+        f->s_k = paged_seqlen(k, b), f->b = b, f->kvh = kvh;
         INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     }
     f->q_base = f->d->varlen ? tensor_base(k, "q", 's', sp.q0, 'h', h) : head_base(k, "q", b, h);
@@ -118,11 +115,10 @@ static void issue_keys(Kctx *k, Fwd *f, SmemTile tile, int v, Reg n_start) {
     Emit *e = &k->e;
     int shift = __builtin_ctz((unsigned)f->d->page_size);
     Reg pg = e_reg(e, RC_B32), first = e_reg(e, RC_B32), row = e_reg(e, RC_B32), left = e_reg(e, RC_B32);
-    Reg id = e_reg(e, RC_B32), a = e_reg(e, RC_B64), in = e_reg(e, RC_PRED);
+    Reg id = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);
     INS(e, SHR_U32, R(pg), R(n_start), I(shift));
     INS(e, SETP_LT_U32, R(in), R(n_start), R(f->s_k));   /* a block past the keys reads no table entry, no row */
-    INS(e, MAD_LO_U32, R(id), R(f->b), R(kc_u32(k, "max_pages")), R(pg));
-    INS(e, MAD_WIDE_U32, R(a), R(id), I(4), R(kc_ptr(k, "block_table")));
+    Reg a = block_table_at(k, f->b, pg);
     INS(e, MOV_B32, R(id), I(0));
     INSP(e, in, 0, LD_GLOBAL_NC_B32, R(id), A(a, 0));
     INS(e, SHL_B32, R(first), R(pg), I(shift));

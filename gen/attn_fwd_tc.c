@@ -84,13 +84,14 @@ static void problem(Kctx *k, TcFwd *f) {
         SeqSpan sp = seq_span(k, f->b);
         f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);
     } else {
-        f->s_q = kc_u32(k, "s_q"), f->s_k = kc_u32(k, "s_k");
+        f->s_q = kc_u32(k, "s_q"), f->s_k = f->d->page_size ? paged_seqlen(k, f->b) : kc_u32(k, "s_k");
         f->tb = f->b;
     }
     f->m_start = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(rb.bm));
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
-    rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start, rb.own_lengths = f->d->varlen;
+    rb.s_q = f->s_q, rb.s_k = f->s_k, rb.off = f->off, rb.m_start = f->m_start,
+    rb.own_lengths = f->d->varlen || f->d->page_size;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
     key_blocks(k, &rb, f->n_full, f->n_max);
     if (f->d->block_m) {
@@ -191,13 +192,20 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         produce_pair(k, f, n, stage, full);
         return;
     }
-    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
+    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32), tb = f->tb;
     INS(e, MUL_LO_U32, R(row), R(f->d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(f->bn));
     if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
     int past = umma_leader_only(k, f->leader);
+    if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] (bn divides the page) */
+        Reg pg = e_reg(e, RC_B32);
+        tb = e_reg(e, RC_B32);
+        INS(e, SHR_U32, R(pg), R(row), I(__builtin_ctz((unsigned)d->page_size)));
+        INS(e, LD_GLOBAL_NC_B32, R(tb), A(block_table_at(k, f->b, pg), 0));
+        INS(e, AND_B32, R(row), R(row), I(d->page_size - 1));
+    }
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
-    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, f->tb, full);
-    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, f->tb, full);
+    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, tb, full);
+    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, tb, full);
     e_place(e, past);
 }
 
@@ -268,6 +276,41 @@ static void mma_pv(Kctx *k, TcFwd *f, Reg stage, int o_col, Reg p_col, int p_off
                      R(kk ? f->yes : acc)));
 }
 
+/* Paged: V_j's rows at or past the sequence's end are whatever the page holds there (another sequence's keys, stale
+ * or unwritten memory), and P = 0 times a NaN there is NaN; the issuer warp zeroes them in the slot (whole 128-byte
+ * rows of each 64-column slab, so the swizzle does not matter) and fences them to the MMA's async proxy. */
+static void zero_v_tail(Kctx *k, TcFwd *f, Reg stage, Reg j) {
+    Emit *e = &k->e;
+    int bn = f->bn, top = e_label(e), done = e_label(e);
+    Reg left = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
+    Reg z = e_reg(e, RC_B32), chunk = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(left), R(j), I(bn));
+    INS(e, SUB_S32, R(left), R(f->s_k), R(left));   /* rows of the sequence in the block: zero from there */
+    INS(e, SETP_GE_S32, R(p), R(left), I(bn));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    INS(e, MOV_B32, R(z), I(0));
+    INS(e, AND_B32, R(chunk), R(k->lane), I(7));
+    INS(e, SHL_B32, R(chunk), R(chunk), I(4));
+    INS(e, ADD_U32, R(base), R(k->smem), R(stage));
+    INS(e, ADD_U32, R(base), R(base), R(chunk));
+    INS(e, MOV_B32, R(r), R(left));   /* 4 rows a pass: lane / 8 the row, lane % 8 its 16-byte chunk */
+    e_place(e, top);
+    INS(e, SETP_GE_S32, R(p), R(r), I(bn));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    Reg mine = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(mine), R(k->lane), I(3));
+    INS(e, ADD_U32, R(mine), R(mine), R(r));
+    INS(e, SETP_LT_S32, R(in), R(mine), I(bn));
+    INS(e, MAD_LO_U32, R(a), R(mine), I(128), R(base));
+    for (int s = 0; s < f->d->dv / UMMA_SLAB_COLS; s++)
+        INSP(e, in, 0, ST_SHARED_V4_B32, A(a, f->kv_off + bn * f->d->d * 2 + s * bn * 128), V4(z, z, z, z));
+    INS(e, ADD_U32, R(r), R(r), I(4));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+    INS0(e, FENCE_PROXY_ASYNC_CTA);
+    INS(e, BAR_WARP_SYNC, I(-1));
+}
+
 /* O += P_j V_j once the softmax put P_j in and the correction rescaled O; then O done, K_j/V_j's slot and
  * P_j's buffer free. */
 static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
@@ -275,6 +318,7 @@ static void issue_pv(Kctx *k, TcFwd *f, Reg j) {
     Reg full, parity, empty, acc = e_reg(e, RC_PRED);
     Reg stage = kv_slot(k, f, j, &full, &parity, &empty);
     mma_wait(k, f, f->bar[f->pair ? TCF_PAIR_READY(f->stages) : TCF_PV_READY(f->stages, 1)], mbar_parity(k, j, 0, 0));
+    if (f->d->page_size) zero_v_tail(k, f, stage, j);
     INS(e, SETP_NE_U32, R(acc), R(j), I(0));            /* false for block 0: O starts from its product */
     Reg p_col = of_pair(k, f->taddr, j, f->bn / 2), p_free = of_pair(k, f->bar[TCF_P_FREE(f->stages)], j, 8);
     int past = umma_leader_only(k, f->leader);

@@ -55,6 +55,12 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  tc_fwd_pack(t), tc_fwd_pair(t) ? 2 : 1);
         return 1;
     }
+    if (d->page_size && (tc_fwd_pair(t) || tc_fwd_qtiles(t) > 1)) {
+        snprintf(err, errlen, "a paged KV cache takes one Q tile and one CTA per MMA in the tcgen05 attn_fwd (qtiles=1, "
+                 "ctas=1: the issuer zeroes the rows of V past the sequence before its one P V); got qtiles=%d ctas=%d",
+                 tc_fwd_qtiles(t), tc_fwd_pair(t) ? 2 : 1);
+        return 1;
+    }
     if (d->block_m && (tc_fwd_pair(t) || tc_fwd_pack(t) > 1)) {
         snprintf(err, errlen, "block-sparse takes one query head per CTA and one CTA per MMA in the tcgen05 attn_fwd "
                  "(pack=1, ctas=1): a key list belongs to one head's row block; got pack=%d ctas=%d", tc_fwd_pack(t),
@@ -157,6 +163,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (tc_fwd_pair(t)) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_cta2");
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
+    if (d->page_size) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_page%d", d->page_size);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, dv, t->bm, t->bn,
              t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);
@@ -175,6 +182,11 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
     wg_bshd_map_heads(ks, "q_map", "q", dt, d->d, "h_q", "s_q", pack, TC_FWD_BM / pack, qs);
+    if (d->page_size) {   /* one CTA per MMA (check_tile): whole key tiles of a page */
+        wg_paged_map(ks, "k_map", "k", dt, d->d, d->page_size, t->bn);
+        wg_paged_map(ks, "v_map", "v", dt, d->dv, d->page_size, t->bn);
+        return;
+    }
     wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn / (tc_fwd_pair(t) + 1), kst);
     wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
 }

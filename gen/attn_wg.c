@@ -189,6 +189,21 @@ void wg_bshd_map(KernelSpec *ks, const char *param, const char *tensor, const ch
     wg_bshd_map_heads(ks, param, tensor, dt, d, heads, seq, 1, rows, strides);
 }
 
+void wg_paged_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, int page_size, int rows) {
+    /* expressions need static storage: the page sizes, the two tensors' strides (page, row, head) */
+    static const char *const pages[5] = {"16", "32", "64", "128", "256"};
+    static const char *const st[2][3] = {{"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"},
+                                         {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"}};
+    int v = !strcmp(tensor, "v");
+    TensorMapSpec m = {.param = param, .tensor = tensor, .dtype = dt, .rank = 4,
+                       .dims = {hdim_text(d), "h_kv", pages[__builtin_ctz((unsigned)page_size) - 4], "num_pages"},
+                       .strides = {st[v][0], st[v][1], st[v][2]}, .box = {WG_SLAB_COLS, 1, rows, 1},
+                       .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
+    abi_tensor_map(ks, tensor, "TMA map over the paged cache, box 64 columns x rows of one head in one page, 128B "
+                   "swizzle; the cache's h, s and page strides must be multiples of 8 elements (16 bytes) and its base "
+                   "16-byte aligned", m);
+}
+
 void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                    const char *total, int rows) {
     /* expressions need static storage: one row per tensor, q k v o */

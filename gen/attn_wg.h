@@ -36,6 +36,9 @@ void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n
 void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left);
 /* Varlen's TMA map over a packed [total, heads, d] tensor: rank 4 as the padded maps, rows total (at least 1: a
  * map needs extents), batch 1. param, tensor: "q_map", "q" (q, k, v, o, do); total: "total_q" or "total_k". */
+/* The same over a paged cache (k or v, [num_pages, page_size, h_kv, d]): rows of one page, the page the outer
+ * coordinate (attn_fwd's paged KV). */
+void wg_paged_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, int page_size, int rows);
 void wg_packed_map(KernelSpec *ks, const char *param, const char *tensor, const char *dt, int d, const char *heads,
                    const char *total, int rows);
 /* The same for one tensor whose warpgroup owns columns, not rows: nslabs slabs (slab_bytes apart from the

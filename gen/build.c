@@ -86,7 +86,7 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
 /* Paged KV: a kind that reads a paged cache, one power-of-two page size, not with varlen or a mask (the sequence
  * lengths come from seqlens_k). Whole tiles of keys per page: paged_tiles. */
 static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
-    if (rq->splitkv && !kind->decode_tile) {
+    if (rq->splitkv && !(kind->paged & PAGED_SPLIT)) {
         snprintf(err, errlen, "split-KV is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
                  family_name(kind->family), kind->name);
         return 2;
@@ -97,8 +97,8 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
     }
     d->splitkv = rq->splitkv != 0;
     if (!rq->page_size) return 0;
-    if (!kind->decode_tile) {
-        snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
+    if (!(kind->paged & PAGED_KV)) {
+        snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; the mma.sync and tcgen05 attn_fwd take it",
                  family_name(kind->family), kind->name);
         return 2;
     }
@@ -115,11 +115,34 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
     return 0;
 }
 
+/* A tile whose key steps (bn not requested) are longer than the page takes the largest bn that divides it, and the
+ * tile note says so. */
+static void page_bn(const KernelKind *kind, ptxgen_set *s) {
+    AttnDesc *d = &s->desc;
+    if (!d->page_size || d->page_size % d->tile.bn == 0) return;
+    for (int i = 0; i < *kind->nkeys; i++) {
+        const TileKey *key = &kind->keys[i];
+        if (strcmp(key->key, "bn")) continue;
+        int best = 0;
+        for (int j = 0; j < key->nallowed; j++)
+            if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best) best = key->allowed[j];
+        if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
+        size_t n = strlen(s->tuned);
+        snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d spans pages)", n ? "; " : "",
+                 best, d->page_size, d->tile.bn);
+        d->tile.bn = best;
+    }
+}
+
 static int paged_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
     if (!d->page_size || d->page_size % d->tile.bn == 0) return 0;
+    int least = d->tile.bn;
+    for (int i = 0; i < *kind->nkeys; i++)
+        for (int j = 0; !strcmp(kind->keys[i].key, "bn") && j < kind->keys[i].nallowed; j++)
+            if (kind->keys[i].allowed[j] < least) least = kind->keys[i].allowed[j];
     snprintf(err, errlen, "page size %d is not a whole number of the %s %s's key tiles (bn=%d): use a page of at least "
-             "bn keys, or a tile with bn dividing the page", d->page_size, family_name(kind->family), kind->name,
-             d->tile.bn);
+             "%d keys (its smallest bn), or a tile with bn dividing the page", d->page_size, family_name(kind->family),
+             kind->name, d->tile.bn, least);
     return 2;
 }
 
@@ -239,12 +262,15 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
             *kind = alt;
         }
     }
-    if (s->asked == FAM_AUTO && (rq->page_size > 0 || rq->splitkv) && !(*kind)->decode_tile) {
+    unsigned need = (rq->page_size > 0 ? PAGED_KV : 0) | (rq->splitkv ? PAGED_SPLIT : 0);
+    if (s->asked == FAM_AUTO && ((*kind)->paged & need) != need) {
         for (int i = 0; i < kind_count(); i++) {
             const KernelKind *alt = kind_at(i);
-            if (alt->decode_tile && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
-                snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no paged KV cache or split-KV yet, so %s gets %s",
-                         family_name((*kind)->family), (*kind)->name, d->arch->name, family_name(alt->family));
+            if ((alt->paged & need) == need && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
+                snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no %s yet, so %s gets %s",
+                         family_name((*kind)->family), (*kind)->name,
+                         (need & PAGED_SPLIT) && !((*kind)->paged & PAGED_SPLIT) ? "split-KV" : "paged KV cache",
+                         d->arch->name, family_name(alt->family));
                 *kind = alt;
                 break;
             }
@@ -278,6 +304,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     if (rq->shape_class && sscanf(rq->shape_class, "decode sq=%d g=%d", &d->decode_sq, &d->decode_group) != 2)
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
+    if (!rq->tile || !strstr(rq->tile, "bn=")) page_bn(*kind, s);   /* bn not chosen by the request */
     if ((*kind)->check_tile(d, err, errlen)) return 2;
     if ((!rq->tile || !rq->tile[0]) && !rq->block_m && !rq->page_size) tuned_tile(rq, *kind, s);   /* a tune knows no
                                                                                                       mask or pages */

@@ -7,6 +7,8 @@
 #include "attn.h"
 #include "attn_sparse.h"
 
+enum { PAGED_KV = 1, PAGED_SPLIT = 2 };
+
 typedef struct {
     const char *name, *what;
     Family family;         /* the instruction family of this row's generator */
@@ -29,8 +31,8 @@ typedef struct {
     int varlen_ok;         /* takes variable lengths (ptxgen_request.varlen) */
     /* takes a block mask (ptxgen_request.block_m): the lists its kernels walk, at their tiles (NULL: dense only) */
     void (*sparse)(const AttnDesc *d, SparseLists *l);
-    /* non-NULL: the kind takes the decode options, k and v from a paged cache (ptxgen_request.page_size) and split-KV
-     * (.splitkv), and this sizes its default tile for a decode shape (d->decode_sq, after the pack is chosen) */
+    unsigned paged;        /* the decode options it takes: PAGED_KV (ptxgen_request.page_size), PAGED_SPLIT (.splitkv) */
+    /* sizes the default tile for a decode shape (d->decode_sq, after the pack is chosen; NULL: the default stays) */
     void (*decode_tile)(AttnDesc *d);
 } KernelKind;
 

@@ -107,6 +107,35 @@ double paged_fwd_flops(const Problem *p) {
     return f;
 }
 
+/* rows [from, page_size) of page pg of t set to NaN */
+static int poison_rows(const Problem *p, const Tensor *t, int pg, int from, const uint16_t *nan, Device *dev, char *err,
+                       size_t errlen) {
+    if (from >= p->page_size) return 0;
+    size_t first = (size_t)pg * t->stride_b + (size_t)from * t->stride_s, n = (size_t)(p->page_size - from) * t->stride_s;
+    return dev_upload(dev, t->dev + first * 2, nan, n * 2, err, errlen);
+}
+
+int paged_poison(const Problem *p, Device *dev, char *err, size_t errlen) {
+    size_t row = (size_t)(p->k.stride_s > p->v.stride_s ? p->k.stride_s : p->v.stride_s) * (size_t)p->page_size;
+    uint16_t *nan = malloc(row * sizeof *nan);
+    char *used = calloc((size_t)p->num_pages, 1);
+    int rc = !nan || !used;
+    if (rc) snprintf(err, errlen, "out of host memory for the cache's NaN rows");
+    for (size_t i = 0; !rc && i < row; i++) nan[i] = p->dt == DT_FP16 ? 0x7e00 : 0x7fc0;
+    for (int i = 0; !rc && i < p->b; i++) {
+        int len = p->seqlens.ints[i];
+        for (int j = 0; !rc && j * p->page_size < len; j++) {
+            int pg = p->block_table.ints[(size_t)i * p->max_pages + j], rows = len - j * p->page_size;
+            used[pg] = 1;
+            rc = poison_rows(p, &p->k, pg, rows, nan, dev, err, errlen) || poison_rows(p, &p->v, pg, rows, nan, dev, err, errlen);
+        }
+    }
+    for (int pg = 0; !rc && pg < p->num_pages; pg++)
+        if (!used[pg]) rc = poison_rows(p, &p->k, pg, 0, nan, dev, err, errlen) || poison_rows(p, &p->v, pg, 0, nan, dev, err, errlen);
+    free(nan), free(used);
+    return rc;
+}
+
 double paged_kv_bytes(const Problem *p) {
     double keys = 0;
     for (int i = 0; i < p->b; i++) keys += p->seqlens.ints[i];

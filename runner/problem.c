@@ -378,6 +378,7 @@ int problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, siz
     for (size_t i = 0; i < sizeof ks->random / sizeof ks->random[0] && ks->random[i]; i++)
         if (upload(tensor_named(p, ks->random[i]), p->dt, &rng, NULL, dev, err, errlen)) return 1;
     if (ks->sparse && draw_selection(p, &rng, dev, err, errlen)) return 1;   /* the MLA forward reads it */
+    if (p->page_size && paged_poison(p, dev, err, errlen)) return 1;
     if (ks->forward && derive_forward(p, &rng, dev, err, errlen)) return 1;
     for (int i = 0; i < PROBLEM_MAX_OUTPUTS && ks->out[i].name; i++) {
         Tensor *t = tensor_named(p, ks->out[i].name);
@@ -510,7 +511,7 @@ int problem_sizes(const Problem *p, ptxgen_size out[PROBLEM_NSIZES]) {
                                            {"total_q", p->total_q}, {"total_k", p->total_k},
                                            {"n_mask_heads", p->n_mask_heads}, {"mask_rows", p->mask_rows},
                                            {"mask_cols", p->mask_cols}, {"max_pages", p->max_pages},
-                                           {"num_splits", p->num_splits}};
+                                           {"num_splits", p->num_splits}, {"num_pages", p->num_pages}};
     memcpy(out, s, sizeof s);
     return PROBLEM_NSIZES;
 }

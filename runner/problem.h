@@ -28,7 +28,7 @@ typedef struct {
 } Tensor;
 
 #define PROBLEM_MAX_OUTPUTS 3
-#define PROBLEM_NSIZES 14
+#define PROBLEM_NSIZES 15
 
 /* The kernel kinds the runner sets up problems for (kKinds in problem.c). */
 typedef enum { PK_ATTN_FWD, PK_ATTN_BWD, PK_MLA_FWD, PK_MLA_BWD, PK_COUNT } ProblemKind;

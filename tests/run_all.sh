@@ -544,6 +544,32 @@ paged_tests() {
         -- --arch sm_80 --kernel attn_fwd --page-size 48
     usage_error "paged: pages smaller than the key tile: refused" "not a whole number of the mma.sync attn_fwd's key tiles (bn=32)" \
         -- --arch sm_80 --kernel attn_fwd --page-size 16
+    # the tcgen05 attn_fwd (sm_100a/103a, strict): pages by TMA (block_table picks the box's page), query heads packed
+    # for decode, the issuer zeroing V's rows past the sequence (the runner fills every row no sequence owns with NaN)
+    export PTXGEN_SIM_STRICT=1
+    sparse_sims "sim paged tcgen05" sim_check 'attn_fwd_tc_.*_page[0-9]+' sm_100a \
+        "--page-size 64 --b 3 --sq 1 --sk 300 --hq 16 --hkv 2" "--page-size 64 --b 4 --sq 5 --sk 200 --hq 12 --hkv 1 --causal --dtype fp16" \
+        "--page-size 128 --b 2 --sq 130 --sk 260 --hq 2 --hkv 1 --causal" \
+        "--page-size 256 --b 3 --sq 16 --sk 700 --hq 4 --hkv 4 --causal --hdim 64 --pad 8" \
+        "--page-size 64 --b 2 --sq 2 --sk 190 --hq 8 --hkv 2 --hdim 256" "--arch sm_103a --page-size 64 --b 5 --sq 3 --sk 129 --hq 8 --hkv 8" \
+        "--page-size 128 --b 6 --sq 8 --sk 50 --hq 16 --hkv 2 --tile bn=64,stages=3,pack=16" \
+        "--page-size 64 --b 3 --sq 1 --sk 500 --hq 4 --hkv 1 --hdim 192 --hdim-v 128 --tile poly=2"
+    PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim paged tcgen05, two CTAs per SM" --arch sm_100a --page-size 64 --b 4 --sq 2 \
+        --sk 333 --hq 8 --hkv 2 --causal --seed $((RANDOM + 1))
+    unset PTXGEN_SIM_STRICT
+    sim_tc_mutant "paged tcgen05 mutant: V's rows past the sequence left as the page holds them (NaN)" \
+        '!/st\.shared\.v4\.b32 .*\{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\};/ || !/@%p/' 'nonfinite=' attn_fwd \
+        --page-size 64 --tile bn=64 -- --b 3 --sq 1 --sk 300 --hq 16 --hkv 2
+    sim_tc_mutant "paged tcgen05 mutant: every key block from the sequence's first page" \
+        '{ if (/shr\.u32 %r[0-9]+, %r[0-9]+, 6;/ && !m++) sub(/, 6;/, ", 31;"); print }' \
+        '^check: FAIL' attn_fwd --page-size 64 --tile bn=64 -- --b 2 --sq 1 --sk 300 --hq 4 --hkv 2
+    usage_error "paged tcgen05 with two Q tiles: refused" "a paged KV cache takes one Q tile and one CTA per MMA" \
+        -- --arch sm_100a --kernel attn_fwd --page-size 128 --tile qtiles=2
+    usage_error "paged tcgen05, pages under its smallest bn: refused" "use a page of at least 64 keys (its smallest bn)" \
+        -- --arch sm_100a --kernel attn_fwd --page-size 32
+    run_cli --arch sm_100a --kernel attn_fwd --page-size 64 --split-kv -o /dev/null
+    expect_rc "split-KV on sm_100a: mma.sync, saying so" 0 && expect_output "split-KV on sm_100a: mma.sync, saying so" \
+        'the tcgen05 attn_fwd takes no split-KV yet, so sm_100a gets mma.sync' && pass "split-KV on sm_100a: mma.sync, saying so"
     usage_error "paged on the wgmma attn_fwd: refused" "a paged KV cache is not in the wgmma attn_fwd yet" \
         -- --arch sm_90a --mma wgmma --kernel attn_fwd --page-size 64
     usage_error "paged attn_bwd: refused" "a paged KV cache is not in the mma.sync attn_bwd yet" \
@@ -551,6 +577,11 @@ paged_tests() {
     usage_error "split-KV with varlen: refused" "not with --varlen or a block mask" -- --arch sm_80 --kernel attn_fwd --split-kv --varlen
     usage_error "--splits without --split-kv: refused" "--splits needs --split-kv" -- check --kernel attn_fwd --splits 4
     local a
+    for a in sm_100a sm_103a; do
+        tc_ptxas "ptxas paged tcgen05 attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --tile bn=64,pack=8
+        tc_ptxas "ptxas paged tcgen05 attn_fwd $a d=256 causal: 0 spills" --kernel attn_fwd --arch $a --page-size 128 \
+            --hdim 256 --causal
+    done
     for a in sm_80 sm_90 sm_120; do
         tc_ptxas "ptxas paged split-KV attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv --causal
         for t in bm=16,warps=1,bn=64,pack=8 bm=32,warps=2,bn=64,pack=8 "bm=16,warps=1,bn=64,pack=8 --hdim 256" \

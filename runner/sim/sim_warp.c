@@ -164,6 +164,14 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         vote_ballot(c, w, in, exec);
         return 1;
     case I_ELECT: elect(c, w, in, exec); return 1;
+    case I_BAR_WARP_SYNC: {   /* the sim runs a warp's lanes in lockstep: memory is ordered; every lane named must be here */
+        if (in->nops != 1) break;
+        uint32_t mask = (uint32_t)sim_read(c, w, &in->o[0], __builtin_ctz(exec));
+        if ((exec & mask) != mask)
+            sim_fail(c, sim_warp_id(c, w), -1, in, "bar.warp.sync names lanes 0x%08x but only lanes 0x%08x are here", mask,
+                     exec);
+        return 1;
+    }
     case I_LDMATRIX:
         if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
             in->o[0].kind != SO_VEC || in->o[0].n != d->num) break;
