@@ -26,16 +26,22 @@ typedef struct {
     Measure m;
 } Point;
 
-/* The tile strings of the cartesian product of the kind's keys, into pts; their count. */
-static int enumerate(const KernelKind *kind, Point *pts) {
-    int n = *kind->nkeys, idx[16] = {0}, count = 0;
+/* The tile strings of the cartesian product of the kind's keys, into pts; their count. A pack of more query heads
+ * than the problem's group (h_q / h_kv) only leaves rows idle, so those values are not tried. */
+static int enumerate(const KernelKind *kind, int group, Point *pts) {
+    int n = *kind->nkeys, idx[16] = {0}, count = 0, nallowed[16];
+    for (int k = 0; k < n; k++) {
+        nallowed[k] = kind->keys[k].nallowed;
+        while (!strcmp(kind->keys[k].key, "pack") && nallowed[k] > 1 && kind->keys[k].allowed[nallowed[k] - 1] > group)
+            nallowed[k]--;
+    }
     for (;;) {
         Buf b = {0};
         for (int k = 0; k < n; k++) buf_printf(&b, "%s%s=%d", k ? "," : "", kind->keys[k].key, kind->keys[k].allowed[idx[k]]);
         if (count < MAX_POINTS) snprintf(pts[count++].tile, sizeof pts[0].tile, "%s", b.s ? b.s : "");
         buf_free(&b);
         int k = n - 1;
-        while (k >= 0 && ++idx[k] == kind->keys[k].nallowed) idx[k--] = 0;
+        while (k >= 0 && ++idx[k] == nallowed[k]) idx[k--] = 0;
         if (k < 0) break;
     }
     return count;
@@ -119,7 +125,7 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
     }
     Point *p = calloc(MAX_POINTS, sizeof *p);
     if (!p) return 1;
-    int n = enumerate(kind, p), gpu = !o->device_kind || strcmp(o->device_kind, "sim"), ok = 0, best = -1;
+    int n = enumerate(kind, o->h_q > 0 && o->h_kv > 0 ? o->h_q / o->h_kv : 1, p), gpu = !o->device_kind || strcmp(o->device_kind, "sim"), ok = 0, best = -1;
     for (int i = 0; i < n; i++) {
         progress(i, n, p[i].tile);
         RunOpts r = *o;

@@ -1525,13 +1525,15 @@ r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith("svg") and sum(e.tag.e
     name="tune on the sim: every attn_fwd tile, the refused ones with their reason, CSV, JSON and SVG"
     run_cli tune --device sim --arch sm_90 --kernel attn_fwd --hdim 64 --sq 77 --sk 130 --hq 2 --hkv 1 --csv "$TMP/t.csv" \
         --json "$TMP/t.json" --svg "$TMP/t.svg"
-    expect_rc "$name" 0 && expect_output "$name" '^tune: attn_fwd on sm_90 \(sim\), 12 tiles' \
-        '^  bm=64,bn=32,warps=8 +refused +tile bm=64 with warps=8' '^  bm=128,bn=64,warps=4 +ok +[0-9]+ \| [0-9.]+' \
-        '^tune: 9 passed, 3 refused by the plan, 0 failed their check; the sim does not time' &&
+    # 4 bm x 3 bn x 4 warps x 2 packs (h_q / h_kv = 2: a larger pack would only idle rows); 16 or 32 rows a warp
+    expect_rc "$name" 0 && expect_output "$name" '^tune: attn_fwd on sm_90 \(sim\), 96 tiles' \
+        '^  bm=64,bn=32,warps=8,pack=1 +refused +tile bm=64 with warps=8' '^  bm=128,bn=64,warps=4,pack=2 +ok +[0-9]+ \| [0-9.]+' \
+        '^tune: 42 passed, 54 refused by the plan, 0 failed their check; the sim does not time' &&
         python3 -c 'import csv, json, sys, xml.etree.ElementTree as E
 rows = list(csv.DictReader(open(sys.argv[1]))); j = json.load(open(sys.argv[2])); E.parse(sys.argv[3])
-assert len(rows) == 12 and len(j["points"]) == 12 and j["best"] is None, (len(rows), j["best"])
-assert sum(r["result"] == "refused" and "warps=8" in r["reason"] for r in rows) == 3' "$TMP/t.csv" "$TMP/t.json" "$TMP/t.svg" \
+assert len(rows) == 96 and len(j["points"]) == 96 and j["best"] is None, (len(rows), j["best"])
+assert not any("pack=4" in r["tile"] for r in rows)
+assert sum(r["result"] == "refused" and "rows per warp" in r["reason"] for r in rows) == 54' "$TMP/t.csv" "$TMP/t.json" "$TMP/t.svg" \
         >"$TMP/tune.txt" 2>&1 && pass "$name" || fail "$name" "$(one_line "$TMP/tune.txt")"
     usage_error "tune sweeps the tiles itself" "leave out --tile" -- tune --device sim --arch sm_90 --kernel attn_fwd \
         --tile bm=64
