@@ -31,7 +31,7 @@ typedef struct {
     const AttnDesc *d;
     const Plan *p;
     int cw, stages, q_off, k_off, v_off, k_stride, v_stride, o_off;
-    Reg bar[WG_NBARS(4)];
+    Reg bar[WG_NBARS(4) + 1];
     Reg ring[5];                      /* the first barrier of each ring (B_*) */
     Reg b, h, kvh, m_start, s_q, s_k, off;
     Reg tb, q_row, k_row;             /* TMA coordinates: batch; the first row of Q_m, of K_0 (varlen: packed) */
@@ -54,7 +54,7 @@ typedef struct {
 static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, .first_warp = wg_consumer_warp0(&f->d->tile),
-                        .last_first = f->d->causal, .own_lengths = f->d->varlen};
+                        .last_first = f->d->causal, .own_lengths = f->d->varlen || f->d->page_size};
     Reg mblk = e_reg(e, RC_B32);
     row_block(k, &f->rb, mblk);
     cta_coords(k, &f->b, &f->h);
@@ -67,7 +67,7 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
         INS(e, ADD_U32, R(f->q_row = e_reg(e, RC_B32)), R(sp.q0), R(f->m_start));
     } else {
         f->s_q = kc_u32(k, "s_q");
-        f->s_k = kc_u32(k, "s_k");
+        f->s_k = f->d->page_size ? paged_seqlen(k, f->b) : kc_u32(k, "s_k");
         f->m_start = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(f->m_start), R(mblk), I(f->d->tile.bm));
         f->tb = f->b, f->q_row = f->m_start, f->k_row = (Reg){0};
@@ -82,8 +82,9 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
 /* The key blocks a role walks: [0, n_max), or block-sparse the list's count of entries */
 static Reg walked(const WgFwd *f, Reg n_max) { return f->d->block_m ? f->kl.count : n_max; }
 
-/* One ring slot: wait until the consumers freed it, then TMA the block's rows into it. */
-static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row) {
+/* One ring slot: wait until the consumers freed it, then TMA the block's rows into it (tb: the batch, or paged the
+ * page, coordinate); its byte offset from slot 0. */
+static Reg produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row, Reg tb) {
     Emit *e = &k->e;
     Reg empty, full, parity, st = e_reg(e, RC_B64);
     Reg stage = wg_ring_slot(k, f->ring[ring + 1], f->ring[ring], f->stages, f->it, slot_bytes, &empty, &parity, &full);
@@ -92,7 +93,45 @@ static void produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
     Reg at = row;
     if (f->d->varlen) INS(e, ADD_U32, R(at = e_reg(e, RC_B32)), R(row), R(f->k_row));   /* the packed row */
-    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, f->tb, full);
+    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, tb, full);
+    return stage;
+}
+
+/* Paged, whether the walk's last block holds rows past the sequence (then the ring's V copy of it has a tail that the
+ * page fills with whatever it holds: another sequence's keys, stale or unwritten memory, NaN included). */
+static Reg v_tail(Kctx *k, WgFwd *f, Reg n_max) {
+    Emit *e = &k->e;
+    Reg end = e_reg(e, RC_B32), tail = e_reg(e, RC_PRED);
+    INS(e, MUL_LO_U32, R(end), R(n_max), I(f->d->tile.bn));
+    INS(e, SETP_GT_U32, R(tail), R(end), R(f->s_k));
+    return tail;
+}
+
+/* The producer thread, once the last V block landed: its rows from the sequence's end zeroed (whole 128-byte rows of
+ * each 64-column slab, so the swizzle does not matter: P = 0 there, and 0 times a NaN is NaN), fenced to the async
+ * proxy, then the tail barrier, which the consumers wait on before that block's P V. */
+static void zero_v_tail(Kctx *k, WgFwd *f, Reg n, Reg stage) {
+    Emit *e = &k->e;
+    int bn = f->d->tile.bn, top = e_label(e), done = e_label(e);
+    Reg full, parity, empty, r = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+    Reg z = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
+    wg_ring_slot(k, f->ring[B_V_FULL], f->ring[B_V_EMPTY], f->stages, f->it, f->v_stride, &full, &parity, &empty);
+    mbar_wait(k, full, parity, 0);
+    INS(e, MUL_LO_U32, R(r), R(n), I(bn));
+    INS(e, SUB_U32, R(r), R(f->s_k), R(r));   /* the block's first row past the sequence */
+    INS(e, MOV_B32, R(z), I(0));
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(r), I(bn));
+    INSP(e, p, 0, BRA, L(done));
+    INS(e, MAD_LO_U32, R(a), R(r), I(128), R(k->smem));
+    INS(e, ADD_U32, R(a), R(a), R(stage));
+    for (int s = 0; s < f->d->dv / WG_SLAB_COLS; s++)
+        for (int c = 0; c < 8; c++) INS(e, ST_SHARED_V4_B32, A(a, f->v_off + s * bn * 128 + 16 * c), V4(z, z, z, z));
+    INS(e, ADD_U32, R(r), R(r), I(1));
+    INS(e, BRA, L(top));
+    e_place(e, done);
+    INS0(e, FENCE_PROXY_ASYNC_CTA);
+    INS(e, MBAR_ARRIVE, R(st), A(f->bar[WG_TAIL(f->stages)], 0));
 }
 
 static void producer(Kctx *k, void *ctx) {
@@ -117,8 +156,26 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, SETP_LT_U32, R(more), R(n), R(walked(f, n_max)));
     INSP(e, more, 1, BRA_UNI, L(done));
     INS(e, MUL_LO_U32, R(row), R(d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(bn));
-    produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row);
-    produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row);
+    Reg tb = f->tb;
+    if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] */
+        Reg pg = e_reg(e, RC_B32);
+        tb = e_reg(e, RC_B32);
+        INS(e, SHR_U32, R(pg), R(row), I(__builtin_ctz((unsigned)d->page_size)));
+        INS(e, LD_GLOBAL_NC_B32, R(tb), A(block_table_at(k, f->b, pg), 0));
+        INS(e, AND_B32, R(row), R(row), I(d->page_size - 1));
+    }
+    produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row, tb);
+    Reg vstage = produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row, tb);
+    if (d->page_size) {   /* the last block's tail, once it landed */
+        Reg last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
+        int skip = e_label(e);
+        INS(e, ADD_U32, R(last), R(n), I(1));
+        INS(e, SETP_EQ_U32, R(is_last), R(last), R(n_max));
+        INS(e, AND_PRED, R(is_last), R(is_last), R(v_tail(k, f, n_max)));
+        INSP(e, is_last, 1, BRA, L(skip));
+        zero_v_tail(k, f, n, vstage);
+        e_place(e, skip);
+    }
     INS(e, ADD_U32, R(n), R(n), I(1));
     INS(e, ADD_U32, R(f->it), R(f->it), I(1));
     INS(e, BRA_UNI, L(top));
@@ -312,6 +369,12 @@ static void consumer(Kctx *k, void *ctx) {
         key_loop(k, consumer_step, f, n, n_full, n_max, 0);
         key_loop(k, consumer_step, f, n, n_max, n_max, 1);
     }
+    if (d->page_size) {   /* the last block's V rows past the sequence zeroed first (zero_v_tail) */
+        int skip = e_label(e);
+        INSP(e, v_tail(k, f, n_max), 1, BRA_UNI, L(skip));
+        mbar_wait(k, f->bar[WG_TAIL(d->tile.stages)], zero, 0);
+        e_place(e, skip);
+    }
     last_pv(k, f);
     e_place(e, empty);
     if (pingpong(f)) {                                            /* the last warpgroup's last turn, taken */
@@ -341,9 +404,10 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
                .k_off = plan_region(p, "K.0"), .v_off = plan_region(p, "V.0"), .o_off = plan_region(p, "O")};
     f.k_stride = t->stages > 1 ? plan_region(p, "K.1") - f.k_off : 0;
     f.v_stride = t->stages > 1 ? plan_region(p, "V.1") - f.v_off : 0;
-    int nb = WG_NBARS(t->stages);
-    Opnd counts[WG_NBARS(4)];
+    int nb = WG_NBARS(t->stages) + (d->page_size > 0);
+    Opnd counts[WG_NBARS(4) + 1];
     counts[0] = I(1);
+    counts[WG_TAIL(t->stages)] = I(1);   /* paged: the producer thread's arrival */
     for (int s = 0; s < t->stages; s++) {
         counts[1 + s] = I(1);                                   /* K full: the producer's expect_tx */
         counts[1 + t->stages + s] = I(4 * f.cw);                 /* K empty: every consumer warp */

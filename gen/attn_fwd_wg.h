@@ -3,8 +3,10 @@
 #define PTXGEN_ATTN_FWD_WG_H
 #include "attn_wg.h"
 
-/* barriers: Q full, then per ring slot K full, K empty, V full, V empty */
+/* barriers: Q full, then per ring slot K full, K empty, V full, V empty; paged, one more: the last V block's rows
+ * past the sequence zeroed (WG_TAIL) */
 #define WG_NBARS(stages) (1 + 4 * (stages))
+#define WG_TAIL(stages) WG_NBARS(stages)
 /* consumer warpgroups of the tile: 64 query rows each */
 int wg_consumers(const AttnTile *t);
 /* The consumers' first warp: a producer warpgroup comes first (warps 0-3); a single producer warp comes

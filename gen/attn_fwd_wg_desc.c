@@ -55,7 +55,9 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "query tile, TMA 128B-swizzled slabs of 64 columns");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, k_stage[s], t->bn * d->d * 2, 1024, "key ring slot");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, v_stage[s], t->bn * d->dv * 2, 1024, "value ring slot");
-    plan_add_region(p, "barriers", 8 * WG_NBARS(t->stages), 8, "Q full; K and V full/empty per ring slot");
+    plan_add_region(p, "barriers", 8 * (WG_NBARS(t->stages) + (d->page_size > 0)), 8,
+                    d->page_size ? "Q full; K and V full/empty per ring slot; V's tail zeroed"
+                                 : "Q full; K and V full/empty per ring slot");
     plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's own Q rows");
     /* a consumer thread at the peak: O (dv/2), S (bn/2), P (bn/4), softmax state and addresses */
     p->regs_est = d->dv / 2 + t->bn / 2 + t->bn / 4 + 32;
@@ -80,9 +82,11 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * a producer warpgroup: the launch's 168, and setmaxnreg moves them */
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s", dt, d->d, t->bm, t->bn,
+    char paged[16] = "";
+    if (d->page_size) snprintf(paged, sizeof paged, "_page%d", d->page_size);
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s%s", dt, d->d, t->bm, t->bn,
              t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "",
-             d->block_m ? "_sparse" : "");
+             d->block_m ? "_sparse" : "", paged);
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
@@ -96,7 +100,12 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
     static const char *const os[] = {"o_stride_h * 2", "o_stride_s * 2", "o_stride_b * 2"};
     wg_bshd_map(ks, "q_map", "q", dt, d->d, "h_q", "s_q", t->bm, qs);
-    wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
-    wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
+    if (d->page_size) {   /* whole key tiles of a page (bn divides it) */
+        wg_paged_map(ks, "k_map", "k", dt, d->d, d->page_size, t->bn);
+        wg_paged_map(ks, "v_map", "v", dt, d->dv, d->page_size, t->bn);
+    } else {
+        wg_bshd_map(ks, "k_map", "k", dt, d->d, "h_kv", "s_k", t->bn, kst);
+        wg_bshd_map(ks, "v_map", "v", dt, d->dv, "h_kv", "s_k", t->bn, vs);
+    }
     wg_bshd_map(ks, "o_map", "o", dt, d->dv, "h_q", "s_q", 64, os);
 }

@@ -98,7 +98,7 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
     d->splitkv = rq->splitkv != 0;
     if (!rq->page_size) return 0;
     if (!(kind->paged & PAGED_KV)) {
-        snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; the mma.sync and tcgen05 attn_fwd take it",
+        snprintf(err, errlen, "a paged KV cache is not in the %s %s yet; attn_fwd takes it in every family",
                  family_name(kind->family), kind->name);
         return 2;
     }
@@ -271,6 +271,21 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
                          family_name((*kind)->family), (*kind)->name,
                          (need & PAGED_SPLIT) && !((*kind)->paged & PAGED_SPLIT) ? "split-KV" : "paged KV cache",
                          d->arch->name, family_name(alt->family));
+                *kind = alt;
+                break;
+            }
+        }
+    }
+    int dsq = 0, dg = 0;   /* a GQA decode shape: the family that packs the group's heads into one CTA's rows */
+    if (s->asked == FAM_AUTO && !rq->varlen && !rq->block_m && rq->shape_class &&
+        sscanf(rq->shape_class, "decode sq=%d g=%d", &dsq, &dg) == 2 && dg > 1 && !kind_has_key(*kind, "pack")) {
+        for (int i = 0; i < kind_count(); i++) {
+            const KernelKind *alt = kind_at(i);
+            if (kind_has_key(alt, "pack") && (alt->paged & need) == need && !strcmp(alt->name, rq->kernel) &&
+                (d->arch->families & alt->family) && kind_has_hdim(alt, rq->hdim ? rq->hdim : alt->default_hdim)) {
+                snprintf(s->note, sizeof s->note, "--mma auto: the %s %s packs no query heads, so this decode shape (s_q "
+                         "%d, %d query heads per kv head) on %s gets %s, which reads each K/V tile once for the group",
+                         family_name((*kind)->family), (*kind)->name, dsq, dg, d->arch->name, family_name(alt->family));
                 *kind = alt;
                 break;
             }

@@ -19,7 +19,7 @@ static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, 0, NULL},
+     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, PAGED_KV, NULL},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "
@@ -140,6 +140,12 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
         snprintf(note, notelen, "--mma auto: %s has no %s generator yet, so %s gets %s", kernel, family_name(newest),
                  a->name, family_name(pick));
     *kind = kind_find(kernel, pick);
+    return 0;
+}
+
+int kind_has_key(const KernelKind *k, const char *key) {
+    for (int i = 0; i < *k->nkeys; i++)
+        if (!strcmp(k->keys[i].key, key)) return 1;
     return 0;
 }
 

@@ -570,13 +570,35 @@ paged_tests() {
     run_cli --arch sm_100a --kernel attn_fwd --page-size 64 --split-kv -o /dev/null
     expect_rc "split-KV on sm_100a: mma.sync, saying so" 0 && expect_output "split-KV on sm_100a: mma.sync, saying so" \
         'the tcgen05 attn_fwd takes no split-KV yet, so sm_100a gets mma.sync' && pass "split-KV on sm_100a: mma.sync, saying so"
-    usage_error "paged on the wgmma attn_fwd: refused" "a paged KV cache is not in the wgmma attn_fwd yet" \
-        -- --arch sm_90a --mma wgmma --kernel attn_fwd --page-size 64
-    usage_error "paged attn_bwd: refused" "a paged KV cache is not in the mma.sync attn_bwd yet" \
+    # the wgmma attn_fwd (sm_90a, strict): pages by TMA, the producer zeroing the last V block's rows past the
+    # sequence before the consumers' P V (the tail barrier); a decode shape with GQA goes to mma.sync's packing
+    export PTXGEN_SIM_STRICT=1
+    sparse_sims "sim paged wgmma" sim_check 'attn_fwd_wg_.*_page[0-9]+' sm_90a \
+        "--page-size 64 --b 3 --sq 100 --sk 300 --hq 4 --hkv 2" "--page-size 128 --b 2 --sq 130 --sk 260 --hq 2 --hkv 1 --causal" \
+        "--page-size 64 --b 4 --sq 70 --sk 200 --hq 4 --hkv 2 --causal --dtype fp16 --hdim 64" \
+        "--page-size 256 --b 3 --sq 40 --sk 700 --hq 2 --hkv 2 --hdim 256 --pad 8" \
+        "--page-size 64 --b 2 --sq 1 --sk 190 --hq 2 --hkv 2 --tile stages=3,producer=1,pingpong=0" \
+        "--page-size 128 --b 5 --sq 20 --sk 129 --hq 3 --hkv 1 --mma wgmma"
+    unset PTXGEN_SIM_STRICT
+    run_cli check --kernel attn_fwd --arch sm_90a --device sim --page-size 64 --b 3 --sq 1 --sk 300 --hq 16 --hkv 2
+    expect_rc "sim paged decode on sm_90a: mma.sync's packing, saying so" 0 && \
+        expect_output "sim paged decode on sm_90a: mma.sync's packing, saying so" \
+        'the wgmma attn_fwd packs no query heads, so this decode shape \(s_q 1, 8 query heads per kv head\) on sm_90a gets mma.sync' \
+        '^kernel: attn_fwd_bf16_d128_bm16_bn64_w1_pack8_page64$' '^check: PASS' && \
+        pass "sim paged decode on sm_90a: mma.sync's packing, saying so"
+    local wm="$TMP/wg_tail.ptx"
+    ./ptxgen --kernel attn_fwd --arch sm_90a --page-size 64 2>/dev/null | awk '!/st\.shared\.v4\.b32 .*\{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\};/' >"$wm"
+    run_cli check --kernel attn_fwd --arch sm_90a --device sim --page-size 64 --b 3 --sq 100 --sk 300 --hq 4 --hkv 2 --ptx "$wm"
+    expect_rc "paged wgmma mutant: V's tail left as the page holds it (NaN)" 1 && \
+        expect_output "paged wgmma mutant: V's tail left as the page holds it (NaN)" 'nonfinite=[1-9]' && \
+        pass "paged wgmma mutant: V's tail left as the page holds it (NaN)"
+    usage_error "paged attn_bwd: refused" "a paged KV cache is not in the mma.sync attn_bwd yet; attn_fwd takes it in every family" \
         -- --arch sm_80 --kernel attn_bwd --page-size 64
     usage_error "split-KV with varlen: refused" "not with --varlen or a block mask" -- --arch sm_80 --kernel attn_fwd --split-kv --varlen
     usage_error "--splits without --split-kv: refused" "--splits needs --split-kv" -- check --kernel attn_fwd --splits 4
     local a
+    tc_ptxas "ptxas paged wgmma attn_fwd sm_90a: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --causal
+    tc_ptxas "ptxas paged wgmma attn_fwd sm_90a d=256: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --hdim 256
     for a in sm_100a sm_103a; do
         tc_ptxas "ptxas paged tcgen05 attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --tile bn=64,pack=8
         tc_ptxas "ptxas paged tcgen05 attn_fwd $a d=256 causal: 0 spills" --kernel attn_fwd --arch $a --page-size 128 \
