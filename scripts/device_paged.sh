@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Paged-KV decode on a GPU (issue 18): build; check the mma.sync attn_fwd over a paged cache (GQA heads packed into
-# the CTA's rows, shuffled pages, drawn lengths with 0, causal multi-token decode, split-KV) against the float64
-# reference; compute-sanitizer memcheck on one of each; then issue 18's targets, memory bound: KV bytes read per
-# second against this GPU's device-to-device copy bandwidth, measured by the same bench call, at b 64, s_k 4k,
-# page 64, GQA 64/8, d 128 and at b 1, s_k 128k with split-KV, over tiles. usage: scripts/device_paged.sh.
+# Paged KV on a GPU (issue 18): build; check attn_fwd over a paged cache, the mma.sync kernel (GQA heads packed into
+# the CTA's rows, causal multi-token decode, split-KV) and the wgmma one (prefill shapes), shuffled pages, drawn
+# lengths with 0 and NaN in every row no sequence owns, against the float64 reference; compute-sanitizer memcheck;
+# then issue 18's targets, memory bound: KV bytes read per second against this GPU's device-to-device copy bandwidth,
+# measured by the same bench call, at b 64, s_k 4k, page 64, GQA 64/8, d 128 and at b 1, s_k 128k with split-KV;
+# and the wgmma kernel's prefill over pages against contiguous k, v. TILES_A, SPLITS narrow or widen the sweeps.
+# usage: scripts/device_paged.sh.
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -16,30 +18,44 @@ pass=0; fail=0
         "--page-size 64 --b 4 --sq 2 --sk 700 --hq 4 --hkv 4 --hdim 256" \
         "--split-kv --page-size 64 --b 1 --sq 1 --sk 20000 --hq 64 --hkv 8 --splits 48 --full-kv --tile bm=16,warps=1,bn=64,pack=8" \
         "--split-kv --page-size 128 --b 3 --sq 3 --sk 5000 --hq 16 --hkv 2 --causal --splits 7" \
-        "--split-kv --sq 300 --sk 2000 --hq 4 --hkv 2 --causal --splits 5"; do
-    if ./ptxgen check --kernel attn_fwd --arch sm_90 $cfg --ref cpu --seed $RANDOM >"$OUT/c.log" 2>&1; then pass=$((pass + 1)); r=PASS
+        "--split-kv --sq 300 --sk 2000 --hq 4 --hkv 2 --causal --splits 5" \
+        "--arch sm_90a --page-size 64 --b 3 --sq 700 --sk 3000 --hq 8 --hkv 2 --causal" \
+        "--arch sm_90a --page-size 128 --b 4 --sq 300 --sk 1000 --hq 4 --hkv 4 --hdim 64 --dtype fp16" \
+        "--arch sm_90a --page-size 256 --b 2 --sq 129 --sk 2000 --hq 2 --hkv 1 --hdim 256" \
+        "--arch sm_90a --page-size 64 --b 5 --sq 1 --sk 3000 --hq 32 --hkv 4"; do
+    [[ $cfg == *--arch* ]] || cfg="--arch sm_90 $cfg"
+    if ./ptxgen check --kernel attn_fwd $cfg --ref cpu --seed $RANDOM >"$OUT/c.log" 2>&1; then pass=$((pass + 1)); r=PASS
     else fail=$((fail + 1)); r=FAIL; fi
     echo "$r [$cfg] $(grep -E '^kernel:|^  (o|lse|deterministic):' "$OUT/c.log" | tr -s ' ' | tr '\n' ' ' | cut -c1-300)"
     [ $r = FAIL ] && tail -5 "$OUT/c.log"
 done
 echo "paged GPU checks: $pass passed, $fail failed"
-[ "${SKIP_CHECKS:-0}" = 1 ] || for x in "" "--split-kv --splits 5"; do
-    compute-sanitizer --tool memcheck ./ptxgen check --kernel attn_fwd --arch sm_90 --page-size 64 --b 5 --sq 2 \
+[ "${SKIP_CHECKS:-0}" = 1 ] || for x in "--arch sm_90" "--arch sm_90 --split-kv --splits 5" "--arch sm_90a --sq 200 --hq 4"; do
+    compute-sanitizer --tool memcheck ./ptxgen check --kernel attn_fwd --page-size 64 --b 5 --sq 2 \
         --sk 700 --hq 16 --hkv 2 --causal $x --ref cpu >"$OUT/san.log" 2>&1
     echo "memcheck paged [$x] rc=$? :: $(grep -E 'ERROR SUMMARY|check:' "$OUT/san.log" | tr '\n' ' ')"
 done
 bench() {   # name, flags
     local name=$1; shift
-    ./ptxgen bench --kernel attn_fwd --arch sm_90 --iters ${ITERS:-20} --warmup 3 "$@" >"$OUT/b.log" 2>&1
+    local a="--arch sm_90"
+    [[ "$*" == *--arch* ]] && a=""
+    ./ptxgen bench --kernel attn_fwd $a --iters ${ITERS:-20} --warmup 3 "$@" >"$OUT/b.log" 2>&1
     local rc=$?
     echo "[$name] rc=$rc $(grep -E '^kernel:' "$OUT/b.log" | head -1)"
     grep -E '^bench:|^  attn_|^tile:|^ptxgen' "$OUT/b.log" | sed 's/^/    /'
 }
 A="--page-size 64 --b 64 --sq 1 --sk 4096 --hq 64 --hkv 8 --hdim 128 --full-kv"
-for t in ${TILES_A:-"" pack=1 bm=32,warps=2,bn=64,pack=8 bm=64,warps=4,bn=64,pack=8 bm=128,warps=4,pack=8}; do
+for t in ${TILES_A:-""}; do
     bench "A ${t:-default}" $A ${t:+--tile $t}
 done
 B="--split-kv --page-size 64 --b 1 --sq 1 --sk 131072 --hq 64 --hkv 8 --hdim 128 --full-kv"
-for s in ${SPLITS:-16 33 66 132}; do for t in ${TILES_B:-""}; do
+for s in ${SPLITS:-33 66}; do for t in ${TILES_B:-""}; do
     bench "B splits $s ${t:-default}" $B --splits $s ${t:+--tile $t}
 done; done
+# prefill over a paged cache on the wgmma kernel (sm_90a) against the same kernel over contiguous k, v, alternating
+C="--arch sm_90a --b 4 --sq 4096 --sk 4096 --hq 16 --hkv 16 --hdim 128"
+for rep in 1 2; do
+    bench "C contiguous" $C
+    bench "C paged 128" $C --page-size 128 --full-kv
+    bench "C paged 64" $C --page-size 64 --full-kv
+done
