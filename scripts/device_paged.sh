@@ -30,9 +30,11 @@ pass=0; fail=0
     [ $r = FAIL ] && tail -5 "$OUT/c.log"
 done
 echo "paged GPU checks: $pass passed, $fail failed"
-[ "${SKIP_CHECKS:-0}" = 1 ] || for x in "--arch sm_90" "--arch sm_90 --split-kv --splits 5" "--arch sm_90a --sq 200 --hq 4"; do
-    compute-sanitizer --tool memcheck ./ptxgen check --kernel attn_fwd --page-size 64 --b 5 --sq 2 \
-        --sk 700 --hq 16 --hkv 2 --causal $x --ref cpu >"$OUT/san.log" 2>&1
+[ "${SKIP_CHECKS:-0}" = 1 ] || for x in "--arch sm_90 --sq 2 --hq 16" "--arch sm_90 --sq 2 --hq 16 --split-kv --splits 5" \
+                                       "--arch sm_90a --sq 200 --hq 4" "--arch sm_90a --sq 150 --hq 2 --hdim 64 --page-size 128"; do
+    [[ $x == *--page-size* ]] || x="$x --page-size 64"
+    compute-sanitizer --tool memcheck ./ptxgen check --kernel attn_fwd --b 5 --sk 700 --hkv 2 --causal $x --ref cpu \
+        >"$OUT/san.log" 2>&1
     echo "memcheck paged [$x] rc=$? :: $(grep -E 'ERROR SUMMARY|check:' "$OUT/san.log" | tr '\n' ' ')"
 done
 bench() {   # name, flags
