@@ -73,10 +73,11 @@ static void print_help(void) {
          "draw it per --seed: random:D sets each block with probability D (default 0.5), local:W the blocks within\n"
          "W - 1 of the diagonal, FILE reads its integers, then the h_q head types; --mask-heads mask heads (2), head\n"
          "0 dense (type 0) when h_q > 1, head h type 1 + h % mask heads. --page-size N builds attn_fwd over a paged KV\n"
-         "cache (the mma.sync family so far); check and bench draw the lengths (the last sequence --sk long, the\n"
+         "cache (every family); check and bench draw the lengths (the last sequence --sk long, the\n"
          "others up to it; --full-kv: every one --sk long) and a block table of shuffled pages per --seed; bench\n"
          "adds the KV bytes read per second beside the GPU's device-to-device copy bandwidth. --split-kv builds attn_fwd with split-KV\n"
-         "and its combine kernel (the mma.sync family so far); check and bench split into --splits (3). mla_fwd\n"
+         "and its combine kernel (the mma.sync family); check and bench split into --splits, or as many as give\n"
+         "the forward 4 CTAs per SM (ptxgen_num_splits; 3 on the sim). mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"
          "topk_length buffer (0, topk, in between, negative, above topk), else a null pointer. Backward kinds\n"
@@ -367,7 +368,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     if (c.run.num_splits && !c.req.splitkv) return usage_error("%s", "--splits needs --split-kv");
     if (c.run.full_kv && !c.req.page_size) return usage_error("%s", "--full-kv needs --page-size (it sets a paged cache's lengths)");
-    if (c.req.splitkv && !c.run.num_splits) c.run.num_splits = 3;
+    /* no --splits: check and bench pick them (ptxgen_num_splits on a GPU, 3 on the sim) */
     if (c.run.block_mask || c.run.mask_heads || c.req.block_m || c.req.block_n) {   /* block-sparse */
         if (!c.req.block_m) c.req.block_m = 128;
         if (!c.req.block_n) c.req.block_n = 128;

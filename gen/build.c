@@ -540,6 +540,25 @@ int ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n) {
     return s->desc.block_m > 0;
 }
 int ptxgen_page_size(const ptxgen_set *s) { return s->desc.page_size; }
+
+int ptxgen_num_splits(const ptxgen_set *s, const ptxgen_size *sizes, int nsizes, int sm_count) {
+    if (!s->desc.splitkv || sm_count < 1 || nsizes < 0 || nsizes > 64) return 0;
+    ptxgen_size one[65];
+    long long s_k = -1;
+    int n = 0;
+    for (int i = 0; i < nsizes; i++) {
+        if (!strcmp(sizes[i].name, "num_splits")) continue;
+        if (!strcmp(sizes[i].name, "s_k")) s_k = sizes[i].value;
+        one[n++] = sizes[i];
+    }
+    one[n++] = (ptxgen_size){"num_splits", 1};
+    unsigned grid[3], block[3], smem;
+    char err[256];
+    if (s_k < 1 || ptxgen_launch_dims(s, 0, one, n, grid, block, &smem, err, sizeof err)) return 0;   /* 0: the forward */
+    long long ctas = (long long)grid[0] * grid[1] * grid[2], blocks = (s_k + s->desc.tile.bn - 1) / s->desc.tile.bn;
+    long long want = (4LL * sm_count + ctas - 1) / ctas;
+    return (int)(want < 1 ? 1 : want > blocks ? blocks : want > 4096 ? 4096 : want);
+}
 int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
 void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }
 const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }

@@ -145,6 +145,10 @@ typedef struct { const char *name; long long value; } ptxgen_size;
 PTXGEN_API int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int nsizes, char *out, size_t outlen);
 PTXGEN_API int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
+/* Split-KV sets: a num_splits for the problem (sizes, num_splits among them or not) on a GPU of sm_count SMs: enough
+ * that the forward has 4 CTAs per SM (on the H200, b 1, s_k 128k, GQA 64/8: 66 splits, 91-94 % of the copy bandwidth,
+ * BENCHMARKS.md), at most one per key block; 0 for a set without split-KV or sizes it cannot evaluate. */
+PTXGEN_API int  ptxgen_num_splits(const ptxgen_set *s, const ptxgen_size *sizes, int nsizes, int sm_count);
 
 /* The size names the set's expressions use (grid, cluster, workspaces, tensor
  * maps), derived from its kernels' descriptions: attention b, s_q, s_k, h_q,

@@ -331,6 +331,32 @@ out:
     ptxgen_free(fs), ptxgen_free(bs);
 }
 
+/* ptxgen_num_splits: 4 CTAs per SM of the split forward, at most a split per key block, 0 where there is no split-KV */
+static void num_splits(void) {
+    char err[512] = "", cls[64];
+    ptxgen_size sz[] = {{"b", 1}, {"s_q", 1}, {"s_k", 131072}, {"h_q", 64}, {"h_kv", 8}, {"max_pages", 2048}};
+    ptxgen_shape_class("attn_fwd", sz, 6, cls, sizeof cls);   /* a decode shape: 8 heads a CTA, 8 CTAs */
+    ptxgen_request rq = {.arch = "sm_90", .kernel = "attn_fwd", .page_size = 64, .splitkv = 1, .shape_class = cls};
+    ptxgen_set *s = NULL;
+    int rc = ptxgen_build(&rq, &s, err, sizeof err);
+    check(!rc, "api num_splits: the paged split-KV decode set builds", err);
+    if (rc) return;
+    int n = ptxgen_num_splits(s, sz, 6, 132);
+    char got[96];
+    snprintf(got, sizeof got, "%d (class %.63s)", n, cls);
+    check(n == 66, "api num_splits: 8 CTAs on 132 SMs -> 66 splits", got);
+    sz[2].value = 300;   /* 5 key blocks of 64 */
+    n = ptxgen_num_splits(s, sz, 6, 132);
+    snprintf(got, sizeof got, "%d", n);
+    check(n == 5, "api num_splits: at most one split per key block", got);
+    check(ptxgen_num_splits(s, sz, 6, 0) == 0, "api num_splits: no SMs, no answer", NULL);
+    ptxgen_free(s);
+    rq.splitkv = 0;
+    rc = ptxgen_build(&rq, &s, err, sizeof err);
+    check(!rc && ptxgen_num_splits(s, sz, 6, 132) == 0, "api num_splits: 0 for a set without split-KV", err);
+    if (!rc) ptxgen_free(s);
+}
+
 int main(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);   /* fresh each run */
     const char *device = "sim";
@@ -357,6 +383,7 @@ int main(int argc, char **argv) {
     attn_fwd(dev, arch, strcmp(device, "sim") != 0);
     attn_fwd_varlen(dev, arch);
     mla(dev, arch);
+    num_splits();
     ptxgen_device_close(dev);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -76,6 +76,7 @@ def _library():
                                             ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_char_p, S]),
                 "ptxgen_head_mask_check": (I, [ctypes.POINTER(I), I, I, ctypes.c_char_p, S]),
                 "ptxgen_paged_check": (I, [ctypes.POINTER(I), ctypes.POINTER(I), I, I, I, I, ctypes.c_char_p, S]),
+                "ptxgen_num_splits": (I, [P, ctypes.POINTER(_Size), I, I]),
             }
             for name, (res, args) in sigs.items():
                 fn = getattr(lib, name)
@@ -157,6 +158,20 @@ def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=
         text = ctypes.string_at(raw).decode()
         ctypes.CDLL(None).free(ctypes.c_void_p(raw))
         return ptx, json.loads(text)
+    finally:
+        lib.ptxgen_free(s)
+
+
+def num_splits(arch, sm_count, dtype="bf16", hdim=None, causal=False, page_size=None, tile=None, family=None, **sizes):
+    """num_splits for a split-KV attn_fwd over this problem (sizes: b, s_q, s_k, h_q, h_kv; max_pages with page_size) on
+    a GPU of sm_count SMs: 4 CTAs per SM of the split forward, at most one split per key block
+    (ptxgen_num_splits)."""
+    lib = _library()
+    s = _build("attn_fwd", arch, dtype, hdim, causal, tile, family, shape_class=_shape_class("attn_fwd", **sizes),
+               page_size=page_size, splitkv=True)
+    try:
+        arr = (_Size * len(sizes))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
+        return lib.ptxgen_num_splits(s, arr, len(sizes), int(sm_count))
     finally:
         lib.ptxgen_free(s)
 

@@ -80,6 +80,14 @@ def test_emit_paged_splitkv():
         raise AssertionError("a page id off the cache was accepted")
 
 
+def test_num_splits():
+    """a GQA 64/8 decode at s_k 128k packs 8 heads a CTA: 8 CTAs, so 66 splits fill 132 SMs four deep; a short
+    sequence caps the splits at its key blocks"""
+    n = ptxgen.num_splits("sm_90", 132, page_size=64, b=1, s_q=1, s_k=131072, h_q=64, h_kv=8, max_pages=2048)
+    assert n == 66, n
+    assert ptxgen.num_splits("sm_90", 132, page_size=64, b=1, s_q=1, s_k=300, h_q=64, h_kv=8, max_pages=5) == 5
+
+
 def test_emit_mla_bwd_pair():
     ptx, man = ptxgen.emit("mla_bwd", "sm_100a")
     entries = [k["entry"] for k in man["kernels"]]
