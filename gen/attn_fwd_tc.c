@@ -33,6 +33,7 @@
  * The roles join by mbarriers only (attn_fwd_tc.h); their steps are produce_step(), issue_step(),
  * softmax_step() and correct_step(). */
 #include "attn_fwd_tc.h"
+#include "attn_splitkv.h"
 #include <math.h>
 #include <string.h>
 #include "../templates/mbar.h"
@@ -52,6 +53,7 @@ typedef struct {
     int pair;                         /* a CTA pair (ctas=2): cta_group::2 MMAs issued by the even CTA for both */
     Reg rank, mask, lead_ready;       /* pair: this CTA's rank, the commits' CTA mask, the even CTA's PAIR_READY */
     Reg b, h, kvh, m_start, s_q, s_k, off, n_full, n_max;   /* h: the CTA's first query head; m_start: first token */
+    Reg split, lo, hi;                /* split-KV: this CTA's split, its key blocks [lo, hi); n_max counts its steps */
     Reg j0, group;                    /* pack > 1: the first head's place in its kv head's group, the group's size */
     Reg leader;                       /* the lane of the issuer or producer warp that issues */
     /* issuer */
@@ -78,6 +80,7 @@ static void problem(Kctx *k, TcFwd *f) {
         INS(e, AND_B32, R(f->rank), R(f->rank), I(1));
     }
     cta_coords(k, &f->b, &f->h);
+    if (f->d->splitkv) splitkv_coords(k, &f->b, &f->split);   /* %ctaid.z = b num_splits + split */
     if (f->pack == 1) f->kvh = kv_head_of(k, f->h);
     else packed_heads(k, f->pack, f->h, &f->group, &f->kvh, &f->j0, &f->h);
     if (f->d->varlen) {   /* packed (pack 1, one CTA): the sequence's lengths, TMA rows from its first, batch 0 */
@@ -94,6 +97,10 @@ static void problem(Kctx *k, TcFwd *f) {
     rb.own_lengths = f->d->varlen || f->d->page_size;
     f->n_full = e_reg(e, RC_B32), f->n_max = e_reg(e, RC_B32);
     key_blocks(k, &rb, f->n_full, f->n_max);
+    if (f->d->splitkv) {   /* the split's share [lo, hi); every role but the softmax counts its steps from 0 */
+        splitkv_range(k, f->split, f->n_max, f->n_full, &f->lo, &f->hi);
+        INS(e, SUB_U32, R(f->n_max), R(f->hi), R(f->lo));
+    }
     if (f->d->block_m) {
         sparse_key_list_at(k, &f->kl, f->qt * TC_FWD_BM, f->bn, f->b, f->h, mblk);
         f->n_max = f->kl.count;
@@ -195,6 +202,7 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32), tb = f->tb;
     INS(e, MUL_LO_U32, R(row), R(f->d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(f->bn));
     if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
+    if (f->d->splitkv) INS(e, MAD_LO_U32, R(row), R(f->lo), I(f->bn), R(row));   /* step n is block lo + n */
     int past = umma_leader_only(k, f->leader);
     if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] (bn divides the page) */
         Reg pg = e_reg(e, RC_B32);
@@ -285,6 +293,7 @@ static void zero_v_tail(Kctx *k, TcFwd *f, Reg stage, Reg j) {
     Reg left = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), r = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     Reg z = e_reg(e, RC_B32), chunk = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(left), R(j), I(bn));
+    if (f->d->splitkv) INS(e, MAD_LO_U32, R(left), R(f->lo), I(bn), R(left));   /* step j is block lo + j */
     INS(e, SUB_S32, R(left), R(f->s_k), R(left));   /* rows of the sequence in the block: zero from there */
     INS(e, SETP_GE_S32, R(p), R(left), I(bn));
     INSP(e, p, 0, BRA_UNI, L(done));
@@ -474,6 +483,7 @@ static void softmax_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     int bn = f->bn;
     e_comment(e, "softmax of key block n: %s", masked ? "ragged or causal, masked" : "fully visible");
     Reg c = f->d->block_m ? f->kl.t : n;   /* the step's count (block-sparse: the list position; n the key block) */
+    if (f->d->splitkv) INS(e, SUB_U32, R(c = e_reg(e, RC_B32)), R(n), R(f->lo));   /* split-KV: from the split's first */
     Reg s[128], p[64];
     for (int j = 0; j < bn; j++) s[j] = e_reg(e, RC_F32);
     if (f->qt == 1) {   /* S buffer n % 2 */
@@ -609,6 +619,15 @@ static void epilogue(Kctx *k, TcFwd *f) {
     INS(e, MUL_F32, R(lse), R(lse), FI((float)M_LN2));
     INS(e, SELP_F32, R(lse), FI(INFINITY), R(lse), R(empty));
     Reg in = f->ok, la = e_reg(e, RC_B32), lp = e_reg(e, RC_B64);
+    if (d->splitkv) {   /* the split's partials, for the combine: LSE and the normalized O row in fp32 */
+        Reg i = splitkv_row(k, f->head, f->row), op = e_reg(e, RC_B64), oi = e_reg(e, RC_B32);
+        INS(e, MAD_WIDE_U32, R(lp), R(i), I(4), R(kc_ptr(k, "lse_part")));
+        INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
+        INS(e, MUL_LO_U32, R(oi), R(i), I(d->dv));
+        INS(e, MAD_WIDE_U32, R(op), R(oi), I(4), R(kc_ptr(k, "o_part")));
+        tc_row_out_f32(k, f->to, f->c_o, d->dv, has, &inv, op, in);
+        return;
+    }
     INS(e, ADD_U32, R(la), R(attn_stats_row(k, f->d, f->b, f->head)), R(f->row));
     INS(e, MAD_WIDE_U32, R(lp), R(la), I(4), R(kc_ptr(k, "lse")));
     INSP(e, in, 0, ST_GLOBAL_F32, A(lp, 0), R(lse));
@@ -666,7 +685,11 @@ static void softmax_role(Kctx *k, void *ctx) {
     INS(e, MOV_F32, R(f->m), FI(-INFINITY));
     INS(e, MOV_F32, R(f->l), FI(0.0f));
     if (f->d->block_m) sparse_key_loop(k, softmax_step, f, &f->kl, 0, f->n_full, f->n_max);
-    else {
+    else if (f->d->splitkv) {   /* key blocks [lo, n_full) unmasked, [n_full, hi) masked */
+        INS(e, MOV_B32, R(n), R(f->lo));
+        key_loop(k, softmax_step, f, n, f->n_full, f->hi, 0);
+        key_loop(k, softmax_step, f, n, f->hi, f->hi, 1);
+    } else {
         INS(e, MOV_B32, R(n), I(0));
         key_loop(k, softmax_step, f, n, f->n_full, f->n_max, 0);
         key_loop(k, softmax_step, f, n, f->n_max, f->n_max, 1);

@@ -55,10 +55,10 @@ int attn_fwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  tc_fwd_pack(t), tc_fwd_pair(t) ? 2 : 1);
         return 1;
     }
-    if (d->page_size && (tc_fwd_pair(t) || tc_fwd_qtiles(t) > 1)) {
-        snprintf(err, errlen, "a paged KV cache takes one Q tile and one CTA per MMA in the tcgen05 attn_fwd (qtiles=1, "
-                 "ctas=1: the issuer zeroes the rows of V past the sequence before its one P V); got qtiles=%d ctas=%d",
-                 tc_fwd_qtiles(t), tc_fwd_pair(t) ? 2 : 1);
+    if ((d->page_size || d->splitkv) && (tc_fwd_pair(t) || tc_fwd_qtiles(t) > 1)) {
+        snprintf(err, errlen, "a paged KV cache and split-KV take one Q tile and one CTA per MMA in the tcgen05 attn_fwd "
+                 "(qtiles=1, ctas=1: the issuer zeroes the rows of V past the sequence before its one P V; a split stores "
+                 "one tile's partial rows); got qtiles=%d ctas=%d", tc_fwd_qtiles(t), tc_fwd_pair(t) ? 2 : 1);
         return 1;
     }
     if (d->block_m && (tc_fwd_pair(t) || tc_fwd_pack(t) > 1)) {
@@ -156,7 +156,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     /* one CTA per SM: the launch's 168 registers a thread, which setmaxnreg moves between the roles */
     int pack = tc_fwd_pack(t), q = tc_fwd_qtiles(t);
     *ks = (KernelSpec){.block = {(unsigned)tc_fwd_roles(t).threads, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
-    char pk[32] = "";
+    char pk[48] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);
     if (q > 1) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_q%d", q);
@@ -164,6 +164,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
     if (d->page_size) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_page%d", d->page_size);
+    if (d->splitkv) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_split");
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, dv, t->bm, t->bn,
              t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);

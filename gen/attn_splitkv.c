@@ -45,6 +45,12 @@ static Reg part_row(Kctx *k, Reg z, Reg h, Reg r) {
     return i;
 }
 
+Reg splitkv_row(Kctx *k, Reg head, Reg tok) {
+    Reg z = e_reg(&k->e, RC_B32);
+    INS(&k->e, MOV_B32, R(z), SR("%ctaid.z"));
+    return part_row(k, z, head, tok);
+}
+
 void splitkv_store(Kctx *k, const Acc *o, const Reg *lse, int mt, Reg warp_row0, const PackedRows *pr) {
     Emit *e = &k->e;
     int dv = o->nt * 8;

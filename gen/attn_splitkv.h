@@ -15,6 +15,8 @@ void abi_splitkv(KernelSpec *ks);
 void splitkv_coords(Kctx *k, Reg *b, Reg *split);
 /* Key blocks [lo, hi) of this split among [0, n_max), and n_full (unmasked below it) clamped into them. */
 void splitkv_range(Kctx *k, Reg split, Reg n_max, Reg n_full, Reg *lo, Reg *hi);
+/* This CTA's partial row of (query head, token): an index into lse_part, and times d_v into o_part. */
+Reg splitkv_row(Kctx *k, Reg head, Reg tok);
 /* The row partials: this warp's rows of O (normalized, fp32) and their LSE, each at its (token, head) of pr (pack 1:
  * tokens tok0 + row of head h0), the problem's rows only, into the workspaces. */
 void splitkv_store(Kctx *k, const Acc *o, const Reg *lse, int mt, Reg warp_row0, const PackedRows *pr);

@@ -9,6 +9,8 @@
  * when NULL), rounded to dt into 2n bytes at a (b64), stored where pred holds; where the uniform predicate has
  * is false, zeros, with no TMEM read (nothing was written there). */
 void tc_row_out(Kctx *k, Reg col, int off, int n, Reg has, const Reg *mul, DType dt, Reg a, Reg pred);
+/* The same in fp32 (4n bytes at a): split-KV's partial rows. */
+void tc_row_out_f32(Kctx *k, Reg col, int off, int n, Reg has, const Reg *mul, Reg a, Reg pred);
 /* This thread's tcgen05.st are done and ordered before an arrival on the mbarrier at bar (the issuer's wait). */
 void tc_stores_arrive(Kctx *k, Reg bar);
 #endif

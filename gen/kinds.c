@@ -24,9 +24,10 @@ static const KernelKind kinds[] = {
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "
      "d 64|128|192|256 (d_v any of them: 192/128 for MLA prefill), causal, GQA/MQA, varlen, block-sparse, paged KV, "
-     "LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
+     "split-KV, GQA heads packed for decode, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
      attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, tc_hdims, 4, 128, 0,
-     1, attn_fwd_tc_warps, 1, 1, attn_fwd_tc_sparse, PAGED_KV, NULL},
+     1, attn_fwd_tc_warps, 1, 1, attn_fwd_tc_sparse, PAGED_KV | PAGED_SPLIT,
+     NULL},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, varlen, block-sparse, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, attn_bwd_sparse, 0, NULL},

@@ -563,13 +563,26 @@ paged_tests() {
     sim_tc_mutant "paged tcgen05 mutant: every key block from the sequence's first page" \
         '{ if (/shr\.u32 %r[0-9]+, %r[0-9]+, 6;/ && !m++) sub(/, 6;/, ", 31;"); print }' \
         '^check: FAIL' attn_fwd --page-size 64 --tile bn=64 -- --b 2 --sq 1 --sk 300 --hq 4 --hkv 2
-    usage_error "paged tcgen05 with two Q tiles: refused" "a paged KV cache takes one Q tile and one CTA per MMA" \
+    usage_error "paged tcgen05 with two Q tiles: refused" "a paged KV cache and split-KV take one Q tile and one CTA per MMA" \
         -- --arch sm_100a --kernel attn_fwd --page-size 128 --tile qtiles=2
     usage_error "paged tcgen05, pages under its smallest bn: refused" "use a page of at least 64 keys (its smallest bn)" \
         -- --arch sm_100a --kernel attn_fwd --page-size 32
-    run_cli --arch sm_100a --kernel attn_fwd --page-size 64 --split-kv -o /dev/null
-    expect_rc "split-KV on sm_100a: mma.sync, saying so" 0 && expect_output "split-KV on sm_100a: mma.sync, saying so" \
-        'the tcgen05 attn_fwd takes no split-KV yet, so sm_100a gets mma.sync' && pass "split-KV on sm_100a: mma.sync, saying so"
+    # split-KV in the tcgen05 attn_fwd: every role walks the split's blocks [lo, hi), counting its steps from 0
+    export PTXGEN_SIM_STRICT=1
+    sparse_sims "sim split-KV tcgen05" sim_check 'attn_fwd_tc_.*_split' sm_100a \
+        "--split-kv --sq 3 --sk 700 --hq 8 --hkv 2 --causal --splits 5" \
+        "--split-kv --page-size 64 --b 2 --sq 1 --sk 3000 --hq 16 --hkv 2 --splits 11" \
+        "--split-kv --sq 130 --sk 300 --hq 2 --hkv 1 --causal --splits 7" "--split-kv --sq 5 --sk 100 --hq 2 --hkv 1 --splits 64" \
+        "--split-kv --page-size 128 --b 3 --sq 16 --sk 1000 --hq 4 --hkv 2 --causal --hdim 64 --dtype fp16 --splits 16" \
+        "--arch sm_103a --split-kv --page-size 64 --b 1 --sq 2 --sk 2000 --hq 12 --hkv 1 --hdim 256 --splits 9"
+    PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim split-KV tcgen05, two CTAs per SM" --arch sm_100a --split-kv --page-size 64 --b 2 \
+        --sq 4 --sk 900 --hq 8 --hkv 2 --causal --splits 6 --seed $((RANDOM + 1))
+    unset PTXGEN_SIM_STRICT
+    sim_tc_mutant "split-KV tcgen05 mutant: the producer's rows from block 0, not the split's first" \
+        '!($1 == "mad.lo.u32" && $4 == "128," && substr($2, 1, length($2) - 1) == substr($5, 1, length($5) - 1))' \
+        '^check: FAIL' attn_fwd --split-kv --tile pack=1 -- --sq 3 --sk 700 --hq 2 --hkv 1 --splits 5
+    usage_error "split-KV tcgen05 with two Q tiles: refused" "a paged KV cache and split-KV take one Q tile and one CTA per MMA" \
+        -- --arch sm_100a --kernel attn_fwd --split-kv --tile qtiles=2
     # the wgmma attn_fwd (sm_90a, strict): pages by TMA, the producer zeroing the last V block's rows past the
     # sequence before the consumers' P V (the tail barrier); a decode shape with GQA goes to mma.sync's packing
     export PTXGEN_SIM_STRICT=1
@@ -600,6 +613,8 @@ paged_tests() {
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --causal
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a d=256: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --hdim 256
     for a in sm_100a sm_103a; do
+        tc_ptxas "ptxas paged split-KV tcgen05 attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv \
+            --tile bn=64,pack=8
         tc_ptxas "ptxas paged tcgen05 attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --tile bn=64,pack=8
         tc_ptxas "ptxas paged tcgen05 attn_fwd $a d=256 causal: 0 spills" --kernel attn_fwd --arch $a --page-size 128 \
             --hdim 256 --causal
