@@ -76,7 +76,7 @@ static void print_help(void) {
          "cache (every family); check and bench draw the lengths (the last sequence --sk long, the\n"
          "others up to it; --full-kv: every one --sk long) and a block table of shuffled pages per --seed; bench\n"
          "adds the KV bytes read per second beside the GPU's device-to-device copy bandwidth. --split-kv builds attn_fwd with split-KV\n"
-         "and its combine kernel (mma.sync, tcgen05); check and bench split into --splits, or as many as give\n"
+         "and its combine kernel (every family); check and bench split into --splits, or as many as give\n"
          "the forward 4 CTAs per SM (ptxgen_num_splits; 3 on the sim). mla_fwd\n"
          "and mla_bwd draw fresh top-k indices per seed (invalid values, duplicates, a token with no valid slot);\n"
          "--topk-length also passes a\n"

@@ -18,6 +18,7 @@
  * softmax is the mma.sync family's. The inner loop is consumer_step(). */
 #include "attn_fwd_wg.h"
 #include "attn_sparse.h"
+#include "attn_splitkv.h"
 #include <string.h>
 #include "../templates/mbar.h"
 #include "../templates/softmax.h"
@@ -34,6 +35,7 @@ typedef struct {
     Reg bar[WG_NBARS(4) + 1];
     Reg ring[5];                      /* the first barrier of each ring (B_*) */
     Reg b, h, kvh, m_start, s_q, s_k, off;
+    Reg split, lo;                    /* split-KV: this CTA's split and its first key block (its blocks [lo, n_max)) */
     Reg tb, q_row, k_row;             /* TMA coordinates: batch; the first row of Q_m, of K_0 (varlen: packed) */
     Reg it, it_v;                     /* passes over the K ring (the producer: both rings), the V ring */
     RowBlocks rb;
@@ -58,6 +60,7 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     Reg mblk = e_reg(e, RC_B32);
     row_block(k, &f->rb, mblk);
     cta_coords(k, &f->b, &f->h);
+    if (f->d->splitkv) splitkv_coords(k, &f->b, &f->split);   /* %ctaid.z = b num_splits + split */
     f->kvh = kv_head_of(k, f->h);
     if (f->d->varlen) {   /* packed: the sequence's lengths; TMA rows from its first, batch coordinate 0 */
         SeqSpan sp = seq_span(k, f->b);
@@ -76,11 +79,22 @@ static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
     INS(e, SUB_S32, R(f->off), R(f->s_k), R(f->s_q));
     f->rb.s_q = f->s_q, f->rb.s_k = f->s_k, f->rb.off = f->off, f->rb.m_start = f->m_start;
     key_blocks(k, &f->rb, n_full, n_max);
+    if (f->d->splitkv) {   /* the split's blocks [lo, hi): n_max becomes hi, n_full clamped into them */
+        Reg hi;
+        splitkv_range(k, f->split, n_max, n_full, &f->lo, &hi);
+        INS(e, MOV_B32, R(n_max), R(hi));
+    }
     if (f->d->block_m) sparse_key_list_at(k, &f->kl, f->d->tile.bm, f->d->tile.bn, f->b, f->h, mblk);
 }
 
-/* The key blocks a role walks: [0, n_max), or block-sparse the list's count of entries */
-static Reg walked(const WgFwd *f, Reg n_max) { return f->d->block_m ? f->kl.count : n_max; }
+/* How many key blocks a role walks: [0, n_max), split-KV [lo, n_max), or block-sparse the list's entries */
+static Reg walked(Kctx *k, const WgFwd *f, Reg n_max) {
+    if (f->d->block_m) return f->kl.count;
+    if (!f->d->splitkv) return n_max;
+    Reg c = e_reg(&k->e, RC_B32);
+    INS(&k->e, SUB_U32, R(c), R(n_max), R(f->lo));
+    return c;
+}
 
 /* One ring slot: wait until the consumers freed it, then TMA the block's rows into it (tb: the batch, or paged the
  * page, coordinate); its byte offset from slot 0. */
@@ -151,11 +165,15 @@ static void producer(Kctx *k, void *ctx) {
     wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->q_row, f->tb, f->bar[0]);
     INS(e, MOV_B32, R(n), I(0));
     INS(e, MOV_B32, R(f->it), I(0));
+    Reg steps = walked(k, f, n_max);
     int top = e_label(e);
     e_place(e, top);
-    INS(e, SETP_LT_U32, R(more), R(n), R(walked(f, n_max)));
+    INS(e, SETP_LT_U32, R(more), R(n), R(steps));
     INSP(e, more, 1, BRA_UNI, L(done));
     INS(e, MUL_LO_U32, R(row), R(d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(bn));
+    if (d->splitkv) INS(e, MAD_LO_U32, R(row), R(f->lo), I(bn), R(row));   /* step n is block lo + n */
+    Reg blk = n;
+    if (d->splitkv) INS(e, ADD_U32, R(blk = e_reg(e, RC_B32)), R(n), R(f->lo));
     Reg tb = f->tb;
     if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] */
         Reg pg = e_reg(e, RC_B32);
@@ -169,11 +187,11 @@ static void producer(Kctx *k, void *ctx) {
     if (d->page_size) {   /* the last block's tail, once it landed */
         Reg last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
         int skip = e_label(e);
-        INS(e, ADD_U32, R(last), R(n), I(1));
+        INS(e, ADD_U32, R(last), R(blk), I(1));
         INS(e, SETP_EQ_U32, R(is_last), R(last), R(n_max));
         INS(e, AND_PRED, R(is_last), R(is_last), R(v_tail(k, f, n_max)));
         INSP(e, is_last, 1, BRA, L(skip));
-        zero_v_tail(k, f, n, vstage);
+        zero_v_tail(k, f, blk, vstage);
         e_place(e, skip);
     }
     INS(e, ADD_U32, R(n), R(n), I(1));
@@ -360,12 +378,13 @@ static void consumer(Kctx *k, void *ctx) {
     mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
     Reg none = e_reg(e, RC_PRED);
     int empty = e_label(e);
-    INS(e, SETP_EQ_U32, R(none), R(walked(f, n_max)), I(0));
+    INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
-    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : zero);
+    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero);
     if (d->block_m) sparse_key_loop(k, consumer_step, f, &f->kl, 1, n_full, n_max);
     else {
-        INS(e, MOV_B32, R(n), I(1));
+        if (d->splitkv) INS(e, ADD_U32, R(n), R(f->lo), I(1));
+        else INS(e, MOV_B32, R(n), I(1));
         key_loop(k, consumer_step, f, n, n_full, n_max, 0);
         key_loop(k, consumer_step, f, n, n_max, n_max, 1);
     }
@@ -385,6 +404,10 @@ static void consumer(Kctx *k, void *ctx) {
 
     Reg lse[2];
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    if (d->splitkv) {   /* the split's partials, for the combine (one head, tokens from m_start) */
+        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){1, f->m_start, f->s_q, f->h, f->h});
+        return;
+    }
     Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
     INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
     INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, f->b, f->h)), R(f->m_start));

@@ -17,9 +17,10 @@ static const KernelKind kinds[] = {
      NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse,
      PAGED_KV | PAGED_SPLIT, attn_fwd_decode_tile},
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
-     "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
+     "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, paged KV, split-KV, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, PAGED_KV, NULL},
+     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, PAGED_KV | PAGED_SPLIT,
+     NULL},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "

@@ -581,6 +581,23 @@ paged_tests() {
     sim_tc_mutant "split-KV tcgen05 mutant: the producer's rows from block 0, not the split's first" \
         '!($1 == "mad.lo.u32" && $4 == "128," && substr($2, 1, length($2) - 1) == substr($5, 1, length($5) - 1))' \
         '^check: FAIL' attn_fwd --split-kv --tile pack=1 -- --sq 3 --sk 700 --hq 2 --hkv 1 --splits 5
+    # and in the wgmma attn_fwd: the producer walks the split's blocks, the consumers mask by block, the partial rows
+    # come from the mma.sync-shaped accumulators (splitkv_store)
+    export PTXGEN_SIM_STRICT=1
+    sparse_sims "sim split-KV wgmma" sim_check 'attn_fwd_wg_.*_split' sm_90a \
+        "--split-kv --sq 130 --sk 700 --hq 4 --hkv 2 --causal --splits 5" \
+        "--split-kv --page-size 64 --b 2 --sq 100 --sk 3000 --hq 2 --hkv 2 --splits 11" \
+        "--split-kv --sq 70 --sk 100 --hq 2 --hkv 1 --splits 64 --hdim 64 --dtype fp16" \
+        "--split-kv --sq 300 --sk 200 --hq 2 --hkv 2 --causal --hdim 256 --splits 3" \
+        "--split-kv --sq 20 --sk 900 --hq 2 --hkv 1 --splits 4 --tile bm=64,producer=1,pingpong=0,stages=3"
+    unset PTXGEN_SIM_STRICT
+    local wsm="$TMP/wg_split.ptx"
+    ./ptxgen --kernel attn_fwd --arch sm_90a --split-kv 2>/dev/null |
+        awk '!($1 == "mad.lo.u32" && $4 == "128," && substr($2, 1, length($2) - 1) == substr($5, 1, length($5) - 1))' >"$wsm"
+    run_cli check --kernel attn_fwd --arch sm_90a --device sim --split-kv --sq 130 --sk 700 --hq 2 --hkv 1 --splits 5 --ptx "$wsm"
+    expect_rc "split-KV wgmma mutant: the producer's rows from block 0, not the split's first" 1 &&
+        expect_output "split-KV wgmma mutant: the producer's rows from block 0, not the split's first" '^check: FAIL' &&
+        pass "split-KV wgmma mutant: the producer's rows from block 0, not the split's first"
     usage_error "split-KV tcgen05 with two Q tiles: refused" "a paged KV cache and split-KV take one Q tile and one CTA per MMA" \
         -- --arch sm_100a --kernel attn_fwd --split-kv --tile qtiles=2
     # the wgmma attn_fwd (sm_90a, strict): pages by TMA, the producer zeroing the last V block's rows past the
@@ -612,6 +629,8 @@ paged_tests() {
     local a
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --causal
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a d=256: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --hdim 256
+    tc_ptxas "ptxas paged split-KV wgmma attn_fwd sm_90a: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 128 \
+        --split-kv --causal
     for a in sm_100a sm_103a; do
         tc_ptxas "ptxas paged split-KV tcgen05 attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv \
             --tile bn=64,pack=8
