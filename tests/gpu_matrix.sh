@@ -253,13 +253,18 @@ for fam in sync wgmma; do for kern in attn_fwd attn_bwd; do
   run "block-sparse $fam local:2 d=64 fp16 causal" --mma $fam --block-mask local:2 --sq 2000 --sk 2000 --hq 4 --hkv 2 --hdim 64 --dtype fp16 --causal --ref cpu
   run "block-sparse $fam varlen 500,0,1300,64 causal" --mma $fam --block-mask random:0.4 --varlen 500,0,1300,64 --varlen-k 620,30,0,1200 --hq 4 --hkv 2 --causal --ref cpu
 done; done
-# paged KV and split-KV (issue 18, seed 002): the mma.sync attn_fwd against the CPU reference of each sequence's
-# gathered keys (lengths with 0, shuffled pages, GQA decode, causal, long contexts split)
+# paged KV and split-KV (issue 18, seed 002): attn_fwd against the CPU reference of each sequence's gathered keys
+# (lengths with 0, shuffled pages, GQA decode, causal, long contexts split)
 kern=attn_fwd
 run "paged 64 b16 s_q 1 GQA 64/8" --mma sync --page-size 64 --b 16 --sq 1 --sk 4096 --hq 64 --hkv 8 --ref cpu
 run "paged 256 b4 s_q 16 causal fp16 d64" --mma sync --page-size 256 --b 4 --sq 16 --sk 3000 --hq 8 --hkv 2 --causal --dtype fp16 --hdim 64 --ref cpu
 run "split-KV 32 b1 s_k 32768 GQA 8/1" --mma sync --split-kv --splits 32 --b 1 --sq 1 --sk 32768 --hq 8 --hkv 1 --ref cpu
 run "paged 64 split-KV 16 b2 causal s_q 4" --mma sync --page-size 64 --split-kv --splits 16 --b 2 --sq 4 --sk 20000 --hq 16 --hkv 2 --causal --ref cpu
+# the wgmma attn_fwd over pages (NaN in every row no sequence owns) and split
+run "paged wgmma 64 causal GQA 8/2 prefill" --mma wgmma --page-size 64 --b 3 --sq 700 --sk 3000 --hq 8 --hkv 2 --causal --ref cpu
+run "paged wgmma 256 d=256" --mma wgmma --page-size 256 --b 2 --sq 129 --sk 2000 --hq 2 --hkv 1 --hdim 256 --ref cpu
+run "split-KV wgmma 7 causal" --mma wgmma --split-kv --splits 7 --b 2 --sq 300 --sk 5000 --hq 4 --hkv 2 --causal --ref cpu
+run "paged wgmma 128 split-KV 5 fp16 d=64" --mma wgmma --page-size 128 --split-kv --splits 5 --b 3 --sq 200 --sk 3000 --hq 4 --hkv 4 --hdim 64 --dtype fp16 --ref cpu
 # the public API and compare on the real driver
 gate "test_api on the GPU (load, launch, errors, threads through ptxgen.h)" build/tests/test_api --device cuda
 gate "example_host on the GPU" build/example_host cuda
