@@ -79,8 +79,7 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     char paged[32] = "";
     if (d->tile.pack > 1) snprintf(paged, sizeof paged, "_pack%d", d->tile.pack);
-    if (d->page_size) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_page%d", d->page_size);
-    if (d->splitkv) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_split");
+    paged_suffix(d, paged, sizeof paged);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_%s_d%d_bm%d_bn%d_w%d%s%s%s%s", dt, d->d, d->tile.bm, d->tile.bn,
              d->tile.warps, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "", paged);
     attn_fwd_abi(ks, d, d->tile.bm / (d->tile.pack > 1 ? d->tile.pack : 1));

@@ -63,6 +63,21 @@ Reg block_table_at(Kctx *k, Reg b, Reg pg) {
     return a;
 }
 
+Reg paged_page(Kctx *k, int page_size, Reg b, Reg row) {
+    Emit *e = &k->e;
+    Reg pg = e_reg(e, RC_B32), id = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(pg), R(row), I(__builtin_ctz((unsigned)page_size)));
+    INS(e, LD_GLOBAL_NC_B32, R(id), A(block_table_at(k, b, pg), 0));
+    INS(e, AND_B32, R(row), R(row), I(page_size - 1));
+    return id;
+}
+
+void paged_suffix(const AttnDesc *d, char *buf, size_t len) {
+    size_t n = strlen(buf);
+    if (d->page_size) n += (size_t)snprintf(buf + n, len - n, "_page%d", d->page_size);
+    if (d->splitkv && n < len) snprintf(buf + n, len - n, "_split");
+}
+
 void packed_heads(Kctx *k, int pack, Reg y, Reg *group, Reg *kvh, Reg *j0, Reg *h0) {
     Emit *e = &k->e;
     Reg nb = e_reg(e, RC_B32);
@@ -279,11 +294,12 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
     INS(e, SHR_U32, R(t), R(k->tid), I(5));
     if (rb->first_warp) INS(e, SUB_U32, R(t), R(t), I(rb->first_warp));
-    Reg base = row;
-    if (rb->pack > 1) {   /* the block's first token + s_k - s_q; each row adds its own token */
-        base = e_reg(e, RC_B32);
+    Reg base = row, lrow = row;
+    if (rb->pack > 1) {   /* the block's first token + s_k - s_q; each row adds its own token, (lane's warp row) / pack */
+        base = e_reg(e, RC_B32), lrow = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(base), R(row), R(s_k));
         INS(e, SUB_U32, R(base), R(base), R(rb->own_lengths ? rb->s_q : kc_u32(k, "s_q")));
+        INS(e, MAD_LO_U32, R(lrow), R(t), I(rb->rows_per_warp), R(g));
     } else {
         INS(e, MAD_LO_U32, R(row), R(t), I(rb->rows_per_warp), R(row));
         INS(e, ADD_U32, R(row), R(row), R(g));
@@ -295,8 +311,7 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
         room[r] = e_reg(e, RC_B32);
         if (rb->pack > 1) {   /* row block + token of the row (warp row / pack) */
             Reg local = e_reg(e, RC_B32);
-            INS(e, MAD_LO_U32, R(local), R(t), I(rb->rows_per_warp), R(g));
-            INS(e, ADD_U32, R(local), R(local), I(16 * (r >> 1) + 8 * (r & 1)));
+            INS(e, ADD_U32, R(local), R(lrow), I(16 * (r >> 1) + 8 * (r & 1)));
             INS(e, SHR_U32, R(local), R(local), I(__builtin_ctz((unsigned)rb->pack)));
             INS(e, ADD_U32, R(room[r]), R(base), R(local));
             INS(e, ADD_S32, R(room[r]), R(room[r]), I(1));

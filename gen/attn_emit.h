@@ -51,6 +51,11 @@ void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole 
 /* Paged KV (KERNELS.md "Paged KV"): sequence b's keys, seqlens_k[b]; the address of block_table[b][pg]. */
 Reg paged_seqlen(Kctx *k, Reg b);
 Reg block_table_at(Kctx *k, Reg b, Reg pg);
+/* A TMA box's coordinates for sequence b's key `row` (a key tile within one page): the page id it returns, row made
+ * the row within the page. The table entry is read unguarded: the caller walks the sequence's pages only. */
+Reg paged_page(Kctx *k, int page_size, Reg b, Reg row);
+/* The entry-name suffix of the decode options, "_page<N>" and "_split", appended to buf. */
+void paged_suffix(const AttnDesc *d, char *buf, size_t len);
 
 /* Decode packing (tile key pack > 1): CTA y takes query heads j0 .. j0 + pack - 1 of kv head y / cdiv(g, pack)'s
  * group of g = h_q / h_kv, j0 = pack (y % cdiv(g, pack)); h0 = kvh g + j0 is the first of them. */

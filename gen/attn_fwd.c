@@ -209,8 +209,8 @@ static void epilogue(Kctx *k, Fwd *f) {
     Emit *e = &k->e;
     Reg lse[4], b, h, rows_left = e_reg(e, RC_B32), o_rows = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
-    if (f->d->splitkv) {   /* the split's partials, for the combine */
-        PackedRows one = {1, f->m_start, f->s_q, f->pr.h0, f->pr.heads};
+    if (f->d->splitkv) {   /* the split's partials, for the combine; one head: the CTA's, reread here */
+        PackedRows one = {.pack = 1, .tok0 = f->m_start, .s_q = f->s_q};
         if (f->pack == 1) cta_coords(k, &b, &one.h0);
         splitkv_store(k, &f->o, lse, f->mt, f->warp_row0, f->pack > 1 ? &f->pr : &one);
         return;

@@ -204,13 +204,7 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
     if (f->d->splitkv) INS(e, MAD_LO_U32, R(row), R(f->lo), I(f->bn), R(row));   /* step n is block lo + n */
     int past = umma_leader_only(k, f->leader);
-    if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] (bn divides the page) */
-        Reg pg = e_reg(e, RC_B32);
-        tb = e_reg(e, RC_B32);
-        INS(e, SHR_U32, R(pg), R(row), I(__builtin_ctz((unsigned)d->page_size)));
-        INS(e, LD_GLOBAL_NC_B32, R(tb), A(block_table_at(k, f->b, pg), 0));
-        INS(e, AND_B32, R(row), R(row), I(d->page_size - 1));
-    }
+    if (d->page_size) tb = paged_page(k, d->page_size, f->b, row);   /* bn divides the page */
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
     wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, tb, full);
     wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, tb, full);

@@ -163,8 +163,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (tc_fwd_pair(t)) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_cta2");
     char dv[16] = "";
     if (d->dv != d->d) snprintf(dv, sizeof dv, "_dv%d", d->dv);
-    if (d->page_size) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_page%d", d->page_size);
-    if (d->splitkv) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_split");
+    paged_suffix(d, pk, sizeof pk);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_tc_%s_d%d%s_bm%d_bn%d_st%d%s%s%s%s", dt, d->d, dv, t->bm, t->bn,
              t->stages, pk, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "", d->block_m ? "_sparse" : "");
     attn_fwd_abi(ks, d, q * TC_FWD_BM / pack);

@@ -165,23 +165,15 @@ static void producer(Kctx *k, void *ctx) {
     wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->q_row, f->tb, f->bar[0]);
     INS(e, MOV_B32, R(n), I(0));
     INS(e, MOV_B32, R(f->it), I(0));
-    Reg steps = walked(k, f, n_max);
+    Reg steps = walked(k, f, n_max), tail = d->page_size ? v_tail(k, f, n_max) : (Reg){0};
     int top = e_label(e);
     e_place(e, top);
     INS(e, SETP_LT_U32, R(more), R(n), R(steps));
     INSP(e, more, 1, BRA_UNI, L(done));
-    INS(e, MUL_LO_U32, R(row), R(d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(bn));
-    if (d->splitkv) INS(e, MAD_LO_U32, R(row), R(f->lo), I(bn), R(row));   /* step n is block lo + n */
-    Reg blk = n;
+    Reg blk = d->block_m ? sparse_entry(k, f->kl.list, n) : n;   /* step n's key block: split-KV lo + n */
     if (d->splitkv) INS(e, ADD_U32, R(blk = e_reg(e, RC_B32)), R(n), R(f->lo));
-    Reg tb = f->tb;
-    if (d->page_size) {   /* rows row % page_size .. of page block_table[b][row / page_size] */
-        Reg pg = e_reg(e, RC_B32);
-        tb = e_reg(e, RC_B32);
-        INS(e, SHR_U32, R(pg), R(row), I(__builtin_ctz((unsigned)d->page_size)));
-        INS(e, LD_GLOBAL_NC_B32, R(tb), A(block_table_at(k, f->b, pg), 0));
-        INS(e, AND_B32, R(row), R(row), I(d->page_size - 1));
-    }
+    INS(e, MUL_LO_U32, R(row), R(blk), I(bn));
+    Reg tb = d->page_size ? paged_page(k, d->page_size, f->b, row) : f->tb;
     produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row, tb);
     Reg vstage = produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row, tb);
     if (d->page_size) {   /* the last block's tail, once it landed */
@@ -189,7 +181,7 @@ static void producer(Kctx *k, void *ctx) {
         int skip = e_label(e);
         INS(e, ADD_U32, R(last), R(blk), I(1));
         INS(e, SETP_EQ_U32, R(is_last), R(last), R(n_max));
-        INS(e, AND_PRED, R(is_last), R(is_last), R(v_tail(k, f, n_max)));
+        INS(e, AND_PRED, R(is_last), R(is_last), R(tail));
         INSP(e, is_last, 1, BRA, L(skip));
         zero_v_tail(k, f, blk, vstage);
         e_place(e, skip);
@@ -405,7 +397,7 @@ static void consumer(Kctx *k, void *ctx) {
     Reg lse[2];
     softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
     if (d->splitkv) {   /* the split's partials, for the combine (one head, tokens from m_start) */
-        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){1, f->m_start, f->s_q, f->h, f->h});
+        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){.pack = 1, .tok0 = f->m_start, .s_q = f->s_q, .h0 = f->h});
         return;
     }
     Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");

@@ -4,7 +4,6 @@
 #include "attn_fwd_wg.h"
 #include "attn_sparse.h"
 #include <stddef.h>
-#include <string.h>
 #include <stdio.h>
 #include "../templates/wgmma.h"
 
@@ -84,8 +83,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {(unsigned)wg_threads(t), 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
     char paged[16] = "";
-    if (d->page_size) snprintf(paged, sizeof paged, "_page%d", d->page_size);
-    if (d->splitkv) snprintf(paged + strlen(paged), sizeof paged - strlen(paged), "_split");
+    paged_suffix(d, paged, sizeof paged);
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s%s", dt, d->d, t->bm, t->bn,
              t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "",
              d->block_m ? "_sparse" : "", paged);

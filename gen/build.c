@@ -87,7 +87,7 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
  * lengths come from seqlens_k). Whole tiles of keys per page: paged_tiles. */
 static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
     if (rq->splitkv && !(kind->paged & PAGED_SPLIT)) {
-        snprintf(err, errlen, "split-KV is not in the %s %s yet; the mma.sync attn_fwd takes it (--mma sync)",
+        snprintf(err, errlen, "split-KV is not in the %s %s yet; attn_fwd takes it in every family",
                  family_name(kind->family), kind->name);
         return 2;
     }
@@ -119,27 +119,24 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
  * tile note says so. */
 static void page_bn(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
-    if (!d->page_size || d->page_size % d->tile.bn == 0) return;
-    for (int i = 0; i < *kind->nkeys; i++) {
-        const TileKey *key = &kind->keys[i];
-        if (strcmp(key->key, "bn")) continue;
-        int best = 0;
-        for (int j = 0; j < key->nallowed; j++)
-            if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best) best = key->allowed[j];
-        if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
-        size_t n = strlen(s->tuned);
-        snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d spans pages)", n ? "; " : "",
-                 best, d->page_size, d->tile.bn);
-        d->tile.bn = best;
-    }
+    const TileKey *key = kind_key(kind, "bn");
+    if (!d->page_size || d->page_size % d->tile.bn == 0 || !key) return;
+    int best = 0;
+    for (int j = 0; j < key->nallowed; j++)
+        if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best) best = key->allowed[j];
+    if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
+    size_t n = strlen(s->tuned);
+    snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d spans pages)", n ? "; " : "",
+             best, d->page_size, d->tile.bn);
+    d->tile.bn = best;
 }
 
 static int paged_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
     if (!d->page_size || d->page_size % d->tile.bn == 0) return 0;
+    const TileKey *key = kind_key(kind, "bn");
     int least = d->tile.bn;
-    for (int i = 0; i < *kind->nkeys; i++)
-        for (int j = 0; !strcmp(kind->keys[i].key, "bn") && j < kind->keys[i].nallowed; j++)
-            if (kind->keys[i].allowed[j] < least) least = kind->keys[i].allowed[j];
+    for (int j = 0; key && j < key->nallowed; j++)
+        if (key->allowed[j] < least) least = key->allowed[j];
     snprintf(err, errlen, "page size %d is not a whole number of the %s %s's key tiles (bn=%d): use a page of at least "
              "%d keys (its smallest bn), or a tile with bn dividing the page", d->page_size, family_name(kind->family),
              kind->name, d->tile.bn, least);
@@ -263,25 +260,12 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         }
     }
     unsigned need = (rq->page_size > 0 ? PAGED_KV : 0) | (rq->splitkv ? PAGED_SPLIT : 0);
-    if (s->asked == FAM_AUTO && ((*kind)->paged & need) != need) {
-        for (int i = 0; i < kind_count(); i++) {
-            const KernelKind *alt = kind_at(i);
-            if ((alt->paged & need) == need && !strcmp(alt->name, rq->kernel) && (d->arch->families & alt->family)) {
-                snprintf(s->note, sizeof s->note, "--mma auto: the %s %s takes no %s yet, so %s gets %s",
-                         family_name((*kind)->family), (*kind)->name,
-                         (need & PAGED_SPLIT) && !((*kind)->paged & PAGED_SPLIT) ? "split-KV" : "paged KV cache",
-                         d->arch->name, family_name(alt->family));
-                *kind = alt;
-                break;
-            }
-        }
-    }
     int dsq = 0, dg = 0;   /* a GQA decode shape: the family that packs the group's heads into one CTA's rows */
     if (s->asked == FAM_AUTO && !rq->varlen && !rq->block_m && rq->shape_class &&
-        sscanf(rq->shape_class, "decode sq=%d g=%d", &dsq, &dg) == 2 && dg > 1 && !kind_has_key(*kind, "pack")) {
+        sscanf(rq->shape_class, "decode sq=%d g=%d", &dsq, &dg) == 2 && dg > 1 && !kind_key(*kind, "pack")) {
         for (int i = 0; i < kind_count(); i++) {
             const KernelKind *alt = kind_at(i);
-            if (kind_has_key(alt, "pack") && (alt->paged & need) == need && !strcmp(alt->name, rq->kernel) &&
+            if (kind_key(alt, "pack") && (alt->paged & need) == need && !strcmp(alt->name, rq->kernel) &&
                 (d->arch->families & alt->family) && kind_has_hdim(alt, rq->hdim ? rq->hdim : alt->default_hdim)) {
                 snprintf(s->note, sizeof s->note, "--mma auto: the %s %s packs no query heads, so this decode shape (s_q "
                          "%d, %d query heads per kv head) on %s gets %s, which reads each K/V tile once for the group",
@@ -333,9 +317,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
 static void decode_pack(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
     if (d->varlen || d->block_m) return;   /* packed heads would span sequences, or key lists of several heads */
-    const TileKey *key = NULL;
-    for (int i = 0; i < *kind->nkeys; i++)
-        if (!strcmp(kind->keys[i].key, "pack")) key = &kind->keys[i];
+    const TileKey *key = kind_key(kind, "pack");
     if (!key || !d->decode_group) return;
     int best = 1, fewest = 0;
     for (int i = 0; i < key->nallowed; i++) {

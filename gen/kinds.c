@@ -145,10 +145,10 @@ int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const Kerne
     return 0;
 }
 
-int kind_has_key(const KernelKind *k, const char *key) {
+const TileKey *kind_key(const KernelKind *k, const char *key) {
     for (int i = 0; i < *k->nkeys; i++)
-        if (!strcmp(k->keys[i].key, key)) return 1;
-    return 0;
+        if (!strcmp(k->keys[i].key, key)) return &k->keys[i];
+    return NULL;
 }
 
 int kind_has_hdim(const KernelKind *k, int d) {

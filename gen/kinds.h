@@ -48,8 +48,8 @@ unsigned kind_families(const char *kernel);
 int kind_pick(const char *kernel, const ArchInfo *a, unsigned asked, const KernelKind **kind, char *note, size_t notelen,
               char *err, size_t errlen);
 int kind_has_hdim(const KernelKind *k, int d);
-/* Whether the kind's tiles have the key (e.g. "pack"). */
-int kind_has_key(const KernelKind *k, const char *key);
+/* The kind's tile key of that name (e.g. "pack", "bn"), or NULL. */
+const TileKey *kind_key(const KernelKind *k, const char *key);
 /* --mma auto when the picked row lacks head dim d: the newest other row of kernel on arch that has it (NULL: none). */
 const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, int varlen, int sparse,
                                 const KernelKind *tried);

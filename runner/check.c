@@ -220,10 +220,11 @@ static int setup_problem(Session *ss, const RunOpts *o) {
     if (o->req.splitkv && !o->num_splits) {   /* none asked: 4 CTAs per SM on a GPU, 3 on the sim (one SM) */
         ptxgen_size sizes[PROBLEM_NSIZES];
         int ns = problem_sizes(p, sizes), sim = o->device_kind && !strcmp(o->device_kind, "sim");
-        p->num_splits = sim ? 3 : ptxgen_num_splits(ss->set, sizes, ns, ss->info.sm_count);
-        if (p->num_splits < 1) p->num_splits = 3;
+        int n = sim ? 0 : ptxgen_num_splits(ss->set, sizes, ns, ss->info.sm_count);
+        p->num_splits = n > 0 ? n : 3;
         printf("split-KV: %d splits (%s; --splits chooses)\n", p->num_splits,
-               sim ? "the sim's default" : "4 CTAs per SM of the forward, at most one per key block");
+               n > 0 ? "4 CTAs per SM of the forward, at most one per key block"
+                     : sim ? "the sim's default" : "3: ptxgen_num_splits had no count for these sizes");
     }
     if (o->req.block_m) {   /* block-sparse: the mask's shape and contents */
         p->block_m = o->req.block_m, p->block_n = o->req.block_n;

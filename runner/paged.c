@@ -101,11 +101,14 @@ int paged_ref_fwd(const Problem *p, double *const ref[]) {
     return rc;
 }
 
-double paged_fwd_flops(const Problem *p) {
-    double f = 0;
-    for (int i = 0; i < p->b; i++) f += 2.0 * p->h_q * p->s_q * (double)p->seqlens.ints[i] * (p->d + p->d_v);
-    return f;
+/* the keys of every sequence */
+static double total_keys(const Problem *p) {
+    double keys = 0;
+    for (int i = 0; i < p->b; i++) keys += p->seqlens.ints[i];
+    return keys;
 }
+
+double paged_fwd_flops(const Problem *p) { return 2.0 * p->h_q * p->s_q * total_keys(p) * (p->d + p->d_v); }
 
 /* rows [from, page_size) of page pg of t set to NaN */
 static int poison_rows(const Problem *p, const Tensor *t, int pg, int from, const uint16_t *nan, Device *dev, char *err,
@@ -136,11 +139,7 @@ int paged_poison(const Problem *p, Device *dev, char *err, size_t errlen) {
     return rc;
 }
 
-double paged_kv_bytes(const Problem *p) {
-    double keys = 0;
-    for (int i = 0; i < p->b; i++) keys += p->seqlens.ints[i];
-    return keys * p->h_kv * (p->d + p->d_v) * 2.0;
-}
+double paged_kv_bytes(const Problem *p) { return total_keys(p) * p->h_kv * (p->d + p->d_v) * 2.0; }
 
 void paged_describe(const Problem *p, char *buf, size_t len) {
     int n = snprintf(buf, len, "paged b=%d s_q=%d (seqlens_k", p->b, p->s_q);

@@ -578,7 +578,7 @@ paged_tests() {
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim split-KV tcgen05, two CTAs per SM" --arch sm_100a --split-kv --page-size 64 --b 2 \
         --sq 4 --sk 900 --hq 8 --hkv 2 --causal --splits 6 --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
-    sim_tc_mutant "split-KV tcgen05 mutant: the producer's rows from block 0, not the split's first" \
+    sim_tc_mutant "split-KV tcgen05 mutant: the producer reads block n, not the split's block lo + n" \
         '!($1 == "mad.lo.u32" && $4 == "128," && substr($2, 1, length($2) - 1) == substr($5, 1, length($5) - 1))' \
         '^check: FAIL' attn_fwd --split-kv --tile pack=1 -- --sq 3 --sk 700 --hq 2 --hkv 1 --splits 5
     # and in the wgmma attn_fwd: the producer walks the split's blocks, the consumers mask by block, the partial rows
@@ -591,13 +591,17 @@ paged_tests() {
         "--split-kv --sq 300 --sk 200 --hq 2 --hkv 2 --causal --hdim 256 --splits 3" \
         "--split-kv --sq 20 --sk 900 --hq 2 --hkv 1 --splits 4 --tile bm=64,producer=1,pingpong=0,stages=3"
     unset PTXGEN_SIM_STRICT
-    local wsm="$TMP/wg_split.ptx"
+    local wsm="$TMP/wg_split.ptx"   # the producer's row from step n, not from its block lo + n (the add before it)
     ./ptxgen --kernel attn_fwd --arch sm_90a --split-kv 2>/dev/null |
-        awk '!($1 == "mad.lo.u32" && $4 == "128," && substr($2, 1, length($2) - 1) == substr($5, 1, length($5) - 1))' >"$wsm"
+        awk '{ if (!n && $1 == "mul.lo.u32" && $4 == "128;" && p1 == "add.u32" && p2 == $3) { $3 = p3; n = 1 } print
+               p1 = $1; p2 = $2; p3 = $3 }' >"$wsm"
+    if cmp -s <(./ptxgen --kernel attn_fwd --arch sm_90a --split-kv 2>/dev/null) "$wsm"; then
+        fail "split-KV wgmma mutant: the producer reads block n, not the split's block lo + n" "the edit changed nothing"
+    fi
     run_cli check --kernel attn_fwd --arch sm_90a --device sim --split-kv --sq 130 --sk 700 --hq 2 --hkv 1 --splits 5 --ptx "$wsm"
-    expect_rc "split-KV wgmma mutant: the producer's rows from block 0, not the split's first" 1 &&
-        expect_output "split-KV wgmma mutant: the producer's rows from block 0, not the split's first" '^check: FAIL' &&
-        pass "split-KV wgmma mutant: the producer's rows from block 0, not the split's first"
+    expect_rc "split-KV wgmma mutant: the producer reads block n, not the split's block lo + n" 1 &&
+        expect_output "split-KV wgmma mutant: the producer reads block n, not the split's block lo + n" '^check: FAIL' &&
+        pass "split-KV wgmma mutant: the producer reads block n, not the split's block lo + n"
     usage_error "split-KV tcgen05 with two Q tiles: refused" "a paged KV cache and split-KV take one Q tile and one CTA per MMA" \
         -- --arch sm_100a --kernel attn_fwd --split-kv --tile qtiles=2
     # the wgmma attn_fwd (sm_90a, strict): pages by TMA, the producer zeroing the last V block's rows past the
