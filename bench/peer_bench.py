@@ -121,7 +121,8 @@ class KernelSet:
         for w in self.man.get("workspaces", []):
             nbytes = eval_expr(w["bytes"], env)
             self.ws[w["name"]] = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
-            if w.get("zero_init"): self.zero.append(self.ws[w["name"]])
+            if w.get("kept_zero"): self.ws[w["name"]].zero_()  # the set leaves it zeroed
+            elif w.get("zero_init"): self.zero.append(self.ws[w["name"]])
         self.bound = []
         for k, fn in zip(self.kernels, self.fns):
             vals = []

@@ -65,9 +65,10 @@ typedef struct {
 typedef struct {
     const char *name;
     char bytes[128];       /* expression over problem sizes */
-    int zero;              /* must be zero-filled before the first kernel */
+    int zero;              /* must be zero-filled before the first kernel (WS_ZERO_KEPT: once; the set leaves it so) */
     const char *meaning;
 } WorkspaceSpec;
+enum { WS_ZERO_EACH = 1, WS_ZERO_KEPT = 2 };
 
 #define MAX_KERNELS 6
 #define MAX_WORKSPACES 6

@@ -71,7 +71,7 @@ static void setup(Kctx *k, Dq *f) {
     f->scale_log2 = scale_log2(k);
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
-    f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0, f->d->varlen, 1};
+    f->rb = (RowBlocks){f->d->causal, DQ_BM, DQ_BN, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start, 0, 0, 0, f->d->varlen, 1, 0};
 }
 
 /* -lse*log2(e) and delta of this lane's rows; rows past s_q get P = 0 */

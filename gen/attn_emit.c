@@ -290,8 +290,11 @@ void row_room(Kctx *k, const RowBlocks *rb, Reg n_start, Reg *room) {
     /* row + s_k - s_q */
     Reg t = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    row_block(k, rb, row);
-    INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
+    if (rb->m_held) INS(e, MOV_B32, R(row), R(rb->m_start));
+    else {
+        row_block(k, rb, row);
+        INS(e, MUL_LO_U32, R(row), R(row), I(rb->bm));
+    }
     INS(e, SHR_U32, R(t), R(k->tid), I(5));
     if (rb->first_warp) INS(e, SUB_U32, R(t), R(t), I(rb->first_warp));
     Reg base = row, lrow = row;

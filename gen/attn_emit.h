@@ -77,6 +77,7 @@ typedef struct {
     int pair;                         /* 1: CTAs x and x + 1 (a cluster of 2) share the row block x / 2 */
     int own_lengths;                  /* 1: s_q, s_k are the sequence's (varlen), not the parameters row_room rereads */
     int pack;                         /* > 1: row r is token m_start + r / pack (PackedRows); bm counts tokens */
+    int m_held;                       /* 1: row_room reads m_start, not %ctaid (persistent CTAs walk several blocks) */
 } RowBlocks;
 /* The row block this CTA owns, into m: %ctaid.x (x / 2 for a pair), or counted from the last when
  * rb->last_first (causal: the longest rows start first, so the grid's last wave is short rows). Read where

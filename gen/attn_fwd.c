@@ -101,7 +101,7 @@ static void setup_problem(Kctx *k, Fwd *f) {
     f->zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f->zero), FI(0.0f));
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm / f->pack, f->d->tile.bn, 16 * f->mt, f->s_q, f->s_k, f->off, f->m_start,
-                        0, 0, 0, f->d->varlen || f->d->page_size, f->pack};
+                        0, 0, 0, f->d->varlen || f->d->page_size, f->pack, 0};
 }
 
 /* K or V (v) rows [n_start, n_start + bn) into tile, rows at or past s_k zero-filled. Paged: they are rows

@@ -17,6 +17,7 @@
  * A consumer's accumulators are mma.sync-shaped (wgmma.h), so the online
  * softmax is the mma.sync family's. The inner loop is consumer_step(). */
 #include "attn_fwd_wg.h"
+#include "attn_sched.h"
 #include "attn_sparse.h"
 #include "attn_splitkv.h"
 #include <string.h>
@@ -32,7 +33,7 @@ typedef struct {
     const AttnDesc *d;
     const Plan *p;
     int cw, stages, q_off, k_off, v_off, k_stride, v_stride, o_off;
-    Reg bar[WG_NBARS(4) + 1];
+    Reg bar[WG_MAX_BARS];
     Reg ring[5];                      /* the first barrier of each ring (B_*) */
     Reg b, h, kvh, m_start, s_q, s_k, off;
     Reg split, lo;                    /* split-KV: this CTA's split and its first key block (its blocks [lo, n_max)) */
@@ -50,16 +51,24 @@ typedef struct {
     Acc o;
     RowStats rows;
     KeyList kl;                       /* block-sparse: the query block's key list (problem) */
+    /* persistent (tile.persist): the tiles handed to the consumers, Q's empty barrier, this role's tiles so far */
+    TileSlots ts;
+    Reg q_empty, tit;
 } WgFwd;
 
-/* Key blocks [0, n_full) need no mask, [n_full, n_max) do. */
-static void problem(Kctx *k, WgFwd *f, Reg n_full, Reg n_max) {
+/* The tile's rows, head and batch (persistent: of tile t, else of the CTA); key blocks [0, n_full) need no mask,
+ * [n_full, n_max) do. */
+static void problem(Kctx *k, WgFwd *f, Reg t, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
     f->rb = (RowBlocks){f->d->causal, f->d->tile.bm, f->d->tile.bn, 16, .first_warp = wg_consumer_warp0(&f->d->tile),
-                        .last_first = f->d->causal, .own_lengths = f->d->varlen || f->d->page_size};
+                        .last_first = f->d->causal, .own_lengths = f->d->varlen || f->d->page_size,
+                        .m_held = f->d->tile.persist > 0};
     Reg mblk = e_reg(e, RC_B32);
-    row_block(k, &f->rb, mblk);
-    cta_coords(k, &f->b, &f->h);
+    if (f->d->tile.persist) sched_coords(k, t, f->d->tile.bm, f->rb.last_first, &mblk, &f->h, &f->b);
+    else {
+        row_block(k, &f->rb, mblk);
+        cta_coords(k, &f->b, &f->h);
+    }
     if (f->d->splitkv) splitkv_coords(k, &f->b, &f->split);   /* %ctaid.z = b num_splits + split */
     f->kvh = kv_head_of(k, f->h);
     if (f->d->varlen) {   /* packed: the sequence's lengths; TMA rows from its first, batch coordinate 0 */
@@ -160,16 +169,32 @@ static void producer(Kctx *k, void *ctx) {
     e_comment(e, "producer: one thread issues every TMA copy");
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = kc_tmap(k, "q_map");
     Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
-    problem(k, f, n_full, n_max);
+    Reg tile = {0}, next = {0}, tiles = {0};
+    int next_tile = 0, tile_end = done;
+    if (d->tile.persist) {   /* tile x first, then fetched ones; each handed to the consumers, the end too */
+        Reg over = e_reg(e, RC_PRED);
+        tile = e_reg(e, RC_B32), next = e_reg(e, RC_B32), tiles = sched_tiles(k, bm);
+        next_tile = e_label(e), tile_end = e_label(e);
+        INS(e, MOV_B32, R(f->it), I(0));
+        INS(e, MOV_B32, R(tile), SR("%ctaid.x"));
+        INS(e, MOV_B32, R(f->tit), I(0));
+        e_place(e, next_tile);
+        sched_publish(k, &f->ts, f->tit, tile);
+        INS(e, SETP_GE_U32, R(over), R(tile), R(tiles));
+        INSP(e, over, 0, BRA_UNI, L(done));
+        INS(e, MOV_B32, R(next), R(sched_next(k, tiles)));   /* its latency under this tile's loads */
+    }
+    problem(k, f, tile, n_full, n_max);
+    if (d->tile.persist) mbar_wait(k, f->q_empty, mbar_parity(k, f->tit, 0, 1), 0);   /* the last tile's S are done */
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
     wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->q_row, f->tb, f->bar[0]);
     INS(e, MOV_B32, R(n), I(0));
-    INS(e, MOV_B32, R(f->it), I(0));
+    if (!d->tile.persist) INS(e, MOV_B32, R(f->it), I(0));
     Reg steps = walked(k, f, n_max), tail = d->page_size ? v_tail(k, f, n_max) : (Reg){0};
     int top = e_label(e);
     e_place(e, top);
     INS(e, SETP_LT_U32, R(more), R(n), R(steps));
-    INSP(e, more, 1, BRA_UNI, L(done));
+    INSP(e, more, 1, BRA_UNI, L(tile_end));
     Reg blk = d->block_m ? sparse_entry(k, f->kl.list, n) : n;   /* step n's key block: split-KV lo + n */
     if (d->splitkv) INS(e, ADD_U32, R(blk = e_reg(e, RC_B32)), R(n), R(f->lo));
     INS(e, MUL_LO_U32, R(row), R(blk), I(bn));
@@ -189,6 +214,12 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, ADD_U32, R(n), R(n), I(1));
     INS(e, ADD_U32, R(f->it), R(f->it), I(1));
     INS(e, BRA_UNI, L(top));
+    if (d->tile.persist) {
+        e_place(e, tile_end);
+        INS(e, MOV_B32, R(tile), R(next));
+        INS(e, ADD_U32, R(f->tit), R(f->tit), I(1));
+        INS(e, BRA_UNI, L(next_tile));
+    }
     e_place(e, done);
 }
 
@@ -314,6 +345,8 @@ static void last_pv(Kctx *k, WgFwd *f) {
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
+    if (d->tile.persist)   /* the slabs are free once the last tile's store read them (its thread 0 waited for that) */
+        INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the rows below s_q */
         Reg rows_left = e_reg(&k->e, RC_B32), base = e_reg(&k->e, RC_B64), rs = row_stride_bytes(k, "o");
@@ -326,13 +359,41 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
 }
 
+/* The tile's LSE rows and O (split-KV: the split's partials, for the combine). */
+static void epilogue(Kctx *k, WgFwd *f) {
+    Emit *e = &k->e;
+    Reg lse[2];
+    softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    if (f->d->splitkv) {   /* one head, tokens from m_start */
+        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){.pack = 1, .tok0 = f->m_start, .s_q = f->s_q, .h0 = f->h});
+        return;
+    }
+    Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
+    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
+    INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, f->b, f->h)), R(f->m_start));
+    INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
+    rows_to_global_f32(k, 1, lse, f->warp_row0, lse_base, rows_left);
+    Reg named = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(named), R(f->wg), I(1));                   /* barrier 0 is the CTA's; 1.. one per warpgroup */
+    store_o(k, f, named);
+}
+
+/* The last warpgroup's last turn, taken (ping-pong). */
+static void last_turn(Kctx *k, WgFwd *f) {
+    if (!pingpong(f)) return;
+    Reg w0 = e_reg(&k->e, RC_PRED);
+    INS(&k->e, SETP_EQ_U32, R(w0), R(f->wg), I(0));
+    INSP(&k->e, w0, 0, BAR_SYNC_N, R(f->turn_mine), I(256));
+}
+
 static void consumer(Kctx *k, void *ctx) {
     WgFwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
+    int persist = d->tile.persist;
     if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
-    problem(k, f, n_full, n_max);
+    if (!persist) problem(k, f, (Reg){0}, n_full, n_max);
     f->wg = e_reg(e, RC_B32);
     f->warp_row0 = e_reg(e, RC_B32);
     Reg w = e_reg(e, RC_B32);
@@ -343,8 +404,10 @@ static void consumer(Kctx *k, void *ctx) {
     f->yes = kc_pred(k, 1);
     f->no = kc_pred(k, 0);
     acc_new(k, &f->o, 1, d->dv / 8);
-    acc_fill(k, &f->o, 0.0f);
-    rows_init(k, &f->rows, 1);
+    if (!persist) {
+        acc_fill(k, &f->o, 0.0f);
+        rows_init(k, &f->rows, 1);
+    }
     f->pk = e_regs(e, d->tile.bn / 4);
     for (int i = 0; i < d->tile.bn / 4; i++) f->pk[i] = e_reg(e, RC_B32);
     for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);
@@ -367,7 +430,21 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, SETP_EQ_U32, R(last), R(f->wg), I(f->cw - 1));
         INSP(e, last, 0, BAR_ARRIVE_N, R(first), I(256));
     }
-    mbar_wait(k, f->bar[0], zero, 0);                            /* Q landed */
+    int next_tile = 0, finished = 0;
+    if (persist) {   /* tiles as the producer hands them out; the turns run on across them (every tile takes as many
+                      * per warpgroup) */
+        Reg tiles = sched_tiles(k, d->tile.bm), over = e_reg(e, RC_PRED);
+        next_tile = e_label(e), finished = e_label(e);
+        INS(e, MOV_B32, R(f->tit), I(0));
+        e_place(e, next_tile);
+        Reg t = sched_take(k, &f->ts, f->tit);
+        INS(e, SETP_GE_U32, R(over), R(t), R(tiles));
+        INSP(e, over, 0, BRA_UNI, L(finished));
+        problem(k, f, t, n_full, n_max);
+        acc_fill(k, &f->o, 0.0f);
+        rows_init(k, &f->rows, 1);
+    }
+    mbar_wait(k, f->bar[0], persist ? mbar_parity(k, f->tit, 0, 0) : zero, 0);   /* Q landed */
     Reg none = e_reg(e, RC_PRED);
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
@@ -388,26 +465,16 @@ static void consumer(Kctx *k, void *ctx) {
     }
     last_pv(k, f);
     e_place(e, empty);
-    if (pingpong(f)) {                                            /* the last warpgroup's last turn, taken */
-        Reg w0 = e_reg(e, RC_PRED);
-        INS(e, SETP_EQ_U32, R(w0), R(f->wg), I(0));
-        INSP(e, w0, 0, BAR_SYNC_N, R(f->turn_mine), I(256));
-    }
-
-    Reg lse[2];
-    softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
-    if (d->splitkv) {   /* the split's partials, for the combine (one head, tokens from m_start) */
-        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){.pack = 1, .tok0 = f->m_start, .s_q = f->s_q, .h0 = f->h});
+    if (!persist) {
+        last_turn(k, f);
+        epilogue(k, f);
         return;
     }
-    Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
-    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-    INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, f->b, f->h)), R(f->m_start));
-    INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
-    rows_to_global_f32(k, 1, lse, f->warp_row0, lse_base, rows_left);
-    Reg named = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(named), R(f->wg), I(1));                   /* barrier 0 is the CTA's; 1.. one per warpgroup */
-    store_o(k, f, named);
+    wg_release(k, f->q_empty, f->tit);   /* Q read by the last S: the producer may load the next tile's; tit moves on */
+    epilogue(k, f);
+    INS(e, BRA_UNI, L(next_tile));
+    e_place(e, finished);
+    last_turn(k, f);
 }
 
 void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
@@ -419,10 +486,15 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
                .k_off = plan_region(p, "K.0"), .v_off = plan_region(p, "V.0"), .o_off = plan_region(p, "O")};
     f.k_stride = t->stages > 1 ? plan_region(p, "K.1") - f.k_off : 0;
     f.v_stride = t->stages > 1 ? plan_region(p, "V.1") - f.v_off : 0;
-    int nb = WG_NBARS(t->stages) + (d->page_size > 0);
-    Opnd counts[WG_NBARS(4) + 1];
+    int nb = wg_nbars(d), pb = wg_persist_bar(d);
+    Opnd counts[WG_MAX_BARS];
     counts[0] = I(1);
     counts[WG_TAIL(t->stages)] = I(1);   /* paged: the producer thread's arrival */
+    if (t->persist) {   /* Q empty: every consumer warp; the tile slots: the producer's arrive, every consumer warp */
+        counts[pb] = I(4 * f.cw);
+        counts[pb + 1] = counts[pb + 2] = I(1);
+        counts[pb + 3] = counts[pb + 4] = I(4 * f.cw);
+    }
     for (int s = 0; s < t->stages; s++) {
         counts[1 + s] = I(1);                                   /* K full: the producer's expect_tx */
         counts[1 + t->stages + s] = I(4 * f.cw);                 /* K empty: every consumer warp */
@@ -433,6 +505,11 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     for (int r = 0; r < 4; r++) f.ring[1 + r] = f.bar[1 + r * t->stages];
     f.ring[B_Q] = f.bar[0];
     f.it = e_reg(e, RC_B32);
+    if (t->persist) {
+        f.q_empty = f.bar[pb];
+        f.ts = (TileSlots){plan_region(p, "tiles"), f.bar[pb + 1], f.bar[pb + 3]};
+        f.tit = e_reg(e, RC_B32);
+    }
     INS(e, BAR_SYNC, I(0));                                      /* the barriers are initialised */
 
     Reg is_consumer = e_reg(e, RC_PRED);

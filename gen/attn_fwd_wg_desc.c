@@ -2,6 +2,7 @@
  * memory rings, warp roles and their registers), and the launch ABI with the
  * TMA tensor maps of Q, K, V and O. */
 #include "attn_fwd_wg.h"
+#include "attn_sched.h"
 #include "attn_sparse.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@ const TileKey attn_fwd_wg_keys[] = {
      "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
     {"producer", offsetof(AttnTile, producer), {1, 4}, 2, "warps of the TMA producer: 1 (every thread keeps the "
      "launch's registers, 65536 / threads) or 4 (a warpgroup that gives registers to the consumers by setmaxnreg)"},
+    {"persist", offsetof(AttnTile, persist), {0, 1, 2, 3, 4, 78, 114, 132}, 8, "0: a CTA per tile; N: at most N CTAs "
+     "that each walk tiles handed out by an atomic counter, loading the next tile while storing the last (the SM count "
+     "is the fast N: 132 H100 SXM/H200, 114 H100 PCIe, 78 H20; any N is correct)"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 
@@ -33,6 +37,12 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
+    if (d->tile.persist && (d->varlen || d->page_size || d->splitkv)) {
+        snprintf(err, errlen, "persist=%d: the persistent wgmma attn_fwd walks padded batches over contiguous K/V; "
+                 "%s launches a CTA per tile (persist=0)", d->tile.persist,
+                 d->varlen ? "varlen" : d->splitkv ? "split-KV" : "a paged cache");
+        return 1;
+    }
     if (d->d % WG_SLAB_COLS || d->dv % WG_SLAB_COLS || !wg_has_n(d->dv)) {
         snprintf(err, errlen, "the wgmma attn_fwd needs head dims that are multiples of 64 and a wgmma N (d=%d, dv=%d)",
                  d->d, d->dv);
@@ -55,17 +65,24 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "query tile, TMA 128B-swizzled slabs of 64 columns");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, k_stage[s], t->bn * d->d * 2, 1024, "key ring slot");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, v_stage[s], t->bn * d->dv * 2, 1024, "value ring slot");
-    plan_add_region(p, "barriers", 8 * (WG_NBARS(t->stages) + (d->page_size > 0)), 8,
-                    d->page_size ? "Q full; K and V full/empty per ring slot; V's tail zeroed"
-                                 : "Q full; K and V full/empty per ring slot");
-    plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's own Q rows");
+    if (t->persist) {   /* the next tile's Q loads while this one's O is staged */
+        plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, "Q full and empty; K and V full/empty per ring slot; "
+                        "the tile slots' full/empty");
+        plan_add_region(p, "tiles", 8, 8, "two slots of the next tile's index, producer to consumers");
+        plan_add_region(p, "O", t->bm * d->dv * 2, 1024, "output staging for the TMA store");
+    } else {
+        plan_add_region(p, "barriers", 8 * wg_nbars(d), 8,
+                        d->page_size ? "Q full; K and V full/empty per ring slot; V's tail zeroed"
+                                     : "Q full; K and V full/empty per ring slot");
+        plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's own Q rows");
+    }
     /* a consumer thread at the peak: O (dv/2), S (bn/2), P (bn/4), softmax state and addresses */
     p->regs_est = d->dv / 2 + t->bn / 2 + t->bn / 4 + 32;
     plan_add_role(p, "producer", t->producer, producer_regs(t));
     plan_add_role(p, "consumer", 4 * cw, producer_regs(t) ? consumer_regs(t) : 0);
-    char what[96];
-    snprintf(what, sizeof what, "attn_fwd (wgmma) d=%d bm=%d bn=%d stages=%d producer=%d", d->d, t->bm, t->bn,
-             t->stages, t->producer);
+    char what[112];
+    snprintf(what, sizeof what, "attn_fwd (wgmma) d=%d bm=%d bn=%d stages=%d producer=%d%s", d->d, t->bm, t->bn,
+             t->stages, t->producer, t->persist ? " persistent" : "");
     plan_finish(p, d->arch, what);
     if (p->ok && p->regs_est > consumer_regs(t)) {
         p->ok = 0;
@@ -84,11 +101,14 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
                        .min_ctas = producer_regs(t) ? 1 : 0, .max_regs = producer_regs(t) ? 0 : (unsigned)consumer_regs(t)};
     char paged[16] = "";
     paged_suffix(d, paged, sizeof paged);
-    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s%s", dt, d->d, t->bm, t->bn,
+    char persist[16] = "";
+    if (t->persist) snprintf(persist, sizeof persist, "_ps%d", t->persist);
+    snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s%s%s", dt, d->d, t->bm, t->bn,
              t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "",
-             d->block_m ? "_sparse" : "", paged);
+             d->block_m ? "_sparse" : "", paged, persist);
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
+    if (t->persist) sched_abi(ks, t->bm, t->persist);
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
         wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", t->bm);
         wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ptxgen.h"
 #include "kinds.h"
+#include "attn_sched.h"
 #include "attn_splitkv.h"
 #include "tuned.h"
 #include "mla.h"
@@ -39,8 +40,9 @@ static int kind_plan(const KernelKind *kind, const AttnDesc *d, Plan *plans) {
     return n;
 }
 
-/* A single kernel is deterministic: no kind has atomics outside a set. The kind's kernels are built as a set of
- * their own and follow the list kernels. */
+/* A single kernel is deterministic: no kind has float atomics outside a set (a persistent attn_fwd's counter only
+ * hands out tiles, each computed the same wherever it runs). The kind's kernels are built as a set of their own and
+ * follow the list kernels. */
 static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks, Buf *m) {
     SparseLists l = kind_lists(kind, d);
     int n0 = sparse_plan(d, &l, (Plan[MAX_KERNELS]){0});
@@ -54,6 +56,7 @@ static void kind_build(const KernelKind *kind, const AttnDesc *d, KernelSet *ks,
         own.deterministic = 1;
         kind->spec1(d, &own.plan[0], &own.k[0]);
         kind->emit1(d, &own.k[0], &own.plan[0], m);
+        if (d->tile.persist) own.ws[own.nws++] = sched_workspace();
     }
     for (int i = 0; i < own.nk; i++) ks->k[n0 + i] = own.k[i];
     for (int i = 0; i < own.nws; i++) ks->ws[ks->nws++] = own.ws[i];
@@ -572,7 +575,7 @@ int ptxgen_num_workspaces(const ptxgen_set *s) { return s->ks.nws; }
 int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out) {
     if (i < 0 || i >= s->ks.nws) return 2;
     const WorkspaceSpec *w = &s->ks.ws[i];
-    *out = (ptxgen_workspace){w->name, w->bytes, w->zero, w->meaning};
+    *out = (ptxgen_workspace){w->name, w->bytes, w->zero != 0, w->meaning, w->zero == WS_ZERO_KEPT};
     return 0;
 }
 

@@ -125,6 +125,7 @@ void manifest_write(const KernelSet *s, const char *constants_json, Buf *b) {
         json_str(b, s->ws[i].name);
         field(b, "bytes", s->ws[i].bytes);
         buf_printf(b, ", \"zero_init\": %s", s->ws[i].zero ? "true" : "false");
+        if (s->ws[i].zero == WS_ZERO_KEPT) buf_puts(b, ", \"kept_zero\": true");
         field(b, "meaning", s->ws[i].meaning);
         buf_puts(b, "}");
     }

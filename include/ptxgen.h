@@ -183,6 +183,7 @@ typedef struct {
     const char *bytes;    /* size expression over the problem sizes */
     int zero_init;        /* fill with zeros before launching the set */
     const char *meaning;
+    int kept_zero;        /* with zero_init: the set leaves it zeroed, so zeroing it once after allocation is enough */
 } ptxgen_workspace;
 PTXGEN_API int ptxgen_num_workspaces(const ptxgen_set *s);
 PTXGEN_API int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out);

@@ -356,7 +356,8 @@ static int bind_workspace(void *ctx, const char *name, uint64_t *v) {
     return 1;
 }
 
-/* Each workspace at least its size for this problem (grown, never shrunk), zeroed where it must start so. */
+/* Each workspace at least its size for this problem (grown, never shrunk), zeroed where it must start so (kept_zero:
+ * when allocated; the set leaves it zeroed). */
 static int workspaces(ptxgen_loaded *l, const ptxgen_size *sz, int n, char *err, size_t errlen) {
     for (int i = 0; i < ptxgen_num_workspaces(l->s); i++) {
         ptxgen_workspace w;
@@ -368,8 +369,10 @@ static int workspaces(ptxgen_loaded *l, const ptxgen_size *sz, int n, char *err,
             l->ws[i].ptr = 0, l->ws[i].bytes = 0;
             if (dev_alloc(l->d->dev, &l->ws[i].ptr, bytes ? bytes : 1, err, errlen)) return PTXGEN_ENOMEM;
             l->ws[i].bytes = bytes;
+            if (w.kept_zero && dev_fill_u8(l->d->dev, l->ws[i].ptr, 0, bytes, err, errlen)) return PTXGEN_EDEVICE;
         }
-        if (w.zero_init && bytes && dev_fill_u8(l->d->dev, l->ws[i].ptr, 0, bytes, err, errlen)) return PTXGEN_EDEVICE;
+        if (w.zero_init && !w.kept_zero && bytes && dev_fill_u8(l->d->dev, l->ws[i].ptr, 0, bytes, err, errlen))
+            return PTXGEN_EDEVICE;
     }
     return PTXGEN_OK;
 }

@@ -530,8 +530,9 @@ int problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, 
         unsigned long long bytes;
         ptxgen_workspace_info(s, i, &w);
         if (ptxgen_workspace_bytes(s, i, sizes, ns, &bytes, err, errlen)) return 1;
-        p->ws[i].name = w.name, p->ws[i].bytes = (size_t)bytes, p->ws[i].zero = w.zero_init;
+        p->ws[i].name = w.name, p->ws[i].bytes = (size_t)bytes, p->ws[i].zero = w.zero_init && !w.kept_zero;
         if (dev_alloc(dev, &p->ws[i].dev, p->ws[i].bytes, err, errlen)) return 1;
+        if (w.kept_zero && dev_fill_u8(dev, p->ws[i].dev, 0, p->ws[i].bytes, err, errlen)) return 1;
     }
     return 0;
 }

@@ -109,7 +109,8 @@ int  problem_check_guards(Problem *p, Device *dev, char *err, size_t errlen);
 int  problem_download(Device *dev, const Tensor *t, void *dst, char *err, size_t errlen);
 /* Allocates the set's workspaces at this problem's sizes. */
 int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, size_t errlen);
-/* Zero-fills the workspaces the manifest marks zero_init: before every launch of the set. */
+/* Zero-fills the workspaces the manifest marks zero_init: before every launch of the set (those it also marks
+ * kept_zero, once: problem_workspaces zeroes them after allocating). */
 int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
 /* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
 /* Tensor-map parameters are encoded on dev over the bound tensor (its dims and strides from the

@@ -1,0 +1,92 @@
+/* Persistent CTAs for attn_fwd (attn_sched.h). */
+#include "attn_sched.h"
+#include <stdio.h>
+#include "../templates/mbar.h"
+
+void sched_abi(KernelSpec *ks, int bm, int persist) {
+    abi_sizes(ks, (const char *const[]){"b"}, 1);
+    abi_workspace(ks, "tile_counter", "persistent CTAs: the next tile to hand out, less the grid");
+    snprintf(ks->grid[0], sizeof ks->grid[0], "min(cdiv(s_q, %d) * h_q * b, %d)", bm, persist);
+    snprintf(ks->grid[1], sizeof ks->grid[1], "1");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+}
+
+WorkspaceSpec sched_workspace(void) {
+    return (WorkspaceSpec){"tile_counter", "4", WS_ZERO_KEPT,
+                           "u32: tiles handed out by the persistent CTAs' atomics, less the grid; zeroed once, and "
+                           "every launch leaves it 0 (launches sharing it must not overlap)"};
+}
+
+Reg sched_tiles(Kctx *k, int bm) {
+    Emit *e = &k->e;
+    Reg n = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(n), R(kc_u32(k, "s_q")), I(bm - 1));
+    INS(e, DIV_U32, R(n), R(n), I(bm));
+    INS(e, MUL_LO_U32, R(n), R(n), R(kc_u32(k, "h_q")));
+    INS(e, MUL_LO_U32, R(n), R(n), R(kc_u32(k, "b")));
+    return n;
+}
+
+void sched_coords(Kctx *k, Reg t, int bm, int last_first, Reg *m, Reg *h, Reg *b) {
+    Emit *e = &k->e;
+    Reg mb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32), hq = kc_u32(k, "h_q");
+    *m = e_reg(e, RC_B32), *h = e_reg(e, RC_B32), *b = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(mb), R(kc_u32(k, "s_q")), I(bm - 1));
+    INS(e, DIV_U32, R(mb), R(mb), I(bm));
+    INS(e, REM_U32, R(*m), R(t), R(mb));
+    INS(e, DIV_U32, R(hb), R(t), R(mb));
+    INS(e, REM_U32, R(*h), R(hb), R(hq));
+    INS(e, DIV_U32, R(*b), R(hb), R(hq));
+    if (last_first) {
+        INS(e, SUB_U32, R(mb), R(mb), I(1));
+        INS(e, SUB_U32, R(*m), R(mb), R(*m));
+    }
+}
+
+Reg sched_next(Kctx *k, Reg tiles) {
+    Emit *e = &k->e;
+    Reg ctr = kc_ptr(k, "tile_counter"), old = e_reg(e, RC_B32), last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
+    Reg t = e_reg(e, RC_B32);
+    INS(e, ATOM_GLOBAL_ADD_U32, R(old), A(ctr, 0), I(1));
+    INS(e, SUB_U32, R(last), R(tiles), I(1));
+    INS(e, SETP_EQ_U32, R(is_last), R(old), R(last));
+    INSP(e, is_last, 0, ST_GLOBAL_B32, A(ctr, 0), I(0));   /* no atomic follows this one in the launch */
+    INS(e, MOV_B32, R(t), SR("%nctaid.x"));
+    INS(e, ADD_U32, R(t), R(t), R(old));
+    return t;
+}
+
+/* The slot of pass it: its address, its full and empty barriers and the parity pass it / 2 completes. */
+static Reg slot_of(Kctx *k, const TileSlots *ts, Reg it, Reg *full, Reg *empty, Reg *parity) {
+    Emit *e = &k->e;
+    Reg s = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+    mbar_stage(k, ts->full0, it, 2, full, parity);
+    INS(e, AND_B32, R(s), R(it), I(1));
+    *empty = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(*empty), R(s), I(8), R(ts->empty0));
+    INS(e, MAD_LO_U32, R(a), R(s), I(4), R(k->smem));
+    INS(e, ADD_U32, R(a), R(a), I(ts->slots));
+    return a;
+}
+
+void sched_publish(Kctx *k, const TileSlots *ts, Reg it, Reg t) {
+    Emit *e = &k->e;
+    Reg full, empty, parity, st = e_reg(e, RC_B64);
+    Reg a = slot_of(k, ts, it, &full, &empty, &parity);
+    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as read: the phase before the first */
+    mbar_wait(k, empty, parity, 0);
+    INS(e, ST_SHARED_B32, A(a, 0), R(t));
+    INS(e, MBAR_ARRIVE, R(st), A(full, 0));         /* release: the index is seen by whoever waits on it */
+}
+
+Reg sched_take(Kctx *k, const TileSlots *ts, Reg it) {
+    Emit *e = &k->e;
+    Reg full, empty, parity, t = e_reg(e, RC_B32), l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
+    Reg a = slot_of(k, ts, it, &full, &empty, &parity);
+    mbar_wait(k, full, parity, 0);
+    INS(e, LD_SHARED_B32, R(t), A(a, 0));
+    INS(e, BAR_WARP_SYNC, I(-1));                   /* every lane read it before lane 0 frees the slot */
+    INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
+    INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
+    return t;
+}
