@@ -164,13 +164,16 @@ class KernelSet:
             check(cu.cuLaunchKernel(fn, *grid, *blk, smem, stream, ptrs, None), f"cuLaunchKernel({entry})")
 
 def median_ms(fn, iters=30, warmup=5):
+    """Median GPU time of fn over iters runs, each between two events, all enqueued back to back and read after one
+    synchronize: the host's launch work for a run overlaps the GPU's previous run, so each side's time is its GPU time
+    (its host overhead shows only where it exceeds the GPU time of a run)."""
     for _ in range(warmup): fn()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for a, b in ev:
+        a.record(); fn(); b.record()
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in ev)
     return times[len(times) // 2]
 
 def family_bench_args(shape_help):

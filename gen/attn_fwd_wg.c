@@ -105,19 +105,22 @@ static Reg walked(Kctx *k, const WgFwd *f, Reg n_max) {
     return c;
 }
 
-/* One ring slot: wait until the consumers freed it, then TMA the block's rows into it (tb: the batch, or paged the
- * page, coordinate); its byte offset from slot 0. */
-static Reg produce(Kctx *k, WgFwd *f, int ring, Reg map, int off, int rows, int cols, int slot_bytes, Reg row, Reg tb) {
-    Emit *e = &k->e;
-    Reg empty, full, parity, st = e_reg(e, RC_B64);
-    Reg stage = wg_ring_slot(k, f->ring[ring + 1], f->ring[ring], f->stages, f->it, slot_bytes, &empty, &parity, &full);
-    INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
+/* The step's ring slot once the consumers freed it: its byte offset from slot 0, and its full barrier. */
+static Reg slot_free(Kctx *k, WgFwd *f, int ring, int slot_bytes, Reg *full) {
+    Reg empty, parity;
+    Reg stage = wg_ring_slot(k, f->ring[ring + 1], f->ring[ring], f->stages, f->it, slot_bytes, &empty, &parity, full);
+    INS(&k->e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as freed: the phase before the first */
     mbar_wait(k, empty, parity, 0);
+    return stage;
+}
+
+/* The block's rows by TMA into a freed slot (tb: the batch, or paged the page, coordinate). */
+static void slot_fill(Kctx *k, WgFwd *f, Reg full, Reg stage, Reg map, int off, int rows, int cols, Reg row, Reg tb) {
+    Emit *e = &k->e;
+    Reg st = e_reg(e, RC_B64), at = row;
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
-    Reg at = row;
     if (f->d->varlen) INS(e, ADD_U32, R(at = e_reg(e, RC_B32)), R(row), R(f->k_row));   /* the packed row */
     wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, tb, full);
-    return stage;
 }
 
 /* Paged, whether the walk's last block holds rows past the sequence (then the ring's V copy of it has a tail that the
@@ -171,15 +174,15 @@ static void producer(Kctx *k, void *ctx) {
     Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
     Reg tile = {0}, next = {0}, tiles = {0};
     int next_tile = 0, tile_end = done;
-    if (d->tile.persist) {   /* tile x first, then fetched ones; each handed to the consumers, the end too */
+    if (d->tile.persist) {   /* fetched tiles, each handed to the consumers, and the end too */
         Reg over = e_reg(e, RC_PRED);
         tile = e_reg(e, RC_B32), next = e_reg(e, RC_B32), tiles = sched_tiles(k, bm);
         next_tile = e_label(e), tile_end = e_label(e);
         INS(e, MOV_B32, R(f->it), I(0));
-        INS(e, MOV_B32, R(tile), SR("%ctaid.x"));
+        INS(e, MOV_B32, R(tile), R(sched_next(k, tiles)));
         INS(e, MOV_B32, R(f->tit), I(0));
         e_place(e, next_tile);
-        sched_publish(k, &f->ts, f->tit, tile);
+        sched_publish(k, &f->ts, f->tit, tile, f->it);   /* the ring pass its first block takes */
         INS(e, SETP_GE_U32, R(over), R(tile), R(tiles));
         INSP(e, over, 0, BRA_UNI, L(done));
         INS(e, MOV_B32, R(next), R(sched_next(k, tiles)));   /* its latency under this tile's loads */
@@ -197,10 +200,12 @@ static void producer(Kctx *k, void *ctx) {
     INSP(e, more, 1, BRA_UNI, L(tile_end));
     Reg blk = d->block_m ? sparse_entry(k, f->kl.list, n) : n;   /* step n's key block: split-KV lo + n */
     if (d->splitkv) INS(e, ADD_U32, R(blk = e_reg(e, RC_B32)), R(n), R(f->lo));
-    INS(e, MUL_LO_U32, R(row), R(blk), I(bn));
+    Reg kfull, vfull, kstage = slot_free(k, f, B_K_FULL, f->k_stride, &kfull);
+    INS(e, MUL_LO_U32, R(row), R(blk), I(bn));   /* after the wait: a list entry's load runs under it */
     Reg tb = d->page_size ? paged_page(k, d->page_size, f->b, row) : f->tb;
-    produce(k, f, B_K_FULL, km, f->k_off, bn, d->d, f->k_stride, row, tb);
-    Reg vstage = produce(k, f, B_V_FULL, vm, f->v_off, bn, d->dv, f->v_stride, row, tb);
+    slot_fill(k, f, kfull, kstage, km, f->k_off, bn, d->d, row, tb);
+    Reg vstage = slot_free(k, f, B_V_FULL, f->v_stride, &vfull);
+    slot_fill(k, f, vfull, vstage, vm, f->v_off, bn, d->dv, row, tb);
     if (d->page_size) {   /* the last block's tail, once it landed */
         Reg last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
         int skip = e_label(e);
@@ -345,8 +350,10 @@ static void last_pv(Kctx *k, WgFwd *f) {
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
-    if (d->tile.persist)   /* the slabs are free once the last tile's store read them (its thread 0 waited for that) */
+    if (d->tile.persist) {   /* the slabs are free once the last tile's copy read them: thread 0 waits, then all meet */
+        wg_store_wait(k);
         INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
+    }
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the rows below s_q */
         Reg rows_left = e_reg(&k->e, RC_B32), base = e_reg(&k->e, RC_B64), rs = row_stride_bytes(k, "o");
@@ -356,7 +363,8 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
         return;
     }
     WgStore o = {"o_map", f->o_off, d->dv};
-    wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
+    if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
+    else wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
 }
 
 /* The tile's LSE rows and O (split-KV: the split's partials, for the combine). */
@@ -386,6 +394,15 @@ static void last_turn(Kctx *k, WgFwd *f) {
     INSP(&k->e, w0, 0, BAR_SYNC_N, R(f->turn_mine), I(256));
 }
 
+/* The smem descriptors of the warpgroup's Q rows and of K and V ring slot 0. */
+static void descriptors(Kctx *k, WgFwd *f) {
+    Reg wq = e_reg(&k->e, RC_B32);
+    INS(&k->e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
+    f->q_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
+    f->k_desc = wg_desc_kmajor(k, f->k_off);
+    f->v_desc = wg_desc_mn(k, f->v_off, f->d->tile.bn * 128);
+}
+
 static void consumer(Kctx *k, void *ctx) {
     WgFwd *f = ctx;
     Emit *e = &k->e;
@@ -411,11 +428,7 @@ static void consumer(Kctx *k, void *ctx) {
     f->pk = e_regs(e, d->tile.bn / 4);
     for (int i = 0; i < d->tile.bn / 4; i++) f->pk[i] = e_reg(e, RC_B32);
     for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);
-    Reg wq = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(wq), R(f->wg), I(64 * 128));          /* the warpgroup's 64 rows of each Q slab */
-    f->q_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
-    f->k_desc = wg_desc_kmajor(k, f->k_off);
-    f->v_desc = wg_desc_mn(k, f->v_off, d->tile.bn * 128);
+    if (!persist) descriptors(k, f);
     f->it_v = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(f->it), I(0));
     INS(e, MOV_B32, R(f->it_v), I(0));
@@ -437,10 +450,15 @@ static void consumer(Kctx *k, void *ctx) {
         next_tile = e_label(e), finished = e_label(e);
         INS(e, MOV_B32, R(f->tit), I(0));
         e_place(e, next_tile);
-        Reg t = sched_take(k, &f->ts, f->tit);
+        Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
         INS(e, SETP_GE_U32, R(over), R(t), R(tiles));
         INSP(e, over, 0, BRA_UNI, L(finished));
         problem(k, f, t, n_full, n_max);
+        descriptors(k, f);
+        /* the rings' passes from the producer's count, not carried from the last tile: a counter the tile loop
+         * carried cost the inner loop its uniform-datapath descriptor arithmetic (ptxas) */
+        INS(e, MOV_B32, R(f->it), R(pass));
+        INS(e, MOV_B32, R(f->it_v), R(pass));
         acc_fill(k, &f->o, 0.0f);
         rows_init(k, &f->rows, 1);
     }
@@ -475,6 +493,7 @@ static void consumer(Kctx *k, void *ctx) {
     INS(e, BRA_UNI, L(next_tile));
     e_place(e, finished);
     last_turn(k, f);
+    wg_store_wait(k);   /* the last tile's copy read the slabs before the CTA's shared memory goes */
 }
 
 void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {

@@ -18,4 +18,6 @@ int wg_consumers(const AttnTile *t);
 static inline int wg_consumer_warp0(const AttnTile *t) { return t->producer == 4 ? 4 : 0; }
 static inline int wg_producer_warp(const AttnTile *t) { return t->producer == 4 ? 0 : 4 * wg_consumers(t); }
 static inline int wg_threads(const AttnTile *t) { return 128 * wg_consumers(t) + 32 * t->producer; }
+/* The default persistent grid: the SMs of an H100 SXM, H200, H800 or GH200, the most an sm_90a part has */
+#define WG_PERSIST_CTAS 132
 #endif

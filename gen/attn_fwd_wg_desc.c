@@ -6,6 +6,7 @@
 #include "attn_sparse.h"
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include "../templates/wgmma.h"
 
 const TileKey attn_fwd_wg_keys[] = {
@@ -34,6 +35,12 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a;
     return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4};
+}
+
+void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
+    if (asked && strstr(asked, "persist=")) return;
+    int fits = d->d <= 128 && !d->varlen && !d->page_size && !d->splitkv;
+    d->tile.persist = fits && (d->causal || d->block_m || d->d <= 64) ? WG_PERSIST_CTAS : 0;
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -68,7 +75,8 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     if (t->persist) {   /* the next tile's Q loads while this one's O is staged */
         plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, "Q full and empty; K and V full/empty per ring slot; "
                         "the tile slots' full/empty");
-        plan_add_region(p, "tiles", 8, 8, "two slots of the next tile's index, producer to consumers");
+        plan_add_region(p, "tiles", SCHED_SLOTS_BYTES, 8, "two slots of the next tile's index and ring pass, "
+                        "producer to consumers");
         plan_add_region(p, "O", t->bm * d->dv * 2, 1024, "output staging for the TMA store");
     } else {
         plan_add_region(p, "barriers", 8 * wg_nbars(d), 8,

@@ -5,7 +5,7 @@
 
 void sched_abi(KernelSpec *ks, int bm, int persist) {
     abi_sizes(ks, (const char *const[]){"b"}, 1);
-    abi_workspace(ks, "tile_counter", "persistent CTAs: the next tile to hand out, less the grid");
+    abi_workspace(ks, "tile_counter", "persistent CTAs: the next tile to hand out");
     snprintf(ks->grid[0], sizeof ks->grid[0], "min(cdiv(s_q, %d) * h_q * b, %d)", bm, persist);
     snprintf(ks->grid[1], sizeof ks->grid[1], "1");
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
@@ -13,7 +13,7 @@ void sched_abi(KernelSpec *ks, int bm, int persist) {
 
 WorkspaceSpec sched_workspace(void) {
     return (WorkspaceSpec){"tile_counter", "4", WS_ZERO_KEPT,
-                           "u32: tiles handed out by the persistent CTAs' atomics, less the grid; zeroed once, and "
+                           "u32: the next tile the persistent CTAs' atomics hand out; zeroed once, and "
                            "every launch leaves it 0 (launches sharing it must not overlap)"};
 }
 
@@ -46,14 +46,13 @@ void sched_coords(Kctx *k, Reg t, int bm, int last_first, Reg *m, Reg *h, Reg *b
 Reg sched_next(Kctx *k, Reg tiles) {
     Emit *e = &k->e;
     Reg ctr = kc_ptr(k, "tile_counter"), old = e_reg(e, RC_B32), last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
-    Reg t = e_reg(e, RC_B32);
     INS(e, ATOM_GLOBAL_ADD_U32, R(old), A(ctr, 0), I(1));
-    INS(e, SUB_U32, R(last), R(tiles), I(1));
+    INS(e, MOV_B32, R(last), SR("%nctaid.x"));
+    INS(e, ADD_U32, R(last), R(last), R(tiles));
+    INS(e, SUB_U32, R(last), R(last), I(1));
     INS(e, SETP_EQ_U32, R(is_last), R(old), R(last));
     INSP(e, is_last, 0, ST_GLOBAL_B32, A(ctr, 0), I(0));   /* no atomic follows this one in the launch */
-    INS(e, MOV_B32, R(t), SR("%nctaid.x"));
-    INS(e, ADD_U32, R(t), R(t), R(old));
-    return t;
+    return old;
 }
 
 /* The slot of pass it: its address, its full and empty barriers and the parity pass it / 2 completes. */
@@ -64,28 +63,33 @@ static Reg slot_of(Kctx *k, const TileSlots *ts, Reg it, Reg *full, Reg *empty, 
     INS(e, AND_B32, R(s), R(it), I(1));
     *empty = e_reg(e, RC_B32);
     INS(e, MAD_LO_U32, R(*empty), R(s), I(8), R(ts->empty0));
-    INS(e, MAD_LO_U32, R(a), R(s), I(4), R(k->smem));
+    INS(e, MAD_LO_U32, R(a), R(s), I(8), R(k->smem));
     INS(e, ADD_U32, R(a), R(a), I(ts->slots));
     return a;
 }
 
-void sched_publish(Kctx *k, const TileSlots *ts, Reg it, Reg t) {
+void sched_publish(Kctx *k, const TileSlots *ts, Reg it, Reg t, Reg w) {
     Emit *e = &k->e;
     Reg full, empty, parity, st = e_reg(e, RC_B64);
     Reg a = slot_of(k, ts, it, &full, &empty, &parity);
     INS(e, XOR_B32, R(parity), R(parity), I(1));   /* a fresh slot counts as read: the phase before the first */
     mbar_wait(k, empty, parity, 0);
     INS(e, ST_SHARED_B32, A(a, 0), R(t));
+    INS(e, ST_SHARED_B32, A(a, 4), R(w));
     INS(e, MBAR_ARRIVE, R(st), A(full, 0));         /* release: the index is seen by whoever waits on it */
 }
 
-Reg sched_take(Kctx *k, const TileSlots *ts, Reg it) {
+Reg sched_take(Kctx *k, const TileSlots *ts, Reg it, Reg *w) {
     Emit *e = &k->e;
     Reg full, empty, parity, t = e_reg(e, RC_B32), l0 = e_reg(e, RC_PRED), st = e_reg(e, RC_B64);
     Reg a = slot_of(k, ts, it, &full, &empty, &parity);
     mbar_wait(k, full, parity, 0);
+    *w = e_reg(e, RC_B32);
     INS(e, LD_SHARED_B32, R(t), A(a, 0));
-    INS(e, BAR_WARP_SYNC, I(-1));                   /* every lane read it before lane 0 frees the slot */
+    INS(e, LD_SHARED_B32, R(*w), A(a, 4));
+    /* lane 0's copies to all: they order every lane's reads before lane 0 frees the slot */
+    INS(e, SHFL_IDX, R(t), R(t), I(0), I(31), I(-1));
+    INS(e, SHFL_IDX, R(*w), R(*w), I(0), I(31), I(-1));
     INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
     INSP(e, l0, 0, MBAR_ARRIVE, R(st), A(empty, 0));
     return t;

@@ -59,14 +59,15 @@ static int store_begin(Kctx *k, Reg bar) {
     return skip;
 }
 
-static void store_end(Kctx *k, int skip) {
+static void store_end(Kctx *k, int skip, int wait) {
     Emit *e = &k->e;
     INS0(e, BULK_COMMIT);
-    INS(e, BULK_WAIT_READ, I(0));                                 /* shared memory stays until the copy read it */
+    if (wait) INS(e, BULK_WAIT_READ, I(0));                       /* shared memory stays until the copy read it */
     e_place(e, skip);
 }
 
-void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+static void store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b,
+                        int wait) {
     Emit *e = &k->e;
     int skip = store_begin(k, bar);
     Reg map0 = kc_tmap(k, st[0].map), row = e_reg(e, RC_B32), wrow = e_reg(e, RC_B32);
@@ -74,7 +75,24 @@ void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n
     INS(e, ADD_U32, R(row), R(row0), R(wrow));
     for (int i = 0; i < n; i++)
         tma_store_rows(k, i ? kc_tmap(k, st[i].map) : map0, st[i].src, st[i].cols, slab_bytes, wrow, head, row, b);
-    store_end(k, skip);
+    store_end(k, skip, wait);
+}
+
+void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+    store_group(k, bar, wg, row0, st, n, slab_bytes, head, b, 1);
+}
+
+void wg_store_group_async(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b) {
+    store_group(k, bar, wg, row0, st, n, slab_bytes, head, b, 0);
+}
+
+void wg_store_wait(Kctx *k) {
+    Emit *e = &k->e;
+    Reg lead = wg_lead(k);
+    int skip = e_label(e);
+    INSP(e, lead, 1, BRA, L(skip));
+    INS(e, BULK_WAIT_READ, I(0));
+    e_place(e, skip);
 }
 
 void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int slab_bytes, Reg col0, Reg head, Reg row,
@@ -88,7 +106,7 @@ void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int s
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_STORE_4D, TA(m, 4, c), A(src, s * slab_bytes));
     }
-    store_end(k, skip);
+    store_end(k, skip, 1);
 }
 
 void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left) {

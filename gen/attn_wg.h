@@ -31,6 +31,11 @@ typedef struct { const char *map; int src, cols; } WgStore;
  * (rows 64 wg of the slabs, slab_bytes apart) to rows row0 + 64 wg of head `head`, batch b, and waits
  * until the copies have read shared memory. */
 void wg_store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b);
+/* The same without that wait, so the warpgroup goes on while the copy reads: wg_store_wait before its threads write
+ * the slabs again, and before the kernel ends. */
+void wg_store_group_async(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, int n, int slab_bytes, Reg head, Reg b);
+/* Thread 0 of the warpgroup waits until its copies read shared memory. */
+void wg_store_wait(Kctx *k);
 /* Varlen: warpgroup wg's 64 staged rows (cols wide, slabs of slab_bytes at shared offset src) by plain 16-byte
  * stores to base + (64 wg + r) * rs, rows below rows_left only; its threads meet at barrier bar first. */
 void wg_store_rows_masked(Kctx *k, Reg bar, Reg wg, int src, int cols, int slab_bytes, Reg base, Reg rs, Reg rows_left);

@@ -307,6 +307,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
     if (!rq->tile || !strstr(rq->tile, "bn=")) page_bn(*kind, s);   /* bn not chosen by the request */
+    if ((*kind)->refine_tile) (*kind)->refine_tile(d, rq->tile);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
     if ((!rq->tile || !rq->tile[0]) && !rq->block_m && !rq->page_size) tuned_tile(rq, *kind, s);   /* a tune knows no
                                                                                                       mask or pages */

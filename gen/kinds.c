@@ -15,12 +15,12 @@ static const KernelKind kinds[] = {
      "split-KV, GQA heads packed for decode, LSE", FAM_MMA_SYNC,
      attn_fwd_keys, &attn_fwd_nkeys, attn_fwd_default_tile, attn_fwd_check_tile,
      NULL, NULL, attn_fwd_plan, attn_fwd_spec, attn_fwd_emit, fwd_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse,
-     PAGED_KV | PAGED_SPLIT, attn_fwd_decode_tile},
+     PAGED_KV | PAGED_SPLIT, attn_fwd_decode_tile, NULL},
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, paged KV, split-KV, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
      fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, PAGED_KV | PAGED_SPLIT,
-     NULL},
+     NULL, attn_fwd_wg_refine_tile},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "
      "a correction warpgroup rescaling O), bf16/fp16, "
@@ -28,49 +28,49 @@ static const KernelKind kinds[] = {
      "split-KV, GQA heads packed for decode, LSE", FAM_TCGEN05, attn_fwd_tc_keys, &attn_fwd_tc_nkeys, attn_fwd_tc_default_tile,
      attn_fwd_tc_check_tile, NULL, NULL, attn_fwd_tc_plan, attn_fwd_tc_spec, attn_fwd_tc_emit, tc_hdims, 4, 128, 0,
      1, attn_fwd_tc_warps, 1, 1, attn_fwd_tc_sparse, PAGED_KV | PAGED_SPLIT,
-     NULL},
+     NULL, NULL},
     {"attn_bwd", "FlashAttention-2 backward (m16n8k16): delta, dK/dV, dQ kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, varlen, block-sparse, deterministic by default", FAM_MMA_SYNC, attn_bwd_keys, &attn_bwd_nkeys, attn_bwd_default_tile, attn_bwd_check_tile,
-     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, attn_bwd_sparse, 0, NULL},
+     attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, attn_bwd_sparse, 0, NULL, NULL},
     {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; "
      "dQ = dS K in the same kernel, added by a dQ-writer warp's TMA reduce-adds, in key-block order under a "
      "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, varlen, block-sparse", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
      attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1,
-     attn_bwd_wg_sparse, 0, NULL},
+     attn_bwd_wg_sparse, 0, NULL, NULL},
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
      "with M = 64 added by vector atomics, in key-block order under semaphores when deterministic): delta, main, dQ convert "
      "kernels; bf16/fp16, d 64|128|192|256 (192 and 256 split over 3 and 2 CTAs per key block), causal, GQA/MQA, varlen, block-sparse",
      FAM_TCGEN05, attn_bwd_tc_keys, &attn_bwd_tc_nkeys, attn_bwd_tc_default_tile, attn_bwd_tc_check_tile,
-     attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0, 1, attn_bwd_tc_sparse, 0, NULL},
+     attn_bwd_tc_plan, attn_bwd_tc_build, NULL, NULL, NULL, tc_hdims, 4, 128, 0, 1, NULL, 0, 1, attn_bwd_tc_sparse, 0, NULL, NULL},
     {"mla_fwd", "sparse MLA forward: top-k gathered rows of one latent kv head, d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_MMA_SYNC, mla_fwd_keys, &mla_fwd_nkeys, mla_fwd_default_tile,
      mla_fwd_check_tile, NULL, NULL, mla_fwd_plan, mla_fwd_spec, mla_fwd_emit, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0,
-     mla_pair_warps, 0, 0, NULL, 0, NULL},
+     mla_pair_warps, 0, 0, NULL, 0, NULL, NULL},
     {"mla_fwd", "sparse MLA forward on wgmma + TMA (a producer warpgroup gathers the top-k rows by cp.async, two "
      "consumer warpgroups split each step's slots for S and d_v for O), d_qk 576, d_v 512, bf16/fp16, optional "
      "topk_length, LSE", FAM_WGMMA, mla_fwd_wg_keys, &mla_fwd_wg_nkeys, mla_fwd_wg_default_tile,
      mla_fwd_wg_check_tile, NULL, NULL, mla_fwd_wg_plan, mla_fwd_wg_spec, mla_fwd_wg_emit, mla_hdims, 1, MLA_D_QK,
-     MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL},
+     MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
     {"mla_fwd", "sparse MLA forward on tcgen05 (the top-k slots as the MMAs' M: S^T and O^T in TMEM, a TMA gather4 "
      "producer warp, one MMA-issuing thread, 4 compute warps with one slot each), d_qk 576, d_v 512, bf16/fp16, "
      "optional topk_length, LSE", FAM_TCGEN05, mla_fwd_tc_keys, &mla_fwd_tc_nkeys, mla_fwd_tc_default_tile,
      mla_fwd_tc_check_tile, NULL, NULL, mla_fwd_tc_plan, mla_fwd_tc_spec, mla_fwd_tc_emit, mla_hdims, 1, MLA_D_QK,
-     MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL},
+     MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
     {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert or the "
      "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
-     MLA_D_V, 0, mla_pair_warps, 0, 0, NULL, 0, NULL},
+     MLA_D_V, 0, mla_pair_warps, 0, 0, NULL, 0, NULL, NULL},
     {"mla_bwd", "sparse MLA backward on wgmma + TMA (a producer warpgroup gathers the top-k rows by cp.async, two "
      "consumer warpgroups split each step's slots for S and dP, and d_qk for dq and dkv): delta, main, convert or "
      "the deterministic reduce; bf16/fp16", FAM_WGMMA, mla_bwd_wg_keys, &mla_bwd_wg_nkeys, mla_bwd_wg_default_tile,
-     mla_bwd_wg_check_tile, mla_bwd_wg_plan, mla_bwd_wg_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL},
+     mla_bwd_wg_check_tile, mla_bwd_wg_plan, mla_bwd_wg_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
     {"mla_bwd", "sparse MLA backward on tcgen05 (TMEM accumulators): delta; bm=128 (default) a CTA-pair dq kernel "
      "(cta_group::2) and a KV-stationary dkv kernel, bm=16/32 one main kernel (cta_group::1); convert or the "
      "deterministic reduce; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,
      mla_bwd_tc_default_tile, mla_bwd_tc_check_tile, mla_bwd_tc_plan, mla_bwd_tc_build, NULL, NULL, NULL, mla_hdims, 1,
-     MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL},
+     MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 

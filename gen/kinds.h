@@ -34,6 +34,9 @@ typedef struct {
     unsigned paged;        /* the decode options it takes: PAGED_KV (ptxgen_request.page_size), PAGED_SPLIT (.splitkv) */
     /* sizes the default tile for a decode shape (d->decode_sq, after the pack is chosen; NULL: the default stays) */
     void (*decode_tile)(AttnDesc *d);
+    /* sets the default tile's keys that follow the request's features (causal, mask, lengths, pages), those the
+     * request's tile string `asked` (NULL: none) leaves unset (NULL: no key does); now the wgmma attn_fwd's persist */
+    void (*refine_tile)(AttnDesc *d, const char *asked);
 } KernelKind;
 
 

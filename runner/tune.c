@@ -27,17 +27,20 @@ typedef struct {
 } Point;
 
 /* The tile strings of the cartesian product of the kind's keys, into pts; their count. A pack of more query heads
- * than the problem's group (h_q / h_kv) only leaves rows idle, so those values are not tried. */
+ * than the problem's group (h_q / h_kv) only leaves rows idle, so those values are not tried; of persist's, only 0
+ * and the largest (the others are other GPUs' SM counts and small grids for tests). */
 static int enumerate(const KernelKind *kind, int group, Point *pts) {
-    int n = *kind->nkeys, idx[16] = {0}, count = 0, nallowed[16];
+    int n = *kind->nkeys, idx[16] = {0}, count = 0, nallowed[16], vals[16][8];
     for (int k = 0; k < n; k++) {
-        nallowed[k] = kind->keys[k].nallowed;
-        while (!strcmp(kind->keys[k].key, "pack") && nallowed[k] > 1 && kind->keys[k].allowed[nallowed[k] - 1] > group)
-            nallowed[k]--;
+        const TileKey *key = &kind->keys[k];
+        nallowed[k] = key->nallowed;
+        memcpy(vals[k], key->allowed, sizeof vals[k]);
+        while (!strcmp(key->key, "pack") && nallowed[k] > 1 && vals[k][nallowed[k] - 1] > group) nallowed[k]--;
+        if (!strcmp(key->key, "persist") && nallowed[k] > 2) vals[k][1] = vals[k][nallowed[k] - 1], nallowed[k] = 2;
     }
     for (;;) {
         Buf b = {0};
-        for (int k = 0; k < n; k++) buf_printf(&b, "%s%s=%d", k ? "," : "", kind->keys[k].key, kind->keys[k].allowed[idx[k]]);
+        for (int k = 0; k < n; k++) buf_printf(&b, "%s%s=%d", k ? "," : "", kind->keys[k].key, vals[k][idx[k]]);
         if (count < MAX_POINTS) snprintf(pts[count++].tile, sizeof pts[0].tile, "%s", b.s ? b.s : "");
         buf_free(&b);
         int k = n - 1;

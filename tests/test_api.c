@@ -72,11 +72,12 @@ static double *download_bf16(ptxgen_device *d, unsigned long long p, long long n
     return v;
 }
 
-/* attn_fwd, b 1, h_q 4 over h_kv 2, d 64, q and o with padded rows */
-static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu) {
+/* attn_fwd, b 1, h_q 4 over h_kv 2, d 64, q and o with padded rows; tile: NULL, or the request's (then only the
+ * launches are checked, not the refusals) */
+static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu, const char *tile) {
     enum { SQ = 37, SK = 70, HQ = 4, HKV = 2, D = 64, PAD = 8 };
     char err[512] = "", msg[600];
-    ptxgen_request rq = {.arch = arch, .kernel = "attn_fwd", .hdim = D};
+    ptxgen_request rq = {.arch = arch, .kernel = "attn_fwd", .hdim = D, .tile = tile};
     ptxgen_set *s = NULL;
     ptxgen_loaded *l = NULL;
     int rc = ptxgen_build(&rq, &s, err, sizeof err) || ptxgen_load(dev, s, &l, err, sizeof err);
@@ -122,11 +123,32 @@ static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu) {
                 }
             }
         double e = rel_l2(oc, ref, SQ * HQ * D);
-        snprintf(msg, sizeof msg, "rel L2 %.3e (tol 1e-2)", e);
+        snprintf(msg, sizeof msg, "%s %s: rel L2 %.3e (tol 1e-2)", arch, ptxgen_entry(s, 0), e);
         printf("  %s\n", msg);
         check(e < 1e-2, "api: attn_fwd o matches float64 (padded q and o rows, GQA 4/2)", msg);
+        /* again over o poisoned: the same bits (a persistent set's tile counter is left zeroed by the first) */
+        size_t ob = (size_t)SQ * HQ * (D + PAD) * 2;
+        unsigned char *poison = malloc(ob);
+        memset(poison, 0xff, ob);
+        rc = ptxgen_device_upload(dev, op, poison, ob, err, sizeof err) ||
+             ptxgen_launch(l, NULL, t, 5, NULL, 0, (float)scale, err, sizeof err) || ptxgen_device_sync(dev, err, sizeof err);
+        double *o2 = rc ? NULL : download_bf16(dev, op, SQ * HQ * (D + PAD), err);
+        int same = o2 != NULL;
+        for (int i = 0; same && i < SQ * HQ; i++)
+            same = !memcmp(o2 + (i / HQ * HQ + i % HQ) * (D + PAD), o + (i / HQ * HQ + i % HQ) * (D + PAD), D * sizeof *o);
+        snprintf(msg, sizeof msg, "%s %s: %s", arch, ptxgen_entry(s, 0), rc ? err : same ? "bit-identical" : "differs");
+        check(same, "api: a second launch over a poisoned o writes the same o", msg);
+        free(o2);
+        free(poison);
     }
     free(o);
+    if (tile) {
+        unsigned long long ptrs[] = {qp, kp, vp, op, lp};
+        for (int i = 0; i < 5; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
+        ptxgen_unload(l);
+        ptxgen_free(s);
+        return;
+    }
     /* the errors a caller gets, each before anything runs */
     struct { const char *name, *phrase; int idx; ptxgen_tensor bad; } cases[] = {
         {"a tensor of the wrong rank", "rank 3", 0, {"q", qp, 3, {SQ, HQ, D}, {HQ * D, D, 1}}},
@@ -380,7 +402,9 @@ int main(int argc, char **argv) {
     char arch[16];
     rc = ptxgen_device_arch(dev, arch, sizeof arch, err, sizeof err);
     check(!rc && (strcmp(device, "sim") || !strcmp(arch, "sm_100a")), "api: the device names its arch (the sim: sm_100a)", arch);
-    attn_fwd(dev, arch, strcmp(device, "sim") != 0);
+    attn_fwd(dev, arch, strcmp(device, "sim") != 0, NULL);
+    /* the wgmma kernel through the library with 2 persistent CTAs walking its 4 tiles (on a GPU: its default) */
+    if (!strcmp(device, "sim")) attn_fwd(dev, "sm_90a", 0, "persist=2");
     attn_fwd_varlen(dev, arch);
     mla(dev, arch);
     num_splits();
