@@ -66,11 +66,10 @@ extern const TileKey attn_fwd_wg_keys[];
 extern const int attn_fwd_wg_nkeys;
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
-/* The default tile's persist for the request (KernelKind.refine_tile): persistent CTAs (WG_PERSIST_CTAS) where they
- * measured faster (causal, block-sparse, d 64) and the separate O staging fits (d <= 128), not for varlen, paged or
- * split-KV; measured on the H100 (BENCHMARKS.md): d64 459-463 -> 482-483 TFLOP/s, causal d128 and GQA 64/8 up
- * 1-2.5 %, block-sparse s 8k up 3-6 % at every density, while d128 non-causal lost 1-5 % (686 against 691, 664-700
- * against 702-715 at s 16k). */
+/* The default tile's persist for the request (KernelKind.refine_tile): persistent CTAs (WG_PERSIST_CTAS) where the
+ * separate O staging fits (d <= 128), not for varlen, paged or split-KV, which launch a CTA per tile. Measured on the
+ * H100 (BENCHMARKS.md, two rounds): d128 697 -> 703-704 TFLOP/s, causal 614-617 -> 633, d64 464 -> 484, GQA 64/8
+ * causal 629-634 -> 654-655, block-sparse s 8k 3-4 % faster at 100 % and 50 %, s 16k within the noise. */
 void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked);
 void attn_fwd_wg_plan(const AttnDesc *d, Plan *p);
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);

@@ -509,10 +509,10 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     Opnd counts[WG_MAX_BARS];
     counts[0] = I(1);
     counts[WG_TAIL(t->stages)] = I(1);   /* paged: the producer thread's arrival */
-    if (t->persist) {   /* Q empty: every consumer warp; the tile slots: the producer's arrive, every consumer warp */
+    if (t->persist) {   /* Q empty: every consumer warp; the tile slots: the producer's arrive, every consumer thread */
         counts[pb] = I(4 * f.cw);
         counts[pb + 1] = counts[pb + 2] = I(1);
-        counts[pb + 3] = counts[pb + 4] = I(4 * f.cw);
+        counts[pb + 3] = counts[pb + 4] = I(128 * f.cw);
     }
     for (int s = 0; s < t->stages; s++) {
         counts[1 + s] = I(1);                                   /* K full: the producer's expect_tx */

@@ -39,8 +39,7 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
 
 void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
     if (asked && strstr(asked, "persist=")) return;
-    int fits = d->d <= 128 && !d->varlen && !d->page_size && !d->splitkv;
-    d->tile.persist = fits && (d->causal || d->block_m || d->d <= 64) ? WG_PERSIST_CTAS : 0;
+    d->tile.persist = d->d <= 128 && !d->varlen && !d->page_size && !d->splitkv ? WG_PERSIST_CTAS : 0;
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {

@@ -24,13 +24,13 @@ void sched_coords(Kctx *k, Reg t, int bm, int last_first, Reg *m, Reg *h, Reg *b
 Reg sched_next(Kctx *k, Reg tiles);
 
 /* Two slots of 8 bytes at shared offset `slots` (a tile index and a word that goes with it), and their full barriers
- * from full0 (count 1: the producer's arrive) and empty ones from empty0 (count: the consumer warps, lane 0 each),
- * 8 bytes apart. */
+ * from full0 (count 1: the producer's arrive) and empty ones from empty0 (count: every consumer thread), 8 bytes
+ * apart. */
 typedef struct { int slots; Reg full0, empty0; } TileSlots;
 #define SCHED_SLOTS_BYTES 16   /* both slots */
 /* The producer thread hands tile t and the word w to the consumers as their it-th (0, 1, ..): slot it % 2 once it
  * was read. */
 void sched_publish(Kctx *k, const TileSlots *ts, Reg it, Reg t, Reg w);
-/* A consumer warp takes its it-th tile and the word (then frees the slot); both the same in every lane. */
+/* The consumer threads take their it-th tile and the word (then free the slot); both the same in every lane. */
 Reg sched_take(Kctx *k, const TileSlots *ts, Reg it, Reg *w);
 #endif

@@ -687,7 +687,7 @@ persist_tests() {
     persist_mutant "persistent mutant: O staged over the slabs the last tile's TMA store still reads" \
         '/cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' 'in-flight TMA store' --sq 600 --sk 200 --hq 2 --hkv 1
     local x want
-    for x in "--causal:132" "--hdim 64:132" "--block-mask random:0.5 --block-m 128 --block-n 128:132" ":0" "--hdim 256 --causal:0" \
+    for x in "--causal:132" "--hdim 64:132" "--block-mask random:0.5 --block-m 128 --block-n 128:132" ":132" "--hdim 256 --causal:0" \
              "--varlen 100,200 --causal:0" "--page-size 128 --causal:0" "--split-kv --causal:0" "--causal --tile persist=0:0"; do
         want=${x##*:}
         run_cli --arch sm_90a --kernel attn_fwd --mma wgmma ${x%:*} --plan
