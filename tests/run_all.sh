@@ -591,10 +591,12 @@ paged_tests() {
         "--split-kv --sq 300 --sk 200 --hq 2 --hkv 2 --causal --hdim 256 --splits 3" \
         "--split-kv --sq 20 --sk 900 --hq 2 --hkv 1 --splits 4 --tile bm=64,producer=1,pingpong=0,stages=3"
     unset PTXGEN_SIM_STRICT
-    local wsm="$TMP/wg_split.ptx"   # the producer's row from step n, not from its block lo + n (the add before it)
+    local wsm="$TMP/wg_split.ptx"   # the producer's row from step n, not from its block lo + n: the first row multiply
+    # after a slot wait reads the step n the add of lo + n read
     ./ptxgen --kernel attn_fwd --arch sm_90a --split-kv 2>/dev/null |
-        awk '{ if (!n && $1 == "mul.lo.u32" && $4 == "128;" && p1 == "add.u32" && p2 == $3) { $3 = p3; n = 1 } print
-               p1 = $1; p2 = $2; p3 = $3 }' >"$wsm"
+        awk '$1 == "add.u32" && $3 ~ /^%r/ && $4 ~ /^%r/ { n_of[$2] = $3 }
+             !done && w && $1 == "mul.lo.u32" && $4 == "128;" && ($3 in n_of) { $3 = n_of[$3]; done = 1 }
+             /mbarrier.try_wait/ { w = 1 } { print }' >"$wsm"
     if cmp -s <(./ptxgen --kernel attn_fwd --arch sm_90a --split-kv 2>/dev/null) "$wsm"; then
         fail "split-KV wgmma mutant: the producer reads block n, not the split's block lo + n" "the edit changed nothing"
     fi
@@ -929,11 +931,12 @@ tc_ptxas() {
 
 # sim_mutant NAME SED_SCRIPT PHRASE [ARCH]: attn_fwd d=64's generated PTX for ARCH (sm_90: mma.sync,
 # sm_90a: wgmma), edited by SED_SCRIPT, must be refused naming PHRASE
-sim_mutant() {   # ... [ARCH [KERNEL]]
-    local name=$1 script=$2 phrase=$3 args=(--kernel "${5:-attn_fwd}" --hdim 64 --arch "${4:-sm_90}" --sq 77 --sk 300 --hq 2 --hkv 1)
-    ./ptxgen "${args[@]:0:6}" | sed "$script" >"$TMP/mutant.ptx"
-    if cmp -s <(./ptxgen "${args[@]:0:6}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --device sim "${args[@]}" --ptx "$TMP/mutant.ptx"
+sim_mutant() {   # ... [ARCH [KERNEL [TILE]]]
+    local name=$1 script=$2 phrase=$3 gen=(--kernel "${5:-attn_fwd}" --hdim 64 --arch "${4:-sm_90}")
+    [ -n "${6:-}" ] && gen+=(--tile "$6")
+    ./ptxgen "${gen[@]}" | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen "${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim "${gen[@]}" --sq 77 --sk 300 --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
@@ -1272,9 +1275,10 @@ sim_tests() {
     sim_mutant "sim mutant: LSE stored 4 B early" 's/st.global.f32 \[%rd\([0-9]*\)\]/st.global.f32 [%rd\1+-4]/' \
         "canary before lse overwritten at byte -4 "
 
-    # the wgmma kernel's pipeline: each wait its TMA ring, its wgmma groups and its TMA store need
+    # the wgmma kernel's pipeline: each wait its TMA ring, its wgmma groups and its TMA store need (the two that name
+    # a wait by its place, a CTA per tile: persist_tests plants the persistent kernel's own)
     sim_mutant "sim mutant wgmma: a consumer's first key-slot wait dropped" \
-        '0,/wgmma.fence/{/mbarrier.try_wait/{x;s/^/x/;/^xxxx$/{x;d};x}}' "before the TMA load .* has landed" sm_90a
+        '0,/wgmma.fence/{/mbarrier.try_wait/{x;s/^/x/;/^xxxx$/{x;d};x}}' "before the TMA load .* has landed" sm_90a attn_fwd persist=0
     sim_mutant "sim mutant wgmma: wgmma.wait_group 1 where the kernel waits for 0" \
         's/wgmma.wait_group.sync.aligned 0/wgmma.wait_group.sync.aligned 1/' "(while the wgmma.mma_async .* still reads it|accumulator register .* written before wgmma.wait_group)" sm_90a
     sim_mutant "sim mutant wgmma: no arrive on the slots' empty barriers" '/@%p[0-9]* mbarrier.arrive.shared/d' \
@@ -1284,7 +1288,7 @@ sim_tests() {
     sim_mutant "sim mutant wgmma: no fence.proxy.async before the O store" '/fence.proxy.async/d' \
         "no fence.proxy.async by its writer" sm_90a
     sim_mutant "sim mutant wgmma: exit before the O store has read shared memory" '/cp.async.bulk.wait_group.read/d' \
-        "the CTA exits while the TMA store .* still reads its shared memory" sm_90a
+        "the CTA exits while the TMA store .* still reads its shared memory" sm_90a attn_fwd persist=0
 
     # the wgmma attn_bwd's own synchronisation: the dS^T exchange between consumers, dQ's staging and its rows
     sim_mutant "sim mutant wgmma bwd: the consumers' dS^T barrier dropped" '0,/bar.sync %r[0-9]*, 256;/{/bar.sync %r[0-9]*, 256;/d}' \
