@@ -67,7 +67,8 @@ extern const int attn_fwd_wg_nkeys;
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
 /* The default tile's persist for the request (KernelKind.refine_tile): persistent CTAs (WG_PERSIST_CTAS) where the
- * separate O staging fits (d <= 128), not for varlen, paged or split-KV, which launch a CTA per tile. Measured on the
+ * separate O staging fits (d <= 128, and the rest of the tile leaves room), not for varlen, paged or split-KV, which
+ * launch a CTA per tile. Measured on the
  * H100 (BENCHMARKS.md, two rounds): d128 697 -> 703-704 TFLOP/s, causal 614-617 -> 633, d64 464 -> 484, GQA 64/8
  * causal 629-634 -> 654-655, block-sparse s 8k 3-4 % faster at 100 % and 50 %, s 16k within the noise. */
 void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked);

@@ -677,7 +677,9 @@ persist_tests() {
         "--tile persist=2,pingpong=0,producer=1,bm=64 --sq 300 --sk 200 --hq 2 --hkv 2 --b 2 --causal" \
         "--tile persist=3 --block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" \
         "--tile persist=4 --block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
-        "--tile persist=4 --sq 10 --sk 50 --hq 1 --hkv 1" "--causal --sq 200 --sk 300 --hq 2 --hkv 1 --hdim 128"
+        "--tile persist=4 --sq 10 --sk 50 --hq 1 --hkv 1" "--causal --sq 200 --sk 300 --hq 2 --hkv 1 --hdim 128" \
+        "--hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal" \
+        "--hdim 64 --tile persist=2,bm=192 --sq 600 --sk 300 --hq 2 --hkv 2 --dtype fp16 --pad 8"
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim persistent wgmma, two CTAs per SM sharing the counter" --arch sm_90a \
         --tile persist=4,bm=64 --hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
@@ -696,6 +698,13 @@ persist_tests() {
         expect_rc "persist default [${x%:*}]: $want" 0 && expect_output "persist default [${x%:*}]: $want" "persist=$want\$" &&
             pass "persist default [${x%:*}]: $want"
     done
+    run_cli --arch sm_90a --kernel attn_fwd --hdim 64 --plan
+    expect_rc "persist default d 64: three consumer warpgroups (bm=192)" 0 && expect_output "persist default d 64: three consumer warpgroups (bm=192)" \
+        'tile bm=192,bn=128,stages=2,pingpong=1,producer=4,persist=132$' && pass "persist default d 64: three consumer warpgroups (bm=192)"
+    run_cli --arch sm_90a --kernel attn_fwd --tile stages=3 --plan
+    expect_rc "persist default: off where the tile asked leaves no room (stages=3)" 0 && \
+        expect_output "persist default: off where the tile asked leaves no room (stages=3)" 'stages=3,pingpong=1,producer=4,persist=0$' && \
+        pass "persist default: off where the tile asked leaves no room (stages=3)"
     usage_error "persist with varlen: refused" "persist=132" "varlen launches a CTA per tile" -- --arch sm_90a --kernel attn_fwd \
         --varlen 100,200 --tile persist=132
     usage_error "persist at d=256: refused naming shared memory" "persistent needs 263168 B" "232448" -- --arch sm_90a \
