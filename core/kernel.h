@@ -68,7 +68,7 @@ typedef struct {
     int zero;              /* must be zero-filled before the first kernel (WS_ZERO_KEPT: once; the set leaves it so) */
     const char *meaning;
 } WorkspaceSpec;
-enum { WS_ZERO_EACH = 1, WS_ZERO_KEPT = 2 };
+enum { WS_ZERO_KEPT = 2 };   /* WorkspaceSpec.zero: 1 before every launch, this once */
 
 #define MAX_KERNELS 6
 #define MAX_WORKSPACES 6

@@ -430,8 +430,10 @@ static void consumer(Kctx *k, void *ctx) {
     for (int i = 0; i < 2; i++) f->alpha[i] = e_reg(e, RC_F32);
     if (!persist) descriptors(k, f);
     f->it_v = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(f->it), I(0));
-    INS(e, MOV_B32, R(f->it_v), I(0));
+    if (!persist) {   /* persistent: each tile's pass comes with it */
+        INS(e, MOV_B32, R(f->it), I(0));
+        INS(e, MOV_B32, R(f->it_v), I(0));
+    }
     if (pingpong(f)) {                                            /* ping-pong: warpgroup 0 goes first */
         Reg last = e_reg(e, RC_PRED), nx = e_reg(e, RC_B32), wrap = e_reg(e, RC_PRED), first = kc_imm32(k, 1 + f->cw);
         f->turn_mine = e_reg(e, RC_B32), f->turn_next = e_reg(e, RC_B32);

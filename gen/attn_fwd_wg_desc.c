@@ -38,19 +38,20 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
 }
 
 void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
-    if (asked && strstr(asked, "persist=")) return;
+    if ((asked && strstr(asked, "persist=")) || d->d > 128 || d->varlen || d->page_size || d->splitkv) return;
     int bm = d->tile.bm;
     Plan p;
-    d->tile.persist = d->d <= 128 && !d->varlen && !d->page_size && !d->splitkv ? WG_PERSIST_CTAS : 0;
+    d->tile.persist = WG_PERSIST_CTAS;
     /* persistent d 64 with three consumer warpgroups: 541 TFLOP/s against 476-480 at bm=128 (H100, BENCHMARKS.md);
      * not under a block mask, whose blocks are multiples of 128 rows */
-    if (d->tile.persist && d->d == 64 && !d->block_m && (!asked || !strstr(asked, "bm="))) {
+    if (d->d == 64 && !d->block_m && (!asked || !strstr(asked, "bm="))) {
         d->tile.bm = 192;
         attn_fwd_wg_plan(d, &p);
-        if (!p.ok) d->tile.bm = bm;   /* the rest of the tile asked leaves it no registers */
+        if (p.ok) return;
+        d->tile.bm = bm;   /* the rest of the tile asked leaves it no registers */
     }
-    if (d->tile.persist) attn_fwd_wg_plan(d, &p);
-    if (d->tile.persist && !p.ok) d->tile.persist = 0;   /* the tile asked leaves no room for O's own staging */
+    attn_fwd_wg_plan(d, &p);
+    if (!p.ok) d->tile.persist = 0;   /* the tile asked leaves no room for O's own staging */
 }
 
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {

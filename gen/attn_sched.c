@@ -1,6 +1,7 @@
 /* Persistent CTAs for attn_fwd (attn_sched.h). */
 #include "attn_sched.h"
 #include <stdio.h>
+#include "attn_wg.h"
 #include "../templates/mbar.h"
 
 void sched_abi(KernelSpec *ks, int bm, int persist) {
@@ -17,11 +18,18 @@ WorkspaceSpec sched_workspace(void) {
                            "every launch leaves it 0 (launches sharing it must not overlap)"};
 }
 
-Reg sched_tiles(Kctx *k, int bm) {
+/* cdiv(s_q, bm): the row blocks of one head */
+static Reg row_blocks(Kctx *k, int bm) {
     Emit *e = &k->e;
     Reg n = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(n), R(kc_u32(k, "s_q")), I(bm - 1));
     INS(e, DIV_U32, R(n), R(n), I(bm));
+    return n;
+}
+
+Reg sched_tiles(Kctx *k, int bm) {
+    Emit *e = &k->e;
+    Reg n = row_blocks(k, bm);
     INS(e, MUL_LO_U32, R(n), R(n), R(kc_u32(k, "h_q")));
     INS(e, MUL_LO_U32, R(n), R(n), R(kc_u32(k, "b")));
     return n;
@@ -29,10 +37,8 @@ Reg sched_tiles(Kctx *k, int bm) {
 
 void sched_coords(Kctx *k, Reg t, int bm, int last_first, Reg *m, Reg *h, Reg *b) {
     Emit *e = &k->e;
-    Reg mb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32), hq = kc_u32(k, "h_q");
+    Reg mb = row_blocks(k, bm), hb = e_reg(e, RC_B32), hq = kc_u32(k, "h_q");
     *m = e_reg(e, RC_B32), *h = e_reg(e, RC_B32), *b = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(mb), R(kc_u32(k, "s_q")), I(bm - 1));
-    INS(e, DIV_U32, R(mb), R(mb), I(bm));
     INS(e, REM_U32, R(*m), R(t), R(mb));
     INS(e, DIV_U32, R(hb), R(t), R(mb));
     INS(e, REM_U32, R(*h), R(hb), R(hq));
@@ -55,16 +61,12 @@ Reg sched_next(Kctx *k, Reg tiles) {
     return old;
 }
 
-/* The slot of pass it: its address, its full and empty barriers and the parity pass it / 2 completes. */
+/* The slot of pass it over the two (a ring of 2 slots of 8 bytes): its address, its full and empty barriers and the
+ * parity pass it / 2 completes. */
 static Reg slot_of(Kctx *k, const TileSlots *ts, Reg it, Reg *full, Reg *empty, Reg *parity) {
-    Emit *e = &k->e;
-    Reg s = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
-    mbar_stage(k, ts->full0, it, 2, full, parity);
-    INS(e, AND_B32, R(s), R(it), I(1));
-    *empty = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(*empty), R(s), I(8), R(ts->empty0));
-    INS(e, MAD_LO_U32, R(a), R(s), I(8), R(k->smem));
-    INS(e, ADD_U32, R(a), R(a), I(ts->slots));
+    Reg a = e_reg(&k->e, RC_B32), stage = wg_ring_slot(k, ts->full0, ts->empty0, 2, it, 8, full, parity, empty);
+    INS(&k->e, ADD_U32, R(a), R(k->smem), R(stage));
+    INS(&k->e, ADD_U32, R(a), R(a), I(ts->slots));
     return a;
 }
 

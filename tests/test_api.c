@@ -142,41 +142,35 @@ static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu, const cha
         free(poison);
     }
     free(o);
-    if (tile) {
-        unsigned long long ptrs[] = {qp, kp, vp, op, lp};
-        for (int i = 0; i < 5; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
-        ptxgen_unload(l);
-        ptxgen_free(s);
-        return;
+    if (!tile) {   /* the errors a caller gets, each before anything runs */
+        struct { const char *name, *phrase; int idx; ptxgen_tensor bad; } cases[] = {
+            {"a tensor of the wrong rank", "rank 3", 0, {"q", qp, 3, {SQ, HQ, D}, {HQ * D, D, 1}}},
+            {"sizes that disagree between tensors", "s_q", 3, {"o", op, 4, {1, SQ + 1, HQ, D}, {0, HQ * D, D, 1}}},
+            {"a head dim the set was not built for", "built for 64", 1, {"k", kp, 4, {1, SK, HKV, 128}, {0, HKV * 128, 128, 1}}},
+            {"an innermost stride that is not 1", "innermost", 2, {"v", vp, 4, {1, SK, HKV, D}, {0, HKV * D * 2, D * 2, 2}}},
+            {"a non-dense lse", "dense", 4, {"lse", lp, 3, {1, HQ, SQ}, {HQ * SQ * 2, SQ * 2, 1}}},
+            {"a row stride that breaks 16-byte rows", "multiple of 8", 0, {"q", qp, 4, {1, SQ, HQ, D}, {0, HQ * (D + 4), D + 4, 1}}},
+            {"a misaligned address", "aligned", 0, {"q", qp + 2, 4, {1, SQ, HQ, D}, {0, HQ * (D + PAD), D + PAD, 1}}},
+            {"a null pointer for a required tensor", "null pointer", 1, {"k", 0, 4, {1, SK, HKV, D}, {0, HKV * D, D, 1}}},
+            {"a name the set does not have", "no tensor 'qq'", 0, {"qq", qp, 4, {1, SQ, HQ, D}, {0, HQ * D, D, 1}}},
+        };
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            ptxgen_tensor tt[5];
+            memcpy(tt, t, sizeof tt);
+            tt[cases[c].idx] = cases[c].bad;
+            err[0] = '\0';
+            rc = ptxgen_launch(l, NULL, tt, 5, NULL, 0, (float)scale, err, sizeof err);
+            snprintf(msg, sizeof msg, "rc %d: %s", rc, err);
+            char name[160];
+            snprintf(name, sizeof name, "api: %s is refused naming it", cases[c].name);
+            check(rc == PTXGEN_EINVAL && strstr(err, cases[c].phrase), name, msg);
+        }
+        ptxgen_size wrong = {"s_q", SQ + 3};
+        rc = ptxgen_launch(l, NULL, t, 5, &wrong, 1, (float)scale, err, sizeof err);
+        check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: a given size that contradicts the tensors is refused", err);
+        rc = ptxgen_launch(l, NULL, t, 4, NULL, 0, (float)scale, err, sizeof err);
+        check(rc == PTXGEN_EINVAL && strstr(err, "'lse'") && strstr(err, "not given"), "api: a missing output is refused", err);
     }
-    /* the errors a caller gets, each before anything runs */
-    struct { const char *name, *phrase; int idx; ptxgen_tensor bad; } cases[] = {
-        {"a tensor of the wrong rank", "rank 3", 0, {"q", qp, 3, {SQ, HQ, D}, {HQ * D, D, 1}}},
-        {"sizes that disagree between tensors", "s_q", 3, {"o", op, 4, {1, SQ + 1, HQ, D}, {0, HQ * D, D, 1}}},
-        {"a head dim the set was not built for", "built for 64", 1, {"k", kp, 4, {1, SK, HKV, 128}, {0, HKV * 128, 128, 1}}},
-        {"an innermost stride that is not 1", "innermost", 2, {"v", vp, 4, {1, SK, HKV, D}, {0, HKV * D * 2, D * 2, 2}}},
-        {"a non-dense lse", "dense", 4, {"lse", lp, 3, {1, HQ, SQ}, {HQ * SQ * 2, SQ * 2, 1}}},
-        {"a row stride that breaks 16-byte rows", "multiple of 8", 0, {"q", qp, 4, {1, SQ, HQ, D}, {0, HQ * (D + 4), D + 4, 1}}},
-        {"a misaligned address", "aligned", 0, {"q", qp + 2, 4, {1, SQ, HQ, D}, {0, HQ * (D + PAD), D + PAD, 1}}},
-        {"a null pointer for a required tensor", "null pointer", 1, {"k", 0, 4, {1, SK, HKV, D}, {0, HKV * D, D, 1}}},
-        {"a name the set does not have", "no tensor 'qq'", 0, {"qq", qp, 4, {1, SQ, HQ, D}, {0, HQ * D, D, 1}}},
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        ptxgen_tensor tt[5];
-        memcpy(tt, t, sizeof tt);
-        tt[cases[c].idx] = cases[c].bad;
-        err[0] = '\0';
-        rc = ptxgen_launch(l, NULL, tt, 5, NULL, 0, (float)scale, err, sizeof err);
-        snprintf(msg, sizeof msg, "rc %d: %s", rc, err);
-        char name[160];
-        snprintf(name, sizeof name, "api: %s is refused naming it", cases[c].name);
-        check(rc == PTXGEN_EINVAL && strstr(err, cases[c].phrase), name, msg);
-    }
-    ptxgen_size wrong = {"s_q", SQ + 3};
-    rc = ptxgen_launch(l, NULL, t, 5, &wrong, 1, (float)scale, err, sizeof err);
-    check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: a given size that contradicts the tensors is refused", err);
-    rc = ptxgen_launch(l, NULL, t, 4, NULL, 0, (float)scale, err, sizeof err);
-    check(rc == PTXGEN_EINVAL && strstr(err, "'lse'") && strstr(err, "not given"), "api: a missing output is refused", err);
     unsigned long long ptrs[] = {qp, kp, vp, op, lp};
     for (int i = 0; i < 5; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
     ptxgen_unload(l);
