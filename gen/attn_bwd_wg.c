@@ -403,19 +403,29 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
         INS(e, ADD_U32, R(base), R(k->smem), R(f->ds_buf));
         wg_pairs_to_smem(k, ps, bm, f->warp_row0, base, f->ds_off, d->tile.bn * 128);
     }
+    /* FA3's order: dV, then (once every consumer's dS^T is in) dQ, then dK, so that dQ's staging runs while the
+     * tensor cores do dK. Deterministic, the staging waits its turn in the key-block chain: dK goes before the
+     * barrier as well, and the slot is freed before the staging (H200: this order there, the other elsewhere) */
+    int dq_under_dk = dq_here && !f->ordered;
     INS0(e, WGMMA_FENCE);
     issue_rs(k, f, &f->dv, pp, wg_desc_plus(k, f->dot_desc, stage));                    /* dV += P^T dO */
-    issue_rs(k, f, &f->dk, ps, wg_desc_plus(k, f->qt_desc, stage));                     /* dK += dS^T Q */
+    if (!dq_under_dk) issue_rs(k, f, &f->dk, ps, wg_desc_plus(k, f->qt_desc, stage));   /* dK += dS^T Q */
     INS0(e, WGMMA_COMMIT);
     if (dq_here) {
         INS0(e, FENCE_PROXY_ASYNC_CTA);                          /* the wgmma reads what the threads wrote */
         INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));   /* every consumer's dS^T is in */
         dq_issue(k, f, &dq);                                     /* dQ_m = dS K_n, this warpgroup's part */
     }
+    if (dq_under_dk) {
+        issue_rs(k, f, &f->dk, ps, wg_desc_plus(k, f->qt_desc, stage));                 /* dK += dS^T Q */
+        INS0(e, WGMMA_COMMIT);
+        INS(e, WGMMA_WAIT, I(1));                                /* dV and dQ done */
+        dq_add(k, f, &dq);
+    }
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, empty, it);                                    /* the slot's Q, dO and statistics are read */
     if (dq_here) {
-        dq_add(k, f, &dq);
+        if (!dq_under_dk) dq_add(k, f, &dq);
         /* the other buffer next: a consumer rewrites this one only after every consumer passed the next
          * step's barrier, so after its dQ products here were done */
         INS(e, SUB_U32, R(f->ds_buf), I(f->ds_other), R(f->ds_buf));

@@ -1226,6 +1226,10 @@ sim_tests() {
         '/bar\.sync %r[0-9]+, %r[0-9]+;/ && !n++ { next } { print }' 'the async proxy reads shared .* that nothing has written'
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: consumers stage dQ before the writer's adds read the last one" \
         '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 1 { next } { print }' 'overwrites word .* that warp 1 read'
+    # non-deterministic, dK goes behind dQ and dQ is staged while dK runs: a wait that lets dQ's products run on
+    sim_bwd_wg_mutant "sim mutant wgmma bwd: dQ staged before its products are done" \
+        '/wgmma\.wait_group\.sync\.aligned 1;/ && ++n == 2 { sub(/ 1;/, " 2;") } { print }' \
+        'accumulator register .* read before wgmma.wait_group' deterministic=0
 
     section "sim device: mla_fwd (invalid indices, duplicates, empty tokens) against the float64 reference"
     for t in bf16 fp16; do
