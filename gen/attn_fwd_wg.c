@@ -365,6 +365,11 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     WgStore o = {"o_map", f->o_off, d->dv};
     if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
     else wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
+    if (wg_o_over_q(d)) {   /* O over Q: the rows are the next tile's Q once the store read them */
+        wg_store_wait(k);
+        INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
+        wg_release(k, f->q_empty, f->tit);
+    }
 }
 
 /* The tile's LSE rows and O (split-KV: the split's partials, for the combine). */
@@ -490,7 +495,8 @@ static void consumer(Kctx *k, void *ctx) {
         epilogue(k, f);
         return;
     }
-    wg_release(k, f->q_empty, f->tit);   /* Q read by the last S: the producer may load the next tile's; tit moves on */
+    if (!wg_o_over_q(d)) wg_release(k, f->q_empty, f->tit);   /* Q read by the last S: the producer may load the next
+                                                               * tile's; tit moves on (O over Q: after the store) */
     epilogue(k, f);
     INS(e, BRA_UNI, L(next_tile));
     e_place(e, finished);

@@ -20,4 +20,7 @@ static inline int wg_producer_warp(const AttnTile *t) { return t->producer == 4 
 static inline int wg_threads(const AttnTile *t) { return 128 * wg_consumers(t) + 32 * t->producer; }
 /* The default persistent grid: the SMs of an H100 SXM, H200, H800 or GH200, the most an sm_90a part has */
 #define WG_PERSIST_CTAS 132
+/* Persistent with O staged over Q, where O's own staging does not fit (d_v 256: 263,168 B): each warpgroup frees
+ * Q only once the TMA store has read its O rows, so the next tile's Q loads after the store, not under it. */
+static inline int wg_o_over_q(const AttnDesc *d) { return d->tile.persist && d->dv > 128; }
 #endif

@@ -653,11 +653,11 @@ paged_tests() {
     done
 }
 
-# persist_mutant NAME AWK PHRASE ARGS...: the persistent wgmma attn_fwd (persist=2) edited by AWK must fail check on the
-# sim (strict) with PHRASE in its output
+# persist_mutant NAME AWK PHRASE HDIM ARGS...: the persistent wgmma attn_fwd (persist=2, head dim HDIM) edited by AWK must
+# fail check on the sim (strict) with PHRASE in its output
 persist_mutant() {
-    local name=$1 prog=$2 phrase=$3 g=(--kernel attn_fwd --arch sm_90a --tile persist=2)
-    shift 3
+    local name=$1 prog=$2 phrase=$3 g=(--kernel attn_fwd --arch sm_90a --tile persist=2 --hdim $4)
+    shift 4
     ./ptxgen "${g[@]}" | awk "$prog" >"$TMP/persist.ptx"
     if cmp -s <(./ptxgen "${g[@]}") "$TMP/persist.ptx"; then fail "$name" "the edit changed nothing"; return; fi
     PTXGEN_SIM_STRICT=1 run_cli check "${g[@]}" --device sim "$@" --ptx "$TMP/persist.ptx"
@@ -679,19 +679,24 @@ persist_tests() {
         "--tile persist=4 --block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
         "--tile persist=4 --sq 10 --sk 50 --hq 1 --hkv 1" "--causal --sq 200 --sk 300 --hq 2 --hkv 1 --hdim 128" \
         "--hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal" \
-        "--hdim 64 --tile persist=2,bm=192 --sq 600 --sk 300 --hq 2 --hkv 2 --dtype fp16 --pad 8"
+        "--hdim 64 --tile persist=2,bm=192 --sq 600 --sk 300 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
+        "--hdim 256 --sq 300 --sk 200 --hq 2 --hkv 1 --b 2" "--hdim 256 --tile persist=3 --causal --sq 260 --sk 300 --hq 3 --hkv 1"
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim persistent wgmma, two CTAs per SM sharing the counter" --arch sm_90a \
         --tile persist=4,bm=64 --hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
     persist_mutant "persistent mutant: the last fetch leaves the counter, so the next launch finds no tile" \
-        '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'deterministic: FAIL' --sq 300 --sk 200 --hq 2 --hkv 1
+        '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'deterministic: FAIL' 128 --sq 300 --sk 200 --hq 2 --hkv 1
     persist_mutant "persistent mutant: the next tile's Q loads before the consumers freed Q" \
         '/atom.global.add.u32/ { seen++ } seen == 2 && /mbarrier.try_wait/ && !done { getline; done = 1; next } { print }' \
-        'shared-memory race' --sq 300 --sk 200 --hq 2 --hkv 1
+        'shared-memory race' 128 --sq 300 --sk 200 --hq 2 --hkv 1
     persist_mutant "persistent mutant: O staged over the slabs the last tile's TMA store still reads" \
-        '/cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' 'in-flight TMA store' --sq 600 --sk 200 --hq 2 --hkv 1
+        '/cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' 'in-flight TMA store' 128 --sq 600 --sk 200 --hq 2 --hkv 1
+    persist_mutant "persistent mutant d 256: Q freed before the TMA store read the O staged over it" \
+        '/cp.async.bulk.commit_group/ { c = 1 } c && /cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' \
+        'while the TMA store .* still reads it' 256 --sq 600 --sk 200 --hq 2 --hkv 1
     local x want
-    for x in "--causal:132" "--hdim 64:132" "--block-mask random:0.5 --block-m 128 --block-n 128:132" ":132" "--hdim 256 --causal:0" \
+    for x in "--causal:132" "--hdim 64:132" "--block-mask random:0.5 --block-m 128 --block-n 128:132" ":132" "--hdim 256:132" "--hdim 256 --causal:0" \
+             "--hdim 256 --block-mask random:0.5 --block-m 128 --block-n 128:0" \
              "--varlen 100,200 --causal:0" "--page-size 128 --causal:0" "--split-kv --causal:0" "--causal --tile persist=0:0"; do
         want=${x##*:}
         run_cli --arch sm_90a --kernel attn_fwd --mma wgmma ${x%:*} --plan
@@ -707,15 +712,16 @@ persist_tests() {
         pass "persist default: off where the tile asked leaves no room (stages=3)"
     usage_error "persist with varlen: refused" "persist=132" "varlen launches a CTA per tile" -- --arch sm_90a --kernel attn_fwd \
         --varlen 100,200 --tile persist=132
-    usage_error "persist at d=256: refused naming shared memory" "persistent needs 263168 B" "232448" -- --arch sm_90a \
-        --kernel attn_fwd --hdim 256 --tile persist=132
+    run_cli --arch sm_90a --kernel attn_fwd --hdim 256 --plan
+    expect_rc "persist at d=256: O staged over Q" 0 && expect_output "persist at d=256: O staged over Q" 'persist=132$' \
+        '^  O .*over each warpgroup.s own Q rows, which it frees .*\[union over Q\]' && pass "persist at d=256: O staged over Q"
     run_cli --arch sm_90a --kernel attn_fwd --causal --manifest "$TMP/persist.json" -o /dev/null
     expect_rc "persistent manifest: grid, size b, the kept-zero counter" 0 && expect_output "persistent manifest: grid, size b, the kept-zero counter" \
         && grep -q '"min(cdiv(s_q, 128) \* h_q \* b, 132)", "1", "1"' "$TMP/persist.json" &&
         grep -q '"name": "tile_counter", "bytes": "4", "zero_init": true, "kept_zero": true' "$TMP/persist.json" &&
         pass "persistent manifest: grid, size b, the kept-zero counter" ||
         fail "persistent manifest: grid, size b, the kept-zero counter" "$(grep -E 'grid|tile_counter' "$TMP/persist.json" | tr -s ' \n' ' ')"
-    for x in "--causal" "--hdim 64" "--block-mask random:0.5 --block-m 128 --block-n 128 --causal" "--tile persist=132,bm=64 --hdim 64" \
+    for x in "--causal" "--hdim 64" "--hdim 256" "--block-mask random:0.5 --block-m 128 --block-n 128 --causal" "--tile persist=132,bm=64 --hdim 64" \
              "--tile persist=132,producer=1,pingpong=0,bm=64"; do
         tc_ptxas "ptxas persistent wgmma attn_fwd $x: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma $x
     done
