@@ -350,7 +350,8 @@ static void last_pv(Kctx *k, WgFwd *f) {
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
-    if (d->tile.persist) {   /* the slabs are free once the last tile's copy read them: thread 0 waits, then all meet */
+    if (d->tile.persist && !wg_o_over_q(d)) {   /* the slabs are free once the last tile's copy read them: thread 0
+                                                 * waits, then all meet (over Q: the last tile waited before freeing Q) */
         wg_store_wait(k);
         INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
     }
