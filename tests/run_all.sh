@@ -103,9 +103,13 @@ c_tests() {
 
 # ---- 2. ptxas over every default config ----
 
+# ptxas_wgmma_loss LOG: the first line of ptxas's advice (C75xx) in LOG that it serialized wgmma or injected a wait
+# for one, which costs a kernel its overlap without failing anything else; empty when there is none
+ptxas_wgmma_loss() { grep -E 'Potential Performance Loss|is injected in .* by compiler' "$1" | head -n 1 | tr -s ' ' | cut -c1-240; }
+
 # ptxas_job KERNEL ARCH DTYPE D CAUSAL(0|1): generates one config and assembles it;
 # writes "PASS name" or "FAIL name: why" to its .res file (runs in a worker).
-# No config may spill or use a stack.
+# No config may spill, use a stack, or have its wgmma serialized.
 ptxas_job() {
     local kern=$1 arch=$2 dt=$3 d=$4 causal=$5 flag="" kind=noncausal
     if [ "$causal" = 1 ]; then flag=--causal; kind=causal; fi
@@ -123,8 +127,9 @@ ptxas_job() {
         echo "FAIL $name: ptxas: ${msg:-$(one_line "$base.log")}" >"$base.res"
         return 0
     fi
-    local props bad regs
+    local props bad regs loss
     props=$(grep 'bytes stack frame' "$base.log")
+    loss=$(ptxas_wgmma_loss "$base.log")
     # the deterministic mla_bwd (its slow path: stores per slot instead of
     # reductions) may keep a few words on the stack; nothing else may spill
     local allow=0
@@ -135,6 +140,8 @@ ptxas_job() {
         echo "FAIL $name: no 'bytes stack frame' line in ptxas -v output" >"$base.res"
     elif [ -n "$bad" ]; then
         echo "FAIL $name: stack or spills: $(printf '%s' "$bad" | tr -s ' \n' ' ')" >"$base.res"
+    elif [ -n "$loss" ]; then
+        echo "FAIL $name: $loss" >"$base.res"
     else
         local most
         most=$(printf '%s\n' "$props" | awk '{ m = $1 > m ? $1 : m; m = $5 > m ? $5 : m } END { print m + 0 }')
@@ -142,7 +149,7 @@ ptxas_job() {
         else echo "PASS $name ($regs, no spills)" >"$base.res"; fi
     fi
 }
-export -f ptxas_job one_line
+export -f ptxas_job ptxas_wgmma_loss one_line
 
 ptxas_configs() {   # one "kernel arch dtype d causal" line per config
     local a t d c
@@ -172,6 +179,25 @@ ptxas_matrix() {
         esac
     done < <(ptxas_configs)
     echo "-- ptxas: $n configs in $((SECONDS - start)) s"
+    ptxas_guard_test
+}
+
+# The wgmma-serialization guard itself: a kernel that reads a wgmma's accumulator before waiting for it makes ptxas
+# inject a wait (C7517), which ptxas_wgmma_loss must report.
+ptxas_guard_test() {
+    local name="ptxas guard: ptxas's wgmma advice (an accumulator read before its wait) fails a config" f=$TMP/early_read.ptx i
+    local acc="" init=""
+    for i in $(seq 0 31); do acc+="${acc:+, }%f$i"; init+=$'\t'"mov.f32 %f$i, 0f00000000;"$'\n'; done
+    printf '%s\n' ".version 8.0" ".target sm_90a" ".address_size 64" ".visible .entry early_read(.param .u64 p)" "{" \
+        $'\t.reg .f32 %f<32>;' $'\t.reg .b64 %rd<3>;' $'\tld.param.u64 %rd0, [p];' $'\tmov.b64 %rd1, 0;' $'\tmov.b64 %rd2, 0;' >"$f"
+    printf '%s' "$init" >>"$f"
+    printf '%s\n' $'\twgmma.fence.sync.aligned;' \
+        $'\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {'"$acc"'}, %rd1, %rd2, 1, 1, 1, 0, 0;' \
+        $'\twgmma.commit_group.sync.aligned;' $'\tst.global.f32 [%rd0], %f0;' $'\twgmma.wait_group.sync.aligned 0;' \
+        $'\tst.global.f32 [%rd0+4], %f1;' $'\tret;' "}" >>"$f"
+    if ! ptxas -arch=sm_90a -v "$f" -o /dev/null >"$TMP/early_read.log" 2>&1; then fail "$name" "$(one_line "$TMP/early_read.log")"
+    elif [ -n "$(ptxas_wgmma_loss "$TMP/early_read.log")" ]; then pass "$name"
+    else fail "$name" "no advice found in: $(one_line "$TMP/early_read.log")"; fi
 }
 
 # ---- oracle: NVIDIA's kernels from their launch records ----
@@ -942,6 +968,8 @@ tc_ptxas() {
     if ! ptxas -arch="$arch" -v "$TMP/tc.ptx" -o /dev/null >"$TMP/tc.log" 2>&1; then fail "$name" "$(one_line "$TMP/tc.log")"; return; fi
     if grep 'bytes stack frame' "$TMP/tc.log" | awk '{ if ($1 || $5 || $9) bad = 1 } END { exit !bad }'; then
         fail "$name" "$(grep 'bytes stack frame' "$TMP/tc.log" | tr -s ' \n' ' ')"
+    elif [ -n "$(ptxas_wgmma_loss "$TMP/tc.log")" ]; then
+        fail "$name" "$(ptxas_wgmma_loss "$TMP/tc.log")"
     else pass "$name ($(grep -o 'Used [0-9]* registers' "$TMP/tc.log" | sort -t' ' -k2 -n | tail -1))"; fi
 }
 
