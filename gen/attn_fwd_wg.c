@@ -345,16 +345,19 @@ static void last_pv(Kctx *k, WgFwd *f) {
     wg_release(k, v_empty, f->it_v);
 }
 
+/* The warpgroup's last TMA store has read its staging: its issuing thread waits, then the warpgroup meets. */
+static void store_read(Kctx *k, Reg named_bar) {
+    wg_store_wait(k);
+    INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
+}
+
 /* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads,
  * then stored by one thread per warpgroup. */
 static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
-    if (d->tile.persist && !wg_o_over_q(d)) {   /* the slabs are free once the last tile's copy read them: thread 0
-                                                 * waits, then all meet (over Q: the last tile waited before freeing Q) */
-        wg_store_wait(k);
-        INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
-    }
+    /* persistent, the slabs are free once the last tile's store read them (over Q: it did before Q was freed) */
+    if (d->tile.persist && !wg_o_over_q(d)) store_read(k, named_bar);
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the rows below s_q */
         Reg rows_left = e_reg(&k->e, RC_B32), base = e_reg(&k->e, RC_B64), rs = row_stride_bytes(k, "o");
@@ -367,8 +370,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
     else wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
     if (wg_o_over_q(d)) {   /* O over Q: the rows are the next tile's Q once the store read them */
-        wg_store_wait(k);
-        INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
+        store_read(k, named_bar);
         wg_release(k, f->q_empty, f->tit);
     }
 }

@@ -185,16 +185,30 @@ ptxas_matrix() {
 # The wgmma-serialization guard itself: a kernel that reads a wgmma's accumulator before waiting for it makes ptxas
 # inject a wait (C7517), which ptxas_wgmma_loss must report.
 ptxas_guard_test() {
-    local name="ptxas guard: ptxas's wgmma advice (an accumulator read before its wait) fails a config" f=$TMP/early_read.ptx i
-    local acc="" init=""
-    for i in $(seq 0 31); do acc+="${acc:+, }%f$i"; init+=$'\t'"mov.f32 %f$i, 0f00000000;"$'\n'; done
-    printf '%s\n' ".version 8.0" ".target sm_90a" ".address_size 64" ".visible .entry early_read(.param .u64 p)" "{" \
-        $'\t.reg .f32 %f<32>;' $'\t.reg .b64 %rd<3>;' $'\tld.param.u64 %rd0, [p];' $'\tmov.b64 %rd1, 0;' $'\tmov.b64 %rd2, 0;' >"$f"
-    printf '%s' "$init" >>"$f"
-    printf '%s\n' $'\twgmma.fence.sync.aligned;' \
-        $'\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {'"$acc"'}, %rd1, %rd2, 1, 1, 1, 0, 0;' \
-        $'\twgmma.commit_group.sync.aligned;' $'\tst.global.f32 [%rd0], %f0;' $'\twgmma.wait_group.sync.aligned 0;' \
-        $'\tst.global.f32 [%rd0+4], %f1;' $'\tret;' "}" >>"$f"
+    local name="ptxas guard: ptxas's wgmma advice (an accumulator read before its wait) fails a config" f=$TMP/early_read.ptx
+    local acc
+    acc=$(seq -s ', ' -f '%%f%g' 0 31)
+    cat >"$f" <<PTX
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry early_read(.param .u64 p)
+{
+	.reg .f32 %f<32>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd0, [p];
+	mov.b64 %rd1, 0;
+	mov.b64 %rd2, 0;
+$(seq -f '	mov.f32 %%f%g, 0f00000000;' 0 31)
+	wgmma.fence.sync.aligned;
+	wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$acc}, %rd1, %rd2, 1, 1, 1, 0, 0;
+	wgmma.commit_group.sync.aligned;
+	st.global.f32 [%rd0], %f0;
+	wgmma.wait_group.sync.aligned 0;
+	st.global.f32 [%rd0+4], %f1;
+	ret;
+}
+PTX
     if ! ptxas -arch=sm_90a -v "$f" -o /dev/null >"$TMP/early_read.log" 2>&1; then fail "$name" "$(one_line "$TMP/early_read.log")"
     elif [ -n "$(ptxas_wgmma_loss "$TMP/early_read.log")" ]; then pass "$name"
     else fail "$name" "no advice found in: $(one_line "$TMP/early_read.log")"; fi
