@@ -389,7 +389,10 @@ uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t a
  * the new value from old and v (v2: cas's new value). Also the TMA unit's
  * bulk reductions. */
 uint64_t sim_red_apply(int type, int redop, uint64_t old, uint64_t v, uint64_t v2, int width);
+/* cp.async.wait_group: lands every copy of this lane outside its keep_groups most recent groups. */
 void     sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups);
+/* cp.async.mbarrier.arrive: lands every copy of this lane so far, committed or not. */
+void     sim_async_land_lane(SimCta *c, SimWarp *w, int lane);
 /* Counts one shared-memory request of width bytes per lane in exec (16-byte
  * lanes go 8 to a phase, as ldmatrix rows do; 8-byte 16; 4-byte 32). */
 void     sim_count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width);

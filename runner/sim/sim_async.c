@@ -147,7 +147,8 @@ int sim_async_check_src(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimC
             noted = 1;
             sim_note(c, sim_warp_id(c, w), in, "fence.proxy.async",
                      "the async proxy reads shared 0x%x, written by the generic proxy (st.shared, cp.async) with no "
-                     "fence.proxy.async by its writer in between: the ISA asks for one", lo + i);
+                     "fence.proxy.async by its writer in between (or by a thread it reached through a barrier): the "
+                     "ISA asks for one", lo + i);
             if (c->failed) return 0;
         }
     }

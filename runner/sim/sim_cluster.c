@@ -135,10 +135,15 @@ static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
             if (c->w[i].state == WS_UNIT) c->w[i].state = WS_RUN;   /* parked .inc warps try again */
 }
 
-/* fence.proxy.async orders the fencing warp's generic shared writes before
- * the async proxy's later reads: those bytes lose their generic mark, in
- * this CTA and (.shared::cluster or no space: the generic window) in the
- * peers it wrote through DSMEM. .global leaves shared memory as it is. */
+/* fence.proxy.async orders the generic shared writes the fencing warp has
+ * seen before the async proxy's later reads: those bytes lose their generic
+ * mark. Seen: its own writes, in this CTA and (.shared::cluster or no space:
+ * the generic window) in the peers it wrote through DSMEM, and in this CTA
+ * other warps' writes ordered before it by a barrier or an mbarrier wait (the
+ * memory model puts the proxy fence anywhere on the causality path from the
+ * write to the read: a consumer may fence what a producer's cp.async wrote,
+ * whose arrival cannot follow the copies' landing). .global leaves shared
+ * memory as it is. */
 static void fence_proxy_async(SimCta *c, SimWarp *w, const SimInsn *in)
 {
     int wid = sim_warp_id(c, w), sp = in->d.nspace ? in->d.space[0] : SP_NONE;
@@ -146,9 +151,12 @@ static void fence_proxy_async(SimCta *c, SimWarp *w, const SimInsn *in)
     for (int r = 0; r < c->cl->n; r++) {
         SimCta *o = &c->cl->cta[r];
         if (o != c && sp != SP_SHARED_CLUSTER && sp != SP_NONE) continue;
-        for (uint32_t wd = 0; wd < o->smem_size / 4; wd++)
-            if (o->wwarp[wd] == wid && o->wrank[wd] == c->rank)
+        for (uint32_t wd = 0; wd < o->smem_size / 4; wd++) {
+            int own = o->wwarp[wd] == wid && o->wrank[wd] == c->rank;
+            int seen = o == c && o->wrank[wd] == c->rank && o->wclk[wd] <= w->vc[o->wwarp[wd]];
+            if (own || seen)
                 for (int b = 0; b < 4; b++) o->sflag[wd * 4 + (uint32_t)b] &= (uint8_t)~SM_GENERIC;
+        }
     }
 }
 

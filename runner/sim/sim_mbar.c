@@ -158,6 +158,26 @@ static void arrive_like(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
     }
 }
 
+/* cp.async.mbarrier.arrive: the arrival waits for every cp.async this thread issued so far. Here those copies
+ * land at the instruction (the arrival publishes them to whoever waits on the phase) and the arrival follows.
+ * Without .noinc the ISA first raises the phase's pending count by one, so the arrival is not one of the
+ * expected ones: only the landing remains. */
+static void cp_async_arrive(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
+{
+    uint32_t addr;
+    SimCta *owner = in->nops == 1 ? bar_addr(c, w, in, lane, &in->o[0], &addr) : NULL;
+    if (owner != c) {
+        if (!c->failed) sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async.mbarrier.arrive takes [mbarrier] of its own CTA");
+        return;
+    }
+    SimMbar *b = live(c, w, in, lane, addr);
+    if (!b) return;
+    sim_async_land_lane(c, w, lane);
+    if (!(in->d.flags & F_NOINC)) return;
+    sim_mbar_arrive(c, b, w->vc, 1);
+    w->vc[sim_warp_id(c, w)]++;
+}
+
 /* try_wait / test_wait: p = whether the awaited phase has completed. With
  * .parity the operand is the awaited phase's parity, else the state token an
  * arrive returned. */
@@ -204,6 +224,7 @@ int sim_mbar(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
             if (in->nops == 1 && bar_addr(c, w, in, l, &in->o[0], &addr)) inval(c, addr);
             break;
         case I_MBAR_TRY_WAIT: case I_MBAR_TEST_WAIT: wait(c, w, in, l, &park); break;
+        case I_CP_ASYNC_MBAR_ARRIVE: cp_async_arrive(c, w, in, l); break;
         default: arrive_like(c, w, in, l);
         }
     }

@@ -67,7 +67,8 @@ static int not_in_flight(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
         if (cp) {
             sim_fail(c, sim_warp_id(c, w), lane, in,
                      "%s shared memory at 0x%x while the cp.async at PTX line %d (thread %d) is still filling it: "
-                     "missing cp.async.wait_group (or it waits on too few groups)",
+                     "missing cp.async.wait_group (or it waits on too few groups), or the mbarrier wait a "
+                     "cp.async.mbarrier.arrive signals",
                      what, addr + (uint32_t)i, cp->line, thread);
             return 0;
         }
@@ -237,10 +238,9 @@ static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, u
     w->copies[w->ncopies++] = cp;
 }
 
-/* Lands every copy of this lane outside its keep_groups most recent groups. */
-void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
+/* Lands every copy of this lane whose group is below done_below. */
+static void land_below(SimCta *c, SimWarp *w, int lane, uint32_t done_below)
 {
-    uint32_t done_below = w->committed[lane] > keep_groups ? w->committed[lane] - keep_groups : 0;
     int k = 0;
     for (int i = 0; i < w->ncopies; i++) {
         SimCopy *cp = &w->copies[i];
@@ -253,6 +253,13 @@ void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
     }
     w->ncopies = k;
 }
+
+void sim_async_wait(SimCta *c, SimWarp *w, int lane, uint32_t keep_groups)
+{
+    land_below(c, w, lane, w->committed[lane] > keep_groups ? w->committed[lane] - keep_groups : 0);
+}
+
+void sim_async_land_lane(SimCta *c, SimWarp *w, int lane) { land_below(c, w, lane, w->committed[lane] + 1); }
 
 /* ---- instructions ---- */
 void sim_count_smem(SimCta *c, const uint32_t *addr, uint32_t exec, int width)
