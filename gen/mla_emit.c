@@ -128,6 +128,10 @@ Reg mla_slot_index(Kctx *k, const MlaSlots *s, Reg n) { return mla_slot_index_pa
 void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift) { mla_slot_gather_pass(k, s, idx, shift, 0); }
 
 void mla_slot_gather_pass(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass) {
+    mla_slot_gather_cols(k, s, idx, shift, pass, 0, s->skv.cols, 1);
+}
+
+void mla_slot_gather_cols(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass, int col0, int ncols, int bias_too) {
     Emit *e = &k->e;
     Reg ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32), sz = e_reg(e, RC_B32), src = e_reg(e, RC_B64);
     Reg bias = e_reg(e, RC_F32), lead = e_reg(e, RC_PRED), ba = e_reg(e, RC_B32);
@@ -135,7 +139,8 @@ void mla_slot_gather_pass(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pa
     INS(e, SELP_B32, R(row), R(idx), I(0), R(ok));
     INS(e, SELP_B32, R(sz), I(16), I(0), R(ok));
     INS(e, MAD_WIDE_U32, R(src), R(row), R(s->kv_rs), R(s->kv));
-    rg_issue_pass(k, &s->g, s->skv, shift, pass, src, sz);
+    rg_issue_cols(k, &s->g, s->skv, shift, pass, src, sz, col0, ncols);
+    if (!bias_too) return;
     INS(e, SELP_F32, R(bias), FI(0.0f), FI(-INFINITY), R(ok));
     INS(e, SETP_EQ_U32, R(lead), R(s->g.part), I(0));
     INS(e, MAD_LO_U32, R(ba), R(pass_row(k, s, pass)), I(4), R(k->smem));

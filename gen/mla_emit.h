@@ -72,6 +72,8 @@ void mla_slot_gather(Kctx *k, const MlaSlots *s, Reg idx, Reg shift);
 /* The same two for this thread's row of gather pass `pass` (RowGather.passes). */
 Reg  mla_slot_index_pass(Kctx *k, const MlaSlots *s, Reg n, int pass);
 void mla_slot_gather_pass(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass);
+/* The same for columns [col0, col0 + ncols) of the row (rg_issue_cols), with the bias and kv row when bias_too. */
+void mla_slot_gather_cols(Kctx *k, const MlaSlots *s, Reg idx, Reg shift, int pass, int col0, int ncols, int bias_too);
 /* The token, head block and slot stream of a kernel whose plan has the
  * regions KV.0/.1, bias.0/.1 (and rows.0/.1 when keep_rows), tiled by d->tile. */
 void mla_stream_begin(Kctx *k, const AttnDesc *d, const Plan *p, int keep_rows, MlaCta *c, MlaSlots *s, Stages *st);

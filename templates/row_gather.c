@@ -1,6 +1,7 @@
 #include "row_gather.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include "wgmma.h"
 
 static void init(Kctx *k, RowGather *g, int rows, int cols, int threads, int slabs, int tpr) {
     Emit *e = &k->e;
@@ -39,7 +40,15 @@ void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg b
 }
 
 void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes) {
+    rg_issue_cols(k, g, t, shift, pass, src, bytes, 0, g->cols);
+}
+
+void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes, int col0, int ncols) {
     Emit *e = &k->e;
+    if (col0 % WG_SLAB_COLS || ncols % (8 * g->tpr) || col0 + ncols > g->cols) {   /* whole swizzle groups */
+        fprintf(stderr, "ptxgen internal: columns [%d, %d) of a %d-column gather\n", col0, col0 + ncols, g->cols);
+        abort();
+    }
     Reg dst[8], s0 = e_reg(e, RC_B64);
     INS(e, MAD_WIDE_U32, R(s0), R(g->part), I(16), R(src));
     for (int p = 0; p < g->npat; p++) {
@@ -48,8 +57,8 @@ void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass,
         dst[p] = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(dst[p]), R(g->dst[p]), R(shift));
     }
-    for (int i = 0; i < g->cols / 8 / g->tpr; i++) {
-        int q = g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
+    for (int i = 0; i < ncols / 8 / g->tpr; i++) {
+        int q = col0 / 8 + g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
         int group = g->slabs ? (q / 8) * g->rows * 128 : 16 * (q & ~7);
         group += pass * g->pass_rows * (g->slabs ? 128 : g->cols * 2);
         INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
