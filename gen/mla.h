@@ -26,7 +26,7 @@ void mla_fwd_abi(KernelSpec *ks, const AttnDesc *d);
 
 /* mla_fwd, wgmma family (sm_90a): a gathering producer warpgroup and two consumer warpgroups */
 #define MLA_WG_BM 64          /* heads per CTA: wgmma's M, shared by both consumer warpgroups */
-#define MLA_WG_BN 64          /* slots per step: 32 per consumer for S, and P's [64][64] tile is one rope slab */
+#define MLA_WG_BN 64          /* slots per block (mla_fwd: each consumer's S; mla_bwd: a step), P's [64][64] tile one rope slab */
 extern const TileKey mla_fwd_wg_keys[];
 extern const int mla_fwd_wg_nkeys;
 AttnTile mla_fwd_wg_default_tile(const ArchInfo *a, int d, int dv);

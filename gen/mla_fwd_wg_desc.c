@@ -9,8 +9,8 @@
 const TileKey mla_fwd_wg_keys[] = {
     {"bm", offsetof(AttnTile, bm), {MLA_WG_BM}, 1, "heads of one token per CTA: the M of every wgmma, shared by the "
      "two consumer warpgroups (h_q < 64 leaves rows idle)"},
-    {"bn", offsetof(AttnTile, bn), {MLA_WG_BN}, 1, "top-k slots per step: 32 per consumer warpgroup for S; P's "
-     "[64 heads][64 slots] tile takes the step's rope slab once S is done"},
+    {"bn", offsetof(AttnTile, bn), {MLA_WG_BN}, 1, "top-k slots per block: each consumer warpgroup's S is one block "
+     "(m64n64), two blocks a pair; slot 0's P takes its rope slab once S is done"},
 };
 const int mla_fwd_wg_nkeys = (int)(sizeof mla_fwd_wg_keys / sizeof mla_fwd_wg_keys[0]);
 
@@ -37,17 +37,20 @@ void mla_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     *p = (Plan){.threads = 32 * t->warps};
     int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "the token's heads, TMA 128B-swizzled slabs of 64 columns");
     plan_add_region(p, "KV.0", t->bn * d->d * 2 + t->bn * 4, 1024,
-                    "a step's gathered rows (cp.async into 9 slabs; K = 576 columns, V = the first 512), then 0 or "
-                    "-inf per slot; once both S are done the rope slab holds P");
-    plan_add_region(p, "KV.1", t->bn * d->d * 2 + t->bn * 4, 1024, "the ring's other slot");
-    plan_add_region(p, "rowx", 2 * t->bm * 4, 16, "row maxima (each step) and sums (at the end) of each consumer "
-                    "warpgroup, swapped between the two");
-    plan_add_region(p, "barriers", 8 * (1 + 2 * t->stages), 8, "Q full; per ring slot full (the 128 producer "
-                    "threads) and empty (the 256 consumer threads)");
+                    "block 2n's gathered rows (cp.async into 9 slabs, in halves: slabs 0-3 and 4-8; K = 576 columns, "
+                    "V = the first 512), then 0 or -inf per slot; once its S is done the rope slab holds its P");
+    /* the small regions fill the alignment gaps before KV.1 and P1 */
+    plan_add_region(p, "rowx", 6 * t->bm * 4, 16, "row maxima of the two warpgroups (m_0 and m_1) for two pairs "
+                    "(by the pair's parity), then their row sums at the end");
+    plan_add_region(p, "KV.1", t->bn * d->d * 2 + t->bn * 4, 1024, "block 2n+1's, the same way");
+    plan_add_region(p, "barriers", 8 * (4 + 4 * t->stages), 8, "Q full; per slot and half full (the 128 producer "
+                    "threads) and empty (the 128 threads of the warpgroup that reads the half last); each side's "
+                    "maxima, and the sums, written");
+    plan_add_region(p, "P1", t->bm * t->bn * 2, 1024, "block 2n+1's P for warpgroup 0 (K-major, one slab)");
     plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over Q after the loop");
-    /* a consumer thread: its O half (d_v/2 columns of 64 rows: 128), S of its 32 slots (16), P packed (8),
+    /* a consumer thread: its O half (d_v/2 columns of 64 rows: 128), S of its block (32), P packed (16),
      * softmax state, descriptors and addresses */
-    p->regs_est = d->dv / 4 + t->bn / 4 + t->bn / 8 + 40;
+    p->regs_est = d->dv / 4 + t->bn / 2 + t->bn / 4 + 40;
     plan_add_role(p, "producer", 4, MLA_WG_PRODUCER_REGS);
     plan_add_role(p, "consumer", 8, consumer_regs(d));
     char what[96];
