@@ -12,7 +12,8 @@ A="--kernel $kernel --arch sm_90a"
 shapes=("--sq 32 --skv 8192 --hq 128 --topk 2048" "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length"
         "--sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" "--sq 20 --skv 999 --hq 48 --topk 256 --topk-length"
         "--sq 7 --skv 70000 --hq 32 --topk 1000 --dtype fp16")
-if [ "$kernel" = mla_fwd ]; then shapes+=("--sq 9 --skv 1 --hq 16 --topk 64"); else
+if [ "$kernel" = mla_fwd ]; then shapes+=("--sq 9 --skv 1 --hq 16 --topk 64" "--sq 256 --skv 8192 --hq 128 --topk 2048 --ref gpu"
+                                          "--sq 256 --skv 8192 --hq 64 --topk 2048 --topk-length --ref gpu"); else
     shapes+=("--sq 9 --skv 2 --hq 16 --topk 64" "--sq 33 --skv 5000 --hq 128 --topk 1024 --tile deterministic=1"
              "--sq 12 --skv 800 --hq 20 --topk 300 --topk-length --dtype fp16 --tile deterministic=1"
              "--sq 256 --skv 8192 --hq 128 --topk 2048 --ref gpu"); fi

@@ -1301,19 +1301,24 @@ sim_tests() {
     sim_mla "sim wgmma mla_fwd h_q=128 (two head blocks)" --arch sm_90a --sq 4 --skv 500 --hq 128 --topk 64
     sim_mla "sim wgmma mla_fwd h_q=16 s_kv=1" --arch sm_90a --sq 6 --skv 1 --hq 16 --topk 40 --topk-length
     sim_mla "sim wgmma mla_fwd h_q=20 topk=512 (8 steps)" --arch sm_90a --sq 3 --skv 2000 --hq 20 --topk 512 --pad 8
-    # its synchronisation: the gather's completion and proxy fence, the consumers' two exchanges, the ring
+    sim_mla "sim wgmma mla_fwd h_q=64 topk=320 (5 blocks: the last pair's second block empty)" --arch sm_90a --sq 2 \
+        --skv 900 --hq 64 --topk 320 --topk-length --seed $((RANDOM + 1))
+    # its synchronisation: the gather's completion and the consumers' proxy fence, the exchanges between the
+    # warpgroups (maxima by mbarrier, P tiles by named barrier), the ring's halves
     local gm=(--sq 3 --skv 300 --hq 40 --topk 230)
-    sim_mla_mutant "sim mutant wgmma mla_fwd: the producer arrives before its copies landed" '/cp.async.wait_group 0/d' \
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the producer arrives before its copies landed" \
+        's/cp\.async\.mbarrier\.arrive\.noinc\.shared::cta\.b64 \[\(%r[0-9]*\)\]/mbarrier.arrive.shared::cta.b64 %rd0, [\1]/' \
         "before the cp.async .* has landed" "${gm[@]}"
     sim_mla_mutant "sim mutant wgmma mla_fwd: no fence.proxy.async after the gather" \
         '0,/fence.proxy.async/{/fence.proxy.async/d}' "written by the generic proxy .* with no fence.proxy.async" "${gm[@]}"
-    sim_mla_mutant "sim mutant wgmma mla_fwd: the row-maxima exchange barrier dropped" \
-        '0,/bar.sync 1, 256/{/bar.sync 1, 256/d}' "shared-memory race: reads word" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: warpgroup 0 reads warpgroup 1's maxima without waiting" \
+        '/warpgroup 0, pair n/,/+148224\]/{/try_wait/d;/^\t@!%p[0-9]* bra/d}' \
+        "(shared-memory race: reads word|reads shared memory at .* that nothing has written)" "${gm[@]}"
     sim_mla_mutant "sim mutant wgmma mla_fwd: P read by the other warpgroup before its barrier" \
-        '/fence.proxy.async/{n;/bar.sync 1, 256/d}' "shared-memory race: the wgmma.mma_async reads word" "${gm[@]}"
-    sim_mla_mutant "sim mutant wgmma mla_fwd: the ring slot freed before P V is done" \
+        '/bar.sync 1, 256/d' "shared-memory race: the wgmma.mma_async reads word" "${gm[@]}"
+    sim_mla_mutant "sim mutant wgmma mla_fwd: a ring half freed before P V is done" \
         '/m64n256k16/,/wgmma.wait_group/{/wgmma.wait_group/d}' "(still reads|written before wgmma.wait_group)" "${gm[@]}"
-    sim_mla_mutant "sim mutant wgmma mla_fwd: the consumers never free a ring slot" \
+    sim_mla_mutant "sim mutant wgmma mla_fwd: the consumers never free a ring half" \
         '/wgmma.wait_group.sync.aligned 0/{n;/mbarrier.arrive.shared/d}' "deadlock" "${gm[@]}"
 
     section "sim device: mla_bwd"
