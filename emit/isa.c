@@ -79,6 +79,7 @@ static const Mod kMods[] = {
     /* griddepcontrol's two forms: the sim runs grids one after another, so both are no-ops */
     {"launch_dependents", M_IGNORE, 0}, {"wait", M_IGNORE, 0},
     {"L2::evict_normal", M_IGNORE, 0}, {"L2::evict_first", M_IGNORE, 0}, {"L2::evict_last", M_IGNORE, 0},
+    {"L2::evict_unchanged", M_IGNORE, 0}, {"fractional", M_IGNORE, 0},   /* createpolicy's: only a hint */
 };
 
 static int errf(char *err, size_t errlen, const char *fmt, const char *a, const char *b)

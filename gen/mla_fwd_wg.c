@@ -111,10 +111,17 @@ static void producer(Kctx *k, void *ctx) {
     INS(e, SETMAXNREG_DEC, I(plan_role_regs(f->p, "producer")));
     mla_cta_token(k, &f->cta, MLA_WG_BM, 32 * f->d->tile.warps);
     MlaWgFeed tiles = {.ntiles = 1, .tiles = {{"q_map", f->q_off, f->d->d}}, .bar_in = f->bar[BAR_Q], .cta = &f->cta};
-    mla_wg_load_tiles(k, &tiles);
+    Reg st, zero;
+    mla_wg_load_tiles(k, &tiles, &st, &zero);
     Feed fd = {.f = f, .sl = {.bn = MLA_WG_BN, .skv = {MLA_WG_BN, MLA_D_QK, f->kv_off}, .bias_off = f->bias_off,
                               .rows_off = -1}};
     mla_slots_init_slabs(k, &fd.sl, f->cta.t, 128);
+    /* the rows stay in L2 while Q and O stream past them: both head blocks of a token (h_q 128) and the tokens
+     * whose top-k lists overlap read them again (without it an H200 run at h_q 128 fell into a mode 10 % slower
+     * in most launches) */
+    fd.sl.g.hinted = 1;
+    fd.sl.g.policy = e_reg(e, RC_B64);
+    INS(e, CREATEPOLICY_EVICT_LAST, R(fd.sl.g.policy), FI(1.0f));
     f->npairs = mla_token_steps(k, fd.sl.nsteps, 2);
     fd.shift1 = kc_imm32(k, f->kv_stride);
     for (int s = 0; s < 2; s++) {

@@ -4,7 +4,7 @@
 #include "../templates/mbar.h"
 #include "../templates/wgmma.h"
 
-Reg mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f) {
+void mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f, Reg *state, Reg *zero_reg) {
     Emit *e = &k->e;
     const MlaCta *cta = f->cta;
     e_comment(e, f->ntiles > 1 ? "producer: thread 0 loads the head tiles by TMA; all 128 threads gather the top-k rows"
@@ -19,13 +19,14 @@ Reg mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f) {
         wg_tma_rows(k, kc_tmap(k, f->tiles[i].map), f->tiles[i].off, MLA_WG_BM, f->tiles[i].cols, zero, cta->h0, cta->t,
                     zero, f->bar_in);
     e_place(e, loaded);
-    return st;
+    *state = st, *zero_reg = zero;
 }
 
 void mla_wg_producer(Kctx *k, const MlaWgFeed *f) {
     Emit *e = &k->e;
     const MlaCta *cta = f->cta;
-    Reg st = mla_wg_load_tiles(k, f), zero = kc_imm32(k, 0);
+    Reg st, zero;
+    mla_wg_load_tiles(k, f, &st, &zero);
 
     MlaSlots sl = {.bn = f->bn, .skv = {f->bn, MLA_D_QK, f->kv_off}, .bias_off = f->bias_off, .rows_off = f->rows_off};
     mla_slots_init_slabs(k, &sl, cta->t, 128);

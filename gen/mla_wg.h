@@ -23,8 +23,9 @@ typedef struct {
     const MlaCta *cta;         /* the token and head block (mla_cta_token) */
 } MlaWgFeed;
 
-/* Thread 0 loads the tiles (the ring's fields unused); returns a b64 register for mbarrier states. */
-Reg mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f);
+/* Thread 0 loads the tiles (the ring's fields unused); *state: a b64 register for mbarrier states, *zero_reg:
+ * one holding 0. */
+void mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f, Reg *state, Reg *zero_reg);
 /* Thread 0 loads the tiles; the warpgroup's 128 threads gather the token's steps into the ring, each
  * waiting for its own copies, fencing them for the async proxy and arriving on the slot's full barrier. */
 void mla_wg_producer(Kctx *k, const MlaWgFeed *f);

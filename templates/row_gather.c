@@ -61,6 +61,9 @@ void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass,
         int q = col0 / 8 + g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
         int group = g->slabs ? (q / 8) * g->rows * 128 : 16 * (q & ~7);
         group += pass * g->pass_rows * (g->slabs ? 128 : g->cols * 2);
-        INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
+        if (g->hinted)
+            INS(e, CP_ASYNC_CG_16_HINT, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes), R(g->policy));
+        else
+            INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
     }
 }

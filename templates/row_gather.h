@@ -16,6 +16,8 @@ typedef struct {
     int npat;
     int slabs;                 /* 1: 64-column slabs of `rows` rows (wgmma.h); 0: smem_tile.h rows */
     int passes, pass_rows;     /* the rows take `passes` passes of pass_rows = threads / tpr: row + pass_rows * p */
+    int hinted;                /* 1: each copy carries `policy`, an L2 cache policy (createpolicy) */
+    Reg policy;
 } RowGather;
 
 /* For tiles of `rows` x `cols` copied by `threads` threads (threads = rows * tpr). */

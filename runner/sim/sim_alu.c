@@ -391,6 +391,20 @@ static int cvta(const Ctx *x, uint64_t *out)
     return 1;
 }
 
+/* createpolicy: the L2 policy only hints at what to keep cached, so its value is an opaque tag here; the
+ * fraction of accesses it covers (default 1) must lie in (0, 1]. */
+static int createpolicy(const Ctx *x, uint64_t *out)
+{
+    if (x->in->nops > 1) {
+        uint32_t bits = (uint32_t)src(x, 1);
+        float f;
+        memcpy(&f, &bits, 4);
+        if (!(f > 0.0f && f <= 1.0f)) return refuse(x, "createpolicy with a fraction outside (0, 1]");
+    }
+    *out = 0x5043494C4F500000ull;   /* "POLICY": any value an L2::cache_hint operand takes */
+    return 1;
+}
+
 /* Returns 1 with the value in *out, 0 when the instruction writes its own
  * destinations (or is not an ALU op), -1 for a fault (reported). */
 static int lane_op(const Ctx *x, uint64_t *out)
@@ -403,6 +417,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_SELP: *out = (src(x, 3) & 1) ? src(x, 1) : src(x, 2); return 1;
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
+    case I_CREATEPOLICY: return createpolicy(x, out);
     case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ: case I_POPC:
         if (t == T_PRED) {
             uint64_t a = src(x, 1) & 1, b = src(x, 2) & 1;

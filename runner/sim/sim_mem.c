@@ -215,7 +215,8 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src, int size)
 {
     if (!sim_smem_owner(c, w, lane, in, dst, 0, &dst)) return;
-    uint32_t n = in->nops > 3 ? (uint32_t)sim_read(c, w, &in->o[3], lane) : (uint32_t)size;
+    int sized = in->nops > 3 + ((in->d.flags & F_CACHE_HINT) != 0);   /* .L2::cache_hint: the policy comes last */
+    uint32_t n = sized ? (uint32_t)sim_read(c, w, &in->o[3], lane) : (uint32_t)size;
     if (n > (uint32_t)size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the %d-byte copy", n, size);
         return;
