@@ -460,7 +460,8 @@ static int mov_vector(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 
 int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    if (in->nops < 2 || (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC)) {
+    int sources = in->d.op == I_CREATEPOLICY ? 0 : 1;   /* createpolicy's fraction may be left out */
+    if (in->nops < 1 + sources || (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register and a source", isa_base_text(in->d.op));
         return 1;
     }

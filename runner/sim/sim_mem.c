@@ -395,7 +395,8 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     uint32_t sa[32];
     uint64_t ga[32];
     int shared = 0, param = 0;
-    if (in->nops != 2 || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
+    int hint = (in->d.flags & F_CACHE_HINT) != 0;   /* .L2::cache_hint: an L2 policy last, only a hint */
+    if (in->nops != 2 + hint || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs an address and a %s", store ? "st" : "ld",
                  in->d.vec > 1 ? "vector of registers matching .v" : "register");
         return;

@@ -38,6 +38,7 @@ typedef struct {
     Fixup *fix;
     int nfix;
     int depth;          /* nesting of { } blocks inside a body */
+    int lit_f64;        /* the instruction being parsed is .f64: decimal float literals become doubles */
     char **globals;     /* module-scope .global names: parsed, refused when used */
     int nglobals;
     struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap; } caps;   /* of the arrays above */
@@ -110,7 +111,10 @@ static void next(Lex *L)
         for (;;) {
             int ok = id_char((unsigned char)*L->p) || (n == 0 && *L->p == '%');
             int dc = L->p[0] == ':' && L->p[1] == ':' && L->kind == T_ID;
-            if (!ok && !dc) break;
+            /* a decimal float's signed exponent (2.5e-3); not in hex forms (0x.., 0f.., 0d..) */
+            int sign = L->kind == T_NUM && (*L->p == '-' || *L->p == '+') && n > 0 && (L->tok[n - 1] | 32) == 'e' &&
+                       !(n > 1 && isalpha((unsigned char)L->tok[1]));
+            if (!ok && !dc && !sign) break;
             int take = dc ? 2 : 1;
             if (n + (size_t)take < sizeof L->tok) memcpy(L->tok + n, L->p, (size_t)take), n += (size_t)take;
             L->p += take;
@@ -147,6 +151,27 @@ static int parse_int(const char *t, int64_t *v)
     else *v = (int64_t)strtoull(t, &end, 10);
     if (*end == 'U') end++;
     return *end ? -1 : 0;
+}
+
+/* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double and converts it to the
+ * instruction's type, so an .f64 instruction gets its 64 bits and any other (an .f32 operand, createpolicy's
+ * fraction) the bits of the nearest float. 0 and *v set, or -1 if t is not one. */
+static int parse_decimal_float(const char *t, int neg, int f64, int64_t *v)
+{
+    if (!strpbrk(t, ".eE") || (t[0] == '0' && (t[1] == 'x' || t[1] == 'X'))) return -1;
+    char *end;
+    double x = strtod(t, &end);
+    if (*end) return -1;
+    if (neg) x = -x;
+    if (f64) {
+        memcpy(v, &x, 8);
+    } else {
+        float y = (float)x;
+        uint32_t b;
+        memcpy(&b, &y, 4);
+        *v = (int64_t)b;
+    }
+    return 0;
 }
 
 /* ---- registers, symbols, special registers ---- */
@@ -350,8 +375,11 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
     int neg = is(&P->lx, "-");
     if (neg) next(&P->lx);
     if (P->lx.kind == T_NUM) {
-        if (parse_int(P->lx.tok, &o->imm)) return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
-        if (neg) o->imm = -o->imm;
+        if (!parse_int(P->lx.tok, &o->imm)) {
+            if (neg) o->imm = -o->imm;
+        } else if (parse_decimal_float(P->lx.tok, neg, P->lit_f64, &o->imm)) {
+            return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
+        }
         o->kind = SO_IMM;
         next(&P->lx);
         return 0;
@@ -382,6 +410,7 @@ static int parse_insn(Parser *P)
     if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%.60s'", P->lx.tok);
     char why[256];
     if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s by the sim", why);
+    P->lit_f64 = in.d.ntype && in.d.type[in.d.ntype - 1] == T_F64;
     next(&P->lx);
     while (!is(&P->lx, ";")) {
         if (P->lx.kind == T_EOF) return perr(P, in.line, "missing ';'");
