@@ -18,9 +18,9 @@
  *     S_0 of pair n+1 under that product; frees slot 1's half L
  *
  * So one warpgroup's softmax runs under the other's products, and each S is m64n64 (Q read once per 64
- * slots from shared memory, where the two warpgroups splitting a block read it twice). The arrows are named
- * barriers, one arrive and one sync each, but m_1's, an mbarrier. l = l_0 + l_1 at the end; O_c /= l -> shared (over Q) -> TMA store.
- * The inner loops are wg0_pair() and wg1_pair(). */
+ * slots from shared memory, where the two warpgroups splitting a block read it twice). The maxima's arrows
+ * are mbarriers, the P tiles' named barriers (one arrive, one sync). l = l_0 + l_1 at the end; O_c /= l ->
+ * shared (over Q) -> TMA store. The inner loops are wg0_pair() and wg1_pair(). */
 #include "mla_wg.h"
 #include <math.h>
 #include "../templates/mbar.h"

@@ -43,7 +43,8 @@ void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass,
     rg_issue_cols(k, g, t, shift, pass, src, bytes, 0, g->cols);
 }
 
-void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes, int col0, int ncols) {
+void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes, int col0,
+                   int ncols) {
     Emit *e = &k->e;
     if (col0 % WG_SLAB_COLS || ncols % (8 * g->tpr) || col0 + ncols > g->cols) {   /* whole swizzle groups */
         fprintf(stderr, "ptxgen internal: columns [%d, %d) of a %d-column gather\n", col0, col0 + ncols, g->cols);
@@ -61,9 +62,8 @@ void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass,
         int q = col0 / 8 + g->tpr * i;   /* the chunk of part 0; its group of 8 starts a row (or a slab) further on */
         int group = g->slabs ? (q / 8) * g->rows * 128 : 16 * (q & ~7);
         group += pass * g->pass_rows * (g->slabs ? 128 : g->cols * 2);
-        if (g->hinted)
-            INS(e, CP_ASYNC_CG_16_HINT, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes), R(g->policy));
-        else
-            INS(e, CP_ASYNC_CG_16, A(dst[(q & 7) / g->tpr], t.off + group), A(s0, 16 * q), I(16), R(bytes));
+        Opnd to = A(dst[(q & 7) / g->tpr], t.off + group), from = A(s0, 16 * q);
+        if (g->hinted) INS(e, CP_ASYNC_CG_16_HINT, to, from, I(16), R(bytes), R(g->policy));
+        else INS(e, CP_ASYNC_CG_16, to, from, I(16), R(bytes));
     }
 }

@@ -34,5 +34,6 @@ void rg_issue(Kctx *k, const RowGather *g, SmemTile t, Reg shift, Reg src, Reg b
 void rg_issue_pass(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes);
 /* The same for columns [col0, col0 + ncols) of the row only (src still the row's first byte): col0 a
  * multiple of 64 (a slab, or a group of 8 chunks of one swizzle pattern), ncols a multiple of 8 tpr. */
-void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes, int col0, int ncols);
+void rg_issue_cols(Kctx *k, const RowGather *g, SmemTile t, Reg shift, int pass, Reg src, Reg bytes, int col0,
+                   int ncols);
 #endif
