@@ -200,6 +200,26 @@ if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c 
 else
     fail=$((fail + 1)); echo "FAIL test_sim's correct kernels on the GPU"; echo "$out" | sed 's/^/    /'
 fi
+# our CUDA C++ sim kernels (tests/sim_cuda) that must run correctly: nvcc's PTX on the GPU as on the sim
+if command -v nvcc >/dev/null 2>&1; then
+  cudir=$(mktemp -d)
+  for f in tests/sim_cuda/*.cu; do
+    grep -q '^// expect: ok' "$f" || continue
+    for a in $(sed -n 's|^// archs: ||p' "$f"); do
+      b=$cudir/$(basename "$f" .cu)_$a
+      nvcc -arch="$a" -ptx "$f" -o "$b.nv" >/dev/null 2>&1 || { fail=$((fail + 1)); echo "FAIL nvcc $f $a"; continue; }
+      { sed -n '/^\/\/ \(expect\|block\|smem\|strict\)/p' "$f"; echo "// arch: $a"; cat "$b.nv"; } >"$b.ptx"
+    done
+  done
+  if out=$(build/tests/test_sim --device cuda "$cudir"/*.ptx 2>&1) && ! echo "$out" | grep -q "^FAIL"; then
+    pass=$((pass + 1)); echo "PASS tests/sim_cuda's kernels on the GPU: $(echo "$out" | grep -c "^PASS sim ") ran right"
+  else
+    fail=$((fail + 1)); echo "FAIL tests/sim_cuda's kernels on the GPU"; echo "$out" | grep -v "^PASS" | sed 's/^/    /'
+  fi
+  rm -rf "$cudir"
+else
+  echo "SKIP tests/sim_cuda on the GPU: no nvcc on PATH"
+fi
 gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
     local label=$1; shift
     if out=$("$@" 2>&1); then pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | tail -n 1)"

@@ -693,6 +693,28 @@ paged_tests() {
     done
 }
 
+# tests/sim_cuda/*.cu (our CUDA C++, README there): nvcc -ptx for each arch of its "// archs:" line, its
+# expect/block/smem/strict lines in front, then the sim through test_sim, which must pass the kernel or name
+# the planted bug
+sim_cuda_tests() {
+    section "sim device: what nvcc writes for our CUDA C++ kernels (tests/sim_cuda)"
+    if ! command -v nvcc >/dev/null 2>&1; then skip "sim on nvcc's PTX" "no nvcc on PATH"; return; fi
+    local f a base name
+    for f in tests/sim_cuda/*.cu; do
+        for a in $(sed -n 's|^// archs: ||p' "$f"); do
+            base=$TMP/$(basename "$f" .cu)_$a name="sim on nvcc's PTX: $(basename "$f") $a"
+            if ! nvcc -arch="$a" -ptx "$f" -o "$base.nv" >"$base.log" 2>&1; then
+                fail "$name" "nvcc: $(one_line "$base.log")"
+                continue
+            fi
+            { sed -n '/^\/\/ \(expect\|block\|smem\|strict\)/p' "$f"; echo "// arch: $a"; cat "$base.nv"; } >"$base.ptx"
+            if build/tests/test_sim "$base.ptx" >"$base.out" 2>&1 && grep -q "^PASS sim $(basename "$base.ptx")" "$base.out"
+            then pass "$name"
+            else fail "$name" "$(grep -m 1 -A 1 "^FAIL sim" "$base.out" | tr '\n' ' ' | cut -c1-300)"; fi
+        done
+    done
+}
+
 # persist_mutant NAME AWK PHRASE HDIM ARGS...: the persistent wgmma attn_fwd (persist=2, head dim HDIM) edited by AWK must
 # fail check on the sim (strict) with PHRASE in its output
 persist_mutant() {
@@ -1374,6 +1396,7 @@ sim_tests() {
         if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
         else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
     done
+    sim_cuda_tests
     # the probes the sim's unit tests write as PTX text (every configuration and planted bug)
     ptxas_probes "wgmma probes of test_sim_wgmma" sm_90a test_sim_wgmma
     ptxas_probes "tcgen05 probes of test_sim_tcgen05{,_cp}" sm_100a test_sim_tcgen05 test_sim_tcgen05_cp

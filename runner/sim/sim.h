@@ -21,7 +21,7 @@ typedef enum {
     SR_CLUSTER_NCTAID_X, SR_CLUSTER_NCTAID_Y, SR_CLUSTER_NCTAID_Z, SR_CLUSTERID_X, SR_CLUSTERID_Y, SR_CLUSTERID_Z,
     SR_NCLUSTERID_X, SR_NCLUSTERID_Y, SR_NCLUSTERID_Z, SR_IS_EXPLICIT_CLUSTER,
     SR_LANEMASK_EQ, SR_LANEMASK_LT, SR_LANEMASK_LE, SR_LANEMASK_GT, SR_LANEMASK_GE,
-    SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_COUNT
+    SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_CLOCK, SR_CLOCK64, SR_GLOBALTIMER, SR_COUNT
 } SimSreg;
 typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED, SPACE_GLOBAL } SimSpace;
 
@@ -128,7 +128,7 @@ enum { WS_RUN, WS_BAR, WS_MBAR, WS_CLUSTER, WS_UNIT, WS_DONE };
  * op will write it when it lands: any access is an error); held (an async op
  * in flight still reads it: a write is an error); generic (written by the
  * generic proxy and not yet fenced by fence.proxy.async from its writer). */
-enum { SM_WRITTEN = 1, SM_PENDING = 2, SM_HELD = 4, SM_GENERIC = 8 };
+enum { SM_WRITTEN = 1, SM_PENDING = 2, SM_HELD = 4, SM_GENERIC = 8, SM_ATOMIC = 16 };   /* ATOMIC: by red/atom */
 
 typedef struct {
     uint32_t lane;      /* issuing lane */

@@ -34,7 +34,7 @@ void sim_fail(SimCta *c, int warp, int lane, const SimInsn *in, const char *fmt,
              c->cta[1], c->cta[2], who);
 }
 
-static uint32_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
+static uint64_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
 {
     unsigned t = (unsigned)sim_warp_id(c, w) * 32 + (unsigned)lane;
     switch (id) {
@@ -63,6 +63,9 @@ static uint32_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
     case SR_LANEMASK_GE: return ~((1u << lane) - 1);
     case SR_DYNAMIC_SMEM_SIZE: return c->smem_size - c->dyn_at;
     case SR_TOTAL_SMEM_SIZE: return c->smem_size;
+    /* the clocks count the warp's instructions: they only move forward, which is all a kernel may assume */
+    case SR_CLOCK: return (uint32_t)w->steps;
+    case SR_CLOCK64: case SR_GLOBALTIMER: return w->steps;
     }
     return 0;
 }
@@ -236,6 +239,9 @@ static void step(SimCta *c, SimWarp *w)
             return;
         }
         branch(c, w, in, exec, active);
+        return;
+    case I_NANOSLEEP:   /* suspends the thread for at most the time given: here, for none */
+        advance(w, active);
         return;
     case I_RET: case I_EXIT:
         w->live &= ~exec;

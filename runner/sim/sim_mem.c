@@ -179,16 +179,23 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
     return c->smem + addr;
 }
 
-/* The checks of a write, without performing it: cp.async runs them at issue. */
-static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+/* The checks of a write, without performing it: cp.async runs them at issue. An atomic (red/atom) needs no
+ * order against the atomics before it on the same word, only against plain accesses. */
+static int smem_write_ok_as(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, int atomic)
 {
     if (!smem_in_range(c, w, lane, in, addr, bytes, "store") || !not_in_flight(c, w, lane, in, addr, bytes, "writes"))
         return 0;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
-        if (!ordered_after_write(c, w, lane, in, wd, "overwrites") || !ordered_after_reads(c, w, lane, in, wd) ||
+        if (!((atomic && (c->sflag[wd * 4] & SM_ATOMIC)) || ordered_after_write(c, w, lane, in, wd, "overwrites")) ||
+            !ordered_after_reads(c, w, lane, in, wd) ||
             !sim_wgmma_write_ordered(c, w, lane, in, wd) || !sim_tma_write_ordered(c, w, lane, in, wd))
             return 0;
     return 1;
+}
+
+static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    return smem_write_ok_as(c, w, lane, in, addr, bytes, 0);
 }
 
 static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, int line)
@@ -208,6 +215,27 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
     addr = lo;
     if (!smem_write_ok(c, w, lane, in, addr, bytes)) return c->scratch;
     smem_mark_written(c, w, addr, bytes, in->line);
+    return c->smem + addr;
+}
+
+/* red/atom on this CTA's shared memory: a read-modify-write of bytes something wrote, racing with plain
+ * accesses but not with other atomics. */
+static uint8_t *smem_atomic(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    uint32_t lo;
+    SimCta *o = sim_smem_owner(c, w, lane, in, addr, cluster_ok(in), &lo);
+    if (!o) return c->scratch;
+    if (o != c) return remote(c, w, lane, in, o, lo, bytes, 1);
+    addr = lo;
+    if (!smem_write_ok_as(c, w, lane, in, addr, bytes, 1)) return c->scratch;
+    for (int i = 0; i < bytes; i++)
+        if (!(c->sflag[addr + (uint32_t)i] & SM_WRITTEN)) {
+            sim_fail(c, sim_warp_id(c, w), lane, in, "red/atom on shared memory at 0x%x that nothing has written",
+                     addr + (uint32_t)i);
+            return c->scratch;
+        }
+    smem_mark_written(c, w, addr, bytes, in->line);
+    for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] |= SM_ATOMIC;
     return c->smem + addr;
 }
 
@@ -370,7 +398,7 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         uint64_t a = sim_addr(c, w, ao, l);
         int sp = resolve_space(in, &a);
         ga[l] = a, sa[l] = (uint32_t)a;
-        uint8_t *p = sp == SP_SHARED ? sim_smem_write(c, w, l, in, (uint32_t)a, width * n)
+        uint8_t *p = sp == SP_SHARED ? smem_atomic(c, w, l, in, (uint32_t)a, width * n)
                    : sp == SP_GLOBAL ? sim_gmem(c, w, l, in, a, width * n, 1) : NULL;
         if (!p) { sim_fail(c, sim_warp_id(c, w), l, in, "red/atom on this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {

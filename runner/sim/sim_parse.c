@@ -153,6 +153,8 @@ static int parse_int(const char *t, int64_t *v)
     return *end ? -1 : 0;
 }
 
+static int parse_shared(Parser *P, int is_extern);
+
 /* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double and converts it to the
  * instruction's type, so an .f64 instruction gets its 64 bits and any other (an .f32 operand, createpolicy's
  * fraction) the bits of the nearest float. 0 and *v set, or -1 if t is not one. */
@@ -182,7 +184,7 @@ static const char *kSregs[SR_COUNT] = {
     "%cluster_nctaid.x", "%cluster_nctaid.y", "%cluster_nctaid.z", "%clusterid.x", "%clusterid.y", "%clusterid.z",
     "%nclusterid.x", "%nclusterid.y", "%nclusterid.z", "%is_explicit_cluster",
     "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
-    "%dynamic_smem_size", "%total_smem_size"};
+    "%dynamic_smem_size", "%total_smem_size", "%clock", "%clock64", "%globaltimer"};
 
 /* The innermost declaration wins: inline-asm blocks redeclare names. */
 static int find_reg(const Parser *P, const char *name)
@@ -489,6 +491,10 @@ static int parse_block(Parser *P)
             continue;
         }
         if (is(&P->lx, ".pragma")) { if (skip_statement(P)) return -1; continue; }
+        if (is(&P->lx, ".shared")) {   /* a function-scope __shared__ (nvcc's): static, like a module-scope one */
+            if (parse_shared(P, 0)) return -1;
+            continue;
+        }
         if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.tok[0] != '%' && P->lx.p[0] == ':') {
             char *name = dup(P, P->lx.tok);
             next(&P->lx), next(&P->lx);

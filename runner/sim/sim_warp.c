@@ -130,6 +130,52 @@ static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, ballot);
 }
 
+/* vote.sync.all/any/uni.pred d, a, membermask: whether a holds in every / some member lane, or in all or
+ * none of them (uniform). */
+static void vote_pred(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec)), yes = 0;
+    if (exec != mask) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "vote.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
+        return;
+    }
+    for (int l = 0; l < 32; l++)
+        if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) yes |= 1u << l;
+    int f = (int)in->d.flags;
+    uint64_t r = (f & F_ALL) ? yes == exec : (f & F_ANY) ? yes != 0 : (yes == exec || !yes);
+    for (int l = 0; l < 32; l++)
+        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, r);
+}
+
+/* redux.sync.op.type d, a, membermask: op (add, min, max of .u32/.s32; and, or, xor of .b32) over the member
+ * lanes' a, in every member lane. */
+static void redux(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int t = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE, op = in->d.redop;
+    int ok_t = t == T_U32 || t == T_S32 || t == T_B32;
+    int logic = op == RO_AND || op == RO_OR || op == RO_XOR, arith = op == RO_ADD || op == RO_MIN || op == RO_MAX;
+    if (in->nops != 3 || !ok_t || !(logic ? t == T_B32 : arith && t != T_B32)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync takes .add/.min/.max with .u32/.s32 or .and/.or/.xor with "
+                 ".b32, and d, a, membermask");
+        return;
+    }
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec));
+    if (exec != mask) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
+        return;
+    }
+    uint64_t acc = 0;
+    int first = 1;
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t v = (uint32_t)sim_read(c, w, &in->o[1], l);
+        acc = first ? v : (uint32_t)sim_red_apply(t, op, acc, v, 0, 4);
+        first = 0;
+    }
+    for (int l = 0; l < 32; l++)
+        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, acc);
+}
+
 /* elect.sync d|p, membermask: the lowest lane of the mask is elected; every
  * lane gets its number in d and p true in the elected lane only. */
 static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
@@ -160,9 +206,12 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     switch (d->op) {
     case I_SHFL: shfl(c, w, in, exec); return 1;
     case I_VOTE:
-        if (!(d->flags & F_BALLOT)) break;
-        vote_ballot(c, w, in, exec);
+        if (in->nops != 3) break;
+        if (d->flags & F_BALLOT) vote_ballot(c, w, in, exec);
+        else if (d->flags & (F_ALL | F_ANY | F_UNI)) vote_pred(c, w, in, exec);
+        else break;
         return 1;
+    case I_REDUX: redux(c, w, in, exec); return 1;
     case I_ELECT: elect(c, w, in, exec); return 1;
     case I_BAR_WARP_SYNC: {   /* the sim runs a warp's lanes in lockstep: memory is ordered; every lane named must be here */
         if (in->nops != 1) break;
