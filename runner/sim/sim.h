@@ -23,12 +23,13 @@ typedef enum {
     SR_LANEMASK_EQ, SR_LANEMASK_LT, SR_LANEMASK_LE, SR_LANEMASK_GT, SR_LANEMASK_GE,
     SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_CLOCK, SR_CLOCK64, SR_GLOBALTIMER, SR_COUNT
 } SimSreg;
-typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED, SPACE_GLOBAL } SimSpace;
+typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED, SPACE_GLOBAL, SPACE_LOCAL } SimSpace;
 
 /* Generic addresses of the windows that are not global memory: a generic
  * load or store, cvta and the TMA's tensor-map operand resolve through them. */
 #define SIM_SHARED_WINDOW 0x00007E0000000000ull
 #define SIM_PARAM_WINDOW  0x00007D0000000000ull
+#define SIM_LOCAL_WINDOW  0x00007C0000000000ull   /* generic addresses of the thread's own local memory */
 
 typedef struct {
     uint8_t kind;       /* SimOpndKind */
@@ -64,6 +65,8 @@ typedef struct {
     uint8_t *slot_bits; /* 1 (pred), 16, 32 or 64 per slot */
     char **slot_name;   /* for messages: the declared name of a slot's register family */
     int maxntid;        /* 0 when not declared */
+    SimShared *locals;  /* .local variables: offsets in each thread's frame of local_bytes */
+    int nlocals, local_bytes;
 } SimFunc;
 
 typedef struct {
@@ -154,6 +157,8 @@ typedef struct {
     uint32_t cl_phase;      /* barrier.cluster: the phase this warp arrived in */
     int cl_arrived;         /* arrived and not yet waited */
     void *wg;               /* the wgmma unit's per-warp state (sim_wgmma.c), or NULL */
+    uint8_t *local;         /* its lanes' local memory (32 frames of the function's local_bytes, then as many
+                               written-flags), or NULL until first used */
 } SimWarp;
 
 /* A named barrier (bar.sync / bar.arrive): warps counted this phase, warps blocked in it, and the

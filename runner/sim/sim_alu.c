@@ -384,7 +384,8 @@ static int cvta(const Ctx *x, uint64_t *out)
     const IsaInsn *d = &x->in->d;
     uint64_t a = src(x, 1);
     int sp = d->nspace ? d->space[0] : SP_NONE, to = (d->flags & F_TO) != 0;
-    uint64_t base = sp == SP_SHARED || sp == SP_SHARED_CLUSTER ? SIM_SHARED_WINDOW : sp == SP_PARAM ? SIM_PARAM_WINDOW : 0;
+    uint64_t base = sp == SP_SHARED || sp == SP_SHARED_CLUSTER ? SIM_SHARED_WINDOW : sp == SP_PARAM ? SIM_PARAM_WINDOW
+                  : sp == SP_LOCAL ? SIM_LOCAL_WINDOW : 0;
     if (sp != SP_GLOBAL && !base) return refuse(x, "cvta of this state space");
     *out = to ? a - base : a + base;
     if (d->ntype && isa_type_bits(d->type[0]) == 32) *out = (uint32_t)*out;

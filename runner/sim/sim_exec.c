@@ -444,7 +444,7 @@ static void cta_free(SimCta *c)
 {
     for (int i = 0; c->w && i < c->nwarps; i++) {
         sim_wgmma_free(&c->w[i]);
-        free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies);
+        free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies), free(c->w[i].local);
     }
     sim_tcgen05_reset(c);   /* before the warps: it knows their count */
     free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk), free(c->gop), free(c->gclk), free(c->gwg);

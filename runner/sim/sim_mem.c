@@ -321,7 +321,34 @@ static int resolve_space(const SimInsn *in, uint64_t *addr)
     if (sp != SP_NONE) return sp;
     if (*addr - SIM_SHARED_WINDOW < (1ull << 32)) { *addr -= SIM_SHARED_WINDOW; return SP_SHARED; }
     if (*addr - SIM_PARAM_WINDOW < (1ull << 32)) { *addr -= SIM_PARAM_WINDOW; return SP_PARAM; }
+    if (*addr - SIM_LOCAL_WINDOW < (1ull << 32)) { *addr -= SIM_LOCAL_WINDOW; return SP_LOCAL; }
     return SP_GLOBAL;
+}
+
+/* The lane's own local memory at local address off: inside the function's frame, naturally aligned, and
+ * (for a load) written before by that lane. */
+static uint8_t *local_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t off, int bytes, int store)
+{
+    size_t frame = (size_t)c->f->local_bytes;
+    if (off + (uint64_t)bytes > frame || off % (uint64_t)bytes) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "%s local access of %d bytes at %llu (the function's frame has %zu bytes)",
+                 off % (uint64_t)bytes ? "misaligned" : "out-of-bounds", bytes, (unsigned long long)off, frame);
+        return c->scratch;
+    }
+    if (!w->local && !(w->local = calloc(64, frame))) {
+        sim_fail(c, sim_warp_id(c, w), lane, in, "the sim ran out of host memory for local memory");
+        return c->scratch;
+    }
+    uint8_t *p = w->local + (size_t)lane * frame + off, *written = p + 32 * frame;
+    for (int i = 0; i < bytes; i++) {
+        if (store) written[i] = 1;
+        else if (!written[i]) {
+            sim_fail(c, sim_warp_id(c, w), lane, in, "reads local memory at %llu that this thread has not written",
+                     (unsigned long long)off + (unsigned long long)i);
+            return c->scratch;
+        }
+    }
+    return p;
 }
 
 static uint8_t *param_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t off, int bytes, int store)
@@ -422,7 +449,7 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     int t = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE, sign = isa_type_is_signed(t);
     uint32_t sa[32];
     uint64_t ga[32];
-    int shared = 0, param = 0;
+    int shared = 0, param = 0, local = 0;
     int hint = (in->d.flags & F_CACHE_HINT) != 0;   /* .L2::cache_hint: an L2 policy last, only a hint */
     if (in->nops != 2 + hint || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs an address and a %s", store ? "st" : "ld",
@@ -434,11 +461,12 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
         uint64_t a = sim_addr(c, w, ao, l);
         int sp = ao->space == SPACE_PARAM ? SP_PARAM : resolve_space(in, &a);
         sa[l] = (uint32_t)a, ga[l] = a;
-        shared = sp == SP_SHARED, param = sp == SP_PARAM;
+        shared = sp == SP_SHARED, param = sp == SP_PARAM, local = sp == SP_LOCAL;
         uint8_t *p;
         if (sp == SP_SHARED) p = store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
         else if (sp == SP_PARAM) p = param_bytes(c, w, l, in, a, width, store);
         else if (sp == SP_GLOBAL) p = sim_gmem(c, w, l, in, a, width, store);
+        else if (sp == SP_LOCAL) p = local_bytes(c, w, l, in, a, width, store);
         else { sim_fail(c, sim_warp_id(c, w), l, in, "this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {
             SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
@@ -450,7 +478,7 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
             }
         }
     }
-    if (param) return;   /* the constant bank: not a memory request worth counting */
+    if (param || local) return;   /* the constant bank, the thread's stack: not memory requests worth counting */
     if (shared) sim_count_smem(c, sa, exec, width);
     else count_gmem(c, ga, exec, width);
 }

@@ -41,7 +41,7 @@ typedef struct {
     int lit_f64;        /* the instruction being parsed is .f64: decimal float literals become doubles */
     char **globals;     /* module-scope .global names: parsed, refused when used */
     int nglobals;
-    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap; } caps;   /* of the arrays above */
+    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap; } caps;   /* of the arrays above */
 } Parser;
 
 static int perr(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -154,6 +154,7 @@ static int parse_int(const char *t, int64_t *v)
 }
 
 static int parse_shared(Parser *P, int is_extern);
+static int parse_local(Parser *P);
 
 /* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double and converts it to the
  * instruction's type, so an .f64 instruction gets its 64 bits and any other (an .f32 operand, createpolicy's
@@ -224,10 +225,12 @@ static int elem_bytes(const char *type)
 
 static SimFunc *cur_fn(Parser *P) { return &P->m->funcs[P->m->nfuncs - 1]; }
 
-/* A symbol operand: a parameter of the current entry or a shared variable. */
+/* A symbol operand: a parameter of the current entry, one of its local variables, or a shared variable. */
 static int find_sym(Parser *P, const char *name, SimOpnd *o)
 {
     SimFunc *f = cur_fn(P);
+    for (int i = 0; i < f->nlocals; i++)
+        if (!strcmp(f->locals[i].name, name)) { o->space = SPACE_LOCAL; o->imm = f->locals[i].offset; return 0; }
     for (int i = 0; i < f->nparams; i++)
         if (!strcmp(f->params[i].name, name)) { o->space = SPACE_PARAM; o->imm = f->params[i].offset; return 0; }
     for (int i = 0; i < P->m->nshared; i++)
@@ -495,6 +498,10 @@ static int parse_block(Parser *P)
             if (parse_shared(P, 0)) return -1;
             continue;
         }
+        if (is(&P->lx, ".local")) {
+            if (parse_local(P)) return -1;
+            continue;
+        }
         if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.tok[0] != '%' && P->lx.p[0] == ':') {
             char *name = dup(P, P->lx.tok);
             next(&P->lx), next(&P->lx);
@@ -561,7 +568,7 @@ static int parse_entry(Parser *P)
     P->m->funcs = grow(P, P->m->funcs, P->m->nfuncs, &P->caps.fcap, sizeof *P->m->funcs);
     SimFunc *f = &P->m->funcs[P->m->nfuncs++];
     memset(f, 0, sizeof *f);
-    P->caps.veccap = P->caps.codecap = P->caps.pcap = 0;
+    P->caps.veccap = P->caps.codecap = P->caps.pcap = P->caps.lcap = 0;
     f->name = dup(P, P->lx.tok);
     next(&P->lx);
     if (parse_params(P, f)) return -1;
@@ -580,7 +587,8 @@ static int parse_entry(Parser *P)
     return parse_block(P);
 }
 
-static int parse_shared(Parser *P, int is_extern)
+/* A .shared or .local declaration after its state space: {.align N} type name{[count]}; */
+static int parse_var(Parser *P, const char *space, SimShared *v)
 {
     int align = 1, line = P->lx.tline;
     next(&P->lx);
@@ -590,32 +598,52 @@ static int parse_shared(Parser *P, int is_extern)
         next(&P->lx);
     }
     int esize = elem_bytes(P->lx.tok);
-    if (!esize || align < 1 || (align & (align - 1))) return perr(P, line, "unsupported .shared declaration");
+    if (!esize || align < 1 || (align & (align - 1))) return perr(P, line, "unsupported %s declaration", space);
     next(&P->lx);
-    P->m->shared = grow(P, P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
-    SimShared *s = &P->m->shared[P->m->nshared];
-    memset(s, 0, sizeof *s);
-    s->name = dup(P, P->lx.tok);
-    s->align = align, s->is_extern = is_extern, s->size = esize;
-    P->m->nshared++;
+    memset(v, 0, sizeof *v);
+    v->name = dup(P, P->lx.tok);
+    v->align = align, v->size = esize;
     next(&P->lx);
     if (is(&P->lx, "[")) {
         next(&P->lx);
         int64_t n = 0;
         if (!is(&P->lx, "]")) {
-            if (parse_int(P->lx.tok, &n) || n < 0 || n > 1 << 20) return perr(P, line, "bad .shared size");
+            if (parse_int(P->lx.tok, &n) || n < 0 || n > 1 << 20) return perr(P, line, "bad %s size", space);
             next(&P->lx);
         }
-        s->size = (int)n * esize;
+        v->size = (int)n * esize;
         if (expect(P, "]")) return -1;
     }
+    return expect(P, ";");
+}
+
+static int parse_shared(Parser *P, int is_extern)
+{
+    P->m->shared = grow(P, P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
+    SimShared *s = &P->m->shared[P->m->nshared];
+    if (parse_var(P, ".shared", s)) return -1;
+    P->m->nshared++;
+    s->is_extern = is_extern;
     if (is_extern) {
-        if (align > P->m->dyn_align) P->m->dyn_align = align;
+        if (s->align > P->m->dyn_align) P->m->dyn_align = s->align;
     } else {
-        s->offset = (P->m->static_smem + align - 1) / align * align;
+        s->offset = (P->m->static_smem + s->align - 1) / s->align * s->align;
         P->m->static_smem = s->offset + s->size;
     }
-    return expect(P, ";");
+    return 0;
+}
+
+/* A function's .local variable (nvcc's stack frame, __local_depot): per thread, at its offset in the frame. */
+static int parse_local(Parser *P)
+{
+    SimFunc *f = cur_fn(P);
+    f->locals = grow(P, f->locals, f->nlocals, &P->caps.lcap, sizeof *f->locals);
+    SimShared *v = &f->locals[f->nlocals];
+    if (parse_var(P, ".local", v)) return -1;
+    f->nlocals++;
+    v->offset = (f->local_bytes + v->align - 1) / v->align * v->align;
+    f->local_bytes = v->offset + v->size;
+    return 0;
 }
 
 /* A module-scope .global variable: its name is remembered (a use is refused
@@ -729,6 +757,8 @@ void sim_module_free(SimModule *m)
         SimFunc *f = &m->funcs[i];
         for (int s = 0; s < f->nslots; s++) free(f->slot_name[s]);
         for (int p = 0; p < f->nparams; p++) free(f->params[p].name);
+        for (int v = 0; v < f->nlocals; v++) free(f->locals[v].name);
+        free(f->locals);
         free(f->name), free(f->slot_name), free(f->slot_bits), free(f->params), free(f->code), free(f->vec);
     }
     for (int i = 0; i < m->nshared; i++) free(m->shared[i].name);
