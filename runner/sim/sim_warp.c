@@ -117,13 +117,21 @@ static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* Whether the member mask (operand k) names exactly the lanes executing the instruction, as vote.sync and
+ * redux.sync need (else reported). */
+static int members_here(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int k)
+{
+    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[k], __builtin_ctz(exec));
+    if (exec == mask) return 1;
+    sim_fail(c, sim_warp_id(c, w), -1, in, "%s member mask 0x%08x but lanes 0x%08x execute it", isa_base_text(in->d.op),
+             mask, exec);
+    return 0;
+}
+
 static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec)), ballot = 0;
-    if (exec != mask) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "vote.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return;
-    }
+    uint32_t ballot = 0;
+    if (!members_here(c, w, in, exec, 2)) return;
     for (int l = 0; l < 32; l++)
         if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) ballot |= 1u << l;
     for (int l = 0; l < 32; l++)
@@ -134,11 +142,8 @@ static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
  * none of them (uniform). */
 static void vote_pred(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec)), yes = 0;
-    if (exec != mask) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "vote.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return;
-    }
+    uint32_t yes = 0;
+    if (!members_here(c, w, in, exec, 2)) return;
     for (int l = 0; l < 32; l++)
         if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) yes |= 1u << l;
     int f = (int)in->d.flags;
@@ -159,11 +164,7 @@ static void redux(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
                  ".b32, and d, a, membermask");
         return;
     }
-    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[2], __builtin_ctz(exec));
-    if (exec != mask) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return;
-    }
+    if (!members_here(c, w, in, exec, 2)) return;
     uint64_t acc = 0;
     int first = 1;
     for (int l = 0; l < 32; l++) {
