@@ -55,7 +55,9 @@ enum {
     F_ALL = 1ull << 40, F_ANY = 1ull << 41, F_ROW = 1ull << 42, F_COL = 1ull << 43, F_WEAK = 1ull << 44,
     F_ASYNC = 1ull << 45, F_SC = 1ull << 46, F_FULL = 1ull << 47, F_NOFTZ = 1ull << 48,
     F_COLLECTOR = 1ull << 49, F_WARPX2_02_13 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52,
-    F_WARPX2_01_23 = 1ull << 53, F_DECOMPRESS = 1ull << 54   /* tcgen05.cp: the two warp-pair forms; .b8x16 with .b6x16_p32/.b4x16_p64 */
+    F_WARPX2_01_23 = 1ull << 53, F_DECOMPRESS = 1ull << 54,  /* tcgen05.cp: the two warp-pair forms; .b8x16 with .b6x16_p32/.b4x16_p64 */
+    F_SHF_L = 1ull << 55, F_SHF_R = 1ull << 56, F_CLAMP = 1ull << 57, F_WRAP = 1ull << 58,  /* shf's direction and mode */
+    F_POPC = 1ull << 59, F_SHIFTAMT = 1ull << 60   /* bar.red.popc; bfind.shiftamt */
 };
 
 enum { ISA_MAX_TYPES = 4 };

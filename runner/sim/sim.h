@@ -157,13 +157,19 @@ typedef struct {
     uint32_t cl_phase;      /* barrier.cluster: the phase this warp arrived in */
     int cl_arrived;         /* arrived and not yet waited */
     void *wg;               /* the wgmma unit's per-warp state (sim_wgmma.c), or NULL */
+    const SimInsn *bar_red; /* the bar.red it waits in, whose destination gets the reduction, or NULL */
     uint8_t *local;         /* its lanes' local memory (32 frames of the function's local_bytes, then as many
                                written-flags), or NULL until first used */
 } SimWarp;
 
 /* A named barrier (bar.sync / bar.arrive): warps counted this phase, warps blocked in it, and the
  * join of the clocks of warps that only arrived (their writes are visible to the waiters). */
-typedef struct { int arrived, expected; uint32_t waiting; uint32_t arrived_vc[32]; } SimBarrier;
+typedef struct {
+    int arrived, expected;
+    uint32_t waiting;
+    uint32_t arrived_vc[32];
+    uint32_t red_popc, red_all, red_any;   /* bar.red: the phase's predicates so far */
+} SimBarrier;
 
 /* An mbarrier object (sim_mbar.c): state kept beside shared memory. */
 enum { SIM_MAX_MBARS = 128 };

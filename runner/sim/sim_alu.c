@@ -87,6 +87,29 @@ static uint64_t f64_op(const IsaInsn *d, int op, double a, double b, double c)
     return UD(r);
 }
 
+/* One f16 or bf16 operation (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16; nvcc's __hadd2 per half): a
+ * sum or product of halves is exact in double, then one rounding to nearest. The 16-bit result, or -1. */
+static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
+{
+    const IsaInsn *d = &x->in->d;
+    double ha = t == T_F16 ? fp16_to_f32((uint16_t)a) : bf16_to_f32((uint16_t)a);
+    double hb = t == T_F16 ? fp16_to_f32((uint16_t)b) : bf16_to_f32((uint16_t)b);
+    double hc = t == T_F16 ? fp16_to_f32((uint16_t)c) : bf16_to_f32((uint16_t)c), r;
+    switch (d->op) {
+    case I_ADD: r = ha + hb; break;
+    case I_SUB: r = ha - hb; break;
+    case I_MUL: r = ha * hb; break;
+    case I_MAD: case I_FMA: r = fma(ha, hb, hc); break;
+    case I_MIN: r = fmin(ha, hb); break;
+    case I_MAX: r = fmax(ha, hb); break;
+    case I_NEG: r = -ha; break;
+    case I_ABS: r = fabs(ha); break;
+    default: return -1;
+    }
+    if (d->flags & F_SAT) r = isnan(r) ? 0 : r < 0 ? 0 : r > 1 ? 1 : r;
+    return t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r);
+}
+
 static int float_arith(const Ctx *x, int t, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
@@ -120,24 +143,15 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_RCP: *out = UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da); return 1;
         }
     } else if ((t == T_F16 || t == T_BF16) && (d->rnd == RND_NONE || d->rnd == RND_RN)) {
-        /* scalar halves (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16): a sum or
-         * product of halves is exact in double, then one rounding to nearest */
-        double ha = t == T_F16 ? fp16_to_f32((uint16_t)a) : bf16_to_f32((uint16_t)a);
-        double hb = t == T_F16 ? fp16_to_f32((uint16_t)b) : bf16_to_f32((uint16_t)b);
-        double hc = t == T_F16 ? fp16_to_f32((uint16_t)c) : bf16_to_f32((uint16_t)c), r;
-        switch (op) {
-        case I_ADD: r = ha + hb; break;
-        case I_SUB: r = ha - hb; break;
-        case I_MUL: r = ha * hb; break;
-        case I_MAD: case I_FMA: r = fma(ha, hb, hc); break;
-        case I_MIN: r = fmin(ha, hb); break;
-        case I_MAX: r = fmax(ha, hb); break;
-        case I_NEG: r = -ha; break;
-        case I_ABS: r = fabs(ha); break;
-        default: return refuse(x, "this half-precision operation");
-        }
-        if (d->flags & F_SAT) r = isnan(r) ? 0 : r < 0 ? 0 : r > 1 ? 1 : r;
-        *out = t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r);
+        int r = half_arith(x, t, a, b, c);
+        if (r < 0) return refuse(x, "this half-precision operation");
+        *out = (uint64_t)r;
+        return 1;
+    } else if ((t == T_F16X2 || t == T_BF16X2) && (d->rnd == RND_NONE || d->rnd == RND_RN)) {
+        /* packed pairs (nvcc's __hadd2, __hfma2): each 16-bit half on its own */
+        int e = t == T_F16X2 ? T_F16 : T_BF16, lo = half_arith(x, e, a, b, c), hi = half_arith(x, e, a >> 16, b >> 16, c >> 16);
+        if (lo < 0 || hi < 0) return refuse(x, "this packed half-precision operation");
+        *out = (uint64_t)lo | (uint64_t)hi << 16;
         return 1;
     }
     return refuse(x, "this floating-point type");
@@ -419,6 +433,51 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
     case I_CREATEPOLICY: return createpolicy(x, out);
+    case I_SHF: {   /* the 64 bits {b, a} shifted by c (mod 32, or at most 32 with .clamp): d = the upper word (.l), the lower (.r) */
+        uint64_t f = x->in->d.flags, ab = (src(x, 1) & 0xFFFFFFFFull) | (src(x, 2) & 0xFFFFFFFFull) << 32;
+        uint64_t n = src(x, 3) & 0xFFFFFFFFull;
+        if (!(f & (F_SHF_L | F_SHF_R)) || !(f & (F_CLAMP | F_WRAP))) return refuse(x, "shf without .l/.r and .wrap/.clamp");
+        n = (f & F_CLAMP) ? (n > 32 ? 32 : n) : (n & 31);
+        *out = (f & F_SHF_L) ? (uint32_t)((ab << n) >> 32) : (uint32_t)(ab >> n);
+        return 1;
+    }
+    case I_BFE: case I_BFI: {   /* position and length take their low 8 bits; the field stops at the msb */
+        int bits = isa_type_bits(t), sgn = d->op == I_BFE && isa_type_is_signed(t);
+        if (bits != 32 && bits != 64) return refuse(x, "bfe/bfi of this type");
+        int last = d->op == I_BFE ? 3 : 4;
+        unsigned pos = (unsigned)src(x, last - 1) & 255, len = (unsigned)src(x, last) & 255, msb = (unsigned)bits - 1;
+        uint64_t a = src(x, 1), r;
+        if (d->op == I_BFI) {   /* bfi d, a, b, pos, len: a's low len bits into b at pos */
+            r = src(x, 2);
+            for (unsigned i = 0; i < len && pos + i <= msb; i++) r = (r & ~(1ull << (pos + i))) | ((a >> i & 1) << (pos + i));
+        } else {                /* bfe d, a, pos, len: a's bits from pos, sign- or zero-filled past the field */
+            uint64_t sbit = sgn && len ? a >> (pos + len - 1 < msb ? pos + len - 1 : msb) & 1 : 0;
+            r = 0;
+            for (unsigned i = 0; i <= msb; i++) r |= (i < len && pos + i <= msb ? a >> (pos + i) & 1 : sbit) << i;
+        }
+        *out = bits == 64 ? r : r & 0xFFFFFFFFull;
+        return 1;
+    }
+    case I_BFIND: {   /* the most significant bit that is not a sign bit (for .s32/.s64, ~a when negative), or ~0 if
+                       * none; .shiftamt: its distance from the top instead */
+        int bits = isa_type_bits(t), sgn = isa_type_is_signed(t);
+        uint64_t a = src(x, 1) & (bits == 64 ? ~0ull : 0xFFFFFFFFull);
+        if (bits != 32 && bits != 64) return refuse(x, "bfind of this type");
+        if (sgn && (a >> (bits - 1) & 1)) a = ~a & (bits == 64 ? ~0ull : 0xFFFFFFFFull);
+        int pos = a ? 63 - __builtin_clzll(a) : -1;
+        *out = pos < 0 ? 0xFFFFFFFFull : (x->in->d.flags & F_SHIFTAMT) ? (uint64_t)(bits - 1 - pos) : (uint64_t)pos;
+        return 1;
+    }
+    case I_PRMT: {   /* byte i of d: byte (c >> 4i) & 7 of the pair {b, a}, or that byte's sign (bit 7) copied when bit 3 */
+        uint64_t ab = (src(x, 1) & 0xFFFFFFFFull) | (src(x, 2) & 0xFFFFFFFFull) << 32, c = src(x, 3), r = 0;
+        for (int i = 0; i < 4; i++) {
+            unsigned sel = (unsigned)(c >> (4 * i)) & 15, byte = (unsigned)(ab >> (8 * (sel & 7))) & 0xFF;
+            if (sel & 8) byte = (byte & 0x80) ? 0xFF : 0;
+            r |= (uint64_t)byte << (8 * i);
+        }
+        *out = r;
+        return 1;
+    }
     case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ: case I_POPC:
         if (t == T_PRED) {
             uint64_t a = src(x, 1) & 1, b = src(x, 2) & 1;

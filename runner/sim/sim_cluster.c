@@ -177,7 +177,7 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
     /* every access is performed in order here and PDL grids do not overlap:
      * memory fences and griddepcontrol have nothing left to order */
-    case I_FENCE: case I_FENCE_MBAR_INIT: case I_GRIDDEP: return 1;
+    case I_FENCE: case I_MEMBAR: case I_FENCE_MBAR_INIT: case I_GRIDDEP: return 1;
     }
     return 0;
 }

@@ -111,29 +111,41 @@ static void release(SimCta *c, SimBarrier *b)
                 if (c->w[i].vc[k] > join[k]) join[k] = c->w[i].vc[k];
     for (int i = 0; i < c->nwarps; i++)
         if (b->waiting >> i & 1) {
-            memcpy(c->w[i].vc, join, (size_t)c->nwarps * sizeof *join);
-            c->w[i].vc[i]++;
-            c->w[i].state = WS_RUN;
+            SimWarp *v = &c->w[i];
+            memcpy(v->vc, join, (size_t)c->nwarps * sizeof *join);
+            v->vc[i]++;
+            v->state = WS_RUN;
+            if (v->bar_red) {   /* bar.red: every live lane gets the phase's reduction */
+                const SimInsn *in = v->bar_red;
+                uint64_t r = (in->d.flags & F_POPC) ? b->red_popc : in->d.redop == RO_AND ? b->red_all : b->red_any;
+                for (int l = 0; l < 32; l++)
+                    if (v->live >> l & 1) sim_write(v, c->f, &in->o[0], l, r);
+                v->bar_red = NULL;
+            }
         }
     b->arrived = 0, b->waiting = 0;
     memset(b->arrived_vc, 0, sizeof b->arrived_vc);
 }
 
-/* bar.sync (wait) or bar.arrive (count this warp and go on: a producer signalling a consumer). */
+/* bar.sync (wait) or bar.arrive (count this warp and go on: a producer signalling a consumer); bar.red waits
+ * like bar.sync with its destination first and its predicate last, which the phase reduces. */
 static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint32_t active, int wait)
 {
-    int wid = sim_warp_id(c, w);
-    const char *what = wait ? "bar.sync" : "bar.arrive";
+    int wid = sim_warp_id(c, w), red = in->d.op == I_BAR_RED;
+    const char *what = red ? "bar.red" : wait ? "bar.sync" : "bar.arrive";
     if (exec != w->live || active != w->live) {
         sim_fail(c, wid, -1, in, "%s in divergent code: lanes 0x%08x of live 0x%08x arrive", what, exec, w->live);
         return;
     }
-    if (in->nops < 1 || in->nops > 2 || (!wait && in->nops != 2)) {
-        sim_fail(c, wid, -1, in, "%s takes a barrier id and %s thread count", what, wait ? "an optional" : "a");
+    int nb = in->nops - 2 * red;   /* the barrier's operands: its id and an optional thread count */
+    int red_ok = !red || ((in->d.flags & F_POPC) || in->d.redop == RO_AND || in->d.redop == RO_OR);
+    if (nb < 1 || nb > 2 || (!wait && nb != 2) || !red_ok) {
+        sim_fail(c, wid, -1, in, "%s takes %sa barrier id and %s thread count%s", what, red ? "a destination, " : "",
+                 wait ? "an optional" : "a", red ? ", then a predicate (.popc.u32, .and.pred or .or.pred)" : "");
         return;
     }
-    uint64_t id = sim_read(c, w, &in->o[0], 0);
-    int threads = in->nops > 1 ? (int)sim_read(c, w, &in->o[1], 0) : c->nwarps * 32;
+    uint64_t id = sim_read(c, w, &in->o[red], 0);
+    int threads = nb > 1 ? (int)sim_read(c, w, &in->o[red + 1], 0) : c->nwarps * 32;
     if (id >= 16 || threads <= 0 || threads % 32 || threads > c->nwarps * 32) {
         sim_fail(c, wid, -1, in, "bad barrier: id %llu, thread count %d (ids 0-15; counts multiples of 32 up to %d)",
                  (unsigned long long)id, threads, c->nwarps * 32);
@@ -146,6 +158,15 @@ static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, 
         return;
     }
     b->expected = threads / 32;
+    if (!b->arrived) b->red_popc = 0, b->red_all = 1, b->red_any = 0;
+    if (red) {
+        for (int l = 0; l < 32; l++)
+            if (w->live >> l & 1) {
+                uint32_t p = (uint32_t)sim_read(c, w, &in->o[in->nops - 1], l) & 1;
+                b->red_popc += p, b->red_all &= p, b->red_any |= p;
+            }
+        w->bar_red = in;
+    }
     b->arrived++;
     if (wait) {
         b->waiting |= 1u << wid;
@@ -252,7 +273,7 @@ static void step(SimCta *c, SimWarp *w)
             if (cta_done(c)) exit_with_reads_held(c, w, in);
         }
         return;
-    case I_BAR_SYNC: case I_BARRIER_SYNC: case I_BAR_ARRIVE:
+    case I_BAR_SYNC: case I_BARRIER_SYNC: case I_BAR_ARRIVE: case I_BAR_RED:
         advance(w, active);
         if (exec) bar_arrive(c, w, in, exec, active, in->d.op != I_BAR_ARRIVE);   /* guarded off: not executed */
         return;
