@@ -207,8 +207,7 @@ if command -v nvcc >/dev/null 2>&1; then
     grep -q '^// expect: ok' "$f" || continue
     for a in $(sed -n 's|^// archs: ||p' "$f"); do
       b=$cudir/$(basename "$f" .cu)_$a
-      nvcc -arch="$a" -ptx "$f" -o "$b.nv" >/dev/null 2>&1 || { fail=$((fail + 1)); echo "FAIL nvcc $f $a"; continue; }
-      { sed -n '/^\/\/ \(expect\|block\|smem\|strict\)/p' "$f"; echo "// arch: $a"; cat "$b.nv"; } >"$b.ptx"
+      tests/sim_cuda/ptx.sh "$f" "$a" "$b.ptx" >/dev/null 2>&1 || { fail=$((fail + 1)); echo "FAIL nvcc $f $a"; continue; }
     done
   done
   if out=$(build/tests/test_sim --device cuda "$cudir"/*.ptx 2>&1) && ! echo "$out" | grep -q "^FAIL"; then

@@ -703,11 +703,10 @@ sim_cuda_tests() {
     for f in tests/sim_cuda/*.cu; do
         for a in $(sed -n 's|^// archs: ||p' "$f"); do
             base=$TMP/$(basename "$f" .cu)_$a name="sim on nvcc's PTX: $(basename "$f") $a"
-            if ! nvcc -arch="$a" -ptx "$f" -o "$base.nv" >"$base.log" 2>&1; then
+            if ! tests/sim_cuda/ptx.sh "$f" "$a" "$base.ptx" >"$base.log" 2>&1; then
                 fail "$name" "nvcc: $(one_line "$base.log")"
                 continue
             fi
-            { sed -n '/^\/\/ \(expect\|block\|smem\|strict\)/p' "$f"; echo "// arch: $a"; cat "$base.nv"; } >"$base.ptx"
             if build/tests/test_sim "$base.ptx" >"$base.out" 2>&1 && grep -q "^PASS sim $(basename "$base.ptx")" "$base.out"
             then pass "$name"
             else fail "$name" "$(grep -m 1 -A 1 "^FAIL sim" "$base.out" | tr '\n' ' ' | cut -c1-300)"; fi

@@ -206,37 +206,30 @@ static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, i
         c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wrank[wd] = (uint8_t)c->rank, c->wline[wd] = line;
 }
 
-uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+/* A store (or, atomic, red/atom's read-modify-write of bytes something wrote, which races with plain accesses
+ * but not with other atomics) to shared memory: the bytes to write, or scratch after a reported fault. */
+static uint8_t *smem_store(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, int atomic)
 {
     uint32_t lo;
     SimCta *o = sim_smem_owner(c, w, lane, in, addr, cluster_ok(in), &lo);
     if (!o) return c->scratch;
     if (o != c) return remote(c, w, lane, in, o, lo, bytes, 1);
     addr = lo;
-    if (!smem_write_ok(c, w, lane, in, addr, bytes)) return c->scratch;
-    smem_mark_written(c, w, addr, bytes, in->line);
-    return c->smem + addr;
-}
-
-/* red/atom on this CTA's shared memory: a read-modify-write of bytes something wrote, racing with plain
- * accesses but not with other atomics. */
-static uint8_t *smem_atomic(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
-{
-    uint32_t lo;
-    SimCta *o = sim_smem_owner(c, w, lane, in, addr, cluster_ok(in), &lo);
-    if (!o) return c->scratch;
-    if (o != c) return remote(c, w, lane, in, o, lo, bytes, 1);
-    addr = lo;
-    if (!smem_write_ok_as(c, w, lane, in, addr, bytes, 1)) return c->scratch;
-    for (int i = 0; i < bytes; i++)
+    if (!smem_write_ok_as(c, w, lane, in, addr, bytes, atomic)) return c->scratch;
+    for (int i = 0; atomic && i < bytes; i++)
         if (!(c->sflag[addr + (uint32_t)i] & SM_WRITTEN)) {
             sim_fail(c, sim_warp_id(c, w), lane, in, "red/atom on shared memory at 0x%x that nothing has written",
                      addr + (uint32_t)i);
             return c->scratch;
         }
     smem_mark_written(c, w, addr, bytes, in->line);
-    for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] |= SM_ATOMIC;
+    for (int i = 0; atomic && i < bytes; i++) c->sflag[addr + (uint32_t)i] |= SM_ATOMIC;
     return c->smem + addr;
+}
+
+uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes)
+{
+    return smem_store(c, w, lane, in, addr, bytes, 0);
 }
 
 /* ---- cp.async ---- */
@@ -425,7 +418,7 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         uint64_t a = sim_addr(c, w, ao, l);
         int sp = resolve_space(in, &a);
         ga[l] = a, sa[l] = (uint32_t)a;
-        uint8_t *p = sp == SP_SHARED ? smem_atomic(c, w, l, in, (uint32_t)a, width * n)
+        uint8_t *p = sp == SP_SHARED ? smem_store(c, w, l, in, (uint32_t)a, width * n, 1)
                    : sp == SP_GLOBAL ? sim_gmem(c, w, l, in, a, width * n, 1) : NULL;
         if (!p) { sim_fail(c, sim_warp_id(c, w), l, in, "red/atom on this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {
