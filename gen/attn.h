@@ -24,6 +24,7 @@ typedef struct {
     int ctas;       /* tcgen05 fwd: CTAs per MMA (0 or 1: one; 2: a CTA pair, cta_group::2 with M = 256) */
     int dsplit;     /* tcgen05 bwd: CTAs per key block, each owning d / dsplit columns of dK, dV and dQ (0 or 1: one) */
     int persist;    /* wgmma fwd: 0 a CTA per tile, else at most this many persistent CTAs walk the tiles (attn_sched.h) */
+    int qbufs;      /* wgmma fwd, persistent: Q tile buffers (0 or 1: one; 2: the next tile's Q loads during this one) */
 } AttnTile;
 
 #define ATTN_DECODE_MAX_SQ 16   /* query tokens per sequence up to which attn_fwd counts a problem as decode */

@@ -51,9 +51,10 @@ typedef struct {
     Acc o;
     RowStats rows;
     KeyList kl;                       /* block-sparse: the query block's key list (problem) */
-    /* persistent (tile.persist): the tiles handed to the consumers, Q's empty barrier, this role's tiles so far */
+    /* persistent (tile.persist): the tiles handed to the consumers, each Q buffer's full and empty barriers, this
+     * role's tiles so far, and the empty barrier of the buffer the consumers' tile is in */
     TileSlots ts;
-    Reg q_empty, tit;
+    Reg q_full[2], q_empty[2], tit, q_empty_t;
 } WgFwd;
 
 /* The tile's rows, head and batch (persistent: of tile t, else of the CTA); key blocks [0, n_full) need no mask,
@@ -123,6 +124,26 @@ static void slot_fill(Kctx *k, WgFwd *f, Reg full, Reg stage, Reg map, int off, 
     wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, tb, full);
 }
 
+/* The Q buffer of the role's tile tit (persistent): its full and empty barriers, the phase to wait for (plus 1: the
+ * producer's wait for the buffer to be freed) and, with two buffers, its byte offset from the first ((Reg){0}
+ * with one). Two buffers take the tiles in turn, so the producer loads the next tile's Q while this one runs. */
+static Reg q_buffer(Kctx *k, WgFwd *f, int plus, Reg *full, Reg *empty, Reg *parity) {
+    Emit *e = &k->e;
+    if (wg_q_bufs(&f->d->tile) == 1) {
+        *full = f->q_full[0], *empty = f->q_empty[0], *parity = mbar_parity(k, f->tit, 0, plus);
+        return (Reg){0};
+    }
+    Reg odd = e_reg(e, RC_PRED), b = e_reg(e, RC_B32), at = e_reg(e, RC_B32);
+    *full = e_reg(e, RC_B32), *empty = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(b), R(f->tit), I(1));
+    INS(e, SETP_NE_U32, R(odd), R(b), I(0));
+    INS(e, SELP_B32, R(*full), R(f->q_full[1]), R(f->q_full[0]), R(odd));
+    INS(e, SELP_B32, R(*empty), R(f->q_empty[1]), R(f->q_empty[0]), R(odd));
+    INS(e, MUL_LO_U32, R(at), R(b), I(f->d->tile.bm * f->d->d * 2));
+    *parity = mbar_parity(k, f->tit, 1, plus);
+    return at;
+}
+
 /* Paged, whether the walk's last block holds rows past the sequence (then the ring's V copy of it has a tail that the
  * page fills with whatever it holds: another sequence's keys, stale or unwritten memory, NaN included). */
 static Reg v_tail(Kctx *k, WgFwd *f, Reg n_max) {
@@ -188,9 +209,14 @@ static void producer(Kctx *k, void *ctx) {
         INS(e, MOV_B32, R(next), R(sched_next(k, tiles)));   /* its latency under this tile's loads */
     }
     problem(k, f, tile, n_full, n_max);
-    if (d->tile.persist) mbar_wait(k, f->q_empty, mbar_parity(k, f->tit, 0, 1), 0);   /* the last tile's S are done */
-    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar[0], 0), I(bm * d->d * 2));
-    wg_tma_rows(k, q, f->q_off, bm, d->d, zero, f->h, f->q_row, f->tb, f->bar[0]);
+    Reg q_full = f->bar[0], q_at = zero;
+    if (d->tile.persist) {   /* the buffer's last tile's S are done */
+        Reg q_empty, parity, at = q_buffer(k, f, 1, &q_full, &q_empty, &parity);
+        if (at.id) q_at = at;
+        mbar_wait(k, q_empty, parity, 0);
+    }
+    INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(q_full, 0), I(bm * d->d * 2));
+    wg_tma_rows(k, q, f->q_off, bm, d->d, q_at, f->h, f->q_row, f->tb, q_full);
     INS(e, MOV_B32, R(n), I(0));
     if (!d->tile.persist) INS(e, MOV_B32, R(f->it), I(0));
     Reg steps = walked(k, f, n_max), tail = d->page_size ? v_tail(k, f, n_max) : (Reg){0};
@@ -371,7 +397,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     else wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
     if (wg_o_over_q(d)) {   /* O over Q: the rows are the next tile's Q once the store read them */
         store_read(k, named_bar);
-        wg_release(k, f->q_empty, f->tit);
+        wg_release(k, f->q_empty_t, f->tit);
     }
 }
 
@@ -472,7 +498,12 @@ static void consumer(Kctx *k, void *ctx) {
         acc_fill(k, &f->o, 0.0f);
         rows_init(k, &f->rows, 1);
     }
-    mbar_wait(k, f->bar[0], persist ? mbar_parity(k, f->tit, 0, 0) : zero, 0);   /* Q landed */
+    Reg q_full = f->bar[0], q_parity = zero;
+    if (persist) {   /* the tile's Q buffer (two: the descriptor moves to it) */
+        Reg at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
+        if (at.id) f->q_desc = wg_desc_plus(k, f->q_desc, at);
+    }
+    mbar_wait(k, q_full, q_parity, 0);   /* Q landed */
     Reg none = e_reg(e, RC_PRED);
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
@@ -498,7 +529,7 @@ static void consumer(Kctx *k, void *ctx) {
         epilogue(k, f);
         return;
     }
-    if (!wg_o_over_q(d)) wg_release(k, f->q_empty, f->tit);   /* Q read by the last S: the producer may load the next
+    if (!wg_o_over_q(d)) wg_release(k, f->q_empty_t, f->tit);   /* Q read by the last S: the producer may load the next
                                                                * tile's; tit moves on (O over Q: after the store) */
     epilogue(k, f);
     INS(e, BRA_UNI, L(next_tile));
@@ -524,6 +555,7 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
         counts[pb] = I(4 * f.cw);
         counts[pb + 1] = counts[pb + 2] = I(1);
         counts[pb + 3] = counts[pb + 4] = I(128 * f.cw);
+        if (wg_q_bufs(t) == 2) counts[pb + 5] = I(1), counts[pb + 6] = I(4 * f.cw);   /* the second Q's full, empty */
     }
     for (int s = 0; s < t->stages; s++) {
         counts[1 + s] = I(1);                                   /* K full: the producer's expect_tx */
@@ -536,7 +568,8 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     f.ring[B_Q] = f.bar[0];
     f.it = e_reg(e, RC_B32);
     if (t->persist) {
-        f.q_empty = f.bar[pb];
+        f.q_full[0] = f.bar[0], f.q_empty[0] = f.bar[pb];
+        if (wg_q_bufs(t) == 2) f.q_full[1] = f.bar[pb + 5], f.q_empty[1] = f.bar[pb + 6];
         f.ts = (TileSlots){plan_region(p, "tiles"), f.bar[pb + 1], f.bar[pb + 3]};
         f.tit = e_reg(e, RC_B32);
     }

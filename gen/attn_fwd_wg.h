@@ -5,12 +5,16 @@
 
 /* barriers: Q full, then per ring slot K full, K empty, V full, V empty; paged, one more: the last V block's rows
  * past the sequence zeroed (WG_TAIL); persistent, five more from wg_persist_bar: Q empty, the tile slots' full and
- * empty (two each) */
+ * empty (two each), and with two Q buffers two more: the second's full and empty */
 #define WG_NBARS(stages) (1 + 4 * (stages))
 #define WG_TAIL(stages) WG_NBARS(stages)
-#define WG_MAX_BARS (WG_NBARS(4) + 6)
+#define WG_MAX_BARS (WG_NBARS(4) + 7)
+/* Q tile buffers: two only for a persistent CTA (tile key qbufs), whose tiles alternate between them */
+static inline int wg_q_bufs(const AttnTile *t) { return t->persist && t->qbufs == 2 ? 2 : 1; }
 static inline int wg_persist_bar(const AttnDesc *d) { return WG_NBARS(d->tile.stages) + (d->page_size > 0); }
-static inline int wg_nbars(const AttnDesc *d) { return wg_persist_bar(d) + (d->tile.persist ? 5 : 0); }
+static inline int wg_nbars(const AttnDesc *d) {
+    return wg_persist_bar(d) + (d->tile.persist ? 5 + 2 * (wg_q_bufs(&d->tile) - 1) : 0);
+}
 /* consumer warpgroups of the tile: 64 query rows each */
 int wg_consumers(const AttnTile *t);
 /* The consumers' first warp: a producer warpgroup comes first (warps 0-3); a single producer warp comes

@@ -20,6 +20,8 @@ const TileKey attn_fwd_wg_keys[] = {
     {"persist", offsetof(AttnTile, persist), {0, 1, 2, 3, 4, 78, 114, 132}, 8, "0: a CTA per tile; N: at most N CTAs "
      "that each walk tiles handed out by an atomic counter, loading the next tile while storing the last (the SM count "
      "is the fast N: 132 H100 SXM/H200, 114 H100 PCIe, 78 H20; any N is correct)"},
+    {"qbufs", offsetof(AttnTile, qbufs), {1, 2}, 2, "query tile buffers of a persistent CTA: 2 loads the next tile's Q "
+     "while this one runs, so a tile starts without waiting for its Q (the default where it fits)"},
 };
 const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg_keys[0]);
 
@@ -34,10 +36,10 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a;
-    return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4};
+    return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4, .qbufs = 1};
 }
 
-void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
+static void persist_default(AttnDesc *d, const char *asked) {
     if ((asked && strstr(asked, "persist=")) || d->varlen || d->page_size || d->splitkv) return;
     /* d_v 256 stages O over Q (wg_o_over_q), so the next tile's Q waits for the store: on the H200 persistent was
      * 1-1.5 % faster dense (731-733 TFLOP/s against 722-726) but 3-4 % slower causal (619-622 against 644-646);
@@ -58,11 +60,26 @@ void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
     if (!p.ok) d->tile.persist = 0;   /* the tile asked leaves no room for O's own staging */
 }
 
+void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
+    persist_default(d, asked);
+    if (!d->tile.persist || wg_o_over_q(d) || (asked && strstr(asked, "qbufs="))) return;
+    Plan p;
+    d->tile.qbufs = 2;
+    attn_fwd_wg_plan(d, &p);
+    if (!p.ok) d->tile.qbufs = 1;   /* no room for a second Q beside the rings and O's staging */
+}
+
 int attn_fwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     if (d->tile.persist && (d->varlen || d->page_size || d->splitkv)) {
         snprintf(err, errlen, "persist=%d: the persistent wgmma attn_fwd walks padded batches over contiguous K/V; "
                  "%s launches a CTA per tile (persist=0)", d->tile.persist,
                  d->varlen ? "varlen" : d->splitkv ? "split-KV" : "a paged cache");
+        return 1;
+    }
+    if (d->tile.qbufs == 2 && (!d->tile.persist || wg_o_over_q(d))) {
+        snprintf(err, errlen, "qbufs=2: %s", !d->tile.persist
+                 ? "a second Q buffer holds a persistent CTA's next tile (persist > 0); persist=0 loads one Q per CTA"
+                 : "d_v > 128 stages O over Q (O's own staging does not fit), so there is no room for a second Q");
         return 1;
     }
     if (d->d % WG_SLAB_COLS || d->dv % WG_SLAB_COLS || !wg_has_n(d->dv)) {
@@ -85,11 +102,15 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     int cw = wg_consumers(t);
     *p = (Plan){.threads = wg_threads(t)};
     int q = plan_add_region(p, "Q", t->bm * d->d * 2, 1024, "query tile, TMA 128B-swizzled slabs of 64 columns");
+    if (wg_q_bufs(t) == 2)
+        plan_add_region(p, "Q.1", t->bm * d->d * 2, 1024, "the second query tile: tiles alternate, the next one's Q "
+                        "loads while this one runs");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, k_stage[s], t->bn * d->d * 2, 1024, "key ring slot");
     for (int s = 0; s < t->stages; s++) plan_add_region(p, v_stage[s], t->bn * d->dv * 2, 1024, "value ring slot");
     if (t->persist) {   /* the next tile's Q loads while this one's O is staged */
-        plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, "Q full and empty; K and V full/empty per ring slot; "
-                        "the tile slots' full/empty");
+        plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, wg_q_bufs(t) == 2
+                        ? "each Q's full and empty; K and V full/empty per ring slot; the tile slots' full/empty"
+                        : "Q full and empty; K and V full/empty per ring slot; the tile slots' full/empty");
         plan_add_region(p, "tiles", SCHED_SLOTS_BYTES, 8, "two slots of the next tile's index and ring pass, "
                         "producer to consumers");
         if (wg_o_over_q(d))
@@ -129,7 +150,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     char paged[16] = "";
     paged_suffix(d, paged, sizeof paged);
     char persist[16] = "";
-    if (t->persist) snprintf(persist, sizeof persist, "_ps%d", t->persist);
+    if (t->persist) snprintf(persist, sizeof persist, "_ps%d%s", t->persist, wg_q_bufs(t) == 2 ? "_qb2" : "");
     snprintf(ks->entry, sizeof ks->entry, "attn_fwd_wg_%s_d%d_bm%d_bn%d_st%d_p%d%s%s%s%s%s%s", dt, d->d, t->bm, t->bn,
              t->stages, t->producer, t->pingpong ? "_pp" : "", d->causal ? "_causal" : "", d->varlen ? "_varlen" : "",
              d->block_m ? "_sparse" : "", paged, persist);

@@ -71,7 +71,7 @@ for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64" "64 bn=192" "128 bn=96" "12
   run "wgmma d=$1 tile $2 s=4099/333 GQA pad=8" --mma wgmma --hdim $1 --tile $2 --sq 4099 --sk 333 --hq 8 --hkv 2 --pad 8
 done
 # persistent CTAs (tile key persist; the default where it measured faster): off, one CTA walking every tile, a few
-for t in "persist=0" "persist=1" "persist=3,bm=64" "persist=132"; do
+for t in "persist=0" "persist=1" "persist=3,bm=64" "persist=132" "persist=3,qbufs=1"; do
   run "wgmma d=128 tile $t causal s=777/1000" --mma wgmma --hdim 128 --tile $t --causal --sq 777 --sk 1000 --hq 4 --hkv 2
   run "wgmma d=64 tile $t s=4099/333 GQA pad=8" --mma wgmma --hdim 64 --tile $t --sq 4099 --sk 333 --hq 8 --hkv 2 --pad 8
 done

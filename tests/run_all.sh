@@ -714,10 +714,10 @@ sim_cuda_tests() {
     done
 }
 
-# persist_mutant NAME AWK PHRASE HDIM ARGS...: the persistent wgmma attn_fwd (persist=2, head dim HDIM) edited by AWK must
-# fail check on the sim (strict) with PHRASE in its output
+# persist_mutant NAME AWK PHRASE HDIM ARGS...: the persistent wgmma attn_fwd (persist=2 and $PERSIST_TILE's keys, head
+# dim HDIM) edited by AWK must fail check on the sim (strict) with PHRASE in its output
 persist_mutant() {
-    local name=$1 prog=$2 phrase=$3 g=(--kernel attn_fwd --arch sm_90a --tile persist=2 --hdim $4)
+    local name=$1 prog=$2 phrase=$3 g=(--kernel attn_fwd --arch sm_90a --tile "persist=2${PERSIST_TILE:+,$PERSIST_TILE}" --hdim $4)
     shift 4
     ./ptxgen "${g[@]}" | awk "$prog" >"$TMP/persist.ptx"
     if cmp -s <(./ptxgen "${g[@]}") "$TMP/persist.ptx"; then fail "$name" "the edit changed nothing"; return; fi
@@ -748,7 +748,14 @@ persist_tests() {
     unset PTXGEN_SIM_STRICT
     persist_mutant "persistent mutant: the last fetch leaves the counter, so the next launch finds no tile" \
         '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'deterministic: FAIL' 128 --sq 300 --sk 200 --hq 2 --hkv 1
-    persist_mutant "persistent mutant: the next tile's Q loads before the consumers freed Q" \
+    # one key block a tile, so that nothing but Q's empty barrier orders a buffer's next load after its last tile's S
+    persist_mutant "persistent mutant: a tile's Q loads before the consumers freed its buffer" \
+        '/atom.global.add.u32/ { seen++ } seen == 2 && /mbarrier.try_wait/ && !done { getline; done = 1; next } { print }' \
+        'shared-memory race' 128 --sq 600 --sk 60 --hq 2 --hkv 1
+    persist_mutant "persistent mutant: the consumers read every tile's Q from the first buffer" \
+        '/mul.lo.u32 %r[0-9]+, %r[0-9]+, 32768;/ { seen++; if (seen == 2) sub(/32768/, "0") } { print }' \
+        'check: FAIL' 128 --sq 600 --sk 300 --hq 2 --hkv 1
+    PERSIST_TILE=qbufs=1 persist_mutant "persistent mutant qbufs=1: the next tile's Q loads before the consumers freed Q" \
         '/atom.global.add.u32/ { seen++ } seen == 2 && /mbarrier.try_wait/ && !done { getline; done = 1; next } { print }' \
         'shared-memory race' 128 --sq 300 --sk 200 --hq 2 --hkv 1
     persist_mutant "persistent mutant: O staged over the slabs the last tile's TMA store still reads" \
@@ -757,25 +764,32 @@ persist_tests() {
         '/cp.async.bulk.commit_group/ { c = 1 } c && /cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' \
         'while the TMA store .* still reads it' 256 --sq 600 --sk 200 --hq 2 --hkv 1
     local x want
-    for x in "--causal:132" "--hdim 64:132" "--block-mask random:0.5 --block-m 128 --block-n 128:132" ":132" "--hdim 256:132" "--hdim 256 --causal:0" \
-             "--hdim 256 --block-mask random:0.5 --block-m 128 --block-n 128:0" \
-             "--varlen 100,200 --causal:0" "--page-size 128 --causal:0" "--split-kv --causal:0" "--causal --tile persist=0:0"; do
+    # persist, then qbufs: two Q buffers wherever a persistent tile has room for them (not d 256: O over Q)
+    for x in "--causal:132,qbufs=2" "--hdim 64:132,qbufs=2" "--block-mask random:0.5 --block-m 128 --block-n 128:132,qbufs=2" \
+             ":132,qbufs=2" "--hdim 256:132,qbufs=1" "--hdim 256 --causal:0,qbufs=1" "--tile persist=2:2,qbufs=2" \
+             "--tile persist=132,qbufs=1:132,qbufs=1" "--hdim 256 --block-mask random:0.5 --block-m 128 --block-n 128:0,qbufs=1" \
+             "--varlen 100,200 --causal:0,qbufs=1" "--page-size 128 --causal:0,qbufs=1" "--split-kv --causal:0,qbufs=1" \
+             "--causal --tile persist=0:0,qbufs=1"; do
         want=${x##*:}
         run_cli --arch sm_90a --kernel attn_fwd --mma wgmma ${x%:*} --plan
         expect_rc "persist default [${x%:*}]: $want" 0 && expect_output "persist default [${x%:*}]: $want" "persist=$want\$" &&
             pass "persist default [${x%:*}]: $want"
     done
+    usage_error "qbufs=2 without persist: refused" "qbufs=2" "persist=0 loads one Q per CTA" -- --arch sm_90a --kernel attn_fwd \
+        --tile persist=0,qbufs=2
+    usage_error "qbufs=2 at d 256: refused" "qbufs=2" "stages O over Q" -- --arch sm_90a --kernel attn_fwd --hdim 256 \
+        --tile persist=132,qbufs=2
     run_cli --arch sm_90a --kernel attn_fwd --hdim 64 --plan
     expect_rc "persist default d 64: three consumer warpgroups (bm=192)" 0 && expect_output "persist default d 64: three consumer warpgroups (bm=192)" \
-        'tile bm=192,bn=128,stages=2,pingpong=1,producer=4,persist=132$' && pass "persist default d 64: three consumer warpgroups (bm=192)"
+        'tile bm=192,bn=128,stages=2,pingpong=1,producer=4,persist=132,qbufs=2$' && pass "persist default d 64: three consumer warpgroups (bm=192)"
     run_cli --arch sm_90a --kernel attn_fwd --tile stages=3 --plan
     expect_rc "persist default: off where the tile asked leaves no room (stages=3)" 0 && \
-        expect_output "persist default: off where the tile asked leaves no room (stages=3)" 'stages=3,pingpong=1,producer=4,persist=0$' && \
+        expect_output "persist default: off where the tile asked leaves no room (stages=3)" 'stages=3,pingpong=1,producer=4,persist=0,qbufs=1$' && \
         pass "persist default: off where the tile asked leaves no room (stages=3)"
     usage_error "persist with varlen: refused" "persist=132" "varlen launches a CTA per tile" -- --arch sm_90a --kernel attn_fwd \
         --varlen 100,200 --tile persist=132
     run_cli --arch sm_90a --kernel attn_fwd --hdim 256 --plan
-    expect_rc "persist at d=256: O staged over Q" 0 && expect_output "persist at d=256: O staged over Q" 'persist=132$' \
+    expect_rc "persist at d=256: O staged over Q" 0 && expect_output "persist at d=256: O staged over Q" 'persist=132,qbufs=1$' \
         '^  O .*over each warpgroup.s own Q rows, which it frees .*\[union over Q\]' && pass "persist at d=256: O staged over Q"
     run_cli --arch sm_90a --kernel attn_fwd --causal --manifest "$TMP/persist.json" -o /dev/null
     expect_rc "persistent manifest: grid, size b, the kept-zero counter" 0 && expect_output "persistent manifest: grid, size b, the kept-zero counter" \
