@@ -378,9 +378,12 @@ static void store_read(Kctx *k, Reg named_bar) {
     INS(&k->e, BAR_SYNC_N, R(named_bar), I(128));
 }
 
+/* A tile's rows and where they go: its first row, head and batch (an epilogue may run after the next tile's problem()) */
+typedef struct { Reg m_start, h, b; } TileAt;
+
 /* O rounded into the warpgroup's rows of the O staging slabs, in the layout the TMA store reads,
  * then stored by one thread per warpgroup. */
-static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
+static void store_o(Kctx *k, WgFwd *f, Reg named_bar, const TileAt *at) {
     const AttnDesc *d = f->d;
     int bm = d->tile.bm;
     /* persistent, the slabs are free once the last tile's store read them (over Q: it did before Q was freed) */
@@ -388,37 +391,77 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar) {
     wg_pairs_to_smem(k, pack_a_from_acc(k, &f->o, d->dtype), d->dv, f->warp_row0, k->smem, f->o_off, bm * 128);
     if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the rows below s_q */
         Reg rows_left = e_reg(&k->e, RC_B32), base = e_reg(&k->e, RC_B64), rs = row_stride_bytes(k, "o");
-        INS(&k->e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-        INS(&k->e, MAD_WIDE_U32, R(base), R(f->m_start), R(rs), R(attn_head_base(k, d, "o", f->b, f->h)));
+        INS(&k->e, SUB_U32, R(rows_left), R(f->s_q), R(at->m_start));
+        INS(&k->e, MAD_WIDE_U32, R(base), R(at->m_start), R(rs), R(attn_head_base(k, d, "o", at->b, at->h)));
         wg_store_rows_masked(k, named_bar, f->wg, f->o_off, d->dv, bm * 128, base, rs, rows_left);
         return;
     }
     WgStore o = {"o_map", f->o_off, d->dv};
-    if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
-    else wg_store_group(k, named_bar, f->wg, f->m_start, &o, 1, bm * 128, f->h, f->b);
+    if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, at->m_start, &o, 1, bm * 128, at->h, at->b);
+    else wg_store_group(k, named_bar, f->wg, at->m_start, &o, 1, bm * 128, at->h, at->b);
     if (wg_o_over_q(d)) {   /* O over Q: the rows are the next tile's Q once the store read them */
         store_read(k, named_bar);
         wg_release(k, f->q_empty_t, f->tit);
     }
 }
 
-/* The tile's LSE rows and O (split-KV: the split's partials, for the combine). */
-static void epilogue(Kctx *k, WgFwd *f) {
+/* The LSE rows and O of tile `at` whose rows' stats are `rows` (split-KV: the split's partials, for the combine). */
+static void epilogue_at(Kctx *k, WgFwd *f, const TileAt *at, RowStats *rows) {
     Emit *e = &k->e;
     Reg lse[2];
-    softmax_finish(k, &f->rows, &f->o, f->scale_log2, lse);
+    softmax_finish(k, rows, &f->o, f->scale_log2, lse);
     if (f->d->splitkv) {   /* one head, tokens from m_start */
-        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){.pack = 1, .tok0 = f->m_start, .s_q = f->s_q, .h0 = f->h});
+        splitkv_store(k, &f->o, lse, 1, f->warp_row0, &(PackedRows){.pack = 1, .tok0 = at->m_start, .s_q = f->s_q, .h0 = at->h});
         return;
     }
     Reg rows_left = e_reg(e, RC_B32), row = e_reg(e, RC_B32), lse_base = kc_ptr(k, "lse");
-    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(f->m_start));
-    INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, f->b, f->h)), R(f->m_start));
+    INS(e, SUB_U32, R(rows_left), R(f->s_q), R(at->m_start));
+    INS(e, ADD_U32, R(row), R(attn_stats_row(k, f->d, at->b, at->h)), R(at->m_start));
     INS(e, MAD_WIDE_U32, R(lse_base), R(row), I(4), R(lse_base));
     rows_to_global_f32(k, 1, lse, f->warp_row0, lse_base, rows_left);
     Reg named = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(named), R(f->wg), I(1));                   /* barrier 0 is the CTA's; 1.. one per warpgroup */
-    store_o(k, f, named);
+    store_o(k, f, named, at);
+}
+
+/* The tile's own epilogue (its problem() is the last one run) */
+static void epilogue(Kctx *k, WgFwd *f) { epilogue_at(k, f, &(TileAt){f->m_start, f->h, f->b}, &f->rows); }
+
+/* Key blocks 1 .. of the tile (block-sparse: of its list; split-KV: of its split), block 0's P pending. */
+static void walk_blocks(Kctx *k, WgFwd *f, Reg n, Reg n_full, Reg n_max) {
+    Emit *e = &k->e;
+    if (f->d->block_m) sparse_key_loop(k, consumer_step, f, &f->kl, 1, n_full, n_max);
+    else {
+        if (f->d->splitkv) INS(e, ADD_U32, R(n), R(f->lo), I(1));
+        else INS(e, MOV_B32, R(n), I(1));
+        key_loop(k, consumer_step, f, n, n_full, n_max, 0);
+        key_loop(k, consumer_step, f, n, n_max, n_max, 1);
+    }
+}
+
+/* Persistent with two Q buffers: the last tile's last P V and this tile's first S issued in one turn, the last tile's
+ * epilogue (from its saved coordinates and rows' stats) under that S, then its softmax. A tile boundary thus costs a
+ * warpgroup neither an epilogue nor an S with nothing of its own on the tensor cores. The other order (the softmax
+ * under the P V, the epilogue after it) keeps S, or its rounded P, live across the epilogue's shared-memory stores,
+ * and ptxas then serialized every wgmma of the kernel (C7518). */
+static void carry_block(Kctx *k, WgFwd *f, Reg first, const TileAt *last, RowStats *last_rows) {
+    Emit *e = &k->e;
+    Acc s;
+    Reg k_empty, v_empty;
+    acc_scale_rows(k, &f->o, f->alpha);                         /* the last tile's O to its last block's maxima */
+    turn_begin(k, f);
+    issue_pv(k, f, &v_empty);                                   /* the last tile's last P V */
+    issue_s(k, f, &s, &k_empty);                                /* S_0 of this tile */
+    turn_end(k, f);
+    INS(e, WGMMA_WAIT, I(1));                                   /* P V done, S running */
+    wg_release(k, v_empty, f->it_v);
+    epilogue_at(k, f, last, last_rows);
+    acc_fill(k, &f->o, 0.0f);
+    INS(e, WGMMA_WAIT, I(0));
+    wg_release(k, k_empty, f->it);
+    rows_reset(k, &f->rows);
+    softmax_s(k, f, &s, first, 1);
+    keep_p(k, f, &s);
 }
 
 /* The last warpgroup's last turn, taken (ping-pong). */
@@ -436,6 +479,74 @@ static void descriptors(Kctx *k, WgFwd *f) {
     f->q_desc = wg_desc_plus(k, wg_desc_kmajor(k, f->q_off), wq);
     f->k_desc = wg_desc_kmajor(k, f->k_off);
     f->v_desc = wg_desc_mn(k, f->v_off, f->d->tile.bn * 128);
+}
+
+/* The consumers of a persistent CTA with two Q buffers: each tile's first S goes out with the last tile's last P V
+ * (carry_block), so a tile with key blocks leaves its last P V and epilogue pending until the next tile's Q has
+ * landed; a tile without any stores its zeros at once. The tile is taken at one place, the loop's top: taken at its
+ * end as well (two definitions of the tile and its ring pass), the inner loop lost its uniform-datapath descriptor
+ * and ring arithmetic (ptxas: 552 SASS instructions a step against 479) and ran 3.5-5 % slower on the H200. */
+static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
+    Emit *e = &k->e;
+    const AttnDesc *d = f->d;
+    Reg tiles = sched_tiles(k, d->tile.bm), zero = kc_imm32(k, 0);
+    Reg p = e_reg(e, RC_PRED), pending = e_reg(e, RC_PRED), has = e_reg(e, RC_PRED), carry = e_reg(e, RC_PRED);
+    TileAt last = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32)};
+    RowStats last_rows;
+    rows_init(k, &last_rows, 1);
+    rows_init(k, &f->rows, 1);
+    int top = e_label(e), fresh = e_label(e), blocks = e_label(e), walked_all = e_label(e), empty = e_label(e);
+    int finished = e_label(e), no_carry = e_label(e), ended = e_label(e);
+    INS(e, MOV_B32, R(f->tit), I(0));
+    INS(e, SETP_NE_U32, R(pending), R(zero), I(0));             /* no tile before the first */
+    e_place(e, top);
+    Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
+    INS(e, SETP_GE_U32, R(p), R(t), R(tiles));
+    INSP(e, p, 0, BRA_UNI, L(ended));
+    problem(k, f, t, n_full, n_max);
+    descriptors(k, f);
+    INS(e, MOV_B32, R(f->it), R(pass));                          /* the K ring's pass from the producer (consumer()) */
+    Reg q_full, q_parity, at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
+    f->q_desc = wg_desc_plus(k, f->q_desc, at);
+    mbar_wait(k, q_full, q_parity, 0);                           /* Q landed */
+    INS(e, SETP_NE_U32, R(has), R(walked(k, f, n_max)), I(0));
+    Reg first = d->block_m ? sparse_entry(k, f->kl.list, zero) : zero;
+    INS(e, AND_PRED, R(carry), R(pending), R(has));
+    INSP(e, carry, 1, BRA_UNI, L(no_carry));
+    carry_block(k, f, first, &last, &last_rows);
+    INS(e, BRA_UNI, L(blocks));
+    e_place(e, no_carry);
+    INSP(e, pending, 1, BRA_UNI, L(fresh));                      /* a last tile pending, none of its blocks here */
+    last_pv(k, f);
+    epilogue_at(k, f, &last, &last_rows);
+    e_place(e, fresh);
+    acc_fill(k, &f->o, 0.0f);
+    rows_reset(k, &f->rows);
+    INSP(e, has, 1, BRA_UNI, L(walked_all));
+    first_block(k, f, first);
+    e_place(e, blocks);
+    INS(e, MOV_B32, R(f->it_v), R(pass));                        /* every earlier P V is done: the V ring is at pass */
+    walk_blocks(k, f, n, n_full, n_max);
+    e_place(e, walked_all);
+    wg_release(k, f->q_empty_t, f->tit);                         /* Q read by the last S; tit moves on */
+    INSP(e, has, 1, BRA_UNI, L(empty));
+    INS(e, MOV_B32, R(last.m_start), R(f->m_start));             /* pending: its last P V and epilogue */
+    INS(e, MOV_B32, R(last.h), R(f->h));
+    INS(e, MOV_B32, R(last.b), R(f->b));
+    rows_copy(k, &last_rows, &f->rows);
+    INS(e, SETP_EQ_U32, R(pending), R(zero), I(0));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, empty);                                           /* no key block: zeros and +inf now */
+    epilogue(k, f);
+    INS(e, SETP_NE_U32, R(pending), R(zero), I(0));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, ended);
+    INSP(e, pending, 1, BRA_UNI, L(finished));
+    last_pv(k, f);
+    epilogue_at(k, f, &last, &last_rows);
+    e_place(e, finished);
+    last_turn(k, f);
+    wg_store_wait(k);   /* the last tile's copy read the slabs before the CTA's shared memory goes */
 }
 
 static void consumer(Kctx *k, void *ctx) {
@@ -480,6 +591,12 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, SETP_EQ_U32, R(last), R(f->wg), I(f->cw - 1));
         INSP(e, last, 0, BAR_ARRIVE_N, R(first), I(256));
     }
+    /* the carried tile boundary; not with three consumer warpgroups (d 64, bm=192: 160 registers each), where the
+     * carried tile's state spilled */
+    if (persist && wg_q_bufs(&d->tile) == 2 && f->cw <= 2) {
+        consumer_tiles(k, f, n_full, n_max, n);
+        return;
+    }
     int next_tile = 0, finished = 0;
     if (persist) {   /* tiles as the producer hands them out; the turns run on across them (every tile takes as many
                       * per warpgroup) */
@@ -510,13 +627,7 @@ static void consumer(Kctx *k, void *ctx) {
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
     first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero);
-    if (d->block_m) sparse_key_loop(k, consumer_step, f, &f->kl, 1, n_full, n_max);
-    else {
-        if (d->splitkv) INS(e, ADD_U32, R(n), R(f->lo), I(1));
-        else INS(e, MOV_B32, R(n), I(1));
-        key_loop(k, consumer_step, f, n, n_full, n_max, 0);
-        key_loop(k, consumer_step, f, n, n_max, n_max, 1);
-    }
+    walk_blocks(k, f, n, n_full, n_max);
     if (d->page_size) {   /* the last block's V rows past the sequence zeroed first (zero_v_tail) */
         int skip = e_label(e);
         INSP(e, v_tail(k, f, n_max), 1, BRA_UNI, L(skip));

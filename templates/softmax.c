@@ -7,11 +7,21 @@ void rows_init(Kctx *k, RowStats *rs, int mt) {
     rs->mt = mt;
     rs->m = e_regs(&k->e, 2 * mt);
     rs->l = e_regs(&k->e, 2 * mt);
-    for (int r = 0; r < 2 * mt; r++) {
-        rs->m[r] = e_reg(&k->e, RC_F32);
-        rs->l[r] = e_reg(&k->e, RC_F32);
+    for (int r = 0; r < 2 * mt; r++) rs->m[r] = e_reg(&k->e, RC_F32), rs->l[r] = e_reg(&k->e, RC_F32);
+    rows_reset(k, rs);
+}
+
+void rows_reset(Kctx *k, RowStats *rs) {
+    for (int r = 0; r < 2 * rs->mt; r++) {
         INS(&k->e, MOV_F32, R(rs->m[r]), FI(-INFINITY));
         INS(&k->e, MOV_F32, R(rs->l[r]), FI(0.0f));
+    }
+}
+
+void rows_copy(Kctx *k, RowStats *to, const RowStats *from) {
+    for (int r = 0; r < 2 * from->mt; r++) {
+        INS(&k->e, MOV_F32, R(to->m[r]), R(from->m[r]));
+        INS(&k->e, MOV_F32, R(to->l[r]), R(from->l[r]));
     }
 }
 

@@ -12,6 +12,10 @@ typedef struct {
 } RowStats;
 
 void rows_init(Kctx *k, RowStats *rs, int mt);
+/* rows_init's values (no row seen yet) into rows already allocated, which a loop carries; the stats of `from` into
+ * those of `to` (both allocated, as many rows) */
+void rows_reset(Kctx *k, RowStats *rs);
+void rows_copy(Kctx *k, RowStats *to, const RowStats *from);
 /* S[i, j] = -inf where column j is not below limit: `room` holds, per (m tile,
  * half), how many columns from this lane's first column (2t) are valid. */
 void softmax_mask(Kctx *k, Acc *s, const Reg *room);

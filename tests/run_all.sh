@@ -742,7 +742,8 @@ persist_tests() {
         "--hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal" \
         "--hdim 64 --tile persist=2,bm=192 --sq 600 --sk 300 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
         "--hdim 256 --sq 300 --sk 200 --hq 2 --hkv 1 --b 2" "--hdim 256 --tile persist=3 --causal --sq 260 --sk 300 --hq 3 --hkv 1" \
-        "--hdim 256 --tile persist=2 --causal --sq 400 --sk 90 --hq 2 --hkv 1"
+        "--hdim 256 --tile persist=2 --causal --sq 400 --sk 90 --hq 2 --hkv 1" \
+        "--tile persist=2 --block-mask random:0.15 --sq 600 --sk 300 --hq 3 --hkv 1"
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim persistent wgmma, two CTAs per SM sharing the counter" --arch sm_90a \
         --tile persist=4,bm=64 --hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
@@ -761,8 +762,12 @@ persist_tests() {
         '{ l[NR] = $0 } /mbarrier.try_wait/ && !f { w = NR } /cp.async.bulk.tensor/ && !f { f = 1; t = w }
          END { for (i = 1; i <= NR; i++) if (i != t && i != t + 1) print l[i] }' \
         'shared-memory race|before the TMA load .* has landed' 128 --sq 300 --sk 200 --hq 2 --hkv 1
+    # the first wait for all but the newest group is carry_block's, whose epilogue reads the last tile's O
+    persist_mutant "persistent mutant: the last tile's epilogue before its last P V is done (carried tile boundary)" \
+        '!done && /wgmma.wait_group.sync.aligned 1;/ { done = 1; next } { print }' 'before wgmma.wait_group' 128 \
+        --sq 600 --sk 300 --hq 2 --hkv 1
     persist_mutant "persistent mutant: O staged over the slabs the last tile's TMA store still reads" \
-        '/cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' 'in-flight TMA store' 128 --sq 600 --sk 200 --hq 2 --hkv 1
+        '/cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' 'in-flight TMA store|before that thread.s cp.async.bulk.wait_group covered it' 128 --sq 600 --sk 200 --hq 2 --hkv 1
     persist_mutant "persistent mutant d 256: Q freed before the TMA store read the O staged over it" \
         '/cp.async.bulk.commit_group/ { c = 1 } c && /cp.async.bulk.wait_group.read/ && !done { done = 1; next } { print }' \
         'while the TMA store .* still reads it' 256 --sq 600 --sk 200 --hq 2 --hkv 1
