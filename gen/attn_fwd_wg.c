@@ -481,6 +481,21 @@ static void descriptors(Kctx *k, WgFwd *f) {
     f->v_desc = wg_desc_mn(k, f->v_off, f->d->tile.bn * 128);
 }
 
+/* Persistent: the next tile from the producer (to label `done` when none is left), its problem and descriptors, and
+ * the K ring at the pass that comes with it; returns the pass. */
+static Reg take_tile(Kctx *k, WgFwd *f, Reg tiles, Reg over, int done, Reg n_full, Reg n_max) {
+    Emit *e = &k->e;
+    Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
+    INS(e, SETP_GE_U32, R(over), R(t), R(tiles));
+    INSP(e, over, 0, BRA_UNI, L(done));
+    problem(k, f, t, n_full, n_max);
+    descriptors(k, f);
+    /* the rings' passes from the producer's count, not carried from the last tile: a counter the tile loop carried
+     * cost the inner loop its uniform-datapath descriptor arithmetic (ptxas) */
+    INS(e, MOV_B32, R(f->it), R(pass));
+    return pass;
+}
+
 /* The consumers of a persistent CTA with two Q buffers: each tile's first S goes out with the last tile's last P V
  * (carry_block), so a tile with key blocks leaves its last P V and epilogue pending until the next tile's Q has
  * landed; a tile without any stores its zeros at once. The tile is taken at one place, the loop's top: taken at its
@@ -500,12 +515,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     INS(e, MOV_B32, R(f->tit), I(0));
     INS(e, SETP_NE_U32, R(pending), R(zero), I(0));             /* no tile before the first */
     e_place(e, top);
-    Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
-    INS(e, SETP_GE_U32, R(p), R(t), R(tiles));
-    INSP(e, p, 0, BRA_UNI, L(ended));
-    problem(k, f, t, n_full, n_max);
-    descriptors(k, f);
-    INS(e, MOV_B32, R(f->it), R(pass));                          /* the K ring's pass from the producer (consumer()) */
+    Reg pass = take_tile(k, f, tiles, p, ended, n_full, n_max);
     Reg q_full, q_parity, at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
     f->q_desc = wg_desc_plus(k, f->q_desc, at);
     mbar_wait(k, q_full, q_parity, 0);                           /* Q landed */
@@ -604,14 +614,7 @@ static void consumer(Kctx *k, void *ctx) {
         next_tile = e_label(e), finished = e_label(e);
         INS(e, MOV_B32, R(f->tit), I(0));
         e_place(e, next_tile);
-        Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
-        INS(e, SETP_GE_U32, R(over), R(t), R(tiles));
-        INSP(e, over, 0, BRA_UNI, L(finished));
-        problem(k, f, t, n_full, n_max);
-        descriptors(k, f);
-        /* the rings' passes from the producer's count, not carried from the last tile: a counter the tile loop
-         * carried cost the inner loop its uniform-datapath descriptor arithmetic (ptxas) */
-        INS(e, MOV_B32, R(f->it), R(pass));
+        Reg pass = take_tile(k, f, tiles, over, finished, n_full, n_max);
         INS(e, MOV_B32, R(f->it_v), R(pass));
         acc_fill(k, &f->o, 0.0f);
         rows_init(k, &f->rows, 1);
