@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One device call: ncu (the toolkit's, --clock-control none) on one launch of each main kernel whose issue-16 goal
-# is open: what the tensor pipe, MUFU, memory and warp stalls say bounds it. Each row: ptxgen bench at the
-# benchmark shape, the profiled kernel picked by name. Output: one line of metrics per kernel.
+# One device call: ncu (the toolkit's, --clock-control none) on the main kernels whose issue-16 goal is open (mode
+# issue16, the default): what the tensor pipe, MUFU, memory and warp stalls say bounds it; or (mode sparse) on every
+# kernel of a block-sparse attn_fwd set and the dense kernel of the same shape (issue 18's 10 % row): durations and
+# SM active cycles (mean, min, max: the persistent grid's idle end) beside the same metrics. Each row: ptxgen bench at
+# the benchmark shape, the profiled kernels picked by name. Output: one line of metrics per kernel.
+# usage: scripts/device_ncu.sh [issue16|sparse]
 set -u
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 all >/dev/null 2>&1 || { echo "build failed"; exit 1; }
@@ -12,23 +15,36 @@ m="sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__in
 m="$m,sm__cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active"
 m="$m,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 m="$m,smsp__warps_eligible.avg.per_cycle_active,gpu__time_duration.sum"
+m="$m,sm__cycles_active.avg,sm__cycles_active.min,sm__cycles_active.max,sm__cycles_elapsed.max"
 for s in $stalls; do m="$m,smsp__warp_issue_stalled_${s}_per_warp_active.pct"; done
-prof() {   # prof LABEL KERNEL_REGEX PTXGEN_BENCH_ARGS...
+prof() {   # prof LABEL KERNEL_REGEX PTXGEN_BENCH_ARGS...: the first launch of each kernel the regex names
     local label=$1 kre=$2
     shift 2
-    timeout 300 "$NCU" --clock-control none --kernel-name "regex:$kre" --launch-count 1 --metrics "$m" --csv \
+    timeout 300 "$NCU" --clock-control none --kernel-name "regex:$kre" --launch-count ${LAUNCHES:-1} --metrics "$m" --csv \
         ./ptxgen bench --iters 1 --warmup 0 "$@" >/tmp/ncu.csv 2>/tmp/ncu.err || { echo "$label: ncu failed: $(tail -2 /tmp/ncu.err)"; return; }
     python3 - "$label" /tmp/ncu.csv <<'PY'
 import csv, sys
 label, path = sys.argv[1], sys.argv[2]
 rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
 head, vals = rows[0], rows[1:]
+ii, ki = head.index("ID"), head.index("Kernel Name")
 ni, vi = head.index("Metric Name"), head.index("Metric Value")
-d = {r[ni]: r[vi] for r in vals}
-short = lambda k: k.replace("smsp__warp_issue_stalled_", "stall ").replace("_per_warp_active.pct", "").split(".")[0]
-print(label + ": " + "; ".join(f"{short(k)} {v}" for k, v in d.items()))
+by = {}
+for r in vals:
+    by.setdefault((int(r[ii]), r[ki]), {})[r[ni]] = r[vi]
+short = lambda k: k.replace("smsp__warp_issue_stalled_", "stall ").replace("_per_warp_active.pct", "").replace(".pct_of_peak_sustained", "")
+for (i, name), d in sorted(by.items()):
+    print(f"{label} [{name[:60]}]: " + "; ".join(f"{short(k)} {v}" for k, v in d.items()))
 PY
 }
+if [ "${1:-issue16}" = sparse ]; then   # both kernels of each set (the key lists, then the main kernel)
+    S="--kernel attn_fwd --arch sm_90a --b 1 --sq 8192 --sk 8192 --hq 16 --hkv 16"
+    prof "dense" "attn_" $S
+    LAUNCHES=2 prof "random:1" "attn_" $S --block-mask random:1
+    LAUNCHES=2 prof "random:0.1" "attn_" $S --block-mask random:0.1
+    LAUNCHES=2 prof "random:0.1 one mask head" "attn_" $S --block-mask random:0.1 --mask-heads 1
+    exit 0
+fi
 S="--b 4 --sq 4096 --sk 4096"
 prof "attn_bwd wgmma d128 h32" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 128 --hq 32 --hkv 32
 prof "attn_bwd wgmma d128 h32 causal" "attn_bwd_wg_main" --kernel attn_bwd --mma wgmma $S --hdim 128 --hq 32 --hkv 32 --causal
