@@ -743,7 +743,8 @@ persist_tests() {
         "--hdim 64 --tile persist=2,bm=192 --sq 600 --sk 300 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
         "--hdim 256 --sq 300 --sk 200 --hq 2 --hkv 1 --b 2" "--hdim 256 --tile persist=3 --causal --sq 260 --sk 300 --hq 3 --hkv 1" \
         "--hdim 256 --tile persist=2 --causal --sq 400 --sk 90 --hq 2 --hkv 1" \
-        "--tile persist=2 --block-mask random:0.15 --sq 600 --sk 300 --hq 3 --hkv 1"
+        "--tile persist=2 --block-mask random:0.15 --sq 600 --sk 300 --hq 3 --hkv 1" \
+        "--tile persist=2,pingpong=0 --causal --sq 300 --sk 200 --hq 3 --hkv 1"
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim persistent wgmma, two CTAs per SM sharing the counter" --arch sm_90a \
         --tile persist=4,bm=64 --hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
