@@ -14,6 +14,10 @@
  *     O /= l_i -> shared (over the warpgroup's own Q rows) -> TMA store;
  *     lse = scale*m_i + log l_i -> global
  *
+ * Persistent (tile key persist, gen/attn_sched.c): the producer hands tiles to the consumers; with two Q buffers and
+ * at most two consumer warpgroups, consumer_tiles() carries each tile's last P V and epilogue into the next tile's
+ * first block (carry_block), else consumer() stores each tile before taking the next.
+ *
  * A consumer's accumulators are mma.sync-shaped (wgmma.h), so the online
  * softmax is the mma.sync family's. The inner loop is consumer_step(). */
 #include "attn_fwd_wg.h"
