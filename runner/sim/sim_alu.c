@@ -26,6 +26,7 @@ static int64_t sext(int bits, uint64_t v)
 }
 
 static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+static float ftz_if(const IsaInsn *d, float x) { return d->flags & F_FTZ ? ftz(x) : x; }
 static double ftz64(double x) { return fpclassify(x) == FP_SUBNORMAL ? copysign(0.0, x) : x; }
 
 static int fe_mode(int rnd)
@@ -48,6 +49,25 @@ static int refuse(const Ctx *x, const char *why)
 }
 
 static uint64_t src(const Ctx *x, int k) { return x->in->nops > k ? sim_read(x->c, x->w, &x->in->o[k], x->lane) : 0; }
+
+/* sqrt of a under rounding mode rnd (the default: nearest), as IEEE 754 gives it. */
+static float sqrt_f32(float a, int rnd)
+{
+    int saved = fegetround();
+    fesetround(fe_mode(rnd));
+    volatile float r = sqrtf(a);
+    fesetround(saved);
+    return r;
+}
+
+static double sqrt_f64(double a, int rnd)
+{
+    int saved = fegetround();
+    fesetround(fe_mode(rnd));
+    volatile double r = sqrt(a);
+    fesetround(saved);
+    return r;
+}
 
 /* f32 arithmetic under the instruction's rounding, .ftz and .sat. */
 static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
@@ -131,6 +151,13 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_EX2: *out = U(ftz((float)exp2((double)fa))); return 1;
         case I_LG2: *out = U(ftz((float)log2((double)fa))); return 1;
         case I_RCP: *out = U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa); return 1;
+        /* the .approx forms within their error bounds: the correctly rounded value is one of those */
+        case I_SQRT: *out = U((d->flags & F_APPROX) ? sqrtf(fa) : sqrt_f32(fa, d->rnd)); return 1;
+        case I_RSQRT: *out = U((float)(1.0 / sqrt((double)fa))); return 1;
+        case I_SIN: *out = U(ftz_if(d, (float)sin((double)fa))); return 1;
+        case I_COS: *out = U((float)cos((double)fa)); return 1;
+        case I_TANH: *out = U(ftz_if(d, (float)tanh((double)fa))); return 1;
+        case I_COPYSIGN: *out = U(copysignf(F(b), F(a))); return 1;   /* copysign d, a, b: b with a's sign */
         }
     } else if (t == T_F64) {
         double da = D(a), db = D(b);
@@ -141,6 +168,9 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_NEG: *out = UD(-da); return 1;
         case I_ABS: *out = UD(fabs(da)); return 1;
         case I_RCP: *out = UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da); return 1;
+        case I_SQRT: *out = UD(sqrt_f64(d->flags & F_FTZ ? ftz64(da) : da, d->rnd)); return 1;
+        case I_RSQRT: *out = UD(1.0 / sqrt(d->flags & F_FTZ ? ftz64(da) : da)); return 1;   /* .approx only */
+        case I_COPYSIGN: *out = UD(copysign(db, da)); return 1;
         }
     } else if ((t == T_F16 || t == T_BF16) && (d->rnd == RND_NONE || d->rnd == RND_RN)) {
         int r = half_arith(x, t, a, b, c);
@@ -371,8 +401,11 @@ static int cvt(const Ctx *x, uint64_t *out)
     }
     double v = to_double(st, a);
     if (d->flags & F_FTZ) v = ftz64(v);
+    int rnd = d->rnd;
+    if (isa_type_is_float(dt) && (rnd == RND_RNI || rnd == RND_RZI || rnd == RND_RMI || rnd == RND_RPI))
+        v = round_int(v, rnd), rnd = RND_RN;   /* cvt.rmi.f32.f32 and kin: to an integral value of the type */
     switch (dt) {
-    case T_F32: *out = U(d->flags & F_FTZ ? ftz(round_f32(v, d->rnd)) : round_f32(v, d->rnd)); break;
+    case T_F32: *out = U(d->flags & F_FTZ ? ftz(round_f32(v, rnd)) : round_f32(v, rnd)); break;
     case T_F64: *out = UD(v); break;
     case T_F16: *out = f32_to_fp16((float)v); break;
     case T_BF16: *out = f32_to_bf16((float)v); break;
@@ -433,6 +466,18 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
     case I_CREATEPOLICY: return createpolicy(x, out);
+    case I_TESTP: {   /* testp.property.ftype p, a */
+        int cls = t == T_F64 ? fpclassify(D(src(x, 1))) : fpclassify(F(src(x, 1)));
+        switch (d->cmp) {
+        case CMP_FINITE: *out = cls != FP_INFINITE && cls != FP_NAN; return 1;
+        case CMP_INFINITE: *out = cls == FP_INFINITE; return 1;
+        case CMP_NUMBER: *out = cls != FP_NAN; return 1;
+        case CMP_NOTANUMBER: *out = cls == FP_NAN; return 1;
+        case CMP_NORMAL: *out = cls == FP_NORMAL; return 1;
+        case CMP_SUBNORMAL: *out = cls == FP_SUBNORMAL; return 1;
+        default: return refuse(x, "testp without a property");
+        }
+    }
     case I_SHF: {   /* the 64 bits {b, a} shifted by c (mod 32, or at most 32 with .clamp): d = the upper word (.l), the lower (.r) */
         uint64_t f = x->in->d.flags, ab = (src(x, 1) & 0xFFFFFFFFull) | (src(x, 2) & 0xFFFFFFFFull) << 32;
         uint64_t n = src(x, 3) & 0xFFFFFFFFull;
