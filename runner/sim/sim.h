@@ -78,6 +78,11 @@ typedef struct {
     int nfuncs;
     SimShared *shared;
     int nshared;
+    /* module-scope .global variables: one block of gvar_bytes (offsets in it), its initial bytes; each Sim places a
+     * copy in its global memory at the module's first launch, which keeps its values across launches */
+    SimShared *gvars;
+    int ngvars, gvar_bytes;
+    uint8_t *gvar_init;
     int static_smem;    /* bytes of non-extern .shared; the dynamic window starts here (aligned) */
     int dyn_align;
 } SimModule;
@@ -120,6 +125,8 @@ void sim_heap_describe(const SimHeap *h, uint64_t addr, char *out, size_t cap);
  * recorded addresses. NULL with a message when it would overlap a buffer,
  * is empty or wraps. next is not moved. */
 SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_t errlen);
+/* A fresh buffer at the next free address, with an unmapped gap after it (an overrun faults); *addr its base. */
+SimBuf *sim_heap_alloc(SimHeap *h, size_t bytes, uint64_t *addr, char *err, size_t errlen);
 int  sim_heap_remove(SimHeap *h, uint64_t base);   /* frees the buffer at base; -1 when none starts there */
 void sim_heap_release(SimHeap *h);                 /* frees every buffer; the heap is empty again */
 
@@ -195,6 +202,7 @@ struct SimCta {
     const ArchInfo *arch;           /* the module's .target: every limit the sim checks comes from here */
     int rank;                       /* %cluster_ctarank */
     uint32_t smem_base;             /* rank << 24: shared addresses carry the CTA's rank (see SIM_RANK_SHIFT) */
+    uint64_t gvar_base;             /* where the module's .global block lies in global memory (0: none) */
     const SimModule *mod;
     const SimFunc *f;
     unsigned cta[3], grid[3], block[3];
@@ -337,6 +345,8 @@ void sim_note(SimCta *c, int warp, const SimInsn *in, const char *kind, const ch
 
 struct Sim {
     SimHeap heap;
+    struct SimPlaced { const SimModule *m; uint64_t base; } *placed;   /* modules' .global blocks in the heap */
+    int nplaced;
     SimStats stats;
     char *err;
     size_t errlen;
@@ -355,6 +365,8 @@ struct Sim {
  * sim_fini frees its heap and notes. */
 void sim_init(Sim *sim);
 void sim_fini(Sim *sim);
+/* The module is going away: its .global block leaves the Sim's heap (a later module may take its address). */
+void sim_forget_module(Sim *sim, const SimModule *m);
 
 /* Runs the whole grid; returns 0, or -1 with the first error in sim->err.
  * args: one pointer per parameter value (sim_launch), or the parameter

@@ -28,7 +28,7 @@ struct SimFn {
     SimFn *next;
 };
 
-enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20, DEFAULT_DYN_SMEM = 48 * 1024 };
+enum { DEFAULT_DYN_SMEM = 48 * 1024 };
 
 static void sd_close(Device *d_)
 {
@@ -75,6 +75,7 @@ static void sd_unload(DevModule *m_)
         free(m->funcs);
         m->funcs = n;
     }
+    sim_forget_module(&m->d->sim, m->m);
     sim_module_free(m->m);
     free(m);
 }
@@ -118,10 +119,9 @@ static int sd_alloc(Device *d_, DevPtr *p, size_t bytes, char *err, size_t errle
     SimHeap *h = &((SimDev *)d_)->sim.heap;
     *p = 0;
     if (!bytes) return dev_errf(err, errlen, "sim: zero-byte allocation");
-    if (!h->next) h->next = HEAP_BASE;
-    if (!sim_heap_place(h, h->next, bytes, err, errlen)) return -1;
-    *p = h->next;
-    h->next += (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN + HEAP_GAP;
+    uint64_t a;
+    if (!sim_heap_alloc(h, bytes, &a, err, errlen)) return -1;
+    *p = a;
     return 0;
 }
 

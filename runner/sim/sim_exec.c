@@ -76,14 +76,14 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
     case SO_REG: return w->r[(size_t)o->reg * 32 + (size_t)lane];
     case SO_SREG: return sreg(c, w, lane, (int)o->imm);
     case SO_SINK: case SO_VEC: case SO_ADDR: return 0;
-    case SO_SYM: return (uint64_t)o->imm + (o->space == SPACE_SHARED ? c->smem_base : 0);
+    case SO_SYM: return (uint64_t)o->imm + (o->space == SPACE_SHARED ? c->smem_base : o->space == SPACE_GLOBAL ? c->gvar_base : 0);
     default: return (uint64_t)o->imm;   /* immediates; symbols are their address in their space */
     }
 }
 
 uint64_t sim_addr(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
 {
-    uint64_t sym_base = o->space == SPACE_SHARED ? c->smem_base : 0;
+    uint64_t sym_base = o->space == SPACE_SHARED ? c->smem_base : o->space == SPACE_GLOBAL ? c->gvar_base : 0;
     return (o->reg >= 0 ? w->r[(size_t)o->reg * 32 + (size_t)lane] : 0) + (uint64_t)o->imm + sym_base;
 }
 
@@ -497,6 +497,34 @@ static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const Ar
     return -1;
 }
 
+/* The module's .global block in the Sim's global memory: placed with its initial bytes at the module's first launch,
+ * kept (with what kernels wrote to it) for the launches after; 0 when the module has none. */
+static int place_globals(Sim *sim, const SimModule *m, uint64_t *base)
+{
+    *base = 0;
+    if (!m->gvar_bytes) return 0;
+    for (int i = 0; i < sim->nplaced; i++)
+        if (sim->placed[i].m == m) { *base = sim->placed[i].base; return 0; }
+    struct SimPlaced *np = realloc(sim->placed, (size_t)(sim->nplaced + 1) * sizeof *np);
+    if (!np) { snprintf(sim->err, sim->errlen, "sim: out of host memory"); return -1; }
+    sim->placed = np;
+    SimBuf *b = sim_heap_alloc(&sim->heap, (size_t)m->gvar_bytes, base, sim->err, sim->errlen);
+    if (!b) return -1;
+    memcpy(b->data, m->gvar_init, (size_t)m->gvar_bytes);
+    sim->placed[sim->nplaced++] = (struct SimPlaced){m, *base};
+    return 0;
+}
+
+void sim_forget_module(Sim *sim, const SimModule *m)
+{
+    for (int i = 0; i < sim->nplaced; i++)
+        if (sim->placed[i].m == m) {
+            sim_heap_remove(&sim->heap, sim->placed[i].base);
+            sim->placed[i] = sim->placed[--sim->nplaced];
+            return;
+        }
+}
+
 int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
                    const unsigned cluster[3], unsigned dyn_smem, const uint8_t *params, size_t param_bytes)
 {
@@ -513,6 +541,8 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
         snprintf(sim->err, sim->errlen, "sim: CTAs per SM (PTXGEN_SIM_CTAS_PER_SM) must be an integer 1..%d", SIM_MAX_CTAS_PER_SM);
         return -1;
     }
+    uint64_t gvar_base;
+    if (place_globals(sim, m, &gvar_base)) return -1;
     /* k clusters run together: CTA rank r of each shares one SM (its TMEM columns) with rank r of the others */
     int n = (int)(cd[0] * cd[1] * cd[2]), k = sim->ctas_per_sm, rc = 0;
     unsigned nclusters = grid[0] / cd[0] * (grid[1] / cd[1]) * (grid[2] / cd[2]);
@@ -529,7 +559,7 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
         for (int r = 0; !rc && r < n; r++) {
             SimCta *c = &cl[j].cta[r];
             *c = (SimCta){.sim = sim, .cl = &cl[j], .arch = arch, .rank = r, .smem_base = (uint32_t)r << SIM_RANK_SHIFT,
-                          .mod = m, .f = f, .params = pcopy};
+                          .gvar_base = gvar_base, .mod = m, .f = f, .params = pcopy};
             memcpy(c->grid, grid, sizeof c->grid);
             memcpy(c->block, block, sizeof c->block);
             c->nthreads = (int)(block[0] * block[1] * block[2]);
@@ -596,6 +626,8 @@ void sim_init(Sim *sim)
 void sim_fini(Sim *sim)
 {
     sim_heap_release(&sim->heap);
+    free(sim->placed);
+    sim->placed = NULL, sim->nplaced = 0;
     free(sim->notes);
     sim->notes = NULL, sim->notes_len = 0, sim->nnotes = 0;
 }

@@ -64,6 +64,18 @@ SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_
     return &h->bufs[at];
 }
 
+enum { HEAP_BASE = 0x10000000, HEAP_ALIGN = 256, HEAP_GAP = 1 << 20 };
+
+SimBuf *sim_heap_alloc(SimHeap *h, size_t bytes, uint64_t *addr, char *err, size_t errlen)
+{
+    if (!h->next) h->next = HEAP_BASE;
+    SimBuf *b = sim_heap_place(h, h->next, bytes, err, errlen);
+    if (!b) return NULL;
+    *addr = h->next;
+    h->next += (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN + HEAP_GAP;
+    return b;
+}
+
 int sim_heap_remove(SimHeap *h, uint64_t base)
 {
     for (int i = 0; i < h->n; i++)

@@ -39,8 +39,6 @@ typedef struct {
     int nfix;
     int depth;          /* nesting of { } blocks inside a body */
     int lit_f64;        /* the instruction being parsed is .f64: decimal float literals become doubles */
-    char **globals;     /* module-scope .global names: parsed, refused when used */
-    int nglobals;
     struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap; } caps;   /* of the arrays above */
 } Parser;
 
@@ -235,8 +233,8 @@ static int find_sym(Parser *P, const char *name, SimOpnd *o)
         if (!strcmp(f->params[i].name, name)) { o->space = SPACE_PARAM; o->imm = f->params[i].offset; return 0; }
     for (int i = 0; i < P->m->nshared; i++)
         if (!strcmp(P->m->shared[i].name, name)) { o->space = SPACE_SHARED; o->imm = P->m->shared[i].offset; return 0; }
-    for (int i = 0; i < P->nglobals; i++)
-        if (!strcmp(P->globals[i], name)) return perr(P, P->lx.tline, "module .global variable %s is not modelled", name);
+    for (int i = 0; i < P->m->ngvars; i++)   /* its address in the module's block, placed at launch */
+        if (!strcmp(P->m->gvars[i].name, name)) { o->space = SPACE_GLOBAL; o->imm = P->m->gvars[i].offset; return 0; }
     return -1;
 }
 
@@ -587,8 +585,9 @@ static int parse_entry(Parser *P)
     return parse_block(P);
 }
 
-/* A .shared or .local declaration after its state space: {.align N} type name{[count]}; */
-static int parse_var(Parser *P, const char *space, SimShared *v)
+/* A .shared, .local or .global declaration after its state space up to its end or initializer:
+ * {.align N} type name{[count]} (count may be left out); *esize: the element's bytes, *fl: a float type. */
+static int parse_var_head(Parser *P, const char *space, SimShared *v, int *esize_out, int *fl)
 {
     int align = 1, line = P->lx.tline;
     next(&P->lx);
@@ -599,6 +598,7 @@ static int parse_var(Parser *P, const char *space, SimShared *v)
     }
     int esize = elem_bytes(P->lx.tok);
     if (!esize || align < 1 || (align & (align - 1))) return perr(P, line, "unsupported %s declaration", space);
+    *esize_out = esize, *fl = P->lx.tok[1] == 'f';
     next(&P->lx);
     memset(v, 0, sizeof *v);
     v->name = dup(P, P->lx.tok);
@@ -613,8 +613,15 @@ static int parse_var(Parser *P, const char *space, SimShared *v)
         }
         v->size = (int)n * esize;
         if (expect(P, "]")) return -1;
+        if (is(&P->lx, "[")) return perr(P, line, "%s arrays of more than one dimension are not supported", space);
     }
-    return expect(P, ";");
+    return 0;
+}
+
+static int parse_var(Parser *P, const char *space, SimShared *v)
+{
+    int esize, fl;
+    return parse_var_head(P, space, v, &esize, &fl) || expect(P, ";");
 }
 
 static int parse_shared(Parser *P, int is_extern)
@@ -646,20 +653,67 @@ static int parse_local(Parser *P)
     return 0;
 }
 
-/* A module-scope .global variable: its name is remembered (a use is refused
- * by name); its declaration, initializer included, is skipped. */
+/* One initializer value of an element of esize bytes (fl: a float type) at out, little-endian. */
+static int init_value(Parser *P, int esize, int fl, uint8_t *out)
+{
+    int line = P->lx.tline, neg = is(&P->lx, "-");
+    int64_t v;
+    if (neg) next(&P->lx);
+    if (P->lx.kind != T_NUM)
+        return perr(P, line, "module .global initializer '%.60s': only numbers are supported (no addresses)", P->lx.tok);
+    if (!parse_int(P->lx.tok, &v)) {
+        if (neg) v = -v;
+    } else if (!fl || parse_decimal_float(P->lx.tok, neg, esize == 8, &v)) {
+        return perr(P, line, "bad initializer value %.60s", P->lx.tok);
+    }
+    for (int b = 0; b < esize; b++) out[b] = (uint8_t)((uint64_t)v >> (8 * b));
+    next(&P->lx);
+    return 0;
+}
+
+/* A module-scope .global variable, {.align N} type name{[count]} {= value | = {value, ...}}; (no initializer:
+ * zeros), in the module's block at its alignment; the block's initial bytes grow with it. */
 static int parse_global(Parser *P)
 {
-    int line = P->lx.tline;
-    char *name = NULL;
-    for (next(&P->lx); !is(&P->lx, ";") && !is(&P->lx, "="); next(&P->lx)) {
-        if (P->lx.kind == T_EOF) { free(name); return perr(P, line, "unterminated .global declaration"); }
-        if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && !name) name = dup(P, P->lx.tok);
+    SimModule *m = P->m;
+    int line = P->lx.tline, esize, fl;
+    SimShared v;
+    if (parse_var_head(P, ".global", &v, &esize, &fl)) return -1;
+    enum { MAX_INIT = 1 << 20 };
+    uint8_t *vals = calloc(1, MAX_INIT);
+    if (!vals) longjmp(P->oom, 1);
+    int n = 0;
+    if (is(&P->lx, "=")) {
+        next(&P->lx);
+        int braces = is(&P->lx, "{");
+        if (braces) next(&P->lx);
+        for (;;) {
+            if ((n + 1) * esize > MAX_INIT || (v.size && (n + 1) * esize > v.size)) {
+                free(vals);
+                return perr(P, line, "module .global %s: more initializer values than elements", v.name);
+            }
+            if (init_value(P, esize, fl, vals + n * esize)) { free(vals); return -1; }
+            n++;
+            if (!braces || !is(&P->lx, ",")) break;
+            next(&P->lx);
+        }
+        if (braces && expect(P, "}")) { free(vals); return -1; }
     }
-    if (!name) return perr(P, line, "malformed .global declaration");
-    P->globals = grow(P, P->globals, P->nglobals, &P->caps.gcap, sizeof *P->globals);
-    P->globals[P->nglobals++] = name;
-    return skip_statement(P);
+    if (!v.size) v.size = n * esize;   /* name[] = {...}: as many as given */
+    if (!v.size || expect(P, ";")) {
+        free(vals);
+        return P->err[0] ? -1 : perr(P, line, "module .global %s has no size", v.name);
+    }
+    v.offset = (m->gvar_bytes + v.align - 1) / v.align * v.align;
+    uint8_t *init = realloc(m->gvar_init, (size_t)v.offset + (size_t)v.size);
+    if (!init) { free(vals); longjmp(P->oom, 1); }
+    memset(init + m->gvar_bytes, 0, (size_t)(v.offset + v.size - m->gvar_bytes));
+    memcpy(init + v.offset, vals, (size_t)n * (size_t)esize);
+    free(vals);
+    m->gvar_init = init, m->gvar_bytes = v.offset + v.size;
+    m->gvars = grow(P, m->gvars, m->ngvars, &P->caps.gcap, sizeof *m->gvars);
+    m->gvars[m->ngvars++] = v;
+    return 0;
 }
 
 /* The dynamic window (every extern .shared) starts after the static ones. */
@@ -720,8 +774,7 @@ static void parser_free(Parser *P)
     for (int i = 0; i < P->nfam; i++) free(P->fam[i].name);
     for (int i = 0; i < P->nlabels; i++) free(P->labels[i].name);
     for (int i = 0; i < P->nfix; i++) free(P->fix[i].name);
-    for (int i = 0; i < P->nglobals; i++) free(P->globals[i]);
-    free(P->fam), free(P->labels), free(P->fix), free(P->globals);
+    free(P->fam), free(P->labels), free(P->fix);
 }
 
 int sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen)
@@ -762,6 +815,8 @@ void sim_module_free(SimModule *m)
         free(f->name), free(f->slot_name), free(f->slot_bits), free(f->params), free(f->code), free(f->vec);
     }
     for (int i = 0; i < m->nshared; i++) free(m->shared[i].name);
+    for (int i = 0; i < m->ngvars; i++) free(m->gvars[i].name);
+    free(m->gvars), free(m->gvar_init);
     free(m->funcs), free(m->shared), free(m->lines), free(m->text), free(m);
 }
 
