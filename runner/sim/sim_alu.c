@@ -433,7 +433,7 @@ static int cvta(const Ctx *x, uint64_t *out)
     int sp = d->nspace ? d->space[0] : SP_NONE, to = (d->flags & F_TO) != 0;
     uint64_t base = sp == SP_SHARED || sp == SP_SHARED_CLUSTER ? SIM_SHARED_WINDOW : sp == SP_PARAM ? SIM_PARAM_WINDOW
                   : sp == SP_LOCAL ? SIM_LOCAL_WINDOW : 0;
-    if (sp != SP_GLOBAL && !base) return refuse(x, "cvta of this state space");
+    if (sp != SP_GLOBAL && sp != SP_CONST && !base) return refuse(x, "cvta of this state space");   /* .const: in global memory */
     *out = to ? a - base : a + base;
     if (d->ntype && isa_type_bits(d->type[0]) == 32) *out = (uint32_t)*out;
     return 1;

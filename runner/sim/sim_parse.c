@@ -671,14 +671,15 @@ static int init_value(Parser *P, int esize, int fl, uint8_t *out)
     return 0;
 }
 
-/* A module-scope .global variable, {.align N} type name{[count]} {= value | = {value, ...}}; (no initializer:
- * zeros), in the module's block at its alignment; the block's initial bytes grow with it. */
+/* A module-scope .global or .const variable, {.align N} type name{[count]} {= value | = {value, ...}}; (no
+ * initializer: zeros), in the module's block at its alignment; the block's initial bytes grow with it. The sim keeps
+ * .const variables in the same global-memory block: ld.const reads them there, and no instruction stores to them. */
 static int parse_global(Parser *P)
 {
     SimModule *m = P->m;
     int line = P->lx.tline, esize, fl;
     SimShared v;
-    if (parse_var_head(P, ".global", &v, &esize, &fl)) return -1;
+    if (parse_var_head(P, is(&P->lx, ".const") ? ".const" : ".global", &v, &esize, &fl)) return -1;
     enum { MAX_INIT = 1 << 20 };
     uint8_t *vals = calloc(1, MAX_INIT);
     if (!vals) longjmp(P->oom, 1);
@@ -740,7 +741,7 @@ static int parse_module(Parser *P)
             if (!is(&P->lx, ".shared")) return perr(P, P->lx.tline, "only .extern .shared is supported");
             if (parse_shared(P, ext)) return -1;
             place_extern(P->m);
-        } else if (is(&P->lx, ".global")) {
+        } else if (is(&P->lx, ".global") || is(&P->lx, ".const")) {   /* __device__, __constant__ */
             if (parse_global(P)) return -1;
         } else if (is(&P->lx, ".visible") || is(&P->lx, ".weak") || is(&P->lx, ".entry")) {
             while (is(&P->lx, ".visible") || is(&P->lx, ".weak")) next(&P->lx);

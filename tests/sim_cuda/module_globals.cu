@@ -1,7 +1,8 @@
-// Correct: the rotation, kept only where module-scope .global variables behave: sinf and cosf of large arguments
-// (their reduction reads nvcc's own .global table of 2/pi's bits) satisfy sin^2 + cos^2 = 1 and the double-angle
-// formula, a __device__ table's initializer reads back (scalars, a float array in 0f form, an array sized by its
-// initializer), and a zero-initialized __device__ array written by every thread reads back after __syncthreads.
+// Correct: the rotation, kept only where module-scope .global and .const variables behave: sinf and cosf of large
+// arguments (their reduction reads nvcc's own .global table of 2/pi's bits) satisfy sin^2 + cos^2 = 1 and the
+// double-angle formula, __device__ tables' initializers read back (scalars, byte arrays, an array sized by its
+// initializer), a __constant__ table reads back by ld.const, and a zero-initialized __device__ array written by
+// every thread reads back after __syncthreads.
 // archs: sm_80 sm_90
 // expect: ok
 // block: 64
@@ -12,6 +13,7 @@ __device__ float halves[4] = {0.5f, 1.5f, -2.5f, 1e-3f};
 __device__ unsigned long long big = 0x123456789abcdefull;
 __device__ short shorts[] = {-1, 300, -32768};
 __device__ int scratch[64];
+__constant__ float coef[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 extern "C" __global__ void k(const int4 *in, int4 *out) {
     int t = threadIdx.x;
@@ -25,6 +27,7 @@ extern "C" __global__ void k(const int4 *in, int4 *out) {
     ok &= primes[i] > prev && primes[7] == 19 && (primes[i] == 2 || primes[i] % 2 == 1);
     ok &= halves[0] + halves[1] == 2.0f && halves[2] == -2.5f && halves[3] > 0.00099f && halves[3] < 0.00101f;
     ok &= big == 0x123456789abcdefull && shorts[0] == -1 && shorts[1] == 300 && shorts[2] == -32768;
+    ok &= coef[u & 7] == (float)((u & 7) + 1) && coef[3] == 4.0f;   // ld.const, by register and by symbol
     ok &= scratch[t] == 0;
     __syncthreads();
     scratch[t] = t * 7 + 1;
