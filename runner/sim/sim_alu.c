@@ -50,16 +50,10 @@ static int refuse(const Ctx *x, const char *why)
 
 static uint64_t src(const Ctx *x, int k) { return x->in->nops > k ? sim_read(x->c, x->w, &x->in->o[k], x->lane) : 0; }
 
-/* sqrt of a under rounding mode rnd (the default: nearest), as IEEE 754 gives it. */
-static float sqrt_f32(float a, int rnd)
-{
-    int saved = fegetround();
-    fesetround(fe_mode(rnd));
-    volatile float r = sqrtf(a);
-    fesetround(saved);
-    return r;
-}
+static float round_f32(double v, int rnd);
 
+/* sqrt of a under rounding mode rnd (the default: nearest), as IEEE 754 gives it. An f32 sqrt is this one's
+ * result rounded again the same way: with 53 bits against 24, the second rounding changes nothing. */
 static double sqrt_f64(double a, int rnd)
 {
     int saved = fegetround();
@@ -152,7 +146,7 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_LG2: *out = U(ftz((float)log2((double)fa))); return 1;
         case I_RCP: *out = U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa); return 1;
         /* the .approx forms within their error bounds: the correctly rounded value is one of those */
-        case I_SQRT: *out = U((d->flags & F_APPROX) ? sqrtf(fa) : sqrt_f32(fa, d->rnd)); return 1;
+        case I_SQRT: *out = U((d->flags & F_APPROX) ? sqrtf(fa) : round_f32(sqrt_f64((double)fa, d->rnd), d->rnd)); return 1;
         case I_RSQRT: *out = U((float)(1.0 / sqrt((double)fa))); return 1;
         case I_SIN: *out = U(ftz_if(d, (float)sin((double)fa))); return 1;
         case I_COS: *out = U((float)cos((double)fa)); return 1;
