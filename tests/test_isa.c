@@ -58,7 +58,7 @@ static void refusals(void)
 {
     char err[256];
     IsaInsn d;
-    check(dec("sad.u32", &d, err, sizeof err) && strstr(err, "instruction sad.u32 is not supported"), "isa: unknown instruction named",
+    check(dec("vabsdiff4.u32", &d, err, sizeof err) && strstr(err, "instruction vabsdiff4.u32 is not supported"), "isa: unknown instruction named",
           "%s", err);
     check(dec("add.s32.bogus", &d, err, sizeof err) && strstr(err, "modifier .bogus of add.s32.bogus"),
           "isa: unknown modifier named", "%s", err);

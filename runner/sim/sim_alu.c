@@ -460,6 +460,44 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
     case I_CREATEPOLICY: return createpolicy(x, out);
+    case I_SAD: {   /* sad.type d, a, b, c: c + |a - b|, a and b compared as the type */
+        int bits = isa_type_bits(t), sg = isa_type_is_signed(t);
+        uint64_t a = src(x, 1), b = src(x, 2);
+        int a_gt = sg ? sext(bits, a) > sext(bits, b) : mask_bits(bits, a) > mask_bits(bits, b);
+        *out = mask_bits(bits, (a_gt ? a - b : b - a) + src(x, 3));
+        return 1;
+    }
+    case I_DP4A: case I_DP2A: {   /* dp4a.atype.btype d, a, b, c; dp2a.lo/.hi.atype.btype: bytes and halfwords sign- or
+                                   * zero-extended as their operand's type says, products added to c */
+        if (d->ntype != 2) return refuse(x, "dp4a/dp2a without .atype.btype");
+        int sa = isa_type_is_signed(d->type[0]), sb = isa_type_is_signed(d->type[1]);
+        uint32_t a = (uint32_t)src(x, 1), b = (uint32_t)src(x, 2);
+        int64_t acc = (sa || sb) ? (int64_t)(int32_t)src(x, 3) : (int64_t)(uint32_t)src(x, 3);
+        int four = d->op == I_DP4A, sel = !four && (d->flags & F_HI) ? 2 : 0;
+        if (!four && !(d->flags & (F_LO | F_HI))) return refuse(x, "dp2a without .lo or .hi");
+        for (int i = 0; i < (four ? 4 : 2); i++) {
+            int64_t va = four ? (sa ? (int8_t)(a >> 8 * i) : (uint8_t)(a >> 8 * i)) : (sa ? (int16_t)(a >> 16 * i) : (uint16_t)(a >> 16 * i));
+            int64_t vb = sb ? (int8_t)(b >> 8 * (sel + i)) : (uint8_t)(b >> 8 * (sel + i));
+            acc += va * vb;
+        }
+        *out = (uint32_t)acc;
+        return 1;
+    }
+    case I_FNS: {   /* fns.b32 d, mask, base, offset: the |offset|-th set bit of mask from bit base, searching up (offset >
+                     * 0) or down (< 0); offset 0: base itself if set; none: 0xffffffff */
+        uint32_t mask = (uint32_t)src(x, 1), base = (uint32_t)src(x, 2);
+        int32_t off = (int32_t)src(x, 3);
+        if (base > 31) return refuse(x, "fns with a base above 31 (undefined)");
+        *out = 0xFFFFFFFFull;
+        if (!off) {
+            if (mask >> base & 1) *out = base;
+            return 1;
+        }
+        int64_t need = off > 0 ? off : -(int64_t)off;
+        for (int pos = (int)base; pos >= 0 && pos < 32; pos += off > 0 ? 1 : -1)
+            if ((mask >> pos & 1) && --need == 0) { *out = (uint64_t)pos; break; }
+        return 1;
+    }
     case I_TESTP: {   /* testp.property.ftype p, a */
         int cls = t == T_F64 ? fpclassify(D(src(x, 1))) : fpclassify(F(src(x, 1)));
         switch (d->cmp) {

@@ -201,6 +201,31 @@ static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* match.any.sync.b32/.b64 d, a, membermask: the member lanes whose a equals this lane's; match.all.sync d|p, a,
+ * membermask: the mask if every member's a is equal, else 0 (p: whether they are). */
+static void match(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int all = (in->d.flags & F_ALL) != 0;
+    if (in->nops != 3 || !(in->d.flags & (F_ALL | F_ANY))) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "match.sync takes .any or .all, and d, a, membermask");
+        return;
+    }
+    if (!members_here(c, w, in, exec, 2)) return;
+    uint64_t v[32];
+    for (int l = 0; l < 32; l++) v[l] = exec >> l & 1 ? sim_read(c, w, &in->o[1], l) : 0;
+    uint32_t same_all = exec;
+    for (int l = 0; l < 32; l++)
+        if ((exec >> l & 1) && v[l] != v[__builtin_ctz(exec)]) same_all = 0;
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint32_t m = 0;
+        for (int j = 0; j < 32; j++)
+            if ((exec >> j & 1) && v[j] == v[l]) m |= 1u << j;
+        sim_write(w, c->f, &in->o[0], l, all ? same_all : m);
+        if (all && in->o[0].reg2 >= 0) sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = in->o[0].reg2}, l, same_all != 0);
+    }
+}
+
 int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     const IsaInsn *d = &in->d;
@@ -214,6 +239,12 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         return 1;
     case I_REDUX: redux(c, w, in, exec); return 1;
     case I_ELECT: elect(c, w, in, exec); return 1;
+    case I_MATCH: match(c, w, in, exec); return 1;
+    case I_ACTIVEMASK:   /* the lanes executing it */
+        if (in->nops != 1) break;
+        for (int l = 0; l < 32; l++)
+            if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, exec);
+        return 1;
     case I_BAR_WARP_SYNC: {   /* the sim runs a warp's lanes in lockstep: memory is ordered; every lane named must be here */
         if (in->nops != 1) break;
         uint32_t mask = (uint32_t)sim_read(c, w, &in->o[0], __builtin_ctz(exec));
