@@ -116,3 +116,32 @@ float dt_to_f32(DType t, uint16_t h)
 {
     return t == DT_FP16 ? fp16_to_f32(h) : bf16_to_f32(h);
 }
+
+uint8_t f32_to_fp8(float x, int e5m2)
+{
+    int mb = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+    double top = e5m2 ? 57344.0 : 448.0, a = fabs((double)x);
+    uint8_t s = signbit(x) ? 0x80 : 0;
+    if (isnan(x)) return 0x7f;
+    int e;
+    frexp(a, &e);   /* a = f 2^e, f in [0.5, 1): its binade's exponent is e - 1, the subnormals' 1 - bias */
+    e = e - 1 < 1 - bias ? 1 - bias : e - 1;
+    /* q: the spacing there; below the largest finite value nothing rounds past it */
+    double q = ldexp(1.0, e - mb), r = a >= top ? top : nearbyint(a / q) * q;
+    if (r == 0) return s;
+    frexp(r, &e);
+    e -= 1;
+    if (e < 1 - bias) return (uint8_t)(s | (int)ldexp(r, bias - 1 + mb));   /* subnormal: m 2^(1 - bias - mb) */
+    return (uint8_t)(s | (e + bias) << mb | ((int)ldexp(r, mb - e) - (1 << mb)));
+}
+
+float fp8_to_f32(uint8_t v, int e5m2)
+{
+    int mb = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, ex = v >> mb & (e5m2 ? 31 : 15), m = v & ((1 << mb) - 1);
+    double r;
+    if (e5m2 && ex == 31) r = m ? NAN : INFINITY;
+    else if (!e5m2 && ex == 15 && m == 7) r = NAN;
+    else if (!ex) r = ldexp(m, 1 - bias - mb);
+    else r = ldexp((1 << mb) + m, ex - bias - mb);
+    return (float)(v & 0x80 ? -r : r);
+}

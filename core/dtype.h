@@ -14,6 +14,11 @@ uint16_t f32_to_bf16(float x);       /* round to nearest even, NaN kept a NaN */
 float    bf16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float x);       /* IEEE binary16, RNE, overflow -> inf, subnormals kept */
 float    fp16_to_f32(uint16_t h);
+/* fp8: E4M3 (bias 7, no infinities, NaN 0x7f/0xff, largest 448) or E5M2 (bias 15, IEEE-like, largest 57344).
+ * f32 -> fp8 is cvt.rn.satfinite's: nearest even, beyond the largest finite (infinities too) the largest finite,
+ * NaN 0x7f; fp8 -> f32 is exact. */
+uint8_t  f32_to_fp8(float x, int e5m2);
+float    fp8_to_f32(uint8_t v, int e5m2);
 uint16_t f32_to_dt(DType t, float x);
 float    dt_to_f32(DType t, uint16_t h);
 #endif

@@ -22,7 +22,7 @@ static const Mod kMods[] = {
     {"u32", M_TYPE, T_U32}, {"u64", M_TYPE, T_U64}, {"s8", M_TYPE, T_S8}, {"s16", M_TYPE, T_S16},
     {"s32", M_TYPE, T_S32}, {"s64", M_TYPE, T_S64}, {"f16", M_TYPE, T_F16}, {"f16x2", M_TYPE, T_F16X2},
     {"bf16", M_TYPE, T_BF16}, {"bf16x2", M_TYPE, T_BF16X2}, {"f32", M_TYPE, T_F32}, {"f64", M_TYPE, T_F64},
-    {"tf32", M_TYPE, T_TF32},
+    {"tf32", M_TYPE, T_TF32}, {"e4m3x2", M_TYPE, T_E4M3X2}, {"e5m2x2", M_TYPE, T_E5M2X2},
     {"global", M_SPACE, SP_GLOBAL}, {"shared", M_SPACE, SP_SHARED}, {"shared::cta", M_SPACE, SP_SHARED},
     {"shared::cluster", M_SPACE, SP_SHARED_CLUSTER}, {"param", M_SPACE, SP_PARAM}, {"param::entry", M_SPACE, SP_PARAM},
     {"local", M_SPACE, SP_LOCAL}, {"const", M_SPACE, SP_CONST},
@@ -58,7 +58,7 @@ static const Mod kMods[] = {
     {"collector::a::discard", M_FLAG, F_COLLECTOR}, {"warpx2::02_13", M_FLAG, F_WARPX2_02_13},
     {"warpx2::01_23", M_FLAG, F_WARPX2_01_23}, {"b8x16", M_FLAG, F_DECOMPRESS},
     {"b6x16_p32", M_FLAG, F_DECOMPRESS}, {"b4x16_p64", M_FLAG, F_DECOMPRESS}, {"warpx4", M_FLAG, F_WARPX4}, {"noinc", M_FLAG, F_NOINC},
-    {"popc", M_FLAG, F_POPC}, {"shiftamt", M_FLAG, F_SHIFTAMT}, {"gl", M_FLAG, F_SCOPE_GPU}, {"l", M_FLAG, F_SHF_L}, {"r", M_FLAG, F_SHF_R}, {"clamp", M_FLAG, F_CLAMP}, {"wrap", M_FLAG, F_WRAP},
+    {"popc", M_FLAG, F_POPC}, {"satfinite", M_FLAG, F_SATFINITE}, {"shiftamt", M_FLAG, F_SHIFTAMT}, {"gl", M_FLAG, F_SCOPE_GPU}, {"l", M_FLAG, F_SHF_L}, {"r", M_FLAG, F_SHF_R}, {"clamp", M_FLAG, F_CLAMP}, {"wrap", M_FLAG, F_WRAP},
     {"32x32b", M_TMSHAPE, TS_32X32B}, {"16x64b", M_TMSHAPE, TS_16X64B}, {"16x128b", M_TMSHAPE, TS_16X128B},
     {"16x256b", M_TMSHAPE, TS_16X256B}, {"16x32bx2", M_TMSHAPE, TS_16X32BX2}, {"128x256b", M_TMSHAPE, TS_128X256B},
     {"4x256b", M_TMSHAPE, TS_4X256B}, {"128x128b", M_TMSHAPE, TS_128X128B}, {"64x128b", M_TMSHAPE, TS_64X128B},
@@ -204,6 +204,8 @@ void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10)
     if ((in->op == I_RED || in->op == I_ATOM) && in->vec > 1) raise_to(sm, 90), raise_to(ptx_x10, 81);
     if (in->flags & F_MULTICAST) *arch_specific = 1;
     if (in->cta_group == 2 || (in->flags & F_GATHER4)) raise_to(sm, 100), *arch_specific = 1, raise_to(ptx_x10, 86);
+    for (int i = 0; i < in->ntype; i++)   /* fp8 conversions: Ada and Hopper on */
+        if (in->type[i] == T_E4M3X2 || in->type[i] == T_E5M2X2) raise_to(sm, 89), raise_to(ptx_x10, 78);
 }
 
 const char *isa_base_text(int op) { return op >= 0 && op < I_COUNT ? kBase[op].text : "?"; }
@@ -220,7 +222,7 @@ int isa_type_bits(int t)
     switch (t) {
     case T_PRED: return 1;
     case T_B8: case T_U8: case T_S8: return 8;
-    case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: return 16;
+    case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: case T_E4M3X2: case T_E5M2X2: return 16;
     case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: return 32;
     case T_B64: case T_U64: case T_S64: case T_F64: return 64;
     case T_B128: return 128;
@@ -230,7 +232,8 @@ int isa_type_bits(int t)
 
 int isa_type_is_float(int t)
 {
-    return t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 || t == T_F32 || t == T_F64 || t == T_TF32;
+    return t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 || t == T_F32 || t == T_F64 || t == T_TF32 ||
+           t == T_E4M3X2 || t == T_E5M2X2;
 }
 
 int isa_type_is_signed(int t) { return t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64; }

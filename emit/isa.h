@@ -25,7 +25,7 @@ typedef enum {
 
 typedef enum {
     T_NONE, T_PRED, T_B8, T_B16, T_B32, T_B64, T_B128, T_U8, T_U16, T_U32, T_U64, T_S8, T_S16, T_S32, T_S64,
-    T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_TF32, T_COUNT
+    T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_TF32, T_E4M3X2, T_E5M2X2, T_COUNT   /* two fp8 values in 16 bits */
 } IsaType;
 /* .shared without a qualifier is .shared::cta */
 typedef enum { SP_NONE, SP_GLOBAL, SP_SHARED, SP_SHARED_CLUSTER, SP_PARAM, SP_LOCAL, SP_CONST } IsaSpace;
@@ -59,7 +59,8 @@ enum {
     F_COLLECTOR = 1ull << 49, F_WARPX2_02_13 = 1ull << 50, F_WARPX4 = 1ull << 51, F_NOINC = 1ull << 52,
     F_WARPX2_01_23 = 1ull << 53, F_DECOMPRESS = 1ull << 54,  /* tcgen05.cp: the two warp-pair forms; .b8x16 with .b6x16_p32/.b4x16_p64 */
     F_SHF_L = 1ull << 55, F_SHF_R = 1ull << 56, F_CLAMP = 1ull << 57, F_WRAP = 1ull << 58,  /* shf's direction and mode */
-    F_POPC = 1ull << 59, F_SHIFTAMT = 1ull << 60   /* bar.red.popc; bfind.shiftamt */
+    F_POPC = 1ull << 59, F_SHIFTAMT = 1ull << 60,   /* bar.red.popc; bfind.shiftamt */
+    F_SATFINITE = 1ull << 61   /* cvt to fp8: out-of-range values to the largest finite */
 };
 
 enum { ISA_MAX_TYPES = 4 };

@@ -82,6 +82,12 @@ static void needs(void)
     dec("wgmma.fence.sync.aligned", &d, err, sizeof err);
     isa_needs(&d, &sm, &a, &ptx);
     check(sm == 90 && a && ptx == 80, "isa: wgmma needs sm_90a", "sm %d a %d ptx %d", sm, a, ptx);
+    dec("cvt.rn.satfinite.e4m3x2.f32", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm == 89 && !a && ptx == 78, "isa: an fp8 cvt needs sm_89 and PTX 7.8", "sm %d a %d ptx %d", sm, a, ptx);
+    dec("cvt.rn.f32.f16", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm < 89, "isa: other cvts run everywhere", "sm %d", sm);
 }
 
 int main(void)

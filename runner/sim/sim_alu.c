@@ -376,6 +376,18 @@ static int cvt(const Ctx *x, uint64_t *out)
     if (d->ntype != 2) return refuse(x, "cvt without two types");
     int dt = d->type[0], st = d->type[1];
     uint64_t a = src(x, 1);
+    if (dt == T_F16X2 && (st == T_E4M3X2 || st == T_E5M2X2)) {   /* each fp8 byte to a half, exactly, upper to upper */
+        int e5 = st == T_E5M2X2;
+        *out = (uint32_t)f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8), e5)) << 16 | f32_to_fp16(fp8_to_f32((uint8_t)a, e5));
+        return 1;
+    }
+    if (dt == T_E4M3X2 || dt == T_E5M2X2) {   /* two f32 (the first to the upper byte), nearest even, .satfinite */
+        if (st != T_F32 || !(d->flags & F_SATFINITE) || (d->rnd != RND_RN && d->rnd != RND_NONE))
+            return refuse(x, "a conversion to fp8 other than cvt.rn.satfinite from .f32");
+        int e5 = dt == T_E5M2X2;
+        *out = (uint32_t)f32_to_fp8(F(a), e5) << 8 | f32_to_fp8(F(src(x, 2)), e5);
+        return 1;
+    }
     if (dt == T_BF16X2 || dt == T_F16X2) {   /* the first source goes to the upper half */
         float hi = F(a), lo = F(src(x, 2));
         *out = dt == T_BF16X2 ? (uint32_t)f32_to_bf16(hi) << 16 | f32_to_bf16(lo)
