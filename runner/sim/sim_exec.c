@@ -640,7 +640,15 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
         snprintf(sim->err, sim->errlen, "sim: out of host memory");
         return -1;
     }
-    for (int i = 0; i < f->nparams; i++) memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
+    for (int i = 0; i < f->nparams; i++) {
+        if (!args[i]) {   /* a caller's array ends with NULLs (the test harness's does): more parameters than values */
+            snprintf(sim->err, sim->errlen, "sim: %s's parameter %s (number %d) has no value in the launch", f->name,
+                     f->params[i].name, i + 1);
+            free(params);
+            return -1;
+        }
+        memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
+    }
     int rc = sim_launch_raw(sim, m, f, grid, block, NULL, dyn_smem, params, (size_t)f->param_bytes);
     free(params);
     return rc;

@@ -506,6 +506,7 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_ST: transfer(c, w, in, exec, 1); return 1;
     case I_RED: case I_ATOM: atomic(c, w, in, exec); return 1;
     case I_CP_ASYNC: cp_async(c, w, in, exec); return 1;
+    case I_PREFETCH: return 1;   /* only a hint: not even a bad address faults */
     case I_CP_ASYNC_COMMIT:
         for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
         return 1;

@@ -41,6 +41,28 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
     sim_count_smem(c, addr, providers, 16);
 }
 
+/* stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [p], {r...}: ldmatrix backwards. Lane l's register i holds
+ * row l/4, columns 2 (l%4) and 2 (l%4) + 1 of matrix i (.trans: that column and row); lanes 8 i .. 8 i + 7 give the
+ * addresses of matrix i's rows, 16 bytes each. */
+static void stmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int trans)
+{
+    uint16_t m[4][8][8];
+    uint32_t addr[32] = {0}, providers = nmat == 4 ? 0xFFFFFFFFu : (1u << (8 * nmat)) - 1;
+    for (int l = 0; l < 32; l++) {
+        int g = l >> 2, t = l & 3;
+        for (int i = 0; i < nmat; i++) {
+            uint32_t v = (uint32_t)*lane_reg(w, vec_reg(c, &in->o[1], i), l);
+            if (trans) m[i][2 * t][g] = (uint16_t)v, m[i][2 * t + 1][g] = (uint16_t)(v >> 16);
+            else m[i][g][2 * t] = (uint16_t)v, m[i][g][2 * t + 1] = (uint16_t)(v >> 16);
+        }
+    }
+    for (int l = 0; l < 8 * nmat && !c->failed; l++) {
+        addr[l] = (uint32_t)sim_addr(c, w, &in->o[0], l);
+        memcpy(sim_smem_write(c, w, l, in, addr[l], 16), m[l / 8][l % 8], 16);
+    }
+    if (!c->failed) sim_count_smem(c, addr, providers, 16);
+}
+
 static double half_of(uint64_t reg, int hi, DType dt) { return dt_to_f32(dt, (uint16_t)(reg >> (hi ? 16 : 0))); }
 
 /* Products of bf16/f16 are exact in double and the 16-term sum nearly so;
@@ -257,6 +279,11 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
             in->o[0].kind != SO_VEC || in->o[0].n != d->num) break;
         if (full_warp(c, w, in, exec)) ldmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
+        return 1;
+    case I_STMATRIX:
+        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
+            in->o[1].kind != SO_VEC || in->o[1].n != d->num) break;
+        if (full_warp(c, w, in, exec)) stmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
         return 1;
     case I_MMA:
         if (d->m != 16 || d->n != 8 || d->k != 16 || d->ntype != 4 || d->type[0] != T_F32 || d->type[3] != T_F32 ||
