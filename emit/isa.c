@@ -77,12 +77,13 @@ static const Mod kMods[] = {
     /* hints with no effect on results */
     {"ca", M_IGNORE, 0}, {"cg", M_IGNORE, 0}, {"cs", M_IGNORE, 0}, {"lu", M_IGNORE, 0}, {"cv", M_IGNORE, 0},
     {"wb", M_IGNORE, 0}, {"wt", M_IGNORE, 0}, {"L2::64B", M_IGNORE, 0}, {"L2::128B", M_IGNORE, 0},
-    {"L2::256B", M_IGNORE, 0}, {"L1", M_IGNORE, 0}, {"L2", M_IGNORE, 0},   /* prefetch's cache level */ {"L1::evict_normal", M_IGNORE, 0}, {"L1::evict_first", M_IGNORE, 0},
+    {"L2::256B", M_IGNORE, 0}, {"L1::evict_normal", M_IGNORE, 0}, {"L1::evict_first", M_IGNORE, 0},
     {"L1::evict_last", M_IGNORE, 0}, {"L1::evict_unchanged", M_IGNORE, 0}, {"L1::no_allocate", M_IGNORE, 0},
     /* griddepcontrol's two forms: the sim runs grids one after another, so both are no-ops */
     {"launch_dependents", M_IGNORE, 0}, {"wait", M_IGNORE, 0},
     {"L2::evict_normal", M_IGNORE, 0}, {"L2::evict_first", M_IGNORE, 0}, {"L2::evict_last", M_IGNORE, 0},
     {"L2::evict_unchanged", M_IGNORE, 0}, {"fractional", M_IGNORE, 0},   /* createpolicy's: only a hint */
+    {"L1", M_IGNORE, 0}, {"L2", M_IGNORE, 0},   /* prefetch's cache level */
 };
 
 static int errf(char *err, size_t errlen, const char *fmt, const char *a, const char *b)

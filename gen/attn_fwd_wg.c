@@ -129,8 +129,9 @@ static void slot_fill(Kctx *k, WgFwd *f, Reg full, Reg stage, Reg map, int off, 
 }
 
 /* The Q buffer of the role's tile tit (persistent): its full and empty barriers, the phase to wait for (plus 1: the
- * producer's wait for the buffer to be freed) and, with two buffers, its byte offset from the first ((Reg){0}
- * with one). Two buffers take the tiles in turn, so the producer loads the next tile's Q while this one runs. */
+ * producer's wait for the buffer to be freed) and, with two buffers, its byte offset from the first (with one: none,
+ * (Reg){0}, which the callers do not use). Two buffers take the tiles in turn, so the producer loads the next tile's Q
+ * while this one runs. */
 static Reg q_buffer(Kctx *k, WgFwd *f, int plus, Reg *full, Reg *empty, Reg *parity) {
     Emit *e = &k->e;
     if (wg_q_bufs(&f->d->tile) == 1) {
@@ -215,7 +216,7 @@ static void producer(Kctx *k, void *ctx) {
     Reg q_full = f->bar[0], q_at = zero;
     if (d->tile.persist) {   /* the buffer's last tile's S are done */
         Reg q_empty, parity, at = q_buffer(k, f, 1, &q_full, &q_empty, &parity);
-        if (at.id) q_at = at;
+        if (wg_q_bufs(&d->tile) == 2) q_at = at;
         mbar_wait(k, q_empty, parity, 0);
     }
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(q_full, 0), I(bm * d->d * 2));
@@ -626,7 +627,7 @@ static void consumer(Kctx *k, void *ctx) {
     Reg q_full = f->bar[0], q_parity = zero;
     if (persist) {   /* the tile's Q buffer (two: the descriptor moves to it) */
         Reg at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
-        if (at.id) f->q_desc = wg_desc_plus(k, f->q_desc, at);
+        if (wg_q_bufs(&d->tile) == 2) f->q_desc = wg_desc_plus(k, f->q_desc, at);
     }
     mbar_wait(k, q_full, q_parity, 0);   /* Q landed */
     Reg none = e_reg(e, RC_PRED);

@@ -458,8 +458,8 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
         uint8_t *p;
         if (sp == SP_SHARED) p = store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
         else if (sp == SP_PARAM) p = param_bytes(c, w, l, in, a, width, store);
-        else if (sp == SP_GLOBAL || (sp == SP_CONST && !store)) p = sim_gmem(c, w, l, in, a, width, store);   /* .const: the
-                                                                                                  module's variables */
+        /* .const: the module's variables, which the sim keeps in global memory (PTX has no store to them) */
+        else if (sp == SP_GLOBAL || (sp == SP_CONST && !store)) p = sim_gmem(c, w, l, in, a, width, store);
         else if (sp == SP_LOCAL) p = local_bytes(c, w, l, in, a, width, store);
         else { sim_fail(c, sim_warp_id(c, w), l, in, "this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {

@@ -39,7 +39,7 @@ typedef struct {
     int nfix;
     int depth;          /* nesting of { } blocks inside a body */
     int lit_f64;        /* the instruction being parsed is .f64: decimal float literals become doubles */
-    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap; } caps;   /* of the arrays above */
+    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap, gicap; } caps;   /* of the arrays above */
 } Parser;
 
 static int perr(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -671,50 +671,51 @@ static int init_value(Parser *P, int esize, int fl, uint8_t *out)
     return 0;
 }
 
+/* The module's initial .global bytes cover [0, bytes), the new ones zero. */
+static void gvar_room(Parser *P, int bytes)
+{
+    int had = P->caps.gicap;
+    while (P->caps.gicap < bytes) P->m->gvar_init = grow(P, P->m->gvar_init, P->caps.gicap, &P->caps.gicap, 1);
+    if (P->caps.gicap > had) memset(P->m->gvar_init + had, 0, (size_t)(P->caps.gicap - had));
+}
+
 /* A module-scope .global or .const variable, {.align N} type name{[count]} {= value | = {value, ...}}; (no
- * initializer: zeros), in the module's block at its alignment; the block's initial bytes grow with it. The sim keeps
- * .const variables in the same global-memory block: ld.const reads them there, and no instruction stores to them. */
+ * initializer: zeros), in the module's block at its alignment, its initializer written straight into the block's
+ * initial bytes. The sim keeps .const variables in the same global-memory block: ld.const reads them there, and no
+ * instruction stores to them. */
 static int parse_global(Parser *P)
 {
+    enum { MAX_UNSIZED = 1 << 20 };   /* bytes of an array sized by its initializer */
     SimModule *m = P->m;
     int line = P->lx.tline, esize, fl;
-    SimShared v;
-    if (parse_var_head(P, is(&P->lx, ".const") ? ".const" : ".global", &v, &esize, &fl)) return -1;
-    enum { MAX_INIT = 1 << 20 };
-    uint8_t *vals = calloc(1, MAX_INIT);
-    if (!vals) longjmp(P->oom, 1);
+    m->gvars = grow(P, m->gvars, m->ngvars, &P->caps.gcap, sizeof *m->gvars);
+    SimShared *v = &m->gvars[m->ngvars];
+    *v = (SimShared){0};
+    m->ngvars++;   /* the module owns its name from here, whatever follows */
+    if (parse_var_head(P, is(&P->lx, ".const") ? ".const" : ".global", v, &esize, &fl)) return -1;
+    v->offset = (m->gvar_bytes + v->align - 1) / v->align * v->align;
+    gvar_room(P, v->offset + v->size);
     int n = 0;
     if (is(&P->lx, "=")) {
         next(&P->lx);
         int braces = is(&P->lx, "{");
         if (braces) next(&P->lx);
         for (;;) {
-            if ((n + 1) * esize > MAX_INIT || (v.size && (n + 1) * esize > v.size)) {
-                free(vals);
-                return perr(P, line, "module .global %s: more initializer values than elements", v.name);
-            }
-            if (init_value(P, esize, fl, vals + n * esize)) { free(vals); return -1; }
+            int end = (n + 1) * esize;
+            if (v->size ? end > v->size : end > MAX_UNSIZED)
+                return perr(P, line, "module .global %s: more initializer values than elements", v->name);
+            gvar_room(P, v->offset + end);
+            if (init_value(P, esize, fl, m->gvar_init + v->offset + end - esize)) return -1;
             n++;
             if (!braces || !is(&P->lx, ",")) break;
             next(&P->lx);
         }
-        if (braces && expect(P, "}")) { free(vals); return -1; }
+        if (braces && expect(P, "}")) return -1;
     }
-    if (!v.size) v.size = n * esize;   /* name[] = {...}: as many as given */
-    if (!v.size || expect(P, ";")) {
-        free(vals);
-        return P->err[0] ? -1 : perr(P, line, "module .global %s has no size", v.name);
-    }
-    v.offset = (m->gvar_bytes + v.align - 1) / v.align * v.align;
-    uint8_t *init = realloc(m->gvar_init, (size_t)v.offset + (size_t)v.size);
-    if (!init) { free(vals); longjmp(P->oom, 1); }
-    memset(init + m->gvar_bytes, 0, (size_t)(v.offset + v.size - m->gvar_bytes));
-    memcpy(init + v.offset, vals, (size_t)n * (size_t)esize);
-    free(vals);
-    m->gvar_init = init, m->gvar_bytes = v.offset + v.size;
-    m->gvars = grow(P, m->gvars, m->ngvars, &P->caps.gcap, sizeof *m->gvars);
-    m->gvars[m->ngvars++] = v;
-    return 0;
+    if (!v->size) v->size = n * esize;   /* name[] = {...}: as many as given */
+    if (!v->size) return perr(P, line, "module .global %s has no size", v->name);
+    m->gvar_bytes = v->offset + v->size;
+    return expect(P, ";");
 }
 
 /* The dynamic window (every extern .shared) starts after the static ones. */
