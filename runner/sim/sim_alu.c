@@ -517,7 +517,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
         case CMP_INFINITE: *out = cls == FP_INFINITE; return 1;
         case CMP_NUMBER: *out = cls != FP_NAN; return 1;
         case CMP_NOTANUMBER: *out = cls == FP_NAN; return 1;
-        case CMP_NORMAL: *out = cls == FP_NORMAL; return 1;
+        case CMP_NORMAL: *out = cls == FP_NORMAL || cls == FP_ZERO; return 1;   /* the ISA counts +-0 as normal */
         case CMP_SUBNORMAL: *out = cls == FP_SUBNORMAL; return 1;
         default: return refuse(x, "testp without a property");
         }

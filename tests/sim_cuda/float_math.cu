@@ -9,6 +9,10 @@
 // block: 64
 // smem: 0
 
+// each check's failure sets its own bit of `bad`, which the kernel XORs into its output: a failing run names the
+// first failing check by the bits of the first wrong byte (check n: byte 4 + n / 8, bit n % 8)
+#define CHECK(c) (bad |= (unsigned)!(c) << nchk++)
+
 __device__ int near(float a, float b, float rel) { return fabsf(a - b) <= rel * fmaxf(fabsf(b), 1e-30f); }
 __device__ int near_d(double a, double b, double rel) { return fabs(a - b) <= rel * fmax(fabs(b), 1e-300); }
 
@@ -38,46 +42,47 @@ extern "C" __global__ void k(const int4 *in, int4 *out) {
     unsigned u = (unsigned)in[t].x;
     float x = 1.0f + (float)(u & 0xffff) / 4096.0f;   // in [1, 17)
     float y = 0.25f + (float)(u >> 20) / 1024.0f;     // in [0.25, 4.25)
-    int ok = 1;
+    unsigned bad = 0;
+    int nchk = 0;
     float s = sqrtf(x);
-    ok &= near(s * s, x, 2e-7f);
-    ok &= near(rsqrtf(x) * s, 1.0f, 4e-7f);
+    CHECK(near(s * s, x, 2e-7f));
+    CHECK(near(rsqrtf(x) * s, 1.0f, 4e-7f));
     float q = x / y;
-    ok &= near(q * y, x, 2e-7f);
-    ok &= near(__fdividef(x, y), q, 4e-7f) && near(1.0f / y * y, 1.0f, 2e-7f);
-    ok &= near(logf(expf(y)), y, 1e-6f) && near(exp2f(log2f(x)), x, 1e-6f) && near(__expf(__logf(x)), x, 4e-6f);
+    CHECK(near(q * y, x, 2e-7f));
+    CHECK(near(__fdividef(x, y), q, 4e-7f) && near(1.0f / y * y, 1.0f, 2e-7f));
+    CHECK(near(logf(expf(y)), y, 1e-6f) && near(exp2f(log2f(x)), x, 1e-6f) && near(__expf(__logf(x)), x, 4e-6f));
     // __sinf/__cosf (sin/cos.approx); sinf itself reduces large arguments through a module-scope .global table,
     // which the sim does not model
     float sn = __sinf(y), cs = __cosf(y), th = tanhf(y), e2 = __expf(2.0f * y);
-    ok &= near(sn * sn + cs * cs, 1.0f, 4e-6f) && near(sn / cs, __tanf(y), 4e-5f) && near(th, (e2 - 1.0f) / (e2 + 1.0f), 4e-6f);
+    CHECK(near(sn * sn + cs * cs, 1.0f, 4e-6f) && near(sn / cs, __tanf(y), 4e-5f) && near(th, (e2 - 1.0f) / (e2 + 1.0f), 4e-6f));
     // fma rounds once: x y - fl(x y) is the product's rounding error, exact in float, and the double product is exact
-    ok &= fmaf(x, y, -(x * y)) == (float)((double)x * (double)y - (double)(x * y));
+    CHECK(fmaf(x, y, -(x * y)) == (float)((double)x * (double)y - (double)(x * y)));
     float h = x * 3.3f;   // rounding conversions against counting
     int f = count_floor(h);
-    ok &= __float2int_rd(h) == f && __float2int_ru(h) == (h == (float)f ? f : f + 1) && (int)h == f &&
+    CHECK(__float2int_rd(h) == f && __float2int_ru(h) == (h == (float)f ? f : f + 1) && (int)h == f &&
           __float2int_rn(h) == (h - (float)f > 0.5f || (h - (float)f == 0.5f && (f & 1)) ? f + 1 : f) &&
-          floorf(-h) == (float)-(h == (float)f ? f : f + 1) && truncf(-h) == (float)-f;
-    ok &= copysignf(x, -y) == -x && fminf(x, y) == (x < y ? x : y) && fmaxf(-x, -y) == -(x < y ? x : y);
-    ok &= isfinite(x) && !isnan(q) && isinf(x / (y - y)) && isnan(sqrtf(-y));
+          floorf(-h) == (float)-(h == (float)f ? f : f + 1) && truncf(-h) == (float)-f);
+    CHECK(copysignf(x, -y) == -x && fminf(x, y) == (x < y ? x : y) && fmaxf(-x, -y) == -(x < y ? x : y));
+    CHECK(isfinite(x) && !isnan(q) && isinf(x / (y - y)) && isnan(sqrtf(-y)));
     float tiny = ldexpf(x, -140), th2;   // subnormal
-    ok &= props(x) == (1 | 4 | 16) && props(x / (y - y)) == (2 | 4) && props(sqrtf(-y)) == 8 && props(tiny) == (1 | 4 | 32) &&
-          props(y - y) == (1 | 4);
+    CHECK(props(x) == (1 | 4 | 16) && props(x / (y - y)) == (2 | 4) && props(sqrtf(-y)) == 8 && props(tiny) == (1 | 4 | 32) &&
+          props(y - y) == (1 | 4 | 16));   // the PTX ISA counts +-0 as normal (the H200 agrees)
     asm("tanh.approx.f32 %0, %1;" : "=f"(th2) : "f"(y));
-    ok &= near(th2, th, 4e-4f);   // tanh.approx's relative error is about 2^-11
+    CHECK(near(th2, th, 1e-3f));   // tanh.approx: relative error up to about 2^-11 (4.9e-4, the PTX ISA's bound)
     int a = (int)(u % 1000003u) - 500000, d = (int)(u >> 24) + 3;   // integers: quotient and remainder recombined
     int qi = a / d, ri = a % d;
-    ok &= qi * d + ri == a && (ri == 0 || (ri < 0) == (a < 0)) && abs(ri) < d;
+    CHECK(qi * d + ri == a && (ri == 0 || (ri < 0) == (a < 0)) && abs(ri) < d);
     unsigned ua = u | 1u, ub = (u >> 7) + 77u;
     unsigned long long wide = (unsigned long long)ua * ub;
-    ok &= __umulhi(ua, ub) == (unsigned)(wide >> 32) && ua * ub == (unsigned)wide;
-    ok &= __mulhi((int)ua, -(int)ub) == (int)(((long long)(int)ua * -(long long)(int)ub) >> 32);
+    CHECK(__umulhi(ua, ub) == (unsigned)(wide >> 32) && ua * ub == (unsigned)wide);
+    CHECK(__mulhi((int)ua, -(int)ub) == (int)(((long long)(int)ua * -(long long)(int)ub) >> 32));
     double dx = (double)x + (double)u * 1e-12, dy = (double)y;   // double precision
     double ds = sqrt(dx);
-    ok &= near_d(ds * ds, dx, 4e-16) && near_d(dx / dy * dy, dx, 4e-16) && near_d(1.0 / dy * dy, 1.0, 4e-16);
-    ok &= fabs(fma(dx, dy, -(dx * dy))) <= 0x1p-53 * fabs(dx * dy);   // the product's rounding error, at most half an ulp
-    ok &= near_d(exp(log(dx)), dx, 1e-15) && near_d((double)(float)dx, dx, 1e-7) && (float)dx == (float)(double)(float)dx;
+    CHECK(near_d(ds * ds, dx, 4e-16) && near_d(dx / dy * dy, dx, 4e-16) && near_d(1.0 / dy * dy, 1.0, 4e-16));
+    CHECK(fabs(fma(dx, dy, -(dx * dy))) <= 0x1p-53 * fabs(dx * dy));   // the product's rounding error, at most half an ulp
+    CHECK(near_d(exp(log(dx)), dx, 1e-15) && near_d((double)(float)dx, dx, 1e-7) && (float)dx == (float)(double)(float)dx);
     long long big = (long long)(dx * 1e12);
-    ok &= (double)big <= dx * 1e12 && dx * 1e12 < (double)(big + 1);
-    if (!ok) v.y ^= 1;
+    CHECK((double)big <= dx * 1e12 && dx * 1e12 < (double)(big + 1));
+    v.y ^= bad;
     out[t] = v;
 }
