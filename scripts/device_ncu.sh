@@ -4,8 +4,11 @@
 # kernel of a block-sparse attn_fwd set and the dense kernel of the same shape (issue 18's 10 % row): durations and
 # SM active cycles (mean, min, max: the persistent grid's idle end) beside the same metrics. Each row: ptxgen bench at
 # the benchmark shape, the profiled kernels picked by name. Output: one line of metrics per kernel.
-# usage: scripts/device_ncu.sh [issue16|sparse]
+# Mode source: one kernel (a name regex) of one `ptxgen bench` (the arguments after it) with ncu's source counters;
+# the SASS source page (per-instruction warp stall samples) as CSV in $OUT/src_LABEL.csv.
+# usage: scripts/device_ncu.sh [issue16|sparse|source LABEL KERNEL_REGEX BENCH_ARGS...]
 set -u
+OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 all >/dev/null 2>&1 || { echo "build failed"; exit 1; }
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
@@ -37,6 +40,18 @@ for (i, name), d in sorted(by.items()):
     print(f"{label} [{name[:60]}]: " + "; ".join(f"{short(k)} {v}" for k, v in d.items()))
 PY
 }
+if [ "${1:-issue16}" = source ]; then   # where the warps of one kernel stall, instruction by instruction (SASS)
+    label=$2 kre=$3; shift 3
+    rep=/tmp/ptxgen_src_$label
+    timeout 400 "$NCU" --clock-control none --kernel-name "regex:$kre" --launch-count 1 --section SourceCounters \
+        --section WarpStateStats --section LaunchStats -f -o "$rep" ./ptxgen bench --iters 1 --warmup 0 "$@" \
+        >"$rep.log" 2>&1 || { echo "$label: ncu failed: $(tail -3 "$rep.log")"; exit 1; }
+    "$NCU" -i "$rep.ncu-rep" --page source --csv --print-source sass >"$OUT/src_$label.csv" 2>"$rep.err" ||
+        "$NCU" -i "$rep.ncu-rep" --page source --csv >"$OUT/src_$label.csv" 2>>"$rep.err"
+    echo "$label: source page $(wc -l <"$OUT/src_$label.csv") lines $(head -c 300 "$rep.err")"
+    "$NCU" -i "$rep.ncu-rep" --page details --csv 2>&1 | grep -E "Duration|Warp Cycles Per Issued|Eligible|Active Warps" | head -8
+    exit 0
+fi
 if [ "${1:-issue16}" = sparse ]; then   # both kernels of each set (the key lists, then the main kernel)
     S="--kernel attn_fwd --arch sm_90a --b 1 --sq 8192 --sk 8192 --hq 16 --hkv 16"
     prof "dense" "attn_" $S
