@@ -53,6 +53,8 @@ typedef struct {
     Reg alpha[2];                     /* the rows' factor for O from the last softmax */
     Reg turn_mine, turn_next;         /* ping-pong barriers: this warpgroup's, its successor's */
     Acc o;
+    Reg o_live;                       /* carried boundary: false while O holds the last tile's rows, which the tile's
+                                       * first P V then overwrites (its first wgmma's scale-d) instead of O being zeroed */
     RowStats rows;
     KeyList kl;                       /* block-sparse: the query block's key list (problem) */
     /* persistent (tile.persist): the tiles handed to the consumers, each Q buffer's full and empty barriers, this
@@ -293,18 +295,28 @@ static void issue_pv(Kctx *k, WgFwd *f, Reg *empty) {
     Reg vd = wg_desc_plus(k, f->v_desc, stage);
     INS0(e, WGMMA_FENCE);                                       /* O was rescaled, P written, by the threads */
     for (int kk = 0; kk < bn / 16; kk++)
-        wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), WG_B_MN, d->dtype, f->yes);
+        wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), WG_B_MN, d->dtype,
+               kk || !f->o_live.id ? f->yes : f->o_live);
     INS0(e, WGMMA_COMMIT);
+    if (f->o_live.id) INS(e, OR_PRED, R(f->o_live), R(f->yes), R(f->yes));
 }
 
-/* Masks S_n where needed and turns it into P in place (f32); alpha gets the rows' factors for O. */
-static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked) {
+/* Masks S_n where needed and turns it into P in place (f32); alpha gets the rows' factors for O. A tile's first block
+ * is masked in case it needs it: given n_full (id > 0), only if it does (n >= n_full; a uniform branch). */
+static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked, Reg n_full) {
     Emit *e = &k->e;
     if (masked) {
-        Reg room[2], n_start = e_reg(e, RC_B32);
+        Reg room[2], n_start = e_reg(e, RC_B32), whole;
+        int skip = 0;
+        if (n_full.id) {
+            whole = e_reg(e, RC_PRED), skip = e_label(e);
+            INS(e, SETP_LT_U32, R(whole), R(n), R(n_full));
+            INSP(e, whole, 0, BRA_UNI, L(skip));
+        }
         INS(e, MUL_LO_U32, R(n_start), R(n), I(f->d->tile.bn));
         row_room(k, &f->rb, n_start, room);
         softmax_mask(k, s, room);
+        if (n_full.id) e_place(e, skip);
     }
     softmax_update_deferred(k, s, &f->rows, f->scale_log2, f->alpha);
 }
@@ -346,15 +358,15 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
     wg_release(k, k_empty, f->it);
-    softmax_s(k, f, &s, n, masked);
+    softmax_s(k, f, &s, n, masked, (Reg){0});
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, v_empty, f->it_v);
     keep_p(k, f, &s);
 }
 
 /* The first block (0, or block-sparse the list's first) before the loop (S and its softmax; masked in case it
- * needs it), and after it the last block's P V. */
-static void first_block(Kctx *k, WgFwd *f, Reg first) {
+ * needs it, or given n_full only if it does), and after it the last block's P V. */
+static void first_block(Kctx *k, WgFwd *f, Reg first, Reg n_full) {
     Emit *e = &k->e;
     Acc s;
     Reg k_empty;
@@ -363,7 +375,7 @@ static void first_block(Kctx *k, WgFwd *f, Reg first) {
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, k_empty, f->it);
-    softmax_s(k, f, &s, first, 1);
+    softmax_s(k, f, &s, first, 1, n_full);
     keep_p(k, f, &s);
 }
 
@@ -449,7 +461,7 @@ static void walk_blocks(Kctx *k, WgFwd *f, Reg n, Reg n_full, Reg n_max) {
  * warpgroup neither an epilogue nor an S with nothing of its own on the tensor cores. The other order (the softmax
  * under the P V, the epilogue after it) keeps S, or its rounded P, live across the epilogue's shared-memory stores,
  * and ptxas then serialized every wgmma of the kernel (C7518). */
-static void carry_block(Kctx *k, WgFwd *f, Reg first, const TileAt *last, RowStats *last_rows) {
+static void carry_block(Kctx *k, WgFwd *f, Reg first, Reg n_full, const TileAt *last, RowStats *last_rows) {
     Emit *e = &k->e;
     Acc s;
     Reg k_empty, v_empty;
@@ -461,11 +473,11 @@ static void carry_block(Kctx *k, WgFwd *f, Reg first, const TileAt *last, RowSta
     INS(e, WGMMA_WAIT, I(1));                                   /* P V done, S running */
     wg_release(k, v_empty, f->it_v);
     epilogue_at(k, f, last, last_rows);
-    acc_fill(k, &f->o, 0.0f);
+    INS(e, AND_PRED, R(f->o_live), R(f->no), R(f->no));        /* O is stored: this tile's first P V overwrites it */
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, k_empty, f->it);
     rows_reset(k, &f->rows);
-    softmax_s(k, f, &s, first, 1);
+    softmax_s(k, f, &s, first, 1, n_full);
     keep_p(k, f, &s);
 }
 
@@ -519,6 +531,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     int finished = e_label(e), no_carry = e_label(e), ended = e_label(e);
     INS(e, MOV_B32, R(f->tit), I(0));
     INS(e, SETP_NE_U32, R(pending), R(zero), I(0));             /* no tile before the first */
+    INS(e, OR_PRED, R(f->o_live = e_reg(e, RC_PRED)), R(f->yes), R(f->yes));
     e_place(e, top);
     Reg pass = take_tile(k, f, tiles, p, ended, n_full, n_max);
     Reg q_full, q_parity, at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
@@ -528,7 +541,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     Reg first = d->block_m ? sparse_entry(k, f->kl.list, zero) : zero;
     INS(e, AND_PRED, R(carry), R(pending), R(has));
     INSP(e, carry, 1, BRA_UNI, L(no_carry));
-    carry_block(k, f, first, &last, &last_rows);
+    carry_block(k, f, first, n_full, &last, &last_rows);
     INS(e, BRA_UNI, L(blocks));
     e_place(e, no_carry);
     INSP(e, pending, 1, BRA_UNI, L(fresh));                      /* a last tile pending, none of its blocks here */
@@ -538,7 +551,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     acc_fill(k, &f->o, 0.0f);
     rows_reset(k, &f->rows);
     INSP(e, has, 1, BRA_UNI, L(walked_all));
-    first_block(k, f, first);
+    first_block(k, f, first, n_full);
     e_place(e, blocks);
     INS(e, MOV_B32, R(f->it_v), R(pass));                        /* every earlier P V is done: the V ring is at pass */
     walk_blocks(k, f, n, n_full, n_max);
@@ -634,7 +647,7 @@ static void consumer(Kctx *k, void *ctx) {
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
-    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero);
+    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero, (Reg){0});
     walk_blocks(k, f, n, n_full, n_max);
     if (d->page_size) {   /* the last block's V rows past the sequence zeroed first (zero_v_tail) */
         int skip = e_label(e);
