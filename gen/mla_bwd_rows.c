@@ -130,17 +130,24 @@ static void add_slot(Kctx *k, Reduce *rd, Reg t, Reg slot, Reg r) {
     }
 }
 
-/* Slots [c, c + 32) of token t: lane l reads slot c + l; the slots whose row
- * is this warp's are added one after another in slot order. */
-static void scan_chunk(Kctx *k, Reduce *rd, Reg t, Reg idx_row, Reg eff, Reg c) {
+/* Slots [c, c + MLA_REDUCE_PIECE) of token t (eff of them selected), their rows in shared memory at idx: 32 at a time,
+ * lane l reading slot c + 32 q + l; the slots whose row is this warp's are added one after another in slot order. */
+static void scan_piece(Kctx *k, Reduce *rd, Reg t, Reg idx_s, Reg eff, Reg c) {
     Emit *e = &k->e;
-    Reg j = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    Reg q = e_reg(e, RC_B32), j = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
     Reg rel = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), valid = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(j), R(c), R(k->lane));
-    INS(e, SETP_LT_U32, R(in), R(j), R(eff));
-    INS(e, MOV_B32, R(idx), I(-1));
-    INS(e, MAD_WIDE_U32, R(a), R(j), I(4), R(idx_row));
-    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(idx), A(a, 0));
+    Reg end = e_reg(e, RC_B32);
+    int group = e_label(e), groups_end = e_label(e);
+    INS(e, ADD_U32, R(end), R(c), I(MLA_REDUCE_PIECE));
+    INS(e, MIN_U32, R(end), R(end), R(eff));                           /* the piece's selected slots */
+    INS(e, MOV_B32, R(q), R(c));
+    e_place(e, group);
+    INS(e, SETP_LT_U32, R(more), R(q), R(end));
+    INSP(e, more, 1, BRA_UNI, L(groups_end));
+    INS(e, SUB_U32, R(j), R(q), R(c));
+    INS(e, ADD_U32, R(j), R(j), R(k->lane));
+    INS(e, MAD_LO_U32, R(a), R(j), I(4), R(idx_s));
+    INS(e, LD_SHARED_B32, R(idx), A(a, 0));                            /* -1 past the token's selected slots */
     INS(e, SUB_U32, R(rel), R(idx), R(rd->r0w));
     INS(e, SETP_LT_U32, R(valid), R(idx), R(rd->s_kv));
     INSP(e, valid, 1, MOV_B32, R(rel), I(32));                          /* invalid: nobody's row */
@@ -157,10 +164,33 @@ static void scan_chunk(Kctx *k, Reduce *rd, Reg t, Reg idx_row, Reg eff, Reg c) 
     INS(e, SUB_U32, R(m1), R(mask), I(1));
     INS(e, AND_B32, R(mask), R(mask), R(m1));
     INS(e, SHFL_IDX, R(r), R(rel), R(b), I(31), I(-1));
-    INS(e, ADD_U32, R(slot), R(c), R(b));
+    INS(e, ADD_U32, R(slot), R(q), R(b));
     add_slot(k, rd, t, slot, r);
     INS(e, BRA_UNI, L(top));
     e_place(e, done);
+    INS(e, ADD_U32, R(q), R(q), I(32));
+    INS(e, BRA_UNI, L(group));
+    e_place(e, groups_end);
+}
+
+/* The CTA's threads' share of the piece of token t from slot c (eff selected): thread i holds slots c + i + 256 j,
+ * -1 past eff, in v[j]. */
+static void load_piece(Kctx *k, Reg t, Reg c, Reg eff, Reg *v) {
+    Emit *e = &k->e;
+    Reg row = e_reg(e, RC_B64), t64 = e_reg(e, RC_B64);
+    INS(e, CVT_U64_U32, R(t64), R(t));
+    INS(e, MUL_LO_U64, R(t64), R(t64), R(kc_u64(k, "indices_stride_s")));
+    INS(e, MUL_LO_U64, R(t64), R(t64), I(4));
+    INS(e, ADD_U64, R(row), R(t64), R(kc_ptr(k, "indices")));
+    for (int i = 0; i < MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS); i++) {
+        Reg j = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+        INS(e, ADD_U32, R(j), R(c), R(k->tid));
+        INS(e, ADD_U32, R(j), R(j), I(32 * MLA_REDUCE_WARPS * i));
+        INS(e, SETP_LT_U32, R(in), R(j), R(eff));
+        INS(e, MOV_B32, R(v[i]), I(-1));
+        INS(e, MAD_WIDE_U32, R(a), R(j), I(4), R(row));
+        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(v[i]), A(a, 0));
+    }
 }
 
 static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
@@ -218,31 +248,48 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     Reg z = kc_imm32(k, 0);
     for (int i = 0; i < 32; i++)
         for (int c = 0; c < rd.lc; c += 2) INS(e, ST_SHARED_V2_F32, A(rd.acc, 4 * (i * rd.cols + c)), V2(z, z));
-    e_comment(e, "every token in order, its slots 32 at a time");
-    Reg t = e_reg(e, RC_B32), s_q = kc_u32(k, "s_q"), more = e_reg(e, RC_PRED), stride = kc_u64(k, "indices_stride_s");
-    int tok = e_label(e), tok_end = e_label(e);
+    /* every token in order, its selected rows a piece at a time: the CTA loads a piece into shared memory (the next
+     * one's loads run under this one's scan), and every warp scans it for its own rows: the indices are read once a
+     * CTA, not once a warp, and their loads are not in the scan's way */
+    e_comment(e, "every token in order, a piece of its slots at a time");
+    enum { PER = MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS) };
+    Reg t = e_reg(e, RC_B32), c = e_reg(e, RC_B32), eff = e_reg(e, RC_B32), s_q = kc_u32(k, "s_q"), more = e_reg(e, RC_PRED);
+    Reg v[PER], idx_s = e_reg(e, RC_B32), st = e_reg(e, RC_B32);
+    for (int i = 0; i < PER; i++) v[i] = e_reg(e, RC_B32);
+    INS(e, ADD_U32, R(idx_s), R(k->smem), I(plan_region(p, "indices")));
+    INS(e, MAD_LO_U32, R(st), R(k->tid), I(4), R(idx_s));
+    int piece = e_label(e), pieces_end = e_label(e), same = e_label(e), fetch = e_label(e);
     INS(e, MOV_B32, R(t), I(0));
-    e_place(e, tok);
-    INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
-    INSP(e, more, 1, BRA_UNI, L(tok_end));
-    Reg eff = mla_token_slots(k, t, rd.topk), idx_row = e_reg(e, RC_B64), t64 = e_reg(e, RC_B64), c = e_reg(e, RC_B32);
-    INS(e, CVT_U64_U32, R(t64), R(t));
-    INS(e, MUL_LO_U64, R(t64), R(t64), R(stride));
-    INS(e, MUL_LO_U64, R(t64), R(t64), I(4));
-    INS(e, ADD_U64, R(idx_row), R(kc_ptr(k, "indices")), R(t64));
-    int chunk = e_label(e), chunk_end = e_label(e);
-    Reg in = e_reg(e, RC_PRED);
     INS(e, MOV_B32, R(c), I(0));
-    e_place(e, chunk);
-    INS(e, SETP_LT_U32, R(in), R(c), R(eff));
-    INSP(e, in, 1, BRA_UNI, L(chunk_end));
-    scan_chunk(k, &rd, t, idx_row, eff, c);
-    INS(e, ADD_U32, R(c), R(c), I(32));
-    INS(e, BRA_UNI, L(chunk));
-    e_place(e, chunk_end);
-    INS(e, ADD_U32, R(t), R(t), I(1));
-    INS(e, BRA_UNI, L(tok));
-    e_place(e, tok_end);
+    INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
+    INSP(e, more, 1, BRA_UNI, L(pieces_end));
+    INS(e, MOV_B32, R(eff), R(mla_token_slots(k, t, rd.topk)));
+    load_piece(k, t, c, eff, v);
+    e_place(e, piece);
+    INS(e, BAR_SYNC, I(0));                                             /* every warp scanned the last piece */
+    for (int i = 0; i < PER; i++) INS(e, ST_SHARED_B32, A(st, 4 * 32 * MLA_REDUCE_WARPS * i), R(v[i]));
+    INS(e, BAR_SYNC, I(0));                                             /* the piece is in */
+    Reg nt = e_reg(e, RC_B32), nc = e_reg(e, RC_B32), neff = e_reg(e, RC_B32), p2 = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(nt), R(t));
+    INS(e, MOV_B32, R(neff), R(eff));
+    INS(e, ADD_U32, R(nc), R(c), I(MLA_REDUCE_PIECE));
+    INS(e, SETP_LT_U32, R(p2), R(nc), R(eff));
+    INSP(e, p2, 0, BRA_UNI, L(same));                                   /* the token's next piece, or the next token */
+    INS(e, ADD_U32, R(nt), R(t), I(1));
+    INS(e, MOV_B32, R(nc), I(0));
+    INS(e, SETP_LT_U32, R(p2), R(nt), R(s_q));
+    INSP(e, p2, 1, BRA_UNI, L(fetch));
+    INS(e, MOV_B32, R(neff), R(mla_token_slots(k, nt, rd.topk)));
+    e_place(e, same);
+    load_piece(k, nt, nc, neff, v);
+    e_place(e, fetch);
+    scan_piece(k, &rd, t, idx_s, eff, c);
+    INS(e, MOV_B32, R(t), R(nt));
+    INS(e, MOV_B32, R(c), R(nc));
+    INS(e, MOV_B32, R(eff), R(neff));
+    INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
+    INSP(e, more, 0, BRA_UNI, L(piece));
+    e_place(e, pieces_end);
     reduce_store(k, &rd);
     kctx_finish(k, module);
 }

@@ -16,6 +16,6 @@ MlaDkvSplit mla_dkv_split(const AttnTile *t) {
  * fewer CTAs rescanning every token's indices. */
 int mla_reduce_cols(const ArchInfo *a) {
     for (int cols = 192; cols > 64; cols -= 64)
-        if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 <= a->smem_block_optin) return cols;
+        if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 + MLA_REDUCE_PIECE * 4 <= a->smem_block_optin) return cols;
     return 64;
 }
