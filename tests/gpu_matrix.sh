@@ -174,6 +174,7 @@ if ./ptxgen --arch sm_90 --kernel mla_bwd >/dev/null 2>&1; then
               "--sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" "--sq 9 --skv 2 --hq 16 --topk 64" \
               "--sq 20 --skv 99999 --hq 48 --topk 256 --topk-length" "--sq 33 --skv 5000 --hq 128 --topk 1024 --tile deterministic=1" \
               "--sq 12 --skv 800 --hq 20 --topk 300 --topk-length --dtype fp16 --tile deterministic=1" \
+              "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length --tile deterministic=1" \
               "--mma sync --sq 32 --skv 8192 --hq 128 --topk 2048" "--mma sync --sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" \
               "--mma sync --sq 20 --skv 999 --hq 48 --topk 256 --topk-length --tile deterministic=1"; do
     run "$args" $args
