@@ -55,6 +55,7 @@ typedef struct {
     Acc o;
     Reg o_live;                       /* carried boundary: false while O holds the last tile's rows, which the tile's
                                        * first P V then overwrites (its first wgmma's scale-d) instead of O being zeroed */
+    int carried;                      /* consumer_tiles runs: o_live is in use */
     RowStats rows;
     KeyList kl;                       /* block-sparse: the query block's key list (problem) */
     /* persistent (tile.persist): the tiles handed to the consumers, each Q buffer's full and empty barriers, this
@@ -296,27 +297,27 @@ static void issue_pv(Kctx *k, WgFwd *f, Reg *empty) {
     INS0(e, WGMMA_FENCE);                                       /* O was rescaled, P written, by the threads */
     for (int kk = 0; kk < bn / 16; kk++)
         wg_mma(k, &f->o, vd, &f->pk[4 * kk], smem_desc_at(k, vd, kk * 16 * 128), WG_B_MN, d->dtype,
-               kk || !f->o_live.id ? f->yes : f->o_live);
+               kk || !f->carried ? f->yes : f->o_live);
     INS0(e, WGMMA_COMMIT);
-    if (f->o_live.id) INS(e, OR_PRED, R(f->o_live), R(f->yes), R(f->yes));
+    if (f->carried) INS(e, OR_PRED, R(f->o_live), R(f->yes), R(f->yes));
 }
 
 /* Masks S_n where needed and turns it into P in place (f32); alpha gets the rows' factors for O. A tile's first block
- * is masked in case it needs it: given n_full (id > 0), only if it does (n >= n_full; a uniform branch). */
-static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked, Reg n_full) {
+ * is masked in case it needs it: given n_full (not NULL), only if it does (n >= n_full; a uniform branch). */
+static void softmax_s(Kctx *k, WgFwd *f, Acc *s, Reg n, int masked, const Reg *n_full) {
     Emit *e = &k->e;
     if (masked) {
         Reg room[2], n_start = e_reg(e, RC_B32), whole;
         int skip = 0;
-        if (n_full.id) {
+        if (n_full) {
             whole = e_reg(e, RC_PRED), skip = e_label(e);
-            INS(e, SETP_LT_U32, R(whole), R(n), R(n_full));
+            INS(e, SETP_LT_U32, R(whole), R(n), R(*n_full));
             INSP(e, whole, 0, BRA_UNI, L(skip));
         }
         INS(e, MUL_LO_U32, R(n_start), R(n), I(f->d->tile.bn));
         row_room(k, &f->rb, n_start, room);
         softmax_mask(k, s, room);
-        if (n_full.id) e_place(e, skip);
+        if (n_full) e_place(e, skip);
     }
     softmax_update_deferred(k, s, &f->rows, f->scale_log2, f->alpha);
 }
@@ -358,15 +359,15 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     turn_end(k, f);
     INS(e, WGMMA_WAIT, I(1));                                   /* S_n done, P V still running */
     wg_release(k, k_empty, f->it);
-    softmax_s(k, f, &s, n, masked, (Reg){0});
+    softmax_s(k, f, &s, n, masked, NULL);
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, v_empty, f->it_v);
     keep_p(k, f, &s);
 }
 
-/* The first block (0, or block-sparse the list's first) before the loop (S and its softmax; masked in case it
- * needs it, or given n_full only if it does), and after it the last block's P V. */
-static void first_block(Kctx *k, WgFwd *f, Reg first, Reg n_full) {
+/* The first block (0, or block-sparse the list's first) before the loop: S and its softmax, masked in case it needs
+ * it, or given n_full (not NULL) only if it does; last_pv issues the last block's P V after the loop. */
+static void first_block(Kctx *k, WgFwd *f, Reg first, const Reg *n_full) {
     Emit *e = &k->e;
     Acc s;
     Reg k_empty;
@@ -477,7 +478,7 @@ static void carry_block(Kctx *k, WgFwd *f, Reg first, Reg n_full, const TileAt *
     INS(e, WGMMA_WAIT, I(0));
     wg_release(k, k_empty, f->it);
     rows_reset(k, &f->rows);
-    softmax_s(k, f, &s, first, 1, n_full);
+    softmax_s(k, f, &s, first, 1, &n_full);
     keep_p(k, f, &s);
 }
 
@@ -532,6 +533,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     INS(e, MOV_B32, R(f->tit), I(0));
     INS(e, SETP_NE_U32, R(pending), R(zero), I(0));             /* no tile before the first */
     INS(e, OR_PRED, R(f->o_live = e_reg(e, RC_PRED)), R(f->yes), R(f->yes));
+    f->carried = 1;
     e_place(e, top);
     Reg pass = take_tile(k, f, tiles, p, ended, n_full, n_max);
     Reg q_full, q_parity, at = q_buffer(k, f, 0, &q_full, &f->q_empty_t, &q_parity);
@@ -551,7 +553,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     acc_fill(k, &f->o, 0.0f);
     rows_reset(k, &f->rows);
     INSP(e, has, 1, BRA_UNI, L(walked_all));
-    first_block(k, f, first, n_full);
+    first_block(k, f, first, &n_full);
     e_place(e, blocks);
     INS(e, MOV_B32, R(f->it_v), R(pass));                        /* every earlier P V is done: the V ring is at pass */
     walk_blocks(k, f, n, n_full, n_max);
@@ -647,7 +649,7 @@ static void consumer(Kctx *k, void *ctx) {
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
-    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero, (Reg){0});
+    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero, NULL);
     walk_blocks(k, f, n, n_full, n_max);
     if (d->page_size) {   /* the last block's V rows past the sequence zeroed first (zero_v_tail) */
         int skip = e_label(e);

@@ -130,8 +130,9 @@ static void add_slot(Kctx *k, Reduce *rd, Reg t, Reg slot, Reg r) {
     }
 }
 
-/* Slots [c, c + MLA_REDUCE_PIECE) of token t (eff of them selected), their rows in shared memory at idx: 32 at a time,
- * lane l reading slot c + 32 q + l; the slots whose row is this warp's are added one after another in slot order. */
+/* Slots [c, min(c + MLA_REDUCE_PIECE, eff)) of token t (eff: the token's selected slots), their rows in shared memory
+ * at idx_s (slot c first): 32 at a time, lane l reading slot q + l for q = c, c + 32, ..; the slots whose row is this
+ * warp's are added one after another in slot order. */
 static void scan_piece(Kctx *k, Reduce *rd, Reg t, Reg idx_s, Reg eff, Reg c) {
     Emit *e = &k->e;
     Reg q = e_reg(e, RC_B32), j = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
