@@ -24,6 +24,7 @@ enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any),
 #define MLA_REDUCE_WARPS 8       /* reduce: 32 kv rows per warp, all warps scan every token */
 #define MLA_REDUCE_ROWS (32 * MLA_REDUCE_WARPS)
 #define MLA_REDUCE_PIECE 1024    /* reduce: a token's indices go through shared memory this many at a time */
+#define MLA_REDUCE_PER_THREAD (MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS))   /* indices each thread loads */
 
 /* mla_bwd_split.c */
 /* dkv columns of one warp of the main kernel: warps split the step's bn x d_qk

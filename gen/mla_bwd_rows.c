@@ -183,7 +183,7 @@ static void load_piece(Kctx *k, Reg t, Reg c, Reg eff, Reg *v) {
     INS(e, MUL_LO_U64, R(t64), R(t64), R(kc_u64(k, "indices_stride_s")));
     INS(e, MUL_LO_U64, R(t64), R(t64), I(4));
     INS(e, ADD_U64, R(row), R(t64), R(kc_ptr(k, "indices")));
-    for (int i = 0; i < MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS); i++) {
+    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) {
         Reg j = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
         INS(e, ADD_U32, R(j), R(c), R(k->tid));
         INS(e, ADD_U32, R(j), R(j), I(32 * MLA_REDUCE_WARPS * i));
@@ -253,10 +253,9 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
      * one's loads run under this one's scan), and every warp scans it for its own rows: the indices are read once a
      * CTA, not once a warp, and their loads are not in the scan's way */
     e_comment(e, "every token in order, a piece of its slots at a time");
-    enum { PER = MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS) };
     Reg t = e_reg(e, RC_B32), c = e_reg(e, RC_B32), eff = e_reg(e, RC_B32), s_q = kc_u32(k, "s_q"), more = e_reg(e, RC_PRED);
-    Reg v[PER], idx_s = e_reg(e, RC_B32), st = e_reg(e, RC_B32);
-    for (int i = 0; i < PER; i++) v[i] = e_reg(e, RC_B32);
+    Reg v[MLA_REDUCE_PER_THREAD], idx_s = e_reg(e, RC_B32), st = e_reg(e, RC_B32);
+    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) v[i] = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(idx_s), R(k->smem), I(plan_region(p, "indices")));
     INS(e, MAD_LO_U32, R(st), R(k->tid), I(4), R(idx_s));
     int piece = e_label(e), pieces_end = e_label(e), same = e_label(e), fetch = e_label(e);
@@ -268,7 +267,7 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     load_piece(k, t, c, eff, v);
     e_place(e, piece);
     INS(e, BAR_SYNC, I(0));                                             /* every warp scanned the last piece */
-    for (int i = 0; i < PER; i++) INS(e, ST_SHARED_B32, A(st, 4 * 32 * MLA_REDUCE_WARPS * i), R(v[i]));
+    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) INS(e, ST_SHARED_B32, A(st, 4 * 32 * MLA_REDUCE_WARPS * i), R(v[i]));
     INS(e, BAR_SYNC, I(0));                                             /* the piece is in */
     Reg nt = e_reg(e, RC_B32), nc = e_reg(e, RC_B32), neff = e_reg(e, RC_B32), p2 = e_reg(e, RC_PRED);
     INS(e, MOV_B32, R(nt), R(t));

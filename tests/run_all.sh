@@ -750,18 +750,18 @@ persist_tests() {
     unset PTXGEN_SIM_STRICT
     persist_mutant "persistent mutant: the last fetch leaves the counter, so the next launch finds no tile" \
         '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'deterministic: FAIL' 128 --sq 300 --sk 200 --hq 2 --hkv 1
-    # (the producer's wait before its first TMA copy is Q's empty barrier) one key block a tile, so that nothing but
-    # Q's empty barrier orders a buffer's next load after its last tile's S
+    # the producer's wait before its first TMA copy (Q's empty barrier) dropped, with its branch
+    local drop_q_wait='{ l[NR] = $0 } /mbarrier.try_wait/ && !f { w = NR } /cp.async.bulk.tensor/ && !f { f = 1; t = w }
+         END { for (i = 1; i <= NR; i++) if (i != t && i != t + 1) print l[i] }'
+    # one key block a tile, so that nothing but Q's empty barrier orders a buffer's next load after its last tile's S
     persist_mutant "persistent mutant: a tile's Q loads before the consumers freed its buffer" \
-        '{ l[NR] = $0 } /mbarrier.try_wait/ && !f { w = NR } /cp.async.bulk.tensor/ && !f { f = 1; t = w }
-         END { for (i = 1; i <= NR; i++) if (i != t && i != t + 1) print l[i] }' \
+        "$drop_q_wait" \
         'shared-memory race' 128 --sq 600 --sk 60 --hq 2 --hkv 1
     persist_mutant "persistent mutant: the consumers read every tile's Q from the first buffer" \
         '/mul.lo.u32 %r[0-9]+, %r[0-9]+, 32768;/ { seen++; if (seen == 2) sub(/32768/, "0") } { print }' \
         'check: FAIL' 128 --sq 600 --sk 300 --hq 2 --hkv 1
     PERSIST_TILE=qbufs=1 persist_mutant "persistent mutant qbufs=1: the next tile's Q loads before the consumers freed Q" \
-        '{ l[NR] = $0 } /mbarrier.try_wait/ && !f { w = NR } /cp.async.bulk.tensor/ && !f { f = 1; t = w }
-         END { for (i = 1; i <= NR; i++) if (i != t && i != t + 1) print l[i] }' \
+        "$drop_q_wait" \
         'shared-memory race|before the TMA load .* has landed' 128 --sq 300 --sk 200 --hq 2 --hkv 1
     # the first wait for all but the newest group is carry_block's, whose epilogue reads the last tile's O
     persist_mutant "persistent mutant: the last tile's epilogue before its last P V is done (carried tile boundary)" \
