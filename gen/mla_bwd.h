@@ -23,8 +23,13 @@ enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any),
 #define MLA_ROW_THREADS 128
 #define MLA_REDUCE_WARPS 8       /* reduce: 32 kv rows per warp, all warps scan every token */
 #define MLA_REDUCE_ROWS (32 * MLA_REDUCE_WARPS)
-#define MLA_REDUCE_PIECE 1024    /* reduce: a token's indices go through shared memory this many at a time */
-#define MLA_REDUCE_PER_THREAD (MLA_REDUCE_PIECE / (32 * MLA_REDUCE_WARPS))   /* indices each thread loads */
+#define MLA_REDUCE_PIECE 1024    /* reduce: a token's indices go through a warp's registers this many at a time */
+#define MLA_REDUCE_PER_LANE (MLA_REDUCE_PIECE / 32)   /* indices each lane holds */
+#define MLA_REDUCE_SCAN 512      /* reduce: slots a warp scans between two drains of its list */
+#define MLA_REDUCE_BATCH 8       /* reduce: a warp's matched slots whose contributions it loads at once */
+#define MLA_REDUCE_LIST (MLA_REDUCE_SCAN + MLA_REDUCE_BATCH)   /* a warp's list: a part batch left over, a scan's */
+/* reduce's shared memory: the sums and each warp's list of matched slots (8 bytes an entry) */
+#define MLA_REDUCE_SMEM(cols) (MLA_REDUCE_ROWS * (cols) * 4 + MLA_REDUCE_WARPS * MLA_REDUCE_LIST * 8)
 
 /* mla_bwd_split.c */
 /* dkv columns of one warp of the main kernel: warps split the step's bn x d_qk

@@ -98,8 +98,8 @@ static void reduce_plan(const AttnDesc *d, Plan *p) {
     int cols = mla_reduce_cols(d->arch);
     *p = (Plan){.threads = 32 * MLA_REDUCE_WARPS, .regs_est = 48};
     plan_add_region(p, "dkv", MLA_REDUCE_ROWS * cols * 4, 128, "fp32 sums of 256 kv rows x the CTA's column slice");
-    plan_add_region(p, "indices", MLA_REDUCE_PIECE * 4, 16, "a piece of one token's selected rows, loaded by the whole "
-                    "CTA and scanned by every warp for its own rows");
+    plan_add_region(p, "matches", MLA_REDUCE_WARPS * MLA_REDUCE_LIST * 8, 16, "per warp, the slots whose rows are the "
+                    "warp's in token and slot order ({first dkv_part row, row}), their contributions loaded a batch at a time");
     char name[96];
     snprintf(name, sizeof name, "mla_bwd reduce d_qk=%d (%d rows x %d columns per CTA)", d->d, MLA_REDUCE_ROWS, cols);
     plan_finish(p, d->arch, name);

@@ -5,7 +5,11 @@
  *             every token in order, every slot in order, the slot's stored
  *             contributions (head blocks in order) added to its row. Each
  *             warp owns 32 of the rows and scans every token's indices, so no
- *             two warps touch one row and a row's sums happen in one order. */
+ *             two warps touch one row and a row's sums happen in one order.
+ *             Each warp loads the indices into its registers a piece at a
+ *             time (no barrier ties the warps' paces), lists the slots that
+ *             are its rows in shared memory, and loads their contributions a
+ *             batch at a time. */
 #include "mla_bwd.h"
 #include <stdio.h>
 
@@ -92,90 +96,154 @@ typedef struct {
     const AttnDesc *d;
     int cols, lc;                     /* the CTA's slice width; columns per lane */
     Reg r0w, s_kv, topk, nhb;         /* first row of this warp */
+    Reg lim;                          /* the warp's rows below s_kv: min(32, max(s_kv - r0w, 0)) */
     Reg acc;                          /* shared address of this lane's columns of the warp's row 0 */
     Reg part_lane;                    /* b64: dkv_part + 4 * (this lane's first column) */
 } Reduce;
 
-/* The slot's stored contributions (head blocks in order) added into the warp's row r. */
-static void add_slot(Kctx *k, Reduce *rd, Reg t, Reg slot, Reg r) {
+/* Entries [i, i + MLA_REDUCE_BATCH) of the warp's match list (n of them) at shared address list, each {the slot's
+ * first dkv_part row, the warp's row}: each slot's stored contributions (head blocks in order) summed, then added to
+ * the warp's row, one entry after another. The batch's loads are all in flight at once: one match a time kept a
+ * warp to one outstanding load, and the reduce's reads of dkv_part to about 0.6 TB/s. */
+static void add_batch(Kctx *k, Reduce *rd, Reg list, Reg i, Reg n) {
     Emit *e = &k->e;
-    Reg sum[6], hb = e_reg(e, RC_B32), blk = e_reg(e, RC_B32), a = e_reg(e, RC_B64), p = e_reg(e, RC_PRED);
-    for (int c = 0; c < rd->lc; c++) {
-        sum[c] = e_reg(e, RC_F32);
-        INS(e, MOV_F32, R(sum[c]), FI(0.0f));
+    enum { B = MLA_REDUCE_BATCH };
+    Reg sum[B][6], blk0[B], row[B], in[B], hb = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
+    for (int u = 0; u < B; u++) {
+        Reg j = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
+        blk0[u] = e_reg(e, RC_B32), row[u] = e_reg(e, RC_B32), in[u] = e_reg(e, RC_PRED);
+        INS(e, ADD_U32, R(j), R(i), I(u));
+        INS(e, SETP_LT_U32, R(in[u]), R(j), R(n));
+        INS(e, MAD_LO_U32, R(a), R(j), I(8), R(list));
+        INS(e, MOV_B32, R(blk0[u]), I(0));
+        INS(e, MOV_B32, R(row[u]), I(0));
+        INSP(e, in[u], 0, LD_SHARED_V2_B32, V2(blk0[u], row[u]), A(a, 0));
+        for (int c = 0; c < rd->lc; c++) {
+            sum[u][c] = e_reg(e, RC_F32);
+            INS(e, MOV_F32, R(sum[u][c]), FI(0.0f));
+        }
     }
     INS(e, MOV_B32, R(hb), I(0));
     int top = e_label(e);
     e_place(e, top);
-    INS(e, MAD_LO_U32, R(blk), R(t), R(rd->nhb), R(hb));
-    INS(e, MAD_LO_U32, R(blk), R(blk), R(rd->topk), R(slot));
-    INS(e, MAD_WIDE_U32, R(a), R(blk), I(4 * rd->d->d), R(rd->part_lane));
-    for (int c = 0; c < rd->lc; c += 2) {
-        Reg v[2] = {e_reg(e, RC_F32), e_reg(e, RC_F32)};
-        INS(e, LD_GLOBAL_V2_F32, V2(v[0], v[1]), A(a, 4 * c));
-        INS(e, ADD_F32, R(sum[c]), R(sum[c]), R(v[0]));
-        INS(e, ADD_F32, R(sum[c + 1]), R(sum[c + 1]), R(v[1]));
+    Reg hoff = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(hoff), R(hb), R(rd->topk));
+    Reg v[B][6];
+    for (int u = 0; u < B; u++) {   /* every load of the batch first */
+        Reg blk = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+        INS(e, ADD_U32, R(blk), R(blk0[u]), R(hoff));
+        INS(e, MAD_WIDE_U32, R(a), R(blk), I(4 * rd->d->d), R(rd->part_lane));
+        for (int c = 0; c < rd->lc; c += 2) {
+            v[u][c] = e_reg(e, RC_F32), v[u][c + 1] = e_reg(e, RC_F32);
+            INS(e, MOV_F32, R(v[u][c]), FI(0.0f));
+            INS(e, MOV_F32, R(v[u][c + 1]), FI(0.0f));
+            INSP(e, in[u], 0, LD_GLOBAL_V2_F32, V2(v[u][c], v[u][c + 1]), A(a, 4 * c));
+        }
     }
+    for (int u = 0; u < B; u++)
+        for (int c = 0; c < rd->lc; c++) INS(e, ADD_F32, R(sum[u][c]), R(sum[u][c]), R(v[u][c]));
     INS(e, ADD_U32, R(hb), R(hb), I(1));
     INS(e, SETP_LT_U32, R(p), R(hb), R(rd->nhb));
     INSP(e, p, 0, BRA_UNI, L(top));
-    Reg sa = e_reg(e, RC_B32);
-    INS(e, MAD_LO_U32, R(sa), R(r), I(4 * rd->cols), R(rd->acc));
-    for (int c = 0; c < rd->lc; c += 2) {
-        Reg v[2] = {e_reg(e, RC_F32), e_reg(e, RC_F32)};
-        INS(e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(sa, 4 * c));
-        INS(e, ADD_F32, R(v[0]), R(v[0]), R(sum[c]));
-        INS(e, ADD_F32, R(v[1]), R(v[1]), R(sum[c + 1]));
-        INS(e, ST_SHARED_V2_F32, A(sa, 4 * c), V2(v[0], v[1]));
+    for (int u = 0; u < B; u++) {   /* then the rows' sums, in the list's (token, slot) order */
+        Reg sa = e_reg(e, RC_B32);
+        int skip = e_label(e);
+        INSP(e, in[u], 1, BRA_UNI, L(skip));
+        INS(e, MAD_LO_U32, R(sa), R(row[u]), I(4 * rd->cols), R(rd->acc));
+        for (int c = 0; c < rd->lc; c += 2) {
+            Reg w[2] = {e_reg(e, RC_F32), e_reg(e, RC_F32)};
+            INS(e, LD_SHARED_V2_F32, V2(w[0], w[1]), A(sa, 4 * c));
+            INS(e, ADD_F32, R(w[0]), R(w[0]), R(sum[u][c]));
+            INS(e, ADD_F32, R(w[1]), R(w[1]), R(sum[u][c + 1]));
+            INS(e, ST_SHARED_V2_F32, A(sa, 4 * c), V2(w[0], w[1]));
+        }
+        e_place(e, skip);
     }
 }
 
-/* Slots [c, min(c + MLA_REDUCE_PIECE, eff)) of token t (eff: the token's selected slots), their rows in shared memory
- * at idx_s (slot c first): 32 at a time, lane l reading slot q + l for q = c, c + 32, ..; the slots whose row is this
- * warp's are added one after another in slot order. */
-static void scan_piece(Kctx *k, Reduce *rd, Reg t, Reg idx_s, Reg eff, Reg c) {
+/* The warp's whole batches of its list (n entries at list), in order; the fewer than MLA_REDUCE_BATCH left over move
+ * to the list's front and n becomes their count, so every batch but the kernel's last is full whatever the pieces
+ * hold. With `all`, the leftover too (the last tokens). */
+static void drain_list(Kctx *k, Reduce *rd, Reg list, Reg n, int all) {
     Emit *e = &k->e;
-    Reg q = e_reg(e, RC_B32), j = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), idx = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
-    Reg rel = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), valid = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32);
-    Reg end = e_reg(e, RC_B32);
-    int group = e_label(e), groups_end = e_label(e);
-    INS(e, ADD_U32, R(end), R(c), I(MLA_REDUCE_PIECE));
-    INS(e, MIN_U32, R(end), R(end), R(eff));                           /* the piece's selected slots */
-    INS(e, MOV_B32, R(q), R(c));
-    e_place(e, group);
-    INS(e, SETP_LT_U32, R(more), R(q), R(end));
-    INSP(e, more, 1, BRA_UNI, L(groups_end));
-    INS(e, SUB_U32, R(j), R(q), R(c));
-    INS(e, ADD_U32, R(j), R(j), R(k->lane));
-    INS(e, MAD_LO_U32, R(a), R(j), I(4), R(idx_s));
-    INS(e, LD_SHARED_B32, R(idx), A(a, 0));                            /* -1 past the token's selected slots */
-    INS(e, SUB_U32, R(rel), R(idx), R(rd->r0w));
-    INS(e, SETP_LT_U32, R(valid), R(idx), R(rd->s_kv));
-    INSP(e, valid, 1, MOV_B32, R(rel), I(32));                          /* invalid: nobody's row */
-    INS(e, SETP_LT_U32, R(mine), R(rel), I(32));
-    INS(e, VOTE_BALLOT, R(mask), R(mine), I(-1));
-    int top = e_label(e), done = e_label(e);
-    e_place(e, top);
-    Reg none = e_reg(e, RC_PRED), b = e_reg(e, RC_B32), r = e_reg(e, RC_B32), slot = e_reg(e, RC_B32);
-    INS(e, SETP_EQ_U32, R(none), R(mask), I(0));
-    INSP(e, none, 0, BRA_UNI, L(done));
-    INS(e, BREV_B32, R(b), R(mask));
-    INS(e, CLZ_B32, R(b), R(b));                                        /* the lowest set lane: the next slot */
-    Reg m1 = e_reg(e, RC_B32);
-    INS(e, SUB_U32, R(m1), R(mask), I(1));
-    INS(e, AND_B32, R(mask), R(mask), R(m1));
-    INS(e, SHFL_IDX, R(r), R(rel), R(b), I(31), I(-1));
-    INS(e, ADD_U32, R(slot), R(q), R(b));
-    add_slot(k, rd, t, slot, r);
-    INS(e, BRA_UNI, L(top));
-    e_place(e, done);
-    INS(e, ADD_U32, R(q), R(q), I(32));
-    INS(e, BRA_UNI, L(group));
-    e_place(e, groups_end);
+    Reg i = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), left = e_reg(e, RC_B32);
+    int batch = e_label(e), batches_end = e_label(e);
+    INS(e, BAR_WARP_SYNC, I(-1));                                      /* the list is in */
+    INS(e, MOV_B32, R(i), I(0));
+    e_place(e, batch);
+    INS(e, SUB_U32, R(left), R(n), R(i));                               /* used only where i <= n (not `all`) */
+    if (all) INS(e, SETP_LT_U32, R(more), R(i), R(n));
+    else INS(e, SETP_GE_U32, R(more), R(left), I(MLA_REDUCE_BATCH));
+    INSP(e, more, 1, BRA_UNI, L(batches_end));
+    add_batch(k, rd, list, i, n);
+    INS(e, ADD_U32, R(i), R(i), I(MLA_REDUCE_BATCH));
+    INS(e, BRA_UNI, L(batch));
+    e_place(e, batches_end);
+    if (all) return;
+    /* the leftover [i, n) to [0, n - i): i is 0 or at least MLA_REDUCE_BATCH > n - i, so the two never overlap */
+    INS(e, BAR_WARP_SYNC, I(-1));                                      /* the batches' reads of the list are done */
+    Reg lo = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), a = e_reg(e, RC_B32), mv = e_reg(e, RC_PRED);
+    Reg moved = e_reg(e, RC_PRED);
+    INS(e, SETP_LT_U32, R(mv), R(k->lane), R(left));
+    INS(e, SETP_NE_U32, R(moved), R(i), I(0));
+    INS(e, AND_PRED, R(mv), R(mv), R(moved));
+    INS(e, ADD_U32, R(a), R(i), R(k->lane));
+    INS(e, MAD_LO_U32, R(a), R(a), I(8), R(list));
+    INSP(e, mv, 0, LD_SHARED_V2_B32, V2(lo, hi), A(a, 0));
+    INS(e, MAD_LO_U32, R(a), R(k->lane), I(8), R(list));
+    INSP(e, mv, 0, ST_SHARED_V2_B32, A(a, 0), V2(lo, hi));
+    INS(e, MOV_B32, R(n), R(left));
+    INS(e, BAR_WARP_SYNC, I(-1));                                      /* read before the next piece's entries */
 }
 
-/* The CTA's threads' share of the piece of token t from slot c (eff selected): thread i holds slots c + i + 256 j,
- * -1 past eff, in v[j]. */
+/* Slots [c, min(c + MLA_REDUCE_PIECE, eff)) of token t (eff: the token's selected slots), their rows in v (lane l:
+ * slot c + 32 g + l in v[g]): 32 at a time, the slots whose row is this warp's appended to the warp's list at `list`
+ * (n entries, slot order), whose whole batches are added every MLA_REDUCE_SCAN slots (the list's room). */
+static void scan_piece(Kctx *k, Reduce *rd, Reg t, const Reg *v, Reg list, Reg n, Reg eff, Reg c) {
+    Emit *e = &k->e;
+    Reg end = e_reg(e, RC_B32), tb = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), base = e_reg(e, RC_B32);
+    int groups_end = e_label(e);
+    INS(e, ADD_U32, R(end), R(c), I(MLA_REDUCE_PIECE));
+    INS(e, MIN_U32, R(end), R(end), R(eff));                           /* the piece's selected slots */
+    INS(e, MUL_LO_U32, R(tb), R(t), R(rd->nhb));
+    INS(e, MUL_LO_U32, R(tb), R(tb), R(rd->topk));                     /* token t's first dkv_part row */
+    INS(e, ADD_U32, R(base), R(tb), R(c));
+    INS(e, ADD_U32, R(base), R(base), R(k->lane));                     /* this lane's slot c's dkv_part row */
+    for (int g = 0; g < MLA_REDUCE_PER_LANE; g++) {
+        Reg rel = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), none = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32);
+        int next = e_label(e);
+        if (g > 0 && g % (MLA_REDUCE_SCAN / 32) == 0) drain_list(k, rd, list, n, 0);
+        if (g % 8 == 0) {   /* a short token (topk_length) stops early; past eff v is -1, nobody's row, anyway */
+            Reg q = e_reg(e, RC_B32);
+            INS(e, ADD_U32, R(q), R(c), I(32 * g));
+            INS(e, SETP_LT_U32, R(more), R(q), R(end));
+            INSP(e, more, 1, BRA_UNI, L(groups_end));
+        }
+        /* most groups of 32 slots hold none of the warp's 32 rows (of s_kv): the ballot alone, then the next */
+        INS(e, SUB_U32, R(rel), R(v[g]), R(rd->r0w));
+        INS(e, SETP_LT_U32, R(mine), R(rel), R(rd->lim));
+        INS(e, VOTE_BALLOT, R(mask), R(mine), I(-1));
+        INS(e, SETP_EQ_U32, R(none), R(mask), I(0));
+        INSP(e, none, 0, BRA_UNI, L(next));
+        Reg below = e_reg(e, RC_B32), a = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
+        INS(e, MOV_B32, R(below), SR("%lanemask_lt"));
+        INS(e, AND_B32, R(below), R(below), R(mask));
+        INS(e, POPC_B32, R(below), R(below));
+        INS(e, ADD_U32, R(below), R(below), R(n));
+        INS(e, MAD_LO_U32, R(a), R(below), I(8), R(list));
+        INS(e, ADD_U32, R(x), R(base), I(32 * g));
+        INSP(e, mine, 0, ST_SHARED_V2_B32, A(a, 0), V2(x, rel));
+        INS(e, POPC_B32, R(mask), R(mask));
+        INS(e, ADD_U32, R(n), R(n), R(mask));
+        e_place(e, next);
+    }
+    e_place(e, groups_end);
+    drain_list(k, rd, list, n, 0);
+}
+
+/* The warp's piece of token t from slot c (eff selected): lane l holds slot c + 32 g + l in v[g], -1 past eff. Every
+ * warp loads the indices itself (the CTA's other warps read the same lines, from L1), so no barrier ties one warp's
+ * pace to another's: a warp whose rows matched more slots of a piece is not waited for. */
 static void load_piece(Kctx *k, Reg t, Reg c, Reg eff, Reg *v) {
     Emit *e = &k->e;
     Reg row = e_reg(e, RC_B64), t64 = e_reg(e, RC_B64);
@@ -183,14 +251,14 @@ static void load_piece(Kctx *k, Reg t, Reg c, Reg eff, Reg *v) {
     INS(e, MUL_LO_U64, R(t64), R(t64), R(kc_u64(k, "indices_stride_s")));
     INS(e, MUL_LO_U64, R(t64), R(t64), I(4));
     INS(e, ADD_U64, R(row), R(t64), R(kc_ptr(k, "indices")));
-    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) {
+    for (int g = 0; g < MLA_REDUCE_PER_LANE; g++) {
         Reg j = e_reg(e, RC_B32), in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
-        INS(e, ADD_U32, R(j), R(c), R(k->tid));
-        INS(e, ADD_U32, R(j), R(j), I(32 * MLA_REDUCE_WARPS * i));
+        INS(e, ADD_U32, R(j), R(c), R(k->lane));
+        INS(e, ADD_U32, R(j), R(j), I(32 * g));
         INS(e, SETP_LT_U32, R(in), R(j), R(eff));
-        INS(e, MOV_B32, R(v[i]), I(-1));
+        INS(e, MOV_B32, R(v[g]), I(-1));
         INS(e, MAD_WIDE_U32, R(a), R(j), I(4), R(row));
-        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(v[i]), A(a, 0));
+        INSP(e, in, 0, LD_GLOBAL_NC_B32, R(v[g]), A(a, 0));
     }
 }
 
@@ -202,6 +270,10 @@ static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
     INS(e, MOV_B32, R(x), SR("%ctaid.x"));
     INS(e, MUL_LO_U32, R(x), R(x), I(MLA_REDUCE_ROWS));
     INS(e, MAD_LO_U32, R(rd->r0w), R(k->warp), I(32), R(x));
+    rd->lim = e_reg(e, RC_B32);   /* an index is the warp's row iff index - r0w < lim (unsigned): no invalid one is */
+    INS(e, SUB_S32, R(rd->lim), R(rd->s_kv), R(rd->r0w));
+    INS(e, MIN_S32, R(rd->lim), R(rd->lim), I(32));
+    INS(e, MAX_S32, R(rd->lim), R(rd->lim), I(0));
     INS(e, ADD_U32, R(rd->nhb), R(h_q), I(rd->d->tile.bm - 1));
     INS(e, DIV_U32, R(rd->nhb), R(rd->nhb), I(rd->d->tile.bm));
     INS(e, MUL_LO_U32, R(x), R(k->lane), I(4 * rd->lc));
@@ -249,15 +321,17 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     Reg z = kc_imm32(k, 0);
     for (int i = 0; i < 32; i++)
         for (int c = 0; c < rd.lc; c += 2) INS(e, ST_SHARED_V2_F32, A(rd.acc, 4 * (i * rd.cols + c)), V2(z, z));
-    /* every token in order, its selected rows a piece at a time: the CTA loads a piece into shared memory (the next
-     * one's loads run under this one's scan), and every warp scans it for its own rows: the indices are read once a
-     * CTA, not once a warp, and their loads are not in the scan's way */
+    /* every token in order, its selected rows a piece at a time: each warp loads the next piece's indices into its
+     * registers under this one's scan, and keeps the slots that are its rows in its list */
     e_comment(e, "every token in order, a piece of its slots at a time");
     Reg t = e_reg(e, RC_B32), c = e_reg(e, RC_B32), eff = e_reg(e, RC_B32), s_q = kc_u32(k, "s_q"), more = e_reg(e, RC_PRED);
-    Reg v[MLA_REDUCE_PER_THREAD], idx_s = e_reg(e, RC_B32), st = e_reg(e, RC_B32);
-    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) v[i] = e_reg(e, RC_B32);
-    INS(e, ADD_U32, R(idx_s), R(k->smem), I(plan_region(p, "indices")));
-    INS(e, MAD_LO_U32, R(st), R(k->tid), I(4), R(idx_s));
+    Reg v[MLA_REDUCE_PER_LANE], w[MLA_REDUCE_PER_LANE];
+    for (int i = 0; i < MLA_REDUCE_PER_LANE; i++) v[i] = e_reg(e, RC_B32), w[i] = e_reg(e, RC_B32);
+    Reg list = e_reg(e, RC_B32);
+    INS(e, MAD_LO_U32, R(list), R(k->warp), I(8 * MLA_REDUCE_LIST), R(k->smem));
+    INS(e, ADD_U32, R(list), R(list), I(plan_region(p, "matches")));
+    Reg n = e_reg(e, RC_B32);
+    INS(e, MOV_B32, R(n), I(0));                                        /* the list's entries */
     int piece = e_label(e), pieces_end = e_label(e), same = e_label(e), fetch = e_label(e);
     INS(e, MOV_B32, R(t), I(0));
     INS(e, MOV_B32, R(c), I(0));
@@ -266,9 +340,6 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     INS(e, MOV_B32, R(eff), R(mla_token_slots(k, t, rd.topk)));
     load_piece(k, t, c, eff, v);
     e_place(e, piece);
-    INS(e, BAR_SYNC, I(0));                                             /* every warp scanned the last piece */
-    for (int i = 0; i < MLA_REDUCE_PER_THREAD; i++) INS(e, ST_SHARED_B32, A(st, 4 * 32 * MLA_REDUCE_WARPS * i), R(v[i]));
-    INS(e, BAR_SYNC, I(0));                                             /* the piece is in */
     Reg nt = e_reg(e, RC_B32), nc = e_reg(e, RC_B32), neff = e_reg(e, RC_B32), p2 = e_reg(e, RC_PRED);
     INS(e, MOV_B32, R(nt), R(t));
     INS(e, MOV_B32, R(neff), R(eff));
@@ -281,15 +352,17 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     INSP(e, p2, 1, BRA_UNI, L(fetch));
     INS(e, MOV_B32, R(neff), R(mla_token_slots(k, nt, rd.topk)));
     e_place(e, same);
-    load_piece(k, nt, nc, neff, v);
+    load_piece(k, nt, nc, neff, w);
     e_place(e, fetch);
-    scan_piece(k, &rd, t, idx_s, eff, c);
+    scan_piece(k, &rd, t, v, list, n, eff, c);
+    for (int i = 0; i < MLA_REDUCE_PER_LANE; i++) INS(e, MOV_B32, R(v[i]), R(w[i]));
     INS(e, MOV_B32, R(t), R(nt));
     INS(e, MOV_B32, R(c), R(nc));
     INS(e, MOV_B32, R(eff), R(neff));
     INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
     INSP(e, more, 0, BRA_UNI, L(piece));
     e_place(e, pieces_end);
+    drain_list(k, &rd, list, n, 1);
     reduce_store(k, &rd);
     kctx_finish(k, module);
 }

@@ -11,11 +11,11 @@ MlaDkvSplit mla_dkv_split(const AttnTile *t) {
 }
 
 /* The widest slice (a multiple of 64 dividing 576) whose 256 x cols fp32
- * accumulator fits the arch's shared memory beside a piece of indices: 192
+ * accumulator fits the arch's shared memory beside the warps' lists: 192
  * columns on 227 KB parts, 64 on sm_80 (576 has no divisor 128) and on 99 KB
  * parts. Fewer slices mean fewer CTAs rescanning every token's indices. */
 int mla_reduce_cols(const ArchInfo *a) {
     for (int cols = 192; cols > 64; cols -= 64)
-        if (MLA_D_QK % cols == 0 && MLA_REDUCE_ROWS * cols * 4 + MLA_REDUCE_PIECE * 4 <= a->smem_block_optin) return cols;
+        if (MLA_D_QK % cols == 0 && MLA_REDUCE_SMEM(cols) <= a->smem_block_optin) return cols;
     return 64;
 }
