@@ -109,8 +109,8 @@ int mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk) {
     int n = MLA_BWD_MAIN;
     rows_plan(d, &plans[MLA_BWD_PRE], "pre (delta, 8 heads per CTA)");
     for (const MlaBwdMain *m = mk; m; m = m->then) m->plan(d, &plans[n++]);
-    if (d->tile.deterministic) reduce_plan(d, &plans[n]);
-    else rows_plan(d, &plans[n], "convert (16 kv rows per CTA)");
+    if (d->tile.deterministic) reduce_plan(d, &plans[n++]);
+    rows_plan(d, &plans[n], "convert (16 kv rows per CTA)");
     return n + 1;
 }
 
@@ -163,7 +163,8 @@ void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, K
 static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
     *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
     mla_bwd_entry(ks, d, "convert", 0);
-    abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
+    if (d->tile.deterministic) abi_workspace(ks, "dkv_split", "the reduce's partial sums, added here in order");
+    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
     abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
     abi_sizes(ks, convert_sizes, 1);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_CONVERT_ROWS);
@@ -176,11 +177,11 @@ static void reduce_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     mla_bwd_entry(ks, d, "reduce", 1);
     mla_abi_selection(ks);
     abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, read here");
-    abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
+    abi_workspace(ks, "dkv_split", "the sums over each range of tokens, written here");
     abi_sizes(ks, mla_size_names, 4);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_REDUCE_ROWS);
     snprintf(ks->grid[1], sizeof ks->grid[1], "%d", d->d / mla_reduce_cols(d->arch));
-    snprintf(ks->grid[2], sizeof ks->grid[2], "1");
+    snprintf(ks->grid[2], sizeof ks->grid[2], "%d", MLA_REDUCE_SPLIT);
 }
 
 static void workspaces(const AttnDesc *d, KernelSet *ks) {
@@ -190,6 +191,11 @@ static void workspaces(const AttnDesc *d, KernelSet *ks) {
         *w = (WorkspaceSpec){"dkv_part", "", 0, "fp32 [s_q, cdiv(h_q, bm), topk, d_qk]: each head block's dkv "
                              "contribution per slot, written by main for valid slots only, summed in order by reduce"};
         snprintf(w->bytes, sizeof w->bytes, "s_q * cdiv(h_q, %d) * topk * %d", d->tile.bm, 4 * d->d);
+        w = &ks->ws[ks->nws++];
+        *w = (WorkspaceSpec){"dkv_split", "", 0, "fp32 [ranges, s_kv, d_qk]: the reduce's sums of dkv over each "
+                             "range of tokens (" MLA_REDUCE_SPLIT_TEXT " ranges; every row and column written), added "
+                             "in range order by convert"};
+        snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", MLA_REDUCE_SPLIT * 4 * d->d);
     } else {
         *w = (WorkspaceSpec){"dkv_accum", "", 1, "fp32 [s_kv, d_qk]: dkv summed by atomics; must start zeroed"};
         snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", 4 * d->d);
@@ -205,9 +211,9 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
         (x->spec ? x->spec : mla_bwd_main_spec)(d, &ks->plan[n], x, &ks->k[n]);
         if (x->workspaces) x->workspaces(d, ks);
     }
+    if (d->tile.deterministic) reduce_spec(d, &ks->plan[n], &ks->k[n]), n++;
+    convert_spec(d, &ks->k[n]);
     ks->nk = n + 1;
-    if (d->tile.deterministic) reduce_spec(d, &ks->plan[n], &ks->k[n]);
-    else convert_spec(d, &ks->k[n]);
     mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], m);
     n = MLA_BWD_MAIN;
     for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
@@ -215,8 +221,12 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
         x->emit(d, &ks->k[n], &ks->plan[n], m);
     }
     buf_puts(m, "\n");
-    if (d->tile.deterministic) mla_bwd_reduce_emit(d, &ks->k[n], &ks->plan[n], m);
-    else mla_bwd_convert_emit(d, &ks->k[n], m);
+    if (d->tile.deterministic) {
+        mla_bwd_reduce_emit(d, &ks->k[n], &ks->plan[n], m);
+        buf_puts(m, "\n");
+        n++;
+    }
+    mla_bwd_convert_emit(d, &ks->k[n], m);
 }
 
 static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL},

@@ -75,7 +75,10 @@ void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) 
     Reg src = e_reg(e, RC_B64), dst = e_reg(e, RC_B64), o32 = e_reg(e, RC_B32), o16 = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(o32), R(part), I(32));
     INS(e, MUL_LO_U32, R(o16), R(part), I(16));
-    INS(e, MAD_WIDE_U32, R(src), R(row), I(4 * d->d), R(kc_ptr(k, "dkv_accum")));
+    const char *from = d->tile.deterministic ? "dkv_split" : "dkv_accum";
+    Reg range = e_reg(e, RC_B64);   /* deterministic: the bytes between two token ranges' sums */
+    if (d->tile.deterministic) INS(e, MUL_WIDE_U32, R(range), R(kc_u32(k, "s_kv")), I(4 * d->d));
+    INS(e, MAD_WIDE_U32, R(src), R(row), I(4 * d->d), R(kc_ptr(k, from)));
     INS(e, MAD_WIDE_U32, R(src), R(o32), I(1), R(src));
     INS(e, MAD_WIDE_U32, R(dst), R(row), R(row_stride_bytes(k, "dkv")), R(kc_ptr(k, "dkv")));
     INS(e, MAD_WIDE_U32, R(dst), R(o16), I(1), R(dst));
@@ -84,6 +87,18 @@ void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) 
         for (int j = 0; j < 8; j++) f[j] = e_reg(e, RC_F32);
         INS(e, LD_GLOBAL_V4_B32, V4(f[0], f[1], f[2], f[3]), A(src, 32 * tpr * i));
         INS(e, LD_GLOBAL_V4_B32, V4(f[4], f[5], f[6], f[7]), A(src, 32 * tpr * i + 16));
+        if (d->tile.deterministic) {   /* the later token ranges' sums, added in range order */
+            Reg a = e_reg(e, RC_B64);
+            INS(e, MOV_B64, R(a), R(src));
+            for (int z = 1; z < MLA_REDUCE_SPLIT; z++) {
+                Reg g[8];
+                for (int j = 0; j < 8; j++) g[j] = e_reg(e, RC_F32);
+                INS(e, ADD_U64, R(a), R(a), R(range));
+                INS(e, LD_GLOBAL_V4_B32, V4(g[0], g[1], g[2], g[3]), A(a, 32 * tpr * i));
+                INS(e, LD_GLOBAL_V4_B32, V4(g[4], g[5], g[6], g[7]), A(a, 32 * tpr * i + 16));
+                for (int j = 0; j < 8; j++) INS(e, ADD_F32, R(f[j]), R(f[j]), R(g[j]));
+            }
+        }
         f32x8_pack(k, d->dtype, f, out);
         INS(e, ST_GLOBAL_V4_B32, A(dst, 16 * tpr * i), V4(out[0], out[1], out[2], out[3]));
     }
@@ -287,25 +302,26 @@ static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
     INS(e, MAD_WIDE_U32, R(rd->part_lane), R(col), I(4), R(kc_ptr(k, "dkv_part")));
 }
 
-/* The warp's 32 rows, rounded, to dkv (rows past s_kv skipped). */
-static void reduce_store(Kctx *k, Reduce *rd) {
+/* The warp's 32 rows' sums over the CTA's token range z to dkv_split[z] (rows past s_kv skipped). */
+static void reduce_store(Kctx *k, Reduce *rd, Reg z) {
     Emit *e = &k->e;
-    Reg col = e_reg(e, RC_B32), base = kc_ptr(k, "dkv"), rs = row_stride_bytes(k, "dkv");
+    Reg col = e_reg(e, RC_B32), base = e_reg(e, RC_B64), zr = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(col), SR("%ctaid.y"));
     INS(e, MUL_LO_U32, R(col), R(col), I(rd->cols));
     INS(e, MAD_LO_U32, R(col), R(k->lane), I(rd->lc), R(col));
-    INS(e, MAD_WIDE_U32, R(base), R(col), I(2), R(base));
-    Op cvt = rd->d->dtype == DT_FP16 ? OP_CVT_F16X2 : OP_CVT_BF16X2;
+    INS(e, MUL_WIDE_U32, R(base), R(col), I(4));
+    INS(e, ADD_U64, R(base), R(base), R(kc_ptr(k, "dkv_split")));
+    INS(e, MUL_LO_U32, R(zr), R(z), R(rd->s_kv));                     /* range z's first row */
     for (int i = 0; i < 32; i++) {
-        Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64);
+        Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), zrow = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(row), R(rd->r0w), I(i));
         INS(e, SETP_LT_U32, R(p), R(row), R(rd->s_kv));
-        INS(e, MAD_WIDE_U32, R(a), R(row), R(rs), R(base));
+        INS(e, ADD_U32, R(zrow), R(zr), R(row));
+        INS(e, MAD_WIDE_U32, R(a), R(zrow), I(4 * rd->d->d), R(base));
         for (int c = 0; c < rd->lc; c += 2) {
-            Reg v[2] = {e_reg(e, RC_F32), e_reg(e, RC_F32)}, w = e_reg(e, RC_B32);
+            Reg v[2] = {e_reg(e, RC_F32), e_reg(e, RC_F32)};
             INS(e, LD_SHARED_V2_F32, V2(v[0], v[1]), A(rd->acc, 4 * (i * rd->cols + c)));
-            e_insn(e, NOGUARD, 0, cvt, OPNDS(R(w), R(v[1]), R(v[0])));
-            INSP(e, p, 0, ST_GLOBAL_B32, A(a, 2 * c), R(w));
+            INSP(e, p, 0, ST_GLOBAL_V2_F32, A(a, 4 * c), V2(v[0], v[1]));
         }
     }
 }
@@ -318,9 +334,9 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     Reduce rd = {.d = d, .cols = mla_reduce_cols(d->arch)};
     rd.lc = rd.cols / 32;
     reduce_setup(k, &rd, p);
-    Reg z = kc_imm32(k, 0);
+    Reg zero = kc_imm32(k, 0);
     for (int i = 0; i < 32; i++)
-        for (int c = 0; c < rd.lc; c += 2) INS(e, ST_SHARED_V2_F32, A(rd.acc, 4 * (i * rd.cols + c)), V2(z, z));
+        for (int c = 0; c < rd.lc; c += 2) INS(e, ST_SHARED_V2_F32, A(rd.acc, 4 * (i * rd.cols + c)), V2(zero, zero));
     /* every token in order, its selected rows a piece at a time: each warp loads the next piece's indices into its
      * registers under this one's scan, and keeps the slots that are its rows in its list */
     e_comment(e, "every token in order, a piece of its slots at a time");
@@ -333,9 +349,14 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     Reg n = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(n), I(0));                                        /* the list's entries */
     int piece = e_label(e), pieces_end = e_label(e), same = e_label(e), fetch = e_label(e);
-    INS(e, MOV_B32, R(t), I(0));
+    Reg z = e_reg(e, RC_B32), t_end = e_reg(e, RC_B32);   /* the CTA's tokens: [z s_q / SPLIT, (z + 1) s_q / SPLIT) */
+    INS(e, MOV_B32, R(z), SR("%ctaid.z"));
+    INS(e, MUL_LO_U32, R(t), R(z), R(s_q));
+    INS(e, DIV_U32, R(t), R(t), I(MLA_REDUCE_SPLIT));
+    INS(e, MAD_LO_U32, R(t_end), R(z), R(s_q), R(s_q));
+    INS(e, DIV_U32, R(t_end), R(t_end), I(MLA_REDUCE_SPLIT));
     INS(e, MOV_B32, R(c), I(0));
-    INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
+    INS(e, SETP_LT_U32, R(more), R(t), R(t_end));
     INSP(e, more, 1, BRA_UNI, L(pieces_end));
     INS(e, MOV_B32, R(eff), R(mla_token_slots(k, t, rd.topk)));
     load_piece(k, t, c, eff, v);
@@ -348,7 +369,7 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     INSP(e, p2, 0, BRA_UNI, L(same));                                   /* the token's next piece, or the next token */
     INS(e, ADD_U32, R(nt), R(t), I(1));
     INS(e, MOV_B32, R(nc), I(0));
-    INS(e, SETP_LT_U32, R(p2), R(nt), R(s_q));
+    INS(e, SETP_LT_U32, R(p2), R(nt), R(t_end));
     INSP(e, p2, 1, BRA_UNI, L(fetch));
     INS(e, MOV_B32, R(neff), R(mla_token_slots(k, nt, rd.topk)));
     e_place(e, same);
@@ -359,10 +380,10 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     INS(e, MOV_B32, R(t), R(nt));
     INS(e, MOV_B32, R(c), R(nc));
     INS(e, MOV_B32, R(eff), R(neff));
-    INS(e, SETP_LT_U32, R(more), R(t), R(s_q));
+    INS(e, SETP_LT_U32, R(more), R(t), R(t_end));
     INSP(e, more, 0, BRA_UNI, L(piece));
     e_place(e, pieces_end);
     drain_list(k, &rd, list, n, 1);
-    reduce_store(k, &rd);
+    reduce_store(k, &rd, z);
     kctx_finish(k, module);
 }
