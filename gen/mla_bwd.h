@@ -21,8 +21,9 @@ enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any),
 #define MLA_PRE_HEADS 8          /* heads per CTA of pre: 16 threads per 512-wide row */
 #define MLA_CONVERT_ROWS 16      /* kv rows per CTA of convert: 8 threads per 576-wide row */
 #define MLA_ROW_THREADS 128
-#define MLA_REDUCE_WARPS 8       /* reduce: 32 kv rows per warp, all warps scan every token */
-#define MLA_REDUCE_ROWS (32 * MLA_REDUCE_WARPS)
+#define MLA_REDUCE_WARPS 8       /* reduce: all warps scan every token of the CTA's range for their own rows */
+#define MLA_REDUCE_WARP_ROWS 32  /* reduce: kv rows a warp owns (at most 32: one ballot bit a lane) */
+#define MLA_REDUCE_ROWS (MLA_REDUCE_WARP_ROWS * MLA_REDUCE_WARPS)
 #define MLA_REDUCE_PIECE 1024    /* reduce: a token's indices go through a warp's registers this many at a time */
 #define MLA_REDUCE_PER_LANE (MLA_REDUCE_PIECE / 32)   /* indices each lane holds */
 #define MLA_REDUCE_SCAN 512      /* reduce: slots a warp scans between two drains of its list */

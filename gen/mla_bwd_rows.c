@@ -111,7 +111,7 @@ typedef struct {
     const AttnDesc *d;
     int cols, lc;                     /* the CTA's slice width; columns per lane */
     Reg r0w, s_kv, topk, nhb;         /* first row of this warp */
-    Reg lim;                          /* the warp's rows below s_kv: min(32, max(s_kv - r0w, 0)) */
+    Reg lim;                          /* the warp's rows below s_kv: min(MLA_REDUCE_WARP_ROWS, max(s_kv - r0w, 0)) */
     Reg acc;                          /* shared address of this lane's columns of the warp's row 0 */
     Reg part_lane;                    /* b64: dkv_part + 4 * (this lane's first column) */
 } Reduce;
@@ -284,16 +284,16 @@ static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
     rd->r0w = e_reg(e, RC_B32), rd->nhb = e_reg(e, RC_B32), rd->acc = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(x), SR("%ctaid.x"));
     INS(e, MUL_LO_U32, R(x), R(x), I(MLA_REDUCE_ROWS));
-    INS(e, MAD_LO_U32, R(rd->r0w), R(k->warp), I(32), R(x));
+    INS(e, MAD_LO_U32, R(rd->r0w), R(k->warp), I(MLA_REDUCE_WARP_ROWS), R(x));
     rd->lim = e_reg(e, RC_B32);   /* an index is the warp's row iff index - r0w < lim (unsigned): no invalid one is */
     INS(e, SUB_S32, R(rd->lim), R(rd->s_kv), R(rd->r0w));
-    INS(e, MIN_S32, R(rd->lim), R(rd->lim), I(32));
+    INS(e, MIN_S32, R(rd->lim), R(rd->lim), I(MLA_REDUCE_WARP_ROWS));
     INS(e, MAX_S32, R(rd->lim), R(rd->lim), I(0));
     INS(e, ADD_U32, R(rd->nhb), R(h_q), I(rd->d->tile.bm - 1));
     INS(e, DIV_U32, R(rd->nhb), R(rd->nhb), I(rd->d->tile.bm));
     INS(e, MUL_LO_U32, R(x), R(k->lane), I(4 * rd->lc));
     INS(e, ADD_U32, R(x), R(x), R(k->smem));
-    INS(e, MAD_LO_U32, R(rd->acc), R(k->warp), I(32 * 4 * rd->cols), R(x));
+    INS(e, MAD_LO_U32, R(rd->acc), R(k->warp), I(MLA_REDUCE_WARP_ROWS * 4 * rd->cols), R(x));
     INS(e, ADD_U32, R(rd->acc), R(rd->acc), I(plan_region(p, "dkv")));
     INS(e, MOV_B32, R(col), SR("%ctaid.y"));
     INS(e, MUL_LO_U32, R(col), R(col), I(rd->cols));
@@ -302,7 +302,7 @@ static void reduce_setup(Kctx *k, Reduce *rd, const Plan *p) {
     INS(e, MAD_WIDE_U32, R(rd->part_lane), R(col), I(4), R(kc_ptr(k, "dkv_part")));
 }
 
-/* The warp's 32 rows' sums over the CTA's token range z to dkv_split[z] (rows past s_kv skipped). */
+/* The warp's rows' sums over the CTA's token range z to dkv_split[z] (rows past s_kv skipped). */
 static void reduce_store(Kctx *k, Reduce *rd, Reg z) {
     Emit *e = &k->e;
     Reg col = e_reg(e, RC_B32), base = e_reg(e, RC_B64), zr = e_reg(e, RC_B32);
@@ -312,7 +312,7 @@ static void reduce_store(Kctx *k, Reduce *rd, Reg z) {
     INS(e, MUL_WIDE_U32, R(base), R(col), I(4));
     INS(e, ADD_U64, R(base), R(base), R(kc_ptr(k, "dkv_split")));
     INS(e, MUL_LO_U32, R(zr), R(z), R(rd->s_kv));                     /* range z's first row */
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < MLA_REDUCE_WARP_ROWS; i++) {
         Reg row = e_reg(e, RC_B32), p = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), zrow = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(row), R(rd->r0w), I(i));
         INS(e, SETP_LT_U32, R(p), R(row), R(rd->s_kv));
@@ -335,7 +335,7 @@ void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p,
     rd.lc = rd.cols / 32;
     reduce_setup(k, &rd, p);
     Reg zero = kc_imm32(k, 0);
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < MLA_REDUCE_WARP_ROWS; i++)
         for (int c = 0; c < rd.lc; c += 2) INS(e, ST_SHARED_V2_F32, A(rd.acc, 4 * (i * rd.cols + c)), V2(zero, zero));
     /* every token in order, its selected rows a piece at a time: each warp loads the next piece's indices into its
      * registers under this one's scan, and keeps the slots that are its rows in its list */
