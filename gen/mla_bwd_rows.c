@@ -76,8 +76,11 @@ void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) 
     INS(e, MUL_LO_U32, R(o32), R(part), I(32));
     INS(e, MUL_LO_U32, R(o16), R(part), I(16));
     const char *from = d->tile.deterministic ? "dkv_split" : "dkv_accum";
-    Reg range = e_reg(e, RC_B64);   /* deterministic: the bytes between two token ranges' sums */
-    if (d->tile.deterministic) INS(e, MUL_WIDE_U32, R(range), R(kc_u32(k, "s_kv")), I(4 * d->d));
+    Reg range = {0};   /* deterministic: the bytes between two token ranges' sums */
+    if (d->tile.deterministic) {
+        range = e_reg(e, RC_B64);
+        INS(e, MUL_WIDE_U32, R(range), R(kc_u32(k, "s_kv")), I(4 * d->d));
+    }
     INS(e, MAD_WIDE_U32, R(src), R(row), I(4 * d->d), R(kc_ptr(k, from)));
     INS(e, MAD_WIDE_U32, R(src), R(o32), I(1), R(src));
     INS(e, MAD_WIDE_U32, R(dst), R(row), R(row_stride_bytes(k, "dkv")), R(kc_ptr(k, "dkv")));
