@@ -96,7 +96,7 @@ static void rows_plan(const AttnDesc *d, Plan *p, const char *what) {
 
 static void reduce_plan(const AttnDesc *d, Plan *p) {
     int cols = mla_reduce_cols(d->arch);
-    *p = (Plan){.threads = 32 * MLA_REDUCE_WARPS, .regs_est = 48};
+    *p = (Plan){.threads = 32 * MLA_REDUCE_WARPS, .regs_est = 180};   /* ptxas 13.0, sm_90a: 180 */
     plan_add_region(p, "dkv", MLA_REDUCE_ROWS * cols * 4, 128, "fp32 sums of 256 kv rows x the CTA's column slice");
     plan_add_region(p, "matches", MLA_REDUCE_WARPS * MLA_REDUCE_LIST * 8, 16, "per warp, the slots whose rows are the "
                     "warp's in token and slot order ({first dkv_part row, row}), their contributions loaded a batch at a time");
@@ -189,11 +189,12 @@ static void workspaces(const AttnDesc *d, KernelSet *ks) {
     WorkspaceSpec *w = &ks->ws[ks->nws++];
     if (d->tile.deterministic) {
         *w = (WorkspaceSpec){"dkv_part", "", 0, "fp32 [s_q, cdiv(h_q, bm), topk, d_qk]: each head block's dkv "
-                             "contribution per slot, written by main for valid slots only, summed in order by reduce"};
+                             "contribution per slot, written by main for valid slots only, summed in order over each range of "
+                             "tokens by reduce"};
         snprintf(w->bytes, sizeof w->bytes, "s_q * cdiv(h_q, %d) * topk * %d", d->tile.bm, 4 * d->d);
         w = &ks->ws[ks->nws++];
         *w = (WorkspaceSpec){"dkv_split", "", 0, "fp32 [ranges, s_kv, d_qk]: the reduce's sums of dkv over each "
-                             "range of tokens (" MLA_REDUCE_SPLIT_TEXT " ranges; every row and column written), added "
+                             "range of tokens (" MLA_STR(MLA_REDUCE_SPLIT) " ranges; every row and column written), added "
                              "in range order by convert"};
         snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", MLA_REDUCE_SPLIT * 4 * d->d);
     } else {

@@ -1,15 +1,18 @@
 /* The row-wise kernels of mla_bwd:
  *   pre:      delta[t, h] = sum_c dO[t, h, c] * o[t, h, c]      (8 heads per CTA, 16 threads per head)
- *   convert:  dkv[r, :] = dkv_accum[r, :] rounded to the dtype  (16 kv rows per CTA, 8 threads per row)
- *   reduce:   deterministic dkv: for the CTA's 256 kv rows and column slice,
- *             every token in order, every slot in order, the slot's stored
- *             contributions (head blocks in order) added to its row. Each
- *             warp owns 32 of the rows and scans every token's indices, so no
- *             two warps touch one row and a row's sums happen in one order.
- *             Each warp loads the indices into its registers a piece at a
- *             time (no barrier ties the warps' paces), lists the slots that
- *             are its rows in shared memory, and loads their contributions a
- *             batch at a time. */
+ *   convert:  dkv[r, :] = dkv_accum[r, :] rounded to the dtype  (16 kv rows per CTA, 8 threads per row);
+ *             deterministic: dkv[r, :] = the reduce's MLA_REDUCE_SPLIT range sums dkv_split[z, r, :]
+ *             added in z order, rounded
+ *   reduce:   deterministic dkv: for the CTA's 256 kv rows, column slice and
+ *             range z of the tokens, every token of the range in order,
+ *             every slot in order, the slot's stored contributions (head
+ *             blocks in order) added to its row, the sums to dkv_split[z].
+ *             Each warp owns 32 of the rows and scans every token's indices,
+ *             so no two warps touch one row and a row's sums happen in one
+ *             order whatever the schedule. Each warp loads the indices into
+ *             its registers a piece at a time (no barrier ties the warps'
+ *             paces), lists the slots that are its rows in shared memory, and
+ *             loads their contributions a batch at a time. */
 #include "mla_bwd.h"
 #include <stdio.h>
 
@@ -221,6 +224,7 @@ static void scan_piece(Kctx *k, Reduce *rd, Reg t, const Reg *v, Reg list, Reg n
     Emit *e = &k->e;
     Reg end = e_reg(e, RC_B32), tb = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), base = e_reg(e, RC_B32);
     int groups_end = e_label(e);
+    enum { EXIT_GROUPS = 8 };   /* groups of 32 slots between two checks for the piece's end */
     INS(e, ADD_U32, R(end), R(c), I(MLA_REDUCE_PIECE));
     INS(e, MIN_U32, R(end), R(end), R(eff));                           /* the piece's selected slots */
     INS(e, MUL_LO_U32, R(tb), R(t), R(rd->nhb));
@@ -231,7 +235,7 @@ static void scan_piece(Kctx *k, Reduce *rd, Reg t, const Reg *v, Reg list, Reg n
         Reg rel = e_reg(e, RC_B32), mine = e_reg(e, RC_PRED), none = e_reg(e, RC_PRED), mask = e_reg(e, RC_B32);
         int next = e_label(e);
         if (g > 0 && g % (MLA_REDUCE_SCAN / 32) == 0) drain_list(k, rd, list, n, 0);
-        if (g % 8 == 0) {   /* a short token (topk_length) stops early; past eff v is -1, nobody's row, anyway */
+        if (g % EXIT_GROUPS == 0) {   /* a short token (topk_length) stops early; past eff v is -1, nobody's row */
             Reg q = e_reg(e, RC_B32);
             INS(e, ADD_U32, R(q), R(c), I(32 * g));
             INS(e, SETP_LT_U32, R(more), R(q), R(end));

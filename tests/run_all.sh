@@ -823,11 +823,13 @@ mla_bwd_sim_tests() {
     sim_mla_bwd "sim mla_bwd sm_90 deterministic h_q=128" --tile deterministic=1 --sq 5 --skv 300 --hq 128 --topk 96 \
         --topk-length
     # the reduce takes a token's slots through a warp's registers 1024 at a time, listing its matches 512 slots at a
-    # time: tokens of one and two pieces and (topk_length) fewer, kv rows past one CTA's 256
-    sim_mla_bwd "sim mla_bwd sm_90 deterministic, slots in pieces" --tile deterministic=1 --sq 3 --skv 3000 --hq 16 \
+    # time: tokens of one and two pieces and (topk_length) fewer, kv rows past one CTA's 256, two tokens in each of the
+    # reduce's 4 token ranges (a warp's leftover matches carried from one token to the next)
+    sim_mla_bwd "sim mla_bwd sm_90 deterministic, slots in pieces" --tile deterministic=1 --sq 8 --skv 3000 --hq 16 \
         --topk 1500 --topk-length --seed $((RANDOM + 1))
-    # every slot's row one warp's: that warp's list fills (512 entries a scan) and it adds every slot of two pieces
-    sim_mla_bwd "sim mla_bwd sm_90 deterministic, every slot in 20 rows" --tile deterministic=1 --sq 3 --skv 20 --hq 16 \
+    # every slot's row one warp's: that warp lists nearly every slot of each 512-slot scan (invalid ones aside) and
+    # adds every slot of two pieces, tokens in twos per range
+    sim_mla_bwd "sim mla_bwd sm_90 deterministic, every slot in 20 rows" --tile deterministic=1 --sq 8 --skv 20 --hq 16 \
         --topk 1100 --seed $((RANDOM + 1))
     sim_mla_bwd "sim mla_bwd sm_100a bm=32 deterministic pad" --arch sm_100a --tile bm=32,deterministic=1 --sq 3 \
         --skv 600 --hq 32 --topk 64 --pad 8
