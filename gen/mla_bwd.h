@@ -18,6 +18,8 @@
 #include "mla_emit.h"
 
 enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any), then convert or reduce */
+#define MLA_STR_(x) #x
+#define MLA_STR(x) MLA_STR_(x)       /* a constant's digits, for descriptions */
 #define MLA_PRE_HEADS 8          /* heads per CTA of pre: 16 threads per 512-wide row */
 #define MLA_CONVERT_ROWS 16      /* kv rows per CTA of convert: 8 threads per 576-wide row */
 #define MLA_ROW_THREADS 128
@@ -28,8 +30,6 @@ enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any),
 #define MLA_REDUCE_PER_LANE (MLA_REDUCE_PIECE / 32)   /* indices each lane holds */
 #define MLA_REDUCE_SCAN 512      /* reduce: slots a warp scans between two drains of its list */
 #define MLA_REDUCE_SPLIT 4       /* reduce: token ranges per rows x columns; convert adds their sums in order */
-#define MLA_STR_(x) #x
-#define MLA_STR(x) MLA_STR_(x)       /* a constant's digits, for descriptions */
 #define MLA_REDUCE_BATCH 8       /* reduce: a warp's matched slots whose contributions it loads at once */
 #define MLA_REDUCE_LIST (MLA_REDUCE_SCAN + MLA_REDUCE_BATCH)   /* a warp's list: a part batch left over, a scan's */
 /* reduce's shared memory: the sums and each warp's list of matched slots (8 bytes an entry) */

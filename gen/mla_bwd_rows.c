@@ -192,9 +192,11 @@ static void drain_list(Kctx *k, Reduce *rd, Reg list, Reg n, int all) {
     INS(e, BAR_WARP_SYNC, I(-1));                                      /* the list is in */
     INS(e, MOV_B32, R(i), I(0));
     e_place(e, batch);
-    INS(e, SUB_U32, R(left), R(n), R(i));                               /* used only where i <= n (not `all`) */
     if (all) INS(e, SETP_LT_U32, R(more), R(i), R(n));
-    else INS(e, SETP_GE_U32, R(more), R(left), I(MLA_REDUCE_BATCH));
+    else {   /* whole batches only: i <= n throughout */
+        INS(e, SUB_U32, R(left), R(n), R(i));
+        INS(e, SETP_GE_U32, R(more), R(left), I(MLA_REDUCE_BATCH));
+    }
     INSP(e, more, 1, BRA_UNI, L(batches_end));
     add_batch(k, rd, list, i, n);
     INS(e, ADD_U32, R(i), R(i), I(MLA_REDUCE_BATCH));
