@@ -271,16 +271,17 @@ sim_mla_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
-# sim_bwd_wg_mutant NAME EDIT PHRASE [TILE]: the wgmma attn_bwd (d 64, TILE or deterministic=1: dQ added in
-# key-block order) edited by the awk program EDIT must fail on the sim with PHRASE. A semaphore that never reaches
-# its count spins: the step limit turns that into an error naming the loop.
+# sim_bwd_wg_mutant NAME EDIT PHRASE [TILE [SHAPE]]: the wgmma attn_bwd (d 64, TILE or deterministic=1: dQ added in
+# key-block order) edited by the awk program EDIT must fail on the sim with PHRASE at SHAPE (by default one group of
+# two key blocks). A semaphore that never reaches its count spins: the step limit turns that into an error naming
+# the loop.
 sim_bwd_wg_mutant() {
-    local name=$1 edit=$2 phrase=$3 tile=${4:-deterministic=1}
+    local name=$1 edit=$2 phrase=$3 tile=${4:-deterministic=1} shape=${5:---sq 130 --sk 200 --hq 2 --hkv 1}
     local gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile")
     "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
     if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
     PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile" \
-        --sq 130 --sk 200 --hq 2 --hkv 1 --ptx "$TMP/mutant.ptx"
+        $shape --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
@@ -1311,6 +1312,32 @@ sim_tests() {
         PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd deterministic d=128 $h b=2 ragged ${c:-noncausal}, 2 CTAs per SM" \
             --arch sm_90a --hdim 128 --tile deterministic=1 $c --b 2 --sq 200 --sk 333 $h --seed $((RANDOM + 1))
     done; done
+    # the CTAs' order (key_block_order): chunks of (kv head, batch) pairs, as many as fill %nsmid x CTAs per SM with
+    # their key blocks, key block-major inside; without GQA the whole grid, with GQA the last chunk alone. 13 SMs over
+    # 3 key blocks make chunks of 4, 4 and 1 of the 9 pairs, 7 SMs chunks of 2 (the last one 1 pair), 40 SMs one chunk
+    # of all 9, 1 SM (the sim's own) the grid's order; deterministic causal sets keep the grid's order
+    for sms in 13 7 40; do for t in "deterministic=0 --causal" deterministic=1; do
+        set -- $t
+        for h in "--hq 3 --hkv 3" "--hq 6 --hkv 3"; do
+            PTXGEN_SIM_SMS=$sms sim_bwd "sim wgmma bwd $1 $(t=${2:---noncausal}; echo ${t#--}) b=3 $h ragged, $sms SMs" \
+                --arch sm_90a --hdim 64 --tile $1 ${2:-} --b 3 --sq 300 --sk 300 $h --seed $((RANDOM + 1))
+        done
+    done; done
+    PTXGEN_SIM_SMS=13 sim_bwd "sim wgmma bwd deterministic=1 causal b=3 GQA ragged, 13 SMs" --arch sm_90a --hdim 64 \
+        --tile deterministic=1 --causal --b 3 --sq 300 --sk 300 --hq 6 --hkv 3 --seed $((RANDOM + 1))
+    PTXGEN_SIM_SMS=13 sim_bwd_wg_mutant "sim mutant wgmma bwd: the CTA order's last chunk taken as full" \
+        '/%nsmid/ { k = 1 } k && /min\.u32/ { split($0, a, /[ \t,;]+/); print "\tmov.b32 " a[3] ", " a[5] ";"; k = 0; next } { print }' \
+        'unwritten=[1-9]' deterministic=0 "--b 3 --sq 300 --sk 300 --hq 3 --hkv 3"
+    PTXGEN_SIM_SMS=40 sim_bwd_wg_mutant "sim mutant wgmma bwd: GQA's last chunk as wide as the slots' pairs, not the grid's" \
+        '/%nsmid/ { split($0, a, /[ \t,;]+/); per = a[3]; k = 1 }
+         k && /selp\.b32/ && ++n == 2 { split($0, b, /[ \t,;]+/); print "\tselp.b32 " b[3] ", " per ", " b[5] ", " b[6] ";"; k = n = 0; next }
+         { print }' \
+        'unwritten=[1-9]' deterministic=0 "--b 3 --sq 300 --sk 300 --hq 6 --hkv 3"
+    for v in 0 1025 x 4y; do   # the sim's SM count is refused when out of range, not clamped
+        PTXGEN_SIM_SMS=$v run_cli check --kernel attn_bwd --device sim --arch sm_90a --hdim 64 --sq 70 --sk 70
+        expect_rc "sim PTXGEN_SIM_SMS=$v refused" 1 && expect_output "sim PTXGEN_SIM_SMS=$v refused" 'PTXGEN_SIM_SMS\) must be an integer 1\.\.1024' &&
+            pass "sim PTXGEN_SIM_SMS=$v refused"
+    done
     for c in "" --causal; do   # two dQ staging buffers: the consumers run a block ahead of a waiting writer
         PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd deterministic dqbufs=2 d=64 GQA b=2 ragged ${c:-noncausal}, 2 CTAs per SM" \
             --arch sm_90a --hdim 64 --tile deterministic=1,dqbufs=2 $c --b 2 --sq 300 --sk 333 --hq 4 --hkv 2 --seed $((RANDOM + 1))

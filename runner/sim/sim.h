@@ -21,7 +21,7 @@ typedef enum {
     SR_CLUSTER_NCTAID_X, SR_CLUSTER_NCTAID_Y, SR_CLUSTER_NCTAID_Z, SR_CLUSTERID_X, SR_CLUSTERID_Y, SR_CLUSTERID_Z,
     SR_NCLUSTERID_X, SR_NCLUSTERID_Y, SR_NCLUSTERID_Z, SR_IS_EXPLICIT_CLUSTER,
     SR_LANEMASK_EQ, SR_LANEMASK_LT, SR_LANEMASK_LE, SR_LANEMASK_GT, SR_LANEMASK_GE,
-    SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_CLOCK, SR_CLOCK64, SR_GLOBALTIMER, SR_COUNT
+    SR_DYNAMIC_SMEM_SIZE, SR_TOTAL_SMEM_SIZE, SR_CLOCK, SR_CLOCK64, SR_GLOBALTIMER, SR_NSMID, SR_COUNT
 } SimSreg;
 typedef enum { SPACE_NONE, SPACE_PARAM, SPACE_SHARED, SPACE_GLOBAL, SPACE_LOCAL } SimSpace;
 
@@ -286,7 +286,7 @@ void sim_async_mark_landed(SimCta *c, uint32_t lo, uint32_t bytes);
  * where CUTLASS clears bit 24 to name the even CTA of a pair): a CTA's own
  * variables sit at rank << 24, mapa moves an address to another rank, and
  * .shared::cluster accesses reach any CTA of the cluster. */
-enum { SIM_RANK_SHIFT = 24, SIM_MAX_CTAS_PER_SM = 32 };
+enum { SIM_RANK_SHIFT = 24, SIM_MAX_CTAS_PER_SM = 32, SIM_MAX_SMS = 1024 };
 struct SimCluster {
     Sim *sim;
     unsigned dims[3], id[3];        /* cluster shape and this cluster's index in the grid of clusters */
@@ -354,6 +354,8 @@ struct Sim {
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
     int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
                              * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
+    int nsm;                /* %nsmid: the sim is one SM (default 1); a kernel that orders its CTAs by the
+                             * GPU's size is tested at others (CTAs still run in grid order, one valid schedule) */
     char *notes;            /* the notes so far, one per line (malloc'd), and their count */
     size_t notes_len;
     int nnotes;
@@ -361,7 +363,8 @@ struct Sim {
 
 /* A Sim with the defaults (a step limit per warp) and the environment's
  * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors),
- * PTXGEN_SIM_CTAS_PER_SM=k (k clusters co-resident, sharing TMEM; 1 to 32).
+ * PTXGEN_SIM_CTAS_PER_SM=k (k clusters co-resident, sharing TMEM; 1 to 32), PTXGEN_SIM_SMS=n (%nsmid; 1 to
+ * 1024).
  * sim_fini frees its heap and notes. */
 void sim_init(Sim *sim);
 void sim_fini(Sim *sim);

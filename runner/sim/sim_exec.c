@@ -66,6 +66,7 @@ static uint64_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
     /* the clocks count the warp's instructions: they only move forward, which is all a kernel may assume */
     case SR_CLOCK: return (uint32_t)w->steps;
     case SR_CLOCK64: case SR_GLOBALTIMER: return w->steps;
+    case SR_NSMID: return (uint32_t)c->sim->nsm;
     }
     return 0;
 }
@@ -541,6 +542,10 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
         snprintf(sim->err, sim->errlen, "sim: CTAs per SM (PTXGEN_SIM_CTAS_PER_SM) must be an integer 1..%d", SIM_MAX_CTAS_PER_SM);
         return -1;
     }
+    if (sim->nsm < 1 || sim->nsm > SIM_MAX_SMS) {
+        snprintf(sim->err, sim->errlen, "sim: SMs (PTXGEN_SIM_SMS) must be an integer 1..%d", SIM_MAX_SMS);
+        return -1;
+    }
     uint64_t gvar_base;
     if (place_globals(sim, m, &gvar_base)) return -1;
     /* k clusters run together: CTA rank r of each shares one SM (its TMEM columns) with rank r of the others */
@@ -620,6 +625,13 @@ void sim_init(Sim *sim)
         char *end;
         long k = strtol(env, &end, 10);
         sim->ctas_per_sm = *env && !*end && k >= 1 && k <= SIM_MAX_CTAS_PER_SM ? (int)k : -1;
+    }
+    env = getenv("PTXGEN_SIM_SMS");
+    sim->nsm = 1;
+    if (env) {   /* refused at launch too */
+        char *end;
+        long n = strtol(env, &end, 10);
+        sim->nsm = *env && !*end && n >= 1 && n <= SIM_MAX_SMS ? (int)n : -1;
     }
 }
 

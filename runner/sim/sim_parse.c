@@ -183,7 +183,7 @@ static const char *kSregs[SR_COUNT] = {
     "%cluster_nctaid.x", "%cluster_nctaid.y", "%cluster_nctaid.z", "%clusterid.x", "%clusterid.y", "%clusterid.z",
     "%nclusterid.x", "%nclusterid.y", "%nclusterid.z", "%is_explicit_cluster",
     "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
-    "%dynamic_smem_size", "%total_smem_size", "%clock", "%clock64", "%globaltimer"};
+    "%dynamic_smem_size", "%total_smem_size", "%clock", "%clock64", "%globaltimer", "%nsmid"};
 
 /* The innermost declaration wins: inline-asm blocks redeclare names. */
 static int find_reg(const Parser *P, const char *name)
