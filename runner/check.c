@@ -311,8 +311,9 @@ static int local_bytes(const Session *ss) {
 
 /* A run's outputs, each gathered contiguous, in problem_outputs order. */
 typedef struct { int n; ProblemOutput spec[PROBLEM_MAX_OUTPUTS]; void *host[PROBLEM_MAX_OUTPUTS]; } Outputs;
-/* The float64 value of every element of each output, in the same order. */
-typedef struct { int n; double *v[PROBLEM_MAX_OUTPUTS]; } Reference;
+/* The float64 value of every element of each output, in the same order, and each output's norm floor
+ * (verify.h: 0 where none). */
+typedef struct { int n; double *v[PROBLEM_MAX_OUTPUTS]; double floor[PROBLEM_MAX_OUTPUTS]; } Reference;
 
 
 static int fetch(Session *ss, Outputs *out) {
@@ -389,8 +390,9 @@ static int reference(Session *ss, Reference *r) {
     for (int i = 0; i < r->n; i++)
         if (!(r->v[i] = malloc(spec[i].t->count * sizeof(double) + 1))) return fail("reference", "out of host memory");
     if (!ss->gref) {
-        if (problem_reference(&ss->pb, r->v, err, sizeof err)) return fail("reference", err);
-    } else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, err, sizeof err)) return fail("gpu reference", err);
+        if (problem_reference(&ss->pb, r->v, r->floor, err, sizeof err)) return fail("reference", err);
+    } else if (problem_gpu_reference(&ss->pb, ss->gref, ss->dev, r->v, r->floor, err, sizeof err))
+        return fail("gpu reference", err);
     return 0;
 }
 
@@ -408,8 +410,9 @@ static int judge(const Problem *p, const Outputs *out, const Reference *ref, con
         const Tensor *t = out->spec[i].t;
         double tol = out->spec[i].tol;
         int zeros = float64 && out->spec[i].exact_zero;
-        VerifyResult r = t->esize == 2 ? verify_u16(out->host[i], p->dt, ref->v[i], t->count, tol, zeros)
-                                       : verify_f32(out->host[i], ref->v[i], t->count, tol, zeros);
+        double fl = ref->floor[i];
+        VerifyResult r = t->esize == 2 ? verify_u16(out->host[i], p->dt, ref->v[i], t->count, tol, zeros, fl)
+                                       : verify_f32(out->host[i], ref->v[i], t->count, tol, zeros, fl);
         char name[64];
         snprintf(name, sizeof name, "%s%s", label, t->name);
         verify_print(name, &r, tol);
@@ -653,7 +656,8 @@ int run_bench(const RunOpts *in) {
 }
 
 /* The sim's outputs judged against the GPU's (which stand in for the
- * reference), and how many of each output's elements are bit-identical. */
+ * reference, keeping its norm floors: the terms are the same), and how many
+ * of each output's elements are bit-identical. */
 static int compare_devices(const Problem *p, const Outputs *gpu, const Outputs *sim, Reference *ref) {
     for (int i = 0; i < gpu->n; i++)
         for (size_t e = 0; e < gpu->spec[i].t->count; e++) ref->v[i][e] = value_at(gpu, i, e, p->dt);

@@ -127,14 +127,15 @@ static int lse_input(Pool *pl, DevPtr *p, const double *lse, size_t n, char *err
     return upload(pl, p, f, n * sizeof *f, err, errlen);
 }
 
-/* Downloads one output and prints its line; a failure is counted, not returned. */
-static int judge(Pool *pl, Run *run, const char *name, DevPtr out, const double *ref, size_t n, double tol, char *err,
-                 size_t errlen)
+/* Downloads one output and prints its line; a failure is counted, not returned. term_norm2: the
+ * CPU reference's squared term norm of the output (verify.h's norm floor; 0: none). */
+static int judge(Pool *pl, Run *run, const char *name, DevPtr out, const double *ref, size_t n, double tol,
+                 double term_norm2, char *err, size_t errlen)
 {
     float *got = host(pl, n * sizeof *got);
     VerifyResult r;
     if (host_ok(pl, err, errlen) || dev_download(pl->dev, got, out, n * sizeof *got, err, errlen)) return -1;
-    r = verify_f32(got, ref, n, tol, 1);
+    r = verify_f32(got, ref, n, tol, 1, verify_term_floor(term_norm2));
     verify_print(name, &r, tol);
     run->n_out++;
     if (!r.pass) {
@@ -157,6 +158,7 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
     double *dv = host(pl, nk * p.dv * sizeof *dv);
     Input q, k, v, go, gdo;
     DevPtr o_d, lse_d, lse_in, dq_d, dk_d, dv_d;
+    double t2[3];   /* the CPU reference's squared term norms of dq, dk, dv */
 
     printf("gpu_ref selfcheck: attention b=%d s_q=%d s_k=%d h_q=%d h_kv=%d d=%d dv=%d %s %s pad=%d\n", p.b, p.s_q,
            p.s_k, p.h_q, p.h_kv, p.d, p.dv, p.dtype == DT_BF16 ? "bf16" : "fp16", p.causal ? "causal" : "noncausal",
@@ -169,8 +171,8 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
     p.q = q.st, p.k = k.st, p.v = v.st;
     if (ref_attn_fwd(&ra, q.val, k.val, v.val, o, lse, 0)) return host_oom(err, errlen);
     if (gpu_ref_attn_fwd(run->g, &p, q.dev, k.dev, v.dev, o_d, lse_d, err, errlen) ||
-        judge(pl, run, "attn_fwd o", o_d, o, nq * p.dv, TOL_FWD, err, errlen) ||
-        judge(pl, run, "attn_fwd lse", lse_d, lse, nq, TOL_LSE, err, errlen))
+        judge(pl, run, "attn_fwd o", o_d, o, nq * p.dv, TOL_FWD, 0, err, errlen) ||
+        judge(pl, run, "attn_fwd lse", lse_d, lse, nq, TOL_LSE, 0, err, errlen))
         return -1;
 
     /* The backward from the forward's o (rounded) and lse (fp32) and a fresh dO. */
@@ -181,12 +183,12 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
         output(pl, &dv_d, nk * p.dv, err, errlen))
         return -1;
     p.o = go.st, p.dout = gdo.st;
-    if (ref_attn_bwd(&ra, q.val, k.val, v.val, gdo.val, dq, dk, dv, 0)) return host_oom(err, errlen);
+    if (ref_attn_bwd(&ra, q.val, k.val, v.val, gdo.val, dq, dk, dv, t2, 0)) return host_oom(err, errlen);
     if (gpu_ref_attn_bwd(run->g, &p, q.dev, k.dev, v.dev, go.dev, gdo.dev, lse_in, dq_d, dk_d, dv_d, err, errlen))
         return -1;
-    return (judge(pl, run, "attn_bwd dq", dq_d, dq, nq * p.d, TOL_BWD, err, errlen) ||
-            judge(pl, run, "attn_bwd dk", dk_d, dk, nk * p.d, TOL_BWD, err, errlen) ||
-            judge(pl, run, "attn_bwd dv", dv_d, dv, nk * p.dv, TOL_BWD, err, errlen)) ? -1 : 0;
+    return (judge(pl, run, "attn_bwd dq", dq_d, dq, nq * p.d, TOL_BWD, t2[0], err, errlen) ||
+            judge(pl, run, "attn_bwd dk", dk_d, dk, nk * p.d, TOL_BWD, t2[1], err, errlen) ||
+            judge(pl, run, "attn_bwd dv", dv_d, dv, nk * p.dv, TOL_BWD, t2[2], err, errlen)) ? -1 : 0;
 }
 
 /* ---- MLA ---- */
@@ -211,6 +213,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
     double *dq = host(pl, nq * p.d_qk * sizeof *dq), *dkv = host(pl, nkv * sizeof *dkv);
     Input q, kv, go, gdo;
     DevPtr idx_d, len_d = 0, o_d, lse_d, lse_in, dq_d, dkv_d;
+    double t2[2];   /* the CPU reference's squared term norms of dq, dkv */
 
     printf("gpu_ref selfcheck: mla s_q=%d s_kv=%d h_q=%d topk=%d d_qk=%d d_v=%d %s%s\n", p.s_q, p.s_kv, p.h_q, p.topk,
            p.d_qk, p.d_v, p.dtype == DT_BF16 ? "bf16" : "fp16", with_length ? " topk_length" : "");
@@ -226,8 +229,8 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
     p.q_stride_s = q.st.s, p.q_stride_h = q.st.h, p.kv_stride_s = kv.st.s, p.indices_stride_s = p.topk + 3;
     if (ref_mla_fwd(&rm, q.val, kv.val, o, lse, 0)) return host_oom(err, errlen);
     if (gpu_ref_mla_fwd(run->g, &p, q.dev, kv.dev, idx_d, len_d, o_d, lse_d, err, errlen) ||
-        judge(pl, run, "mla_fwd o", o_d, o, nq * p.d_v, TOL_FWD, err, errlen) ||
-        judge(pl, run, "mla_fwd lse", lse_d, lse, nq, TOL_LSE, err, errlen))
+        judge(pl, run, "mla_fwd o", o_d, o, nq * p.d_v, TOL_FWD, 0, err, errlen) ||
+        judge(pl, run, "mla_fwd lse", lse_d, lse, nq, TOL_LSE, 0, err, errlen))
         return -1;
 
     if (input(pl, run, &go, p.dtype, 1, p.s_q, p.h_q, p.d_v, 8, o, err, errlen) ||
@@ -236,11 +239,11 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
         output(pl, &dq_d, nq * p.d_qk, err, errlen) || output(pl, &dkv_d, nkv, err, errlen))
         return -1;
     p.o_stride_s = go.st.s, p.o_stride_h = go.st.h, p.do_stride_s = gdo.st.s, p.do_stride_h = gdo.st.h;
-    if (ref_mla_bwd(&rm, q.val, kv.val, gdo.val, dq, dkv, 0)) return host_oom(err, errlen);
+    if (ref_mla_bwd(&rm, q.val, kv.val, gdo.val, dq, dkv, t2, 0)) return host_oom(err, errlen);
     if (gpu_ref_mla_bwd(run->g, &p, q.dev, kv.dev, go.dev, gdo.dev, lse_in, idx_d, len_d, dq_d, dkv_d, err, errlen))
         return -1;
-    return (judge(pl, run, "mla_bwd dq", dq_d, dq, nq * p.d_qk, TOL_BWD, err, errlen) ||
-            judge(pl, run, "mla_bwd dkv", dkv_d, dkv, nkv, TOL_BWD, err, errlen)) ? -1 : 0;
+    return (judge(pl, run, "mla_bwd dq", dq_d, dq, nq * p.d_qk, TOL_BWD, t2[0], err, errlen) ||
+            judge(pl, run, "mla_bwd dkv", dkv_d, dkv, nkv, TOL_BWD, t2[1], err, errlen)) ? -1 : 0;
 }
 
 /* ---- the cases ---- */

@@ -9,15 +9,16 @@
 #include "guard.h"
 #include "ref.h"
 #include "varlen.h"
+#include "verify.h"
 #include "blockmask.h"
 #include "paged.h"
 
 static void attn_layouts(Problem *p, int pad);
 static void mla_layouts(Problem *p, int pad);
-static int ref_fwd(const Problem *p, double *const ref[]);
-static int ref_bwd(const Problem *p, double *const ref[]);
-static int ref_mla(const Problem *p, double *const ref[]);
-static int ref_mla_grads(const Problem *p, double *const ref[]);
+static int ref_fwd(const Problem *p, double *const ref[], double *term_norm2);
+static int ref_bwd(const Problem *p, double *const ref[], double *term_norm2);
+static int ref_mla(const Problem *p, double *const ref[], double *term_norm2);
+static int ref_mla_grads(const Problem *p, double *const ref[], double *term_norm2);
 static int gpu_fwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_bwd(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 static int gpu_mla(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
@@ -34,8 +35,11 @@ static double mla_bwd_flops(const Problem *p);
  * tolerance (fp16 halves it, except LSE's) and whether they must be exactly 0
  * where the reference is (rows with no valid key, kv rows nobody selected:
  * see mark_cancellations),
- * their float64 reference on the CPU (-1 when out of host memory) and on the
- * GPU (into fp32 buffers out[], one per output), and the FLOPs of one run. */
+ * their float64 reference on the CPU (-1 when out of host memory; with each
+ * output's squared term norm in term_norm2, which a forward leaves as it is
+ * and derive_forward passes NULL: ref.h ref_grad_term) and on the GPU (into
+ * fp32 buffers out[], one per output), and the FLOPs of one run. */
+typedef int (*RefFn)(const Problem *p, double *const ref[], double *term_norm2);
 typedef int (*GpuFn)(const Problem *p, GpuRef *g, const DevPtr out[], char *err, size_t errlen);
 
 typedef struct {
@@ -43,10 +47,10 @@ typedef struct {
     void (*layouts)(Problem *p, int pad);
     const char *random[4];
     int sparse;
-    int (*forward)(const Problem *p, double *const ref[]);
+    RefFn forward;
     GpuFn gpu_forward;
     struct { const char *name; double tol; int fp16_halves, exact_zero; } out[PROBLEM_MAX_OUTPUTS];
-    int (*reference)(const Problem *p, double *const ref[]);
+    RefFn reference;
     GpuFn gpu_reference;
     double (*flops)(const Problem *p);
 } KindSpec;
@@ -183,17 +187,18 @@ static RefAttn ref_shape(const Problem *p) {
     return (RefAttn){p->b, p->s_q, p->s_k, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale, blockmask_ref(p, 0)};
 }
 
-static int ref_fwd(const Problem *p, double *const ref[]) {
+static int ref_fwd(const Problem *p, double *const ref[], double *term_norm2) {
+    (void)term_norm2;   /* no forward output sums signed terms */
     if (p->varlen) return varlen_ref_fwd(p, ref);
     if (p->page_size) return paged_ref_fwd(p, ref);
     RefAttn ra = ref_shape(p);
     return ref_attn_fwd(&ra, p->q.host, p->k.host, p->v.host, ref[0], ref[1], 0);
 }
 
-static int ref_bwd(const Problem *p, double *const ref[]) {
-    if (p->varlen) return varlen_ref_bwd(p, ref);
+static int ref_bwd(const Problem *p, double *const ref[], double *term_norm2) {
+    if (p->varlen) return varlen_ref_bwd(p, ref, term_norm2);
     RefAttn ra = ref_shape(p);
-    return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], 0);
+    return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], term_norm2, 0);
 }
 
 /* topk_length.ints is NULL when the problem passes none. */
@@ -201,14 +206,15 @@ static RefMla mla_shape(const Problem *p) {
     return (RefMla){p->s_q, p->s_k, p->h_q, p->topk, p->d, p->d_v, p->scale, p->indices.ints, p->topk_length.ints};
 }
 
-static int ref_mla(const Problem *p, double *const ref[]) {
+static int ref_mla(const Problem *p, double *const ref[], double *term_norm2) {
+    (void)term_norm2;   /* no forward output sums signed terms */
     RefMla m = mla_shape(p);
     return ref_mla_fwd(&m, p->q.host, p->kv.host, ref[0], ref[1], 0);
 }
 
-static int ref_mla_grads(const Problem *p, double *const ref[]) {
+static int ref_mla_grads(const Problem *p, double *const ref[], double *term_norm2) {
     RefMla m = mla_shape(p);
-    return ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], 0);
+    return ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], term_norm2, 0);
 }
 
 static GpuRefStride gpu_stride(const Tensor *t) {
@@ -320,7 +326,7 @@ static int derive_forward(Problem *p, Rng *rng, Device *dev, char *err, size_t e
     int rc = !o || !lse;
     if (rc) snprintf(err, errlen, "out of host memory for o and lse");
     else if (p->fwd_gpu) rc = gpu_forward(p, dev, (double *const[]){o, lse}, err, errlen);
-    else if (kind(p)->forward(p, (double *const[]){o, lse}))
+    else if (kind(p)->forward(p, (double *const[]){o, lse}, NULL))
         rc = 1, snprintf(err, errlen, "out of host memory for the CPU reference");
     if (!rc) rc = upload(&p->o, p->dt, rng, o, dev, err, errlen) || upload(&p->lse, p->dt, rng, lse, dev, err, errlen);
     free(o), free(lse);
@@ -433,16 +439,25 @@ static int mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_OU
     return 0;
 }
 
-int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen) {
-    if (kind(p)->reference(p, ref)) return snprintf(err, errlen, "out of host memory for the CPU reference"), 1;
+int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], double norm_floor[PROBLEM_MAX_OUTPUTS],
+                      char *err, size_t errlen) {
+    double term_norm2[PROBLEM_MAX_OUTPUTS] = {0};   /* 0 for the outputs that sum no signed terms */
+    if (kind(p)->reference(p, ref, term_norm2)) return snprintf(err, errlen, "out of host memory for the CPU reference"), 1;
+    for (int i = 0; i < PROBLEM_MAX_OUTPUTS; i++) norm_floor[i] = verify_term_floor(term_norm2[i]);
     return mark_cancellations(p, ref, err, errlen);
 }
 
-int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
-                          size_t errlen) {
+int problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS],
+                          double norm_floor[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen) {
     ProblemOutput out[PROBLEM_MAX_OUTPUTS];
     const Tensor *t[PROBLEM_MAX_OUTPUTS];
     int n = problem_outputs(p, out);
+    /* No floor: the GPU reference returns no term norms. auto picks it only
+     * above AUTO_GPU_REF_GFLOP (check.c), at benchmark shapes whose rows
+     * spread over many keys, where nothing cancels (ratios in verify.h);
+     * --ref gpu on a degenerate shape (one key, one kv row) keeps the plain
+     * ||out - ref|| / ||ref||, and --ref cpu gives it the floor. */
+    for (int i = 0; i < PROBLEM_MAX_OUTPUTS; i++) norm_floor[i] = 0;
     for (int i = 0; i < n; i++) t[i] = out[i].t;
     if (gpu_run(p, dev, kind(p)->gpu_reference, g, t, n, ref, err, errlen)) return 1;
     return mark_cancellations(p, ref, err, errlen);

@@ -87,13 +87,17 @@ int  problem_init(Problem *p, Device *dev, uint64_t seed, int pad, char *err, si
 int  problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]);
 /* The float64 reference of every output, in problem_outputs order (each ref[i] holds t->count values);
  * in an exact_zero output, zeros by cancellation become DBL_TRUE_MIN (problem.c mark_cancellations).
+ * norm_floor[i]: output i's norm floor for verify.h (verify_term_floor of its terms' norm: dq, and
+ * attn_bwd's dk, sum signed terms that may cancel; 0 for every other output).
  * 1 with a message when the host runs out of memory. */
-int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen);
+int problem_reference(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], double norm_floor[PROBLEM_MAX_OUTPUTS],
+                      char *err, size_t errlen);
 /* The same from the GPU reference g on dev (gpu_ref.h: float64 sums, fp32
  * outputs widened to double): it reads the problem's device inputs (for
- * the backward kinds O and LSE as problem_init derived them), never its outputs. */
-int  problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS], char *err,
-                           size_t errlen);
+ * the backward kinds O and LSE as problem_init derived them), never its outputs.
+ * Its norm floors are 0 (problem.c says why). */
+int  problem_gpu_reference(Problem *p, GpuRef *g, Device *dev, double *const ref[PROBLEM_MAX_OUTPUTS],
+                           double norm_floor[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen);
 /* Floating-point operations of one run of the set (KERNELS.md "Judging a result", MLA "FLOPs for reports"). */
 double problem_flops(const Problem *p);
 /* The shape in words ("b=1 s_q=... d=128 causal", "s_q=4 s_kv=300 ... topk_length"), and for MLA

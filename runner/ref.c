@@ -37,6 +37,34 @@ double ref_dot(const float *a, const float *b, int n)
     return s;
 }
 
+void ref_grad_term(double *g, double *t, double scale, double p, double dp, double delta, const float *x, int n)
+{
+    double ds = p * (dp - delta);
+    for (int c = 0; c < n; c++)
+        g[c] += scale * ds * x[c];
+    if (!t)
+        return;
+    double mag = fabs(scale) * p * (fabs(dp) + fabs(delta));
+    for (int c = 0; c < n; c++)
+        t[c] += mag * fabs(x[c]);
+}
+
+double ref_sumsq(const double *t, int n)
+{
+    double s = 0;
+    for (int c = 0; c < n; c++)
+        s += t[c] * t[c];
+    return s;
+}
+
+double ref_sum_rows(const double *v, long n)
+{
+    double s = 0;
+    for (long r = 0; r < n; r++)
+        s += v[r];
+    return s;
+}
+
 int ref_visible_keys(const RefAttn *p, int i)
 {
     if (!p->causal)

@@ -27,9 +27,12 @@ int ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *
                  double *o, double *lse, int nthreads);
 /* Gradients of sum(dout * O) (KERNELS.md attn_bwd): dq [b, s_q, h_q, d],
  * dk [b, s_k, h_kv, d] and dv [b, s_k, h_kv, dv], the last two summed over the
- * query heads of each kv head. Needs no forward outputs: P is recomputed. */
+ * query heads of each kv head. Needs no forward outputs: P is recomputed.
+ * term_norm2: NULL, or 3 values in the outputs' order, each the squared
+ * Frobenius norm of the output's term magnitudes (ref_grad_term): dq's and
+ * dk's; dv's is 0 (P dO has no dS - delta to cancel). The same for any nthreads. */
 int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
-                 double *dq, double *dk, double *dv, int nthreads);
+                 double *dq, double *dk, double *dv, double *term_norm2, int nthreads);
 /* Calls fn over [0, rows) cut into nthreads contiguous chunks (<= 0: all online
  * CPUs), one thread each; the caller's thread takes the first. Each chunk gets
  * its own scratch of scratch_bytes (NULL when 0). -1, having run nothing, when
@@ -42,6 +45,20 @@ int ref_visible_keys(const RefAttn *p, int i);
 int ref_mask_sees(const RefAttn *p, size_t b, int h, int i, int j);
 /* sum a[c] * b[c] in float64, c in order. */
 double ref_dot(const float *a, const float *b, int n);
+/* One term of a gradient row that sums dS = P (dP - delta) times an input
+ * row x: g[c] += scale * dS * x[c]. Such a row cancels to (nearly) 0 when
+ * dP = delta for all its terms (a query row that sees one key, a token whose
+ * valid slots all hold one kv row), and what is left of it in a kernel is the
+ * rounding of dP - delta, a fraction of the terms' size, not of the sum's.
+ * So t (NULL: not wanted) gathers that size beside it:
+ * t[c] += |scale| P (|dP| + |delta|) |x[c]| (verify.h's norm floor). */
+void ref_grad_term(double *g, double *t, double scale, double p, double dp, double delta, const float *x, int n);
+/* sum t[c]^2, c in order: a row's squared term norm. */
+double ref_sumsq(const double *t, int n);
+/* v[0] + ... + v[n - 1] in that order: per-row values, each written by the
+ * one thread that ran its row, summed after the threads so that the total
+ * does not depend on how ref_parallel_rows cut the rows. */
+double ref_sum_rows(const double *v, long n);
 
 /* Sparse MLA, MQA form (KERNELS.md "mla_fwd / mla_bwd"): q [s_q, h_q, d_qk],
  * one latent kv [s_kv, d_qk] with K = kv[:, :d_qk] and V = kv[:, :d_v],
@@ -62,9 +79,11 @@ int ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, dou
 /* Gradients of sum(dout * o): dq [s_q, h_q, d_qk] and dkv [s_kv, d_qk],
  * dkv[idx, :d_qk] += scale * dS^T q and dkv[idx, :d_v] += P^T dO summed over
  * every (token, head, valid slot) that selected idx; rows nobody selected are
- * exactly 0. Needs no forward outputs: P is recomputed. */
+ * exactly 0. Needs no forward outputs: P is recomputed. term_norm2: NULL, or
+ * 2 values as ref_attn_bwd's: dq's squared term norm, and 0 for dkv (its
+ * P^T dO part does not cancel). */
 int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                int nthreads);
+                double *term_norm2, int nthreads);
 
 /* GEMM (ref_gemm.c): d[m, n] = alpha * sum_k a[m, k] * b[n, k] + beta * c[m, n],
  * all dense row-major (a [M, K], b [N, K], c and d [M, N]); c may be NULL

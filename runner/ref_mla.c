@@ -5,7 +5,9 @@
  *   1. per (token, head) row: P, delta = dO . o, dq; lse and delta kept;
  *   2. per kv row: dkv summed over every valid slot that selected it (an
  *      inverted index built from the indices) and every head, recomputing P
- *      and dP from the kept lse and delta. */
+ *      and dP from the kept lse and delta.
+ * Asked for, pass 1 also keeps each row's squared dq term norm (ref.h
+ * ref_grad_term), summed in row order once the pass is done. */
 #include "ref.h"
 
 #include <math.h>
@@ -16,6 +18,7 @@ typedef struct {
     const RefMla *p;
     const float *q, *kv, *dout;
     double *o, *lse, *dq, *dkv, *delta;
+    double *dq_t2;           /* per (token, head) row: its squared dq term norm; NULL: not wanted */
     const long *sel_start;   /* kv row r is selected by the tokens sel[sel_start[r] .. sel_start[r + 1]), once per slot */
     const int *sel;
 } MlaJob;
@@ -69,8 +72,9 @@ int ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, dou
     return ref_parallel_rows((long)p->s_q * p->h_q, nthreads, sizeof(double) * (size_t)p->topk, fwd_rows, &job);
 }
 
-/* Pass 1 for row r: dq = scale * sum_j dS_j K[idx_j]; keeps lse and delta. */
-static void dq_row(const MlaJob *jb, long r, double *s, double *o)
+/* Pass 1 for row r: dq = scale * sum_j dS_j K[idx_j]; keeps lse and delta,
+ * and with t (d_qk doubles of scratch; NULL: not wanted) the squared term norm. */
+static void dq_row(const MlaJob *jb, long r, double *s, double *o, double *t)
 {
     const RefMla *p = jb->p;
     const int32_t *idx = p->indices + (size_t)(r / p->h_q) * p->topk;
@@ -80,19 +84,20 @@ static void dq_row(const MlaJob *jb, long r, double *s, double *o)
     for (int c = 0; c < p->d_v; c++) delta += dout[c] * o[c];
     jb->delta[r] = delta;
     memset(dq, 0, sizeof(double) * (size_t)p->d_qk);
+    if (t) memset(t, 0, sizeof(double) * (size_t)p->d_qk);
     for (int j = 0; j < p->topk; j++) {
         if (s[j] == 0) continue;   /* invalid (or a P that underflowed: dS = 0 either way) */
         const float *k = kv_row(jb, idx[j]);
-        double ds = s[j] * (ref_dot(dout, k, p->d_v) - delta);
-        for (int c = 0; c < p->d_qk; c++) dq[c] += p->scale * ds * k[c];
+        ref_grad_term(dq, t, p->scale, s[j], ref_dot(dout, k, p->d_v), delta, k, p->d_qk);
     }
+    if (t) jb->dq_t2[r] = ref_sumsq(t, p->d_qk);
 }
 
 static void dq_rows(void *ctx, long r0, long r1, void *scratch)
 {
     const MlaJob *jb = ctx;
-    double *s = scratch;
-    for (long r = r0; r < r1; r++) dq_row(jb, r, s, s + jb->p->topk);
+    double *s = scratch, *o = s + jb->p->topk, *t = jb->dq_t2 ? o + jb->p->d_v : NULL;
+    for (long r = r0; r < r1; r++) dq_row(jb, r, s, o, t);
 }
 
 /* Pass 2 for kv row k: every (token, head) of every slot that selected it. */
@@ -107,8 +112,7 @@ static void dkv_row(const MlaJob *jb, long k)
             long r = (long)jb->sel[e] * p->h_q + h;
             const float *q = q_row(jb, r), *dout = jb->dout + (size_t)r * p->d_v;
             double pj = exp(p->scale * ref_dot(q, kr, p->d_qk) - jb->lse[r]);
-            double ds = pj * (ref_dot(dout, kr, p->d_v) - jb->delta[r]);
-            for (int c = 0; c < p->d_qk; c++) dkv[c] += p->scale * ds * q[c];
+            ref_grad_term(dkv, NULL, p->scale, pj, ref_dot(dout, kr, p->d_v), jb->delta[r], q, p->d_qk);
             for (int c = 0; c < p->d_v; c++) dkv[c] += pj * dout[c];
         }
 }
@@ -135,18 +139,21 @@ static void invert_indices(const RefMla *p, long *start, int *sel, long *fill)
 }
 
 int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                int nthreads)
+                double *term_norm2, int nthreads)
 {
     size_t rows = (size_t)p->s_q * p->h_q;
     long *start = malloc(sizeof(long) * ((size_t)p->s_kv + 1)), *fill = malloc(sizeof(long) * ((size_t)p->s_kv + 1));
     int *sel = malloc(sizeof(int) * ((size_t)p->s_q * (size_t)p->topk + 1));
     double *lse = malloc(sizeof(double) * (rows + 1)), *delta = malloc(sizeof(double) * (rows + 1));
+    double *dq_t2 = term_norm2 ? malloc(sizeof(double) * (rows + 1)) : NULL;
     MlaJob job = {.p = p, .q = q, .kv = kv, .dout = dout, .lse = lse, .dq = dq, .dkv = dkv, .delta = delta,
-                  .sel_start = start, .sel = sel};
-    int rc = !start || !fill || !sel || !lse || !delta ? -1 : 0;
+                  .dq_t2 = dq_t2, .sel_start = start, .sel = sel};
+    size_t scratch = (size_t)p->topk + (size_t)p->d_v + (size_t)p->d_qk;   /* P, o, the row's term magnitudes */
+    int rc = !start || !fill || !sel || !lse || !delta || (term_norm2 && !dq_t2) ? -1 : 0;
     if (!rc) invert_indices(p, start, sel, fill);
-    if (!rc) rc = ref_parallel_rows((long)rows, nthreads, sizeof(double) * ((size_t)p->topk + (size_t)p->d_v), dq_rows, &job);
+    if (!rc) rc = ref_parallel_rows((long)rows, nthreads, sizeof(double) * scratch, dq_rows, &job);
     if (!rc) rc = ref_parallel_rows(p->s_kv, nthreads, 0, dkv_rows, &job);
-    free(start), free(fill), free(sel), free(lse), free(delta);
+    if (!rc && term_norm2) term_norm2[0] = ref_sum_rows(dq_t2, (long)rows), term_norm2[1] = 0;
+    free(start), free(fill), free(sel), free(lse), free(delta), free(dq_t2);
     return rc;
 }

@@ -139,9 +139,12 @@ int varlen_ref_fwd(const Problem *p, double *const ref[]) {
 }
 
 /* Sequence by sequence: its gradients, from its rows of the packed inputs; a sequence with no queries leaves its
- * keys' dk and dv 0 (nothing attends to them), one with no keys has no dk, dv rows and dq 0. */
-int varlen_ref_bwd(const Problem *p, double *const ref[]) {
+ * keys' dk and dv 0 (nothing attends to them), one with no keys has no dk, dv rows and dq 0. The squared term
+ * norms add up over the sequences, in their order. */
+int varlen_ref_bwd(const Problem *p, double *const ref[], double *term_norm2) {
     const int *cq = p->cu_q.ints, *ck = p->cu_k.ints;
+    double seq_t2[3];   /* one sequence's, as ref_attn_bwd gives them: dq, dk, dv */
+    for (int o = 0; term_norm2 && o < 3; o++) term_norm2[o] = 0;
     for (size_t i = 0; i < p->dk.count; i++) ref[1][i] = 0;
     for (size_t i = 0; i < p->dv.count; i++) ref[2][i] = 0;
     for (size_t i = 0; i < p->dq.count; i++) ref[0][i] = 0;
@@ -152,8 +155,9 @@ int varlen_ref_bwd(const Problem *p, double *const ref[]) {
         size_t q0 = (size_t)cq[i], k0 = (size_t)ck[i];
         if (ref_attn_bwd(&ra, p->q.host + q0 * p->h_q * p->d, p->k.host + k0 * p->h_kv * p->d,
                          p->v.host + k0 * p->h_kv * p->d_v, p->dout.host + q0 * p->h_q * p->d_v, ref[0] + q0 * p->h_q * p->d,
-                         ref[1] + k0 * p->h_kv * p->d, ref[2] + k0 * p->h_kv * p->d_v, 0))
+                         ref[1] + k0 * p->h_kv * p->d, ref[2] + k0 * p->h_kv * p->d_v, term_norm2 ? seq_t2 : NULL, 0))
             return 1;
+        for (int o = 0; term_norm2 && o < 3; o++) term_norm2[o] += seq_t2[o];
     }
     return 0;
 }

@@ -11,7 +11,8 @@ int varlen_parse(const char *list, const char *flag, int **lens, int *n, char *e
 int varlen_setup(Problem *p, const int *len_q, const int *len_k, int b, char *err, size_t errlen);
 void varlen_layouts(Problem *p, int pad);
 int varlen_ref_fwd(const Problem *p, double *const ref[]);
-int varlen_ref_bwd(const Problem *p, double *const ref[]);
+/* term_norm2 (NULL: not wanted): ref_attn_bwd's, over every sequence. */
+int varlen_ref_bwd(const Problem *p, double *const ref[], double *term_norm2);
 double varlen_fwd_flops(const Problem *p);
 void varlen_describe(const Problem *p, char *buf, size_t len);
 #endif

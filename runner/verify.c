@@ -37,12 +37,14 @@ static double out_ulp(const OutView *ov)
 /* rms over the finite non-zero refs sets the scale for the per-element
  * outlier test. Exact zeros (rows with no valid key, kv rows no slot selects)
  * would shrink it: in a mostly empty output, such as dkv for a few tokens
- * over many kv rows, correctly rounded large elements became outliers. */
-static void ref_norms(const double *ref, size_t n, double *sumsq, double *rms)
+ * over many kv rows, correctly rounded large elements became outliers.
+ * *finite: how many refs are finite (the elements rel_l2 sums over). */
+static void ref_norms(const double *ref, size_t n, double *sumsq, double *rms, size_t *finite)
 {
     double s = 0.0;
-    size_t cnt = 0;
+    size_t cnt = 0, fin = 0;
     for (size_t i = 0; i < n; i++) {
+        fin += isfinite(ref[i]) != 0;
         if (isfinite(ref[i]) && ref[i] != 0.0) {
             s += ref[i] * ref[i];
             cnt++;
@@ -50,6 +52,7 @@ static void ref_norms(const double *ref, size_t n, double *sumsq, double *rms)
     }
     *sumsq = s;
     *rms = cnt ? sqrt(s / (double)cnt) : 0.0;
+    *finite = fin;
 }
 
 static void mark_bad(VerifyResult *r, size_t i, double out, double ref)
@@ -99,37 +102,52 @@ static void judge_one(VerifyResult *r, const OutView *ov, const double *ref, siz
         mark_bad(r, i, out, ref[i]);
 }
 
-static VerifyResult verify_view(const OutView *ov, const double *ref, size_t n, double tol)
+double verify_term_floor(double term_norm2)
 {
-    VerifyResult r = { 0.0, 0.0, 0, 0, 0, -1, 0.0, 0.0, 0 };
+    return VERIFY_TERM_KAPPA * sqrt(term_norm2);
+}
+
+static VerifyResult verify_view(const OutView *ov, const double *ref, size_t n, double tol, double norm_floor)
+{
+    VerifyResult r = { .first_bad = -1, .norm_floor = norm_floor };
     double refsq, rms, diff2 = 0.0;
-    ref_norms(ref, n, &refsq, &rms);
+    size_t finite;
+    ref_norms(ref, n, &refsq, &rms, &finite);
+    r.ref_norm = sqrt(refsq);
+    /* A cancelling output is judged against its terms' size (verify.h): the
+     * floor spread evenly is the least rms an element is measured by. */
+    double floor_rms = finite ? norm_floor / sqrt((double)finite) : 0.0;
+    double norm = fmax(r.ref_norm, norm_floor), scale = fmax(rms, floor_rms);
     /* A zero reference makes relative measures meaningless; fall back to absolute. */
-    double scale = rms > 0.0 ? rms : 1.0;
-    double limit = 50.0 * tol * scale;
+    double limit = 50.0 * tol * (scale > 0.0 ? scale : 1.0);
     for (size_t i = 0; i < n; i++)
         judge_one(&r, ov, ref, i, limit, &diff2);
-    r.rel_l2 = refsq > 0.0 ? sqrt(diff2) / sqrt(refsq) : sqrt(diff2);
+    r.rel_l2 = norm > 0.0 ? sqrt(diff2) / norm : sqrt(diff2);
     r.pass = r.n_unwritten == 0 && r.n_bad_nonfinite == 0 && r.n_not_zero == 0 && r.first_bad == -1 &&
              !isnan(r.rel_l2) && r.rel_l2 <= tol;
     return r;
 }
 
-VerifyResult verify_u16(const uint16_t *out, DType t, const double *ref, size_t n, double tol, int exact_zeros)
+VerifyResult verify_u16(const uint16_t *out, DType t, const double *ref, size_t n, double tol, int exact_zeros,
+                        double norm_floor)
 {
     OutView ov = { out, NULL, t, exact_zeros };
-    return verify_view(&ov, ref, n, tol);
+    return verify_view(&ov, ref, n, tol, norm_floor);
 }
 
-VerifyResult verify_f32(const float *out, const double *ref, size_t n, double tol, int exact_zeros)
+VerifyResult verify_f32(const float *out, const double *ref, size_t n, double tol, int exact_zeros,
+                        double norm_floor)
 {
     OutView ov = { NULL, out, DT_BF16, exact_zeros };
-    return verify_view(&ov, ref, n, tol);
+    return verify_view(&ov, ref, n, tol, norm_floor);
 }
 
 void verify_print(const char *name, const VerifyResult *r, double tol)
 {
-    printf("  %s: rel_l2=%.3e (tol %.1e) max_abs=%.3e", name, r->rel_l2, tol, r->max_abs);
+    printf("  %s: rel_l2=%.3e", name, r->rel_l2);
+    if (r->norm_floor > r->ref_norm)   /* never silent: the sum cancelled and the terms' size judged it */
+        printf(" (of the terms' norm floor %.3e; ||ref|| %.3e)", r->norm_floor, r->ref_norm);
+    printf(" (tol %.1e) max_abs=%.3e", tol, r->max_abs);
     if (r->pass) {
         printf(" ok\n");
         return;

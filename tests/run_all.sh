@@ -310,6 +310,39 @@ sim_mla_bwd() {
     expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  dq: ' '^  dkv: ' && pass "$name"
 }
 
+# sim_floor NAME KERNEL FLOORED ARGS...: check of KERNEL on the sim must pass with each output named in FLOORED
+# (space-separated) judged against its terms' norm floor, which its line must say (runner/verify.h)
+sim_floor() {
+    local name=$1 kern=$2 floored=$3 pats=() o
+    shift 3
+    for o in $floored; do pats+=("^  $o: rel_l2=[^ ]+ \\(of the terms' norm floor [^;]+; \\|\\|ref\\|\\| "); done
+    run_cli check --kernel "$kern" --device sim "$@"
+    expect_rc "$name" 0 && expect_output "$name" '^check: PASS' "${pats[@]}" && pass "$name"
+}
+
+# Gradients whose terms cancel: with one kv row per token (or one key per query row) dS = P (dP - delta) sums to 0 over
+# the row, and so do dq and attn_bwd's dk. The float64 reference holds ~1e-16 of noise (or 0), a right kernel the fp32
+# rounding of dP - delta, ~1e-7 of the terms, and ||out - ref|| / ||ref|| was 1e8: these outputs are judged against
+# their terms' norm floor, and say so. A random shape's lines say nothing of a floor.
+cancel_sim_tests() {
+    section "sim device: gradients that cancel (one kv row, one key), judged against their terms' norm floor"
+    local a
+    for a in sm_80 sm_90a sm_100a; do
+        sim_floor "sim mla_bwd $a s_kv=1: dq cancels, judged by the floor" mla_bwd dq --arch $a --sq 2 --skv 1 --hq 16 --topk 16
+    done
+    sim_floor "sim mla_bwd sm_90a deterministic s_kv=1 h_q=64: dq cancels, judged by the floor" mla_bwd dq --arch sm_90a \
+        --tile deterministic=1 --sq 1 --skv 1 --hq 64 --topk 64
+    for a in sm_80 sm_90a; do
+        sim_floor "sim attn_bwd $a s_k=1: dq and dk cancel, judged by the floor" attn_bwd "dq dk" --arch $a --sq 77 --sk 1 \
+            --hq 2 --hkv 1
+    done
+    local name="sim mla_bwd sm_90a random shape: no output judged by a floor"
+    run_cli check --kernel mla_bwd --device sim --arch sm_90a --sq 3 --skv 300 --hq 64 --topk 130
+    if expect_rc "$name" 0 && expect_output "$name" '^check: PASS' '^  dq: rel_l2='; then
+        if grep -q "norm floor" "$TMP/out"; then fail "$name" "$(grep "norm floor" "$TMP/out" | head -n 1)"; else pass "$name"; fi
+    fi
+}
+
 # Variable lengths (issue 18): the mma.sync attn_fwd over packed sequences on the sim (empty sequences, a sequence
 # with no keys, s_q != s_k per sequence with causal, GQA, fp16, padded strides, other archs); the kinds that do not
 # take them refuse naming the one that does; bad length lists are usage errors. Each check's reference runs sequence
@@ -1405,6 +1438,7 @@ sim_tests() {
     mla_bwd_sim_tests
     mla_bwd_wg_sim_tests
     mla_bwd_tc_sim_tests
+    cancel_sim_tests
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"

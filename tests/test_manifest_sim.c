@@ -323,7 +323,7 @@ int main(int argc, char **argv) {
     ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
     for (size_t i = 0; i < ndo; i++) ((uint16_t *)o->host)[i] = f32_to_bf16((float)ro[i]);
     for (int i = 0; i < s_q * h_q; i++) ((float *)lse->host)[i] = (float)rlse[i];
-    ref_mla_bwd(&p, fq, fkv, fdo, rdq, rdkv, 2);
+    ref_mla_bwd(&p, fq, fkv, fdo, rdq, rdkv, NULL, 2);
     rc = upload(&c, q) || upload(&c, kv) || upload(&c, dout) || upload(&c, o) || upload(&c, lse) || upload(&c, idx) ||
          (with_len && upload(&c, len)) || dev_fill_u8(c.dev, dq->dev, 0xFF, dq->bytes, c.err, sizeof c.err) ||
          dev_fill_u8(c.dev, dkv->dev, 0xFF, dkv->bytes, c.err, sizeof c.err);

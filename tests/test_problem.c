@@ -133,7 +133,8 @@ static void test_mla_bwd_reference(Problem *p, const char *tag, int want_single)
     char *selected = calloc((size_t)p->s_k, 1);
     int wrong_dq = 0, wrong_dkv = 0, unselected = 0, single = 0;
     char err[256];
-    if (problem_reference(p, ref, err, sizeof err)) {
+    double floor_[PROBLEM_MAX_OUTPUTS];
+    if (problem_reference(p, ref, floor_, err, sizeof err)) {
         check(0, named("%s mla_bwd reference", tag), "%s", err);
         free(ref[0]), free(ref[1]), free(selected);
         return;
@@ -160,6 +161,13 @@ static void test_mla_bwd_reference(Problem *p, const char *tag, int want_single)
     check(!wrong_dkv && unselected > 0 && unselected < p->s_k,
           named("%s reference dkv: exact zeros for unselected rows only", tag), "%d rows wrong, %d unselected",
           wrong_dkv, unselected);
+    /* random inputs: dq's norm floor (verify.h) is there but far below ||dq||, so it judges nothing; dkv has none */
+    double dq_norm = 0;
+    for (size_t i = 0; i < p->dq.count; i++) dq_norm += ref[0][i] * ref[0][i];
+    dq_norm = sqrt(dq_norm);
+    check(floor_[0] > 0 && floor_[0] < dq_norm / 10 && floor_[1] == 0,
+          named("%s reference: dq's norm floor below a tenth of ||dq||, dkv's 0", tag), "floors %.3e %.3e, ||dq|| %.3e",
+          floor_[0], floor_[1], dq_norm);
     free(ref[0]), free(ref[1]), free(selected);
 }
 
@@ -261,7 +269,9 @@ static void test_gpu_reference(Device *dev, GpuRef *g, ProblemKind k) {
     int n = problem_outputs(&p, out);
     for (int i = 0; i < n; i++)
         cpu[i] = calloc(out[i].t->count, sizeof(double)), gpu[i] = calloc(out[i].t->count, sizeof(double));
-    int rc = problem_reference(&p, cpu, err, sizeof err) || problem_gpu_reference(&p, g, dev, gpu, err, sizeof err);
+    double cpu_floor[PROBLEM_MAX_OUTPUTS], gpu_floor[PROBLEM_MAX_OUTPUTS];
+    int rc = problem_reference(&p, cpu, cpu_floor, err, sizeof err) ||
+             problem_gpu_reference(&p, g, dev, gpu, gpu_floor, err, sizeof err);
     check(!rc, named("%s GPU reference runs", kind_name(k)), "%s", err);
     for (int i = 0; !rc && i < n; i++) {
         double e = rel_l2(gpu[i], cpu[i], out[i].t->count);

@@ -1,5 +1,6 @@
 /* Self-check of the host-side pieces every kernel test leans on: element
  * conversions, the generator, the float64 attention reference and the judge. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -356,7 +357,7 @@ static void test_ref_bwd_case(const char *name, RefAttn p)
     size_t nq = (size_t)p.b * p.s_q * p.h_q * p.d, nk = (size_t)p.b * p.s_k * p.h_kv * p.d,
            nv = (size_t)p.b * p.s_k * p.h_kv * p.dv;
     double *dq = calloc(nq, 8), *dk = calloc(nk, 8), *dv = calloc(nv, 8);
-    ref_attn_bwd(&p, a.q, a.k, a.v, dout, dq, dk, dv, 3);
+    ref_attn_bwd(&p, a.q, a.k, a.v, dout, dq, dk, dv, NULL, 3);
     double worst = 0;
     struct { float *x; double *g; size_t n; } t[3] = {{a.q, dq, nq}, {a.k, dk, nk}, {a.v, dv, nv}};
     for (int w = 0; w < 3; w++)
@@ -453,18 +454,18 @@ static void test_verify_u16(void)
         exit(1);
     for (size_t i = 0; i < n; i++)
         out[i] = f32_to_bf16((float)ref[i]);
-    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0, 0);
     check(v.pass && v.first_bad == -1, "verify bf16 close match passes", "rel %.3e", v.rel_l2);
     verify_print("bf16 close", &v, 5e-3);
 
     out[100] = POISON_U16;
-    v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0);
+    v = verify_u16(out, DT_BF16, ref, n, 5e-3, 0, 0);
     check(!v.pass && v.n_unwritten == 1 && v.first_bad == 100, "verify catches poison",
           "pass %d unwritten %zu first %ld", v.pass, v.n_unwritten, v.first_bad);
 
     for (size_t i = 0; i < n; i++)
         out[i] = f32_to_fp16((float)ref[i]);
-    v = verify_u16(out, DT_FP16, ref, n, 2.5e-3, 0);
+    v = verify_u16(out, DT_FP16, ref, n, 2.5e-3, 0, 0);
     check(v.pass, "verify fp16 close match passes", "rel %.3e", v.rel_l2);
     free(out);
     free(ref);
@@ -486,11 +487,11 @@ static void test_verify_heavy_tail(void)
     ref[900] = 1.0;
     for (size_t i = 0; i < n; i++)
         out[i] = f32_to_bf16((float)ref[i]);
-    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0, 0);
     check(v.pass, "verify: a large element's own rounding is no outlier", "pass %d rel %.3e first %ld (out %g ref %g)",
           v.pass, v.rel_l2, v.first_bad, v.first_out, v.first_ref);
     out[900] = f32_to_bf16(1.2f);
-    v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0);
+    v = verify_u16(out, DT_BF16, ref, n, 1e-2, 0, 0);
     check(!v.pass && v.rel_l2 < 1e-2 && v.first_bad == 900, "verify: a small element 20% off is still an outlier",
           "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
     free(out);
@@ -507,18 +508,18 @@ static void test_verify_f32(void)
         exit(1);
     for (size_t i = 0; i < n; i++)
         out[i] = (float)(ref[i] * (1.0 + 1e-4 * ((i % 7) - 3.0)));
-    VerifyResult v = verify_f32(out, ref, n, tol, 0);
+    VerifyResult v = verify_f32(out, ref, n, tol, 0, 0);
     check(v.pass, "verify f32 close match passes", "rel %.3e", v.rel_l2);
 
     float keep = out[777];
     out[777] = NAN;
-    v = verify_f32(out, ref, n, tol, 0);
+    v = verify_f32(out, ref, n, tol, 0, 0);
     check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 777, "verify catches NaN",
           "pass %d nonfinite %zu first %ld", v.pass, v.n_bad_nonfinite, v.first_bad);
 
     /* 100 x tol x rms on one of 1e5 elements: rel_l2 ~ tol/3 alone would pass. */
     out[777] = (float)(ref[777] + 100.0 * tol);
-    v = verify_f32(out, ref, n, tol, 0);
+    v = verify_f32(out, ref, n, tol, 0, 0);
     check(!v.pass && v.rel_l2 < tol && v.first_bad == 777, "verify catches one outlier",
           "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
     out[777] = keep;
@@ -528,13 +529,13 @@ static void test_verify_f32(void)
     for (size_t i = 0; i < n; i++)
         ref[i] = i % 100 ? 0.0 : ref[i], out[i] = (float)ref[i];
     ref[500] = 40.1, out[500] = bf16_to_f32(f32_to_bf16(40.1f));   /* 40.0: off by 0.1, 12 x tol x that rms */
-    v = verify_f32(out, ref, n, tol, 1);
+    v = verify_f32(out, ref, n, tol, 1, 0);
     check(v.pass, "verify: exact zeros do not shrink the outlier scale", "pass %d rel %.3e first %ld", v.pass,
           v.rel_l2, v.first_bad);
 
     uint32_t poison = POISON_U32;
     memcpy(&out[5], &poison, sizeof poison);
-    v = verify_f32(out, ref, n, tol, 0);
+    v = verify_f32(out, ref, n, tol, 0, 0);
     check(!v.pass && v.n_unwritten == 1 && v.first_bad == 5, "verify catches f32 poison",
           "pass %d unwritten %zu", v.pass, v.n_unwritten);
     free(out);
@@ -545,19 +546,19 @@ static void test_verify_inf(void)
 {
     double ref[4] = { 1.5, INFINITY, -0.5, 2.0 };
     float out[4] = { 1.5f, INFINITY, -0.5f, 2.0f };
-    VerifyResult v = verify_f32(out, ref, 4, 1e-4, 0);
+    VerifyResult v = verify_f32(out, ref, 4, 1e-4, 0, 0);
     check(v.pass, "verify matching +inf passes", "rel %.3e nonfinite %zu", v.rel_l2,
           v.n_bad_nonfinite);
     out[1] = 3.0f;
-    v = verify_f32(out, ref, 4, 1e-4, 0);
+    v = verify_f32(out, ref, 4, 1e-4, 0, 0);
     check(!v.pass && v.n_bad_nonfinite == 1 && v.first_bad == 1, "verify finite vs +inf fails",
           "pass %d", v.pass);
     out[1] = -INFINITY;
-    v = verify_f32(out, ref, 4, 1e-4, 0);
+    v = verify_f32(out, ref, 4, 1e-4, 0, 0);
     check(!v.pass && v.n_bad_nonfinite == 1, "verify -inf vs +inf fails", "pass %d", v.pass);
     out[1] = INFINITY;
     out[3] = INFINITY;
-    v = verify_f32(out, ref, 4, 1e-4, 0);
+    v = verify_f32(out, ref, 4, 1e-4, 0, 0);
     check(!v.pass && v.first_bad == 3, "verify inf vs finite fails", "pass %d", v.pass);
 }
 
@@ -569,18 +570,211 @@ static void test_verify_exact_zeros(void)
     for (int i = 0; i < 6; i++)
         out[i] = f32_to_bf16((float)ref[i]);
     out[2] = 0x8000;   /* -0 */
-    VerifyResult v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1);
+    VerifyResult v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1, 0);
     check(v.pass, "verify exact zeros: +0 and -0 meet a zero reference", "not_zero %zu", v.n_not_zero);
     out[4] = f32_to_bf16(1e-30f);   /* far inside tolerance, but not 0 */
-    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1);
+    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 1, 0);
     check(!v.pass && v.n_not_zero == 1 && v.first_bad == 4, "verify exact zeros: a tiny nonzero fails",
           "pass %d not_zero %zu first %ld", v.pass, v.n_not_zero, v.first_bad);
     verify_print("exact zeros", &v, 5e-3);
-    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 0);
+    v = verify_u16(out, DT_BF16, ref, 6, 5e-3, 0, 0);
     check(v.pass, "verify without exact zeros: a tiny nonzero passes", "pass %d", v.pass);
     float f[6] = { 0.5f, 0.0f, 0.0f, -1.25f, 1e-30f, 2.0f };
-    v = verify_f32(f, ref, 6, 1e-4, 1);
+    v = verify_f32(f, ref, 6, 1e-4, 1, 0);
     check(!v.pass && v.n_not_zero == 1, "verify f32 exact zeros: a tiny nonzero fails", "pass %d", v.pass);
+}
+
+/* ---- the norm floor: gradients whose terms cancel (verify.h) ---- */
+
+static double norm2(const double *v, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += v[i] * v[i];
+    return sqrt(s);
+}
+
+/* What a kernel hands back: bf16(ref + an error of rms `noise` per element). */
+static uint16_t *noisy_bf16(const double *ref, size_t n, double noise, uint64_t seed)
+{
+    Rng r;
+    rng_seed(&r, seed);
+    uint16_t *out = test_alloc(sizeof *out * n);
+    for (size_t i = 0; i < n; i++)
+        out[i] = f32_to_bf16((float)(ref[i] + noise * rng_normal(&r)));
+    return out;
+}
+
+/* An attention backward problem: random inputs (a, dout) and room for its gradients. */
+typedef struct { AttnBufs a; float *dout; double *dq, *dk, *dv; size_t nq, nk, nv; } BwdBufs;
+
+static BwdBufs bwd_alloc(const RefAttn *p, uint64_t seed)
+{
+    Rng r;
+    rng_seed(&r, seed);
+    BwdBufs b = { .a = attn_alloc(p, &r) };
+    b.dout = rand_floats(&r, b.a.no);
+    b.nq = (size_t)p->b * p->s_q * p->h_q * p->d;
+    b.nk = (size_t)p->b * p->s_k * p->h_kv * p->d;
+    b.nv = (size_t)p->b * p->s_k * p->h_kv * p->dv;
+    b.dq = test_alloc(b.nq * 8), b.dk = test_alloc(b.nk * 8), b.dv = test_alloc(b.nv * 8);
+    return b;
+}
+
+static void bwd_free(BwdBufs *b)
+{
+    free(b->dout), free(b->dq), free(b->dk), free(b->dv);
+    attn_free(&b->a);
+}
+
+/* Attention with one key: P = 1 and o = v, so dP = delta and dq, dk are
+ * exactly 0 in float64, while their terms are not. A kernel's residue (the
+ * fp32 rounding of dP - delta, ~1e-7 of the terms) passes under the floor,
+ * and the line says so; an error of 1e-3 of the terms' norm fails. */
+static void test_floor_one_key(void)
+{
+    RefAttn p = { 1, 9, 1, 4, 2, 16, 16, 0, 0.25, {0} };
+    BwdBufs b = bwd_alloc(&p, 11);
+    size_t nq = b.nq, nk = b.nk;
+    double *dq = b.dq, *dk = b.dk, t2[3];
+    int rc = ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, dq, dk, b.dv, t2, 3);
+    check(!rc && norm2(dq, nq) == 0 && norm2(dk, nk) == 0 && t2[0] > 0 && t2[1] > 0 && t2[2] == 0,
+          "norm floor: attention with one key: dq and dk cancel to 0, their term norms do not (dv has none)",
+          "rc %d ||dq|| %.3e ||dk|| %.3e term norms^2 %.3e %.3e %.3e", rc, norm2(dq, nq), norm2(dk, nk), t2[0], t2[1],
+          t2[2]);
+    struct { const char *name; const double *ref; size_t n; double t2; } g[2] = { { "dq", dq, nq, t2[0] },
+                                                                             { "dk", dk, nk, t2[1] } };
+    for (int i = 0; i < 2; i++) {
+        double fl = verify_term_floor(g[i].t2), elem = sqrt(g[i].t2 / (double)g[i].n);
+        uint16_t *out = noisy_bf16(g[i].ref, g[i].n, 1e-7 * elem, 3 + (uint64_t)i);
+        VerifyResult v = verify_u16(out, DT_BF16, g[i].ref, g[i].n, 1e-2, 0, fl);
+        char name[160];
+        snprintf(name, sizeof name, "norm floor: a kernel's residue of a cancelled %s passes, judged by the floor", g[i].name);
+        check(v.pass && v.norm_floor > v.ref_norm && v.rel_l2 < 1e-3, name, "pass %d rel %.3e floor %.3e ||ref|| %.3e",
+              v.pass, v.rel_l2, v.norm_floor, v.ref_norm);
+        if (i == 0)
+            verify_print("cancelled dq", &v, 1e-2);   /* the line names the floor */
+        free(out);
+        out = noisy_bf16(g[i].ref, g[i].n, 1e-3 * elem, 5 + (uint64_t)i);   /* an error of 1e-3 ||T|| */
+        v = verify_u16(out, DT_BF16, g[i].ref, g[i].n, 1e-2, 0, fl);
+        snprintf(name, sizeof name, "norm floor: an error of 1e-3 of the terms' norm in a cancelled %s fails", g[i].name);
+        check(!v.pass && v.rel_l2 > 0.5, name, "pass %d rel %.3e", v.pass, v.rel_l2);
+        free(out);
+    }
+    bwd_free(&b);
+}
+
+/* Sparse MLA with every valid slot on kv row 0 (s_kv 1): dq cancels to
+ * float64 noise, not to 0, so without the floor a kernel's residue fails
+ * (the bug). Token 2 has no valid slot: its dq rows must stay exactly 0,
+ * and NaN or unwritten elements fail, floor or not. */
+static void test_floor_one_row(void)
+{
+    enum { SQ = 3, H = 4, TOPK = 8, DQK = 24, DV = 16 };
+    const int32_t idx[SQ * TOPK] = { 0, -1, 0, 0, 5, 0, 0, 0,   0, 0, 0, 0, 0, 0, 0, 0,
+                                     -1, -1, 1, 7, -1, -1, -1, INT32_MIN };
+    RefMla p = { SQ, 1, H, TOPK, DQK, DV, 0.3, idx, NULL };
+    Rng r;
+    rng_seed(&r, 12);
+    size_t nq = (size_t)SQ * H * DQK, per_token = (size_t)H * DQK;
+    float *q = rand_floats(&r, nq), *kv = rand_floats(&r, DQK), *dout = rand_floats(&r, (size_t)SQ * H * DV);
+    double *dq = test_alloc(nq * 8), dkv[DQK], t2[2];
+    int rc = ref_mla_bwd(&p, q, kv, dout, dq, dkv, t2, 2), empty = 1;
+    for (size_t i = 2 * per_token; i < nq; i++)
+        empty &= dq[i] == 0;
+    double ratio = norm2(dq, nq) / sqrt(t2[0]), fl = verify_term_floor(t2[0]);
+    check(!rc && ratio < 1e-12 && empty && t2[1] == 0,
+          "norm floor: mla with every slot on one kv row: ||dq|| / ||T|| below 1e-12 (float64 noise), the empty token 0",
+          "rc %d ratio %.3e empty token's rows 0: %d, dkv's term norm^2 %.3e", rc, ratio, empty, t2[1]);
+    for (size_t i = 0; i < 2 * per_token; i++)   /* zeros by cancellation are no exact zeros (problem.c mark_cancellations) */
+        dq[i] = dq[i] == 0 ? DBL_TRUE_MIN : dq[i];
+    double elem = sqrt(t2[0] / (double)(2 * per_token));
+    uint16_t *out = noisy_bf16(dq, nq, 1e-7 * elem, 7);
+    for (size_t i = 2 * per_token; i < nq; i++)
+        out[i] = 0;   /* the kernel writes the empty token's rows 0 */
+    VerifyResult v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, fl);
+    check(v.pass && v.norm_floor > v.ref_norm, "norm floor: mla residue of a cancelled dq passes, exact zeros met",
+          "pass %d rel %.3e not_zero %zu first %ld", v.pass, v.rel_l2, v.n_not_zero, v.first_bad);
+    v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, 0);
+    check(!v.pass && v.rel_l2 > 1e3, "norm floor: without it the same residue fails (the bug it fixes)",
+          "pass %d rel %.3e", v.pass, v.rel_l2);
+    out[2 * per_token + 5] = f32_to_bf16(1e-30f);
+    v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, fl);
+    check(!v.pass && v.n_not_zero == 1, "norm floor: the empty token's dq must still be exactly 0",
+          "pass %d not_zero %zu", v.pass, v.n_not_zero);
+    out[2 * per_token + 5] = 0;
+    out[7] = f32_to_bf16(NAN);
+    v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, fl);
+    check(!v.pass && v.n_bad_nonfinite == 1, "norm floor: a NaN still fails", "pass %d", v.pass);
+    out[7] = POISON_U16;
+    v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, fl);
+    check(!v.pass && v.n_unwritten == 1, "norm floor: an unwritten element still fails", "pass %d", v.pass);
+    free(out), free(q), free(kv), free(dout), free(dq);
+}
+
+/* Random inputs: ||ref|| / ||T|| far above 2^-10, so the floor judges
+ * nothing and a correctly rounded output's line carries no floor note. */
+static void test_floor_inactive(void)
+{
+    enum { SQ = 6, SKV = 200, H = 8, TOPK = 64, DQK = 64, DV = 48 };
+    Rng r;
+    rng_seed(&r, 13);
+    int32_t *idx = test_alloc(sizeof *idx * SQ * TOPK);
+    mla_draw_indices(&r, SQ, SKV, TOPK, idx);
+    RefMla p = { SQ, SKV, H, TOPK, DQK, DV, 1.0 / sqrt((double)DQK), idx, NULL };
+    size_t nq = (size_t)SQ * H * DQK;
+    float *q = rand_floats(&r, nq), *kv = rand_floats(&r, (size_t)SKV * DQK), *dout = rand_floats(&r, (size_t)SQ * H * DV);
+    double *dq = test_alloc(nq * 8), *dkv = test_alloc((size_t)SKV * DQK * 8), t2[2];
+    ref_mla_bwd(&p, q, kv, dout, dq, dkv, t2, 2);
+    double ratio = norm2(dq, nq) / sqrt(t2[0]);
+    uint16_t *out = noisy_bf16(dq, nq, 0, 1);
+    VerifyResult v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, verify_term_floor(t2[0]));
+    char name[160];
+    snprintf(name, sizeof name, "norm floor: inactive on random mla inputs (||dq|| / ||T|| = %.3f, 10x 2^-10 at least)",
+             ratio);
+    check(ratio > 10 * VERIFY_TERM_KAPPA && v.pass && v.norm_floor < v.ref_norm, name, "ratio %.3e pass %d", ratio,
+          v.pass);
+    free(idx), free(q), free(kv), free(dout), free(dq), free(dkv), free(out);
+}
+
+/* The outlier scale under the floor is the floor spread evenly: one element
+ * of an all-zero reference off by 60 x tol x floor / sqrt(n) fails although
+ * rel_l2 passes; off by 40 x, it passes. */
+static void test_floor_outlier(void)
+{
+    const size_t n = 100000;
+    const double tol = 1e-2, fl = 1.0, unit = tol * fl / sqrt((double)n);
+    double *ref = calloc(n, sizeof *ref);
+    float *out = calloc(n, sizeof *out);
+    if (!ref || !out)
+        exit(1);
+    out[321] = (float)(60 * unit);
+    VerifyResult v = verify_f32(out, ref, n, tol, 0, fl);
+    check(!v.pass && v.rel_l2 < tol && v.first_bad == 321, "norm floor: an outlier of 60 x tol x the floor's rms fails",
+          "pass %d rel %.3e first %ld", v.pass, v.rel_l2, v.first_bad);
+    out[321] = (float)(40 * unit);
+    v = verify_f32(out, ref, n, tol, 0, fl);
+    check(v.pass, "norm floor: 40 x tol x the floor's rms is no outlier", "pass %d rel %.3e first %ld", v.pass, v.rel_l2,
+          v.first_bad);
+    free(ref), free(out);
+}
+
+/* Each row's term norm comes from the one thread that ran it, summed in row
+ * order afterwards: the total is bit for bit the same for any thread count. */
+static void test_floor_threads(void)
+{
+    RefAttn p = { 2, 37, 53, 4, 2, 20, 12, 1, 0.2, {0} };
+    BwdBufs b = bwd_alloc(&p, 14);
+    double first[3], again[3];
+    int ok = !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, b.dq, b.dk, b.dv, first, 1);
+    int counts[] = { 2, 5, 7, 0 };
+    for (int t = 0; t < 4; t++) {
+        ok &= !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, b.dq, b.dk, b.dv, again, counts[t]);
+        ok &= memcmp(first, again, sizeof first) == 0;
+    }
+    check(ok && first[0] > 0 && first[1] > 0, "norm floor: attention term norms identical for 1, 2, 5, 7 and all threads",
+          "differ (or zero): %.17g %.17g", first[0], first[1]);
+    bwd_free(&b);
 }
 
 int main(void)
@@ -600,5 +794,10 @@ int main(void)
     test_verify_f32();
     test_verify_inf();
     test_verify_exact_zeros();
+    test_floor_one_key();
+    test_floor_one_row();
+    test_floor_inactive();
+    test_floor_outlier();
+    test_floor_threads();
     return check_summary();
 }
