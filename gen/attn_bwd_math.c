@@ -37,35 +37,35 @@ void key_block_order(Kctx *k, int ctas_per_sm, Reg group, Reg b, Reg kvh, Reg kb
         INS(e, MOV_B32, R(kb), SR("%ctaid.x"));
         return;
     }
-    Reg nkb = e_reg(e, RC_B32), nh = e_reg(e, RC_B32), groups = e_reg(e, RC_B32), lin = e_reg(e, RC_B32);
+    Reg nkb = e_reg(e, RC_B32), nh = e_reg(e, RC_B32), pairs = e_reg(e, RC_B32), lin = e_reg(e, RC_B32);
     Reg per = e_reg(e, RC_B32), g0 = e_reg(e, RC_B32), r = e_reg(e, RC_B32), in = e_reg(e, RC_B32);
     Reg t = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(nkb), SR("%nctaid.x"));
     INS(e, MOV_B32, R(nh), SR("%nctaid.y"));
     INS(e, MOV_B32, R(t), SR("%nctaid.z"));
-    INS(e, MUL_LO_U32, R(groups), R(nh), R(t));
+    INS(e, MUL_LO_U32, R(pairs), R(nh), R(t));
     INS(e, MOV_B32, R(t), SR("%ctaid.z"));
     INS(e, MOV_B32, R(lin), SR("%ctaid.y"));
     INS(e, MAD_LO_U32, R(lin), R(t), R(nh), R(lin));
     INS(e, MOV_B32, R(t), SR("%ctaid.x"));
     INS(e, MAD_LO_U32, R(lin), R(lin), R(nkb), R(t));
-    /* groups a chunk: the slots over the key blocks, at least 1 */
+    /* (kv head, batch) pairs a chunk: the slots over the key blocks, at least 1 */
     Reg mha = e_reg(e, RC_PRED), tail = e_reg(e, RC_PRED), tn = e_reg(e, RC_B32), st = e_reg(e, RC_B32);
     Reg gg = e_reg(e, RC_B32), ig = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(per), SR("%nsmid"));
-    INS(e, MUL_LO_U32, R(per), R(per), I(ctas_per_sm));
+    if (ctas_per_sm > 1) INS(e, MUL_LO_U32, R(per), R(per), I(ctas_per_sm));
     INS(e, DIV_U32, R(per), R(per), R(nkb));
     INS(e, MAX_U32, R(per), R(per), I(1));
     INS(e, SETP_EQ_U32, R(mha), R(group), I(1));
-    /* without GQA, chunks: the chunk's first group g0 and the CTA's place r in it; the last chunk may hold fewer */
+    /* without GQA, chunks: the chunk's first pair g0 and the CTA's place r in it; the last chunk may hold fewer */
     INS(e, MUL_LO_U32, R(t), R(per), R(nkb));
     INS(e, DIV_U32, R(g0), R(lin), R(t));
     INS(e, MUL_LO_U32, R(g0), R(g0), R(per));
-    INS(e, SUB_U32, R(in), R(groups), R(g0));
+    INS(e, SUB_U32, R(in), R(pairs), R(g0));
     INS(e, MIN_U32, R(in), R(in), R(per));
-    /* with GQA, one group at a time (g0 = lin / nkb) up to the last tn groups, which from gg on go as a chunk */
-    INS(e, MIN_U32, R(tn), R(per), R(groups));
-    INS(e, SUB_U32, R(gg), R(groups), R(tn));
+    /* with GQA, one pair at a time (g0 = lin / nkb) up to the last tn pairs, which from gg on go as a chunk */
+    INS(e, MIN_U32, R(tn), R(per), R(pairs));
+    INS(e, SUB_U32, R(gg), R(pairs), R(tn));
     INS(e, MUL_LO_U32, R(st), R(gg), R(nkb));
     INS(e, SETP_GE_U32, R(tail), R(lin), R(st));
     INS(e, DIV_U32, R(t), R(lin), R(nkb));

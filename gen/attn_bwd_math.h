@@ -11,11 +11,13 @@
  * fastest) ends on a (kv head, batch) pair's long CTAs, a tail where most SMs idle. A chunk is as many pairs as
  * fill the GPU's CTA slots (%nsmid x ctas_per_sm) with their key blocks; inside one, key block 0 of every pair
  * first, then key block 1, ... so the longest CTAs start first while those in flight still share few heads'
- * Q, dO and dQ in L2. Without GQA the whole grid goes by chunks (H200: causal d128 3 %, deterministic d128 6 %
- * faster). With GQA only the last chunk does and the rest keeps the grid's order, where a kv head's key blocks
- * step through its query heads' blocks together and share them in L2 (chunks throughout: GQA 64/8 causal 5-8 %
- * slower; the last chunk alone: 3-10 % faster, b 8 s 2048 GQA 32/4 causal 12 %). Key blocks of a pair keep their
- * order (the dQ chain relies on it). ctas_per_sm 0: the grid's order. */
+ * Q, dO and dQ in L2. Without GQA (group, the query heads per kv head, is 1) the whole grid goes by chunks
+ * (H200: causal d128 2-4 %, deterministic d128 5-11 % faster). With GQA only the last chunk does and the rest
+ * keeps the grid's order, where a kv head's key blocks step through its query heads' blocks together and share
+ * them in L2 (chunks throughout: GQA 64/8 causal 5-10 % slower; the last chunk alone: 3-10 % faster, b 8 s 2048
+ * GQA 32/4 causal 12 %). Key blocks of a pair keep their order (the dQ chain relies on it). A CTA's place in
+ * the grid is not its keys: what depends on them (a varlen sequence's end) uses these. ctas_per_sm 0: the
+ * grid's order. */
 void key_block_order(Kctx *k, int ctas_per_sm, Reg group, Reg b, Reg kvh, Reg kb);
 
 /* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_lo + per_head) of each of the group's

@@ -59,16 +59,26 @@ typedef struct {
     Acc dk, dv;
 } WgBwd;
 
+/* The CTA's batch, kv head and key block (not yet in keys, nor in chain order) in the order CTAs start
+ * (key_block_order). Deterministic and causal, the grid's order: without GQA the chain runs from the last key
+ * block, the shortest, so chunks would start the short CTAs first (H200, d128: 0.3-1 % slower); with GQA not
+ * measured. */
+static void cta_keys(Kctx *k, const WgBwd *f, Reg b, Reg kvh, Reg kb) {
+    if (f->ordered && f->d->causal) {
+        key_block_order(k, 0, (Reg){0}, b, kvh, kb);
+        return;
+    }
+    Reg group = e_reg(&k->e, RC_B32);   /* query heads per kv head */
+    INS(&k->e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+    key_block_order(k, f->p->ctas_per_sm, group, b, kvh, kb);
+}
+
 /* What both roles derive from the CTA: its key block, kv head, batch, and the query blocks that see it. */
 static void problem(Kctx *k, WgBwd *f) {
     Emit *e = &k->e;
     const AttnTile *t = &f->d->tile;
     f->b = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->key0 = e_reg(e, RC_B32);
-    f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
-    INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
-    /* deterministic and causal, the grid's order: without GQA the chain runs from the last key block, the
-     * shortest, so chunks start the short CTAs first (H200, d128: 0.3-1 % slower); with GQA not measured */
-    key_block_order(k, f->ordered && f->d->causal ? 0 : f->p->ctas_per_sm, f->group, f->b, f->kvh, f->key0);
+    cta_keys(k, f, f->b, f->kvh, f->key0);
     f->s_q_grid = f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
     f->tb = f->b;
@@ -76,6 +86,8 @@ static void problem(Kctx *k, WgBwd *f) {
         SeqSpan sp = seq_span(k, f->b);
         f->s_q = sp.s_q, f->s_k = sp.s_k, f->q0 = sp.q0, f->k0 = sp.k0, f->tb = kc_imm32(k, 0);
     }
+    f->group = e_reg(e, RC_B32), f->off = e_reg(e, RC_B32);
+    INS(e, DIV_U32, R(f->group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
     /* query blocks in chain order (attn_bwd_math.h): with GQA down, so that the key blocks of a kv head work
      * on the same (head, block) at once (H200, GQA 64/8 causal: 3-4 % over head-major); without, up, which is
      * the head-major order (the last key block first as well measured no faster without the chain) */
@@ -546,7 +558,13 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     INS(e, BAR_SYNC, I(0));                                       /* the barriers are initialised */
     Reg is_consumer = e_reg(e, RC_PRED);
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
-    int past = varlen_keys_exit(&kc, d, t->bn, 1);   /* the grid covers the longest sequence's keys */
+    int past = 0;
+    if (d->varlen) {   /* the grid covers the longest sequence's keys: a CTA past its own sequence's leaves */
+        Reg b = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32), key0 = e_reg(e, RC_B32);
+        cta_keys(&kc, &f, b, kvh, key0);
+        INS(e, MUL_LO_U32, R(key0), R(key0), I(t->bn));
+        past = varlen_keys_exit_at(&kc, d, b, key0);
+    }
     wg_roles(&kc, is_consumer, producer, consumer, &f);
     if (d->varlen) e_place(&kc.e, past);
     kctx_finish(&kc, module);

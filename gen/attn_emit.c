@@ -181,11 +181,17 @@ int varlen_exit(Kctx *k, const AttnDesc *d, int bm, int last_first) {
 int varlen_keys_exit(Kctx *k, const AttnDesc *d, int bn, int parts) {
     if (!d->varlen) return 0;
     Emit *e = &k->e;
-    Reg key0 = e_reg(e, RC_B32), b = e_reg(e, RC_B32), s_q, s_k, past = e_reg(e, RC_PRED);
+    Reg key0 = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
     INS(e, MOV_B32, R(key0), SR("%ctaid.x"));
     if (parts > 1) INS(e, DIV_U32, R(key0), R(key0), I(parts));
     INS(e, MUL_LO_U32, R(key0), R(key0), I(bn));
     INS(e, MOV_B32, R(b), SR("%ctaid.z"));
+    return varlen_keys_exit_at(k, d, b, key0);
+}
+
+int varlen_keys_exit_at(Kctx *k, const AttnDesc *d, Reg b, Reg key0) {
+    Emit *e = &k->e;
+    Reg s_q, s_k, past = e_reg(e, RC_PRED);
     attn_lengths(k, d, b, &s_q, &s_k);
     INS(e, SETP_GE_U32, R(past), R(key0), R(s_k));
     int label = e_label(e);

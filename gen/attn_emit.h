@@ -44,6 +44,8 @@ Reg attn_stats_row(Kctx *k, const AttnDesc *d, Reg b, Reg h);
 int varlen_exit(Kctx *k, const AttnDesc *d, int bm, int last_first);
 /* The same for a backward's key blocks: CTA x owns keys from (x / parts) bn. */
 int varlen_keys_exit(Kctx *k, const AttnDesc *d, int bn, int parts);
+/* The same for a CTA that owns keys from key0 of batch b, however it derived them (varlen only). */
+int varlen_keys_exit_at(Kctx *k, const AttnDesc *d, Reg b, Reg key0);
 /* An attention tensor's parameter (and its strides) by name, padded or packed by d->varlen: q, k, v, o, do, dq,
  * dk, dv ([b, s, h, d] or [total, h, d]) and lse ([b, h_q, s_q] or [h_q, total_q], fp32). */
 void attn_tensor(KernelSpec *ks, const AttnDesc *d, const char *name, ParamRole role, const char *meaning);

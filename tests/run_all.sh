@@ -407,11 +407,13 @@ varlen_tests() {
         --hdim 256 --tile deterministic=1
     # the wgmma backward (sm_90a): the same masks; dK and dV by plain stores of the sequence's keys; dQ reduce-adds
     # at the packed rows, in key-block order under the semaphores when deterministic; d64's 128-row blocks span two
-    # pre-kernel CTAs, whose stats padding rows must both be written
+    # pre-kernel CTAs, whose stats padding rows must both be written. 13 SMs: the CTAs start in key_block_order's
+    # chunks, so a CTA past its sequence's keys is known by the (batch, key block) it was given, not by its grid place
     for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
              "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "--varlen 200,130 --tile deterministic=1 --causal --hq 3 --hkv 1" \
              "--varlen 300,0,140 --varlen-k 100,33,0 --tile deterministic=1,dqbufs=2 --causal --hq 4 --hkv 1 --hdim 64"; do
-        PTXGEN_SIM_STRICT=1 PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim varlen wgmma bwd $f" --arch sm_90a $f --seed $((RANDOM + 1))
+        PTXGEN_SIM_STRICT=1 PTXGEN_SIM_CTAS_PER_SM=2 PTXGEN_SIM_SMS=13 sim_bwd "sim varlen wgmma bwd $f" --arch sm_90a $f \
+            --seed $((RANDOM + 1))
         expect_output "sim varlen wgmma bwd $f: the wgmma kernel" "^kernel: attn_bwd_wg_main_.*_varlen" &&
             pass "sim varlen wgmma bwd $f: the wgmma kernel"
     done
@@ -492,7 +494,8 @@ sparse_tests() {
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
-    sparse_sims "wgmma bwd" sim_bwd "attn_bwd_wg_main_.*_sparse" sm_90a \
+    # (the backward at 13 SMs: its CTAs start in key_block_order's chunks)
+    PTXGEN_SIM_SMS=13 sparse_sims "wgmma bwd" sim_bwd "attn_bwd_wg_main_.*_sparse" sm_90a \
         "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
         "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
         "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
