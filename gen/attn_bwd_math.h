@@ -17,9 +17,7 @@
  * them in L2 (chunks throughout: GQA 64/8 causal 5-10 % slower; the last chunk alone: 3-10 % faster, b 8 s 2048
  * GQA 32/4 causal 12 %). Key blocks of a pair keep their order (the dQ chain relies on it). A CTA's place in
  * the grid is not its keys: what depends on them (a varlen sequence's end) uses these. ctas_per_sm 0: the
- * grid's order. Known limit: the linear index is 32-bit, so in a grid of 2^32 CTAs or more (only varlen could
- * ask for one: 65535 sequences, one of them a million keys long, 16 kv heads; hours of launch) CTAs would take
- * wrong keys. */
+ * grid's order. The linear index is 32-bit: ptxgen_launch_dims refuses grids of 2^32 CTAs or more. */
 void key_block_order(Kctx *k, int ctas_per_sm, Reg group, Reg b, Reg kvh, Reg kb);
 
 /* Query blocks of bm rows that see keys [key0, key0 + bn): [m_lo, m_lo + per_head) of each of the group's

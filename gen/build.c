@@ -621,6 +621,13 @@ int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int
     static const long long limits[3] = {2147483647LL, 65535, 65535};
     const char *expr[3] = {ks->grid[0], ks->grid[1], ks->grid[2]};
     if (eval_dims(expr, "grid", sizes, nsizes, limits, grid, err, errlen)) return 2;
+    /* the kernels number their CTAs in 32 bits (a linear index, e.g. attn_bwd's CTA order) */
+    unsigned long long ctas = (unsigned long long)grid[0] * grid[1] * grid[2];
+    if (ctas > 0xFFFFFFFFull) {
+        snprintf(err, errlen, "grid %u x %u x %u = %llu CTAs: ptxgen's kernels number their CTAs in 32 bits (at most "
+                 "4294967295)", grid[0], grid[1], grid[2], ctas);
+        return 2;
+    }
     for (int i = 0; i < 3; i++) block[i] = ks->block[i];
     *dyn_smem = ks->dyn_smem;
     return 0;

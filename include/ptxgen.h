@@ -143,6 +143,8 @@ typedef struct { const char *name; long long value; } ptxgen_size;
 /* The class of a problem that a tuned tile is kept for: attention by its longer sequence (s<=1k, s<=4k,
  * s<=16k, s<=inf), sparse MLA by h_q (h<=16 ... h<=128, beyond). sizes: the set's size names. */
 PTXGEN_API int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int nsizes, char *out, size_t outlen);
+/* Kernel k's grid, block and dynamic shared memory for the sizes; 2 with err set when a size is missing, a grid
+ * dimension is outside CUDA's limits, or the grid holds 2^32 CTAs or more (the kernels number CTAs in 32 bits). */
 PTXGEN_API int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes,
                        unsigned grid[3], unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen);
 /* Split-KV sets: a num_splits for the problem (sizes, num_splits among them or not) on a GPU of sm_count SMs: enough

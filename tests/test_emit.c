@@ -429,6 +429,23 @@ static void test_api(void)
     rc = ptxgen_launch_dims(s, 0, sizes, 2, grid, block, &smem, err, sizeof err);
     check(rc != 0 && strstr(err, "h_q"), "api launch dims with a size missing names it", "rc %d err '%s'", rc, err);
     ptxgen_free(s);
+
+    /* a grid of 2^32 CTAs or more is refused (the kernels' linear CTA index is 32-bit); one less is not */
+    rq = (ptxgen_request){.arch = "sm_90a", .kernel = "attn_bwd", .family = "wgmma"};
+    s = NULL;
+    rc = ptxgen_build(&rq, &s, err, sizeof err);
+    check(rc == 0 && s, "api build sm_90a attn_bwd wgmma", "rc %d, err '%s'", rc, err);
+    if (!s) return;
+    int main_k = 1;   /* pre, main, ...: the main kernel's grid is (key blocks, h_kv, b) */
+    ptxgen_size big[] = {{"b", 65535}, {"s_q", 128}, {"s_k", 128LL * 4097}, {"h_q", 16}, {"h_kv", 16}};
+    rc = ptxgen_launch_dims(s, main_k, big, 5, grid, block, &smem, err, sizeof err);
+    check(rc != 0 && strstr(err, "32 bits") && strstr(err, "4295950320"), "api launch dims refuses 2^32 CTAs",
+          "rc %d grid %u,%u,%u err '%s'", rc, grid[0], grid[1], grid[2], err);
+    big[2].value = 128LL * 4096;
+    rc = ptxgen_launch_dims(s, main_k, big, 5, grid, block, &smem, err, sizeof err);
+    check(rc == 0 && grid[0] == 4096 && grid[1] == 16 && grid[2] == 65535, "api launch dims takes 2^32 - 1 CTAs or fewer",
+          "rc %d grid %u,%u,%u err '%s'", rc, grid[0], grid[1], grid[2], err);
+    ptxgen_free(s);
 }
 
 /* The target check: each op against each arch, and the derived .version. */
