@@ -1354,9 +1354,9 @@ sim_tests() {
     # of all 9, 1 SM (the sim's own) the grid's order; deterministic causal sets keep the grid's order
     for sms in 13 7 40; do for t in "deterministic=0 --causal" deterministic=1; do
         set -- $t
-        for h in "--hq 3 --hkv 3" "--hq 6 --hkv 3"; do
-            PTXGEN_SIM_SMS=$sms sim_bwd "sim wgmma bwd $1 $(t=${2:---noncausal}; echo ${t#--}) b=3 $h ragged, $sms SMs" \
-                --arch sm_90a --hdim 64 --tile $1 ${2:-} --b 3 --sq 300 --sk 300 $h --seed $((RANDOM + 1))
+        for h in 3 6; do
+            PTXGEN_SIM_SMS=$sms sim_bwd "sim wgmma bwd $1 $(t=${2:---noncausal}; echo ${t#--}) b=3 h=$h/3 ragged, $sms SMs" \
+                --arch sm_90a --hdim 64 --tile $1 ${2:-} --b 3 --sq 300 --sk 300 --hq $h --hkv 3 --seed $((RANDOM + 1))
         done
     done; done
     PTXGEN_SIM_SMS=13 sim_bwd "sim wgmma bwd deterministic=1 causal b=3 GQA ragged, 13 SMs" --arch sm_90a --hdim 64 \
