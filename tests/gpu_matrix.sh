@@ -267,6 +267,9 @@ for fam in sync wgmma; do
   run "varlen $fam 100,0,37,1030 GQA 4:2" --mma $fam --varlen 100,0,37,1030 --hq 4 --hkv 2
   run "varlen $fam 777,1,2000 over keys 1300,0,640 causal GQA 8:1 deterministic" --mma $fam --varlen 777,1,2000 --varlen-k 1300,0,640 --causal --hq 8 --hkv 1 --tile deterministic=1
   run "varlen $fam d=64 0,500,3 over keys 700,500,0 atomics" --mma $fam --varlen 0,500,3 --varlen-k 700,500,0 --hdim 64 --hq 2 --hkv 1 --tile deterministic=0
+  # MHA: the wgmma backward's CTAs start in chunks of (kv head, batch) pairs, and leave by the keys they were given
+  run "varlen $fam 300,900,0,1500 MHA 3:3 deterministic" --mma $fam --varlen 300,900,0,1500 --varlen-k 1500,40,700,900 --hq 3 --hkv 3 --tile deterministic=1
+  run "varlen $fam 300,900,0,1500 MHA 3:3 causal" --mma $fam --varlen 300,900,0,1500 --hq 3 --hkv 3 --causal
 done
 # block-sparse (issue 18, seed 003): both families the GPU runs, forward and backward, against the CPU reference with
 # the mask (densities with none and all, a band, a dense head among sparse ones, causal s_q != s_k, GQA, varlen)
