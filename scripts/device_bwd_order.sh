@@ -8,7 +8,7 @@ set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 log() { echo "$*" | tee -a "$OUT/order.txt"; }
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j16 all build/tests/test_problem >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 mode=${1:-all}; pass=0; fail=0; seed=1200
 run() {   # run <check|xcheck> <args...>
     local m=$1; shift; seed=$((seed + 1))
@@ -29,6 +29,13 @@ if [ "$mode" != bench ]; then
     run check --hdim 128 --block-m 128 --block-n 128 --block-mask random:0.3 --varlen 1000,0,700,1300 --hq 4 --hkv 2 --causal
     run xcheck --hdim 64 --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
     log "checks: $pass passed, $fail failed"
+    # check's norm floor for cancelling gradients (94c68d9) on the GPU: the degenerate shapes, the GPU references
+    for a in "--kernel mla_bwd --sq 2 --skv 1 --hq 16 --topk 16" "--kernel mla_bwd --sq 1 --skv 1 --hq 64 --topk 64 --tile deterministic=1" \
+             "--kernel attn_bwd --sq 77 --sk 1 --hq 2 --hkv 1"; do
+        log "[floor] $a :: $(timeout 120 ./ptxgen check $a 2>&1 | grep -E '^  (dq|dk|dkv)|^check:' | tr -s ' ' | tr '\n' ' ')"
+    done
+    log "[selfcheck] $(timeout 300 ./ptxgen selfcheck 2>&1 | tail -1)"
+    log "[test_problem cuda] $(timeout 300 ./build/tests/test_problem --device cuda 2>&1 | tail -1)"
     for t in racecheck memcheck; do
         timeout 300 compute-sanitizer --tool $t --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma --causal \
             --hdim 64 --varlen 150,0,300,90 --hq 4 --hkv 2 --iters 1 >"$OUT/san_$t.log" 2>&1
