@@ -59,6 +59,8 @@ double ref_sumsq(const double *t, int n);
  * one thread that ran its row, summed after the threads so that the total
  * does not depend on how ref_parallel_rows cut the rows. */
 double ref_sum_rows(const double *v, long n);
+/* n doubles for per-row values (at least one, so that an empty problem is no failure), or NULL when not wanted */
+double *ref_row_values(size_t n, int wanted);
 
 /* Sparse MLA, MQA form (KERNELS.md "mla_fwd / mla_bwd"): q [s_q, h_q, d_qk],
  * one latent kv [s_kv, d_qk] with K = kv[:, :d_qk] and V = kv[:, :d_v],

@@ -97,15 +97,12 @@ static void key_rows(void *job, long r0, long r1, void *scratch)
     for (long r = r0; r < r1; r++) key_row(job, r, scratch);
 }
 
-/* n doubles (at least one, so that an empty problem is no failure), or NULL when not wanted */
-static double *row_values(size_t n, int wanted) { return wanted ? malloc(sizeof(double) * (n ? n : 1)) : NULL; }
-
 int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
                  double *dk, double *dv, double *term_norm2, int nthreads)
 {
     size_t rows = (size_t)p->b * p->h_q * p->s_q, krows = (size_t)p->b * p->h_kv * p->s_k;
-    double *lse = row_values(rows, 1), *delta = row_values(rows, 1);
-    BwdJob job = {p, q, k, v, dout, dq, dk, dv, lse, delta, row_values(rows, !!term_norm2), row_values(krows, !!term_norm2)};
+    double *lse = ref_row_values(rows, 1), *delta = ref_row_values(rows, 1);
+    BwdJob job = {p, q, k, v, dout, dq, dk, dv, lse, delta, ref_row_values(rows, !!term_norm2), ref_row_values(krows, !!term_norm2)};
     size_t qscratch = (size_t)p->s_k + (size_t)p->dv + (size_t)p->d;   /* s, o, the row's term magnitudes */
     int rc = !lse || !delta || (term_norm2 && (!job.dq_t2 || !job.dk_t2)) ? -1
              : ref_parallel_rows((long)rows, nthreads, sizeof(double) * qscratch, query_rows, &job);

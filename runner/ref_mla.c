@@ -144,8 +144,7 @@ int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *d
     size_t rows = (size_t)p->s_q * p->h_q;
     long *start = malloc(sizeof(long) * ((size_t)p->s_kv + 1)), *fill = malloc(sizeof(long) * ((size_t)p->s_kv + 1));
     int *sel = malloc(sizeof(int) * ((size_t)p->s_q * (size_t)p->topk + 1));
-    double *lse = malloc(sizeof(double) * (rows + 1)), *delta = malloc(sizeof(double) * (rows + 1));
-    double *dq_t2 = term_norm2 ? malloc(sizeof(double) * (rows + 1)) : NULL;
+    double *lse = ref_row_values(rows, 1), *delta = ref_row_values(rows, 1), *dq_t2 = ref_row_values(rows, !!term_norm2);
     MlaJob job = {.p = p, .q = q, .kv = kv, .dout = dout, .lse = lse, .dq = dq, .dkv = dkv, .delta = delta,
                   .dq_t2 = dq_t2, .sel_start = start, .sel = sel};
     size_t scratch = (size_t)p->topk + (size_t)p->d_v + (size_t)p->d_qk;   /* P, o, the row's term magnitudes */
