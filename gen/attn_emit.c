@@ -433,7 +433,7 @@ void abi_varlen(KernelSpec *ks) {
 }
 
 /* the two elements of a packed pair as f32 */
-static void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi) {
+void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi) {
     Emit *e = &k->e;
     *lo = e_reg(e, RC_F32), *hi = e_reg(e, RC_F32);
     if (dt == DT_FP16) {

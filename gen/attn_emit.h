@@ -130,6 +130,8 @@ void abi_tensor_map(KernelSpec *ks, const char *tensor, const char *meaning, Ten
 void ld16_global(Kctx *k, Reg *v, Reg addr);
 /* sum of x[i] * y[i] over the 8 elements of two chunks, in f32 */
 Reg  dot8_packed(Kctx *k, DType dt, const Reg *x, const Reg *y);
+/* the two 16-bit values of w (fp16 or bf16) as f32: the low half to lo */
+void unpack2(Kctx *k, DType dt, Reg w, Reg *lo, Reg *hi);
 /* 8 f32 values rounded into one chunk (4 packed pairs, the lower element low) */
 void f32x8_pack(Kctx *k, DType dt, const Reg *f, Reg *out);
 #endif

@@ -58,17 +58,17 @@ static const KernelKind kinds[] = {
      "optional topk_length, LSE", FAM_TCGEN05, mla_fwd_tc_keys, &mla_fwd_tc_nkeys, mla_fwd_tc_default_tile,
      mla_fwd_tc_check_tile, NULL, NULL, mla_fwd_tc_plan, mla_fwd_tc_spec, mla_fwd_tc_emit, mla_hdims, 1, MLA_D_QK,
      MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
-    {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert or the "
-     "deterministic reduce; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
+    {"mla_bwd", "sparse MLA backward: delta, main (dq, dkv scattered over the top-k rows), convert; "
+     "deterministic=1 sums dkv in 64-bit fixed point; bf16/fp16", FAM_MMA_SYNC, mla_bwd_keys, &mla_bwd_nkeys,
      mla_bwd_default_tile, mla_bwd_check_tile, mla_bwd_plan, mla_bwd_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK,
      MLA_D_V, 0, mla_pair_warps, 0, 0, NULL, 0, NULL, NULL},
     {"mla_bwd", "sparse MLA backward on wgmma + TMA (a producer warpgroup gathers the top-k rows by cp.async, two "
-     "consumer warpgroups split each step's slots for S and dP, and d_qk for dq and dkv): delta, main, convert or "
-     "the deterministic reduce; bf16/fp16", FAM_WGMMA, mla_bwd_wg_keys, &mla_bwd_wg_nkeys, mla_bwd_wg_default_tile,
+     "consumer warpgroups split each step's slots for S and dP, and d_qk for dq and dkv): delta, main, convert; "
+     "deterministic=1 sums dkv in 64-bit fixed point; bf16/fp16", FAM_WGMMA, mla_bwd_wg_keys, &mla_bwd_wg_nkeys, mla_bwd_wg_default_tile,
      mla_bwd_wg_check_tile, mla_bwd_wg_plan, mla_bwd_wg_build, NULL, NULL, NULL, mla_hdims, 1, MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
     {"mla_bwd", "sparse MLA backward on tcgen05 (TMEM accumulators): delta; bm=128 (default) a CTA-pair dq kernel "
-     "(cta_group::2) and a KV-stationary dkv kernel, bm=16/32 one main kernel (cta_group::1); convert or the "
-     "deterministic reduce; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,
+     "(cta_group::2) and a KV-stationary dkv kernel, bm=16/32 one main kernel (cta_group::1); convert; "
+     "deterministic=1 sums dkv in 64-bit fixed point; bf16/fp16", FAM_TCGEN05, mla_bwd_tc_keys, &mla_bwd_tc_nkeys,
      mla_bwd_tc_default_tile, mla_bwd_tc_check_tile, mla_bwd_tc_plan, mla_bwd_tc_build, NULL, NULL, NULL, mla_hdims, 1,
      MLA_D_QK, MLA_D_V, 0, NULL, 0, 0, NULL, 0, NULL, NULL},
 };

@@ -35,7 +35,7 @@ void mla_fwd_wg_plan(const AttnDesc *d, Plan *p);
 void mla_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks);
 void mla_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 
-/* mla_bwd: the kernel set (pre, main, convert or the deterministic reduce) */
+/* mla_bwd: the kernel set (pre, main, convert) */
 extern const TileKey mla_bwd_keys[];
 extern const int mla_bwd_nkeys;
 AttnTile mla_bwd_default_tile(const ArchInfo *a, int d, int dv);

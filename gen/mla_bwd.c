@@ -9,7 +9,8 @@
  *       dP = dO V_n^T;  dS = scale P (dP - delta)
  *       dq += dS K_n
  *       dkv[idx[slot]] += dS^T Q + P^T dO        (one fp32 reduction per element and
- *                                                 slot, over the block's heads)
+ *                                                 slot, over the block's heads; deterministic,
+ *                                                 an s64 one in fixed point)
  *     store dq
  *
  * Warps come in pairs, one pair per 16 heads (as in mla_fwd): warp c of a pair
@@ -32,13 +33,14 @@ typedef struct {
     SmemTile sq, sdo, sds, sprob, sdq;
     Stages st;
     Reg scale, scale_log2, zero;
+    Reg mul, bit1;                    /* deterministic: 2^S, dkv's fixed-point scale; lane bit 1 set */
     Reg neg_lse2[2], delta[2];        /* rows g, g+8 of the warp's heads: -lse log2(e) (-inf past h_q), delta */
     LdsmBases fq, fdo, fk;            /* S, dP: A from the warp's heads, B from its own slots */
     LdsmBases fds, fkt, fkt_rope;     /* dq: A = dS of the warp's heads, B = K transposed, its columns */
     LdsmBases fdst, fpt;              /* dkv: A = dS^T and P^T of the warp's slot m tile */
     LdsmBases fqt, fqt_rope, fdot;    /* dkv: B = Q and dO transposed, the warp's column group */
     Reg bias_lane, rows_lane;         /* current stage: own slots' bias pair; kv rows of the m tile's rows g */
-    Reg dst;                          /* b64: dkv destination of the lane's first nope column (row 0 or slot g) */
+    Reg dst;                          /* b64: dkv destination of the lane's first nope column, kv row 0 */
     Reg rope_delta;                   /* bytes from the lane's first nope column to its first rope column */
     Acc dq, dq_rope;
 } MlaBwd;
@@ -84,40 +86,42 @@ static void fragment_bases(Kctx *k, MlaBwd *f) {
     INS(e, MAD_LO_U32, R(slot_lane), R(mi), I(16), R(g));
     INS(e, MAD_LO_U32, R(f->rows_lane), R(slot_lane), I(4), R(k->smem));
     stages_track(&f->st, f->rows_lane);
-    /* this lane's first column of the group: 2t past the group's first, nope and rope */
+    /* this lane's first column of the group: 2t past the group's first (deterministic: mla_dkv_store_fixed's),
+     * nope and rope */
     Reg tq = e_reg(e, RC_B32), col[2] = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
-    INS(e, AND_B32, R(tq), R(k->lane), I(3));
-    INS(e, SHL_B32, R(tq), R(tq), I(1));
+    if (f->det) {
+        Reg b = e_reg(e, RC_B32);
+        tq = mla_dkv_fixed_col(k);
+        f->bit1 = e_reg(e, RC_PRED);
+        INS(e, AND_B32, R(b), R(k->lane), I(2));
+        INS(e, SETP_NE_U32, R(f->bit1), R(b), I(0));
+    } else {
+        INS(e, AND_B32, R(tq), R(k->lane), I(3));
+        INS(e, SHL_B32, R(tq), R(tq), I(1));
+    }
     INS(e, MAD_LO_U32, R(col[0]), R(grp), I(f->sp.nope), R(tq));
     INS(e, MAD_LO_U32, R(col[1]), R(grp), I(f->sp.rope), R(tq));
     INS(e, ADD_U32, R(col[1]), R(col[1]), I(f->d->dv));
-    Reg base = f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum");
-    if (f->det) mla_dkv_part_block(k, c->t, f->d->d, base);
-    if (f->det) INS(e, MAD_WIDE_U32, R(base), R(slot_lane), I(4 * f->d->d), R(base));   /* the lane's row g slot */
+    int esz = f->det ? 8 : 4;   /* s64 fixed point or fp32 */
     f->dst = e_reg(e, RC_B64), f->rope_delta = e_reg(e, RC_B32);
-    INS(e, MAD_WIDE_U32, R(f->dst), R(col[0]), I(4), R(base));
+    INS(e, MAD_WIDE_U32, R(f->dst), R(col[0]), I(esz), R(kc_ptr(k, f->det ? "dkv_fixed" : "dkv_accum")));
     INS(e, SUB_U32, R(f->rope_delta), R(col[1]), R(col[0]));
-    INS(e, MUL_LO_U32, R(f->rope_delta), R(f->rope_delta), I(4));
+    INS(e, MUL_LO_U32, R(f->rope_delta), R(f->rope_delta), I(esz));
 }
 
-/* Where rows g and g+8 of the warp's dkv block go in step n (its first nope
- * column; rope_delta further for rope), and whether each is a valid slot
- * (else no access at all). Deterministic, the part workspace is indexed by
- * slot (g and g+8 of the step), not by kv row. */
-
-static MlaDkvRows dkv_rows(Kctx *k, MlaBwd *f, Reg n) {
+/* Where rows g and g+8 of the warp's dkv block go (its first nope column;
+ * rope_delta further for rope), and whether each is a valid slot (else no
+ * access at all). */
+static MlaDkvRows dkv_rows(Kctx *k, MlaBwd *f) {
     Emit *e = &k->e;
     MlaDkvRows r;
-    Reg step = e_reg(e, RC_B32);
-    if (f->det) INS(e, MUL_LO_U32, R(step), R(n), I(f->sl.bn));
     for (int h = 0; h < 2; h++) {
         Reg row = e_reg(e, RC_B32);
         r.ok[h] = e_reg(e, RC_PRED);
         INS(e, LD_SHARED_B32, R(row), A(f->rows_lane, f->sl.rows_off + 32 * h));
         INS(e, SETP_LT_U32, R(r.ok[h]), R(row), R(f->sl.s_kv));
-        if (f->det && h) INS(e, ADD_U32, R(step), R(step), I(8));
         r.addr[h] = e_reg(e, RC_B64);
-        INS(e, MAD_WIDE_U32, R(r.addr[h]), R(f->det ? step : row), I(4 * f->d->d), R(f->dst));
+        INS(e, MAD_WIDE_U32, R(r.addr[h]), R(row), I((f->det ? 8 : 4) * f->d->d), R(f->dst));
     }
     return r;
 }
@@ -144,6 +148,11 @@ static LdsmBases chunk_bases(Kctx *k, const LdsmBases *b, int c) {
     return r;
 }
 
+static void dkv_store(Kctx *k, MlaBwd *f, const Acc *acc, const MlaDkvRows *rows, int col0) {
+    if (f->det) mla_dkv_store_fixed(k, acc, rows, col0, f->bit1, f->mul);
+    else mla_dkv_store(k, f->d->arch->vec_red, acc, rows, col0);
+}
+
 /* dkv of the warp's block, MLA_DKV_CHUNK columns at a time: dS^T Q (+ P^T dO on the d_v columns). */
 static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows) {
     const AttnDesc *d = f->d;
@@ -153,13 +162,13 @@ static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows) {
         acc_new(k, &acc, 1, 4);
         mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &qb, d->dtype, f->zero);
         mma_smem_ab_add(k, &acc, &f->fpt, f->c.bm / 16, &db, d->dtype);
-        mla_dkv_store(k, f->det, f->d->arch->vec_red, &acc, &rows, 32 * c);
+        dkv_store(k, f, &acc, &rows, 32 * c);
     }
     Acc acc;
     acc_new(k, &acc, 1, f->sp.rope / 8);
     mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &f->fqt_rope, d->dtype, f->zero);
     MlaDkvRows rope = dkv_rope_rows(k, f, &rows);
-    mla_dkv_store(k, f->det, f->d->arch->vec_red, &acc, &rope, 0);
+    dkv_store(k, f, &acc, &rope, 0);
 }
 
 /* One step of bn slots: the inner loop of the kernel. */
@@ -187,7 +196,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg *a = frag_a_load(k, &f->fds, 1, f->sl.bn / 16);
     mma_ab_trans(k, &f->dq, a, f->sl.bn / 16, &f->fkt, d->dtype);               /* dq += dS K, all bn slots */
     mma_ab_trans(k, &f->dq_rope, a, f->sl.bn / 16, &f->fkt_rope, d->dtype);
-    MlaDkvRows rows = dkv_rows(k, f, n);
+    MlaDkvRows rows = dkv_rows(k, f);
     if (one) {   /* every warp's dq products have read the rows: the next step's land under the dkv products */
         INS(e, BAR_SYNC, I(0));
         mla_slots_prefetch(k, &f->sl, &f->st, n);
@@ -228,6 +237,7 @@ void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, B
     f.scale_log2 = scale_log2(&kc);
     f.zero = e_reg(e, RC_F32);
     INS(e, MOV_F32, R(f.zero), FI(0.0f));
+    if (f.det) f.mul = mla_dkv_fixed(&kc).mul;
 
     e_comment(e, "prologue: Q, dO and the first step's rows in flight; the second step's index read");
     mla_load_heads(&kc, &f.c, "q", f.sq);

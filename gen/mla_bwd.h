@@ -1,48 +1,33 @@
 /* The mla_bwd kernel set (mma.sync family), in launch order:
- *   pre     delta[t, h] = rowsum(dO * o)
+ *   pre     delta[t, h] = rowsum(dO * o); deterministic, also the bounds that fix dkv's scale
  *   main    per token and head block: dq, and the block's dkv contributions
  *           added into an fp32 accumulator (red.global.add, vector on sm_90+)
- *           or, deterministic, stored per (token, head block, slot)
- *   convert dkv = the accumulator rounded to the dtype       (default)
- *   reduce  dkv[r] = the stored contributions of every (token, slot) that
- *           selected r, summed in token and slot order        (deterministic=1)
+ *           or, deterministic, into an s64 one in fixed point (mla_bwd_fixed.c)
+ *   convert dkv = the accumulator rounded to the dtype
  * The wgmma (mla_bwd_wg*.c) and tcgen05 (mla_bwd_tc*.c) families have their
  * own main kernels and the same others. Internal to the mla_bwd generator
  * files. Calls point one way:
  *   mla_bwd_{wg,tc}_desc.c (tiles, plan) -> mla_bwd_desc.c (plans, the set)
  *   mla_bwd_desc.c                       -> mla_bwd.c, mla_bwd_wg.c, mla_bwd_tc.c, mla_bwd_rows.c
  *   the main kernels                     -> mla_bwd_math.c (per-element math, dkv stores)
+ *   the main kernels, pre and convert    -> mla_bwd_fixed.c (deterministic dkv)
  *   every one of them                    -> mla_bwd_split.c (the work split) */
 #ifndef PTXGEN_MLA_BWD_H
 #define PTXGEN_MLA_BWD_H
 #include "mla_emit.h"
 
-enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any), then convert or reduce */
+enum { MLA_BWD_PRE, MLA_BWD_MAIN };   /* then the main kernel's `then` (if any), then convert */
 #define MLA_STR_(x) #x
 #define MLA_STR(x) MLA_STR_(x)       /* a constant's digits, for descriptions */
 #define MLA_PRE_HEADS 8          /* heads per CTA of pre: 16 threads per 512-wide row */
 #define MLA_CONVERT_ROWS 16      /* kv rows per CTA of convert: 8 threads per 576-wide row */
 #define MLA_ROW_THREADS 128
-#define MLA_REDUCE_WARPS 8       /* reduce: all warps scan every token of the CTA's range for their own rows */
-#define MLA_REDUCE_WARP_ROWS 32  /* reduce: kv rows a warp owns (at most 32: one ballot bit a lane) */
-#define MLA_REDUCE_ROWS (MLA_REDUCE_WARP_ROWS * MLA_REDUCE_WARPS)
-#define MLA_REDUCE_PIECE 1024    /* reduce: a token's indices go through a warp's registers this many at a time */
-#define MLA_REDUCE_PER_LANE (MLA_REDUCE_PIECE / 32)   /* indices each lane holds */
-#define MLA_REDUCE_SCAN 512      /* reduce: slots a warp scans between two drains of its list */
-#define MLA_REDUCE_SPLIT 4       /* reduce: token ranges per rows x columns; convert adds their sums in order */
-#define MLA_REDUCE_BATCH 8       /* reduce: a warp's matched slots whose contributions it loads at once */
-#define MLA_REDUCE_LIST (MLA_REDUCE_SCAN + MLA_REDUCE_BATCH)   /* a warp's list: a part batch left over, a scan's */
-/* reduce's shared memory: the sums and each warp's list of matched slots (8 bytes an entry) */
-#define MLA_REDUCE_SMEM(cols) (MLA_REDUCE_ROWS * (cols) * 4 + MLA_REDUCE_WARPS * MLA_REDUCE_LIST * 8)
-
 /* mla_bwd_split.c */
 /* dkv columns of one warp of the main kernel: warps split the step's bn x d_qk
  * dKV tile into (slot m tile, column group) blocks; a group owns nope columns
  * [nope0, nope0 + nope) and rope columns [rope0, rope0 + rope). */
 typedef struct { int mtiles, groups, nope, rope; } MlaDkvSplit;
 MlaDkvSplit mla_dkv_split(const AttnTile *t);
-/* Columns of dkv one CTA of reduce owns (its slice): what fits the arch's shared memory. */
-int mla_reduce_cols(const ArchInfo *a);
 
 void mla_bwd_main_plan(const AttnDesc *d, Plan *p);   /* mla_bwd_desc.c */
 
@@ -52,12 +37,12 @@ void mla_bwd_row_stats(Kctx *k, const MlaCta *c, Reg warp_row0, Reg neg_lse2[2],
 /* S -> P = exp2(S scale log2(e) - lse log2(e));  dP -> dS = scale P (dP - delta), in place */
 void mla_bwd_probabilities(Kctx *k, Acc *s, Acc *dp, Reg scale_log2, Reg scale, const Reg neg_lse2[2],
                            const Reg delta[2]);
-/* Where the lane's rows g and g+8 of a dkv block go (the lane's first column) and whether each is a valid
- * slot (else no access at all) */
+/* Where the lane's rows g and g+8 of a dkv block go (the lane's first column) and whether each is a valid slot
+ * (else no access at all) */
 typedef struct { Reg addr[2], ok[2]; } MlaDkvRows;
 /* The block's values, columns col0 + 8 j + 2 t, +1 of the rows: a reduction per element (vector where the
- * arch has it, vec_red), or, det, a plain store of the slot's contribution */
-void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0);
+ * arch has it, vec_red) */
+void mla_dkv_store(Kctx *k, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0);
 /* The same with whole 128-byte lines (sm_90+; the L2 reduces a line a request, and 32 bytes of each of 16
  * rows per instruction ran at 0.6x of 128 bytes of each of 4 on the H200): two lane exchanges move a warp's
  * 16 x (8 nt) block so that each instruction covers 32 columns of 4 rows, 8 lanes a row, 4 columns a lane.
@@ -65,7 +50,29 @@ void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRo
  * col0 + 32 s + lane_col, lane_col = 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1), addr[i] the
  * row at lane_col, ok[i] the slot is valid; bit0, bit2: lane bits 0 and 2 set. acc->nt a multiple of 4. */
 typedef struct { Reg addr[4], ok[4], bit0, bit2; } MlaDkvLines;
-void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r, int col0);
+void mla_dkv_store_lines(Kctx *k, const Acc *acc, const MlaDkvLines *r, int col0);
+/* Deterministic: the block into the s64 fixed-point accumulator (8 bytes a column) in whole 32-byte sectors. One
+ * lane exchange (lane bit 1, set in bit1, for a value's column bit 0) gives the 4 lanes t of a row 4 adjacent
+ * columns: value 4 j + 2 h + p goes to column col0 + 8 j + 4 p + mla_dkv_fixed_col of row g + 8 h (r->addr[h]
+ * at the lane's column), each instruction whole sectors of 8 rows. */
+void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvRows *r, int col0, Reg bit1, Reg mul);
+Reg mla_dkv_fixed_col(Kctx *k);   /* the lane's first column there: 2 (t & 1) + (t >> 1), t = lane & 3 */
+
+/* mla_bwd_fixed.c: deterministic dkv in fixed point (the file's head says how S is chosen) */
+#define MLA_BOUND_WORDS 4   /* dkv_bound: the fp32 bit patterns of W0..W3 */
+#define MLA_DET_MEANING "1: dkv summed in 64-bit fixed point (integer atomics: the same sum in any order); bit-identical"
+typedef struct { Reg mul, inv, bad; } MlaFixed;   /* 2^S, 2^-S (f32); the bound is not finite */
+/* main and convert: S from dkv_bound and the s_q, h_q parameters */
+MlaFixed mla_dkv_fixed(Kctx *k);
+/* v[0..n) times mul, rounded to integers, added to the s64 elements at addr + off, + 8, ... if ok */
+void mla_dkv_fixed_add(Kctx *k, Reg ok, Reg addr, int off, const Reg *v, int n, Reg mul);
+/* pre: a 16-byte chunk of 8 16-bit values into the running max|x| (bit pattern) and, if l1, sum |x| */
+void mla_bound_add(Kctx *k, DType dt, const Reg *chunk, Reg *max_bits, Reg *l1);
+/* pre: one (t, h) row's W0..W2 (w[0..2]) from its max|dO|, ||dO||_1, max|q| (bit patterns but l1), delta and
+ * the softmax_scale parameter; a NaN lse makes W0 NaN */
+void mla_bound_row(Kctx *k, Reg w[MLA_BOUND_WORDS], Reg do_max, Reg do_l1, Reg q_max, Reg delta, Reg lse);
+/* pre: every thread's w[0..3] to the CTA's maxima (smem: 16 bytes a warp, warps of them), raised into dkv_bound */
+void mla_bound_publish(Kctx *k, Reg w[MLA_BOUND_WORDS], int warps, Reg smem);
 
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
  * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
@@ -87,7 +94,7 @@ struct MlaBwdMain {
  * (s_q, cdiv(h_q, bm))) and the set's entry names: mla_bwd_<part>_<dtype>_dqk.._dv..[_bm.._bn..][_det]. */
 void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks);
 void mla_bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile);
-void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks);   /* dkv_part or dkv_accum, by the tile */
+void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks);   /* dkv_accum, or dkv_fixed and dkv_bound, by the tile */
 int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);
 /* the wgmma main kernel (mla_bwd_wg.c; its plan and maps in mla_bwd_wg_desc.c) */
@@ -97,7 +104,6 @@ void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* the emitters: main in mla_bwd.c, the row-wise kernels in mla_bwd_rows.c */
 void mla_bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
-void mla_bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
+void mla_bwd_pre_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module);
-void mla_bwd_reduce_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 #endif

@@ -14,11 +14,12 @@ const TileKey mla_bwd_keys[] = {
      "buffers of gathered rows: 2, the next step's land while this one's are read; 1 (for 99 KB parts: sm_86, "
      "sm_89, sm_120), the next step's are gathered once dq = dS K has read this one's, under the dkv products"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
-     "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
+     MLA_DET_MEANING},
 };
 const int mla_bwd_nkeys = (int)(sizeof mla_bwd_keys / sizeof mla_bwd_keys[0]);
 
 static const char *const pre_sizes[] = {"s_q", "h_q"}, *const convert_sizes[] = {"s_kv"};
+static const char *const pre_det_sizes[] = {"s_q", "h_q", "s_kv"}, *const convert_det_sizes[] = {"s_kv", "s_q", "h_q"};
 
 AttnTile mla_bwd_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
@@ -87,30 +88,23 @@ void mla_bwd_main_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
-static void rows_plan(const AttnDesc *d, Plan *p, const char *what) {
+static void rows_plan(const AttnDesc *d, Plan *p, const char *what, int bound) {
     *p = (Plan){.threads = MLA_ROW_THREADS, .regs_est = 40};
+    if (bound)   /* deterministic pre: the CTA's maxima of the bound's words, a warp's at a time */
+        plan_add_region(p, "bound", MLA_ROW_THREADS / 32 * 4 * MLA_BOUND_WORDS, 16,
+                        "each warp's maxima of dkv's bound words (mla_bwd_fixed.c)");
     char name[96];
     snprintf(name, sizeof name, "mla_bwd %s d_qk=%d d_v=%d", what, d->d, d->dv);
     plan_finish(p, d->arch, name);
 }
 
-static void reduce_plan(const AttnDesc *d, Plan *p) {
-    int cols = mla_reduce_cols(d->arch);
-    *p = (Plan){.threads = 32 * MLA_REDUCE_WARPS, .regs_est = 180};   /* ptxas 13.0, sm_90a: 180 */
-    plan_add_region(p, "dkv", MLA_REDUCE_ROWS * cols * 4, 128, "fp32 sums of 256 kv rows x the CTA's column slice");
-    plan_add_region(p, "matches", MLA_REDUCE_WARPS * MLA_REDUCE_LIST * 8, 16, "per warp, the slots whose rows are the "
-                    "warp's in token and slot order ({first dkv_part row, row}), their contributions loaded a batch at a time");
-    char name[96];
-    snprintf(name, sizeof name, "mla_bwd reduce d_qk=%d (%d rows x %d columns per CTA)", d->d, MLA_REDUCE_ROWS, cols);
-    plan_finish(p, d->arch, name);
-}
-
 int mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk) {
     int n = MLA_BWD_MAIN;
-    rows_plan(d, &plans[MLA_BWD_PRE], "pre (delta, 8 heads per CTA)");
+    int det = d->tile.deterministic;
+    rows_plan(d, &plans[MLA_BWD_PRE], det ? "pre (delta and dkv's bound, 8 heads per CTA)" : "pre (delta, 8 heads per CTA)",
+              det);
     for (const MlaBwdMain *m = mk; m; m = m->then) m->plan(d, &plans[n++]);
-    if (d->tile.deterministic) reduce_plan(d, &plans[n++]);
-    rows_plan(d, &plans[n], "convert (16 kv rows per CTA)");
+    rows_plan(d, &plans[n], "convert (16 kv rows per CTA)", 0);
     return n + 1;
 }
 
@@ -121,22 +115,32 @@ void mla_bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with
              d->tile.deterministic ? "_det" : "");
 }
 
-static void pre_spec(const AttnDesc *d, KernelSpec *ks) {
+static void pre_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
+    int det = d->tile.deterministic;
+    *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
     mla_bwd_entry(ks, d, "pre", 0);
     abi_tensor(ks, "o", PR_IN, "forward output", "[s_q, h_q, d_v]", dt, "sh");
     abi_tensor(ks, "do", PR_IN, "gradient of the output", "[s_q, h_q, d_v]", dt, "sh");
+    if (det) {   /* what bounds dkv (mla_bwd_fixed.c) */
+        abi_tensor(ks, "q", PR_IN, "queries", "[s_q, h_q, d_qk]", dt, "sh");
+        abi_tensor(ks, "kv", PR_IN, "latent keys/values: V = kv[:, :d_v]", "[s_kv, d_qk]", dt, "s");
+        abi_tensor(ks, "lse", PR_IN, MLA_LSE_MEANING " (from the forward)", "[s_q, h_q]", "fp32", "");
+    }
     abi_workspace(ks, "delta", "rowsum(dO * o), written here");
-    abi_sizes(ks, pre_sizes, 2);
+    if (det) abi_workspace(ks, "dkv_bound", "the maxima that bound dkv, raised here");
+    abi_sizes(ks, det ? pre_det_sizes : pre_sizes, det ? 3 : 2);
+    if (det) abi_scale(ks, MLA_SCALE_MEANING);
     snprintf(ks->grid[0], sizeof ks->grid[0], "s_q");
     snprintf(ks->grid[1], sizeof ks->grid[1], "cdiv(h_q, %d)", MLA_PRE_HEADS);
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
 }
 
 void mla_bwd_dkv_workspace(const AttnDesc *d, KernelSpec *ks) {
-    if (d->tile.deterministic) abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, stored here");
-    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, added into here (atomics)");
+    if (d->tile.deterministic) {
+        abi_workspace(ks, "dkv_fixed", "s64 dkv accumulator in fixed point, added into here (integer atomics)");
+        abi_workspace(ks, "dkv_bound", "the maxima that fix the point, read here");
+    } else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, added into here (atomics)");
 }
 
 void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks) {
@@ -161,42 +165,29 @@ void mla_bwd_main_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, K
 #define DKV_MEANING "gradient of the latent kv: every (token, head, valid slot) that selected the row; rows nobody selected are 0"
 
 static void convert_spec(const AttnDesc *d, KernelSpec *ks) {
+    int det = d->tile.deterministic;
     *ks = (KernelSpec){.block = {MLA_ROW_THREADS, 1, 1}};
     mla_bwd_entry(ks, d, "convert", 0);
-    if (d->tile.deterministic) abi_workspace(ks, "dkv_split", "the reduce's partial sums, added here in order");
-    else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
+    if (det) {
+        abi_workspace(ks, "dkv_fixed", "s64 dkv accumulator in fixed point, read here");
+        abi_workspace(ks, "dkv_bound", "the maxima that fix the point, read here");
+    } else abi_workspace(ks, "dkv_accum", "fp32 dkv accumulator, read here");
     abi_tensor(ks, "dkv", PR_OUT, DKV_MEANING, "[s_kv, d_qk]", dtype_name(d->dtype), "s");
-    abi_sizes(ks, convert_sizes, 1);
+    abi_sizes(ks, det ? convert_det_sizes : convert_sizes, det ? 3 : 1);
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_CONVERT_ROWS);
     snprintf(ks->grid[1], sizeof ks->grid[1], "1");
     snprintf(ks->grid[2], sizeof ks->grid[2], "1");
-}
-
-static void reduce_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
-    *ks = (KernelSpec){.block = {32 * MLA_REDUCE_WARPS, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
-    mla_bwd_entry(ks, d, "reduce", 1);
-    mla_abi_selection(ks);
-    abi_workspace(ks, "dkv_part", "each head block's dkv contribution per slot, read here");
-    abi_workspace(ks, "dkv_split", "the sums over each range of tokens, written here");
-    abi_sizes(ks, mla_size_names, 4);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_kv, %d)", MLA_REDUCE_ROWS);
-    snprintf(ks->grid[1], sizeof ks->grid[1], "%d", d->d / mla_reduce_cols(d->arch));
-    snprintf(ks->grid[2], sizeof ks->grid[2], "%d", MLA_REDUCE_SPLIT);
 }
 
 static void workspaces(const AttnDesc *d, KernelSet *ks) {
     ks->ws[ks->nws++] = (WorkspaceSpec){"delta", "s_q * h_q * 4", 0, "fp32 [s_q, h_q]: rowsum(dO * o), written by pre"};
     WorkspaceSpec *w = &ks->ws[ks->nws++];
     if (d->tile.deterministic) {
-        *w = (WorkspaceSpec){"dkv_part", "", 0, "fp32 [s_q, cdiv(h_q, bm), topk, d_qk]: each head block's dkv "
-                             "contribution per slot, written by main for valid slots only, summed in order over each range of "
-                             "tokens by reduce"};
-        snprintf(w->bytes, sizeof w->bytes, "s_q * cdiv(h_q, %d) * topk * %d", d->tile.bm, 4 * d->d);
-        w = &ks->ws[ks->nws++];
-        *w = (WorkspaceSpec){"dkv_split", "", 0, "fp32 [ranges, s_kv, d_qk]: the reduce's sums of dkv over each "
-                             "range of tokens (" MLA_STR(MLA_REDUCE_SPLIT) " ranges; every row and column written), added "
-                             "in range order by convert"};
-        snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", MLA_REDUCE_SPLIT * 4 * d->d);
+        *w = (WorkspaceSpec){"dkv_fixed", "", 1, "s64 [s_kv, d_qk]: dkv times 2^S summed by integer atomics (the same "
+                             "bits in any order; S from dkv_bound, mla_bwd_fixed.c); must start zeroed"};
+        snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", 8 * d->d);
+        ks->ws[ks->nws++] = (WorkspaceSpec){"dkv_bound", MLA_STR(MLA_BOUND_WORDS) " * 4", 1, "u32 [4]: the bit patterns "
+                                            "of the fp32 maxima that bound dkv, raised by pre; must start zeroed"};
     } else {
         *w = (WorkspaceSpec){"dkv_accum", "", 1, "fp32 [s_kv, d_qk]: dkv summed by atomics; must start zeroed"};
         snprintf(w->bytes, sizeof w->bytes, "s_kv * %d", 4 * d->d);
@@ -207,26 +198,20 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     int n = MLA_BWD_MAIN;
     ks->deterministic = d->tile.deterministic;
     workspaces(d, ks);
-    pre_spec(d, &ks->k[MLA_BWD_PRE]);
+    pre_spec(d, &ks->plan[MLA_BWD_PRE], &ks->k[MLA_BWD_PRE]);
     for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
         (x->spec ? x->spec : mla_bwd_main_spec)(d, &ks->plan[n], x, &ks->k[n]);
         if (x->workspaces) x->workspaces(d, ks);
     }
-    if (d->tile.deterministic) reduce_spec(d, &ks->plan[n], &ks->k[n]), n++;
     convert_spec(d, &ks->k[n]);
     ks->nk = n + 1;
-    mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], m);
+    mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], &ks->plan[MLA_BWD_PRE], m);
     n = MLA_BWD_MAIN;
     for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
         buf_puts(m, "\n");
         x->emit(d, &ks->k[n], &ks->plan[n], m);
     }
     buf_puts(m, "\n");
-    if (d->tile.deterministic) {
-        mla_bwd_reduce_emit(d, &ks->k[n], &ks->plan[n], m);
-        buf_puts(m, "\n");
-        n++;
-    }
     mla_bwd_convert_emit(d, &ks->k[n], m);
 }
 

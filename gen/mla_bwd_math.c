@@ -45,14 +45,13 @@ void mla_bwd_probabilities(Kctx *k, Acc *s, Acc *dp, Reg scale_log2, Reg scale, 
         }
 }
 
-void mla_dkv_store(Kctx *k, int det, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0) {
+void mla_dkv_store(Kctx *k, int vec_red, const Acc *acc, const MlaDkvRows *r, int col0) {
     Emit *e = &k->e;
     for (int j = 0; j < acc->nt; j++)
         for (int h = 0; h < 2; h++) {
             Reg v0 = ACC(acc, 0, j, 2 * h), v1 = ACC(acc, 0, j, 2 * h + 1);
             Opnd a = A(r->addr[h], 4 * (col0 + 8 * j));
-            if (det) INSP(e, r->ok[h], 0, ST_GLOBAL_V2_F32, a, V2(v0, v1));
-            else if (vec_red) INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_V2_F32, a, V2(v0, v1));
+            if (vec_red) INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_V2_F32, a, V2(v0, v1));
             else {
                 INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, a, R(v0));
                 INSP(e, r->ok[h], 0, RED_GLOBAL_ADD_F32, A(r->addr[h], 4 * (col0 + 8 * j) + 4), R(v1));
@@ -75,7 +74,7 @@ static void lanes_trade(Emit *e, Reg *v, int n, int mask, int bit, Reg set) {
     }
 }
 
-void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r, int col0) {
+void mla_dkv_store_lines(Kctx *k, const Acc *acc, const MlaDkvLines *r, int col0) {
     Emit *e = &k->e;
     int n = 4 * acc->nt;
     Reg v[4 * 16];
@@ -90,8 +89,36 @@ void mla_dkv_store_lines(Kctx *k, int det, const Acc *acc, const MlaDkvLines *r,
     for (int s = 0; s < acc->nt / 4; s++)  /* index bit 4: column bit 5 */
         for (int row = 0; row < 4; row++) {
             int i = s << 4 | (row & 1) << 3 | (row >> 1) << 1;
-            Opnd a = A(r->addr[row], 4 * (col0 + 32 * s));
-            if (det) INSP(e, r->ok[row], 0, ST_GLOBAL_V4_F32, a, V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
-            else INSP(e, r->ok[row], 0, RED_GLOBAL_ADD_V4_F32, a, V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
+            INSP(e, r->ok[row], 0, RED_GLOBAL_ADD_V4_F32, A(r->addr[row], 4 * (col0 + 32 * s)), V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
         }
+}
+
+/* The sector layout of mla_dkv_store_fixed: one 64-bit reduction covers 8 bytes and the L2 reduces a 32-byte
+ * sector a request, so four lanes on one sector's four columns make one request. Each lane on a sector of its own
+ * (mla_dkv_store_lines' layout, four adjacent columns a lane) makes four: the wgmma set took 38.0 ms that way
+ * against 15.7 ms this way on the H200 (h 64, s_q 4096, top-k 2048). */
+void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvRows *r, int col0, Reg bit1, Reg mul) {
+    int n = 4 * acc->nt;
+    Reg v[4 * 32];
+    if (acc->mt != 1 || n > (int)(sizeof v / sizeof *v)) {
+        fprintf(stderr, "ptxgen internal: mla_dkv_store_fixed takes 1 x k n8 tiles, k <= 32 (got %d x %d)\n", acc->mt, acc->nt);
+        abort();
+    }
+    for (int i = 0; i < n; i++) v[i] = acc->r[i];
+    lanes_trade(&k->e, v, n, 2, 0, bit1);   /* lane bit 1 <-> column bit 0: index bit 0 is now column bit 2 */
+    for (int i = 0; i < n; i++) {
+        int j = i >> 2, h = i >> 1 & 1, p = i & 1;
+        mla_dkv_fixed_add(k, r->ok[h], r->addr[h], 8 * (col0 + 8 * j + 4 * p), &v[i], 1, mul);
+    }
+}
+
+Reg mla_dkv_fixed_col(Kctx *k) {
+    Emit *e = &k->e;
+    Reg c = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(c), R(k->lane), I(1));
+    INS(e, SHL_B32, R(c), R(c), I(1));
+    INS(e, SHR_U32, R(b), R(k->lane), I(1));
+    INS(e, AND_B32, R(b), R(b), I(1));
+    INS(e, ADD_U32, R(c), R(c), R(b));
+    return c;
 }

@@ -22,6 +22,7 @@ typedef struct {
     int cols, with_do;                    /* this chunk kind's N, and whether P^T dO adds to it */
     int q, dout, st[2][2], bars;          /* shared regions: st[stage][0 dS^T, 1 P^T] */
     Reg t, col0, eff, nblocks, s_kv, idx_row, dkv_base;
+    Reg mul;                              /* deterministic: 2^S, dkv's fixed-point scale */
     Reg taddr, tq, bar[2];
     Reg q_mn, do_mn;
 } Dkv;
@@ -66,7 +67,7 @@ static void issue(Kctx *k, Dkv *f, int stage, int buf) {
 }
 
 /* Block b's D out of TMEM buffer buf once its commit landed: the thread's slot (its lane), if valid,
- * into its kv row of the accumulator or, deterministic, its slot of the part block. */
+ * into its kv row of the accumulator (fp32, or deterministic s64 fixed point). */
 static void read_out(Kctx *k, Dkv *f, Reg b, int buf) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), ok, row, dst = e_reg(e, RC_B64), el = e_reg(e, RC_B32), par = e_reg(e, RC_B32);
@@ -75,18 +76,16 @@ static void read_out(Kctx *k, Dkv *f, Reg b, int buf) {
     umma_wait(k, f->bar[buf], par);
     INS(e, MAD_LO_U32, R(slot), R(b), I(PAIR_BLOCK), R(k->tid));
     row = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, &ok);
-    INS(e, MAD_LO_U32, R(el), R(f->d->tile.deterministic ? slot : row), I(f->d->d), R(f->col0));
-    INS(e, MAD_WIDE_U32, R(dst), R(el), I(4), R(f->dkv_base));
+    INS(e, MAD_LO_U32, R(el), R(row), I(f->d->d), R(f->col0));
+    INS(e, MAD_WIDE_U32, R(dst), R(el), I(f->d->tile.deterministic ? 8 : 4), R(f->dkv_base));
     for (int c = 0; c < f->cols; c += 32) {
         Reg v[32];
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
         INS(e, TC_LD_32X32B_X32, V(32, v), A(f->tq, buf * PAIR_DKV_COLS + c));
         INS0(e, TC_WAIT_LD);
         for (int i = 0; i < 8; i++) {
-            Opnd o = A(dst, 4 * (c + 4 * i));
-            Opnd x = V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
-            if (f->d->tile.deterministic) INSP(e, ok, 0, ST_GLOBAL_V4_F32, o, x);
-            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, o, x);
+            if (f->d->tile.deterministic) mla_dkv_fixed_add(k, ok, dst, 8 * (c + 4 * i), &v[4 * i], 4, f->mul);
+            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(dst, 4 * (c + 4 * i)), V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
         }
     }
 }
@@ -192,13 +191,8 @@ void mla_bwd_pair_dkv_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     f.nblocks = mla_token_steps(k, f.eff, PAIR_BLOCK);
     Reg room = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(room), R(kc_u32(k, "h_q")), R(h0));
-    if (d->tile.deterministic) {
-        Reg z = e_reg(e, RC_B32), nz = e_reg(e, RC_B32);
-        f.dkv_base = kc_ptr(k, "dkv_part");
-        INS(e, MOV_B32, R(z), SR("%ctaid.z"));
-        INS(e, MOV_B32, R(nz), SR("%nctaid.z"));
-        mla_dkv_part_block_at(k, f.t, z, nz, d->d, f.dkv_base);
-    } else f.dkv_base = kc_ptr(k, "dkv_accum");
+    f.dkv_base = kc_ptr(k, d->tile.deterministic ? "dkv_fixed" : "dkv_accum");
+    if (d->tile.deterministic) f.mul = mla_dkv_fixed(k).mul;
 
     e_comment(e, "prologue: barriers, TMEM (two 128-column buffers)");
     Opnd one[2] = {I(1), I(1)};

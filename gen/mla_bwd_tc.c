@@ -163,8 +163,8 @@ static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
 }
 
 /* The dkv chunk out of TMEM into global memory, for a valid slot only: a
- * vector reduction into the accumulator or, deterministic, a store of the
- * slot's contribution. */
+ * vector reduction into the fp32 accumulator or, deterministic, 64-bit ones
+ * into the fixed-point one. */
 static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
     Emit *e = &k->e;
     int n = tc_chunk_cols(f, ch);
@@ -173,9 +173,9 @@ static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
         tmem_load(k, f, f->c_kv + c, v, 32);
         for (int i = 0; i < 8; i++) {
-            Opnd a = A(dst, 4 * (ch * MLA_TC_DKV_COLS + c + 4 * i));
-            if (f->det) INSP(e, ok, 0, ST_GLOBAL_V4_F32, a, V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
-            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, a, V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
+            int col = ch * MLA_TC_DKV_COLS + c + 4 * i;
+            if (f->det) mla_dkv_fixed_add(k, ok, dst, 8 * col, &v[4 * i], 4, f->mul);
+            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(dst, 4 * col), V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
         }
     }
 }
@@ -200,13 +200,9 @@ static void compute(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS0(e, FENCE_PROXY_ASYNC_CTA);                        /* the dS^T rows, read by the dQ^T MMAs */
     INS0(e, TC_FENCE_BEFORE);
     arrive(k, f->bar[BAR_P]);
-    /* where this slot's dkv goes: its kv row of the accumulator, or its slot of the part block */
+    /* where this slot's dkv goes: its kv row of the accumulator (fp32, or s64 deterministic) */
     Reg dst = e_reg(e, RC_B64);
-    if (f->det) {
-        Reg slot = e_reg(e, RC_B32);
-        INS(e, MAD_LO_U32, R(slot), R(n), I(f->bn), R(k->tid));
-        INS(e, MAD_WIDE_U32, R(dst), R(slot), I(4 * f->d->d), R(f->dkv_base));
-    } else INS(e, MAD_WIDE_U32, R(dst), R(row), I(4 * f->d->d), R(f->dkv_base));
+    INS(e, MAD_WIDE_U32, R(dst), R(row), I((f->det ? 8 : 4) * f->d->d), R(f->dkv_base));
     for (int ch = 0; ch < chunks; ch++) {
         e_comment(e, "dkv chunk %d", ch);
         umma_wait(k, f->bar[BAR_KV], phase(k, n, chunks, ch));
@@ -271,8 +267,8 @@ static void epilogue(Kctx *k, TcBwd *f) {
 }
 
 static void dkv_base(Kctx *k, TcBwd *f) {
-    f->dkv_base = f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum");
-    if (f->det) mla_dkv_part_block(k, f->t, f->d->d, f->dkv_base);
+    f->dkv_base = kc_ptr(k, f->det ? "dkv_fixed" : "dkv_accum");
+    if (f->det) f->mul = mla_dkv_fixed(k).mul;
 }
 
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {

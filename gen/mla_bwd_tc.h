@@ -38,7 +38,8 @@ typedef struct {
     Reg bar[NBARS];
     Reg scale, scale_log2;
     Reg neg_lse2[MAX_HB], delta[MAX_HB];
-    Reg dkv_base;                          /* b64: dkv_accum, or this CTA's block of dkv_part */
+    Reg dkv_base;                          /* b64: dkv_accum, or deterministic dkv_fixed */
+    Reg mul;                               /* deterministic: 2^S, dkv's fixed-point scale */
     /* descriptors at their operands' first byte */
     Reg kv_k, q_k, do_k, kv_mn, ds_mn, q_mn, do_mn;
     uint32_t i_s, i_dq, i_kv[2];

@@ -13,7 +13,7 @@ const TileKey mla_bwd_tc_keys[] = {
      "64 heads per CTA, then a KV-stationary dkv kernel)"},
     {"bn", offsetof(AttnTile, bn), {MLA_TC_BN}, 1, "top-k slots per step: the MMAs' M (one TMEM lane each)"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
-     "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
+     MLA_DET_MEANING},
 };
 const int mla_bwd_tc_nkeys = (int)(sizeof mla_bwd_tc_keys / sizeof mla_bwd_tc_keys[0]);
 

@@ -14,7 +14,7 @@
  *       for each 64 own columns j (then the 32 rope ones):
  *         dkv[idx[t, 64 n + slot], j] += (dS^T Q[:, j] + P^T dO[:, j])[slot]   m64n64, dS^T, P^T, Q, dO
  *                                                                      MN-major; one fp32 reduction per
- *                                                                      element (or, deterministic, a store)
+ *                                                                      element (deterministic: s64 fixed point)
  *     dq_c -> shared (over Q) -> TMA store
  *
  * The warpgroups' barriers pair up: one before P and dS are rewritten (both are done reading the last
@@ -48,6 +48,7 @@ typedef struct {
     Reg ds_a, kv_b, kv_rope_b;           /* dq: dS (K-major A), K's own columns (MN-major B) */
     Reg dst_a, pt_a, q_b, do_b, q_rope_b; /* dkv: dS^T, P^T (MN-major A), Q and dO's own columns (MN-major B) */
     Reg bias_lane, p_chunk, slot_lane, row_lane, bit0, bit2, dkv_base;
+    Reg mul, bit1;                       /* deterministic: 2^S, dkv's fixed-point scale; lane bit 1 set */
     MlaSlots sl;                         /* the consumers use its bias layout */
     Acc dq, dq_rope;
 } MlaBwdWg;
@@ -101,8 +102,8 @@ static void dkv_products(Kctx *k, MlaBwdWg *f, Acc *acc, int j) {
     DType dt = f->d->dtype;
     int rope = j == OWN_SLABS;
     /* each chunk in new registers lets ptxas start chunk j + 1's products before chunk j's reductions have read
-     * its values (10% on the H200); the deterministic path's stores, which ptxas sinks further, would then spill,
-     * so its chunks share one accumulator */
+     * its values (10% on the H200); the deterministic path's conversions and 64-bit reductions, which ptxas
+     * sinks further, would then spill, so its chunks share one accumulator */
     if (!j || !f->det) acc_new(k, acc, 1, WG_SLAB_COLS / 8);
     acc->nt = (rope ? ROPE_HALF : WG_SLAB_COLS) / 8;
     INS0(&k->e, WGMMA_FENCE);
@@ -121,19 +122,31 @@ static void dkv_products(Kctx *k, MlaBwdWg *f, Acc *acc, int j) {
 
 /* Where the lane's dkv lines of step n go (mla_dkv_store_lines: its rows are slots slot_lane + 0, 1, 8, 9) and
  * whether each slot is valid; read before the slot is freed (the rows are the producer's next write). */
-static MlaDkvLines dkv_lines(Kctx *k, MlaBwdWg *f, Reg n) {
+static MlaDkvLines dkv_lines(Kctx *k, MlaBwdWg *f) {
     Emit *e = &k->e;
     MlaDkvLines r = {.bit0 = f->bit0, .bit2 = f->bit2};
-    Reg at = e_reg(e, RC_B32);
-    if (f->det) INS(e, MAD_LO_U32, R(at), R(n), I(MLA_WG_BN), R(f->slot_lane));   /* dkv_part: by the step's slot */
     for (int i = 0; i < 4; i++) {
         int slot = (i & 1) + 8 * (i >> 1);
         Reg row = e_reg(e, RC_B32);
         r.addr[i] = e_reg(e, RC_B64), r.ok[i] = e_reg(e, RC_PRED);
         INS(e, LD_SHARED_B32, R(row), A(f->row_lane, f->rows_off + 4 * slot));
         INS(e, SETP_LT_U32, R(r.ok[i]), R(row), R(f->sl.s_kv));
-        if (f->det) INS(e, ADD_U32, R(row), R(at), I(slot));
-        INS(e, MAD_WIDE_U32, R(r.addr[i]), R(row), I(4 * MLA_D_QK), R(f->dkv_base));
+        INS(e, MAD_WIDE_U32, R(r.addr[i]), R(row), I((f->det ? 8 : 4) * MLA_D_QK), R(f->dkv_base));
+    }
+    return r;
+}
+
+/* Deterministic: where the lane's rows g and g + 8 (slots slot_lane, + 8) go in the fixed-point accumulator, at
+ * its mla_dkv_store_fixed column, and whether each slot is valid. */
+static MlaDkvRows dkv_rows_fixed(Kctx *k, MlaBwdWg *f) {
+    Emit *e = &k->e;
+    MlaDkvRows r;
+    for (int h = 0; h < 2; h++) {
+        Reg row = e_reg(e, RC_B32);
+        r.addr[h] = e_reg(e, RC_B64), r.ok[h] = e_reg(e, RC_PRED);
+        INS(e, LD_SHARED_B32, R(row), A(f->row_lane, f->rows_off + 32 * h));
+        INS(e, SETP_LT_U32, R(r.ok[h]), R(row), R(f->sl.s_kv));
+        INS(e, MAD_WIDE_U32, R(r.addr[h]), R(row), I(8 * MLA_D_QK), R(f->dkv_base));
     }
     return r;
 }
@@ -143,7 +156,7 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     MlaBwdWg *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
-    (void)n_max, (void)masked;
+    (void)n, (void)n_max, (void)masked;
     e_comment(e, "top-k step n");
     Reg parity = e_reg(e, RC_B32), st = e_reg(e, RC_B64);
     INS(e, AND_B32, R(parity), R(f->it), I(1));
@@ -153,7 +166,10 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     mla_add_bias(k, &f->sl, f->bias_lane, &s);
     INS(e, WGMMA_WAIT, I(0));
     mla_bwd_probabilities(k, &s, &dp, f->scale_log2, f->scale, f->neg_lse2, f->delta);
-    MlaDkvLines rows = dkv_lines(k, f, n);
+    MlaDkvLines rows = {0};
+    MlaDkvRows fixed = {0};
+    if (f->det) fixed = dkv_rows_fixed(k, f);
+    else rows = dkv_lines(k, f);
     Reg *p = pack_a_from_acc(k, &s, d->dtype), *ds = pack_a_from_acc(k, &dp, d->dtype);
     INS(e, BAR_SYNC_N, I(NB_CONSUMERS), I(256));     /* both are done with the last step's P and dS */
     wg_pairs_to_smem_at(k, p, HALF, f->warp_row0, k->smem, f->p_off, f->p_chunk);
@@ -174,7 +190,8 @@ static void consumer_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         INS(e, WGMMA_WAIT, I(0));
         /* columns from the warpgroup's first (dkv_base is at 256 c): its nope chunk j, or its rope half */
         int col0 = j < OWN_SLABS ? j * WG_SLAB_COLS : MLA_D_V + f->c * ROPE_HALF - f->c * MLA_D_V / 2;
-        mla_dkv_store_lines(k, f->det, &acc, &rows, col0);
+        if (f->det) mla_dkv_store_fixed(k, &acc, &fixed, col0, f->bit1, f->mul);
+        else mla_dkv_store_lines(k, &acc, &rows, col0);
         if (j < OWN_SLABS) dkv_products(k, f, &acc, j + 1);
     }
 }
@@ -197,28 +214,40 @@ static void consumer_bases(Kctx *k, MlaBwdWg *f) {
     f->p_chunk = kc_imm32(k, c * HALF / 8);
     f->bias_lane = mla_bias_lane(k, &f->sl, kc_imm32(k, c * HALF));
     /* dkv (mla_dkv_store_lines): the lane's rows are slots warp_row0 + 2 (lane >> 3) + 0, 1, 8, 9, its columns
-     * start at 256 c + 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1) */
+     * start at 256 c + 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1); deterministic (mla_dkv_store_fixed):
+     * slots warp_row0 + (lane >> 2), + 8, columns from 256 c + mla_dkv_fixed_col */
     Reg b = e_reg(e, RC_B32), col = e_reg(e, RC_B32);
     f->slot_lane = e_reg(e, RC_B32), f->row_lane = e_reg(e, RC_B32);
-    f->bit0 = e_reg(e, RC_PRED), f->bit2 = e_reg(e, RC_PRED);
-    INS(e, AND_B32, R(b), R(k->lane), I(1));
-    INS(e, SETP_NE_U32, R(f->bit0), R(b), I(0));
-    INS(e, AND_B32, R(b), R(k->lane), I(4));
-    INS(e, SETP_NE_U32, R(f->bit2), R(b), I(0));
-    INS(e, SHR_U32, R(b), R(k->lane), I(3));
-    INS(e, MAD_LO_U32, R(f->slot_lane), R(b), I(2), R(f->warp_row0));
+    if (f->det) {
+        f->bit1 = e_reg(e, RC_PRED);
+        INS(e, AND_B32, R(b), R(k->lane), I(2));
+        INS(e, SETP_NE_U32, R(f->bit1), R(b), I(0));
+        INS(e, SHR_U32, R(b), R(k->lane), I(2));
+        INS(e, ADD_U32, R(f->slot_lane), R(b), R(f->warp_row0));
+        col = mla_dkv_fixed_col(k);
+    } else {
+        f->bit0 = e_reg(e, RC_PRED), f->bit2 = e_reg(e, RC_PRED);
+        INS(e, AND_B32, R(b), R(k->lane), I(1));
+        INS(e, SETP_NE_U32, R(f->bit0), R(b), I(0));
+        INS(e, AND_B32, R(b), R(k->lane), I(4));
+        INS(e, SETP_NE_U32, R(f->bit2), R(b), I(0));
+        INS(e, SHR_U32, R(b), R(k->lane), I(3));
+        INS(e, MAD_LO_U32, R(f->slot_lane), R(b), I(2), R(f->warp_row0));
+    }
     INS(e, MAD_LO_U32, R(f->row_lane), R(f->slot_lane), I(4), R(k->smem));
-    INS(e, AND_B32, R(col), R(k->lane), I(1));
-    INS(e, SHL_B32, R(col), R(col), I(3));
-    INS(e, AND_B32, R(b), R(k->lane), I(2));
-    INS(e, MAD_LO_U32, R(col), R(b), I(2), R(col));
-    INS(e, AND_B32, R(b), R(k->lane), I(4));
-    INS(e, MAD_LO_U32, R(col), R(b), I(4), R(col));
+    if (!f->det) {
+        INS(e, AND_B32, R(col), R(k->lane), I(1));
+        INS(e, SHL_B32, R(col), R(col), I(3));
+        INS(e, AND_B32, R(b), R(k->lane), I(2));
+        INS(e, MAD_LO_U32, R(col), R(b), I(2), R(col));
+        INS(e, AND_B32, R(b), R(k->lane), I(4));
+        INS(e, MAD_LO_U32, R(col), R(b), I(4), R(col));
+    }
+    int esz = f->det ? 8 : 4;   /* s64 fixed point or fp32 */
     f->dkv_base = e_reg(e, RC_B64);
-    INS(e, MOV_B64, R(f->dkv_base), R(f->det ? kc_ptr(k, "dkv_part") : kc_ptr(k, "dkv_accum")));
-    if (f->det) mla_dkv_part_block(k, f->cta.t, MLA_D_QK, f->dkv_base);
-    INS(e, MAD_WIDE_U32, R(f->dkv_base), R(col), I(4), R(f->dkv_base));
-    INS(e, ADD_U64, R(f->dkv_base), R(f->dkv_base), I(4 * (f->c * MLA_D_V / 2)));
+    INS(e, MOV_B64, R(f->dkv_base), R(kc_ptr(k, f->det ? "dkv_fixed" : "dkv_accum")));
+    INS(e, MAD_WIDE_U32, R(f->dkv_base), R(col), I(esz), R(f->dkv_base));
+    INS(e, ADD_U64, R(f->dkv_base), R(f->dkv_base), I(esz * (f->c * MLA_D_V / 2)));
 }
 
 /* dq_c (bf16) into the staging slabs over Q once both warpgroups are past their last product reading Q, then
@@ -272,6 +301,7 @@ static void consumer(Kctx *k, void *ctx) {
     f->yes = kc_pred(k, 1);
     f->no = kc_pred(k, 0);
     f->sl = (MlaSlots){.bn = MLA_WG_BN, .bias_off = f->bias_off, .s_kv = kc_u32(k, "s_kv")};
+    if (f->det) f->mul = mla_dkv_fixed(k).mul;
     /* lse and delta of the lane's heads, loaded once and held across the loop (4 registers the consumers have) */
     mla_bwd_row_stats(k, &f->cta, f->warp_row0, f->neg_lse2, f->delta);
     int one = e_label(e), end = e_label(e);

@@ -1,7 +1,7 @@
 /* mla_bwd, wgmma family (sm_90a): tile keys and the default, the main kernel's plan (Q and dO resident,
  * one slot of gathered rows, P and dS tiles, the warp roles and their registers) and its TMA maps. The
- * emitter is mla_bwd_wg.c; the rest of the set (pre, convert or the deterministic reduce) is the
- * mma.sync family's (they use no tensor cores). */
+ * emitter is mla_bwd_wg.c; the rest of the set (pre and convert) is the mma.sync family's (they use no
+ * tensor cores). */
 #include "mla_bwd.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@ const TileKey mla_bwd_wg_keys[] = {
     {"bn", offsetof(AttnTile, bn), {MLA_WG_BN}, 1, "top-k slots per step: the M of dkv (its rows), 32 per consumer "
      "warpgroup for S and dP; one slot of 64 x 576 rows is what shared memory holds next to Q and dO"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
-     "1: dkv without float atomics (per-slot contributions stored, then summed in order); bit-identical"},
+     MLA_DET_MEANING},
 };
 const int mla_bwd_wg_nkeys = (int)(sizeof mla_bwd_wg_keys / sizeof mla_bwd_wg_keys[0]);
 

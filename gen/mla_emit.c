@@ -204,27 +204,6 @@ void mla_add_bias(Kctx *k, const MlaSlots *s, Reg bias_lane, Acc *acc) {
     }
 }
 
-/* (t * nhb + hb) * topk rows of d_qk fp32 in, into blk's register */
-static void part_block(Kctx *k, Reg t, Reg hb, Reg nhb, int d_qk, Reg base, Reg blk) {
-    Emit *e = &k->e;
-    INS(e, MAD_LO_U32, R(blk), R(t), R(nhb), R(hb));
-    INS(e, MUL_LO_U32, R(blk), R(blk), R(kc_u32(k, "topk")));
-    INS(e, MAD_WIDE_U32, R(base), R(blk), I(4 * d_qk), R(base));
-}
-
-void mla_dkv_part_block(Kctx *k, Reg t, int d_qk, Reg base) {
-    Emit *e = &k->e;
-    /* hb = ctaid.y of nhb = nctaid.y */
-    Reg blk = e_reg(e, RC_B32), nhb = e_reg(e, RC_B32), hb = e_reg(e, RC_B32);
-    INS(e, MOV_B32, R(nhb), SR("%nctaid.y"));
-    INS(e, MOV_B32, R(hb), SR("%ctaid.y"));
-    part_block(k, t, hb, nhb, d_qk, base, blk);
-}
-
-void mla_dkv_part_block_at(Kctx *k, Reg t, Reg hb, Reg nhb, int d_qk, Reg base) {
-    part_block(k, t, hb, nhb, d_qk, base, e_reg(&k->e, RC_B32));
-}
-
 Reg mla_slot_row(Kctx *k, Reg idx_row, Reg eff, Reg s_kv, Reg slot, Reg *ok_out) {
     Emit *e = &k->e;
     Reg in = e_reg(e, RC_PRED), a = e_reg(e, RC_B64), ok = e_reg(e, RC_PRED), row = e_reg(e, RC_B32);

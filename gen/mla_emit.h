@@ -32,11 +32,6 @@ void mla_rows_swap(Kctx *k, Reg *x, Op op, Reg side, Reg warp_row0, int rows, in
  * zero-filled without a read. */
 void mla_load_heads(Kctx *k, const MlaCta *c, const char *tensor, SmemTile tile);
 
-/* base (b64, in place) moves to this CTA's [topk, d_qk] block of mla_bwd's
- * deterministic dkv_part workspace [s_q, nctaid.y, topk, d_qk] fp32. */
-void mla_dkv_part_block(Kctx *k, Reg t, int d_qk, Reg base);
-/* The same for head block hb of nhb (registers), where the grid does not carry them in y. */
-void mla_dkv_part_block_at(Kctx *k, Reg t, Reg hb, Reg nhb, int d_qk, Reg base);
 
 /* The address (b64) of token t's row of indices. */
 Reg  mla_index_row(Kctx *k, Reg t);

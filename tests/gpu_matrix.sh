@@ -245,7 +245,7 @@ if command -v compute-sanitizer >/dev/null; then
             --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }
       echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
       echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool $((seed += 1))
-    for det in 0 1; do   # the wgmma mla_bwd: both dkv paths (reductions, per-slot stores)
+    for det in 0 1; do   # the wgmma mla_bwd: both dkv paths (fp32 reductions, fixed point)
       gate "compute-sanitizer $tool mla_bwd wgmma deterministic=$det s_q=5 h_q=40 topk=200 topk_length" bash -c '
         out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel mla_bwd --mma wgmma \
               --tile deterministic=$3 --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }

@@ -441,7 +441,7 @@ varlen_tests() {
         check --kernel attn_fwd --device sim --arch sm_90 --varlen
 }
 
-# mla_bwd on the sim: both dkv paths (atomics, deterministic reduce), every
+# mla_bwd on the sim: both dkv paths (atomics, deterministic fixed point), every
 # head block, scalar reductions (sm_80), ragged heads, topk_length, padding.
 # sparse_mutant NAME KERNEL PERL GEN_ARGS... -- RUN_ARGS...: the block-sparse set built with GEN_ARGS (sm_80), its PTX
 # edited by the perl expression PERL, must fail check on the sim
@@ -859,13 +859,9 @@ mla_bwd_sim_tests() {
     done
     sim_mla_bwd "sim mla_bwd sm_90 deterministic h_q=128" --tile deterministic=1 --sq 5 --skv 300 --hq 128 --topk 96 \
         --topk-length
-    # the reduce takes a token's slots through a warp's registers 1024 at a time, listing its matches 512 slots at a
-    # time: tokens of one and two pieces and (topk_length) fewer, kv rows past one CTA's 256, two tokens in each of the
-    # reduce's 4 token ranges (a warp's leftover matches carried from one token to the next)
+    # deterministic: many tokens' slots on few rows (each row's sum of many fixed-point terms) and (topk_length) fewer
     sim_mla_bwd "sim mla_bwd sm_90 deterministic, slots in pieces" --tile deterministic=1 --sq 8 --skv 3000 --hq 16 \
         --topk 1500 --topk-length --seed $((RANDOM + 1))
-    # every slot's row one warp's: that warp lists nearly every slot of each 512-slot scan (invalid ones aside) and
-    # adds every slot of two pieces, tokens in twos per range
     sim_mla_bwd "sim mla_bwd sm_90 deterministic, every slot in 20 rows" --tile deterministic=1 --sq 8 --skv 20 --hq 16 \
         --topk 1100 --seed $((RANDOM + 1))
     sim_mla_bwd "sim mla_bwd sm_100a bm=32 deterministic pad" --arch sm_100a --tile bm=32,deterministic=1 --sq 3 \
@@ -908,11 +904,11 @@ mla_bwd_99k_tests() {
 }
 
 # sim_mla_bwd_wg_mutant NAME SED_SCRIPT PHRASE: the wgmma mla_bwd edited by SED_SCRIPT must fail on the sim with PHRASE
-sim_mla_bwd_wg_mutant() {
-    local name=$1 script=$2 phrase=$3
-    ./ptxgen --kernel mla_bwd --arch sm_90a | sed "$script" >"$TMP/mutant.ptx"
-    if cmp -s <(./ptxgen --kernel mla_bwd --arch sm_90a) "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --device sim --kernel mla_bwd --arch sm_90a --sq 3 --skv 300 --hq 40 --topk 150 --ptx "$TMP/mutant.ptx"
+sim_mla_bwd_wg_mutant() {   # NAME SED PHRASE [TILE]
+    local name=$1 script=$2 phrase=$3 tile=${4:-deterministic=0}
+    ./ptxgen --kernel mla_bwd --arch sm_90a --tile "$tile" | sed "$script" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel mla_bwd --arch sm_90a --tile "$tile") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --device sim --kernel mla_bwd --arch sm_90a --tile "$tile" --sq 3 --skv 300 --hq 40 --topk 150 --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
@@ -952,6 +948,15 @@ mla_bwd_wg_sim_tests() {
     # the H200 hung on this one: setmaxnreg moves only the registers the CTA got at launch (168 x 384)
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd: the warp roles ask more registers than the launch gave the CTA" \
         's/setmaxnreg.dec.sync.aligned.u32 40;/setmaxnreg.dec.sync.aligned.u32 48;/' "deadlock"
+    # deterministic=1's fixed point (gen/mla_bwd_fixed.c): the bound, the scale's agreement, the room, the sectors
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: pre never raises the bound (the point at 2^126 saturates)" \
+        '/red.global.max.u32/d' "dkv: .* FAIL" deterministic=1
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: main's point one bit finer than convert's" \
+        '/.entry mla_bwd_main_wg/,/^}/ s/\(sub.u32 %r[0-9]*\), 188,/\1, 189,/' "dkv: .* FAIL" deterministic=1
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the point 24 bits finer than the bound allows (sums wrap)" \
+        's/\(sub.u32 %r[0-9]*\), 188,/\1, 212,/' "dkv: .* FAIL" deterministic=1
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the sector exchange trades with the wrong lane" \
+        '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)2, 31/\11, 31/' "dkv: .* FAIL" deterministic=1
 }
 
 # mla_bwd in the tcgen05 family on the sim: every h_q of the issue (16, 32,

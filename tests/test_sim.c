@@ -4,7 +4,7 @@
  * Header lines: "// expect: ok" or "// expect: <text in the error>",
  * "// block: N", "// smem: BYTES", "// grid: N" (CTAs in x), "// cluster: N"
  * (CTAs per cluster in x), "// strict" (notes are errors), and for correct
- * kernels "// check: atomics" (see atomics_ok) or by default the rotation
+ * kernels "// check: atomics" (see atomics_ok), "// check: fixed" (fixed_ok) or by default the rotation
  * out[t] = in[(t + 32) % 64] in 16-byte units. Every file has the entry
  * k(.param .u64 in, .param .u64 out) over 1024-byte buffers; a file with
  * "// tmap_in: DTYPE DIM0 DIM1 BOX0 BOX1 SWIZZLE" (and/or tmap_out) takes
@@ -17,6 +17,7 @@
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
@@ -26,7 +27,7 @@
 enum { BYTES = 1024 };
 
 typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, oob, strict; TmapHdr tmap[2]; } Header;
+typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, fixed, oob, strict; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path)
 {
@@ -52,6 +53,7 @@ static void header(const char *text, Header *h)
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
     h->atomics = strstr(text, "// check: atomics") != NULL;
+    h->fixed = strstr(text, "// check: fixed") != NULL;
     h->oob = strstr(text, "// check: oob_fill") != NULL;
     h->strict = strstr(text, "// strict") != NULL;
     const char *g = strstr(text, "// grid: "), *c = strstr(text, "// cluster: ");
@@ -92,6 +94,38 @@ static int atomics_ok(const uint8_t *in, const uint8_t *out, char *why, size_t c
     for (int i = 0; i < 64; i++)
         if (u[8 + i] >= 64 || seen[u[8 + i]]++) return snprintf(why, cap, "atom results are not a permutation"), 0;
     if (memcmp(out + 320, in, 256) || memcmp(out + 576, in, 256)) return snprintf(why, cap, "loaded values differ"), 0;
+    return 1;
+}
+
+/* fixed_point.ptx: the sum of the 64 threads' nearest-even integers of x 2^10 (x = +-[1, 2) from their words), the
+ * largest word, the three conversions to f32 past 2^53 and the three to s64 (NaN 0, +-1e30 saturated). */
+static int fixed_ok(const uint8_t *in, const uint8_t *out, char *why, size_t cap)
+{
+    int64_t sum = 0, got;
+    uint32_t mx = 0, w, m, f[3];
+    static const uint32_t want_f[3] = {0x5D800001u, 0xDD800001u, 0x5D800000u};
+    static const uint64_t want_i[3] = {0, 0x7FFFFFFFFFFFFFFFull, 0x8000000000000000ull};
+    for (int t = 0; t < 64; t++) {
+        float x;
+        memcpy(&w, in + 4 * t, 4);
+        m = (w >> 9 | 0x3F800000u) | (w & 1u) << 31;
+        memcpy(&x, &m, 4);
+        sum += (int64_t)nearbyint((double)x * 1024.0);   /* the default rounding: to nearest, ties to even */
+        if (w > mx) mx = w;
+    }
+    memcpy(&got, out, 8);
+    memcpy(&w, out + 8, 4);
+    memcpy(f, out + 16, 12);
+    if (got != sum) return snprintf(why, cap, "sum %lld, want %lld", (long long)got, (long long)sum), 0;
+    if (w != mx) return snprintf(why, cap, "maximum 0x%08x, want 0x%08x", w, mx), 0;
+    for (int i = 0; i < 3; i++)
+        if (f[i] != want_f[i]) return snprintf(why, cap, "s64 -> f32 %d is 0x%08x, want 0x%08x", i, f[i], want_f[i]), 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t v;
+        memcpy(&v, out + 32 + 8 * i, 8);
+        if (v != want_i[i]) return snprintf(why, cap, "f32 -> s64 %d is 0x%016llx, want 0x%016llx", i,
+                                            (unsigned long long)v, (unsigned long long)want_i[i]), 0;
+    }
     return 1;
 }
 
@@ -208,6 +242,9 @@ static void one(Device *dev, const char *path, int gpu)
     } else if (h.atomics) {
         char why[128] = "";
         check(atomics_ok(in, out, why, sizeof why), name, "%s", why);
+    } else if (h.fixed) {
+        char why[128] = "";
+        check(fixed_ok(in, out, why, sizeof why), name, "%s", why);
     } else if (h.oob) {
         char why[128] = "";
         check(oob_fill_ok(in, out, h.tmap[0].oobfill, why, sizeof why), name, "%s", why);

@@ -405,6 +405,15 @@ static int cvt(const Ctx *x, uint64_t *out)
         *out = mask_bits(db, (uint64_t)v);
         return 1;
     }
+    if (dt == T_F32 && !isa_type_is_float(st) && isa_type_bits(st) == 64) {
+        /* one rounding, as the hardware: through a double, a value past 2^53 would be rounded twice */
+        int saved = fegetround();
+        fesetround(fe_mode(d->rnd));
+        volatile float f = isa_type_is_signed(st) ? (float)(int64_t)a : (float)a;
+        fesetround(saved);
+        *out = U(f);
+        return 1;
+    }
     double v = to_double(st, a);
     if (d->flags & F_FTZ) v = ftz64(v);
     int rnd = d->rnd;
@@ -419,9 +428,11 @@ static int cvt(const Ctx *x, uint64_t *out)
     default: {   /* float -> integer: round, saturate, NaN -> 0 */
         int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
         double r = isnan(v) ? 0 : round_int(v, d->rnd);
-        double lo = sg ? -ldexp(1, db - 1) : 0, hi = sg ? ldexp(1, db - 1) - 1 : ldexp(1, db) - 1;
-        r = r < lo ? lo : r > hi ? hi : r;
-        *out = mask_bits(db, sg ? (uint64_t)(int64_t)r : (uint64_t)r);
+        /* the type's range: 2^(bits - 1) and 2^bits are exact doubles, its largest values (at 64 bits) are not */
+        double lo = sg ? -ldexp(1, db - 1) : 0, top = sg ? ldexp(1, db - 1) : ldexp(1, db);
+        uint64_t max = sg ? mask_bits(db - 1, ~0ull) : mask_bits(db, ~0ull);
+        if (r >= top) *out = max;
+        else *out = mask_bits(db, sg ? (uint64_t)(int64_t)(r < lo ? lo : r) : (uint64_t)r);
     }
     }
     if ((d->flags & F_SAT) && dt == T_F32) {
