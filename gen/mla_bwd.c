@@ -33,7 +33,8 @@ typedef struct {
     SmemTile sq, sdo, sds, sprob, sdq;
     Stages st;
     Reg scale, scale_log2, zero;
-    Reg mul, bit1;                    /* deterministic: 2^S, dkv's fixed-point scale; lane bit 1 set */
+    Reg mul, rows_fixed;              /* deterministic: 2^S, dkv's fixed-point scale; the lane's row list */
+    MlaDkvFixed fx;                   /* deterministic: the lane bits of mla_dkv_store_fixed */
     Reg neg_lse2[2], delta[2];        /* rows g, g+8 of the warp's heads: -lse log2(e) (-inf past h_q), delta */
     LdsmBases fq, fdo, fk;            /* S, dP: A from the warp's heads, B from its own slots */
     LdsmBases fds, fkt, fkt_rope;     /* dq: A = dS of the warp's heads, B = K transposed, its columns */
@@ -90,11 +91,11 @@ static void fragment_bases(Kctx *k, MlaBwd *f) {
      * nope and rope */
     Reg tq = e_reg(e, RC_B32), col[2] = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
     if (f->det) {
-        Reg b = e_reg(e, RC_B32);
+        Reg slot0 = e_reg(e, RC_B32);
         tq = mla_dkv_fixed_col(k);
-        f->bit1 = e_reg(e, RC_PRED);
-        INS(e, AND_B32, R(b), R(k->lane), I(2));
-        INS(e, SETP_NE_U32, R(f->bit1), R(b), I(0));
+        INS(e, MUL_LO_U32, R(slot0), R(mi), I(16));
+        mla_dkv_fixed_lane(k, &f->fx, slot0, &f->rows_fixed);
+        stages_track(&f->st, f->rows_fixed);
     } else {
         INS(e, AND_B32, R(tq), R(k->lane), I(3));
         INS(e, SHL_B32, R(tq), R(tq), I(1));
@@ -121,7 +122,7 @@ static MlaDkvRows dkv_rows(Kctx *k, MlaBwd *f) {
         INS(e, LD_SHARED_B32, R(row), A(f->rows_lane, f->sl.rows_off + 32 * h));
         INS(e, SETP_LT_U32, R(r.ok[h]), R(row), R(f->sl.s_kv));
         r.addr[h] = e_reg(e, RC_B64);
-        INS(e, MAD_WIDE_U32, R(r.addr[h]), R(row), I((f->det ? 8 : 4) * f->d->d), R(f->dst));
+        INS(e, MAD_WIDE_U32, R(r.addr[h]), R(row), I(4 * f->d->d), R(f->dst));
     }
     return r;
 }
@@ -148,13 +149,14 @@ static LdsmBases chunk_bases(Kctx *k, const LdsmBases *b, int c) {
     return r;
 }
 
-static void dkv_store(Kctx *k, MlaBwd *f, const Acc *acc, const MlaDkvRows *rows, int col0) {
-    if (f->det) mla_dkv_store_fixed(k, acc, rows, col0, f->bit1, f->mul);
+/* The block's chunk into dkv: fp32 reductions at rows, or (deterministic) fixed point at fixed */
+static void dkv_store(Kctx *k, MlaBwd *f, const Acc *acc, const MlaDkvRows *rows, const MlaDkvFixed *fixed, int col0) {
+    if (f->det) mla_dkv_store_fixed(k, acc, fixed, col0, f->mul);
     else mla_dkv_store(k, f->d->arch->vec_red, acc, rows, col0);
 }
 
 /* dkv of the warp's block, MLA_DKV_CHUNK columns at a time: dS^T Q (+ P^T dO on the d_v columns). */
-static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows) {
+static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows, MlaDkvFixed fixed) {
     const AttnDesc *d = f->d;
     for (int c = 0; c < f->sp.nope / 32; c++) {
         LdsmBases qb = chunk_bases(k, &f->fqt, c), db = chunk_bases(k, &f->fdot, c);
@@ -162,13 +164,20 @@ static void dkv_block(Kctx *k, MlaBwd *f, MlaDkvRows rows) {
         acc_new(k, &acc, 1, 4);
         mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &qb, d->dtype, f->zero);
         mma_smem_ab_add(k, &acc, &f->fpt, f->c.bm / 16, &db, d->dtype);
-        dkv_store(k, f, &acc, &rows, 32 * c);
+        dkv_store(k, f, &acc, &rows, &fixed, 32 * c);
     }
     Acc acc;
     acc_new(k, &acc, 1, f->sp.rope / 8);
     mma_smem_ab(k, &acc, &f->fdst, f->c.bm / 16, &f->fqt_rope, d->dtype, f->zero);
-    MlaDkvRows rope = dkv_rope_rows(k, f, &rows);
-    dkv_store(k, f, &acc, &rope, 0);
+    MlaDkvRows rope = {0};
+    if (f->det)   /* the same rows at their first rope column */
+        for (int q = 0; q < 8; q++) {
+            Reg a = e_reg(&k->e, RC_B64);
+            INS(&k->e, MAD_WIDE_U32, R(a), R(f->rope_delta), I(1), R(fixed.addr[q]));
+            fixed.addr[q] = a;
+        }
+    else rope = dkv_rope_rows(k, f, &rows);
+    dkv_store(k, f, &acc, &rope, &fixed, 0);
 }
 
 /* One step of bn slots: the inner loop of the kernel. */
@@ -196,12 +205,15 @@ static void bwd_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     Reg *a = frag_a_load(k, &f->fds, 1, f->sl.bn / 16);
     mma_ab_trans(k, &f->dq, a, f->sl.bn / 16, &f->fkt, d->dtype);               /* dq += dS K, all bn slots */
     mma_ab_trans(k, &f->dq_rope, a, f->sl.bn / 16, &f->fkt_rope, d->dtype);
-    MlaDkvRows rows = dkv_rows(k, f);
+    MlaDkvRows rows = {0};
+    MlaDkvFixed fixed = f->fx;
+    if (f->det) mla_dkv_fixed_rows(k, &fixed, f->rows_fixed, f->sl.rows_off, f->sl.s_kv, f->dst);
+    else rows = dkv_rows(k, f);
     if (one) {   /* every warp's dq products have read the rows: the next step's land under the dkv products */
         INS(e, BAR_SYNC, I(0));
         mla_slots_prefetch(k, &f->sl, &f->st, n);
     }
-    dkv_block(k, f, rows);
+    dkv_block(k, f, rows, fixed);
     if (!one) stages_advance(k, &f->st);
 }
 

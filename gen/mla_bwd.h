@@ -51,12 +51,21 @@ void mla_dkv_store(Kctx *k, int vec_red, const Acc *acc, const MlaDkvRows *r, in
  * row at lane_col, ok[i] the slot is valid; bit0, bit2: lane bits 0 and 2 set. acc->nt a multiple of 4. */
 typedef struct { Reg addr[4], ok[4], bit0, bit2; } MlaDkvLines;
 void mla_dkv_store_lines(Kctx *k, const Acc *acc, const MlaDkvLines *r, int col0);
-/* Deterministic: the block into the s64 fixed-point accumulator (8 bytes a column) in whole 32-byte sectors. One
- * lane exchange (lane bit 1, set in bit1, for a value's column bit 0) gives the 4 lanes t of a row 4 adjacent
- * columns: value 4 j + 2 h + p goes to column col0 + 8 j + 4 p + mla_dkv_fixed_col of row g + 8 h (r->addr[h]
- * at the lane's column), each instruction whole sectors of 8 rows. */
-void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvRows *r, int col0, Reg bit1, Reg mul);
-Reg mla_dkv_fixed_col(Kctx *k);   /* the lane's first column there: 2 (t & 1) + (t >> 1), t = lane & 3 */
+/* Deterministic: the block into the s64 fixed-point accumulator (8 bytes a column) in whole 128-byte lines. Two
+ * lane exchanges (lane bit 2 for a value's column bit 0, lane bit 3 for its column bit 3; bit2, bit3: the lane's
+ * bits set) give 16 lanes 16 adjacent columns of a row: each 64-bit reduction instruction covers 2 rows x 128 bytes.
+ * Value i then goes to column col0 + 16 (i >> 3) + mla_dkv_fixed_col of row addr[i & 7] (mla_dkv_fixed_rows). */
+typedef struct { Reg addr[8], ok[8], bit2, bit3; } MlaDkvFixed;
+void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvFixed *r, int col0, Reg mul);
+/* The lane's first column there: 2 (lane & 1) + 4 (lane >> 1 & 1) + (lane >> 2 & 1) + 8 (lane >> 3 & 1) */
+Reg mla_dkv_fixed_col(Kctx *k);
+/* The lane's 8 rows of a 16-slot block (m16: row g + 8 h of the lane's g = lane >> 2): rows_at is the shared
+ * address of the block's row 4 (lane >> 4) in a list of kv rows (4 bytes a slot; off further), row i & 7 of
+ * mla_dkv_store_fixed is slot (i & 1) + 2 (i >> 2 & 1) + 8 (i >> 1 & 1) past it; base: the accumulator at the
+ * lane's column. A row past s_kv (an invalid slot) is not accessed. */
+void mla_dkv_fixed_rows(Kctx *k, MlaDkvFixed *r, Reg rows_at, int off, Reg s_kv, Reg base);
+/* The lane's bit2, bit3 and the shared address of its row 4 (lane >> 4) of the block at slot0 (rows list at smem) */
+void mla_dkv_fixed_lane(Kctx *k, MlaDkvFixed *r, Reg slot0, Reg *rows_at);
 
 /* mla_bwd_fixed.c: deterministic dkv in fixed point (the file's head says how S is chosen) */
 #define MLA_BOUND_WORDS 4   /* dkv_bound: the fp32 bit patterns of W0..W3 */

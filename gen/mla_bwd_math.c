@@ -93,32 +93,60 @@ void mla_dkv_store_lines(Kctx *k, const Acc *acc, const MlaDkvLines *r, int col0
         }
 }
 
-/* The sector layout of mla_dkv_store_fixed: one 64-bit reduction covers 8 bytes and the L2 reduces a 32-byte
- * sector a request, so four lanes on one sector's four columns make one request. Each lane on a sector of its own
- * (mla_dkv_store_lines' layout, four adjacent columns a lane) makes four: the wgmma set took 38.0 ms that way
- * against 15.7 ms this way on the H200 (h 64, s_q 4096, top-k 2048). */
-void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvRows *r, int col0, Reg bit1, Reg mul) {
+/* The line layout of mla_dkv_store_fixed: the L2 reduces a line a request, so 16 lanes on one line's 16 columns
+ * make one request. Four lanes on one 32-byte sector, 8 rows an instruction (one lane exchange), took 15.57 ms at
+ * h 64, s_q 4096, top-k 2048 on the H200; each lane on a sector of its own (mla_dkv_store_lines' layout) 38.0. */
+void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvFixed *r, int col0, Reg mul) {
     int n = 4 * acc->nt;
     Reg v[4 * 32];
-    if (acc->mt != 1 || n > (int)(sizeof v / sizeof *v)) {
-        fprintf(stderr, "ptxgen internal: mla_dkv_store_fixed takes 1 x k n8 tiles, k <= 32 (got %d x %d)\n", acc->mt, acc->nt);
+    if (acc->mt != 1 || acc->nt % 2 || n > (int)(sizeof v / sizeof *v)) {
+        fprintf(stderr, "ptxgen internal: mla_dkv_store_fixed takes 1 x 2k n8 tiles, k <= 16 (got %d x %d)\n", acc->mt,
+                acc->nt);
         abort();
     }
+    /* value i = 4 j + 2 h + p: column 8 j + 2 t + p of row g + 8 h; lane = 4 g + t */
     for (int i = 0; i < n; i++) v[i] = acc->r[i];
-    lanes_trade(&k->e, v, n, 2, 0, bit1);   /* lane bit 1 <-> column bit 0: index bit 0 is now column bit 2 */
-    for (int i = 0; i < n; i++) {
-        int j = i >> 2, h = i >> 1 & 1, p = i & 1;
-        mla_dkv_fixed_add(k, r->ok[h], r->addr[h], 8 * (col0 + 8 * j + 4 * p), &v[i], 1, mul);
-    }
+    lanes_trade(&k->e, v, n, 4, 0, r->bit2);   /* lane bit 2 <-> column bit 0: index bit 0 is now row bit 0 */
+    lanes_trade(&k->e, v, n, 8, 2, r->bit3);   /* lane bit 3 <-> column bit 3: index bit 2 is now row bit 1 */
+    for (int i = 0; i < n; i++) mla_dkv_fixed_add(k, r->ok[i & 7], r->addr[i & 7], 8 * (col0 + 16 * (i >> 3)), &v[i], 1, mul);
 }
 
 Reg mla_dkv_fixed_col(Kctx *k) {
     Emit *e = &k->e;
     Reg c = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
     INS(e, AND_B32, R(c), R(k->lane), I(1));
-    INS(e, SHL_B32, R(c), R(c), I(1));
-    INS(e, SHR_U32, R(b), R(k->lane), I(1));
+    INS(e, SHL_B32, R(c), R(c), I(1));                 /* lane bit 0: column bit 1 */
+    INS(e, AND_B32, R(b), R(k->lane), I(2));
+    INS(e, MAD_LO_U32, R(c), R(b), I(2), R(c));        /* lane bit 1: column bit 2 */
+    INS(e, SHR_U32, R(b), R(k->lane), I(2));
     INS(e, AND_B32, R(b), R(b), I(1));
-    INS(e, ADD_U32, R(c), R(c), R(b));
+    INS(e, ADD_U32, R(c), R(c), R(b));                 /* lane bit 2: column bit 0 */
+    INS(e, AND_B32, R(b), R(k->lane), I(8));
+    INS(e, ADD_U32, R(c), R(c), R(b));                 /* lane bit 3: column bit 3 */
     return c;
+}
+
+void mla_dkv_fixed_rows(Kctx *k, MlaDkvFixed *r, Reg rows_at, int off, Reg s_kv, Reg base) {
+    Emit *e = &k->e;
+    for (int q = 0; q < 8; q++) {
+        int slot = (q & 1) + 2 * (q >> 2 & 1) + 8 * (q >> 1 & 1);
+        Reg row = e_reg(e, RC_B32);
+        r->addr[q] = e_reg(e, RC_B64), r->ok[q] = e_reg(e, RC_PRED);
+        INS(e, LD_SHARED_B32, R(row), A(rows_at, off + 4 * slot));
+        INS(e, SETP_LT_U32, R(r->ok[q]), R(row), R(s_kv));
+        INS(e, MAD_WIDE_U32, R(r->addr[q]), R(row), I(8 * MLA_D_QK), R(base));
+    }
+}
+
+void mla_dkv_fixed_lane(Kctx *k, MlaDkvFixed *r, Reg slot0, Reg *rows_at) {
+    Emit *e = &k->e;
+    Reg b = e_reg(e, RC_B32);
+    r->bit2 = e_reg(e, RC_PRED), r->bit3 = e_reg(e, RC_PRED), *rows_at = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(b), R(k->lane), I(4));
+    INS(e, SETP_NE_U32, R(r->bit2), R(b), I(0));
+    INS(e, AND_B32, R(b), R(k->lane), I(8));
+    INS(e, SETP_NE_U32, R(r->bit3), R(b), I(0));
+    INS(e, SHR_U32, R(b), R(k->lane), I(4));
+    INS(e, MAD_LO_U32, R(b), R(b), I(4), R(slot0));    /* the lane's row 4 (lane >> 4) */
+    INS(e, MAD_LO_U32, R(*rows_at), R(b), I(4), R(k->smem));
 }

@@ -130,8 +130,10 @@ ptxas_job() {
     local props bad regs loss
     props=$(grep 'bytes stack frame' "$base.log")
     loss=$(ptxas_wgmma_loss "$base.log")
-    # the deterministic mla_bwd (its slow path: stores per slot instead of
-    # reductions) may keep a few words on the stack; nothing else may spill
+    # the deterministic mla_bwd (the wgmma main's fixed-point conversions and
+    # 64-bit reductions beside a second chunk's accumulator: 44 B, faster than
+    # none with one accumulator) may keep a few words on the stack; nothing
+    # else may spill
     local allow=0
     [ "$kern $causal" = "mla_bwd 1" ] && allow=64
     bad=$(printf '%s\n' "$props" | awk -v a=$allow '{ if ($1 > a || $5 > a || $9 > a) print }')
@@ -955,8 +957,8 @@ mla_bwd_wg_sim_tests() {
         '/.entry mla_bwd_main_wg/,/^}/ s/\(sub.u32 %r[0-9]*\), 188,/\1, 189,/' "dkv: .* FAIL" deterministic=1
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the point 24 bits finer than the bound allows (sums wrap)" \
         's/\(sub.u32 %r[0-9]*\), 188,/\1, 212,/' "dkv: .* FAIL" deterministic=1
-    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the sector exchange trades with the wrong lane" \
-        '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)2, 31/\11, 31/' "dkv: .* FAIL" deterministic=1
+    sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the line exchange's second trade with the wrong lane" \
+        '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)8, 31/\116, 31/' "dkv: .* FAIL" deterministic=1
 }
 
 # mla_bwd in the tcgen05 family on the sim: every h_q of the issue (16, 32,
