@@ -8,7 +8,8 @@ set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 old=${1:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 all >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j16 all build/tests/test_sim >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "fixed-point instructions on the GPU: $(./build/tests/test_sim --device cuda tests/sim/fixed_point.ptx 2>&1 | tail -1)"
 for cfg in "--sq 32 --skv 8192 --hq 128 --topk 2048 --ref cpu" "--sq 12 --skv 800 --hq 20 --topk 300 --topk-length --dtype fp16" \
            "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length" "--sq 6 --skv 20 --hq 64 --topk 600" \
            "--sq 256 --skv 8192 --hq 128 --topk 2048 --ref gpu" "--arch sm_90 --sq 24 --skv 3000 --hq 48 --topk 1024 --topk-length" \
