@@ -425,9 +425,13 @@ static int cvt(const Ctx *x, uint64_t *out)
     case T_F16: *out = f32_to_fp16((float)v); break;
     case T_BF16: *out = f32_to_bf16((float)v); break;
     case T_TF32: *out = tf32_rna((float)v); break;
-    default: {   /* float -> integer: round, saturate, NaN -> 0 */
+    default: {   /* float -> integer: round, saturate; NaN as an H200 converts it (below) */
         int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
-        double r = isnan(v) ? 0 : round_int(v, d->rnd);
+        if (isnan(v)) {   /* measured: 2^63 into any 64-bit integer, 2^31 into s32 from f64, else 0 */
+            *out = db == 64 ? 1ull << 63 : db == 32 && sg && st == T_F64 ? 1ull << 31 : 0;
+            break;
+        }
+        double r = round_int(v, d->rnd);
         /* the type's range: 2^(bits - 1) and 2^bits are exact doubles, its largest values (at 64 bits) are not */
         double lo = sg ? -ldexp(1, db - 1) : 0, top = sg ? ldexp(1, db - 1) : ldexp(1, db);
         uint64_t max = sg ? mask_bits(db - 1, ~0ull) : mask_bits(db, ~0ull);
