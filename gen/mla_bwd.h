@@ -66,6 +66,12 @@ Reg mla_dkv_fixed_col(Kctx *k);
 void mla_dkv_fixed_rows(Kctx *k, MlaDkvFixed *r, Reg rows_at, int off, Reg s_kv, Reg base);
 /* The lane's bit2, bit3 and the shared address of its row 4 (lane >> 4) of the block at slot0 (rows list at smem) */
 void mla_dkv_fixed_lane(Kctx *k, MlaDkvFixed *r, Reg slot0, Reg *rows_at);
+/* tcgen05 (one slot a TMEM lane and thread, lane L of the warp holding slot L's kv row, -1 if invalid): the warp's
+ * 32 slots x cols columns of a dkv chunk at TMEM column tcol (taddr: the warp's lane quarter) into the fixed-point
+ * accumulator at column gcol0, in mla_dkv_store_fixed's lines. tcgen05.ld's 16x256b shape gives 16 lanes in the
+ * m16n8 layout; each 16-slot half of the warp takes its rows from their lanes by shuffles. base: the accumulator at
+ * mla_dkv_fixed_col; cols a multiple of 16. */
+void mla_dkv_fixed_tmem(Kctx *k, Reg taddr, int tcol, int cols, int gcol0, Reg row, Reg s_kv, Reg base, Reg mul);
 
 /* mla_bwd_fixed.c: deterministic dkv in fixed point (the file's head says how S is chosen) */
 #define MLA_BOUND_WORDS 4   /* dkv_bound: the fp32 bit patterns of W0..W3 */

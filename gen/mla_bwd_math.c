@@ -150,3 +150,40 @@ void mla_dkv_fixed_lane(Kctx *k, MlaDkvFixed *r, Reg slot0, Reg *rows_at) {
     INS(e, MAD_LO_U32, R(b), R(b), I(4), R(slot0));    /* the lane's row 4 (lane >> 4) */
     INS(e, MAD_LO_U32, R(*rows_at), R(b), I(4), R(k->smem));
 }
+
+void mla_dkv_fixed_tmem(Kctx *k, Reg taddr, int tcol, int cols, int gcol0, Reg row, Reg s_kv, Reg base, Reg mul) {
+    Emit *e = &k->e;
+    if (cols % 16) {
+        fprintf(stderr, "ptxgen internal: mla_dkv_fixed_tmem takes whole 16-column groups (got %d)\n", cols);
+        abort();
+    }
+    MlaDkvFixed r;
+    Reg hi = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
+    r.bit2 = e_reg(e, RC_PRED), r.bit3 = e_reg(e, RC_PRED);
+    INS(e, AND_B32, R(b), R(k->lane), I(4));
+    INS(e, SETP_NE_U32, R(r.bit2), R(b), I(0));
+    INS(e, AND_B32, R(b), R(k->lane), I(8));
+    INS(e, SETP_NE_U32, R(r.bit3), R(b), I(0));
+    INS(e, SHR_U32, R(hi), R(k->lane), I(4));
+    INS(e, SHL_B32, R(hi), R(hi), I(2));                     /* the lane's row 4 (lane >> 4) of a half */
+    for (int half = 0; half < 2; half++) {
+        for (int q = 0; q < 8; q++) {   /* mla_dkv_fixed_rows' 8 rows, from the lanes that hold them */
+            int slot = 16 * half + (q & 1) + 2 * (q >> 2 & 1) + 8 * (q >> 1 & 1);
+            Reg src = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
+            r.addr[q] = e_reg(e, RC_B64), r.ok[q] = e_reg(e, RC_PRED);
+            INS(e, ADD_U32, R(src), R(hi), I(slot));
+            INS(e, SHFL_IDX, R(x), R(row), R(src), I(31), I(-1));
+            INS(e, SETP_LT_U32, R(r.ok[q]), R(x), R(s_kv));
+            INS(e, MAD_WIDE_U32, R(r.addr[q]), R(x), I(8 * MLA_D_QK), R(base));
+        }
+        for (int c = 0; c < cols; c += 32) {
+            int w = cols - c >= 32 ? 32 : 16;
+            Acc acc;
+            acc_new(k, &acc, 1, w / 8);
+            e_insn(e, NOGUARD, 0, w == 32 ? OP_TC_LD_16X256B_X4 : OP_TC_LD_16X256B_X2,
+                   OPNDS(V(w / 2, acc.r), A(taddr, (16 * half << 16) + tcol + c)));
+            INS0(e, TC_WAIT_LD);
+            mla_dkv_store_fixed(k, &acc, &r, gcol0 + c, mul);
+        }
+    }
+}

@@ -67,7 +67,7 @@ static void issue(Kctx *k, Dkv *f, int stage, int buf) {
 }
 
 /* Block b's D out of TMEM buffer buf once its commit landed: the thread's slot (its lane), if valid,
- * into its kv row of the accumulator (fp32, or deterministic s64 fixed point). */
+ * into its kv row of the fp32 accumulator, or (deterministic) the warp's 32 slots in fixed point. */
 static void read_out(Kctx *k, Dkv *f, Reg b, int buf) {
     Emit *e = &k->e;
     Reg slot = e_reg(e, RC_B32), ok, row, dst = e_reg(e, RC_B64), el = e_reg(e, RC_B32), par = e_reg(e, RC_B32);
@@ -76,16 +76,21 @@ static void read_out(Kctx *k, Dkv *f, Reg b, int buf) {
     umma_wait(k, f->bar[buf], par);
     INS(e, MAD_LO_U32, R(slot), R(b), I(PAIR_BLOCK), R(k->tid));
     row = mla_slot_row(k, f->idx_row, f->eff, f->s_kv, slot, &ok);
+    if (f->d->tile.deterministic) {
+        mla_dkv_fixed_tmem(k, f->tq, buf * PAIR_DKV_COLS, f->cols, 0, row, f->s_kv, f->dkv_base, f->mul);
+        return;
+    }
     INS(e, MAD_LO_U32, R(el), R(row), I(f->d->d), R(f->col0));
-    INS(e, MAD_WIDE_U32, R(dst), R(el), I(f->d->tile.deterministic ? 8 : 4), R(f->dkv_base));
+    INS(e, MAD_WIDE_U32, R(dst), R(el), I(4), R(f->dkv_base));
     for (int c = 0; c < f->cols; c += 32) {
         Reg v[32];
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
         INS(e, TC_LD_32X32B_X32, V(32, v), A(f->tq, buf * PAIR_DKV_COLS + c));
         INS0(e, TC_WAIT_LD);
         for (int i = 0; i < 8; i++) {
-            if (f->d->tile.deterministic) mla_dkv_fixed_add(k, ok, dst, 8 * (c + 4 * i), &v[4 * i], 4, f->mul);
-            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(dst, 4 * (c + 4 * i)), V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
+            Opnd o = A(dst, 4 * (c + 4 * i));
+            Opnd x = V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+            INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, o, x);
         }
     }
 }
@@ -192,7 +197,13 @@ void mla_bwd_pair_dkv_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     Reg room = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(room), R(kc_u32(k, "h_q")), R(h0));
     f.dkv_base = kc_ptr(k, d->tile.deterministic ? "dkv_fixed" : "dkv_accum");
-    if (d->tile.deterministic) f.mul = mla_dkv_fixed(k).mul;
+    if (d->tile.deterministic) {   /* the accumulator at the chunk's first column, + mla_dkv_fixed_col */
+        Reg col = e_reg(e, RC_B32), base = e_reg(e, RC_B64);
+        f.mul = mla_dkv_fixed(k).mul;
+        INS(e, ADD_U32, R(col), R(f.col0), R(mla_dkv_fixed_col(k)));
+        INS(e, MAD_WIDE_U32, R(base), R(col), I(8), R(f.dkv_base));
+        f.dkv_base = base;
+    }
 
     e_comment(e, "prologue: barriers, TMEM (two 128-column buffers)");
     Opnd one[2] = {I(1), I(1)};

@@ -163,8 +163,7 @@ static void probabilities(Kctx *k, TcBwd *f, Reg ok) {
 }
 
 /* The dkv chunk out of TMEM into global memory, for a valid slot only: a
- * vector reduction into the fp32 accumulator or, deterministic, 64-bit ones
- * into the fixed-point one. */
+ * vector reduction into the fp32 accumulator. */
 static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
     Emit *e = &k->e;
     int n = tc_chunk_cols(f, ch);
@@ -173,9 +172,8 @@ static void dkv_out(Kctx *k, TcBwd *f, int ch, Reg ok, Reg dst) {
         for (int i = 0; i < 32; i++) v[i] = e_reg(e, RC_F32);
         tmem_load(k, f, f->c_kv + c, v, 32);
         for (int i = 0; i < 8; i++) {
-            int col = ch * MLA_TC_DKV_COLS + c + 4 * i;
-            if (f->det) mla_dkv_fixed_add(k, ok, dst, 8 * col, &v[4 * i], 4, f->mul);
-            else INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, A(dst, 4 * col), V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
+            Opnd a = A(dst, 4 * (ch * MLA_TC_DKV_COLS + c + 4 * i));
+            INSP(e, ok, 0, RED_GLOBAL_ADD_V4_F32, a, V4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));
         }
     }
 }
@@ -200,13 +198,16 @@ static void compute(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
     INS0(e, FENCE_PROXY_ASYNC_CTA);                        /* the dS^T rows, read by the dQ^T MMAs */
     INS0(e, TC_FENCE_BEFORE);
     arrive(k, f->bar[BAR_P]);
-    /* where this slot's dkv goes: its kv row of the accumulator (fp32, or s64 deterministic) */
+    /* where this slot's dkv goes: its kv row of the accumulator (deterministic: mla_dkv_fixed_tmem's lines) */
     Reg dst = e_reg(e, RC_B64);
-    INS(e, MAD_WIDE_U32, R(dst), R(row), I((f->det ? 8 : 4) * f->d->d), R(f->dkv_base));
+    if (!f->det) INS(e, MAD_WIDE_U32, R(dst), R(row), I(4 * f->d->d), R(f->dkv_base));
     for (int ch = 0; ch < chunks; ch++) {
         e_comment(e, "dkv chunk %d", ch);
         umma_wait(k, f->bar[BAR_KV], phase(k, n, chunks, ch));
-        dkv_out(k, f, ch, ok, dst);
+        if (f->det)
+            mla_dkv_fixed_tmem(k, f->tq, f->c_kv, tc_chunk_cols(f, ch), ch * MLA_TC_DKV_COLS, row, f->s_kv, f->dkv_base,
+                               f->mul);
+        else dkv_out(k, f, ch, ok, dst);
         INS0(e, TC_FENCE_BEFORE);
         arrive(k, f->bar[BAR_FREE]);
     }
@@ -268,7 +269,11 @@ static void epilogue(Kctx *k, TcBwd *f) {
 
 static void dkv_base(Kctx *k, TcBwd *f) {
     f->dkv_base = kc_ptr(k, f->det ? "dkv_fixed" : "dkv_accum");
-    if (f->det) f->mul = mla_dkv_fixed(k).mul;
+    if (!f->det) return;
+    f->mul = mla_dkv_fixed(k).mul;
+    Reg b = e_reg(&k->e, RC_B64);   /* at mla_dkv_fixed_col */
+    INS(&k->e, MAD_WIDE_U32, R(b), R(mla_dkv_fixed_col(k)), I(8), R(f->dkv_base));
+    f->dkv_base = b;
 }
 
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {

@@ -1026,6 +1026,20 @@ mla_bwd_tc_sim_tests() {
         i && /tcgen05.mma/ { sub(/\+128\]/, "]") } { print }' >"$TMP/tc_mutant.ptx"
     run_cli check --device sim --kernel mla_bwd --arch sm_100a --sq 2 --skv 300 --hq 128 --topk 400 --ptx "$TMP/tc_mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "tcgen05.ld reads TMEM lane .* before the tcgen05.mma" && pass "$name"
+    # deterministic=1's fixed point out of TMEM (mla_dkv_fixed_tmem): the warp's second 16 slots read from its first
+    # 16 TMEM lanes, or their rows taken from the first half's lanes
+    local m
+    for m in '16x256b=/16x256b/ && s/\+(\d{7})\]/"+".($1 - 1048576)."]"/e' 'rows=s/(add.u32 %r\d+, %r\d+, )(1[6-9]|2\d|3[01]);/${1}0;/'; do
+        name="planted pair deterministic: the fixed point's second half of the warp (${m%%=*})"
+        ./ptxgen --kernel mla_bwd --arch sm_100a --tile deterministic=1 |
+            perl -pe '$i = 1 if /\.entry mla_bwd_dkv_pair/; $i = 0 if /\.entry / && !/dkv_pair/; if ($i) { '"${m#*=}"' }' \
+            >"$TMP/tc_mutant.ptx"
+        if cmp -s <(./ptxgen --kernel mla_bwd --arch sm_100a --tile deterministic=1) "$TMP/tc_mutant.ptx"; then
+            fail "$name" "the edit changed nothing"; continue; fi
+        run_cli check --device sim --kernel mla_bwd --arch sm_100a --tile deterministic=1 --sq 2 --skv 300 --hq 128 \
+            --topk 256 --ptx "$TMP/tc_mutant.ptx"
+        expect_rc "$name" 1 && expect_output "$name" "dkv: .* FAIL" && pass "$name"
+    done
     # an independent launcher runs the set from its PTX and manifest alone (tensor map included)
     local set=$TMP/manifest_set
     if ./ptxgen --arch sm_100a --kernel mla_bwd --tile bm=32 -o "$set.ptx" --manifest "$set.json" 2>"$TMP/err" &&
