@@ -40,7 +40,7 @@ typedef struct {
     LdsmBases fds, fkt, fkt_rope;     /* dq: A = dS of the warp's heads, B = K transposed, its columns */
     LdsmBases fdst, fpt;              /* dkv: A = dS^T and P^T of the warp's slot m tile */
     LdsmBases fqt, fqt_rope, fdot;    /* dkv: B = Q and dO transposed, the warp's column group */
-    Reg bias_lane, rows_lane;         /* current stage: own slots' bias pair; kv rows of the m tile's rows g */
+    Reg bias_lane, rows_lane;         /* current stage: own slots' bias pair; kv rows of the m tile's rows g (fp32) */
     Reg dst;                          /* b64: dkv destination of the lane's first nope column, kv row 0 */
     Reg rope_delta;                   /* bytes from the lane's first nope column to its first rope column */
     Acc dq, dq_rope;
@@ -79,20 +79,20 @@ static void fragment_bases(Kctx *k, MlaBwd *f) {
     ldsm_bases_at(k, &f->fdot, f->sdo, l15, hi, pn);
     INS(e, MAD_LO_U32, R(pq), R(grp), I(f->sp.rope / 16), I(f->d->dv / 16));
     ldsm_bases_at(k, &f->fqt_rope, f->sq, l15, hi, pq);
-    /* this lane's rows of the m tile: slots 16 mi + g (+8) */
-    Reg g = e_reg(e, RC_B32);
-    Reg slot_lane = e_reg(e, RC_B32);
-    f->rows_lane = e_reg(e, RC_B32);
-    INS(e, SHR_U32, R(g), R(k->lane), I(2));
-    INS(e, MAD_LO_U32, R(slot_lane), R(mi), I(16), R(g));
-    INS(e, MAD_LO_U32, R(f->rows_lane), R(slot_lane), I(4), R(k->smem));
-    stages_track(&f->st, f->rows_lane);
+    if (!f->det) {   /* this lane's rows of the m tile: slots 16 mi + g (+8) */
+        Reg g = e_reg(e, RC_B32);
+        Reg slot_lane = e_reg(e, RC_B32);
+        f->rows_lane = e_reg(e, RC_B32);
+        INS(e, SHR_U32, R(g), R(k->lane), I(2));
+        INS(e, MAD_LO_U32, R(slot_lane), R(mi), I(16), R(g));
+        INS(e, MAD_LO_U32, R(f->rows_lane), R(slot_lane), I(4), R(k->smem));
+        stages_track(&f->st, f->rows_lane);
+    }
     /* this lane's first column of the group: 2t past the group's first (deterministic: mla_dkv_store_fixed's),
      * nope and rope */
-    Reg tq = e_reg(e, RC_B32), col[2] = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
-    if (f->det) {
+    Reg tq = f->det ? mla_dkv_fixed_col(k) : e_reg(e, RC_B32), col[2] = {e_reg(e, RC_B32), e_reg(e, RC_B32)};
+    if (f->det) {   /* its rows: mla_dkv_fixed_rows' of the m tile */
         Reg slot0 = e_reg(e, RC_B32);
-        tq = mla_dkv_fixed_col(k);
         INS(e, MUL_LO_U32, R(slot0), R(mi), I(16));
         mla_dkv_fixed_lane(k, &f->fx, slot0, &f->rows_fixed);
         stages_track(&f->st, f->rows_fixed);

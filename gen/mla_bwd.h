@@ -90,7 +90,7 @@ void mla_bound_row(Kctx *k, Reg w[MLA_BOUND_WORDS], Reg do_max, Reg do_l1, Reg q
 void mla_bound_publish(Kctx *k, Reg w[MLA_BOUND_WORDS], int warps, Reg smem);
 
 /* The family's main kernel: its plan, emitter and entry-name part; the rest
- * of the set (pre, convert or reduce, workspaces, ABI) is shared. */
+ * of the set (pre, convert, workspaces, ABI) is shared. */
 typedef struct MlaBwdMain MlaBwdMain;
 struct MlaBwdMain {
     void (*plan)(const AttnDesc *d, Plan *p);

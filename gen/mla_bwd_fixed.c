@@ -14,9 +14,12 @@
  * W3 = max|kv[:, :d_v]|.
  * pre raises the four in dkv_bound (their fp32 bit patterns: non-negative floats order as unsigned integers, NaN
  * above +inf) with red.global.max.u32, which gives the same maxima in any order. F = 2 s_q h_q (W0 + ...) (the 2
- * covers P and dS rounded to 16 bits and exp2's error) sets S = 61 - floor(log2 F), at most 126. A NaN or
- * infinite F (non-finite inputs, or a NaN lse) makes every dkv element NaN, as float atomics would have.
- * Each term is rounded to 2^-S <= F 2^-62: far finer than the dkv values, whose size F only bounds. */
+ * covers P and dS rounded to 16 bits and exp2's error), computed in f64, sets S = 61 - floor(log2 F), within
+ * [-126, 126]. A word that is not finite (non-finite q, dO, o or kv, even in a kv row no token selects) or an lse
+ * no forward writes (NaN, -inf) makes every dkv element NaN. The forward's lse is assumed: with another, P may sum
+ * past 1 and the sums wrap unnoticed.
+ * Each term is rounded to a quantum 2^-S in (F 2^-62, F 2^-61]: against the largest possible |dkv| that is 60 bits
+ * finer; a row whose sum is far below F keeps fewer (one 2^-20 of F keeps 40). */
 #include "mla_bwd.h"
 #include <math.h>
 
@@ -49,11 +52,12 @@ void mla_bound_add(Kctx *k, DType dt, const Reg *chunk, Reg *max_bits, Reg *l1) 
 
 void mla_bound_row(Kctx *k, Reg w[MLA_BOUND_WORDS], Reg do_max, Reg do_l1, Reg q_max, Reg delta, Reg lse) {
     Emit *e = &k->e;
-    Reg qm = e_reg(e, RC_F32), x = e_reg(e, RC_F32), nan = e_reg(e, RC_PRED);
+    Reg qm = e_reg(e, RC_F32), x = e_reg(e, RC_F32), real = e_reg(e, RC_PRED);
     INS(e, MUL_F32, R(qm), R(as_f32(e, q_max)), R(kc_f32(k, "softmax_scale")));
-    INS(e, SETP_NAN_F32, R(nan), R(lse), R(lse));
+    /* no forward writes a NaN or -inf lse (+inf: no valid slot); with one, P could sum past 1 and the bound fail */
+    INS(e, SETP_GT_F32, R(real), R(lse), FI(-INFINITY));
     w[0] = e_reg(e, RC_B32);
-    INS(e, SELP_B32, R(w[0]), IX(0x7fc00000u), R(do_max), R(nan));   /* a NaN lse: dkv NaN */
+    INS(e, SELP_B32, R(w[0]), R(do_max), IX(0x7fc00000u), R(real));
     INS(e, MUL_F32, R(x), R(do_l1), R(qm));
     w[1] = abs_bits(e, x);
     INS(e, MUL_F32, R(x), R(delta), R(qm));
@@ -100,23 +104,29 @@ MlaFixed mla_dkv_fixed(Kctx *k) {
     Reg w[MLA_BOUND_WORDS], f[MLA_BOUND_WORDS], g = kc_ptr(k, "dkv_bound");
     for (int i = 0; i < MLA_BOUND_WORDS; i++) w[i] = e_reg(e, RC_B32);
     INS(e, LD_GLOBAL_V4_B32, V4(w[0], w[1], w[2], w[3]), A(g, 0));   /* pre wrote them, a launch before */
-    for (int i = 0; i < MLA_BOUND_WORDS; i++) f[i] = as_f32(e, w[i]);
-    Reg b = e_reg(e, RC_F32), n = e_reg(e, RC_F32), h = e_reg(e, RC_F32);
-    INS(e, FMA_F32, R(b), R(f[1]), R(f[3]), R(f[2]));
-    INS(e, ADD_F32, R(b), R(b), R(f[0]));
-    INS(e, CVT_F32_U32, R(n), R(kc_u32(k, "s_q")));
-    INS(e, CVT_F32_U32, R(h), R(kc_u32(k, "h_q")));
-    INS(e, MUL_F32, R(n), R(n), R(h));
-    INS(e, MUL_F32, R(n), R(n), FI(2.0f));
-    INS(e, MUL_F32, R(b), R(b), R(n));   /* F */
-    Reg ex = e_reg(e, RC_B32), s = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
+    for (int i = 0; i < MLA_BOUND_WORDS; i++) {   /* in f64: F of finite words is finite (up to 2^320) */
+        f[i] = e_reg(e, RC_B64);
+        INS(e, CVT_F64_F32, R(f[i]), R(as_f32(e, w[i])));
+    }
+    Reg b = e_reg(e, RC_B64), n = e_reg(e, RC_B64), h = e_reg(e, RC_B64);
+    INS(e, FMA_F64, R(b), R(f[1]), R(f[3]), R(f[2]));
+    INS(e, ADD_F64, R(b), R(b), R(f[0]));
+    INS(e, CVT_F64_U32, R(n), R(kc_u32(k, "s_q")));
+    INS(e, CVT_F64_U32, R(h), R(kc_u32(k, "h_q")));
+    INS(e, MUL_F64, R(n), R(n), R(h));
+    INS(e, ADD_F64, R(n), R(n), R(n));
+    INS(e, MUL_F64, R(b), R(b), R(n));   /* F */
+    Reg hi = e_reg(e, RC_B64), ex = e_reg(e, RC_B32), s = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
     MlaFixed r = {.mul = e_reg(e, RC_F32), .inv = e_reg(e, RC_F32), .bad = e_reg(e, RC_PRED)};
-    INS(e, MOV_B32, R(ex), R(b));
-    INS(e, SHR_U32, R(ex), R(ex), I(23));
-    INS(e, AND_B32, R(ex), R(ex), I(0xff));   /* F >= 0: floor(log2 F) = ex - 127 (F normal) */
-    INS(e, SETP_EQ_U32, R(r.bad), R(ex), I(0xff));
-    INS(e, SUB_U32, R(s), I(61 + 127), R(ex));   /* S = 61 - floor(log2 F): from -66 (ex 254) */
-    INS(e, MIN_S32, R(s), R(s), I(126));                   /* a tiny or zero F: 2^126 still fits the f32 */
+    INS(e, SHR_U64, R(hi), R(b), I(52));
+    INS(e, CVT_U32_U64, R(ex), R(hi));
+    INS(e, AND_B32, R(ex), R(ex), I(0x7ff));   /* F >= 0: floor(log2 F) = ex - 1023 (F normal) */
+    INS(e, SETP_EQ_U32, R(r.bad), R(ex), I(0x7ff));
+    INS(e, SUB_U32, R(s), I(61 + 1023), R(ex));   /* S = 61 - floor(log2 F) */
+    /* S in [-126, 126], where 2^S and 2^-S are normal f32: a tiny or zero F keeps 2^126; a huge one -126, where a
+     * finite f32 term (below 2^128) becomes at most 4 and no sum of them wraps */
+    INS(e, MIN_S32, R(s), R(s), I(126));
+    INS(e, MAX_S32, R(s), R(s), I(-126));
     INS(e, ADD_U32, R(x), R(s), I(127));
     INS(e, SHL_B32, R(x), R(x), I(23));
     INS(e, MOV_F32_B32, R(r.mul), R(x));

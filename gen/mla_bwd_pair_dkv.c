@@ -9,7 +9,7 @@
  *   for each block b of 128 slots (up to the token's count):
  *     load P^T, dS^T [slots of b, 128 heads] from ps          (two stages, cp.async)
  *     D = dS^T Q_c (+ P^T dO_c)                               (8 + 8 MMAs, two TMEM buffers)
- *     dkv[idx[t, slot], chunk c] += D[slot]                   (red.global.add.v4, or stored per slot)
+ *     dkv[idx[t, slot], chunk c] += D[slot]                   (red.global.add.v4, or 64-bit fixed point)
  *
  * Chunks 0-3 are 128 columns of d_v (both terms); chunk 4 is the 64 rope
  * columns (dS^T Q only). The loop is block_loop(); one block's MMAs are

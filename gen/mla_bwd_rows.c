@@ -7,8 +7,9 @@
 #include "mla_bwd.h"
 #include <math.h>
 
-/* Deterministic pre: the largest |V| of the kv rows this CTA's head group g takes, every (s_q x CTAs) x 8th row
- * from its own; off: the thread's 16 bytes of a row (16 threads a row, as for dO). */
+/* Deterministic pre: the largest |V| of the kv rows this CTA's head group g takes: rows 8 L + g + 8 n N for the
+ * CTA's linear index L of N = nctaid.x nctaid.y and n = 0, 1, ...: every row once over the grid. off: the thread's
+ * 16 bytes of a row (16 threads a row, as for dO). */
 static Reg kv_max(Kctx *k, const AttnDesc *d, Reg off) {
     Emit *e = &k->e;
     int tpr = MLA_ROW_THREADS / MLA_PRE_HEADS, per = d->dv / 8 / tpr;

@@ -202,12 +202,14 @@ static void consumer_bases(Kctx *k, MlaBwdWg *f) {
     /* dkv (mla_dkv_store_lines): the lane's rows are slots warp_row0 + 2 (lane >> 3) + 0, 1, 8, 9, its columns
      * start at 256 c + 8 (lane & 1) + 4 (lane >> 1 & 1) + 16 (lane >> 2 & 1); deterministic (mla_dkv_store_fixed):
      * the rows list from slot warp_row0, columns from 256 c + mla_dkv_fixed_col */
-    Reg b = e_reg(e, RC_B32), col = e_reg(e, RC_B32);
-    f->slot_lane = e_reg(e, RC_B32), f->row_lane = e_reg(e, RC_B32);
+    Reg col;
     if (f->det) {
         mla_dkv_fixed_lane(k, &f->fx, f->warp_row0, &f->row_lane);
         col = mla_dkv_fixed_col(k);
     } else {
+        Reg b = e_reg(e, RC_B32);
+        col = e_reg(e, RC_B32);
+        f->slot_lane = e_reg(e, RC_B32), f->row_lane = e_reg(e, RC_B32);
         f->bit0 = e_reg(e, RC_PRED), f->bit2 = e_reg(e, RC_PRED);
         INS(e, AND_B32, R(b), R(k->lane), I(1));
         INS(e, SETP_NE_U32, R(f->bit0), R(b), I(0));
@@ -215,9 +217,7 @@ static void consumer_bases(Kctx *k, MlaBwdWg *f) {
         INS(e, SETP_NE_U32, R(f->bit2), R(b), I(0));
         INS(e, SHR_U32, R(b), R(k->lane), I(3));
         INS(e, MAD_LO_U32, R(f->slot_lane), R(b), I(2), R(f->warp_row0));
-    }
-    if (!f->det) INS(e, MAD_LO_U32, R(f->row_lane), R(f->slot_lane), I(4), R(k->smem));
-    if (!f->det) {
+        INS(e, MAD_LO_U32, R(f->row_lane), R(f->slot_lane), I(4), R(k->smem));
         INS(e, AND_B32, R(col), R(k->lane), I(1));
         INS(e, SHL_B32, R(col), R(col), I(3));
         INS(e, AND_B32, R(b), R(k->lane), I(2));

@@ -954,9 +954,9 @@ mla_bwd_wg_sim_tests() {
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: pre never raises the bound (the point at 2^126 saturates)" \
         '/red.global.max.u32/d' "dkv: .* FAIL" deterministic=1
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: main's point one bit finer than convert's" \
-        '/.entry mla_bwd_main_wg/,/^}/ s/\(sub.u32 %r[0-9]*\), 188,/\1, 189,/' "dkv: .* FAIL" deterministic=1
+        '/.entry mla_bwd_main_wg/,/^}/ s/\(sub.u32 %r[0-9]*\), 1084,/\1, 1085,/' "dkv: .* FAIL" deterministic=1
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the point 24 bits finer than the bound allows (sums wrap)" \
-        's/\(sub.u32 %r[0-9]*\), 188,/\1, 212,/' "dkv: .* FAIL" deterministic=1
+        's/\(sub.u32 %r[0-9]*\), 1084,/\1, 1108,/' "dkv: .* FAIL" deterministic=1
     sim_mla_bwd_wg_mutant "sim mutant wgmma mla_bwd deterministic: the line exchange's second trade with the wrong lane" \
         '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)8, 31/\116, 31/' "dkv: .* FAIL" deterministic=1
 }
@@ -1056,6 +1056,23 @@ mla_bwd_tc_sim_tests() {
         c_test test_manifest_sim "$set.pdet.ptx" "$set.pdet.json" --seed $((RANDOM + 1)) --sq 3 --hq 72 --topk 140
         c_test test_manifest_sim "$set.fwd.ptx" "$set.fwd.json" --seed $((RANDOM + 1)) --sq 8 --skv 600 --hq 40 --topk 300 --topk-length
         c_test test_manifest_sim "$set.fwd16.ptx" "$set.fwd16.json" --seed $((RANDOM + 1)) --sq 4 --skv 90 --hq 20 --topk 130
+        # deterministic=1 where its fixed-point bound is nearly met (dkv = s_q h_q against s_q h_q (1 + 2^-20 ...)),
+        # in every family, and the bound without max|dO| (W0), which random inputs never notice, failing there
+        c_test test_manifest_sim "$set.det.ptx" "$set.det.json" --tight --skv 1 --sq 5 --hq 64 --topk 64
+        c_test test_manifest_sim "$set.pdet.ptx" "$set.pdet.json" --tight --skv 1 --sq 3 --hq 128 --topk 128
+        local arch
+        for arch in sm_90 sm_90a; do
+            if ./ptxgen --arch $arch --kernel mla_bwd --tile deterministic=1 -o "$set.$arch.ptx" --manifest "$set.$arch.json" \
+                2>"$TMP/err"
+            then c_test test_manifest_sim "$set.$arch.ptx" "$set.$arch.json" --tight --skv 1 --sq 5 --hq 128 --topk 64
+            else fail "manifest-only launch: the $arch deterministic set" "$(one_line "$TMP/err")"; fi
+        done
+        name="planted: the fixed-point bound without max|dO| (the tight inputs overflow it)"
+        sed 's/selp.b32 \(%r[0-9]*\), %r[0-9]*, 0x7fc00000/selp.b32 \1, 0, 0x7fc00000/' "$set.sm_90a.ptx" >"$TMP/w0.ptx"
+        if cmp -s "$set.sm_90a.ptx" "$TMP/w0.ptx"; then fail "$name" "the edit changed nothing"
+        elif build/tests/test_manifest_sim "$TMP/w0.ptx" "$set.sm_90a.json" --tight --skv 1 --sq 5 --hq 128 --topk 64 \
+            >"$TMP/out" 2>&1; then fail "$name" "it passed: $(one_line "$TMP/out")"
+        else expect_output "$name" "FAIL dkv matches float64" && pass "$name"; fi
     else
         fail "manifest-only launch: generating the sets" "$(one_line "$TMP/err")"
     fi

@@ -127,6 +127,18 @@ static int fixed_ok(const uint8_t *in, const uint8_t *out, char *why, size_t cap
         if (v != want_i[i]) return snprintf(why, cap, "f32 -> s64 %d is 0x%016llx, want 0x%016llx", i,
                                             (unsigned long long)v, (unsigned long long)want_i[i]), 0;
     }
+    /* the edges measured on an H200: u32 of -5.0, u32 of an f64 NaN, f64.rz of INT64_MAX, .sat f32 of 12345,
+     * u16 of an f64 NaN */
+    uint32_t u[2], sat;
+    uint64_t rz;
+    uint16_t h;
+    memcpy(u, out + 56, 8);
+    memcpy(&rz, out + 64, 8);
+    memcpy(&sat, out + 72, 4);
+    memcpy(&h, out + 76, 2);
+    if (u[0] != 0 || u[1] != 0x80000000u || rz != 0x43DFFFFFFFFFFFFFull || sat != 0x3F800000u || h != 0x8000)
+        return snprintf(why, cap, "edges: u32(-5) 0x%x, u32(NaN f64) 0x%x, f64.rz(INT64_MAX) 0x%llx, sat 0x%x, u16(NaN f64) "
+                        "0x%x", u[0], u[1], (unsigned long long)rz, sat, h), 0;
     return 1;
 }
 

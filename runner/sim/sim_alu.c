@@ -405,12 +405,16 @@ static int cvt(const Ctx *x, uint64_t *out)
         *out = mask_bits(db, (uint64_t)v);
         return 1;
     }
-    if (dt == T_F32 && !isa_type_is_float(st) && isa_type_bits(st) == 64) {
-        /* one rounding, as the hardware: through a double, a value past 2^53 would be rounded twice */
-        int saved = fegetround();
+    if ((dt == T_F32 || dt == T_F64) && !isa_type_is_float(st) && isa_type_bits(st) == 64) {
+        /* one rounding in the instruction's mode, as the hardware: through a double, a value past 2^53 would be
+         * rounded twice (and to f64 in the default mode only) */
+        int saved = fegetround(), sg = isa_type_is_signed(st);
         fesetround(fe_mode(d->rnd));
-        volatile float f = isa_type_is_signed(st) ? (float)(int64_t)a : (float)a;
+        volatile double r = sg ? (double)(int64_t)a : (double)a;
+        volatile float f = sg ? (float)(int64_t)a : (float)a;
         fesetround(saved);
+        if (dt == T_F64) { *out = UD(r); return 1; }
+        if (d->flags & F_SAT) f = f < 0 ? 0.0f : f > 1 ? 1.0f : f;
         *out = U(f);
         return 1;
     }
@@ -427,8 +431,8 @@ static int cvt(const Ctx *x, uint64_t *out)
     case T_TF32: *out = tf32_rna((float)v); break;
     default: {   /* float -> integer: round, saturate; NaN as an H200 converts it (below) */
         int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
-        if (isnan(v)) {   /* measured: 2^63 into any 64-bit integer, 2^31 into s32 from f64, else 0 */
-            *out = db == 64 ? 1ull << 63 : db == 32 && sg && st == T_F64 ? 1ull << 31 : 0;
+        if (isnan(v)) {   /* measured on an H200: the top bit from f64 or into 64 bits (any sign), else 0 */
+            *out = db == 64 || st == T_F64 ? 1ull << (db - 1) : 0;
             break;
         }
         double r = round_int(v, d->rnd);
@@ -436,7 +440,8 @@ static int cvt(const Ctx *x, uint64_t *out)
         double lo = sg ? -ldexp(1, db - 1) : 0, top = sg ? ldexp(1, db - 1) : ldexp(1, db);
         uint64_t max = sg ? mask_bits(db - 1, ~0ull) : mask_bits(db, ~0ull);
         if (r >= top) *out = max;
-        else *out = mask_bits(db, sg ? (uint64_t)(int64_t)(r < lo ? lo : r) : (uint64_t)r);
+        else if (r < lo) *out = mask_bits(db, sg ? (uint64_t)(int64_t)lo : 0);   /* negatives into unsigned: 0 */
+        else *out = mask_bits(db, sg ? (uint64_t)(int64_t)r : (uint64_t)r);
     }
     }
     if ((d->flags & F_SAT) && dt == T_F32) {
