@@ -89,7 +89,8 @@ void mla_dkv_store_lines(Kctx *k, const Acc *acc, const MlaDkvLines *r, int col0
     for (int s = 0; s < acc->nt / 4; s++)  /* index bit 4: column bit 5 */
         for (int row = 0; row < 4; row++) {
             int i = s << 4 | (row & 1) << 3 | (row >> 1) << 1;
-            INSP(e, r->ok[row], 0, RED_GLOBAL_ADD_V4_F32, A(r->addr[row], 4 * (col0 + 32 * s)), V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
+            Opnd a = A(r->addr[row], 4 * (col0 + 32 * s));
+            INSP(e, r->ok[row], 0, RED_GLOBAL_ADD_V4_F32, a, V4(v[i], v[i | 1], v[i | 4], v[i | 5]));
         }
 }
 
@@ -108,7 +109,8 @@ void mla_dkv_store_fixed(Kctx *k, const Acc *acc, const MlaDkvFixed *r, int col0
     for (int i = 0; i < n; i++) v[i] = acc->r[i];
     lanes_trade(&k->e, v, n, 4, 0, r->bit2);   /* lane bit 2 <-> column bit 0: index bit 0 is now row bit 0 */
     lanes_trade(&k->e, v, n, 8, 2, r->bit3);   /* lane bit 3 <-> column bit 3: index bit 2 is now row bit 1 */
-    for (int i = 0; i < n; i++) mla_dkv_fixed_add(k, r->ok[i & 7], r->addr[i & 7], 8 * (col0 + 16 * (i >> 3)), &v[i], 1, mul);
+    for (int i = 0; i < n; i++)   /* value i: row i & 7, columns 16 (i >> 3) on */
+        mla_dkv_fixed_add(k, r->ok[i & 7], r->addr[i & 7], 8 * (col0 + 16 * (i >> 3)), &v[i], 1, mul);
 }
 
 Reg mla_dkv_fixed_col(Kctx *k) {
