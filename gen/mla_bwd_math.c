@@ -128,26 +128,40 @@ Reg mla_dkv_fixed_col(Kctx *k) {
     return c;
 }
 
+/* Row q of a lane's 8 in mla_dkv_store_fixed: the slot past its row 4 (lane >> 4) of the 16-slot block */
+static int fixed_slot(int q) { return (q & 1) + 2 * (q >> 2 & 1) + 8 * (q >> 1 & 1); }
+
+/* Row q's address at kv row `row` and whether it is a valid one */
+static void fixed_row(Emit *e, MlaDkvFixed *r, int q, Reg row, Reg s_kv, Reg base) {
+    r->addr[q] = e_reg(e, RC_B64), r->ok[q] = e_reg(e, RC_PRED);
+    INS(e, SETP_LT_U32, R(r->ok[q]), R(row), R(s_kv));
+    INS(e, MAD_WIDE_U32, R(r->addr[q]), R(row), I(8 * MLA_D_QK), R(base));
+}
+
+/* The exchanges' lane bits 2 and 3 (b: a scratch register) */
+static void fixed_bits(Kctx *k, MlaDkvFixed *r, Reg b) {
+    Emit *e = &k->e;
+    r->bit2 = e_reg(e, RC_PRED), r->bit3 = e_reg(e, RC_PRED);
+    INS(e, AND_B32, R(b), R(k->lane), I(4));
+    INS(e, SETP_NE_U32, R(r->bit2), R(b), I(0));
+    INS(e, AND_B32, R(b), R(k->lane), I(8));
+    INS(e, SETP_NE_U32, R(r->bit3), R(b), I(0));
+}
+
 void mla_dkv_fixed_rows(Kctx *k, MlaDkvFixed *r, Reg rows_at, int off, Reg s_kv, Reg base) {
     Emit *e = &k->e;
     for (int q = 0; q < 8; q++) {
-        int slot = (q & 1) + 2 * (q >> 2 & 1) + 8 * (q >> 1 & 1);
         Reg row = e_reg(e, RC_B32);
-        r->addr[q] = e_reg(e, RC_B64), r->ok[q] = e_reg(e, RC_PRED);
-        INS(e, LD_SHARED_B32, R(row), A(rows_at, off + 4 * slot));
-        INS(e, SETP_LT_U32, R(r->ok[q]), R(row), R(s_kv));
-        INS(e, MAD_WIDE_U32, R(r->addr[q]), R(row), I(8 * MLA_D_QK), R(base));
+        INS(e, LD_SHARED_B32, R(row), A(rows_at, off + 4 * fixed_slot(q)));
+        fixed_row(e, r, q, row, s_kv, base);
     }
 }
 
 void mla_dkv_fixed_lane(Kctx *k, MlaDkvFixed *r, Reg slot0, Reg *rows_at) {
     Emit *e = &k->e;
     Reg b = e_reg(e, RC_B32);
-    r->bit2 = e_reg(e, RC_PRED), r->bit3 = e_reg(e, RC_PRED), *rows_at = e_reg(e, RC_B32);
-    INS(e, AND_B32, R(b), R(k->lane), I(4));
-    INS(e, SETP_NE_U32, R(r->bit2), R(b), I(0));
-    INS(e, AND_B32, R(b), R(k->lane), I(8));
-    INS(e, SETP_NE_U32, R(r->bit3), R(b), I(0));
+    fixed_bits(k, r, b);
+    *rows_at = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(b), R(k->lane), I(4));
     INS(e, MAD_LO_U32, R(b), R(b), I(4), R(slot0));    /* the lane's row 4 (lane >> 4) */
     INS(e, MAD_LO_U32, R(*rows_at), R(b), I(4), R(k->smem));
@@ -161,22 +175,15 @@ void mla_dkv_fixed_tmem(Kctx *k, Reg taddr, int tcol, int cols, int gcol0, Reg r
     }
     MlaDkvFixed r;
     Reg hi = e_reg(e, RC_B32), b = e_reg(e, RC_B32);
-    r.bit2 = e_reg(e, RC_PRED), r.bit3 = e_reg(e, RC_PRED);
-    INS(e, AND_B32, R(b), R(k->lane), I(4));
-    INS(e, SETP_NE_U32, R(r.bit2), R(b), I(0));
-    INS(e, AND_B32, R(b), R(k->lane), I(8));
-    INS(e, SETP_NE_U32, R(r.bit3), R(b), I(0));
+    fixed_bits(k, &r, b);
     INS(e, SHR_U32, R(hi), R(k->lane), I(4));
     INS(e, SHL_B32, R(hi), R(hi), I(2));                     /* the lane's row 4 (lane >> 4) of a half */
     for (int half = 0; half < 2; half++) {
         for (int q = 0; q < 8; q++) {   /* mla_dkv_fixed_rows' 8 rows, from the lanes that hold them */
-            int slot = 16 * half + (q & 1) + 2 * (q >> 2 & 1) + 8 * (q >> 1 & 1);
             Reg src = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
-            r.addr[q] = e_reg(e, RC_B64), r.ok[q] = e_reg(e, RC_PRED);
-            INS(e, ADD_U32, R(src), R(hi), I(slot));
+            INS(e, ADD_U32, R(src), R(hi), I(16 * half + fixed_slot(q)));
             INS(e, SHFL_IDX, R(x), R(row), R(src), I(31), I(-1));
-            INS(e, SETP_LT_U32, R(r.ok[q]), R(x), R(s_kv));
-            INS(e, MAD_WIDE_U32, R(r.addr[q]), R(x), I(8 * MLA_D_QK), R(base));
+            fixed_row(e, &r, q, x, s_kv, base);
         }
         for (int c = 0; c < cols; c += 32) {
             int w = cols - c >= 32 ? 32 : 16;

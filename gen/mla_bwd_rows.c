@@ -156,13 +156,13 @@ void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) 
     INS(e, SETP_LT_U32, R(p), R(row), R(kc_u32(k, "s_kv")));
     INSP(e, p, 1, BRA, L(done));
     int det = d->tile.deterministic, esz = det ? 8 : 4;   /* s64 fixed point or fp32 */
-    Reg src = e_reg(e, RC_B64), dst = e_reg(e, RC_B64), o32 = e_reg(e, RC_B32), o16 = e_reg(e, RC_B32);
-    INS(e, MUL_LO_U32, R(o32), R(part), I(8 * esz));
+    Reg src = e_reg(e, RC_B64), dst = e_reg(e, RC_B64), osrc = e_reg(e, RC_B32), o16 = e_reg(e, RC_B32);
+    INS(e, MUL_LO_U32, R(osrc), R(part), I(8 * esz));   /* the thread's 8 elements */
     INS(e, MUL_LO_U32, R(o16), R(part), I(16));
     MlaFixed fx = {0};
     if (det) fx = mla_dkv_fixed(k);
     INS(e, MAD_WIDE_U32, R(src), R(row), I(esz * d->d), R(kc_ptr(k, det ? "dkv_fixed" : "dkv_accum")));
-    INS(e, MAD_WIDE_U32, R(src), R(o32), I(1), R(src));
+    INS(e, MAD_WIDE_U32, R(src), R(osrc), I(1), R(src));
     INS(e, MAD_WIDE_U32, R(dst), R(row), R(row_stride_bytes(k, "dkv")), R(kc_ptr(k, "dkv")));
     INS(e, MAD_WIDE_U32, R(dst), R(o16), I(1), R(dst));
     for (int i = 0; i < per; i++) {
