@@ -31,7 +31,7 @@ void bwd_inputs(KernelSpec *ks, const AttnDesc *d);
 void bwd_key_grads(KernelSpec *ks, const AttnDesc *d);
 /* q, k, v, do alone (a main kernel that takes lse and delta from the stats blocks) */
 void bwd_tensors(KernelSpec *ks, const AttnDesc *d);
-/* the TMA map over the stats workspace: the blocks of bm (64 or 128) rows as rows of 2 bm fp32, one per copy */
+/* the TMA map over the stats workspace: the blocks of bm (64, 80 or 128) rows as rows of 2 bm fp32, one per copy */
 void bwd_stats_map(KernelSpec *ks, int bm);
 /* the TMA maps of q and do (boxes of bm rows of one head) and of k and v (boxes of bn rows), in that order */
 void bwd_input_maps(KernelSpec *ks, const AttnDesc *d, int bm, int bn);

@@ -187,13 +187,48 @@ static void issue_rs(Kctx *k, WgBwd *f, Acc *acc, const Reg *a, Reg b) {
  * one commit group, which the caller waits for. */
 static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
-    acc_new(k, dq, 1, f->dqn / 8);
-    Reg ad = wg_desc_plus(k, f->ds_desc, f->ds_buf);
+    const AttnTile *t = &f->d->tile;
+    Reg ds = wg_desc_plus(k, f->ds_desc, f->ds_buf);
     INS0(e, WGMMA_FENCE);
-    for (int kk = 0; kk < f->d->tile.bn / 16; kk++)
-        wg_mma(k, dq, smem_desc_at(k, ad, kk * 16 * 128), NULL, smem_desc_at(k, f->kt_desc, kk * 16 * 128),
-               WG_A_MN | WG_B_MN, f->d->dtype, kk ? f->yes : f->no);
+    if (bwg_dq_swap(t)) {   /* dQ^T = K^T dS^T: A the part's 64 columns of K read MN-major, B dS K-major (bm rows) */
+        acc_new(k, dq, 1, t->bm / 8);
+        for (int kk = 0; kk < t->bn / 16; kk++)
+            wg_mma(k, dq, smem_desc_at(k, f->kt_desc, kk * 16 * 128), NULL,
+                   smem_desc_at(k, ds, (kk / 4) * t->bm * 128 + (kk % 4) * 32), WG_A_MN, f->d->dtype, kk ? f->yes : f->no);
+    } else {
+        acc_new(k, dq, 1, f->dqn / 8);
+        for (int kk = 0; kk < t->bn / 16; kk++)
+            wg_mma(k, dq, smem_desc_at(k, ds, kk * 16 * 128), NULL, smem_desc_at(k, f->kt_desc, kk * 16 * 128),
+                   WG_A_MN | WG_B_MN, f->d->dtype, kk ? f->yes : f->no);
+    }
     INS0(e, WGMMA_COMMIT);
+}
+
+/* Swapped (bwg_dq_swap): the warpgroup's dS^T (packed as dK's A: k16 step kk's registers are the 8x8 blocks (key
+ * rows g | g+8) x (query columns 16 kk .. | 16 kk + 8 ..)) into the dS buffer as dS, [query][key]: slab wg of 64
+ * keys, bm rows of 128 bytes, 128B-swizzled (16-byte chunk c of row q at c ^ (q & 7)). stmatrix.trans stores each
+ * block transposed: lane l names row l & 7 of block l / 8, query 16 kk + 8 (l / 16) + (l & 7), whose 8 keys are
+ * chunk 2 (warp in the warpgroup) + (l / 8) % 2. */
+static void ds_store_kmajor(Kctx *k, WgBwd *f, const Reg *ps) {
+    Emit *e = &k->e;
+    int bm = f->d->tile.bm;
+    Reg r = e_reg(e, RC_B32), ch = e_reg(e, RC_B32), a = e_reg(e, RC_B32), x = e_reg(e, RC_B32);
+    INS(e, AND_B32, R(r), R(k->lane), I(7));
+    INS(e, SHR_U32, R(x), R(k->lane), I(4));
+    INS(e, MAD_LO_U32, R(a), R(x), I(8), R(r));                   /* the query row within the step's 16 */
+    INS(e, MUL_LO_U32, R(a), R(a), I(128));
+    INS(e, SHR_U32, R(ch), R(k->lane), I(3));
+    INS(e, AND_B32, R(ch), R(ch), I(1));
+    INS(e, AND_B32, R(x), R(k->warp), I(3));
+    INS(e, MAD_LO_U32, R(ch), R(x), I(2), R(ch));
+    INS(e, XOR_B32, R(ch), R(ch), R(r));
+    INS(e, SHL_B32, R(ch), R(ch), I(4));
+    INS(e, ADD_U32, R(a), R(a), R(ch));
+    INS(e, MAD_LO_U32, R(a), R(f->wg), I(bm * 128), R(a));
+    INS(e, ADD_U32, R(a), R(a), R(k->smem));
+    INS(e, ADD_U32, R(a), R(a), R(f->ds_buf));
+    for (int kk = 0; kk < bm / 16; kk++)
+        INS(e, STSM_X4_T, A(a, f->ds_off + kk * 16 * 128), V4(ps[4 * kk], ps[4 * kk + 1], ps[4 * kk + 2], ps[4 * kk + 3]));
 }
 
 /* The reduce-adds of one warpgroup's dQ part (staged at shared offset src) into rows m_start.. of head h. */
@@ -206,7 +241,7 @@ static void dq_reduce(Kctx *k, WgBwd *f, Reg src, Reg row0, Reg col0, Reg h, Reg
         Reg col = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(col), R(col0), I(32 * bx));
         Reg c[4] = {col, row, h, f->tb};
-        INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * 64 * 128));
+        INS(e, TMA_REDUCE_ADD_4D, TA(m, 4, c), A(src, bx * bwg_dq_rows(&f->d->tile) * 128));
     }
 }
 
@@ -234,6 +269,44 @@ static void dq_stage(Kctx *k, WgBwd *f, Acc *dq) {
     INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
 }
 
+/* Swapped: the warpgroup's dQ^T part (rows: its 64 columns of dQ, 16 a warp; columns: the bm query rows) into its
+ * staging transposed, boxes of [bm rows][32 columns] as dq_stage's. Element (column c, query q) of box c / 32 sits
+ * at row q, 16-byte chunk (c % 32) / 4 ^ (q & 7), word c % 4. A lane's columns are 16 w + g (+ 8) and its queries
+ * 8 j + 2 t (+ 1), so q & 7 does not depend on j: four addresses, each step of j 8 rows on. */
+static void dq_stage_swapped(Kctx *k, WgBwd *f, Acc *dq) {
+    Emit *e = &k->e;
+    int bm = f->d->tile.bm;
+    Reg g = e_reg(e, RC_B32), t2 = e_reg(e, RC_B32), w = e_reg(e, RC_B32), c0 = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
+    Reg x = e_reg(e, RC_B32);
+    INS(e, SHR_U32, R(g), R(k->lane), I(2));
+    INS(e, AND_B32, R(t2), R(k->lane), I(3));
+    INS(e, SHL_B32, R(t2), R(t2), I(1));                        /* 2 t: the lane's first query, mod 8 */
+    INS(e, AND_B32, R(w), R(k->warp), I(3));                    /* the warp in its warpgroup */
+    INS(e, SHR_U32, R(x), R(w), I(1));
+    INS(e, MAD_LO_U32, R(base), R(x), I(bm * 128), R(f->dq_stage));   /* box w / 2 */
+    INS(e, MAD_LO_U32, R(base), R(t2), I(128), R(base));        /* row 2 t */
+    INS(e, AND_B32, R(x), R(g), I(3));
+    INS(e, MAD_LO_U32, R(base), R(x), I(4), R(base));           /* word g % 4 */
+    INS(e, AND_B32, R(x), R(w), I(1));
+    INS(e, SHR_U32, R(c0), R(g), I(2));
+    INS(e, MAD_LO_U32, R(c0), R(x), I(4), R(c0));               /* chunk 4 (w % 2) + g / 4, before the swizzle */
+    Reg a[2][2];
+    for (int hi = 0; hi < 2; hi++)
+        for (int lo = 0; lo < 2; lo++) {
+            Reg c = e_reg(e, RC_B32), q = e_reg(e, RC_B32);
+            a[hi][lo] = e_reg(e, RC_B32);
+            INS(e, ADD_U32, R(c), R(c0), I(2 * hi));
+            INS(e, ADD_U32, R(q), R(t2), I(lo));
+            INS(e, XOR_B32, R(c), R(c), R(q));
+            INS(e, SHL_B32, R(c), R(c), I(4));
+            INS(e, ADD_U32, R(a[hi][lo]), R(base), R(c));
+        }
+    for (int j = 0; j < dq->nt; j++)
+        for (int i = 0; i < 4; i++)
+            INS(e, ST_SHARED_F32, A(a[i >> 1][i & 1], j * 8 * 128 + (i & 1) * 128), R(ACC(dq, 0, j, i)));
+    INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
+}
+
 /* dQ_m's part into the staging, once the dQ writer's adds of the previous step have read it; the writer adds
  * every part once all are in. */
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
@@ -247,7 +320,8 @@ static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
         INS(e, XOR_B32, R(f->dq_sel), R(f->dq_sel), I(1));
     } else empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
     INS(e, BAR_SYNC_N, R(empty), R(all));                      /* the writer's adds read the staging */
-    dq_stage(k, f, dq);
+    if (bwg_dq_swap(&f->d->tile)) dq_stage_swapped(k, f, dq);
+    else dq_stage(k, f, dq);
     if (f->dq_bufs == 1) full = kc_imm32(k, BWG_DQ_FULL(f->cw));
     INS(e, BAR_ARRIVE_N, R(full), R(all));
     f->dq_stage = base;
@@ -349,7 +423,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     if (f->ordered) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);            /* the adds after the acquire */
     for (int wg = 0; wg < f->cw; wg++) {
         Reg src = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * 64 * f->dqn * 4));
+        INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * bwg_dq_rows(t) * f->dqn * 4));
         dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
     }
     INS0(e, BULK_COMMIT);
@@ -410,7 +484,8 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS(e, WGMMA_WAIT, I(0));                                                           /* dP^T done */
     bwd_score_grads(k, &st, &s, &dp);
     Reg *pp = pack_a_from_acc(k, &s, d->dtype), *ps = pack_a_from_acc(k, &dp, d->dtype);
-    if (dq_here) {                                               /* dS^T out before a wgmma reads its registers */
+    if (dq_here && bwg_dq_swap(&d->tile)) ds_store_kmajor(k, f, ps);   /* dS out before a wgmma reads its registers */
+    else if (dq_here) {                                          /* dS^T out before a wgmma reads its registers */
         Reg base = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(base), R(k->smem), R(f->ds_buf));
         wg_pairs_to_smem(k, ps, bm, f->warp_row0, base, f->ds_off, d->tile.bn * 128);
@@ -503,15 +578,16 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, REM_U32, R(mpart), R(f->wg), I(mparts));
         INS(e, DIV_U32, R(npart), R(f->wg), I(mparts));
         INS(e, MUL_LO_U32, R(x), R(mpart), I(bn * 128));
-        f->ds_desc = wg_desc_plus(k, wg_desc_mn(k, f->ds_off, bn * 128), x);
+        if (bwg_dq_swap(t)) f->ds_desc = wg_desc_kmajor(k, f->ds_off);   /* B of dQ^T: dS, rows the bm queries */
+        else f->ds_desc = wg_desc_plus(k, wg_desc_mn(k, f->ds_off, bn * 128), x);
         f->kt_desc = wg_desc_mn(k, f->k_off, bn * 128);
         Reg y = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(y), R(npart), I(f->dqn / 64 * bn * 128));
         f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
         f->ds_buf = e_reg(e, RC_B32);
         f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg * 64 dqn 4 + wwarp 16 rows * 128 */
-        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(64 * f->dqn * 4), R(k->smem));
-        INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));
+        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(bwg_dq_rows(t) * f->dqn * 4), R(k->smem));
+        if (!bwg_dq_swap(t)) INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));   /* swapped: the warpgroup's */
         INS(e, ADD_U32, R(f->dq_stage), R(f->dq_stage), I(f->dq_off));
         INS(e, MOV_B32, R(f->ds_buf), I(0));
         if (f->dq_bufs == 2) INS(e, MOV_B32, R(f->dq_sel = e_reg(e, RC_B32)), I(0));

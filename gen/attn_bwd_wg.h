@@ -15,8 +15,14 @@
 static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
+/* bm not a multiple of 64 (80, FA3's non-causal d 128 step): dQ's rows cannot be a wgmma's M, so each warpgroup
+ * computes dQ^T = K^T dS^T, its 64 columns of dQ on M and the bm query rows on N (dS kept K-major in shared
+ * memory, dQ^T staged transposed) */
+static inline int bwg_dq_swap(const AttnTile *t) { return t->bm % 64 != 0; }
 /* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */
 static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }
+/* the query rows of one warpgroup's dQ part: all bm swapped, else 64 */
+static inline int bwg_dq_rows(const AttnTile *t) { return bwg_dq_swap(t) ? t->bm : 64; }
 /* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 adds dQ), then the consumers */
 static inline int bwg_threads(const AttnTile *t) { return 128 + 128 * bwg_consumers(t); }
 /* whether the main kernel computes dQ = dS K: its fp32 map covers d 64 or 128, in parts of whole 64-column slabs */

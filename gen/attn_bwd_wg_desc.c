@@ -6,10 +6,12 @@
 #include "attn_bwd_wg.h"
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include "../templates/wgmma.h"
 
 const TileKey attn_bwd_wg_keys[] = {
-    {"bm", offsetof(AttnTile, bm), {64, 128}, 2, "query rows per main-loop step (the N of S^T = K Q^T)"},
+    {"bm", offsetof(AttnTile, bm), {64, 80, 128}, 3, "query rows per main-loop step (the N of S^T = K Q^T; 80: d 128, "
+     "dQ^T = K^T dS^T, each warpgroup 64 columns of dQ on the wgmma's M)"},
     {"bn", offsetof(AttnTile, bn), {64, 128}, 2, "key rows per CTA: 64 per consumer warpgroup"},
     {"stages", offsetof(AttnTile, stages), {1, 2, 3}, 3, "depth of the ring of Q, dO and statistics the producer fills"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
@@ -22,17 +24,36 @@ const TileKey attn_bwd_wg_keys[] = {
 const int attn_bwd_wg_nkeys = (int)(sizeof attn_bwd_wg_keys / sizeof attn_bwd_wg_keys[0]);
 
 /* FA3's shapes: two consumer warpgroups own 128 keys; d=64 steps over 128 queries so that dQ (64 x 64 per
- * warpgroup) splits by rows, d=128 over 64 so that dK, dV, S^T and dP^T fit 240 registers. */
+ * warpgroup) splits by rows, d=128 over 80 (FA3's non-causal step; dQ^T = K^T dS^T), the most for which dK, dV,
+ * S^T and dP^T fit 240 registers and the ring, dS and dQ's staging shared memory. On the H200 against 64-query
+ * steps (BENCHMARKS.md): causal 531.3-532.3 TFLOP/s against 512.6-513.4, GQA 64/8 causal 488.6-489.3 against
+ * 480.9-482.5, non-causal and deterministic at their fastest 4.51 and 4.65 ms against 4.72 and 5.04. */
 AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a;
-    return (AttnTile){.bm = d <= 64 ? 128 : 64, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0, .dqbufs = 1};
+    return (AttnTile){.bm = d <= 64 ? 128 : 80, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0, .dqbufs = 1};
+}
+
+/* The 80-query step only where it is a tile: bn 128, a mask's query blocks whole steps of it (block_m 128 is
+ * not), and room for it beside the rest of the tile asked (dqbufs=2 or stages=3 leave none), else 64 queries. */
+void attn_bwd_wg_refine_tile(AttnDesc *d, const char *asked) {
+    AttnTile *t = &d->tile;
+    if ((asked && strstr(asked, "bm=")) || !bwg_dq_swap(t)) return;
+    Plan p = {0};
+    if (t->bn == 128 && !(d->block_m && d->block_m % t->bm)) attn_bwd_wg_main_plan(d, &p);
+    if (!p.ok) t->bm = 64;
 }
 
 int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
     const AttnTile *t = &d->tile;
     if (d->d % WG_SLAB_COLS || d->dv != d->d) {
         snprintf(err, errlen, "the wgmma attn_bwd needs d = dv, a multiple of 64 (d=%d, dv=%d)", d->d, d->dv);
+        return 1;
+    }
+    if (bwg_dq_swap(t) && (d->d != 128 || t->bn != 128)) {
+        snprintf(err, errlen, "tile bm=%d: a step of %d query rows is no multiple of the wgmma's M of 64, so dQ^T = K^T dS^T "
+                 "puts 64 of dQ's columns on M per consumer warpgroup, which needs d = 128 and bn = 128 (two warpgroups; "
+                 "d=%d, bn=%d): use bm=64 or 128", t->bm, t->bm, d->d, t->bn);
         return 1;
     }
     if (t->bm / 64 > bwg_consumers(t)) {
@@ -74,13 +95,17 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, stats_st[s], 2 * t->bm * 4, 128, "ring slot: its lse, then delta (a TMA copy of its stats block)");
     }
     if (bwg_main_dq(d)) {
-        plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, "dS^T of even steps, the A of dQ = dS K (MN-major)");
-        plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, "dS^T of odd steps: one barrier per step, not two");
-        plan_add_region(p, bwg_dq_bufs(t) == 2 ? "dQ.0" : "dQ", cw * 64 * dqn * 4, 1024, "each consumer's fp32 dQ "
+        int dq_bytes = cw * bwg_dq_rows(t) * dqn * 4;
+        plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, bwg_dq_swap(t)
+                        ? "dS of even steps, the B of dQ^T = K^T dS^T (K-major: [query][key], by stmatrix.trans)"
+                        : "dS^T of even steps, the A of dQ = dS K (MN-major)");
+        plan_add_region(p, "dS.1", t->bn * t->bm * 2, 1024, bwg_dq_swap(t) ? "dS of odd steps: one barrier per step, not two"
+                                                                             : "dS^T of odd steps: one barrier per step, not two");
+        plan_add_region(p, bwg_dq_bufs(t) == 2 ? "dQ.0" : "dQ", dq_bytes, 1024, "each consumer's fp32 dQ "
                         "part, 128B-swizzled boxes of 32 columns, which the dQ writer sends to the accumulator by one TMA "
                         "reduce-add per box");
         if (bwg_dq_bufs(t) == 2)
-            plan_add_region(p, "dQ.1", cw * 64 * dqn * 4, 1024, "the same for odd query blocks");
+            plan_add_region(p, "dQ.1", dq_bytes, 1024, "the same for odd query blocks");
     }
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
@@ -136,18 +161,19 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
         const char *const *x = d->d == 64 ? d64 : d128;
         TensorMapSpec m = {.param = "dq_map", .tensor = "dq_accum", .dtype = "fp32", .rank = 4,
                            .dims = {x[0], "max(total_q, 1)", "h_q", "1"}, .strides = {x[1], x[2], x[3]},
-                           .box = {32, 64, 1, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none",
-                           .oob_fill = "zero"};
-        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator [h_q, total_q, d], box 32 columns x 64 "
-                       "rows, 128B swizzle: the target of the reduce-adds (a sequence's rows past its end add 0)", m);
+                           .box = {32, bwg_dq_rows(t), 1, 1}, .elem_strides = {1, 1, 1, 1}, .swizzle = "128B",
+                           .interleave = "none", .oob_fill = "zero"};
+        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator [h_q, total_q, d], box 32 columns x a "
+                       "warpgroup's rows, 128B swizzle: the target of the reduce-adds (a sequence's rows past its end add 0)", m);
     } else if (bwg_main_dq(d)) {   /* over the workspace [b, h_q, s_q, d] fp32: innermost d, then s_q, h_q, b */
         static const char *const d64[] = {"64", "256", "s_q * 256", "h_q * s_q * 256"};
         static const char *const d128[] = {"128", "512", "s_q * 512", "h_q * s_q * 512"};
         const char *const *x = d->d == 64 ? d64 : d128;
         TensorMapSpec m = {.param = "dq_map", .tensor = "dq_accum", .dtype = "fp32", .rank = 4,
-                           .dims = {x[0], "s_q", "h_q", "b"}, .strides = {x[1], x[2], x[3]}, .box = {32, 64, 1, 1},
+                           .dims = {x[0], "s_q", "h_q", "b"}, .strides = {x[1], x[2], x[3]}, .box = {32, bwg_dq_rows(t), 1, 1},
                            .elem_strides = {1, 1, 1, 1}, .swizzle = "128B", .interleave = "none", .oob_fill = "zero"};
-        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator, box 32 columns x 64 rows, 128B swizzle: "
+        abi_tensor_map(ks, "dq_accum", "TMA map over the fp32 dQ accumulator, box 32 columns x a warpgroup's rows, 128B "
+                       "swizzle: "
                        "the target of the reduce-adds; rows past s_q are not written", m);
     }
     snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_k, %d)", t->bn);

@@ -15,6 +15,8 @@ static inline int wg_persist_bar(const AttnDesc *d) { return WG_NBARS(d->tile.st
 static inline int wg_nbars(const AttnDesc *d) {
     return wg_persist_bar(d) + (d->tile.persist ? 5 + 2 * (wg_q_bufs(&d->tile) - 1) : 0);
 }
+/* d 256's default key step (FA3's): 80 keys */
+#define WG_D256_BN 80
 /* consumer warpgroups of the tile: 64 query rows each */
 int wg_consumers(const AttnTile *t);
 /* The consumers' first warp: a producer warpgroup comes first (warps 0-3); a single producer warp comes

@@ -11,7 +11,7 @@
 
 const TileKey attn_fwd_wg_keys[] = {
     {"bm", offsetof(AttnTile, bm), {64, 128, 192}, 3, "query rows per CTA: 64 per consumer warpgroup"},
-    {"bn", offsetof(AttnTile, bn), {64, 96, 128, 160, 176, 192}, 6, "key/value rows per main-loop step (the N of S = Q K^T)"},
+    {"bn", offsetof(AttnTile, bn), {64, 80, 96, 112, 128, 160, 176, 192}, 8, "key/value rows per main-loop step (the N of S = Q K^T)"},
     {"stages", offsetof(AttnTile, stages), {2, 3, 4}, 3, "depth of the K and V rings the producer fills"},
     {"pingpong", offsetof(AttnTile, pingpong), {0, 1}, 2, "1: consumer warpgroups take turns issuing their products "
      "(FA3's ping-pong, named barriers), so one's softmax runs under the other's wgmma"},
@@ -27,8 +27,9 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
 
 /* Two consumer warpgroups taking turns (ping-pong) and a producer warpgroup that gives its registers to
  * them (setmaxnreg: one producer warp would still leave 168 per thread, since the registers of a wgmma
- * kernel are counted in whole warpgroups). d=256 takes 64-key steps so that S, P and the 128-register O
- * fit 240 registers and the rings fit shared memory. Chosen on the H200 (BENCHMARKS.md): ping-pong
+ * kernel are counted in whole warpgroups). d=256 takes 80-key steps (FA3's), the most for which S, P and the
+ * 128-register O fit 240 registers and two stages of K and V shared memory: on the H200 780.7-782.5 TFLOP/s
+ * against 740.5-741.0 for 64-key steps, causal 686.7 against 650.0-650.2 (BENCHMARKS.md). Chosen on the H200 (BENCHMARKS.md): ping-pong
  * 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and d256. Every exp2 on
  * MUFU: a share of them by polynomial on the FMA units (commit 4e8a7fa) was slower at every shape on the H100
  * (d64 448 -> 443 TFLOP/s at one in 4, 411 at one in 2; d128 667 -> 618 at one in 4): the consumers' issue slots,
@@ -36,7 +37,17 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a;
-    return (AttnTile){.bm = 128, .bn = d >= 256 ? 64 : 128, .stages = 2, .pingpong = 1, .producer = 4, .qbufs = 1};
+    return (AttnTile){.bm = 128, .bn = d >= 256 ? WG_D256_BN : 128, .stages = 2, .pingpong = 1, .producer = 4, .qbufs = 1};
+}
+
+/* d 256's 80-key step where the request allows it: a mask's key blocks whole steps of it (block_n 128 is not) and
+ * room for it beside the rest of the tile asked (stages=3 leaves none), else the 64-key step (pages are sized by
+ * page_bn, which keeps to the default's bn or less). */
+static void d256_bn(AttnDesc *d, const char *asked) {
+    if ((asked && strstr(asked, "bn=")) || d->tile.bn != WG_D256_BN) return;
+    Plan p = {0};
+    if (!d->block_n || d->block_n % WG_D256_BN == 0) attn_fwd_wg_plan(d, &p);
+    if (!p.ok) d->tile.bn = 64;
 }
 
 static void persist_default(AttnDesc *d, const char *asked) {
@@ -61,6 +72,7 @@ static void persist_default(AttnDesc *d, const char *asked) {
 }
 
 void attn_fwd_wg_refine_tile(AttnDesc *d, const char *asked) {
+    d256_bn(d, asked);
     persist_default(d, asked);
     if (!d->tile.persist || wg_o_over_q(d) || (asked && strstr(asked, "qbufs="))) return;
     Plan p;

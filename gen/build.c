@@ -126,7 +126,8 @@ static void page_bn(const KernelKind *kind, ptxgen_set *s) {
     if (!d->page_size || d->page_size % d->tile.bn == 0 || !key) return;
     int best = 0;
     for (int j = 0; j < key->nallowed; j++)
-        if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best) best = key->allowed[j];
+        if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best && key->allowed[j] <= d->tile.bn)
+            best = key->allowed[j];   /* the default's step or less: a longer one may not fit where it does */
     if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
     size_t n = strlen(s->tuned);
     snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d spans pages)", n ? "; " : "",

@@ -37,7 +37,7 @@ static const KernelKind kinds[] = {
      "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
      "GQA/MQA, varlen, block-sparse", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
      attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1,
-     attn_bwd_wg_sparse, 0, NULL, NULL},
+     attn_bwd_wg_sparse, 0, NULL, attn_bwd_wg_refine_tile},
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "
      "with M = 64 added by vector atomics, in key-block order under semaphores when deterministic): delta, main, dQ convert "

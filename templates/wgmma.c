@@ -15,7 +15,7 @@ Reg wg_desc_mn(Kctx *k, int off, int slab_bytes) {
 
 typedef struct { int n; Op ss_bf16, rs_bf16, ss_f16, rs_f16; } WgRow;
 #define ROW(n) {n, OP_WGMMA_SS_BF16_N##n, OP_WGMMA_RS_BF16_N##n, OP_WGMMA_SS_F16_N##n, OP_WGMMA_RS_F16_N##n}
-static const WgRow rows[] = {ROW(32), ROW(64), ROW(96), ROW(128), ROW(160), ROW(176), ROW(192), ROW(256)};
+static const WgRow rows[] = {ROW(32), ROW(64), ROW(80), ROW(96), ROW(112), ROW(128), ROW(160), ROW(176), ROW(192), ROW(256)};
 #undef ROW
 
 static const WgRow *row_of(int n) {

@@ -273,16 +273,16 @@ sim_mla_mutant() {
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
 
-# sim_bwd_wg_mutant NAME EDIT PHRASE [TILE [SHAPE]]: the wgmma attn_bwd (d 64, TILE or deterministic=1: dQ added in
+# sim_bwd_wg_mutant NAME EDIT PHRASE [TILE [SHAPE [HDIM]]]: the wgmma attn_bwd (d HDIM or 64, TILE or deterministic=1: dQ added in
 # key-block order) edited by the awk program EDIT must fail on the sim with PHRASE at SHAPE (by default one group of
 # two key blocks). A semaphore that never reaches its count spins: the step limit turns that into an error naming
 # the loop.
 sim_bwd_wg_mutant() {
-    local name=$1 edit=$2 phrase=$3 tile=${4:-deterministic=1} shape=${5:---sq 130 --sk 200 --hq 2 --hkv 1}
-    local gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile")
+    local name=$1 edit=$2 phrase=$3 tile=${4:-deterministic=1} shape=${5:---sq 130 --sk 200 --hq 2 --hkv 1} hd=${6:-64}
+    local gen=(./ptxgen --kernel attn_bwd --arch sm_90a --hdim $hd --tile "$tile")
     "${gen[@]}" | awk "$edit" >"$TMP/mutant.ptx"
     if cmp -s <("${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim 64 --tile "$tile" \
+    PTXGEN_SIM_MAX_STEPS=3000000 run_cli check --device sim --kernel attn_bwd --arch sm_90a --hdim $hd --tile "$tile" \
         $shape --ptx "$TMP/mutant.ptx"
     expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
 }
@@ -495,13 +495,19 @@ sparse_tests() {
         "--block-mask random:1 --causal --sq 200 --sk 333 --hq 2 --hkv 1 --hdim 64" \
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
-        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
+        "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1"
+    expect_output "sparse wgmma fwd d=256 --block-n 160: the 80-key step" "^kernel: attn_fwd_wg_.*_d256_bm128_bn80_" &&
+        pass "sparse wgmma fwd d=256 --block-n 160: the 80-key step"
     # (the backward at 13 SMs: its CTAs start in key_block_order's chunks)
     PTXGEN_SIM_SMS=13 sparse_sims "wgmma bwd" sim_bwd "attn_bwd_wg_main_.*_sparse" sm_90a \
         "--block-mask random:0.4 --sq 300 --sk 457 --hq 4 --hkv 2" "--block-mask random:0 --causal --sq 130 --sk 200 --hq 3 --hkv 1" \
         "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
         "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
-        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2"
+        "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
+        "--block-mask random:0.5 --block-m 160 --sq 400 --sk 300 --hq 4 --hkv 2 --causal"
+    expect_output "sparse wgmma bwd --block-m 160: the 80-query step" "^kernel: attn_bwd_wg_main_.*_bm80_.*_sparse" &&
+        pass "sparse wgmma bwd --block-m 160: the 80-query step"
     usage_error "sparse deterministic wgmma attn_bwd: refused" "deterministic block-sparse is not in the wgmma attn_bwd" \
         -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128 --tile deterministic=1
     # the tcgen05 family (sm_100a/103a, strict): the producer's rows, the softmax's masks and the query steps follow the
@@ -1157,7 +1163,7 @@ sim_tests() {
     for f in "64 bm=64,bn=64,stages=3" "64 bm=192,bn=64,stages=2" "64 bn=192,stages=2" "128 bn=128,stages=2" \
              "128 bm=64,bn=96,stages=4" "128 pingpong=0" "64 pingpong=0,bm=128,bn=64" "128 producer=1,bn=96" \
              "64 producer=1,bm=64,bn=128,stages=3" "128 producer=1,pingpong=0,bn=64" "256 pingpong=0,stages=3,bm=64" \
-             "256 bm=64,producer=1"; do
+             "256 bm=64,producer=1" "256 bn=64" "256 bn=80,persist=2"; do
         set -- $f
         for c in "" --causal; do
             sim_check "sim wgmma d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 200 --sk 777 --hq 2 --hkv 1 \
@@ -1371,8 +1377,10 @@ sim_tests() {
         done
     done; done; done
     # every tile key off its default; s_q spans several ring turns so the phases and the dS buffers wrap
+    # (d 128 steps over 80 queries by default, dQ^T = K^T dS^T: bm=64 keeps dQ = dS K covered there)
     for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "64 bn=64,bm=64,stages=3,deterministic=1" "64 bn=64,bm=64" \
-             "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1" "64 dqbufs=2" "128 dqbufs=2,deterministic=1"; do
+             "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1" "64 dqbufs=2" "128 dqbufs=2,deterministic=1" \
+             "128 bm=64" "128 bm=64,deterministic=1" "128 bm=80,stages=1"; do
         set -- $f
         for c in "" --causal; do
             sim_bwd "sim wgmma bwd d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 700 --sk 200 --hq 2 --hkv 1 \
@@ -1433,6 +1441,16 @@ sim_tests() {
     sim_bwd_wg_mutant "sim mutant wgmma bwd: dQ staged before its products are done" \
         '/wgmma\.wait_group\.sync\.aligned 1;/ && ++n == 2 { sub(/ 1;/, " 2;") } { print }' \
         'accumulator register .* read before wgmma.wait_group' deterministic=0
+    # bm=80 (d 128): dS goes to shared memory transposed by stmatrix.trans; the pre kernel's 64-row CTAs run past the
+    # last 80-row stats block of a head, whose rows must store nothing (they would land in the next head's block)
+    sim_bwd_wg_mutant "sim mutant wgmma bwd bm=80: dS stored untransposed" \
+        '/stmatrix/ { sub(/x4\.trans/, "x4") } { print }' 'dq: .* FAIL' bm=80 "--sq 130 --sk 200 --hq 3 --hkv 1" 128
+    sim_bwd_wg_mutant "sim mutant wgmma bwd bm=80: the pre kernel stores the stats rows past its blocks" \
+        '/\.entry attn_bwd_pre/ { pre = 1 } /\.entry attn_bwd_wg_main/ { pre = 0 } pre && /and\.pred/ { next } { print }' \
+        'out-of-bounds global store' bm=80 "--sq 130 --sk 200 --hq 3 --hkv 1" 128
+    sim_bwd_wg_mutant "sim mutant wgmma bwd bm=80 deterministic: the pre kernel zeroes semaphores past its blocks" \
+        '/\.entry attn_bwd_pre/ { pre = 1 } /\.entry attn_bwd_wg_main/ { pre = 0 } pre && /and\.pred/ { next } { print }' \
+        'out-of-bounds global store' bm=80,deterministic=1 "--sq 130 --sk 200 --hq 3 --hkv 1" 128
 
     section "sim device: mla_fwd (invalid indices, duplicates, empty tokens) against the float64 reference"
     for t in bf16 fp16; do
