@@ -228,8 +228,8 @@ gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit
 # compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory hazards)
 # over the wgmma kernels' layouts at a small ragged causal GQA shape
 if command -v compute-sanitizer >/dev/null; then
-  for kt in "attn_fwd 128" "attn_fwd 128 pingpong=0" "attn_fwd 128 producer=1,bn=96" "attn_bwd 128" \
-            "attn_bwd 64 deterministic=1" "attn_bwd 64 bm=64,bn=64"; do
+  for kt in "attn_fwd 128" "attn_fwd 128 pingpong=0" "attn_fwd 128 producer=1,bn=96" "attn_fwd 256" "attn_bwd 128" \
+            "attn_bwd 128 bm=64" "attn_bwd 64 deterministic=1" "attn_bwd 64 bm=64,bn=64"; do
     read -r kn hd tl <<<"$kt"
     for tool in memcheck racecheck; do
       gate "compute-sanitizer $tool $kn wgmma d=$hd ${tl:-default tile} causal s=150/300 GQA" bash -c '
@@ -281,6 +281,11 @@ for fam in sync wgmma; do for kern in attn_fwd attn_bwd; do
   run "block-sparse $fam local:2 d=64 fp16 causal" --mma $fam --block-mask local:2 --sq 2000 --sk 2000 --hq 4 --hkv 2 --hdim 64 --dtype fp16 --causal --ref cpu
   run "block-sparse $fam varlen 500,0,1300,64 causal" --mma $fam --block-mask random:0.4 --varlen 500,0,1300,64 --varlen-k 620,30,0,1200 --hq 4 --hkv 2 --causal --ref cpu
 done; done
+# mask blocks of 160 queries or keys: the wgmma attn_bwd's 80-query step and the d 256 forward's 80-key step
+kern=attn_bwd
+run "block-sparse wgmma block-m 160 random:0.4 causal GQA 8:2" --mma wgmma --block-mask random:0.4 --block-m 160 --sq 1600 --sk 1500 --hq 8 --hkv 2 --causal --ref cpu
+kern=attn_fwd
+run "block-sparse wgmma d=256 block-n 160 random:0.4" --mma wgmma --block-mask random:0.4 --block-n 160 --sq 1000 --sk 1700 --hq 4 --hkv 2 --hdim 256 --ref cpu
 # paged KV and split-KV (issue 18, seed 002): attn_fwd against the CPU reference of each sequence's gathered keys
 # (lengths with 0, shuffled pages, GQA decode, causal, long contexts split)
 kern=attn_fwd
