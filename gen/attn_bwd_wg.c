@@ -14,6 +14,8 @@
  *       dV  += P^T dO_m;  dK += dS^T Q_m  wgmma, P^T and dS^T from registers
  *       dS^T -> shared memory; every consumer's dS^T in, then
  *       dQ_m += dS K_n                   wgmma, each warpgroup one part of dQ, staged in shared memory
+ *         (bm 80, no wgmma M: dQ_m^T = K_n^T dS^T, dS stored [query][key] by stmatrix.trans, dQ^T staged
+ *          transposed; bwg_dq_swap)
  *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
  *   warp 1 of the producer warpgroup, the dQ writer: per query block, once every consumer staged its part,
  *     adds them into the fp32 accumulator by TMA reduce-adds. Deterministic (d 64/128), it first waits until
