@@ -23,7 +23,7 @@ typedef struct {
     int iters, warmup;      /* bench */
     const char *device_kind;   /* "cuda" (NULL) or "sim" */
     int device;             /* CUDA ordinal */
-    int stats;              /* print the sim's counters after check */
+    int stats;              /* print the sim's counters after check; bench: every timed run, in launch order */
     const char *ptx_file;   /* run this PTX instead of the generated text (same entry and parameters) */
     RunRef ref;             /* check and xcheck; bench refuses it */
     /* req.varlen: the sequences' query lengths "L1,L2,..." (b of them), and key lengths (NULL: the same) */
