@@ -107,8 +107,7 @@ extern const TileKey attn_bwd_wg_keys[];
 extern const int attn_bwd_wg_nkeys;
 AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv);
 int  attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen);
-/* The default tile's bm for the request (KernelKind.refine_tile): 80 at d 128 where the tile asked and the mask
- * leave it whole and room for it (bn 128; one dQ buffer, at most two stages), else 64. */
+/* The default tile's bm for the request (KernelKind.refine_tile): 80 at d 128 where it fits, else 64. */
 void attn_bwd_wg_refine_tile(AttnDesc *d, const char *asked);
 int  attn_bwd_wg_plan(const AttnDesc *d, Plan *plans);
 void attn_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *module);

@@ -66,51 +66,38 @@ static Reg plus(Kctx *k, Reg a, int bytes) {
 
 /* one row of pre: rows past s_q read the last row (in bounds) and store nothing */
 /* Row `row`'s lse and delta (0 past s_q) into its block of the stats workspace: block row / B of
- * cdiv(s_q, B), at (b h_q + h) blocks on; lse at row % B, delta B floats later. B a multiple of 64: the grid is the
- * blocks' rows, cdiv(s_q, B) = nctaid.x / (B / 64), and shifts divide; else (80) the grid's last CTA runs past the
- * blocks' rows (whole CTAs of 64), whose rows store nothing. */
+ * cdiv(s_q, B), at (b h_q + h) blocks on; lse at row % B, delta B floats later. The grid's last CTA may run past the
+ * blocks' rows (whole CTAs of 64 rows; B 80), whose rows store nothing. */
 /* With sems (> 0: per block), the block's first row also zeroes the block's dQ semaphores (dq_sem at
  * ((b h_q + h) blocks + block) sems on). */
 static void stats_row_out(Kctx *k, const RowCta *rc, int blk_rows, Reg row, Reg in_range, Reg srow, Reg delta, int sems) {
     Emit *e = &k->e;
     Reg nblk = e_reg(e, RC_B32), idx = e_reg(e, RC_B32), t = e_reg(e, RC_B32), lse = e_reg(e, RC_F32);
     Reg dl = e_reg(e, RC_F32), a = e_reg(e, RC_B64), g = e_reg(e, RC_B64), lead = e_reg(e, RC_PRED);
-    int pow2 = !(blk_rows & (blk_rows - 1)), sh = __builtin_ctz((unsigned)blk_rows);
-    Reg in_blocks = NOGUARD;
-    if (pow2) {
-        INS(e, MOV_B32, R(nblk), SR("%nctaid.x"));
-        INS(e, SHR_U32, R(nblk), R(nblk), I(sh - 6));
-    } else {
-        Reg end = e_reg(e, RC_B32);
-        INS(e, ADD_U32, R(nblk), R(kc_u32(k, "s_q")), I(blk_rows - 1));
-        INS(e, DIV_U32, R(nblk), R(nblk), I(blk_rows));
-        INS(e, MUL_LO_U32, R(end), R(nblk), I(blk_rows));
-        INS(e, SETP_LT_U32, R(in_blocks = e_reg(e, RC_PRED)), R(row), R(end));
-    }
+    Reg end = e_reg(e, RC_B32), w = e_reg(e, RC_B32), in_blocks = e_reg(e, RC_PRED);
+    INS(e, ADD_U32, R(nblk), R(kc_u32(k, "s_q")), I(blk_rows - 1));
+    INS(e, DIV_U32, R(nblk), R(nblk), I(blk_rows));
+    INS(e, MUL_LO_U32, R(end), R(nblk), I(blk_rows));
+    INS(e, SETP_LT_U32, R(in_blocks), R(row), R(end));
     INS(e, MAD_LO_U32, R(idx), R(rc->b), R(kc_u32(k, "h_q")), R(rc->h));
-    if (pow2) INS(e, SHR_U32, R(t), R(row), I(sh));
-    else INS(e, DIV_U32, R(t), R(row), I(blk_rows));
+    INS(e, DIV_U32, R(t), R(row), I(blk_rows));
+    INS(e, REM_U32, R(w), R(row), I(blk_rows));
     INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(t));
+    INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
+    INS(e, AND_PRED, R(lead), R(lead), R(in_blocks));
     if (sems) {
-        Reg w = e_reg(e, RC_B32), first = e_reg(e, RC_PRED), sa = e_reg(e, RC_B64);
-        if (pow2) INS(e, AND_B32, R(w), R(row), I(blk_rows - 1));
-        else INS(e, REM_U32, R(w), R(row), I(blk_rows));
-        INS(e, OR_B32, R(w), R(w), R(rc->col));
+        Reg first = e_reg(e, RC_PRED), sa = e_reg(e, RC_B64);
         INS(e, SETP_EQ_U32, R(first), R(w), I(0));
-        if (!pow2) INS(e, AND_PRED, R(first), R(first), R(in_blocks));
+        INS(e, AND_PRED, R(first), R(first), R(lead));
         INS(e, MAD_WIDE_U32, R(sa), R(idx), I(4 * sems), R(kc_ptr(k, "dq_sem")));
         for (int j = 0; j < sems; j++) INSP(e, first, 0, ST_GLOBAL_B32, A(sa, 4 * j), R(kc_imm32(k, 0)));
     }
-    if (pow2) INS(e, AND_B32, R(t), R(row), I(blk_rows - 1));
-    else INS(e, REM_U32, R(t), R(row), I(blk_rows));
-    INS(e, MAD_LO_U32, R(idx), R(idx), I(2 * blk_rows), R(t));
+    INS(e, MAD_LO_U32, R(idx), R(idx), I(2 * blk_rows), R(w));
     INS(e, MAD_WIDE_U32, R(a), R(idx), I(4), R(kc_ptr(k, "stats")));
     INS(e, MOV_F32, R(lse), FI(0.0f));
     INS(e, MAD_WIDE_U32, R(g), R(srow), I(4), R(kc_ptr(k, "lse")));
     INSP(e, in_range, 0, LD_GLOBAL_F32, R(lse), A(g, 0));
     INS(e, SELP_F32, R(dl), R(delta), FI(0.0f), R(in_range));
-    INS(e, SETP_EQ_U32, R(lead), R(rc->col), I(0));
-    if (!pow2) INS(e, AND_PRED, R(lead), R(lead), R(in_blocks));
     INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 0), R(lse));
     INSP(e, lead, 0, ST_GLOBAL_F32, A(a, 4 * blk_rows), R(dl));
 }
@@ -232,10 +219,8 @@ void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
     if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, row_sizes, 2);
     row_grid(ks);
-    if (stats_block % BWD_ROWS_PER_CTA)   /* whole blocks, so that the rows past s_q of the last one are written too */
+    if (stats_block)   /* whole blocks, so that the rows past s_q of the last one are written too */
         snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(cdiv(s_q, %d) * %d, %d)", stats_block, stats_block, BWD_ROWS_PER_CTA);
-    else if (stats_block)
-        snprintf(ks->grid[0], sizeof ks->grid[0], "cdiv(s_q, %d) * %d", stats_block, stats_block / BWD_ROWS_PER_CTA);
 }
 
 void bwd_convert_spec(const AttnDesc *d, KernelSpec *ks) {

@@ -49,13 +49,15 @@ typedef struct {
     Reg wg, warp_row0;                /* this consumer warpgroup; the warp's first key row in the CTA's block */
     Reg wg_bar;                       /* its own named barrier: 0 is the CTA's, 1 the consumers', 2.. each group's */
     Reg scale_log2, yes, no;
-    Reg ds_buf;                       /* this step's dS^T buffer: 0 or ds_other, the offset of the second */
+    Reg ds_buf;                       /* this step's dS^T (swapped: dS) buffer: 0 or ds_other, the offset of the second */
     int ds_other;
     Reg k_desc, v_desc;               /* A of S^T and dP^T: the warpgroup's key rows */
     Reg q_desc, do_desc;              /* B of S^T and dP^T (K-major), slot 0 */
     Reg qt_desc, dot_desc;            /* B of dK and dV: Q and dO read MN-major, slot 0 */
-    Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major) */
-    Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging (buffer 0) */
+    Reg ds_desc, kt_desc;             /* dQ: A from dS^T (MN-major) of buffer 0, B from K (MN-major); swapped, B from dS
+                                       * (K-major), A from K (MN-major) */
+    Reg dq_stage;                     /* the warp's rows of its warpgroup's dQ staging (buffer 0); swapped, the
+                                       * warpgroup's staging */
     Reg dq_sel;                       /* two buffers: the one the next block is staged in (0 or 1) */
     int dq_off, dq_bufs, dq_bytes;    /* buffer 0; how many; bytes apart */
     Acc dk, dv;
@@ -185,7 +187,8 @@ static void issue_rs(Kctx *k, WgBwd *f, Acc *acc, const Reg *a, Reg b) {
         wg_mma(k, acc, b, &a[4 * kk], smem_desc_at(k, b, kk * 16 * 128), WG_B_MN, f->d->dtype, f->yes);
 }
 
-/* dQ_m (+)= dS K_n for this warpgroup's part, once dS^T of every consumer is in the buffer ds_buf:
+/* dQ_m (+)= dS K_n for this warpgroup's part (swapped: dQ_m^T = K_n^T dS^T), once dS^T (dS) of every consumer is in
+ * the buffer ds_buf:
  * one commit group, which the caller waits for. */
 static void dq_issue(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
@@ -502,7 +505,7 @@ static void bwd_step(Kctx *k, void *ctx, Reg it, int masked) {
     INS0(e, WGMMA_COMMIT);
     if (dq_here) {
         INS0(e, FENCE_PROXY_ASYNC_CTA);                          /* the wgmma reads what the threads wrote */
-        INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));   /* every consumer's dS^T is in */
+        INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));   /* every consumer's dS^T (dS) is in */
         dq_issue(k, f, &dq);                                     /* dQ_m = dS K_n, this warpgroup's part */
     }
     if (dq_under_dk) {
@@ -587,7 +590,7 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, MUL_LO_U32, R(y), R(npart), I(f->dqn / 64 * bn * 128));
         f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
         f->ds_buf = e_reg(e, RC_B32);
-        f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg * 64 dqn 4 + wwarp 16 rows * 128 */
+        f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg rows dqn 4 (+ wwarp 16 rows * 128) */
         INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(bwg_dq_rows(t) * f->dqn * 4), R(k->smem));
         if (!bwg_dq_swap(t)) INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));   /* swapped: the warpgroup's */
         INS(e, ADD_U32, R(f->dq_stage), R(f->dq_stage), I(f->dq_off));

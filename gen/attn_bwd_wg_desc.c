@@ -34,14 +34,13 @@ AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     return (AttnTile){.bm = d <= 64 ? 128 : 80, .bn = 128, .stages = 2, .producer = 4, .deterministic = 0, .dqbufs = 1};
 }
 
-/* The 80-query step only where it is a tile: bn 128, a mask's query blocks whole steps of it (block_m 128 is
- * not), and room for it beside the rest of the tile asked (dqbufs=2 or stages=3 leave none), else 64 queries. */
+/* The 80-query step where the request allows it (wg_default_step: block_m 128 is no whole step, and stages=3 or
+ * stages=2 with dqbufs=2 leave no room), and bn=128 (check_tile refuses it with any other), else 64 queries. */
 void attn_bwd_wg_refine_tile(AttnDesc *d, const char *asked) {
     AttnTile *t = &d->tile;
-    if ((asked && strstr(asked, "bm=")) || !bwg_dq_swap(t)) return;
-    Plan p = {0};
-    if (t->bn == 128 && !(d->block_m && d->block_m % t->bm)) attn_bwd_wg_main_plan(d, &p);
-    if (!p.ok) t->bm = 64;
+    if (!bwg_dq_swap(t)) return;
+    if (t->bn != 128 && !(asked && strstr(asked, "bm="))) t->bm = 64;
+    else wg_default_step(d, &t->bm, "bm", d->block_m, 64, asked, attn_bwd_wg_main_plan);
 }
 
 int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
@@ -110,7 +109,7 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_region(p, "barriers", 8 * BWG_NBARS(t->stages), 8, "K/V landed; full and empty per ring slot");
     /* a consumer thread at the peak: dK and dV all along, then S^T and dP^T (their products), or P^T and
      * dS^T packed and the dQ part (after them) */
-    int sdp = t->bm, dq = t->bm / 2 + (bwg_main_dq(d) ? dqn / 2 : 0);
+    int sdp = t->bm, dq = t->bm / 2 + (bwg_main_dq(d) ? (bwg_dq_swap(t) ? t->bm : dqn) / 2 : 0);   /* dQ^T: bm columns */
     p->regs_est = d->d / 2 + d->dv / 2 + (sdp > dq ? sdp : dq) + 32;
     if (bwg_main_dq(d)) {   /* one warpgroup, one setmaxnreg: the writer warp keeps the producer's registers */
         plan_add_role(p, "producer", 3, wg_producer_regs(cw, 4));

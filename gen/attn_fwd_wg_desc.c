@@ -40,14 +40,10 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     return (AttnTile){.bm = 128, .bn = d >= 256 ? WG_D256_BN : 128, .stages = 2, .pingpong = 1, .producer = 4, .qbufs = 1};
 }
 
-/* d 256's 80-key step where the request allows it: a mask's key blocks whole steps of it (block_n 128 is not) and
- * room for it beside the rest of the tile asked (stages=3 leaves none), else the 64-key step (pages are sized by
- * page_bn, which keeps to the default's bn or less). */
+/* d 256's 80-key step where the request allows it (wg_default_step: block_n 128 is no whole step, stages=3 leaves no
+ * room), else the 64-key step; pages are sized before, by page_bn, which keeps to the default's bn or less. */
 static void d256_bn(AttnDesc *d, const char *asked) {
-    if ((asked && strstr(asked, "bn=")) || d->tile.bn != WG_D256_BN) return;
-    Plan p = {0};
-    if (!d->block_n || d->block_n % WG_D256_BN == 0) attn_fwd_wg_plan(d, &p);
-    if (!p.ok) d->tile.bn = 64;
+    if (d->tile.bn == WG_D256_BN) wg_default_step(d, &d->tile.bn, "bn", d->block_n, 64, asked, attn_fwd_wg_plan);
 }
 
 static void persist_default(AttnDesc *d, const char *asked) {

@@ -17,8 +17,6 @@
 #include "kinds.h"
 #include "tuned.h"
 
-enum { MAX_POINTS = 512 };
-
 typedef struct {
     char tile[96];
     int refused, rc;      /* refused: the build said no (why); rc: run_measure's */
@@ -26,7 +24,7 @@ typedef struct {
     Measure m;
 } Point;
 
-/* The tile strings of the cartesian product of the kind's keys, into pts; their count. A pack of more query heads
+/* The tile strings of the cartesian product of the kind's keys, into pts (NULL: only counted); their count. A pack of more query heads
  * than the problem's group (h_q / h_kv) only leaves rows idle, so those values are not tried; of persist's, only 0
  * and the largest (the others are other GPUs' SM counts and small grids for tests). */
 static int enumerate(const KernelKind *kind, int group, Point *pts) {
@@ -41,7 +39,8 @@ static int enumerate(const KernelKind *kind, int group, Point *pts) {
     for (;;) {
         Buf b = {0};
         for (int k = 0; k < n; k++) buf_printf(&b, "%s%s=%d", k ? "," : "", kind->keys[k].key, vals[k][idx[k]]);
-        if (count < MAX_POINTS) snprintf(pts[count++].tile, sizeof pts[0].tile, "%s", b.s ? b.s : "");
+        if (pts) snprintf(pts[count].tile, sizeof pts[0].tile, "%s", b.s ? b.s : "");
+        count++;
         buf_free(&b);
         int k = n - 1;
         while (k >= 0 && ++idx[k] == nallowed[k]) idx[k--] = 0;
@@ -126,9 +125,11 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
         fprintf(stderr, "ptxgen: tune --save needs a GPU: the sim does not time, so it has no best tile\n");
         return 2;
     }
-    Point *p = calloc(MAX_POINTS, sizeof *p);
+    int group = o->h_q > 0 && o->h_kv > 0 ? o->h_q / o->h_kv : 1, n = enumerate(kind, group, NULL);
+    Point *p = calloc((size_t)n, sizeof *p);   /* every point of the product: none left out unsaid */
     if (!p) return 1;
-    int n = enumerate(kind, o->h_q > 0 && o->h_kv > 0 ? o->h_q / o->h_kv : 1, p), gpu = !o->device_kind || strcmp(o->device_kind, "sim"), ok = 0, best = -1;
+    enumerate(kind, group, p);
+    int gpu = !o->device_kind || strcmp(o->device_kind, "sim"), ok = 0, best = -1;
     for (int i = 0; i < n; i++) {
         progress(i, n, p[i].tile);
         RunOpts r = *o;
