@@ -15,9 +15,9 @@
 static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
-/* bm not a multiple of 64 (80, FA3's d 128 step, which FA3 takes non-causal and ours causal too): dQ's rows cannot be a wgmma's M, so each warpgroup
- * computes dQ^T = K^T dS^T, its 64 columns of dQ on M and the bm query rows on N (dS kept K-major in shared
- * memory, dQ^T staged transposed) */
+/* bm not a multiple of 64 (80, FA3's d 128 step, which FA3 takes non-causal and ours causal too): dQ's rows
+ * cannot be a wgmma's M, so each warpgroup computes dQ^T = K^T dS^T, its 64 columns of dQ on M and the bm query
+ * rows on N (dS kept K-major in shared memory, dQ^T staged transposed) */
 static inline int bwg_dq_swap(const AttnTile *t) { return t->bm % 64 != 0; }
 /* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */
 static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }

@@ -39,8 +39,8 @@ AttnTile attn_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
 void attn_bwd_wg_refine_tile(AttnDesc *d, const char *asked) {
     AttnTile *t = &d->tile;
     if (!bwg_dq_swap(t)) return;
-    if (t->bn != 128 && !(asked && strstr(asked, "bm="))) t->bm = 64;
-    else wg_default_step(d, &t->bm, "bm", d->block_m, 64, asked, attn_bwd_wg_main_plan);
+    wg_default_step(d, &t->bm, "bm", t->bn == 128 && (!d->block_m || d->block_m % t->bm == 0), 64, asked,
+                    attn_bwd_wg_main_plan);
 }
 
 int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {

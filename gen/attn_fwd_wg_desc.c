@@ -29,11 +29,11 @@ const int attn_fwd_wg_nkeys = (int)(sizeof attn_fwd_wg_keys / sizeof attn_fwd_wg
  * them (setmaxnreg: one producer warp would still leave 168 per thread, since the registers of a wgmma
  * kernel are counted in whole warpgroups). d=256 takes 80-key steps (FA3's), the most for which S, P and the
  * 128-register O fit 240 registers and two stages of K and V shared memory: on the H200 780.7-782.5 TFLOP/s
- * against 740.5-741.0 for 64-key steps, causal 686.7 against 650.0-650.2 (BENCHMARKS.md). Chosen on the H200 (BENCHMARKS.md): ping-pong
- * 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and d256. Every exp2 on
- * MUFU: a share of them by polynomial on the FMA units (commit 4e8a7fa) was slower at every shape on the H100
- * (d64 448 -> 443 TFLOP/s at one in 4, 411 at one in 2; d128 667 -> 618 at one in 4): the consumers' issue slots,
- * not MUFU, bound this softmax (BENCHMARKS.md). */
+ * against 740.5-741.0 for 64-key steps, causal 686.7 against 650.0-650.2 (BENCHMARKS.md). Chosen on the H200
+ * (BENCHMARKS.md): ping-pong 671 TFLOP/s at d128 against 620 without, and within 3 % of the best tile at d64 and
+ * d256. Every exp2 on MUFU: a share of them by polynomial on the FMA units (commit 4e8a7fa) was slower at every
+ * shape on the H100 (d64 448 -> 443 TFLOP/s at one in 4, 411 at one in 2; d128 667 -> 618 at one in 4): the
+ * consumers' issue slots, not MUFU, bound this softmax (BENCHMARKS.md). */
 AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a;
@@ -43,7 +43,8 @@ AttnTile attn_fwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
 /* d 256's 80-key step where the request allows it (wg_default_step: block_n 128 is no whole step, stages=3 leaves no
  * room), else the 64-key step; pages are sized before, by page_bn, which keeps to the default's bn or less. */
 static void d256_bn(AttnDesc *d, const char *asked) {
-    if (d->tile.bn == WG_D256_BN) wg_default_step(d, &d->tile.bn, "bn", d->block_n, 64, asked, attn_fwd_wg_plan);
+    if (d->tile.bn != WG_D256_BN) return;
+    wg_default_step(d, &d->tile.bn, "bn", !d->block_n || d->block_n % WG_D256_BN == 0, 64, asked, attn_fwd_wg_plan);
 }
 
 static void persist_default(AttnDesc *d, const char *asked) {

@@ -175,13 +175,13 @@ Reg wg_desc_plus(Kctx *k, Reg desc, Reg stage) {
  * register file, in steps of 8. One consumer warpgroup (256 threads) already starts with 248
  * registers, more than setmaxnreg.inc could raise it to usefully: no setmaxnreg then (0). */
 int wg_producer_regs(int cw, int producer) { return producer == 4 && cw > 1 ? WG_PRODUCER_REGS : 0; }
-void wg_default_step(AttnDesc *d, int *step, const char *key, int mask_block, int fallback, const char *asked,
+void wg_default_step(AttnDesc *d, int *step, const char *key, int allowed, int fallback, const char *asked,
                      void (*plan)(const AttnDesc *, Plan *)) {
     char asked_key[16];
     snprintf(asked_key, sizeof asked_key, "%s=", key);
     if (asked && strstr(asked, asked_key)) return;
     Plan p = {0};
-    if (!mask_block || mask_block % *step == 0) plan(d, &p);
+    if (allowed) plan(d, &p);
     if (!p.ok) *step = fallback;
 }
 

@@ -12,9 +12,10 @@
 int wg_producer_regs(int cw, int producer);
 int wg_consumer_regs(int cw, int producer);
 /* FA3's 80-row steps as defaults (the d 256 forward's keys, the d 128 backward's queries): the default tile's
- * step *step (one of d's tile fields) stays where the request did not ask key `key`, the mask's blocks along it
- * (mask_block, 0: no mask) are whole steps, and `plan` fits the tile with it; else it falls back to `fallback`. */
-void wg_default_step(AttnDesc *d, int *step, const char *key, int mask_block, int fallback, const char *asked,
+ * step *step (one of d's tile fields) stays where the request did not ask key `key`, the rest of the request allows
+ * it (`allowed`: a mask's blocks are whole steps, the other keys take it) and `plan` fits the tile with it; else it
+ * falls back to `fallback`. */
+void wg_default_step(AttnDesc *d, int *step, const char *key, int allowed, int fallback, const char *asked,
                      void (*plan)(const AttnDesc *, Plan *));
 /* A 4-D map over a [b, s, h, d] tensor, innermost first: (d, h, s, b), one 64-column slab of `rows`
  * rows of one head per copy; rows past s read as zeros (loads) or are not written (stores). strides: the
