@@ -211,6 +211,13 @@ static void mismatches(uint64_t seed)
     check(rc == 2 && strstr(err, "record params[5] (index 5) is 4 bytes at offset 36; the entry declares beta as 8 bytes at offset 40"),
           "record_run refuses a param layout that differs from the entry's", "rc %d: %s", rc, err);
     free(moved);
+    /* a branch to a label that does not exist after one that does (LOOP): the parser freed the resolved label's
+     * name and then again on the error path (a double free, abort in ptxgen sim) */
+    char *nolabel = edit("  @%p0 bra LOOP;\n", "  @%p0 bra LOOP;\n  bra NOWHERE;\n");
+    rc = run(nolabel, &kGood, seed, &res, err, sizeof err);
+    check(rc == 2 && strstr(err, "unknown label or symbol NOWHERE"), "record_run refuses a branch to an unknown label",
+          "rc %d: %s", rc, err);
+    free(nolabel);
 }
 
 int main(void)

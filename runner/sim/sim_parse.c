@@ -444,7 +444,7 @@ static int parse_label(Parser *P, const char *name)
 static int close_scope(Parser *P, int fam_mark, int final)
 {
     SimFunc *f = cur_fn(P);
-    int k = 0;
+    int k = 0, unknown = -1;
     for (int i = 0; i < P->nfix; i++) {
         Fixup *x = &P->fix[i];
         int j = P->nlabels - 1;
@@ -452,14 +452,16 @@ static int close_scope(Parser *P, int fam_mark, int final)
         if (x->depth >= P->depth && j >= 0) {
             f->code[x->insn].o[x->opnd].imm = P->labels[j].pc;
             free(x->name);
-        } else if (final) {
-            return perr(P, x->tline, "unknown label or symbol %.60s", x->name);
         } else {
-            x->depth = x->depth < P->depth ? x->depth : P->depth - 1;
+            /* an unknown label is reported only once the list is compacted: the names freed above
+             * must leave it, or parser_free frees them again */
+            if (final && unknown < 0) unknown = k;
+            if (!final) x->depth = x->depth < P->depth ? x->depth : P->depth - 1;
             P->fix[k++] = *x;
         }
     }
     P->nfix = k;
+    if (unknown >= 0) return perr(P, P->fix[unknown].tline, "unknown label or symbol %.60s", P->fix[unknown].name);
     while (P->nlabels && P->labels[P->nlabels - 1].depth == P->depth) free(P->labels[--P->nlabels].name);
     while (P->nfam > fam_mark) free(P->fam[--P->nfam].name);
     return 0;
