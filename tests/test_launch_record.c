@@ -220,6 +220,23 @@ static void mismatches(uint64_t seed)
     free(nolabel);
 }
 
+/* A grid of 2^32 CTAs or more: the sim's 32-bit CTA count wrapped and it ran none (a FAIL, "unwritten"); refused. */
+static void huge_grid(void)
+{
+    char err[512] = "";
+    SimModule *m;
+    if (sim_parse(kPtx, &m, err, sizeof err)) { check(0, "sim refuses a grid of 2^32 CTAs", "%s", err); return; }
+    Sim sim;
+    sim_init(&sim);
+    sim.err = err, sim.errlen = sizeof err;
+    const unsigned grid[3] = {1u << 30, 4, 1}, block[3] = {8, 4, 1};
+    uint8_t params[192] = {0};   /* the entry's parameter space */
+    int rc = sim_launch_raw(&sim, m, sim_find(m, "gemm"), grid, block, NULL, 0, params, sizeof params);
+    check(rc && strstr(err, "the sim runs at most 4294967295 CTAs a launch"), "sim refuses a grid of 2^32 CTAs", "rc %d: %s", rc, err);
+    sim_fini(&sim);
+    sim_module_free(m);
+}
+
 int main(void)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -228,5 +245,6 @@ int main(void)
     parse_refusals();
     end_to_end(seed);
     mismatches(seed);
+    huge_grid();
     return check_summary();
 }

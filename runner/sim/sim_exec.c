@@ -482,6 +482,8 @@ static int check_launch(Sim *sim, const SimModule *m, const SimFunc *f, const Ar
         snprintf(bad, sizeof bad, "the module's .target %s is not in the arch table, so the sim does not know its limits", m->target);
     else if (!grid[0] || !grid[1] || !grid[2] || grid[1] > 65535 || grid[2] > 65535)
         snprintf(bad, sizeof bad, "grid dimensions must be >= 1 (y, z <= 65535)");
+    else if ((uint64_t)grid[0] * grid[1] * grid[2] > UINT32_MAX)   /* the CTA count is 32-bit below: it wrapped (to 0 CTAs) */
+        snprintf(bad, sizeof bad, "the sim runs at most %u CTAs a launch", UINT32_MAX);
     else if (!threads || threads > 1024) snprintf(bad, sizeof bad, "a CTA holds 1 to 1024 threads");
     else if (f->maxntid && threads > (unsigned long)f->maxntid) snprintf(bad, sizeof bad, "block exceeds the entry's .maxntid");
     else if ((unsigned long)m->static_smem + dyn_smem > (unsigned long)arch->smem_block_optin)
