@@ -319,6 +319,56 @@ static void reduce_units(void)
     }
 }
 
+/* Runs body (the code of an entry k() with no parameters, on sm_90a) in one CTA of threads threads and 4096 bytes
+ * of dynamic shared memory under a limit of max_steps; returns its error (empty: none) and the warp instructions run. */
+static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_steps, char *err, size_t errlen)
+{
+    char ptx[4096];
+    snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90a\n.address_size 64\n.extern .shared .align 1024 .b8 smem[];\n"
+             ".visible .entry k()\n{\n%s}\n", body);
+    SimModule *m;
+    err[0] = 0;
+    if (sim_parse(ptx, &m, err, errlen)) return 0;
+    Sim sim;
+    sim_init(&sim);
+    sim.err = err, sim.errlen = errlen, sim.max_steps = max_steps;
+    const unsigned grid[3] = {1, 1, 1}, block[3] = {threads, 1, 1};
+    if (!sim_launch_raw(&sim, m, sim_find(m, "k"), grid, block, NULL, 4096, NULL, 0)) err[0] = 0;
+    uint64_t n = 0;
+    for (int c = 0; c < CL_COUNT; c++) n += sim.stats.warp_insns[c];
+    sim_fini(&sim);
+    sim_module_free(m);
+    return n;
+}
+
+/* An endless loop is reported within the step limit counted over the CTA's warps, not per warp: 32 spinning
+ * warps took 32 times the limit (minutes at the default), and a loop of MMAs, each as slow as hundreds of plain
+ * instructions, hours; an MMA counts its multiply-adds / SIM_MACS_PER_STEP. */
+static void endless_loops(void)
+{
+    char err[1024], body[2048];
+    enum { LIMIT = 1 << 16 };
+    uint64_t n = run_limited("LOOP:\n  bra.uni LOOP;\n", 1024, LIMIT, err, sizeof err);
+    check(strstr(err, "endless loop") && n <= LIMIT + 32, "sim: 32 spinning warps are stopped within the limit",
+          "%llu warp instructions for a limit of %d: %s", (unsigned long long)n, LIMIT, err);
+    /* one warpgroup issuing m64n64k16 wgmma (65536 multiply-adds) forever, over A and B in shared memory */
+    int at = snprintf(body, sizeof body,
+        "  .reg .b32 %%r<8>;\n  .reg .b64 %%rd<4>;\n  .reg .f32 %%f<32>;\n"
+        "  mov.u32 %%r0, %%tid.x;\n  mov.u32 %%r1, smem;\n  shl.b32 %%r2, %%r0, 5;\n  add.u32 %%r3, %%r1, %%r2;\n"
+        "  mov.b32 %%r5, 0x3C003C00;\n  st.shared.v4.b32 [%%r3], {%%r5, %%r5, %%r5, %%r5};\n"
+        "  st.shared.v4.b32 [%%r3+16], {%%r5, %%r5, %%r5, %%r5};\n  fence.proxy.async.shared::cta;\n  bar.sync 0;\n"
+        "  shr.u32 %%r6, %%r1, 4;\n  and.b32 %%r6, %%r6, 16383;\n  cvt.u64.u32 %%rd1, %%r6;\n"
+        "  or.b64 %%rd1, %%rd1, 0x0000001000080000;\n  add.u32 %%r7, %%r1, 2048;\n  shr.u32 %%r7, %%r7, 4;\n"
+        "  and.b32 %%r7, %%r7, 16383;\n  cvt.u64.u32 %%rd2, %%r7;\n  or.b64 %%rd2, %%rd2, 0x0000001000080000;\n"
+        "LOOP:\n  wgmma.fence.sync.aligned;\n  wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {");
+    for (int i = 0; i < 32; i++) at += snprintf(body + at, sizeof body - (size_t)at, "%s%%f%d", i ? ", " : "", i);
+    snprintf(body + at, sizeof body - (size_t)at, "}, %%rd1, %%rd2, 0, 1, 1, 0, 0;\n  wgmma.commit_group.sync.aligned;\n"
+             "  wgmma.wait_group.sync.aligned 0;\n  bra.uni LOOP;\n");
+    n = run_limited(body, 128, LIMIT, err, sizeof err);
+    check(strstr(err, "endless loop") && n < LIMIT / 8, "sim: a loop of wgmma is stopped after limit / its work",
+          "%llu warp instructions for a limit of %d: %s", (unsigned long long)n, LIMIT, err);
+}
+
 int main(int argc, char **argv)
 {
     int first = 1, gpu = argc > 2 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda");
@@ -327,7 +377,7 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
-    if (!gpu) counter_units(), reduce_units();
+    if (!gpu) counter_units(), reduce_units(), endless_loops();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

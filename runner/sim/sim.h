@@ -193,6 +193,9 @@ typedef struct {
 
 typedef struct Sim Sim;
 typedef struct SimCluster SimCluster;
+/* An MMA adds its multiply-adds / this to SimCluster.work: the sim takes about as long for 128 of them as
+ * for one plain warp instruction, so an endless loop of MMAs reaches the limit in bounded time too. */
+enum { SIM_MACS_PER_STEP = 128 };
 typedef struct SimCta SimCta;
 struct SimCta {
     Sim *sim;
@@ -297,6 +300,10 @@ struct SimCluster {
     int bar_arrived;                /* warps arrived in the current phase */
     SimAsync **q;                   /* the async queue, issue order */
     int nq, capq;
+    uint64_t work;                  /* its warps' instructions so far, each MMA also counting its multiply-adds /
+                                     * SIM_MACS_PER_STEP: the endless-loop limit (Sim.max_steps) counts this, so
+                                     * the time to report a spin stays bounded however many warps spin and
+                                     * however much MMA work the spin issues */
 };
 /* The CTA and local offset a shared address names: own (cluster_ok 0: the
  * address must be this CTA's) or any CTA of the cluster (cluster_ok 1).
@@ -350,7 +357,7 @@ struct Sim {
     SimStats stats;
     char *err;
     size_t errlen;
-    uint64_t max_steps;     /* per warp: catches a spin that never ends */
+    uint64_t max_steps;     /* per cluster (SimCluster.work): catches a spin that never ends */
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
     int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
                              * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
@@ -362,7 +369,7 @@ struct Sim {
 };
 
 /* A Sim with the defaults (a step limit per warp) and the environment's
- * debug knobs: PTXGEN_SIM_MAX_STEPS, PTXGEN_SIM_STRICT=1 (notes are errors),
+ * debug knobs: PTXGEN_SIM_MAX_STEPS (the work limit per cluster, in warp instructions), PTXGEN_SIM_STRICT=1 (notes are errors),
  * PTXGEN_SIM_CTAS_PER_SM=k (k clusters co-resident, sharing TMEM; 1 to 32), PTXGEN_SIM_SMS=n (%nsmid; 1 to
  * 1024).
  * sim_fini frees its heap and notes. */

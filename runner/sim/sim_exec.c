@@ -302,10 +302,14 @@ static void step(SimCta *c, SimWarp *w)
 static void run_step(SimCta *c, SimWarp *w)
 {
     step(c, w);
-    if (++w->steps > c->sim->max_steps && !c->failed)
+    w->steps++;
+    /* counted per cluster, not per warp: warps run in turn, so a per-warp limit took as many times longer to
+     * reach as warps spin (minutes for 32 warps, hours for an MMA loop) */
+    if (++c->cl->work > c->sim->max_steps && !c->failed && w->live)
         sim_fail(c, sim_warp_id(c, w), -1, &c->f->code[w->pc[__builtin_ctz(w->live)]],
-                 "warp executed %llu instructions without finishing (endless loop?)",
-                 (unsigned long long)c->sim->max_steps);
+                 "the cluster's warps executed %llu instructions (an MMA counting one per %d multiply-adds) without "
+                 "finishing (endless loop? PTXGEN_SIM_MAX_STEPS raises the limit)",
+                 (unsigned long long)c->sim->max_steps, SIM_MACS_PER_STEP);
 }
 
 static size_t describe_warps(SimCta *c, char *msg, size_t n, size_t cap)
@@ -583,7 +587,7 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
             unsigned cid = id + (unsigned)j, nx = grid[0] / cd[0], ny = grid[1] / cd[1];
             SimCluster *c1 = &cl[j];
             c1->id[0] = cid % nx, c1->id[1] = cid / nx % ny, c1->id[2] = cid / (nx * ny);
-            c1->bar_phase = 0, c1->bar_arrived = 0;
+            c1->bar_phase = 0, c1->bar_arrived = 0, c1->work = 0;
             for (int r = 0; r < n; r++) {
                 SimCta *c = &c1->cta[r];
                 unsigned lx = (unsigned)r % cd[0], ly = (unsigned)r / cd[0] % cd[1], lz = (unsigned)r / (cd[0] * cd[1]);

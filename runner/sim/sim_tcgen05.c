@@ -349,6 +349,7 @@ static int issue_mma(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
     }
     a->key = tc_key(c), a->land = land_mma, a->drop = drop_mma, a->payload = op;
     each_cell(op, pend_inc, held_inc);
+    c->cl->work += (uint64_t)op->id.m * (uint64_t)op->id.n * (uint64_t)op->k / SIM_MACS_PER_STEP;   /* the step limit */
     return sim_async_push(c->cl, a), 1;
 out:
     free(a);

@@ -582,6 +582,7 @@ static void issue(SimCta *c, SimWarp *w, const SimInsn *in, WgWarp *g, WgOp *op)
         for (int k = 0; k < a->nsrc; k++)
             if (keep_read(c, &c->w[WG_WARPS * op->wg + i], in, a->src[k], op->group, c->nops + 1)) return;
     c->nops++;
+    c->cl->work += (uint64_t)WG_M * (uint64_t)op->n * (uint64_t)op->k / SIM_MACS_PER_STEP;   /* the step limit */
     if (sim_async_push(c->cl, a)) return;
     for (int i = 0; i < WG_WARPS; i++) {
         SimWarp *o = &c->w[WG_WARPS * op->wg + i];
