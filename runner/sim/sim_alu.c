@@ -485,6 +485,12 @@ static int lane_op(const Ctx *x, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
     int t = d->ntype ? d->type[d->ntype - 1] : T_NONE;
+    /* "fma.rn" or "setp.lt" without a type (ptxas refuses them) has no width to compute in: sext of 0 bits was
+     * undefined; every ALU op but these five takes a type in PTX */
+    if (!isa_type_bits(t) && d->op != I_MOV && d->op != I_SELP && d->op != I_CVT && d->op != I_CVTA && d->op != I_CREATEPOLICY) {
+        sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "%s has no type", isa_base_text(d->op));
+        return -1;
+    }
     switch (d->op) {
     case I_MOV: *out = src(x, 1); return 1;
     case I_SETP: return setp(x, t) < 0 ? -1 : 0;
