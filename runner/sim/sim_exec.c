@@ -620,7 +620,9 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
 
 void sim_init(Sim *sim)
 {
-    *sim = (Sim){.max_steps = 1ull << 27};
+    /* 2^29 units: a spin is reported in about 40 s however many warps spin; the heaviest cluster of a sim config
+     * in `make test` (the persistent wgmma attn_fwd at s 2000) runs 9.5 M, so valid runs keep 50x room */
+    *sim = (Sim){.max_steps = 1ull << 29};
     const char *env = getenv("PTXGEN_SIM_MAX_STEPS");
     if (env && atoll(env) > 0) sim->max_steps = (uint64_t)atoll(env);
     env = getenv("PTXGEN_SIM_STRICT");
