@@ -307,8 +307,8 @@ static void run_step(SimCta *c, SimWarp *w)
      * reach as warps spin (minutes for 32 warps, hours for an MMA loop) */
     if (++c->cl->work > c->sim->max_steps && !c->failed && w->live)
         sim_fail(c, sim_warp_id(c, w), -1, &c->f->code[w->pc[__builtin_ctz(w->live)]],
-                 "the cluster's warps executed %llu instructions (an MMA counting one per %d multiply-adds) without "
-                 "finishing (endless loop? PTXGEN_SIM_MAX_STEPS raises the limit)",
+                 "the cluster's warps executed %llu instructions without finishing (endless loop? an MMA counts one "
+                 "per %d multiply-adds; PTXGEN_SIM_MAX_STEPS raises the limit)",
                  (unsigned long long)c->sim->max_steps, SIM_MACS_PER_STEP);
 }
 
