@@ -17,8 +17,9 @@
  *         (bm 80, no wgmma M: dQ_m^T = K_n^T dS^T, dS stored [query][key] by stmatrix.trans, dQ^T staged
  *          transposed; bwg_dq_swap)
  *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
- *   warp 1 of the producer warpgroup, the dQ writer: per query block, once every consumer staged its part,
- *     adds them into the fp32 accumulator by TMA reduce-adds. Deterministic (d 64/128), it first waits until
+ *   warp 1 of the producer warpgroup, the dQ writer: per query block, each consumer warpgroup's part once that
+ *     warpgroup staged it, into the fp32 accumulator by TMA reduce-adds, freed to that warpgroup alone once
+ *     read (a barrier pair per warpgroup, FA3's; one pair for all was 2-4 % slower on the H200). Deterministic (d 64/128), it first waits until
  *     the semaphore of (head, block m) counts the key blocks that add to m before this one, and raises it
  *     when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
  *     without GQA, key block 0 first with), and step over the query blocks in chain order (attn_bwd_math.h).
@@ -312,30 +313,30 @@ static void dq_stage_swapped(Kctx *k, WgBwd *f, Acc *dq) {
     INS0(e, FENCE_PROXY_ASYNC_CTA);                               /* the TMA reads what the threads wrote */
 }
 
-/* dQ_m's part into the staging, once the dQ writer's adds of the previous step have read it; the writer adds
- * every part once all are in. */
+/* dQ_m's part into the warpgroup's staging, once the dQ writer's adds of its previous part read it. */
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
-    Reg all = kc_imm32(k, 128 * f->cw + 32), full, empty, base = f->dq_stage;
-    if (f->dq_bufs == 2) {   /* buffer dq_sel: its barriers 2 dq_sel on, its bytes dq_sel dq_bytes on */
-        full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), f->dq_stage = e_reg(e, RC_B32);
-        INS(e, MAD_LO_U32, R(full), R(f->dq_sel), I(2), I(BWG_DQ_FULL(f->cw)));
-        INS(e, ADD_U32, R(empty), R(full), I(1));
+    Reg pair = kc_imm32(k, 128 + 32), full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), base = f->dq_stage;
+    INS(e, MAD_LO_U32, R(full), R(f->wg), I(2), I(BWG_DQ_FULL(f->cw, 0, 0)));
+    if (f->dq_bufs == 2) {   /* buffer dq_sel: its barriers 2 cw dq_sel on, its bytes dq_sel dq_bytes on */
+        f->dq_stage = e_reg(e, RC_B32);
+        INS(e, MAD_LO_U32, R(full), R(f->dq_sel), I(2 * f->cw), R(full));
         INS(e, MAD_LO_U32, R(f->dq_stage), R(f->dq_sel), I(f->dq_bytes), R(base));
         INS(e, XOR_B32, R(f->dq_sel), R(f->dq_sel), I(1));
-    } else empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
-    INS(e, BAR_SYNC_N, R(empty), R(all));                      /* the writer's adds read the staging */
+    }
+    INS(e, ADD_U32, R(empty), R(full), I(1));
+    INS(e, BAR_SYNC_N, R(empty), R(pair));                      /* the writer's adds read the staging */
     if (bwg_dq_swap(&f->d->tile)) dq_stage_swapped(k, f, dq);
     else dq_stage(k, f, dq);
-    if (f->dq_bufs == 1) full = kc_imm32(k, BWG_DQ_FULL(f->cw));
-    INS(e, BAR_ARRIVE_N, R(full), R(all));
+    INS(e, BAR_ARRIVE_N, R(full), R(pair));
     f->dq_stage = base;
 }
 
-/* The dQ writer (warp 1 of the producer warpgroup; lane 0 issues): per step, once every consumer's part is
- * staged, it adds every part by TMA reduce-adds (rows past s_q are clipped by the map) and frees the staging
- * when the adds have read it. The consumers thus never wait on the adds (H200, against each warpgroup's lead
- * issuing its own: 1-13 % faster). Ordered (deterministic=1), it first waits until the semaphore of (head,
+/* The dQ writer (warp 1 of the producer warpgroup; lane 0 issues): per step, warpgroup by warpgroup, once the
+ * warpgroup's part is staged it adds it by TMA reduce-adds (rows past s_q are clipped by the map) and frees that
+ * part's staging to that warpgroup once the adds have read it. The consumers thus never wait on the adds (H200,
+ * against each warpgroup's lead issuing its own: 1-13 % faster), nor on each other here: with one barrier pair
+ * for all parts each warpgroup waited for the other's staging every step (H200: 2.3-4.1 % slower). Ordered (deterministic=1), it first waits until the semaphore of (head,
  * block) counts the key blocks that add before this one, and raises it once the adds are complete (the last
  * one sets it back to 0): every query block's sum runs in one key-block order, so its bits never depend on
  * the schedule. */
@@ -381,7 +382,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     int mparts = t->bm / 64, top = e_label(e), done = e_label(e);
     e_comment(e, "dQ writer: the adds of each query block%s", f->ordered ? ", in key-block order" : "");
     problem(k, f);
-    Reg all = kc_imm32(k, 128 * f->cw + 32), full = kc_imm32(k, BWG_DQ_FULL(f->cw)), empty = kc_imm32(k, BWG_DQ_EMPTY(f->cw));
+    Reg pair = kc_imm32(k, 128 + 32);
     Reg l0 = e_reg(e, RC_PRED), p = e_reg(e, RC_PRED), n = e_reg(e, RC_B32), nblk = e_reg(e, RC_B32), top_n = e_reg(e, RC_B32);
     INS(e, SETP_EQ_U32, R(l0), R(k->lane), I(0));
     if (f->ordered) {
@@ -395,51 +396,53 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     for (int b = 0; b < f->dq_bufs; b++) {                       /* the staging starts free */
         if (b) INS(e, SETP_GE_U32, R(p), R(f->blocks.total), I(b + 1));
         else INS(e, SETP_NE_U32, R(p), R(f->blocks.total), I(0));
-        INSP(e, p, 0, BAR_ARRIVE_N, R(b ? kc_imm32(k, BWG_DQ_EMPTY(f->cw) + 2 * b) : empty), R(all));
+        for (int wg = 0; wg < f->cw; wg++) INSP(e, p, 0, BAR_ARRIVE_N, R(kc_imm32(k, BWG_DQ_EMPTY(f->cw, b, wg))), R(pair));
     }
-    Reg it = e_reg(e, RC_B32), src0 = k->smem;
+    Reg it = e_reg(e, RC_B32), src0 = k->smem, bar0 = kc_imm32(k, BWG_DQ_FULL(f->cw, 0, 0));
     INS(e, MOV_B32, R(it), I(0));
     e_place(e, top);
     INS(e, SETP_LT_U32, R(p), R(it), R(f->blocks.total));
     INSP(e, p, 1, BRA_UNI, L(done));
     if (f->dq_bufs == 2) {   /* block it in buffer it & 1 */
         Reg sel = e_reg(e, RC_B32);
-        full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), src0 = e_reg(e, RC_B32);
+        bar0 = e_reg(e, RC_B32), src0 = e_reg(e, RC_B32);
         INS(e, AND_B32, R(sel), R(it), I(1));
-        INS(e, MAD_LO_U32, R(full), R(sel), I(2), I(BWG_DQ_FULL(f->cw)));
-        INS(e, ADD_U32, R(empty), R(full), I(1));
+        INS(e, MAD_LO_U32, R(bar0), R(sel), I(2 * f->cw), I(BWG_DQ_FULL(f->cw, 0, 0)));
         INS(e, MAD_LO_U32, R(src0), R(sel), I(f->dq_bytes), R(k->smem));
     }
     Reg h, m_start;
     query_block_at(k, &f->blocks, it, f->kvh, &h, &m_start);
     ChainTurn c = {0};
     if (f->ordered) c = chain_turn(k, f, h, m_start, n, nblk, top_n);
-    INS(e, BAR_SYNC_N, R(full), R(all));                          /* every part is staged */
-    if (f->ordered) {
-        Reg v = e_reg(e, RC_B32);
-        int spin = e_label(e);
-        e_place(e, spin);
-        INS(e, LD_ACQUIRE_GPU_U32, R(v), A(c.sem, 0));
-        INS(e, SETP_NE_U32, R(p), R(v), R(c.want));
-        INSP(e, p, 0, BRA, L(spin));
-    }
-    int s1 = e_label(e), s2 = e_label(e);
-    INSP(e, l0, 1, BRA, L(s1));
-    if (f->ordered) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);            /* the adds after the acquire */
-    for (int wg = 0; wg < f->cw; wg++) {
-        Reg src = e_reg(e, RC_B32);
+    Reg next = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);     /* the block that stages into this buffer next */
+    INS(e, ADD_U32, R(next), R(it), I(f->dq_bufs));
+    INS(e, SETP_LT_U32, R(more), R(next), R(f->blocks.total));
+    for (int wg = 0; wg < f->cw; wg++) {   /* each part once its warpgroup staged it, freed once read */
+        Reg full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), src = e_reg(e, RC_B32);
+        int s1 = e_label(e);
+        INS(e, ADD_U32, R(full), R(bar0), I(2 * wg));
+        INS(e, ADD_U32, R(empty), R(full), I(1));
+        INS(e, BAR_SYNC_N, R(full), R(pair));
+        if (f->ordered && wg == 0) {   /* this key block's turn in the chain */
+            Reg v = e_reg(e, RC_B32);
+            int spin = e_label(e);
+            e_place(e, spin);
+            INS(e, LD_ACQUIRE_GPU_U32, R(v), A(c.sem, 0));
+            INS(e, SETP_NE_U32, R(p), R(v), R(c.want));
+            INSP(e, p, 0, BRA, L(spin));
+        }
+        INSP(e, l0, 1, BRA, L(s1));
+        if (f->ordered && wg == 0) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);   /* the adds after the acquire */
         INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * bwg_dq_rows(t) * f->dqn * 4));
         dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
+        INS0(e, BULK_COMMIT);
+        INS(e, BULK_WAIT_READ, I(0));
+        e_place(e, s1);
+        INSP(e, more, 0, BAR_ARRIVE_N, R(empty), R(pair));       /* which may stage now */
     }
-    INS0(e, BULK_COMMIT);
-    INS(e, BULK_WAIT_READ, I(0));
-    e_place(e, s1);
     INS(e, ADD_U32, R(it), R(it), I(1));
-    Reg next = it;                                                /* the block that stages into this buffer next */
-    if (f->dq_bufs == 2) INS(e, ADD_U32, R(next = e_reg(e, RC_B32)), R(it), I(1));
-    INS(e, SETP_LT_U32, R(p), R(next), R(f->blocks.total));
-    INSP(e, p, 0, BAR_ARRIVE_N, R(empty), R(all));                /* which may stage now */
     if (f->ordered) {
+        int s2 = e_label(e);
         INSP(e, l0, 1, BRA, L(s2));
         INS(e, BULK_WAIT, I(0));                                  /* the adds are complete ... */
         INS0(e, FENCE_PROXY_ASYNC_GLOBAL);

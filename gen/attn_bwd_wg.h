@@ -7,10 +7,12 @@
 
 /* barriers: K and V landed, then per ring slot its Q/dO/statistics full and empty */
 #define BWG_NBARS(stages) (1 + 2 * (stages))
-/* named barriers: 0 the CTA's, 1 the consumers', 2.. each consumer warpgroup's; then, with the dQ writer,
- * dQ staged (consumers arrive, the writer waits) and dQ staging free (the writer arrives, consumers wait) */
-#define BWG_DQ_FULL(cw) (2 + (cw))
-#define BWG_DQ_EMPTY(cw) (3 + (cw))   /* buffer b's: these + 2 b */
+/* named barriers: 0 the CTA's, 1 the consumers', 2.. each consumer warpgroup's; then, with the dQ writer, per
+ * staging buffer b and consumer warpgroup w, its part staged (the warpgroup arrives, the writer waits) and its part
+ * free (the writer arrives, the warpgroup waits): a pair each, 128 + 32 threads, so that no warpgroup waits for
+ * another's part */
+#define BWG_DQ_FULL(cw, b, w) (2 + (cw) + 2 * ((b) * (cw) + (w)))
+#define BWG_DQ_EMPTY(cw, b, w) (BWG_DQ_FULL(cw, b, w) + 1)
 /* dQ staging buffers: with two, the consumers stage a block while the writer still adds the one before */
 static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */

@@ -11,15 +11,8 @@ set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 all >/dev/null 2>&1 || { echo "build failed"; exit 1; }
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+. scripts/ncu_metrics.sh
 [ -n "$NCU" ] || { echo "no ncu"; exit 1; }
-stalls="barrier long_scoreboard wait math_pipe_throttle mio_throttle short_scoreboard lg_throttle membar sleeping dispatch_stall no_instruction"
-m="sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
-m="$m,sm__cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active"
-m="$m,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed"
-m="$m,smsp__warps_eligible.avg.per_cycle_active,gpu__time_duration.sum"
-m="$m,sm__cycles_active.avg,sm__cycles_active.min,sm__cycles_active.max,sm__cycles_elapsed.max"
-for s in $stalls; do m="$m,smsp__warp_issue_stalled_${s}_per_warp_active.pct"; done
 prof() {   # prof LABEL KERNEL_REGEX PTXGEN_BENCH_ARGS...: the first launch of each kernel the regex names
     local label=$1 kre=$2
     shift 2

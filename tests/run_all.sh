@@ -1435,8 +1435,11 @@ sim_tests() {
         'endless loop'
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the dQ writer adds before every part is staged" \
         '/bar\.sync %r[0-9]+, %r[0-9]+;/ && !n++ { next } { print }' 'the async proxy reads shared .* that nothing has written'
+    # the writer waits on warpgroup 0's part, then on warpgroup 1's (a barrier pair each); then the consumers' waits
+    sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the dQ writer adds warpgroup 1's part before it is staged" \
+        '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 1 { next } { print }' 'cp.reduce.async.bulk.tensor reads word .* that warp .* wrote'
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: consumers stage dQ before the writer's adds read the last one" \
-        '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 1 { next } { print }' 'overwrites word .* that warp 1 read'
+        '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 2 { next } { print }' 'overwrites word .* that warp 1 read'
     # non-deterministic, dK goes behind dQ and dQ is staged while dK runs: a wait that lets dQ's products run on
     sim_bwd_wg_mutant "sim mutant wgmma bwd: dQ staged before its products are done" \
         '/wgmma\.wait_group\.sync\.aligned 1;/ && ++n == 2 { sub(/ 1;/, " 2;") } { print }' \
@@ -1535,7 +1538,12 @@ sim_tests() {
         "shared-memory race: the wgmma.mma_async reads word" sm_90a attn_bwd
     sim_mutant "sim mutant wgmma bwd: no fence.proxy.async after the dS^T stores" '0,/fence.proxy.async/{/fence.proxy.async/d}' \
         "written by the generic proxy .* with no fence.proxy.async by its writer" sm_90a attn_bwd
-    sim_mutant "sim mutant wgmma bwd: dQ staged again before its reduce-add read it" '0,/wait_group.read/{/wait_group.read/d}' \
+    # each warpgroup's dQ part is freed once its own reduce-add read it (a barrier pair per warpgroup)
+    sim_mutant "sim mutant wgmma bwd: warpgroup 0's dQ staged again before its reduce-add read it" \
+        '0,/wait_group.read/{/wait_group.read/d}' \
+        "overwrites (shared memory at .* that the in-flight TMA reduce .* still reads|word .* that warp 1 read)" sm_90a attn_bwd
+    sim_mutant "sim mutant wgmma bwd: warpgroup 1's dQ staged again before its reduce-add read it" \
+        '/wait_group.read/{x;s/^/x/;/^x\{2\}$/{x;d};x}' \
         "overwrites shared memory at .* that the in-flight TMA reduce .* still reads" sm_90a attn_bwd
     sim_mutant "sim mutant wgmma bwd: dQ reduced into the wrong rows" \
         's/\(cp.reduce.async.bulk.tensor.4d.*\[%rd[0-9]*, {\)\(%r[0-9]*\), \(%r[0-9]*\)/\1\2, %r0/' "^  dq: .*FAIL" sm_90a attn_bwd
