@@ -53,7 +53,7 @@ typedef struct {
     int ctas_per_sm;
     const char *occ_limiter;
     int ok;
-    char what[160];        /* the kernel and tile the plan is for */
+    char what[256];        /* the kernel and tile the plan is for */
     char verdict[400];     /* "fits" or the broken budget with the numbers */
     char aside[640];       /* what another way of doing the same problem would need, for comparison ("": none) */
 } Plan;

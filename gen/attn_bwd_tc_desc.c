@@ -101,7 +101,7 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_role(p, "compute", 4, 0);   /* P^T, dS^T from S^T, dP^T; dQ out by atomics; dK, dV at the end */
     plan_add_role(p, "mma", 1, 0);       /* lane 0 issues, the warp waits */
     plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
-    char what[160], split[80] = "";
+    char what[256], split[80] = "";   /* the longest: 47 + 79 + 43 bytes */
     if (tcb_dsplit(d) > 1)   /* the price: every part computes S^T and dP^T, 2 of the 5 products a step has */
         snprintf(split, sizeof split, " dsplit=%d (%d columns each; S^T, dP^T in every part: %.2fx the MMAs)",
                  tcb_dsplit(d), dh, (2.0 * tcb_dsplit(d) + 3.0) / 5.0);
