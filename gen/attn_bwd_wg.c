@@ -19,9 +19,9 @@
  *     scale dK; dK, dV -> shared (over K_n, V_n) -> TMA store
  *   warp 1 of the producer warpgroup, the dQ writer: per query block, each consumer warpgroup's part once that
  *     warpgroup staged it, into the fp32 accumulator by TMA reduce-adds, freed to that warpgroup alone once
- *     read (a barrier pair per warpgroup, FA3's; one pair for all was 2-4 % slower on the H200). Deterministic (d 64/128), it first waits until
- *     the semaphore of (head, block m) counts the key blocks that add to m before this one, and raises it
- *     when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
+ *     read (a barrier pair per warpgroup, FA3's; one pair for all was 1-4 % slower on the H200).
+ *     Deterministic (d 64/128), it first waits until the semaphore of (head, block m) counts the key blocks
+ *     that add to m before this one, and raises it when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
  *     without GQA, key block 0 first with), and step over the query blocks in chain order (attn_bwd_math.h).
  *     With dqbufs=2 the staging alternates between two buffers, so the consumers stage block m+1 while the
  *     writer still waits its turn for, or adds, block m.
@@ -336,10 +336,10 @@ static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
  * warpgroup's part is staged it adds it by TMA reduce-adds (rows past s_q are clipped by the map) and frees that
  * part's staging to that warpgroup once the adds have read it. The consumers thus never wait on the adds (H200,
  * against each warpgroup's lead issuing its own: 1-13 % faster), nor on each other here: with one barrier pair
- * for all parts each warpgroup waited for the other's staging every step (H200: 2.3-4.1 % slower). Ordered (deterministic=1), it first waits until the semaphore of (head,
- * block) counts the key blocks that add before this one, and raises it once the adds are complete (the last
- * one sets it back to 0): every query block's sum runs in one key-block order, so its bits never depend on
- * the schedule. */
+ * for all parts each warpgroup waited for the other's staging every step (H200: 1-4 % slower, deterministic
+ * 1 %). Ordered (deterministic=1), it first waits until the semaphore of (head, block) counts the key blocks
+ * that add before this one, and raises it once the adds are complete (the last one sets it back to 0): every
+ * query block's sum runs in one key-block order, so its bits never depend on the schedule. */
 /* The chain's turn of this key block (n, of the key blocks 0 .. top_n; nblk query blocks per head) at the
  * block of (head h, rows from m_start): its semaphore, the count it must hold before this key block adds,
  * and what this key block adds to it after. The key blocks that see the block are 0 .. last (key block 0
@@ -618,6 +618,10 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
                .dq = bwg_main_dq(d), .ordered = bwg_ordered(d),
                .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"), .q_off = plan_region(p, "Q.0"),
                .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
+    if (BWG_DQ_EMPTY(f.cw, bwg_dq_bufs(t) - 1, f.cw - 1) > 15) {   /* named barriers are 0-15 */
+        fprintf(stderr, "ptxgen internal: the wgmma attn_bwd's dQ barrier pairs need more than 16 named barriers\n");
+        abort();
+    }
     f.slot_bytes = t->stages > 1 ? plan_region(p, "Q.1") - f.q_off : 0;
     if (t->stages > 1 && (plan_region(p, "dO.1") - f.do_off != f.slot_bytes || plan_region(p, "stats.1") - f.st_off != f.slot_bytes)) {
         fprintf(stderr, "ptxgen internal: the attn_bwd ring's slots are not evenly spaced\n");
