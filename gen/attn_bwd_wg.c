@@ -21,8 +21,9 @@
  *     warpgroup staged it, into the fp32 accumulator by TMA reduce-adds, freed to that warpgroup alone once
  *     read (a barrier pair per warpgroup, FA3's; one pair for all was 1-4 % slower on the H200).
  *     Deterministic (d 64/128), it first waits until the semaphore of (head, block m) counts the key blocks
- *     that add to m before this one, and raises it when its adds are complete. The key blocks add in the order the CTAs start (the last key block first
- *     without GQA, key block 0 first with), and step over the query blocks in chain order (attn_bwd_math.h).
+ *     that add to m before this one, and raises it when its adds are complete. The key blocks add in the
+ *     order the CTAs start (the last key block first without GQA, key block 0 first with), and step over the
+ *     query blocks in chain order (attn_bwd_math.h).
  *     With dqbufs=2 the staging alternates between two buffers, so the consumers stage block m+1 while the
  *     writer still waits its turn for, or adds, block m.
  *
@@ -317,10 +318,10 @@ static void dq_stage_swapped(Kctx *k, WgBwd *f, Acc *dq) {
 static void dq_add(Kctx *k, WgBwd *f, Acc *dq) {
     Emit *e = &k->e;
     Reg pair = kc_imm32(k, 128 + 32), full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), base = f->dq_stage;
-    INS(e, MAD_LO_U32, R(full), R(f->wg), I(2), I(BWG_DQ_FULL(f->cw, 0, 0)));
-    if (f->dq_bufs == 2) {   /* buffer dq_sel: its barriers 2 cw dq_sel on, its bytes dq_sel dq_bytes on */
+    INS(e, MAD_LO_U32, R(full), R(f->wg), I(BWG_DQ_WG_STEP(f->cw)), I(BWG_DQ_FULL(f->cw, 0, 0)));
+    if (f->dq_bufs == 2) {   /* buffer dq_sel: its barriers and bytes dq_sel steps on */
         f->dq_stage = e_reg(e, RC_B32);
-        INS(e, MAD_LO_U32, R(full), R(f->dq_sel), I(2 * f->cw), R(full));
+        INS(e, MAD_LO_U32, R(full), R(f->dq_sel), I(BWG_DQ_BUF_STEP(f->cw)), R(full));
         INS(e, MAD_LO_U32, R(f->dq_stage), R(f->dq_sel), I(f->dq_bytes), R(base));
         INS(e, XOR_B32, R(f->dq_sel), R(f->dq_sel), I(1));
     }
@@ -407,7 +408,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
         Reg sel = e_reg(e, RC_B32);
         bar0 = e_reg(e, RC_B32), src0 = e_reg(e, RC_B32);
         INS(e, AND_B32, R(sel), R(it), I(1));
-        INS(e, MAD_LO_U32, R(bar0), R(sel), I(2 * f->cw), I(BWG_DQ_FULL(f->cw, 0, 0)));
+        INS(e, MAD_LO_U32, R(bar0), R(sel), I(BWG_DQ_BUF_STEP(f->cw)), I(BWG_DQ_FULL(f->cw, 0, 0)));
         INS(e, MAD_LO_U32, R(src0), R(sel), I(f->dq_bytes), R(k->smem));
     }
     Reg h, m_start;
@@ -420,7 +421,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
     for (int wg = 0; wg < f->cw; wg++) {   /* each part once its warpgroup staged it, freed once read */
         Reg full = e_reg(e, RC_B32), empty = e_reg(e, RC_B32), src = e_reg(e, RC_B32);
         int s1 = e_label(e);
-        INS(e, ADD_U32, R(full), R(bar0), I(2 * wg));
+        INS(e, ADD_U32, R(full), R(bar0), I(BWG_DQ_WG_STEP(f->cw) * wg));
         INS(e, ADD_U32, R(empty), R(full), I(1));
         INS(e, BAR_SYNC_N, R(full), R(pair));
         if (f->ordered && wg == 0) {   /* this key block's turn in the chain */
@@ -433,7 +434,7 @@ static void dq_writer(Kctx *k, WgBwd *f) {
         }
         INSP(e, l0, 1, BRA, L(s1));
         if (f->ordered && wg == 0) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);   /* the adds after the acquire */
-        INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * bwg_dq_rows(t) * f->dqn * 4));
+        INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * bwg_dq_part_bytes(f->d)));
         dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
         INS0(e, BULK_COMMIT);
         INS(e, BULK_WAIT_READ, I(0));
@@ -594,7 +595,7 @@ static void consumer(Kctx *k, void *ctx) {
         f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
         f->ds_buf = e_reg(e, RC_B32);
         f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg rows dqn 4 (+ wwarp 16 rows * 128) */
-        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(bwg_dq_rows(t) * f->dqn * 4), R(k->smem));
+        INS(e, MAD_LO_U32, R(f->dq_stage), R(f->wg), I(bwg_dq_part_bytes(d)), R(k->smem));
         if (!bwg_dq_swap(t)) INS(e, MAD_LO_U32, R(f->dq_stage), R(wwarp), I(16 * 128), R(f->dq_stage));   /* swapped: the warpgroup's */
         INS(e, ADD_U32, R(f->dq_stage), R(f->dq_stage), I(f->dq_off));
         INS(e, MOV_B32, R(f->ds_buf), I(0));

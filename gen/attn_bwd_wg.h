@@ -13,6 +13,9 @@
  * another's part */
 #define BWG_DQ_FULL(cw, b, w) (2 + (cw) + 2 * ((b) * (cw) + (w)))
 #define BWG_DQ_EMPTY(cw, b, w) (BWG_DQ_FULL(cw, b, w) + 1)
+/* BWG_DQ_FULL's steps per warpgroup and per buffer, for the IDs the kernel computes at run time */
+#define BWG_DQ_WG_STEP(cw) (BWG_DQ_FULL(cw, 0, 1) - BWG_DQ_FULL(cw, 0, 0))
+#define BWG_DQ_BUF_STEP(cw) (BWG_DQ_FULL(cw, 1, 0) - BWG_DQ_FULL(cw, 0, 0))
 /* dQ staging buffers: with two, the consumers stage a block while the writer still adds the one before */
 static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */
@@ -25,6 +28,10 @@ static inline int bwg_dq_swap(const AttnTile *t) { return t->bm % 64 != 0; }
 static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }
 /* the query rows of one warpgroup's dQ part: all bm swapped, else 64 */
 static inline int bwg_dq_rows(const AttnTile *t) { return bwg_dq_swap(t) ? t->bm : 64; }
+/* the bytes of one warpgroup's fp32 dQ part in the staging: its rows x its d / bwg_dq_parts columns */
+static inline int bwg_dq_part_bytes(const AttnDesc *d) {
+    return bwg_dq_rows(&d->tile) * (d->d / bwg_dq_parts(&d->tile)) * 4;
+}
 /* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 adds dQ), then the consumers */
 static inline int bwg_threads(const AttnTile *t) { return 128 + 128 * bwg_consumers(t); }
 /* whether the main kernel computes dQ = dS K: its fp32 map covers d 64 or 128, in parts of whole 64-column slabs */

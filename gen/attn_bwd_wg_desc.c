@@ -94,7 +94,7 @@ void attn_bwd_wg_main_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, stats_st[s], 2 * t->bm * 4, 128, "ring slot: its lse, then delta (a TMA copy of its stats block)");
     }
     if (bwg_main_dq(d)) {
-        int dq_bytes = cw * bwg_dq_rows(t) * dqn * 4;
+        int dq_bytes = cw * bwg_dq_part_bytes(d);
         plan_add_region(p, "dS.0", t->bn * t->bm * 2, 1024, bwg_dq_swap(t)
                         ? "dS of even steps, the B of dQ^T = K^T dS^T (K-major: [query][key], by stmatrix.trans)"
                         : "dS^T of even steps, the A of dQ = dS K (MN-major)");

@@ -368,10 +368,9 @@ struct Sim {
     int nnotes;
 };
 
-/* A Sim with the defaults (a step limit per warp) and the environment's
- * debug knobs: PTXGEN_SIM_MAX_STEPS (the work limit per cluster, in warp instructions), PTXGEN_SIM_STRICT=1 (notes are errors),
- * PTXGEN_SIM_CTAS_PER_SM=k (k clusters co-resident, sharing TMEM; 1 to 32), PTXGEN_SIM_SMS=n (%nsmid; 1 to
- * 1024).
+/* A Sim with the defaults (a work limit per cluster) and the environment's debug knobs: PTXGEN_SIM_MAX_STEPS
+ * (that limit, in warp instructions), PTXGEN_SIM_STRICT=1 (notes are errors), PTXGEN_SIM_CTAS_PER_SM=k (k clusters
+ * co-resident, sharing TMEM; 1 to 32), PTXGEN_SIM_SMS=n (%nsmid; 1 to 1024).
  * sim_fini frees its heap and notes. */
 void sim_init(Sim *sim);
 void sim_fini(Sim *sim);
