@@ -12,26 +12,40 @@
 # mla_bwd's matrix runs once the library emits it (a SKIP line until then).
 set -u
 cd "$(dirname "$0")/.."
+# GPU_MATRIX_SHARD=i/n runs only every n-th item from the i-th (0-based): n shards run side by side cover the matrix
+# once, each item with the seed it has in a whole run (the CPU references take one core each; the GPU has room)
+IFS=/ read -r shard_i shard_n <<<"${GPU_MATRIX_SHARD:-0/1}"
+if ! [[ "$shard_i" =~ ^[0-9]+$ && "$shard_n" =~ ^[1-9][0-9]*$ ]] || [ "$shard_i" -ge "$shard_n" ]; then
+    echo "gpu-test: GPU_MATRIX_SHARD=${GPU_MATRIX_SHARD} is not i/n with 0 <= i < n" >&2; exit 2
+fi
 if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
     if grep -q "no CUDA driver" /tmp/ptxgen_probe.txt; then
         echo "gpu-test: skipped: no CUDA driver on this machine"
         exit 0
     fi
 fi
-pass=0; fail=0; seed=100
+pass=0; fail=0; skip=0; seed=100
+item=-1
+mine() {   # the next item: this shard's?
+    item=$((item + 1))
+    [ $((item % shard_n)) -eq "$shard_i" ] && return 0
+    skip=$((skip + 1)); return 1
+}
 mode=check
 kern=attn_fwd
-run() {   # run <label> <args...>: ptxgen $mode --kernel $kern
+run() {   # run <label> <args...>: ptxgen $mode --kernel $kern (out: its output; empty where another shard runs it)
     local label=$1; shift
-    seed=$((seed + 1))
+    seed=$((seed + 1)); out=
+    mine || return 0
     if out=$(timeout 300 ./ptxgen $mode --kernel $kern --seed $seed "$@" 2>&1); then
         pass=$((pass + 1)); echo "PASS $mode $kern $label :: $(echo "$out" | grep -E '^(reference:|  [a-z ]*(o|lse|dq|dk|dv|dkv|sim vs gpu|deterministic):)' | tr -s ' ' | tr '\n' ' ')"
     else
         fail=$((fail + 1)); echo "FAIL $mode $kern $label"; echo "$out" | sed 's/^/    /'
     fi
 }
+# every shard proves the GPU references it may judge by (counted once, by shard 0)
 if out=$(./ptxgen selfcheck 2>&1); then
-    gpu_ref=1; pass=$((pass + 1)); echo "PASS selfcheck of the GPU references :: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+    gpu_ref=1; [ "$shard_i" = 0 ] && { pass=$((pass + 1)); echo "PASS selfcheck of the GPU references :: $(echo "$out" | tail -n 2 | tr '\n' ' ')"; }
 else
     gpu_ref=0; fail=$((fail + 1)); echo "FAIL selfcheck of the GPU references"; echo "$out" | sed 's/^/    /'
 fi
@@ -132,7 +146,7 @@ for d in 64 128; do
 done
 ref_run() {   # ref_run <label> <args...>: run judged by the GPU reference, once selfcheck has proven it
   if [ $gpu_ref = 1 ]; then run "$@" --ref gpu
-  else fail=$((fail + 1)); echo "FAIL $mode $kern $1: not run (the GPU references failed selfcheck)"; fi
+  else seed=$((seed + 1)); mine && { fail=$((fail + 1)); echo "FAIL $mode $kern $1: not run (the GPU references failed selfcheck)"; }; fi
 }
 mode=check
 kern=attn_fwd
@@ -142,6 +156,7 @@ done
 for want in "cpu 1024 8" "gpu 4096 4"; do   # 4.3 and 34.4 GFLOP
   set -- $want
   run "default --ref (auto) d=128 s=$2 h=$3" --hdim 128 --sq $2 --sk $2 --hq $3 --hkv $3
+  [ -z "$out" ] && continue   # another shard's
   if echo "$out" | grep -q "^reference: $1[ ,]"; then pass=$((pass + 1)); echo "PASS --ref auto picked the $1 reference at s=$2 h=$3"
   else fail=$((fail + 1)); echo "FAIL --ref auto did not pick the $1 reference at s=$2 h=$3: $(echo "$out" | grep '^reference:')"; fi
 done
@@ -191,18 +206,21 @@ else
   echo "SKIP mla_bwd: the library does not emit it yet"
 fi
 # the runner's problems on the GPU: canary zones of every kind's outputs, each kind's GPU reference against its CPU one
-if out=$(build/tests/test_problem --device cuda 2>&1); then
+if ! mine; then :
+elif out=$(build/tests/test_problem --device cuda 2>&1); then
     pass=$((pass + 1)); echo "PASS test_problem on the GPU: $(echo "$out" | tail -n 1)"
 else
     fail=$((fail + 1)); echo "FAIL test_problem on the GPU"; echo "$out" | grep -v '^PASS' | sed 's/^/    /'
 fi
-if out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c "^PASS sim ")" -ge 3 ]; then
+if ! mine; then :
+elif out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c "^PASS sim ")" -ge 3 ]; then
     pass=$((pass + 1)); echo "PASS test_sim's correct kernels on the GPU: $(echo "$out" | grep "^PASS sim " | tr '\n' ' ')"
 else
     fail=$((fail + 1)); echo "FAIL test_sim's correct kernels on the GPU"; echo "$out" | sed 's/^/    /'
 fi
 # our CUDA C++ sim kernels (tests/sim_cuda) that must run correctly: nvcc's PTX on the GPU as on the sim
-if command -v nvcc >/dev/null 2>&1; then
+if ! mine; then :
+elif command -v nvcc >/dev/null 2>&1; then
   cudir=$(mktemp -d)
   for f in tests/sim_cuda/*.cu; do
     grep -q '^// expect: ok' "$f" || continue
@@ -222,6 +240,7 @@ else
 fi
 gate() {   # gate <label> <command...>: one PASS/FAIL line from a command's exit status
     local label=$1; shift
+    mine || return 0
     if out=$("$@" 2>&1); then pass=$((pass + 1)); echo "PASS $label :: $(echo "$out" | tail -n 1)"
     else fail=$((fail + 1)); echo "FAIL $label"; echo "$out" | tail -n 20 | sed 's/^/    /'; fi
 }
@@ -310,5 +329,6 @@ gate "compare on the GPU: attn_fwd mma.sync vs wgmma with median ms and TFLOP/s"
     echo "$out" | grep -E "^check \(1 pass\) +\| PASS +\| PASS" >/dev/null && grep -q "</svg>" "$1" &&
     echo "$out" | grep -E "^(median ms|TFLOP/s)" | tr -s " " | tr "\n" " " || { echo "$out"; exit 1; }' _ "$svg"
 rm -f "$svg"
+[ "$shard_n" -gt 1 ] && echo "gpu-test shard $shard_i/$shard_n: $skip items left to the other shards"
 echo "gpu-test: $pass passed, $fail failed"
 [ $fail -eq 0 ]
