@@ -439,6 +439,7 @@ static int run_once(Session *ss, Outputs *out) {
     if (launch(ss)) return 1;
     if (dev_sync(ss->dev, err, sizeof err)) return fail("kernel", err);
     if (!guards_intact(ss)) return 1;
+    if (problem_check_kept_zero(&ss->pb, ss->dev, err, sizeof err)) return fail("workspace", err);
     return fetch(ss, out);
 }
 

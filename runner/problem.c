@@ -546,8 +546,25 @@ int problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, 
         ptxgen_workspace_info(s, i, &w);
         if (ptxgen_workspace_bytes(s, i, sizes, ns, &bytes, err, errlen)) return 1;
         p->ws[i].name = w.name, p->ws[i].bytes = (size_t)bytes, p->ws[i].zero = w.zero_init && !w.kept_zero;
+        p->ws[i].kept = w.kept_zero;
         if (dev_alloc(dev, &p->ws[i].dev, p->ws[i].bytes, err, errlen)) return 1;
         if (w.kept_zero && dev_fill_u8(dev, p->ws[i].dev, 0, p->ws[i].bytes, err, errlen)) return 1;
+    }
+    return 0;
+}
+
+int problem_check_kept_zero(const Problem *p, Device *dev, char *err, size_t errlen) {
+    for (int i = 0; i < p->nws; i++) {
+        if (!p->ws[i].kept || !p->ws[i].bytes) continue;
+        unsigned char *h = malloc(p->ws[i].bytes);
+        if (!h) return snprintf(err, errlen, "out of host memory for workspace %s", p->ws[i].name), 1;
+        if (dev_download(dev, h, p->ws[i].dev, p->ws[i].bytes, err, errlen)) return free(h), 1;
+        size_t at = 0;
+        while (at < p->ws[i].bytes && !h[at]) at++;
+        free(h);
+        if (at < p->ws[i].bytes)
+            return snprintf(err, errlen, "workspace %s (kept_zero: every run of the set must leave it zeroed) holds a "
+                            "nonzero byte at offset %zu after the run", p->ws[i].name, at), 1;
     }
     return 0;
 }

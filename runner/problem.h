@@ -50,7 +50,8 @@ typedef struct {
     Tensor q, k, v, o, dout, dq, dk, dv, lse;   /* dout is "do" (a C keyword) */
     Tensor kv, indices, topk_length, dkv;       /* MLA: the latent kv, the top-k selection, kv's gradient */
     BoundArgs bound[6];          /* per kernel of the set: its launch arguments (bind.h) */
-    struct { const char *name; DevPtr dev; size_t bytes; int zero; } ws[6];   /* the set's workspaces */
+    struct { const char *name; DevPtr dev; size_t bytes; int zero, kept; } ws[6];   /* the set's workspaces (kept: the
+                                                                                 * set leaves it zeroed) */
     int nws;
     GpuRef *fwd_gpu;             /* set before problem_init: a backward's O and LSE come from this GPU reference's forward */
     /* variable lengths (varlen.h): b sequences packed, offsets cu_q/cu_k (int32 [b + 1]); s_q, s_k the longest */
@@ -116,6 +117,8 @@ int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err,
 /* Zero-fills the workspaces the manifest marks zero_init: before every launch of the set (those it also marks
  * kept_zero, once: problem_workspaces zeroes them after allocating). */
 int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
+/* The workspaces the set promises to leave zeroed (kept_zero: counters, semaphores), checked after a run. */
+int  problem_check_kept_zero(const Problem *p, Device *dev, char *err, size_t errlen);
 /* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
 /* Tensor-map parameters are encoded on dev over the bound tensor (its dims and strides from the
  * set's expressions, over the problem sizes and the kernel's stride parameters). */
