@@ -86,7 +86,10 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     if (d->block_m) abi_sparse_keys(ks);
 }
 
-void attn_fwd_sparse(const AttnDesc *d, SparseLists *l) { l->keys = (SparseTiles){d->tile.bm, d->tile.bn}; }
+void attn_fwd_sparse(const AttnDesc *d, SparseLists *l) {
+    l->keys = (SparseTiles){d->tile.bm, d->tile.bn};
+    l->order = d->tile.persist > 0;
+}
 
 /* bm: tokens per CTA. Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head
  * then packed row; the grid covers the longest sequence (s_q, s_k: the longest lengths), its CTAs past a shorter one's rows exit. */

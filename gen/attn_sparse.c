@@ -1,6 +1,7 @@
 /* Block-sparse attention: the list kernels and the main kernels' walk over a list (attn_sparse.h). */
 #include "attn_sparse.h"
 #include "attn_bwd_math.h"
+#include "attn_sched.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ int sparse_plan(const AttnDesc *d, const SparseLists *l, Plan *plans) {
 
 static const char *const list_sizes[] = {"s_q", "s_k", "h_q", "h_kv", "n_mask_heads", "mask_rows", "mask_cols"};
 
-static void list_spec(const AttnDesc *d, KernelSpec *ks, int queries, SparseTiles t) {
+static void list_spec(const AttnDesc *d, KernelSpec *ks, int queries, SparseTiles t, int order) {
     *ks = (KernelSpec){.block = {32, 1, 1}};
     snprintf(ks->entry, sizeof ks->entry, "attn_sparse_%s_lists_bm%d_bn%d_mb%d_nb%d%s%s", queries ? "query" : "key", t.bm,
              t.bn, d->block_m, d->block_n, d->causal ? "_causal" : "", d->varlen ? "_varlen" : "");
@@ -49,6 +50,7 @@ static void list_spec(const AttnDesc *d, KernelSpec *ks, int queries, SparseTile
     abi_tensor(ks, "head_mask_type", PR_IN, "per query head: 0 dense, k in 1 .. n_mask_heads mask head k - 1 "
                "(ptxgen_head_mask_check)", "[h_q]", "int32", "");
     abi_workspace(ks, queries ? "query_lists" : "key_lists", "written here");
+    if (order) sched_order_abi(ks, "each query tile filed by its count, here");
     if (d->varlen) abi_varlen(ks);
     abi_sizes(ks, list_sizes, (int)(sizeof list_sizes / sizeof list_sizes[0]));
     snprintf(ks->grid[0], sizeof ks->grid[0], queries ? "cdiv(s_k, %d)" : "cdiv(s_q, %d)", queries ? t.bn : t.bm);
@@ -218,7 +220,7 @@ static void list_count(Kctx *k, const Lists *ls) {
 }
 
 /* Per query tile m of head h: key tiles [0, n_max) with n_max from the lengths and causal, as key_blocks. */
-static void emit_key_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
+static void emit_key_lists(Kctx *k, const AttnDesc *d, SparseTiles t, int order) {
     Emit *e = &k->e;
     Lists ls = {.d = d, .t = t};
     ListCta c = list_cta(k, d, &ls, t.bm);
@@ -241,6 +243,13 @@ static void emit_key_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     }
     sweep(k, zero, n_max, key_candidate, &ls);
     list_count(k, &ls);
+    if (order) {   /* the grid is the tiles: (cdiv(s_q, bm), h_q, b) */
+        Reg g[3] = {e_reg(e, RC_B32), e_reg(e, RC_B32), e_reg(e, RC_B32)};
+        INS(e, MOV_B32, R(g[0]), SR("%nctaid.x"));
+        INS(e, MOV_B32, R(g[1]), SR("%nctaid.y"));
+        INS(e, MOV_B32, R(g[2]), SR("%nctaid.z"));
+        sched_order_file(k, ls.count, m, h, ls.b, g[0], g[1], g[2], d->causal);
+    }
 }
 
 /* query tile m of head hl: mask row m bm / block_m */
@@ -288,11 +297,11 @@ static void emit_query_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     list_count(k, &ls);
 }
 
-static void list_emit(const AttnDesc *d, const KernelSpec *ks, int queries, SparseTiles t, Buf *m) {
+static void list_emit(const AttnDesc *d, const KernelSpec *ks, int queries, SparseTiles t, int order, Buf *m) {
     Kctx kc;
     kctx_begin(&kc, ks);
     if (queries) emit_query_lists(&kc, d, t);
-    else emit_key_lists(&kc, d, t);
+    else emit_key_lists(&kc, d, t, order);
     kctx_finish(&kc, m);
 }
 
@@ -310,8 +319,10 @@ void sparse_build(const AttnDesc *d, const SparseLists *l, KernelSet *ks, Buf *m
                                  "key tiles it visits, ascending; written by the key-list kernel"};
         if (q) snprintf(w->bytes, sizeof w->bytes, QUERY_LISTS_BYTES, t[q]->bn, t[q]->bm);
         else snprintf(w->bytes, sizeof w->bytes, KEY_LISTS_BYTES, t[q]->bm, t[q]->bn);
-        list_spec(d, &ks->k[n], q, *t[q]);
-        list_emit(d, &ks->k[n], q, *t[q], module);
+        int order = !q && l->order;   /* the key lists' order for a persistent main kernel */
+        if (order) ks->nws += sched_order_workspaces(&ks->ws[ks->nws], t[q]->bm);
+        list_spec(d, &ks->k[n], q, *t[q], order);
+        list_emit(d, &ks->k[n], q, *t[q], order, module);
         buf_puts(module, "\n");
         n++;
     }

@@ -25,7 +25,7 @@ struct ptxgen_set {
 
 /* Block-sparse: the lists the kind's kernels walk (none when dense) */
 static SparseLists kind_lists(const KernelKind *kind, const AttnDesc *d) {
-    SparseLists l = {{0, 0}, {0, 0}};
+    SparseLists l = {{0, 0}, {0, 0}, 0};
     if (d->block_m && kind->sparse) kind->sparse(d, &l);
     return l;
 }

@@ -445,17 +445,18 @@ varlen_tests() {
 
 # mla_bwd on the sim: both dkv paths (atomics, deterministic fixed point), every
 # head block, scalar reductions (sm_80), ragged heads, topk_length, padding.
-# sparse_mutant NAME KERNEL PERL GEN_ARGS... -- RUN_ARGS...: the block-sparse set built with GEN_ARGS (sm_80), its PTX
-# edited by the perl expression PERL, must fail check on the sim
+# sparse_mutant NAME KERNEL PERL GEN_ARGS... -- RUN_ARGS...: the block-sparse set built with GEN_ARGS (on
+# $MUTANT_ARCH, else sm_80), its PTX edited by the perl expression PERL, must fail check on the sim (and print
+# $MUTANT_SAYS where set)
 sparse_mutant() {
-    local name=$1 kernel=$2 expr=$3 gen=()
+    local name=$1 kernel=$2 expr=$3 gen=() arch=${MUTANT_ARCH:-sm_80}
     shift 3
     while [ $# -gt 0 ] && [ "$1" != -- ]; do gen+=("$1"); shift; done
     shift
-    ./ptxgen --kernel "$kernel" --arch sm_80 "${gen[@]}" | perl -pe "$expr" >"$TMP/mutant.ptx"
-    if cmp -s <(./ptxgen --kernel "$kernel" --arch sm_80 "${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --kernel "$kernel" --arch sm_80 --device sim "${gen[@]}" "$@" --ptx "$TMP/mutant.ptx"
-    expect_rc "$name" 1 && expect_output "$name" '^check: FAIL' && pass "$name"
+    ./ptxgen --kernel "$kernel" --arch "$arch" "${gen[@]}" | perl -pe "$expr" >"$TMP/mutant.ptx"
+    if cmp -s <(./ptxgen --kernel "$kernel" --arch "$arch" "${gen[@]}") "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
+    run_cli check --kernel "$kernel" --arch "$arch" --device sim "${gen[@]}" "$@" --ptx "$TMP/mutant.ptx"
+    expect_rc "$name" 1 && expect_output "$name" '^check: FAIL' && expect_output "$name" "${MUTANT_SAYS:-}" && pass "$name"
 }
 
 # sparse_sims LABEL CHECK KERNEL_RE ARCH CFG...: CHECK (sim_check or sim_bwd) of each CFG on ARCH (unless CFG names
@@ -496,6 +497,8 @@ sparse_tests() {
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
+        "--tile persist=3 --block-mask random:0.3 --mask-heads 2 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2 --causal" \
+        "--tile persist=2 --block-mask random:0.4 --sq 1000 --sk 700 --hq 3 --hkv 1 --hdim 64" \
         "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1"
     expect_output "sparse wgmma fwd d=256 --block-n 160: the 80-key step" "^kernel: attn_fwd_wg_.*_d256_bm128_bn80_" &&
         pass "sparse wgmma fwd d=256 --block-n 160: the 80-key step"
@@ -553,6 +556,15 @@ sparse_tests() {
     sparse_mutant "sparse mutant: the dQ kernel's key lists read the mask inverted" attn_bwd \
         's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && ++$n == 1' --block-m 128 --block-n 64 -- \
         --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
+    # the persistent wgmma attn_fwd hands its tiles out longest first (attn_sched.h): a fetch mapped to the class above
+    # its own, and the class counts not set back to 0 by the launch's last fetch
+    MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: tile order, a fetch one class too high" attn_fwd \
+        '$_ = "" if /\@!%p\d+ sub.u32 (%r\d+), \1, 1;/ && !$n++' --block-m 128 --block-n 128 --tile persist=3 --causal \
+        -- --block-mask random:0.3 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2
+    MUTANT_ARCH=sm_90a MUTANT_SAYS="workspace tile_classes \(kept_zero" sparse_mutant \
+        "sparse mutant: tile order, the class counts left set" attn_fwd \
+        '$_ = "" if /st.global.v4.b32 \[%rd\d+\], \{(%r\d+), \1, \1, \1\};/ && !$n++' --block-m 128 --block-n 128 \
+        --tile persist=3 -- --block-mask random:0.3 --sq 700 --sk 900 --hq 4 --hkv 2
     sparse_mutant "sparse mutant: a list one entry short" attn_fwd 's/popc.b32 (%r\d+), \1;/popc.b32 $1, $1;\n\tsub.u32 $1, $1, 1;/ if /popc.b32 (%r\d+), \1;/ && ++$n == 2' \
         --block-m 128 --block-n 64 -- --block-mask random:1 --sq 300 --sk 257 --hq 2 --hkv 1
     # refusals name the tile or the family
