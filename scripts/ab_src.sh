@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The source of one git revision in DIR (no .git, no build), for scripts/device_ab_bin.sh's side A.
+# usage: scripts/ab_src.sh REV DIR     (DIR under the untracked ./ab travels with the working tree)
+set -eu
+rm -rf "$2" && mkdir -p "$2"
+git archive "$1" | tar -x -C "$2"
+echo "ab_src: $1 in $2 ($(du -sh "$2" | cut -f1))"
