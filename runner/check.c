@@ -468,6 +468,20 @@ static int check_determinism(Session *ss, const Outputs *first) {
     return rc;
 }
 
+/* PTXGEN_DUMP_WORKSPACE=NAME[,NAME..]: those workspaces after the run, for tests of what a set leaves there (the
+ * persistent attn_fwd's tile order) */
+static int dump_workspaces(Session *ss) {
+    const char *list = getenv("PTXGEN_DUMP_WORKSPACE");
+    char err[1024], name[64];
+    while (list && *list) {
+        size_t n = strcspn(list, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), list);
+        if (n && problem_print_workspace(&ss->pb, ss->dev, name, stdout, err, sizeof err)) return fail("workspace", err);
+        list += n + (list[n] == ',');
+    }
+    return 0;
+}
+
 /* Computes the reference, runs the set once, judges it, prints the sim's
  * counters (before a rerun adds to them), then checks determinism. */
 static int check_outputs(Session *ss, const RunOpts *o) {
@@ -476,6 +490,7 @@ static int check_outputs(Session *ss, const RunOpts *o) {
     Reference ref = {0};
     int ran = !reference(ss, &ref) && !run_once(ss, &out), rc = !ran;
     if (ran) rc = judge(&ss->pb, &out, &ref, "", 1);
+    if (ran && dump_workspaces(ss)) rc = 1;
     reference_free(&ref);
     if (o->stats && dev_print_stats(ss->dev, stdout, err, sizeof err)) rc = fail("stats", err);
     if (ran) rc |= check_determinism(ss, &out);

@@ -569,6 +569,25 @@ int problem_check_kept_zero(const Problem *p, Device *dev, char *err, size_t err
     return 0;
 }
 
+int problem_print_workspace(const Problem *p, Device *dev, const char *name, FILE *f, char *err, size_t errlen) {
+    for (int i = 0; i < p->nws; i++) {
+        if (strcmp(p->ws[i].name, name)) continue;
+        size_t n = p->ws[i].bytes / 4;
+        uint32_t *h = malloc(n ? n * 4 : 1);
+        if (!h) return snprintf(err, errlen, "out of host memory for workspace %s", name), 1;
+        if (n && dev_download(dev, h, p->ws[i].dev, n * 4, err, errlen)) return free(h), 1;
+        fprintf(f, "workspace %s u32[%zu]:", name, n);
+        for (size_t j = 0; j < n; j++) fprintf(f, " %u", h[j]);
+        fputc('\n', f);
+        free(h);
+        return 0;
+    }
+    size_t len = (size_t)snprintf(err, errlen, "no workspace %s in this set (it has:", name);
+    for (int i = 0; i < p->nws && len < errlen; i++) len += (size_t)snprintf(err + len, errlen - len, " %s", p->ws[i].name);
+    if (len < errlen) snprintf(err + len, errlen - len, ")");
+    return 1;
+}
+
 int problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen) {
     for (int i = 0; i < p->nws; i++)
         if (p->ws[i].zero && dev_fill_u8(dev, p->ws[i].dev, 0, p->ws[i].bytes, err, errlen)) return 1;

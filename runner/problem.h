@@ -119,6 +119,9 @@ int  problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err,
 int  problem_zero_workspaces(Problem *p, Device *dev, char *err, size_t errlen);
 /* The workspaces the set promises to leave zeroed (kept_zero: counters, semaphores), checked after a run. */
 int  problem_check_kept_zero(const Problem *p, Device *dev, char *err, size_t errlen);
+/* Prints workspace `name` as u32 words, one line ("workspace NAME u32[N]: ..."); an unknown name is an error that
+ * lists the set's. */
+int  problem_print_workspace(const Problem *p, Device *dev, const char *name, FILE *f, char *err, size_t errlen);
 /* Fills args[kernel] in the kernel's parameter order; checks strides fit the kernel's 32-bit row math. */
 /* Tensor-map parameters are encoded on dev over the bound tensor (its dims and strides from the
  * set's expressions, over the problem sizes and the kernel's stride parameters). */

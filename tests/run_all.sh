@@ -556,14 +556,31 @@ sparse_tests() {
     sparse_mutant "sparse mutant: the dQ kernel's key lists read the mask inverted" attn_bwd \
         's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && ++$n == 1' --block-m 128 --block-n 64 -- \
         --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
-    # the persistent wgmma attn_fwd hands its tiles out longest first (attn_sched.h): a fetch mapped to the class above
-    # its own, and the class counts not set back to 0 by the launch's last fetch
-    MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: tile order, a fetch one class too high" attn_fwd \
-        '$_ = "" if /\@!%p\d+ sub.u32 (%r\d+), \1, 1;/ && !$n++' --block-m 128 --block-n 128 --tile persist=3 --causal \
-        -- --block-mask random:0.3 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2
+    # the persistent wgmma attn_fwd hands its tiles out longest first (attn_sched.h): the order kernel's tile_order
+    # after a run must be the tiles, each once, in classes that do not rise and in their own order within a class
+    PTXGEN_DUMP_WORKSPACE=tile_order run_cli check --kernel attn_fwd --arch sm_90a --device sim --tile persist=3 \
+        --block-mask random:0.3 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2 --causal --seed $((RANDOM + 1))
+    local order_ok
+    order_ok=$(awk '/^workspace tile_order u32/ { n = (NF - 3) / 2; bad = (n < 8)
+        for (i = 0; i < n; i++) { c[i] = $(4 + i); t = $(4 + n + i); if (t >= n || seen[t]++) bad = 1; o[i] = t }
+        for (i = 1; i < n && !bad; i++) { a = c[o[i - 1]]; b = c[o[i]]; if (b > a || (b == a && o[i] < o[i - 1])) bad = 1 }
+        for (i = 0; i < n; i++) k[c[i]] = 1
+        print (bad || length(k) < 3) ? "bad" : "ok" }' "$TMP/out")
+    expect_rc "sparse wgmma fwd: the tiles longest first, by class in their own order" 0 &&
+        if [ "$order_ok" = ok ]; then pass "sparse wgmma fwd: the tiles longest first, by class in their own order"
+        else fail "sparse wgmma fwd: the tiles longest first, by class in their own order" "$(grep '^workspace' "$TMP/out" | cut -c1-300)"; fi
+    PTXGEN_DUMP_WORKSPACE=tile_orders run_cli check --kernel attn_fwd --arch sm_90a --device sim --block-mask random:0.3 \
+        --sq 200 --sk 200 --hq 1 --hkv 1
+    expect_rc "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused" 1 && expect_output \
+        "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused" "no workspace tile_orders in this set \(it has: key_lists tile_classes tile_order" &&
+        pass "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused"
+    # planted bugs in the order: two tiles of a class in a warp given one place; the class counts left set
+    MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: tile order, a warp's tiles of a class all first in it" attn_fwd \
+        '$_ = "" if /^\s*and.b32 (%r\d+), \1, %r\d+;/ && $p; $p = /mov.b32 %r\d+, %lanemask_lt;/' \
+        --block-m 128 --block-n 128 --tile persist=3 --causal -- --block-mask random:0.3 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2
     MUTANT_ARCH=sm_90a MUTANT_SAYS="workspace tile_classes \(kept_zero" sparse_mutant \
         "sparse mutant: tile order, the class counts left set" attn_fwd \
-        '$_ = "" if /st.global.v4.b32 \[%rd\d+\], \{(%r\d+), \1, \1, \1\};/ && !$n++' --block-m 128 --block-n 128 \
+        '$_ = "" if /\@%p\d+ st.global.b32 \[%rd\d+\], 0;/ && !$n++' --block-m 128 --block-n 128 \
         --tile persist=3 -- --block-mask random:0.3 --sq 700 --sk 900 --hq 4 --hkv 2
     sparse_mutant "sparse mutant: a list one entry short" attn_fwd 's/popc.b32 (%r\d+), \1;/popc.b32 $1, $1;\n\tsub.u32 $1, $1, 1;/ if /popc.b32 (%r\d+), \1;/ && ++$n == 2' \
         --block-m 128 --block-n 64 -- --block-mask random:1 --sq 300 --sk 257 --hq 2 --hkv 1
@@ -805,8 +822,9 @@ persist_tests() {
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim persistent wgmma, two CTAs per SM sharing the counter" --arch sm_90a \
         --tile persist=4,bm=64 --hdim 64 --sq 500 --sk 377 --hq 3 --hkv 1 --b 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
+    # (check reads every kept_zero workspace back after each run: the counter left set fails the first run)
     persist_mutant "persistent mutant: the last fetch leaves the counter, so the next launch finds no tile" \
-        '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'deterministic: FAIL' 128 --sq 300 --sk 200 --hq 2 --hkv 1
+        '!/st\.global\.b32 \[%rd[0-9]+\], 0;/' 'workspace tile_counter \(kept_zero' 128 --sq 300 --sk 200 --hq 2 --hkv 1
     # the producer's wait before its first TMA copy (Q's empty barrier) dropped, with its branch
     local drop_q_wait='{ l[NR] = $0 } /mbarrier.try_wait/ && !f { w = NR } /cp.async.bulk.tensor/ && !f { f = 1; t = w }
          END { for (i = 1; i <= NR; i++) if (i != t && i != t + 1) print l[i] }'
