@@ -201,14 +201,15 @@ static void producer(Kctx *k, void *ctx) {
     e_comment(e, "producer: one thread issues every TMA copy");
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), q = kc_tmap(k, "q_map");
     Reg km = kc_tmap(k, "k_map"), vm = kc_tmap(k, "v_map"), row = e_reg(e, RC_B32), more = e_reg(e, RC_PRED);
-    Reg tile = {0}, tiles = {0};
+    Reg tile = {0}, tiles = {0}, ordered = {0};
     int next_tile = 0, tile_end = done;
     if (d->tile.persist) {   /* fetched tiles, each handed to the consumers, and the end too */
         Reg over = e_reg(e, RC_PRED);
         tile = e_reg(e, RC_B32), tiles = sched_tiles(k, bm);
         next_tile = e_label(e), tile_end = e_label(e);
         INS(e, MOV_B32, R(f->it), I(0));
-        INS(e, MOV_B32, R(tile), R(sched_next(k, &f->ts, tiles)));
+        if (f->ts.order) ordered = sched_order_begin(k, &f->ts, tiles);
+        INS(e, MOV_B32, R(tile), R(sched_next(k, &f->ts, tiles, ordered)));
         INS(e, MOV_B32, R(f->tit), I(0));
         e_place(e, next_tile);
         sched_publish(k, &f->ts, f->tit, tile, f->it);   /* the ring pass its first block takes */
@@ -256,7 +257,7 @@ static void producer(Kctx *k, void *ctx) {
         e_place(e, tile_end);
         /* the next tile is fetched only once this one's loads are issued, a ring's depth before the consumers finish
          * it: fetched as this one starts, it would wait a whole tile in this CTA while others may run out of tiles */
-        INS(e, MOV_B32, R(tile), R(sched_next(k, &f->ts, tiles)));
+        INS(e, MOV_B32, R(tile), R(sched_next(k, &f->ts, tiles, ordered)));
         INS(e, ADD_U32, R(f->tit), R(f->tit), I(1));
         INS(e, BRA_UNI, L(next_tile));
     }

@@ -120,8 +120,12 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, wg_q_bufs(t) == 2
                         ? "each Q's full and empty; K and V full/empty per ring slot; the tile slots' full/empty"
                         : "Q full and empty; K and V full/empty per ring slot; the tile slots' full/empty");
-        plan_add_region(p, "tiles", SCHED_SLOTS_BYTES, 8, "two slots of the next tile's index and ring pass, "
-                        "producer to consumers");
+        if (d->block_m)
+            plan_add_region(p, "tiles", SCHED_ORDER_BYTES, 16, "two slots of the next tile's index and ring pass, "
+                            "producer to consumers; the producer's copy of the tile classes' counts (longest first)");
+        else
+            plan_add_region(p, "tiles", SCHED_SLOTS_BYTES, 8, "two slots of the next tile's index and ring pass, "
+                            "producer to consumers");
         if (wg_o_over_q(d))
             plan_union_region(p, "O", q, t->bm * d->dv * 2, "output staging for the TMA store, over each warpgroup's "
                               "own Q rows, which it frees for the next tile's once the store read them");
@@ -166,7 +170,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
     if (t->persist) sched_abi(ks, t->bm, t->persist);
-    if (t->persist && d->block_m) sched_order_abi(ks, "the tiles handed out longest first, read here");
+    if (t->persist && d->block_m) sched_order_abi(ks, "read here, the longest tiles handed out first; the counts set back to 0");
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
         wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", t->bm);
         wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);

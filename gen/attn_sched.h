@@ -23,22 +23,26 @@ void sched_coords(Kctx *k, Reg t, int bm, int last_first, Reg *m, Reg *h, Reg *b
 
 /* Two slots of 8 bytes at shared offset `slots` (a tile index and a word that goes with it), and their full barriers
  * from full0 (count 1: the producer's arrive) and empty ones from empty0 (count: every consumer thread), 8 bytes
- * apart. order: the tiles go out longest first (below). */
+ * apart. order: the tiles go out longest first (below), the class counts at slots + SCHED_SLOTS_BYTES. */
 typedef struct { int slots; Reg full0, empty0; int order; } TileSlots;
 #define SCHED_SLOTS_BYTES 16   /* both slots */
-/* The producer thread's next tile: the counter's old value, or (ts->order) the tile that many places down the
- * order; past the tiles, the value itself. The launch's last fetch stores 0. */
-Reg sched_next(Kctx *k, const TileSlots *ts, Reg tiles);
+/* The producer thread's next tile: the counter's old value (ordered, where sched_order_begin's `ordered` holds: the
+ * tile that many places down the class order); the launch's last fetch stores 0 (and the class counts). */
+Reg sched_next(Kctx *k, const TileSlots *ts, Reg tiles, Reg ordered);
 
 /* Longest first (block-sparse): tiles of few key blocks run last, so that the launch ends on short tiles rather than
- * on a long tile one CTA took at the end (a tail of about half a tile: at 10 % of the blocks a tile is an eighth of
- * a CTA's work). The key-list kernel files tile t's class, min(floor(log2(count + 1)), SCHED_CLASSES - 1) of its
- * key-block count, at tile_order[t] and counts it in tile_classes (an atomic); a one-CTA order kernel then writes
- * the tiles class by class from the top, each class in the tiles' own order, at tile_order[tiles + i], and sets the
- * counts back to 0. In the tiles' own order the CTAs running at once walk few heads, which share their K and V in
- * L2: an order by the atomics, tried first, cost 2-3 % at full density on the H200. Counts that do not sum to the
- * tiles (the list kernel run again without the order kernel) give the tiles' own order. */
+ * on the one long tile a CTA took at the end (the tail is about half a tile: at 10 % of the blocks a tile is an
+ * eighth of a CTA's work). The key-list kernel files tile t under the class of its key-block count c,
+ * min(floor(log2(c + 1)), SCHED_CLASSES - 1), in the workspace tile_order [SCHED_CLASSES][tiles] at a place counted
+ * by an atomic on its class count in tile_classes [SCHED_CLASSES]. The producer hands out fetch i < tiles as the
+ * i-th tile in class order from the top, taking the counts once at its start. Within a class the order is the
+ * atomics', which mixes the heads' tiles: CTAs running at once then share less of their K and V in L2, so the order
+ * is taken only where the tiles differ, their nonempty classes two or more apart; else (and where the counts do not
+ * sum to tiles: a main kernel launched without its list kernel, the counts 0) fetch i is tile i. The launch's last
+ * fetch sets the counts back to 0. Each tile is computed the same wherever it runs. (A stable order, each class in
+ * the tiles' own order, took a kernel of its own: its launch cost more than the order gained, 8436914.) */
 #define SCHED_CLASSES 8
+#define SCHED_ORDER_BYTES (SCHED_SLOTS_BYTES + 4 * SCHED_CLASSES)   /* the slots and the class counts */
 /* The two workspaces (tile_classes kept zero, tile_order) of tiles of bm query rows, at ws; returns 2. */
 int  sched_order_workspaces(WorkspaceSpec *ws, int bm);
 /* Their parameters in a kernel's ABI; who: what the kernel does with them. */
@@ -46,9 +50,9 @@ void sched_order_abi(KernelSpec *ks, const char *who);
 /* The key-list kernel: lane 0 files tile (m, h, b) of count key blocks; mt, hq, nb: the grid's tiles per head, heads,
  * batches (it has one warp a tile). */
 void sched_order_file(Kctx *k, Reg count, Reg m, Reg h, Reg b, Reg mt, Reg hq, Reg nb, int last_first);
-/* The order kernel of tiles of bm query rows: its plan, and its spec and PTX into ks, module. */
-void sched_order_plan(const AttnDesc *d, int bm, Plan *p);
-void sched_order_build(const AttnDesc *d, int bm, KernelSpec *ks, Buf *module);
+/* The producer thread, before its first fetch: the class counts into shared memory; returns whether they sum to
+ * tiles. */
+Reg  sched_order_begin(Kctx *k, const TileSlots *ts, Reg tiles);
 /* The producer thread hands tile t and the word w to the consumers as their it-th (0, 1, ..): slot it % 2 once it
  * was read. */
 void sched_publish(Kctx *k, const TileSlots *ts, Reg it, Reg t, Reg w);

@@ -33,7 +33,6 @@ int sparse_plan(const AttnDesc *d, const SparseLists *l, Plan *plans) {
     int n = 0;
     if (l->keys.bm) list_plan(d, &plans[n++], "key", l->keys);
     if (l->queries.bm) list_plan(d, &plans[n++], "query", l->queries);
-    if (l->keys.bm && l->order) sched_order_plan(d, l->keys.bm, &plans[n++]);
     return n;
 }
 
@@ -326,10 +325,6 @@ void sparse_build(const AttnDesc *d, const SparseLists *l, KernelSet *ks, Buf *m
         list_emit(d, &ks->k[n], q, *t[q], order, module);
         buf_puts(module, "\n");
         n++;
-    }
-    if (l->keys.bm && l->order) {   /* the key lists' tiles, longest first */
-        sched_order_build(d, l->keys.bm, &ks->k[n], module);
-        buf_puts(module, "\n");
     }
 }
 
