@@ -37,10 +37,10 @@ Reg sched_next(Kctx *k, const TileSlots *ts, Reg tiles, Reg ordered);
  * by an atomic on its class count in tile_classes [SCHED_CLASSES]. The producer hands out fetch i < tiles as the
  * i-th tile in class order from the top, taking the counts once at its start. Within a class the order is the
  * atomics', which mixes the heads' tiles: CTAs running at once then share less of their K and V in L2, so the order
- * is taken only where the tiles differ, their nonempty classes two or more apart; else (and where the counts do not
- * sum to tiles: a main kernel launched without its list kernel, the counts 0) fetch i is tile i. The launch's last
- * fetch sets the counts back to 0. Each tile is computed the same wherever it runs. (A stable order, each class in
- * the tiles' own order, took a kernel of its own: its launch cost more than the order gained, 8436914.) */
+ * is taken only where the tiles differ much, their nonempty classes three or more apart; else (and where the counts
+ * do not sum to tiles: a main kernel launched without its list kernel, the counts 0) fetch i is tile i. The launch's
+ * last fetch sets the counts back to 0. Each tile is computed the same wherever it runs. (A stable order, each class
+ * in the tiles' own order, took a kernel of its own: its launch cost more than the order gained, 8436914.) */
 #define SCHED_CLASSES 8
 #define SCHED_ORDER_BYTES (SCHED_SLOTS_BYTES + 4 * SCHED_CLASSES)   /* the slots and the class counts */
 /* The two workspaces (tile_classes kept zero, tile_order) of tiles of bm query rows, at ws; returns 2. */
