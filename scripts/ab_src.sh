@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The source of one git revision in DIR (no .git, no build), for scripts/device_ab_bin.sh's side A.
+# The source of one git revision in DIR (no .git, no build): a side of scripts/device_ab.sh.
 # usage: scripts/ab_src.sh REV DIR     (DIR under the untracked ./ab travels with the working tree)
 set -eu
 rm -rf "$2" && mkdir -p "$2"
