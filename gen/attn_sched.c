@@ -120,8 +120,8 @@ Reg sched_order_begin(Kctx *k, const TileSlots *ts, Reg tiles) {
     INS(e, SETP_EQ_U32, R(ordered), R(sum), R(tiles));
     {   /* and only where the tiles differ much: their classes three or more apart (the largest more than 4x the key
          * blocks of the smallest); else the tiles' own order, in which the CTAs running at once walk few heads and
-         * share their K and V in L2. On the H200 the order took 3-7 % off sets at 5 %, 10 % (a dense head among
-         * sparse ones) and 30 % causal, but made 50 % (classes 4-6) 1.3 % slower, 100 % (one class) 2-3 % */
+         * share their K and V in L2. On the H200 the order took 3-5 % off 10 % of the blocks with a dense head
+         * among sparse ones and 7-8 % off 30 % causal, but made 50 % (classes 4-6) 1.3 % slower, 100 % 2-3 % */
         Reg lo = e_reg(e, RC_B32), hi = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
         INS(e, MOV_B32, R(lo), I(SCHED_CLASSES));
         INS(e, MOV_B32, R(hi), I(0));
