@@ -2,6 +2,7 @@
  * the launch ABI. */
 #include "attn_emit.h"
 #include "attn_sparse.h"
+#include "attn_sched.h"
 #include "attn_splitkv.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 
 void attn_fwd_sparse(const AttnDesc *d, SparseLists *l) {
     l->keys = (SparseTiles){d->tile.bm, d->tile.bn};
-    l->order = d->tile.persist > 0;
+    l->order = sched_ordered(d);
 }
 
 /* bm: tokens per CTA. Varlen: the same tensors packed over the sequences (no batch stride), the offsets, LSE by head

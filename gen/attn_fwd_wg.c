@@ -706,7 +706,7 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
     if (t->persist) {
         f.q_full[0] = f.bar[0], f.q_empty[0] = f.bar[pb];
         if (wg_q_bufs(t) == 2) f.q_full[1] = f.bar[pb + 5], f.q_empty[1] = f.bar[pb + 6];
-        f.ts = (TileSlots){plan_region(p, "tiles"), f.bar[pb + 1], f.bar[pb + 3], .order = d->block_m != 0};
+        f.ts = (TileSlots){plan_region(p, "tiles"), f.bar[pb + 1], f.bar[pb + 3], .order = sched_ordered(d)};
         f.tit = e_reg(e, RC_B32);
     }
     INS(e, BAR_SYNC, I(0));                                      /* the barriers are initialised */

@@ -120,7 +120,7 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
         plan_add_region(p, "barriers", 8 * wg_nbars(d), 8, wg_q_bufs(t) == 2
                         ? "each Q's full and empty; K and V full/empty per ring slot; the tile slots' full/empty"
                         : "Q full and empty; K and V full/empty per ring slot; the tile slots' full/empty");
-        if (d->block_m)
+        if (sched_ordered(d))
             plan_add_region(p, "tiles", SCHED_ORDER_BYTES, 16, "two slots of the next tile's index and ring pass, "
                             "producer to consumers; the producer's copy of the tile classes' counts (longest first)");
         else
@@ -170,7 +170,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
     if (t->persist) sched_abi(ks, t->bm, t->persist);
-    if (t->persist && d->block_m) sched_order_abi(ks, "read here, the longest tiles handed out first; the counts set back to 0");
+    if (sched_ordered(d)) sched_order_abi(ks, "read here, the longest tiles handed out first; the counts set back to 0");
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */
         wg_packed_map(ks, "q_map", "q", dt, d->d, "h_q", "total_q", t->bm);
         wg_packed_map(ks, "k_map", "k", dt, d->d, "h_kv", "total_k", t->bn);

@@ -42,7 +42,10 @@ Reg sched_next(Kctx *k, const TileSlots *ts, Reg tiles, Reg ordered);
  * last fetch sets the counts back to 0. Each tile is computed the same wherever it runs. (A stable order, each class
  * in the tiles' own order, took a kernel of its own: its launch cost more than the order gained, 8436914.) */
 #define SCHED_CLASSES 8
+_Static_assert(SCHED_CLASSES % 4 == 0, "the counts move as v4 words");
 #define SCHED_ORDER_BYTES (SCHED_SLOTS_BYTES + 4 * SCHED_CLASSES)   /* the slots and the class counts */
+/* Whether a set's persistent forward takes its tiles in this order (its key-list kernel files them): block-sparse */
+static inline int sched_ordered(const AttnDesc *d) { return d->tile.persist > 0 && d->block_m > 0; }
 /* The two workspaces (tile_classes kept zero, tile_order) of tiles of bm query rows, at ws; returns 2. */
 int  sched_order_workspaces(WorkspaceSpec *ws, int bm);
 /* Their parameters in a kernel's ABI; who: what the kernel does with them. */
@@ -50,8 +53,8 @@ void sched_order_abi(KernelSpec *ks, const char *who);
 /* The key-list kernel: lane 0 files tile (m, h, b) of count key blocks; mt, hq, nb: the grid's tiles per head, heads,
  * batches (it has one warp a tile). */
 void sched_order_file(Kctx *k, Reg count, Reg m, Reg h, Reg b, Reg mt, Reg hq, Reg nb, int last_first);
-/* The producer thread, before its first fetch: the class counts into shared memory; returns whether they sum to
- * tiles. */
+/* The producer thread, before its first fetch: the class counts into shared memory; returns whether to take the
+ * order: they sum to tiles and the nonempty classes are three or more apart. */
 Reg  sched_order_begin(Kctx *k, const TileSlots *ts, Reg tiles);
 /* The producer thread hands tile t and the word w to the consumers as their it-th (0, 1, ..): slot it % 2 once it
  * was read. */

@@ -278,7 +278,10 @@ static int launch(Session *ss) {
 }
 
 /* The whole set (which < 0) or kernel `which` alone, after a run of the set
- * has left the workspaces it reads filled. */
+ * has left the workspaces it reads filled (not all as the set leaves them
+ * for its next kernel: a block-sparse persistent forward's main kernel alone
+ * finds its list kernel's class counts spent, and takes its tiles in their
+ * own order). */
 static int launch_part(Session *ss, int which) { return which < 0 ? launch(ss) : launch_kernel(ss, which); }
 
 static void close_session(Session *ss) {

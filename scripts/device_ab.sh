@@ -12,9 +12,10 @@ a=$1 b=$2 rounds=${3:-2}
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 make -j16 ptxgen >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-for side in "$a" "$b"; do
-    if [ -f "$side/Makefile" ] && [ "$side" != . ]; then
-        make -C "$side" -j16 ptxgen >"$OUT/build_$(basename "$side").log" 2>&1 || { echo "$side: build failed"; exit 1; }
+for side in A B; do
+    dir=$a; [ $side = B ] && dir=$b
+    if [ -f "$dir/Makefile" ] && [ "$dir" != . ]; then
+        make -C "$dir" -j16 ptxgen >"$OUT/build_$side.log" 2>&1 || { echo "$dir: build failed"; exit 1; }
     fi
 done
 mapfile -t configs

@@ -14,8 +14,11 @@ for ((i = 0; i < n; i++)); do
 done
 wait
 echo "matrix in $((SECONDS - start)) s"
+rc=0
 for ((i = 0; i < n; i++)); do
-    grep -q "^gpu-test: " "$OUT/gpu_matrix.$i.log" || echo "shard $i/$n did not finish in $limit s (last: $(tail -n 1 "$OUT/gpu_matrix.$i.log" | cut -c1-160))"
+    grep -q "^gpu-test: " "$OUT/gpu_matrix.$i.log" ||
+        { rc=1; echo "shard $i/$n did not finish in $limit s (last: $(tail -n 1 "$OUT/gpu_matrix.$i.log" | cut -c1-160))"; }
     grep -E "^FAIL|^gpu-test" "$OUT/gpu_matrix.$i.log" | head -20
 done
-cat "$OUT"/gpu_matrix.*.log | awk '/^PASS/{p++} /^FAIL/{f++} END{printf "all shards: %d passed, %d failed\n", p, f}'
+cat "$OUT"/gpu_matrix.*.log | awk '/^PASS/{p++} /^FAIL/{f++} END{printf "all shards: %d passed, %d failed\n", p, f; exit f > 0}' || rc=1
+exit $rc

@@ -18,12 +18,15 @@ IFS=/ read -r shard_i shard_n <<<"${GPU_MATRIX_SHARD:-0/1}"
 if ! [[ "$shard_i" =~ ^[0-9]+$ && "$shard_n" =~ ^[1-9][0-9]*$ ]] || [ "$shard_i" -ge "$shard_n" ]; then
     echo "gpu-test: GPU_MATRIX_SHARD=${GPU_MATRIX_SHARD} is not i/n with 0 <= i < n" >&2; exit 2
 fi
-if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >/tmp/ptxgen_probe.txt 2>&1; then
-    if grep -q "no CUDA driver" /tmp/ptxgen_probe.txt; then
+probe=$(mktemp "${TMPDIR:-/tmp}/ptxgen_probe.XXXXXX")   # a file of its own: shards probe side by side
+if ! ./ptxgen check --kernel attn_fwd --sq 1 --sk 1 --hq 1 --hkv 1 >"$probe" 2>&1; then
+    if grep -q "no CUDA driver" "$probe"; then
+        rm -f "$probe"
         echo "gpu-test: skipped: no CUDA driver on this machine"
         exit 0
     fi
 fi
+rm -f "$probe"
 pass=0; fail=0; skip=0; seed=100
 item=-1
 mine() {   # the next item: this shard's?

@@ -497,8 +497,6 @@ sparse_tests() {
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
-        "--tile persist=3 --block-mask random:0.3 --mask-heads 2 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2 --causal" \
-        "--tile persist=2 --block-mask random:0.4 --sq 1000 --sk 700 --hq 3 --hkv 1 --hdim 64" \
         "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1"
     expect_output "sparse wgmma fwd d=256 --block-n 160: the 80-key step" "^kernel: attn_fwd_wg_.*_d256_bm128_bn80_" &&
         pass "sparse wgmma fwd d=256 --block-n 160: the 80-key step"
@@ -556,21 +554,50 @@ sparse_tests() {
     sparse_mutant "sparse mutant: the dQ kernel's key lists read the mask inverted" attn_bwd \
         's/setp.ne.u32/setp.eq.u32/ if /setp.ne.u32/ && ++$n == 1' --block-m 128 --block-n 64 -- \
         --block-mask random:0.5 --sq 300 --sk 257 --hq 2 --hkv 1
-    # the persistent wgmma attn_fwd hands its tiles out longest first where their key blocks differ (attn_sched.h): a
-    # fetch mapped to the class above its own, with classes 0-3 in the mask; with every tile in one class (random:1)
-    # the tiles go in their own order, and the same edit changes nothing the check sees; the class counts not set
-    # back to 0 by the launch's last fetch
-    local one_class='$_ = "" if /\@!%p\d+ sub.u32 (%r\d+), \1, 1;/ && !$n++'
-    MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: tile order, a fetch one class too high" attn_fwd "$one_class" \
-        --block-m 128 --block-n 128 --tile persist=3 --causal -- --block-mask random:0.3 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2
+    # the persistent wgmma attn_fwd hands its tiles out longest first where their key blocks differ much (attn_sched.h),
+    # its CTAs running together on the sim (as many as persist), so that each fetch and the last one come from any
+    PTXGEN_SIM_CTAS_PER_SM=3 sparse_sims "wgmma fwd persistent" sim_check "attn_fwd_wg_.*_sparse_ps3" sm_90a \
+        "--tile persist=3 --block-mask random:0.3 --mask-heads 2 --b 2 --sq 700 --sk 900 --hq 4 --hkv 2 --causal" \
+        "--tile persist=3 --block-mask random:0.15 --sq 1000 --sk 1024 --hq 3 --hkv 1 --hdim 64"
+    # the filing: a mask with known counts (head 0 dense, 8 key blocks a tile; head 1 row r the blocks 0 .. r - 1), each
+    # class's tiles read back from tile_order [8][16] (tile h * 8 + m; causal: h * 8 + 7 - m, the longest rows first)
+    { for r in $(seq 0 7); do for c in $(seq 0 7); do printf '%d ' $((c < r)); done; echo; done
+      for r in $(seq 0 7); do echo 0 0 0 0 0 0 0 0; done; echo 0 1; } >"$TMP/order_mask.txt"
+    local c want
+    for c in "" --causal; do
+        if [ -z "$c" ]; then want="3: 0 1 2 3 4 5 6 7 15 | 2: 11 12 13 14 | 1: 9 10 | 0: 8"
+        else want="3: 0 1 8 | 2: 2 3 4 5 9 10 11 12 | 1: 6 7 13 14 | 0: 15"; fi
+        PTXGEN_DUMP_WORKSPACE=tile_order run_cli check --kernel attn_fwd --arch sm_90a --device sim --tile persist=3 \
+            --block-mask "$TMP/order_mask.txt" --sq 1024 --sk 1024 --hq 2 --hkv 1 $c
+        local got
+        got=$(awk -v want="$want" '/^workspace tile_order u32\[128\]:/ {
+            n = split(want, part, " [|] "); out = ""
+            for (p = 1; p <= n; p++) {
+                split(part[p], kv, ": "); q = kv[1]; k = split(kv[2], e, " ")
+                delete v; for (i = 0; i < k; i++) v[i] = $(4 + q * 16 + i)
+                for (i = 0; i < k; i++) for (j = i + 1; j < k; j++) if (v[j] + 0 < v[i] + 0) { x = v[i]; v[i] = v[j]; v[j] = x }
+                s = q ":"; for (i = 0; i < k; i++) s = s " " v[i]
+                out = out (p > 1 ? " | " : "") s }
+            print out }' "$TMP/out")
+        expect_rc "sparse wgmma fwd: tiles filed by class ${c:-noncausal}" 0 &&
+            if [ "$got" = "$want" ]; then pass "sparse wgmma fwd: tiles filed by class ${c:-noncausal}"
+            else fail "sparse wgmma fwd: tiles filed by class ${c:-noncausal}" "want $want, got $got"; fi
+    done
+    # planted bugs: each fetch mapped to the class above its own (both copies of the walk: the first fetch and the
+    # loop's), with the classes of the file above 0 to 3 apart; with every tile in one class (random:1) the tiles go in
+    # their own order and the same edit changes nothing the check sees; the class counts not set back to 0
+    local one_class='$_ = "" if /\@!%p\d+ sub.u32 (%r\d+), \1, 1;/ && ++$n % 7 == 1'
+    PTXGEN_SIM_CTAS_PER_SM=3 MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: tile order, a fetch one class too high" \
+        attn_fwd "$one_class" --block-m 128 --block-n 128 --tile persist=3 -- --block-mask "$TMP/order_mask.txt" \
+        --sq 1024 --sk 1024 --hq 2 --hkv 1
     ./ptxgen --kernel attn_fwd --arch sm_90a --block-m 128 --block-n 128 --tile persist=3 | perl -pe "$one_class" >"$TMP/one.ptx"
-    run_cli check --kernel attn_fwd --arch sm_90a --device sim --block-m 128 --block-n 128 --tile persist=3 \
-        --block-mask random:1 --sq 700 --sk 900 --hq 4 --hkv 2 --ptx "$TMP/one.ptx"
+    PTXGEN_SIM_CTAS_PER_SM=3 run_cli check --kernel attn_fwd --arch sm_90a --device sim --block-m 128 --block-n 128 \
+        --tile persist=3 --block-mask random:1 --sq 700 --sk 900 --hq 4 --hkv 2 --ptx "$TMP/one.ptx"
     expect_rc "sparse wgmma fwd: tiles of one class go in their own order (the order's walk unused)" 0 &&
         pass "sparse wgmma fwd: tiles of one class go in their own order (the order's walk unused)"
-    MUTANT_ARCH=sm_90a MUTANT_SAYS="workspace tile_classes \(kept_zero" sparse_mutant \
+    PTXGEN_SIM_CTAS_PER_SM=3 MUTANT_ARCH=sm_90a MUTANT_SAYS="workspace tile_classes \(kept_zero" sparse_mutant \
         "sparse mutant: tile order, the class counts left set" attn_fwd \
-        '$_ = "" if /st.global.v4.b32 \[%rd\d+\], \{(%r\d+), \1, \1, \1\};/ && !$n++' --block-m 128 --block-n 128 \
+        '$_ = "" if /st.global.v4.b32 \[%rd\d+(\+16)?\], \{(%r\d+), \2, \2, \2\};/' --block-m 128 --block-n 128 \
         --tile persist=3 -- --block-mask random:0.3 --sq 700 --sk 900 --hq 4 --hkv 2
     # check's PTXGEN_DUMP_WORKSPACE: a workspace after the run (the counter, left at 0), and a name the set lacks
     PTXGEN_DUMP_WORKSPACE=tile_counter run_cli check --kernel attn_fwd --arch sm_90a --device sim --block-mask random:0.3 \
