@@ -553,12 +553,19 @@ int problem_workspaces(Problem *p, Device *dev, const ptxgen_set *s, char *err, 
     return 0;
 }
 
+/* Workspace i's bytes on the host (the caller frees them), or NULL with err set */
+static unsigned char *ws_host(const Problem *p, Device *dev, int i, char *err, size_t errlen) {
+    unsigned char *h = malloc(p->ws[i].bytes ? p->ws[i].bytes : 1);
+    if (!h) return snprintf(err, errlen, "out of host memory for workspace %s", p->ws[i].name), NULL;
+    if (p->ws[i].bytes && dev_download(dev, h, p->ws[i].dev, p->ws[i].bytes, err, errlen)) return free(h), NULL;
+    return h;
+}
+
 int problem_check_kept_zero(const Problem *p, Device *dev, char *err, size_t errlen) {
     for (int i = 0; i < p->nws; i++) {
         if (!p->ws[i].kept || !p->ws[i].bytes) continue;
-        unsigned char *h = malloc(p->ws[i].bytes);
-        if (!h) return snprintf(err, errlen, "out of host memory for workspace %s", p->ws[i].name), 1;
-        if (dev_download(dev, h, p->ws[i].dev, p->ws[i].bytes, err, errlen)) return free(h), 1;
+        unsigned char *h = ws_host(p, dev, i, err, errlen);
+        if (!h) return 1;
         size_t at = 0;
         while (at < p->ws[i].bytes && !h[at]) at++;
         free(h);
@@ -573,11 +580,14 @@ int problem_print_workspace(const Problem *p, Device *dev, const char *name, FIL
     for (int i = 0; i < p->nws; i++) {
         if (strcmp(p->ws[i].name, name)) continue;
         size_t n = p->ws[i].bytes / 4;
-        uint32_t *h = malloc(n ? n * 4 : 1);
-        if (!h) return snprintf(err, errlen, "out of host memory for workspace %s", name), 1;
-        if (n && dev_download(dev, h, p->ws[i].dev, n * 4, err, errlen)) return free(h), 1;
+        unsigned char *h = ws_host(p, dev, i, err, errlen);
+        if (!h) return 1;
         fprintf(f, "workspace %s u32[%zu]:", name, n);
-        for (size_t j = 0; j < n; j++) fprintf(f, " %u", h[j]);
+        for (size_t j = 0; j < n; j++) {
+            uint32_t w;
+            memcpy(&w, h + 4 * j, 4);
+            fprintf(f, " %u", w);
+        }
         fputc('\n', f);
         free(h);
         return 0;

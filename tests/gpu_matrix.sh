@@ -46,7 +46,7 @@ run() {   # run <label> <args...>: ptxgen $mode --kernel $kern (out: its output;
         fail=$((fail + 1)); echo "FAIL $mode $kern $label"; echo "$out" | sed 's/^/    /'
     fi
 }
-# every shard proves the GPU references it may judge by (counted once, by shard 0)
+# every shard proves the GPU references it may judge by (a pass counted by shard 0 alone, a failure by each shard)
 if out=$(./ptxgen selfcheck 2>&1); then
     gpu_ref=1; [ "$shard_i" = 0 ] && { pass=$((pass + 1)); echo "PASS selfcheck of the GPU references :: $(echo "$out" | tail -n 2 | tr '\n' ' ')"; }
 else
