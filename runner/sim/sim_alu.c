@@ -29,6 +29,31 @@ static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0
 static float ftz_if(const IsaInsn *d, float x) { return d->flags & F_FTZ ? ftz(x) : x; }
 static double ftz64(double x) { return fpclassify(x) == FP_SUBNORMAL ? copysign(0.0, x) : x; }
 
+/* NaN results as a GPU gives them (an H100, tests/test_fuzz_alu.c): every f32 result that is a NaN is 0x7FFFFFFF,
+ * every f16 or bf16 one 0x7FFF, whatever the operands' payloads; f64 arithmetic passes a NaN operand on. */
+static uint64_t nan32(uint64_t u) { return isnan(F(u)) ? 0x7FFFFFFFu : u; }
+static int nan16(int t, uint64_t h)
+{
+    uint32_t e = t == T_F16 ? 0x7C00u : 0x7F80u, m = t == T_F16 ? 0x03FFu : 0x007Fu;
+    return (h & e) == e && (h & m) ? 0x7FFF : (int)(h & 0xFFFF);
+}
+/* an f64 result: the first NaN operand of a, b, c (quieted), else a NaN the operation made as 0x7FF..F */
+static uint64_t nan64(uint64_t r, int n, uint64_t a, uint64_t b, uint64_t c)
+{
+    const uint64_t ops[3] = {a, b, c};
+    for (int i = 0; i < n; i++)
+        if (isnan(D(ops[i]))) return ops[i] | 0x0008000000000000ull;
+    return isnan(D(r)) ? 0x7FFFFFFFFFFFFFFFull : r;
+}
+/* min/max as the GPU: a NaN operand is missing (both: the f32 NaN), and -0 is below +0 */
+static double minmax(int max, double a, double b)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    if (a == 0 && b == 0) return max ? (signbit(a) ? b : a) : (signbit(a) ? a : b);
+    return max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
 static int fe_mode(int rnd)
 {
     switch (rnd) {
@@ -114,14 +139,14 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     case I_SUB: r = ha - hb; break;
     case I_MUL: r = ha * hb; break;
     case I_MAD: case I_FMA: r = fma(ha, hb, hc); break;
-    case I_MIN: r = fmin(ha, hb); break;
-    case I_MAX: r = fmax(ha, hb); break;
+    case I_MIN: r = minmax(0, ha, hb); break;
+    case I_MAX: r = minmax(1, ha, hb); break;
     case I_NEG: r = -ha; break;
     case I_ABS: r = fabs(ha); break;
     default: return -1;
     }
     if (d->flags & F_SAT) r = isnan(r) ? 0 : r < 0 ? 0 : r > 1 ? 1 : r;
-    return t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r);
+    return nan16(t, t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r));
 }
 
 static int float_arith(const Ctx *x, int t, uint64_t *out)
@@ -133,20 +158,23 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         float fa = F(a), fb = F(b);
         if (d->flags & F_FTZ) fa = ftz(fa), fb = ftz(fb);
         switch (op) {
-        case I_ADD: case I_SUB: case I_MUL: case I_MAD: case I_FMA: *out = f32_op(d, op, fa, fb, F(c)); return 1;
+        case I_ADD: case I_SUB: case I_MUL: case I_MAD: case I_FMA: *out = nan32(f32_op(d, op, fa, fb, F(c))); return 1;
         case I_DIV:
-            if (d->flags & (F_APPROX | F_FULL)) { *out = U(fa * (1.0f / fb)); return 1; }
-            *out = f32_op(d, op, fa, fb, 0);
+            if (d->flags & (F_APPROX | F_FULL)) { *out = nan32(U(fa * (1.0f / fb))); return 1; }
+            *out = nan32(f32_op(d, op, fa, fb, 0));
             return 1;
-        case I_MIN: *out = U(fminf(fa, fb)); return 1;
-        case I_MAX: *out = U(fmaxf(fa, fb)); return 1;
-        case I_NEG: *out = U(-F(a)); return 1;
-        case I_ABS: *out = U(fabsf(F(a))); return 1;
+        case I_MIN: *out = nan32(U((float)minmax(0, fa, fb))); return 1;
+        case I_MAX: *out = nan32(U((float)minmax(1, fa, fb))); return 1;
+        case I_NEG: *out = nan32(U(-fa)); return 1;
+        case I_ABS: *out = nan32(U(fabsf(fa))); return 1;
         case I_EX2: *out = U(ftz((float)exp2((double)fa))); return 1;
         case I_LG2: *out = U(ftz((float)log2((double)fa))); return 1;
-        case I_RCP: *out = U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa); return 1;
+        case I_RCP:
+            if (d->flags & F_APPROX) *out = nan32(U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa));
+            else *out = nan32(f32_op(d, I_DIV, 1.0f, fa, 0));   /* rcp.rn/rz/rm/rp: 1 / a in that mode */
+            return 1;
         /* the .approx forms within their error bounds: the correctly rounded value is one of those */
-        case I_SQRT: *out = U((d->flags & F_APPROX) ? sqrtf(fa) : round_f32(sqrt_f64((double)fa, d->rnd), d->rnd)); return 1;
+        case I_SQRT: *out = nan32(U((d->flags & F_APPROX) ? sqrtf(fa) : round_f32(sqrt_f64((double)fa, d->rnd), d->rnd))); return 1;
         case I_RSQRT: *out = U((float)(1.0 / sqrt((double)fa))); return 1;
         case I_SIN: *out = U(ftz_if(d, (float)sin((double)fa))); return 1;
         case I_COS: *out = U((float)cos((double)fa)); return 1;
@@ -156,13 +184,18 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
     } else if (t == T_F64) {
         double da = D(a), db = D(b);
         switch (op) {
-        case I_ADD: case I_SUB: case I_MUL: case I_MAD: case I_FMA: case I_DIV: *out = f64_op(d, op, da, db, D(c)); return 1;
-        case I_MIN: *out = UD(fmin(da, db)); return 1;
-        case I_MAX: *out = UD(fmax(da, db)); return 1;
-        case I_NEG: *out = UD(-da); return 1;
-        case I_ABS: *out = UD(fabs(da)); return 1;
-        case I_RCP: *out = UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da); return 1;
-        case I_SQRT: *out = UD(sqrt_f64(d->flags & F_FTZ ? ftz64(da) : da, d->rnd)); return 1;
+        case I_ADD: case I_SUB: case I_MUL: case I_DIV: *out = nan64(f64_op(d, op, da, db, 0), 2, a, b, 0); return 1;
+        case I_MAD: case I_FMA: *out = nan64(f64_op(d, op, da, db, D(c)), 3, a, b, c); return 1;
+        case I_MIN: case I_MAX:   /* both NaN: the first, unchanged */
+            *out = isnan(da) && isnan(db) ? a : UD(minmax(op == I_MAX, da, db));
+            return 1;
+        case I_NEG: *out = isnan(da) ? a | 0x0008000000000000ull : UD(-da); return 1;   /* a NaN quieted, its sign kept */
+        case I_ABS: *out = isnan(da) ? a | 0x0008000000000000ull : UD(fabs(da)); return 1;
+        case I_RCP:
+            if (d->flags & F_APPROX) *out = nan64(UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da), 1, a, 0, 0);
+            else *out = nan64(f64_op(d, I_DIV, 1.0, da, 0), 1, a, 0, 0);   /* rcp.rn/rz/rm/rp.f64 in that mode */
+            return 1;
+        case I_SQRT: *out = nan64(UD(sqrt_f64(d->flags & F_FTZ ? ftz64(da) : da, d->rnd)), 1, a, 0, 0); return 1;
         case I_RSQRT: *out = UD(1.0 / sqrt(d->flags & F_FTZ ? ftz64(da) : da)); return 1;   /* .approx only */
         case I_COPYSIGN: *out = UD(copysign(db, da)); return 1;
         }
@@ -275,7 +308,10 @@ static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
 {
     int cmp = x->in->d.cmp;
     if (isa_type_is_float(t)) {
-        double fa = t == T_F64 ? D(a) : F(a), fb = t == T_F64 ? D(b) : F(b);
+        /* each operand as its type: f16 and bf16 compare as halves, not as the bits of an f32 */
+        double fa = t == T_F64 ? D(a) : t == T_F16 ? fp16_to_f32((uint16_t)a) : t == T_BF16 ? bf16_to_f32((uint16_t)a) : F(a);
+        double fb = t == T_F64 ? D(b) : t == T_F16 ? fp16_to_f32((uint16_t)b) : t == T_BF16 ? bf16_to_f32((uint16_t)b) : F(b);
+        if ((x->in->d.flags & F_FTZ) && t == T_F32) fa = ftz((float)fa), fb = ftz((float)fb);
         int un = isnan(fa) || isnan(fb);
         switch (cmp) {
         case CMP_EQ: return !un && fa == fb;
@@ -370,6 +406,19 @@ static double round_int(double v, int rnd)
     }
 }
 
+/* v (finite, exact in f32) to f16 or bf16 under rz, rm or rp: the nearest-even result h, moved one step where it
+ * lies on the wrong side of v (or past the largest finite value under rz) */
+static int half_directed(int t, double v, int rnd)
+{
+    int h = t == T_F16 ? f32_to_fp16((float)v) : f32_to_bf16((float)v);
+    double back = t == T_F16 ? fp16_to_f32((uint16_t)h) : bf16_to_f32((uint16_t)h);
+    int up = rnd == RND_RP ? back < v : 0, down = rnd == RND_RM ? back > v : 0;
+    if (rnd == RND_RZ) up = v < 0 && back < v, down = v > 0 && back > v;
+    if (!up && !down) return h;
+    if ((h & 0x7FFF) == 0) return up ? 0x0001 : 0x8001;
+    return (h & 0x8000) ? (up ? h - 1 : h + 1) : (up ? h + 1 : h - 1);
+}
+
 static int cvt(const Ctx *x, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
@@ -378,7 +427,8 @@ static int cvt(const Ctx *x, uint64_t *out)
     uint64_t a = src(x, 1);
     if (dt == T_F16X2 && (st == T_E4M3X2 || st == T_E5M2X2)) {   /* each fp8 byte to a half, exactly, upper to upper */
         int e5 = st == T_E5M2X2;
-        *out = (uint32_t)f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8), e5)) << 16 | f32_to_fp16(fp8_to_f32((uint8_t)a, e5));
+        *out = (uint32_t)nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8), e5))) << 16 |
+               (uint32_t)nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)a, e5)));
         return 1;
     }
     if (dt == T_E4M3X2 || dt == T_E5M2X2) {   /* two f32 (the first to the upper byte), nearest even, .satfinite */
@@ -390,14 +440,16 @@ static int cvt(const Ctx *x, uint64_t *out)
     }
     if (dt == T_BF16X2 || dt == T_F16X2) {   /* the first source goes to the upper half */
         float hi = F(a), lo = F(src(x, 2));
-        *out = dt == T_BF16X2 ? (uint32_t)f32_to_bf16(hi) << 16 | f32_to_bf16(lo)
-                              : (uint32_t)f32_to_fp16(hi) << 16 | f32_to_fp16(lo);
+        int e = dt == T_BF16X2 ? T_BF16 : T_F16;
+        *out = dt == T_BF16X2 ? (uint32_t)nan16(e, f32_to_bf16(hi)) << 16 | (uint32_t)nan16(e, f32_to_bf16(lo))
+                              : (uint32_t)nan16(e, f32_to_fp16(hi)) << 16 | (uint32_t)nan16(e, f32_to_fp16(lo));
         return 1;
     }
     if (!isa_type_is_float(dt) && !isa_type_is_float(st)) {
         int sb = isa_type_bits(st), db = isa_type_bits(dt);
         int64_t v = isa_type_is_signed(st) ? sext(sb, a) : (int64_t)mask_bits(sb, a);
         if (d->flags & F_SAT) {
+            if (!isa_type_is_signed(st) && sb == 64 && (a >> 63)) v = INT64_MAX;   /* a u64 past INT64_MAX: high */
             int64_t lo = isa_type_is_signed(dt) ? -(1ll << (db - 1)) : 0;
             int64_t hi = isa_type_is_signed(dt) ? (1ll << (db - 1)) - 1 : db >= 64 ? INT64_MAX : (1ll << db) - 1;
             v = v < lo ? lo : v > hi ? hi : v;
@@ -419,15 +471,25 @@ static int cvt(const Ctx *x, uint64_t *out)
         return 1;
     }
     double v = to_double(st, a);
-    if (d->flags & F_FTZ) v = ftz64(v);
+    if (d->flags & F_FTZ) v = st == T_F32 ? (double)ftz((float)v) : ftz64(v);   /* a subnormal of the source type */
     int rnd = d->rnd;
     if (isa_type_is_float(dt) && (rnd == RND_RNI || rnd == RND_RZI || rnd == RND_RMI || rnd == RND_RPI))
         v = round_int(v, rnd), rnd = RND_RN;   /* cvt.rmi.f32.f32 and kin: to an integral value of the type */
     switch (dt) {
-    case T_F32: *out = U(d->flags & F_FTZ ? ftz(round_f32(v, rnd)) : round_f32(v, rnd)); break;
-    case T_F64: *out = UD(v); break;
-    case T_F16: *out = f32_to_fp16((float)v); break;
-    case T_BF16: *out = f32_to_bf16((float)v); break;
+    case T_F32:
+        if (st == T_BF16 && rnd == RND_NONE && !(d->flags & (F_FTZ | F_SAT))) { *out = (a & 0xFFFF) << 16; break; }   /* exact: NaNs too */
+        *out = nan32(U(d->flags & F_FTZ ? ftz(round_f32(v, rnd)) : round_f32(v, rnd)));
+        break;
+    case T_F64:   /* a NaN passes on quieted (an f32 one widened); with .ftz an f32 NaN is the canonical one */
+        if (!isnan(v)) *out = UD(v);
+        else if (st == T_F64) *out = a | 0x0008000000000000ull;
+        else if (st == T_F32 && !(d->flags & F_FTZ)) *out = ((a & 0x80000000u) << 32 | (a & 0x7FFFFFFFu) << 29) | 0x7FF8000000000000ull;
+        else *out = 0x7FFFFFFFE0000000ull;
+        break;
+    case T_F16: case T_BF16:
+        if (!isnan(v) && (rnd == RND_RZ || rnd == RND_RM || rnd == RND_RP)) *out = (uint64_t)half_directed(dt, v, rnd);
+        else *out = (uint64_t)nan16(dt, dt == T_F16 ? f32_to_fp16((float)v) : f32_to_bf16((float)v));
+        break;
     case T_TF32: *out = tf32_rna((float)v); break;
     default: {   /* float -> integer: round, saturate; NaN as an H200 converts it (below) */
         int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
@@ -444,9 +506,9 @@ static int cvt(const Ctx *x, uint64_t *out)
         else *out = mask_bits(db, sg ? (uint64_t)(int64_t)r : (uint64_t)r);
     }
     }
-    if ((d->flags & F_SAT) && dt == T_F32) {
+    if ((d->flags & F_SAT) && dt == T_F32) {   /* -0 too becomes +0 */
         float f = F(*out);
-        *out = U(isnan(f) ? 0.0f : f < 0 ? 0.0f : f > 1 ? 1.0f : f);
+        *out = U(isnan(f) ? 0.0f : f <= 0 ? 0.0f : f > 1 ? 1.0f : f);
     }
     return 1;
 }
