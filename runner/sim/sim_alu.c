@@ -304,13 +304,24 @@ static int logic(const Ctx *x, int t, uint64_t *out)
     return 0;
 }
 
+/* a value of type t as a double (an integer type's as signed or unsigned) */
+static double to_double(int t, uint64_t v)
+{
+    switch (t) {
+    case T_F32: return F(v);
+    case T_F64: return D(v);
+    case T_F16: return fp16_to_f32((uint16_t)v);
+    case T_BF16: return bf16_to_f32((uint16_t)v);
+    }
+    return isa_type_is_signed(t) ? (double)sext(isa_type_bits(t), v) : (double)mask_bits(isa_type_bits(t), v);
+}
+
 static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
 {
     int cmp = x->in->d.cmp;
     if (isa_type_is_float(t)) {
         /* each operand as its type: f16 and bf16 compare as halves, not as the bits of an f32 */
-        double fa = t == T_F64 ? D(a) : t == T_F16 ? fp16_to_f32((uint16_t)a) : t == T_BF16 ? bf16_to_f32((uint16_t)a) : F(a);
-        double fb = t == T_F64 ? D(b) : t == T_F16 ? fp16_to_f32((uint16_t)b) : t == T_BF16 ? bf16_to_f32((uint16_t)b) : F(b);
+        double fa = to_double(t, a), fb = to_double(t, b);
         if ((x->in->d.flags & F_FTZ) && t == T_F32) fa = ftz((float)fa), fb = ftz((float)fb);
         int un = isnan(fa) || isnan(fb);
         switch (cmp) {
@@ -368,17 +379,6 @@ static int setp(const Ctx *x, int t)
 }
 
 /* ---- conversions ---- */
-static double to_double(int t, uint64_t v)
-{
-    switch (t) {
-    case T_F32: return F(v);
-    case T_F64: return D(v);
-    case T_F16: return fp16_to_f32((uint16_t)v);
-    case T_BF16: return bf16_to_f32((uint16_t)v);
-    }
-    return isa_type_is_signed(t) ? (double)sext(isa_type_bits(t), v) : (double)mask_bits(isa_type_bits(t), v);
-}
-
 static float round_f32(double v, int rnd)
 {
     int saved = fegetround();
