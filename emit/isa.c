@@ -58,7 +58,7 @@ static const Mod kMods[] = {
     {"collector::a::discard", M_FLAG, F_COLLECTOR}, {"warpx2::02_13", M_FLAG, F_WARPX2_02_13},
     {"warpx2::01_23", M_FLAG, F_WARPX2_01_23}, {"b8x16", M_FLAG, F_DECOMPRESS},
     {"b6x16_p32", M_FLAG, F_DECOMPRESS}, {"b4x16_p64", M_FLAG, F_DECOMPRESS}, {"warpx4", M_FLAG, F_WARPX4}, {"noinc", M_FLAG, F_NOINC},
-    {"popc", M_FLAG, F_POPC}, {"satfinite", M_FLAG, F_SATFINITE}, {"shiftamt", M_FLAG, F_SHIFTAMT}, {"gl", M_FLAG, F_SCOPE_GPU}, {"l", M_FLAG, F_SHF_L}, {"r", M_FLAG, F_SHF_R}, {"clamp", M_FLAG, F_CLAMP}, {"wrap", M_FLAG, F_WRAP},
+    {"popc", M_FLAG, F_POPC}, {"satfinite", M_FLAG, F_SATFINITE}, {"relu", M_FLAG, F_RELU}, {"NaN", M_FLAG, F_NAN}, {"shiftamt", M_FLAG, F_SHIFTAMT}, {"gl", M_FLAG, F_SCOPE_GPU}, {"l", M_FLAG, F_SHF_L}, {"r", M_FLAG, F_SHF_R}, {"clamp", M_FLAG, F_CLAMP}, {"wrap", M_FLAG, F_WRAP},
     {"32x32b", M_TMSHAPE, TS_32X32B}, {"16x64b", M_TMSHAPE, TS_16X64B}, {"16x128b", M_TMSHAPE, TS_16X128B},
     {"16x256b", M_TMSHAPE, TS_16X256B}, {"16x32bx2", M_TMSHAPE, TS_16X32BX2}, {"128x256b", M_TMSHAPE, TS_128X256B},
     {"4x256b", M_TMSHAPE, TS_4X256B}, {"128x128b", M_TMSHAPE, TS_128X128B}, {"64x128b", M_TMSHAPE, TS_64X128B},

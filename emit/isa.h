@@ -60,7 +60,8 @@ enum {
     F_WARPX2_01_23 = 1ull << 53, F_DECOMPRESS = 1ull << 54,  /* tcgen05.cp: the two warp-pair forms; .b8x16 with .b6x16_p32/.b4x16_p64 */
     F_SHF_L = 1ull << 55, F_SHF_R = 1ull << 56, F_CLAMP = 1ull << 57, F_WRAP = 1ull << 58,  /* shf's direction and mode */
     F_POPC = 1ull << 59, F_SHIFTAMT = 1ull << 60,   /* bar.red.popc; bfind.shiftamt */
-    F_SATFINITE = 1ull << 61   /* cvt to fp8: out-of-range values to the largest finite */
+    F_SATFINITE = 1ull << 61,   /* cvt to fp8: out-of-range values to the largest finite */
+    F_RELU = 1ull << 62, F_NAN = 1ull << 63   /* fma/cvt.relu: negatives to 0; min/max.NaN: a NaN operand wins */
 };
 
 enum { ISA_MAX_TYPES = 4 };

@@ -341,6 +341,29 @@ static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_ste
     return n;
 }
 
+/* f16 and bf16 fma rounded once from the exact value: each triple's a b + c rounds (nearest even) to want, and
+ * rounded first to f32 or f64 it would land on a tie or past one and round the other way (found by a search in
+ * exact rational arithmetic). The kernel divides by zero when the result differs, which the sim names. */
+static void half_rounding_units(void)
+{
+    static const struct { const char *type; unsigned a, b, c, want; } k[] = {
+        {"f16", 0x3829, 0x33E7, 0x3E74, 0x3EF7}, {"f16", 0x4052, 0x4238, 0x03FC, 0x46B7},
+        {"bf16", 0x3F2C, 0x3F30, 0x31A1, 0x3EED}, {"bf16", 0x3F8C, 0x3F10, 0x8800, 0x3F1D},
+        {"bf16", 0x3F50, 0x3F0C, 0x9E91, 0x3EE3}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char body[1024], err[1024], what[128];
+        snprintf(body, sizeof body,
+                 "  .reg .b16 %%h<4>;\n  .reg .pred %%p<2>;\n  .reg .b32 %%r<4>;\n  mov.b16 %%h1, 0x%04X;\n"
+                 "  mov.b16 %%h2, 0x%04X;\n  mov.b16 %%h3, 0x%04X;\n  fma.rn.%s %%h0, %%h1, %%h2, %%h3;\n"
+                 "  setp.ne.b16 %%p1, %%h0, 0x%04X;\n  selp.u32 %%r1, 0, 1, %%p1;\n  div.u32 %%r2, 1, %%r1;\n  ret;\n",
+                 k[i].a, k[i].b, k[i].c, k[i].type, k[i].want);
+        run_limited(body, 32, 1 << 16, err, sizeof err);
+        snprintf(what, sizeof what, "sim: fma.rn.%s 0x%04X 0x%04X 0x%04X rounds once to 0x%04X", k[i].type, k[i].a, k[i].b, k[i].c,
+                 k[i].want);
+        check(!err[0], what, "%s", err);
+    }
+}
+
 /* An endless loop is reported within the step limit counted over the CTA's warps, not per warp: 32 spinning
  * warps took 32 times the limit (minutes at the default), and a loop of MMAs, each as slow as hundreds of plain
  * instructions, hours; an MMA counts its multiply-adds / SIM_MACS_PER_STEP. */
@@ -377,7 +400,7 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
-    if (!gpu) counter_units(), reduce_units(), endless_loops();
+    if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

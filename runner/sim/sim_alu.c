@@ -1,15 +1,18 @@
 /* Per-lane arithmetic, logic, comparisons, selects, moves and conversions for
  * every type the decoder names, with the PTX ISA's semantics: integer ops
  * wrap at the type's width, shifts clamp, .lo/.hi/.wide pick halves; floating
- * ops round as the instruction says (.rn by default), .ftz flushes
- * subnormals, .sat clamps to [0, 1]; min/max return the non-NaN operand;
- * float-to-integer conversions saturate and send NaN to 0. A combination the
- * sim does not model is refused naming the instruction. */
+ * ops round once from the exact result as the instruction says (.rn by
+ * default; f16 and bf16 in sim_half.c), .ftz flushes subnormals, .sat clamps
+ * to [0, 1], .relu to [0, inf); min/max return the non-NaN operand (.NaN: the
+ * NaN); float-to-integer conversions saturate. tests/test_fuzz_alu.c holds
+ * all this against a GPU. A combination the sim does not model is refused
+ * naming the instruction. */
 #include <fenv.h>
 #include <math.h>
 #include <string.h>
 #include "hostdata.h"
 #include "sim.h"
+#include "sim_half.h"
 
 static float F(uint64_t u) { return bits_f32((uint32_t)u); }
 static uint64_t U(float x) { return f32_bits(x); }
@@ -28,6 +31,10 @@ static int64_t sext(int bits, uint64_t v)
 static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
 static float ftz_if(const IsaInsn *d, float x) { return d->flags & F_FTZ ? ftz(x) : x; }
 static double ftz64(double x) { return fpclassify(x) == FP_SUBNORMAL ? copysign(0.0, x) : x; }
+/* .sat: clamped to [0, 1], a NaN and -0 to +0 (measured: tests/test_fuzz_alu.c) */
+static double sat01(double v) { return isnan(v) || v <= 0 ? 0 : v > 1 ? 1 : v; }
+
+#define F64_QUIET 0x0008000000000000ull   /* an f64 NaN's quiet bit */
 
 /* NaN results as a GPU gives them (an H100, tests/test_fuzz_alu.c): every f32 result that is a NaN is 0x7FFFFFFF,
  * every f16 or bf16 one 0x7FFF, whatever the operands' payloads; f64 arithmetic passes a NaN operand on. */
@@ -37,13 +44,14 @@ static int nan16(int t, uint64_t h)
     uint32_t e = t == T_F16 ? 0x7C00u : 0x7F80u, m = t == T_F16 ? 0x03FFu : 0x007Fu;
     return (h & e) == e && (h & m) ? 0x7FFF : (int)(h & 0xFFFF);
 }
-/* an f64 result: the first NaN operand of a, b, c (quieted), else a NaN the operation made as 0x7FF..F */
+/* an f64 result: the first NaN operand of a, b, c (quieted; with several, the GPU's pick depends on how ptxas
+ * orders the operands), else a NaN the operation made, 0xFFF8000000000000 as a GPU makes it */
 static uint64_t nan64(uint64_t r, int n, uint64_t a, uint64_t b, uint64_t c)
 {
     const uint64_t ops[3] = {a, b, c};
     for (int i = 0; i < n; i++)
-        if (isnan(D(ops[i]))) return ops[i] | 0x0008000000000000ull;
-    return isnan(D(r)) ? 0x7FFFFFFFFFFFFFFFull : r;
+        if (isnan(D(ops[i]))) return ops[i] | F64_QUIET;
+    return isnan(D(r)) ? 0xFFF8000000000000ull : r;
 }
 /* min/max as the GPU: a NaN operand is missing (both: the f32 NaN), and -0 is below +0 */
 static double minmax(int max, double a, double b)
@@ -106,7 +114,7 @@ static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
     fesetround(saved);
     float v = r;
     if (ftzm) v = ftz(v);
-    if (d->flags & F_SAT) v = isnan(v) ? 0.0f : v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+    if (d->flags & F_SAT) v = (float)sat01(v);
     return U(v);
 }
 
@@ -126,27 +134,53 @@ static uint64_t f64_op(const IsaInsn *d, int op, double a, double b, double c)
     return UD(r);
 }
 
-/* One f16 or bf16 operation (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16; nvcc's __hadd2 per half): a
- * sum or product of halves is exact in double, then one rounding to nearest. The 16-bit result, or -1. */
+/* a + b as the double nearest it (hi) and the rest (lo), exactly: Knuth's two-sum */
+static void two_sum(double a, double b, double *hi, double *lo)
+{
+    volatile double s = a + b, bb = s - a;
+    *hi = s;
+    *lo = (a - (s - bb)) + (b - bb);
+    if (!isfinite(s)) *lo = 0;
+}
+
+/* .relu (fma, cvt): a negative result, -0 too, becomes +0; a NaN the canonical one */
+static int relu16(int t, int h)
+{
+    h = nan16(t, (uint64_t)h);
+    return h == 0x7FFF ? h : (h & 0x8000) ? 0 : h;
+}
+
+/* One f16 or bf16 operation (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16; nvcc's __hadd2 per half): the exact
+ * result (a product of halves is exact in double, a sum two doubles) rounded once to nearest. .ftz (f16 only)
+ * flushes subnormal operands and results to zero, .sat clamps to [0, 1], .relu to [0, inf), min/max.NaN give the
+ * canonical NaN for a NaN operand. The 16-bit result, or -1. */
 static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
 {
     const IsaInsn *d = &x->in->d;
-    double ha = t == T_F16 ? fp16_to_f32((uint16_t)a) : bf16_to_f32((uint16_t)a);
-    double hb = t == T_F16 ? fp16_to_f32((uint16_t)b) : bf16_to_f32((uint16_t)b);
-    double hc = t == T_F16 ? fp16_to_f32((uint16_t)c) : bf16_to_f32((uint16_t)c), r;
+    int ftzm = (d->flags & F_FTZ) != 0;
+    double ha = half_value(t, a), hb = half_value(t, b), hc = half_value(t, c), hi, lo = 0;
+    if (ftzm) {
+        if (half_is_subnormal(t, a)) ha = copysign(0, ha);
+        if (half_is_subnormal(t, b)) hb = copysign(0, hb);
+        if (half_is_subnormal(t, c)) hc = copysign(0, hc);
+    }
     switch (d->op) {
-    case I_ADD: r = ha + hb; break;
-    case I_SUB: r = ha - hb; break;
-    case I_MUL: r = ha * hb; break;
-    case I_MAD: case I_FMA: r = fma(ha, hb, hc); break;
-    case I_MIN: r = minmax(0, ha, hb); break;
-    case I_MAX: r = minmax(1, ha, hb); break;
-    case I_NEG: r = -ha; break;
-    case I_ABS: r = fabs(ha); break;
+    case I_ADD: two_sum(ha, hb, &hi, &lo); break;
+    case I_SUB: two_sum(ha, -hb, &hi, &lo); break;
+    case I_MUL: hi = ha * hb; break;
+    case I_MAD: case I_FMA: two_sum(ha * hb, hc, &hi, &lo); break;
+    case I_MIN: case I_MAX:
+        if ((d->flags & F_NAN) && (isnan(ha) || isnan(hb))) return 0x7FFF;
+        hi = minmax(d->op == I_MAX, ha, hb);
+        break;
+    case I_NEG: hi = -ha; break;
+    case I_ABS: hi = fabs(ha); break;
     default: return -1;
     }
-    if (d->flags & F_SAT) r = isnan(r) ? 0 : r < 0 ? 0 : r > 1 ? 1 : r;
-    return nan16(t, t == T_F16 ? f32_to_fp16((float)r) : f32_to_bf16((float)r));
+    if (d->flags & F_SAT) lo = hi <= 0 || hi >= 1 ? 0 : lo, hi = sat01(hi);
+    int h = half_round(t, hi, lo, RND_RN);
+    if (ftzm && half_is_subnormal(t, (uint64_t)h)) h &= 0x8000;
+    return d->flags & F_RELU ? relu16(t, h) : h;
 }
 
 static int float_arith(const Ctx *x, int t, uint64_t *out)
@@ -163,8 +197,10 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
             if (d->flags & (F_APPROX | F_FULL)) { *out = nan32(U(fa * (1.0f / fb))); return 1; }
             *out = nan32(f32_op(d, op, fa, fb, 0));
             return 1;
-        case I_MIN: *out = nan32(U((float)minmax(0, fa, fb))); return 1;
-        case I_MAX: *out = nan32(U((float)minmax(1, fa, fb))); return 1;
+        case I_MIN: case I_MAX:   /* .NaN: a NaN operand gives the canonical NaN */
+            if ((d->flags & F_NAN) && (isnan(fa) || isnan(fb))) { *out = 0x7FFFFFFFu; return 1; }
+            *out = nan32(U((float)minmax(op == I_MAX, fa, fb)));
+            return 1;
         case I_NEG: *out = nan32(U(-fa)); return 1;
         case I_ABS: *out = nan32(U(fabsf(fa))); return 1;
         case I_EX2: *out = U(ftz((float)exp2((double)fa))); return 1;
@@ -189,8 +225,8 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_MIN: case I_MAX:   /* both NaN: the first, unchanged */
             *out = isnan(da) && isnan(db) ? a : UD(minmax(op == I_MAX, da, db));
             return 1;
-        case I_NEG: *out = isnan(da) ? a | 0x0008000000000000ull : UD(-da); return 1;   /* a NaN quieted, its sign kept */
-        case I_ABS: *out = isnan(da) ? a | 0x0008000000000000ull : UD(fabs(da)); return 1;
+        case I_NEG: *out = isnan(da) ? a | F64_QUIET : UD(-da); return 1;   /* a NaN quieted, its sign kept */
+        case I_ABS: *out = isnan(da) ? a | F64_QUIET : UD(fabs(da)); return 1;
         case I_RCP:
             if (d->flags & F_APPROX) *out = nan64(UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da), 1, a, 0, 0);
             else *out = nan64(f64_op(d, I_DIV, 1.0, da, 0), 1, a, 0, 0);   /* rcp.rn/rz/rm/rp.f64 in that mode */
@@ -323,6 +359,10 @@ static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
         /* each operand as its type: f16 and bf16 compare as halves, not as the bits of an f32 */
         double fa = to_double(t, a), fb = to_double(t, b);
         if ((x->in->d.flags & F_FTZ) && t == T_F32) fa = ftz((float)fa), fb = ftz((float)fb);
+        if ((x->in->d.flags & F_FTZ) && (t == T_F16 || t == T_BF16)) {
+            if (half_is_subnormal(t, a)) fa = copysign(0, fa);
+            if (half_is_subnormal(t, b)) fb = copysign(0, fb);
+        }
         int un = isnan(fa) || isnan(fb);
         switch (cmp) {
         case CMP_EQ: return !un && fa == fb;
@@ -406,17 +446,17 @@ static double round_int(double v, int rnd)
     }
 }
 
-/* v (finite, exact in f32) to f16 or bf16 under rz, rm or rp: the nearest-even result h, moved one step where it
- * lies on the wrong side of v (or past the largest finite value under rz) */
-static int half_directed(int t, double v, int rnd)
+/* v + lo (exact) to f16 or bf16 as cvt rounds it: in mode rnd, .sat clamping to [0, 1] first, .satfinite
+ * sending infinities to the largest finite value of their sign, .relu negatives to +0. The 16-bit result, or -1 for
+ * a mode cvt does not have. */
+static int half_cvt(const Ctx *x, int t, double v, double lo, int rnd)
 {
-    int h = t == T_F16 ? f32_to_fp16((float)v) : f32_to_bf16((float)v);
-    double back = t == T_F16 ? fp16_to_f32((uint16_t)h) : bf16_to_f32((uint16_t)h);
-    int up = rnd == RND_RP ? back < v : 0, down = rnd == RND_RM ? back > v : 0;
-    if (rnd == RND_RZ) up = v < 0 && back < v, down = v > 0 && back > v;
-    if (!up && !down) return h;
-    if ((h & 0x7FFF) == 0) return up ? 0x0001 : 0x8001;
-    return (h & 0x8000) ? (up ? h - 1 : h + 1) : (up ? h + 1 : h - 1);
+    const IsaInsn *d = &x->in->d;
+    if (rnd != RND_NONE && rnd != RND_RN && rnd != RND_RZ && rnd != RND_RM && rnd != RND_RP) return -1;
+    if (d->flags & F_SAT) lo = v <= 0 || v >= 1 ? 0 : lo, v = sat01(v);
+    int h = half_round(t, v, lo, rnd);
+    if ((d->flags & F_SATFINITE) && (h & 0x7FFF) == (t == T_F16 ? 0x7C00 : 0x7F80)) h = (h & 0x8000) | (t == T_F16 ? 0x7BFF : 0x7F7F);
+    return d->flags & F_RELU ? relu16(t, h) : h;
 }
 
 static int cvt(const Ctx *x, uint64_t *out)
@@ -425,24 +465,33 @@ static int cvt(const Ctx *x, uint64_t *out)
     if (d->ntype != 2) return refuse(x, "cvt without two types");
     int dt = d->type[0], st = d->type[1];
     uint64_t a = src(x, 1);
+    int relu = (d->flags & F_RELU) != 0;
+    if (relu && dt != T_F16 && dt != T_BF16 && dt != T_F16X2 && dt != T_BF16X2 && dt != T_E4M3X2 && dt != T_E5M2X2)
+        return refuse(x, "cvt.relu to a type other than f16, bf16 or fp8 (x2)");
     if (dt == T_F16X2 && (st == T_E4M3X2 || st == T_E5M2X2)) {   /* each fp8 byte to a half, exactly, upper to upper */
-        int e5 = st == T_E5M2X2;
-        *out = (uint32_t)nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8), e5))) << 16 |
-               (uint32_t)nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)a, e5)));
+        int e5 = st == T_E5M2X2, h[2];
+        for (int k = 0; k < 2; k++) {
+            h[k] = nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8 * k), e5)));
+            if (relu) h[k] = relu16(T_F16, h[k]);
+        }
+        *out = (uint32_t)h[1] << 16 | (uint32_t)h[0];
         return 1;
     }
     if (dt == T_E4M3X2 || dt == T_E5M2X2) {   /* two f32 (the first to the upper byte), nearest even, .satfinite */
         if (st != T_F32 || !(d->flags & F_SATFINITE) || (d->rnd != RND_RN && d->rnd != RND_NONE))
             return refuse(x, "a conversion to fp8 other than cvt.rn.satfinite from .f32");
-        int e5 = dt == T_E5M2X2;
-        *out = (uint32_t)f32_to_fp8(F(a), e5) << 8 | f32_to_fp8(F(src(x, 2)), e5);
+        int e5 = dt == T_E5M2X2, q[2];
+        for (int k = 0; k < 2; k++) {
+            q[k] = f32_to_fp8(F(src(x, 2 - k)), e5);   /* .relu: negatives (-0 too) to +0, a NaN the canonical 0x7F */
+            if (relu) q[k] = isnan(F(src(x, 2 - k))) ? 0x7F : (q[k] & 0x80) ? 0 : q[k];
+        }
+        *out = (uint32_t)q[1] << 8 | (uint32_t)q[0];
         return 1;
     }
     if (dt == T_BF16X2 || dt == T_F16X2) {   /* the first source goes to the upper half */
-        float hi = F(a), lo = F(src(x, 2));
-        int e = dt == T_BF16X2 ? T_BF16 : T_F16;
-        *out = dt == T_BF16X2 ? (uint32_t)nan16(e, f32_to_bf16(hi)) << 16 | (uint32_t)nan16(e, f32_to_bf16(lo))
-                              : (uint32_t)nan16(e, f32_to_fp16(hi)) << 16 | (uint32_t)nan16(e, f32_to_fp16(lo));
+        int e = dt == T_BF16X2 ? T_BF16 : T_F16, hi = half_cvt(x, e, F(a), 0, d->rnd), lo = half_cvt(x, e, F(src(x, 2)), 0, d->rnd);
+        if (hi < 0 || lo < 0) return refuse(x, "cvt to f16x2/bf16x2 in this rounding mode");
+        *out = (uint32_t)hi << 16 | (uint32_t)lo;
         return 1;
     }
     if (!isa_type_is_float(dt) && !isa_type_is_float(st)) {
@@ -454,7 +503,7 @@ static int cvt(const Ctx *x, uint64_t *out)
             int64_t hi = isa_type_is_signed(dt) ? (1ll << (db - 1)) - 1 : db >= 64 ? INT64_MAX : (1ll << db) - 1;
             v = v < lo ? lo : v > hi ? hi : v;
         }
-        *out = mask_bits(db, (uint64_t)v);
+        *out = isa_type_is_signed(dt) ? (uint64_t)sext(db, (uint64_t)v) : mask_bits(db, (uint64_t)v);   /* to the register's width */
         return 1;
     }
     if ((dt == T_F32 || dt == T_F64) && !isa_type_is_float(st) && isa_type_bits(st) == 64) {
@@ -466,11 +515,13 @@ static int cvt(const Ctx *x, uint64_t *out)
         volatile float f = sg ? (float)(int64_t)a : (float)a;
         fesetround(saved);
         if (dt == T_F64) { *out = UD(r); return 1; }
-        if (d->flags & F_SAT) f = f < 0 ? 0.0f : f > 1 ? 1.0f : f;
+        if (d->flags & F_SAT) f = (float)sat01(f);
         *out = U(f);
         return 1;
     }
-    double v = to_double(st, a);
+    double v = to_double(st, a), v_lo = 0;
+    if (!isa_type_is_float(st) && isa_type_bits(st) == 64)   /* what the double misses of a 64-bit integer (< 2^11) */
+        v_lo = (double)(isa_type_is_signed(st) ? (__int128)(int64_t)a - (__int128)v : (__int128)a - (__int128)v);
     if (d->flags & F_FTZ) v = st == T_F32 ? (double)ftz((float)v) : ftz64(v);   /* a subnormal of the source type */
     int rnd = d->rnd;
     if (isa_type_is_float(dt) && (rnd == RND_RNI || rnd == RND_RZI || rnd == RND_RMI || rnd == RND_RPI))
@@ -478,18 +529,24 @@ static int cvt(const Ctx *x, uint64_t *out)
     switch (dt) {
     case T_F32:
         if (st == T_BF16 && rnd == RND_NONE && !(d->flags & (F_FTZ | F_SAT))) { *out = (a & 0xFFFF) << 16; break; }   /* exact: NaNs too */
+        if (st == T_F64 && isnan(v)) {   /* an f64 NaN keeps its sign and the top of its payload, quieted */
+            *out = (a >> 32 & 0x80000000u) | 0x7FC00000u | (uint32_t)(a >> 29 & 0x7FFFFFu);
+            break;
+        }
         *out = nan32(U(d->flags & F_FTZ ? ftz(round_f32(v, rnd)) : round_f32(v, rnd)));
         break;
     case T_F64:   /* a NaN passes on quieted (an f32 one widened); with .ftz an f32 NaN is the canonical one */
         if (!isnan(v)) *out = UD(v);
-        else if (st == T_F64) *out = a | 0x0008000000000000ull;
+        else if (st == T_F64) *out = a | F64_QUIET;
         else if (st == T_F32 && !(d->flags & F_FTZ)) *out = ((a & 0x80000000u) << 32 | (a & 0x7FFFFFFFu) << 29) | 0x7FF8000000000000ull;
         else *out = 0x7FFFFFFFE0000000ull;
         break;
-    case T_F16: case T_BF16:
-        if (!isnan(v) && (rnd == RND_RZ || rnd == RND_RM || rnd == RND_RP)) *out = (uint64_t)half_directed(dt, v, rnd);
-        else *out = (uint64_t)nan16(dt, dt == T_F16 ? f32_to_fp16((float)v) : f32_to_bf16((float)v));
+    case T_F16: case T_BF16: {
+        int h = half_cvt(x, dt, v, v_lo, rnd);
+        if (h < 0) return refuse(x, "cvt to f16/bf16 in this rounding mode");
+        *out = (uint64_t)h;
         break;
+    }
     case T_TF32: *out = tf32_rna((float)v); break;
     default: {   /* float -> integer: round, saturate; NaN as an H200 converts it (below) */
         int db = isa_type_bits(dt), sg = isa_type_is_signed(dt);
@@ -506,10 +563,7 @@ static int cvt(const Ctx *x, uint64_t *out)
         else *out = mask_bits(db, sg ? (uint64_t)(int64_t)r : (uint64_t)r);
     }
     }
-    if ((d->flags & F_SAT) && dt == T_F32) {   /* -0 too becomes +0 */
-        float f = F(*out);
-        *out = U(isnan(f) ? 0.0f : f <= 0 ? 0.0f : f > 1 ? 1.0f : f);
-    }
+    if ((d->flags & F_SAT) && dt == T_F32) *out = U((float)sat01(F(*out)));
     return 1;
 }
 
@@ -553,6 +607,11 @@ static int lane_op(const Ctx *x, uint64_t *out)
         sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "%s has no type", isa_base_text(d->op));
         return -1;
     }
+    int half = t == T_F16 || t == T_BF16 || t == T_F16X2 || t == T_BF16X2;
+    if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half)))
+        return refuse(x, ".relu other than on cvt or an f16/bf16 fma");
+    if ((d->flags & F_NAN) && !((d->op == I_MIN || d->op == I_MAX) && (half || t == T_F32)))
+        return refuse(x, ".NaN other than on an f32, f16 or bf16 min/max");
     switch (d->op) {
     case I_MOV: *out = src(x, 1); return 1;
     case I_SETP: return setp(x, t) < 0 ? -1 : 0;

@@ -1,0 +1,12 @@
+/* The 16-bit float types (f16 and bf16) as the sim's ALU reads and rounds them. */
+#ifndef SIM_HALF_H
+#define SIM_HALF_H
+#include <stdint.h>
+
+double half_value(int t, uint64_t h);   /* the low 16 bits of h as type t (T_F16 or T_BF16) */
+/* hi + lo (exact, |lo| at most half an ulp of hi: a sum from two_sum, or lo 0) rounded once to type t in mode
+ * rnd (RND_NONE as RND_RN): the 16-bit result; any NaN is the canonical 0x7FFF */
+int half_round(int t, double hi, double lo, int rnd);
+int half_is_subnormal(int t, uint64_t h);
+
+#endif
