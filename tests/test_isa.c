@@ -52,6 +52,10 @@ static void foreign_forms(void)
     check(!rc && d.vec == 4 && d.space[0] == SP_SHARED && d.cls == CL_SHARED, "isa: ld.shared.v4.f32 class", "%s", err);
     rc = dec("add.f32", &d, err, sizeof err);
     check(!rc && d.cls == CL_FP32, "isa: add.f32 counts as fp32", "%s", err);
+    rc = dec("min.NaN.f32", &d, err, sizeof err);
+    check(!rc && (d.flags & F_NAN) && d.cmp == CMP_NONE, "isa: .NaN of min is a flag, not the comparison .nan", "%s", err);
+    rc = dec("cvt.rn.satfinite.relu.e4m3x2.f32", &d, err, sizeof err);
+    check(!rc && (d.flags & F_RELU) && (d.flags & F_SATFINITE) && d.type[0] == T_E4M3X2, "isa: cvt .relu", "%s", err);
 }
 
 static void refusals(void)

@@ -31,11 +31,12 @@ int half_round(int t, double hi, double lo, int rnd)
     if (isinf(hi)) return (neg ? 0x8000 : 0) | (t == T_F16 ? 0x7C00 : 0x7F80);
     if (hi == 0) return neg ? 0x8000 : 0;   /* lo is 0 too */
     HalfFmt f = half_fmt(t);
-    /* the grid of the exact value's binade (the subnormals' below the smallest normal): hi is a power of two with
-     * the value just under it when lo < 0, in the finer binade below */
+    /* the grid of the exact value's binade (the subnormals' below the smallest normal): where hi is a power of two
+     * and lo takes the value toward zero, the value lies in the finer binade below */
     int e;
-    frexp(lo != 0 ? nextafter(hi, lo > 0 ? INFINITY : -INFINITY) : hi, &e);
-    e = e - 1 < 1 - f.bias ? 1 - f.bias : e - 1;
+    double m = frexp(hi, &e);
+    e -= 1 + (fabs(m) == 0.5 && lo != 0 && (lo < 0) != neg);
+    e = e < 1 - f.bias ? 1 - f.bias : e;
     double q = ldexp(1, e - f.mant), x = hi / q, fl = floor(x), frac = x - fl;
     if (frac == 0 && lo < 0) fl -= 1, frac = 1;   /* just under the grid point x: fl < value < fl + 1 */
     double r = fl;
