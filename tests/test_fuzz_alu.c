@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include "check.h"
 #include "device.h"
+#include "golden_dev.h"
 
 enum { THREADS = 64, IN_WORDS = 16, SLOTS = 16, STEPS = 6, WORDS = SLOTS * STEPS, MAX_TEXT = 1 << 17 };
 #define GOLDEN "tests/fuzz_alu.golden"
@@ -36,10 +37,11 @@ enum { THREADS = 64, IN_WORDS = 16, SLOTS = 16, STEPS = 6, WORDS = SLOTS * STEPS
  * steps as one and the GPU's value is not the PTX's */
 #define KNOWN_WHY \
     "# Read off the H100's per-step values, each differs where ptxas compiles two dependent steps as one instruction\n" \
-    "# whose result is not the PTX's: abs.s32 or neg.s32 of INT_MIN (INT_MIN in PTX) taken as 2^31 by the next step\n" \
-    "# (cvt.f32.u32, cvt.sat to 8 or 16 bits, rem.s32); an add.s32 and a sub.sat.s32 (or a sub.s32 and an add.sat.s32)\n" \
-    "# saturated as one three-operand add; a float-to-integer cvt (a NaN to INT64_MIN, a negative to 0 as u32, .ftz) and\n" \
-    "# a saturating narrowing cvt done as one conversion. The sim computes each step as the ISA says.\n"
+    "# whose result is not the PTX's: abs or neg of INT16_MIN or INT32_MIN (the same value in PTX) taken as 2^15 or\n" \
+    "# 2^31 by the next step (mul.wide.s16, mad.hi.s16, shr.s16, setp, cvt to a wider or narrower integer, cvt.f32.u32,\n" \
+    "# rem.s32); a sub and an add.sat.s32 (or an add and a sub.sat.s32) saturated as one three-operand add; a\n" \
+    "# float-to-integer cvt (a NaN to INT64_MIN, a negative to 0 as u32, .ftz) and a saturating narrowing cvt done as\n" \
+    "# one conversion. The sim computes each step as the ISA says.\n"
 
 /* ---- randomness (splitmix64: the same stream on every host) ---- */
 typedef struct { uint64_t s; } Rng;
@@ -124,6 +126,7 @@ static const Tmpl kTmpl[] = {
     {"mad.wide.{u32|s32} $d, $a, $b, $c;", 'w', "uuw"},
     {"{div|rem}.{u32|s32} $d, $a, $b;", 'u', "uN"},
     {"{min|max}.{u32|s32} $d, $a, $b;", 'u', "uu"},
+    {"{min|max}.relu.s32 $d, $a, $b;", 'u', "uu"},
     {"{abs|neg}.s32 $d, $a;", 'u', "u"},
     {"{and|or|xor}.b32 $d, $a, $b;", 'u', "uu"},
     {"not.b32 $d, $a;", 'u', "u"},
@@ -141,6 +144,7 @@ static const Tmpl kTmpl[] = {
     {"fns.b32 $d, $a, $b, $c;", 'u', "uBO"},
     {"setp.{eq|ne|lt|le|gt|ge}.{u32|s32} $d, $a, $b;", 'p', "uu"},
     {"setp.{lo|ls|hi|hs}.u32 $d, $a, $b;", 'p', "uu"},
+    {"setp.{lt|ge|ne}.{and|or|xor}.s32 $d, $a, $b, $c;", 'p', "uup"},
     {"selp.b32 $d, $a, $b, $c;", 'u', "uup"},
     {"cvt{|.sat}.{u16|s16|u8|s8}.{u32|s32} $d, $a;", 'h', "u"},
     {"cvt.{u32|s32}.{u16|s16|u8|s8} $d, $a;", 'u', "h"},
@@ -148,6 +152,28 @@ static const Tmpl kTmpl[] = {
     {"cvt.{u64|s64}.{u32|s32} $d, $a;", 'w', "u"},
     {"cvt.{rn|rz|rm|rp}.f32.{u32|s32} $d, $a;", 'f', "u"},
     {"cvt.rn.f64.{u32|s32} $d, $a;", 'd', "u"},
+    /* 16-bit integers */
+    {"{add|sub|mul.lo|mul.hi}.{u16|s16} $d, $a, $b;", 'h', "hh"},
+    {"mad.{lo|hi}.{u16|s16} $d, $a, $b, $c;", 'h', "hhh"},
+    {"mul.wide.{u16|s16} $d, $a, $b;", 'u', "hh"},
+    {"{min|max}.{u16|s16} $d, $a, $b;", 'h', "hh"},
+    {"{abs|neg}.s16 $d, $a;", 'h', "h"},
+    {"{and|or|xor}.b16 $d, $a, $b;", 'h', "hh"},
+    {"not.b16 $d, $a;", 'h', "h"},
+    {"shl.b16 $d, $a, $b;", 'h', "hS"},
+    {"shr.{b16|u16|s16} $d, $a, $b;", 'h', "hS"},
+    {"setp.{eq|ne|lt|le|gt|ge}.{u16|s16} $d, $a, $b;", 'p', "hh"},
+    {"cvt{|.sat}.{u8|s8}.{u16|s16} $d, $a;", 'h', "h"},
+    {"cvt.{u16|s16}.{u8|s8} $d, $a;", 'h', "h"},
+    /* across the warp (every lane takes part) */
+    {"shfl.sync.{idx|bfly|down}.b32 $d, $a, $b, {31|15|7199}, -1;", 'u', "uB"},
+    {"shfl.sync.up.b32 $d, $a, $b, {0|7168}, -1;", 'u', "uB"},
+    {"vote.sync.ballot.b32 $d, $a, -1;", 'u', "p"},
+    {"vote.sync.{all|any|uni}.pred $d, $a, -1;", 'p', "p"},
+    {"redux.sync.{add|min|max}.{u32|s32} $d, $a, -1;", 'u', "u"},
+    {"redux.sync.{and|or|xor}.b32 $d, $a, -1;", 'u', "u"},
+    {"match.{any|all}.sync.b32 $d, $a, -1;", 'u', "u"},
+    {"match.any.sync.b64 $d, $a, -1;", 'u', "w"},
     /* 64-bit integers */
     {"{add|sub}.{u64|s64} $d, $a, $b;", 'w', "ww"},
     {"mul.{lo|hi}.{u64|s64} $d, $a, $b;", 'w', "ww"},
@@ -629,15 +655,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_fuzz_alu: --seeds A-B needs --device and --write FILE\n");
         return 2;
     }
-    char err[512];
-    Device *dev = NULL;
-    if (dev_open(&dev, kind, 0, err, sizeof err)) { fprintf(stderr, "test_fuzz_alu: %s\n", err); return 1; }
-    DevInfo info = {0};
-    if (!strcmp(kind, "cuda") && dev_info(dev, &info, err, sizeof err)) { fprintf(stderr, "test_fuzz_alu: %s\n", err); return 1; }
-    FILE *f = fopen(write, "w");
-    if (!f) { fprintf(stderr, "test_fuzz_alu: cannot write %s\n", write); return 1; }
-    fprintf(f, "# test_fuzz_alu: seed, then per chain the FNV-1a hash of its %d threads' 64-bit values (a float's NaNs as one), as "
-               "computed by %s\n", THREADS, info.name[0] ? info.name : kind);
+    char err[512], what[160];
+    FILE *f = NULL;
+    snprintf(what, sizeof what, "seed, then per chain the FNV-1a hash of its %d threads' 64-bit values (a float's NaNs as one)", THREADS);
+    Device *dev = golden_open("test_fuzz_alu", kind, write, what, &f);
+    if (!dev) return 1;
     if (raw) mkdir(raw, 0755);
     int failed = 0;
     uint64_t out[THREADS * WORDS];

@@ -114,13 +114,15 @@ static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
     }
     fesetround(saved);
     float v = r;
-    if (ftzm) v = ftz(v);
-    /* div.ftz flushes a quotient that is subnormal before rounding, one that rounds up to the smallest normal too
-     * (an H100, tests/test_fuzz_alu.c); the double quotient of two f32 tells exactly. The other ops: no case seen */
-    if (ftzm && op == I_DIV) {
-        volatile double q = (double)a / (double)b;
-        if (q != 0 && fabs(q) < FLT_MIN) v = copysignf(0.0f, v);
+    /* .ftz: mul and div flush a result that is subnormal before rounding, one that rounds up to the smallest normal
+     * too; fma flushes after rounding (an H100, tests/test_fuzz_alu.c: mul.rn.ftz of 1 - 2^-24 and 2^-126 gives 0,
+     * div.rp.ftz likewise, fma.rp.ftz just under 2^-126 gives 2^-126). A sum of f32 values is a multiple of the
+     * smallest subnormal, so either rule. In double a product is exact, a quotient's size exact enough. */
+    if (ftzm && (op == I_MUL || op == I_DIV)) {
+        double q = op == I_MUL ? (double)a * b : (double)a / b;
+        v = q != 0 && fabs(q) < FLT_MIN ? copysignf(0.0f, v) : v;
     }
+    if (ftzm) v = ftz(v);
     if (d->flags & F_SAT) v = (float)sat01(v);
     return U(v);
 }
@@ -190,6 +192,17 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     return d->flags & F_RELU ? relu16(t, h) : h;
 }
 
+/* rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 as a GPU computes them (an H100, tests/test_approx.c): from the upper
+ * 32 bits of the operand alone (a NaN whose payload lies in the lower ones is an infinity), subnormals flushed, the
+ * result with its lower 32 bits zero (here the nearest such value, within 2^-21; the GPU's within 2^-20.3) */
+static uint64_t f64_upper_approx(int rsqrt, uint64_t a)
+{
+    double v = ftz64(D(a & 0xFFFFFFFF00000000ull)), r = ftz64(rsqrt ? 1.0 / sqrt(v) : 1.0 / v);
+    if (isnan(r)) return 0x7FFFFFFF00000000ull;
+    if (isinf(r) || r == 0) return UD(r);
+    return (UD(r) + 0x80000000ull) & 0xFFFFFFFF00000000ull;   /* a carry moves to the exponent, as it should */
+}
+
 static int float_arith(const Ctx *x, int t, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
@@ -210,7 +223,7 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
             return 1;
         case I_NEG: *out = nan32(U(-fa)); return 1;
         case I_ABS: *out = nan32(U(fabsf(fa))); return 1;
-        case I_EX2: *out = U(ftz((float)exp2((double)fa))); return 1;
+        case I_EX2: *out = U(ftz_if(d, (float)exp2((double)fa))); return 1;   /* subnormal results kept without .ftz */
         case I_LG2: *out = U(ftz((float)log2((double)fa))); return 1;
         case I_RCP:
             if (d->flags & F_APPROX) *out = nan32(U(d->flags & F_FTZ ? ftz(1.0f / fa) : 1.0f / fa));
@@ -235,11 +248,11 @@ static int float_arith(const Ctx *x, int t, uint64_t *out)
         case I_NEG: *out = isnan(da) ? a | F64_QUIET : UD(-da); return 1;   /* a NaN quieted, its sign kept */
         case I_ABS: *out = isnan(da) ? a | F64_QUIET : UD(fabs(da)); return 1;
         case I_RCP:
-            if (d->flags & F_APPROX) *out = nan64(UD(d->flags & F_FTZ ? ftz64(1.0 / da) : 1.0 / da), 1, a, 0, 0);
+            if (d->flags & F_APPROX) *out = f64_upper_approx(0, a);   /* rcp.approx.ftz.f64: the only .approx form */
             else *out = nan64(f64_op(d, I_DIV, 1.0, da, 0), 1, a, 0, 0);   /* rcp.rn/rz/rm/rp.f64 in that mode */
             return 1;
         case I_SQRT: *out = nan64(UD(sqrt_f64(d->flags & F_FTZ ? ftz64(da) : da, d->rnd)), 1, a, 0, 0); return 1;
-        case I_RSQRT: *out = UD(1.0 / sqrt(d->flags & F_FTZ ? ftz64(da) : da)); return 1;   /* .approx only */
+        case I_RSQRT: *out = d->flags & F_FTZ ? f64_upper_approx(1, a) : UD(1.0 / sqrt(da)); return 1;   /* .approx only */
         case I_COPYSIGN: *out = UD(copysign(db, da)); return 1;
         }
     } else if ((t == T_F16 || t == T_BF16) && (d->rnd == RND_NONE || d->rnd == RND_RN)) {
@@ -287,8 +300,13 @@ static int int_arith(const Ctx *x, int t, uint64_t *out)
     case I_SUB: *out = a - b; break;
     case I_MUL: *out = mul_int(d, bits, sgn, a, b); break;
     case I_MAD: *out = mul_int(d, bits, sgn, a, b) + c; break;
-    case I_MIN: *out = sgn ? (uint64_t)(as < bs ? as : bs) : (au < bu ? au : bu); break;
-    case I_MAX: *out = sgn ? (uint64_t)(as > bs ? as : bs) : (au > bu ? au : bu); break;
+    case I_MIN: case I_MAX: {   /* .relu (s32): a negative result becomes 0 */
+        int max = d->op == I_MAX;
+        int64_t r = max ? (as > bs ? as : bs) : (as < bs ? as : bs);
+        if ((d->flags & F_RELU) && r < 0) r = 0;
+        *out = sgn ? (uint64_t)r : max ? (au > bu ? au : bu) : (au < bu ? au : bu);
+        break;
+    }
     case I_NEG: *out = (uint64_t)-as; break;
     case I_ABS: *out = (uint64_t)(as < 0 ? -as : as); break;
     case I_DIV: case I_REM:
@@ -615,8 +633,8 @@ static int lane_op(const Ctx *x, uint64_t *out)
         return -1;
     }
     int half = t == T_F16 || t == T_BF16 || t == T_F16X2 || t == T_BF16X2;
-    if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half)))
-        return refuse(x, ".relu other than on cvt or an f16/bf16 fma");
+    if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half) || ((d->op == I_MIN || d->op == I_MAX) && t == T_S32)))
+        return refuse(x, ".relu other than on cvt, an f16/bf16 fma or an s32 min/max");
     if ((d->flags & F_NAN) && !((d->op == I_MIN || d->op == I_MAX) && (half || t == T_F32)))
         return refuse(x, ".NaN other than on an f32, f16 or bf16 min/max");
     switch (d->op) {

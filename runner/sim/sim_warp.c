@@ -120,15 +120,15 @@ static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     uint64_t f = in->d.flags;
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
-        uint32_t b = (uint32_t)sim_read(c, w, &in->o[2], l), cv = (uint32_t)sim_read(c, w, &in->o[3], l);
+        uint32_t b = (uint32_t)sim_read(c, w, &in->o[2], l) & 31, cv = (uint32_t)sim_read(c, w, &in->o[3], l);   /* b[4:0] */
         uint32_t seg = cv >> 8 & 31, clamp = cv & 31, lane = (uint32_t)l;
         uint32_t minl = lane & seg, maxl = minl | (clamp & ~seg);
         int64_t j;
         int ok;
         if (f & F_UP) j = (int64_t)lane - b, ok = j >= (int64_t)maxl;
         else if (f & F_DOWN) j = (int64_t)lane + b, ok = j <= (int64_t)maxl;
-        else if (f & F_BFLY) j = lane ^ (b & 31), ok = j <= (int64_t)maxl;
-        else j = minl | (b & ~seg & 31), ok = j <= (int64_t)maxl;
+        else if (f & F_BFLY) j = lane ^ b, ok = j <= (int64_t)maxl;
+        else j = minl | (b & ~seg), ok = j <= (int64_t)maxl;
         if (!ok) j = lane;
         if (!(exec >> j & 1)) {
             sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", (unsigned)j);
@@ -168,7 +168,7 @@ static void vote_pred(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     if (!members_here(c, w, in, exec, 2)) return;
     for (int l = 0; l < 32; l++)
         if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) yes |= 1u << l;
-    int f = (int)in->d.flags;
+    uint64_t f = in->d.flags;   /* .all and .any sit past bit 31 */
     uint64_t r = (f & F_ALL) ? yes == exec : (f & F_ANY) ? yes != 0 : (yes == exec || !yes);
     for (int l = 0; l < 32; l++)
         if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, r);
