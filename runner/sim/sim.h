@@ -384,7 +384,7 @@ void sim_forget_module(Sim *sim, const SimModule *m);
  * cluster: CTAs per cluster in x, y, z (NULL: 1, 1, 1); the grid must be a
  * multiple of it. */
 int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
-               unsigned dyn_smem, void **args);
+               const unsigned cluster[3], unsigned dyn_smem, void **args);
 int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
                    const unsigned cluster[3], unsigned dyn_smem, const uint8_t *params, size_t param_bytes);
 

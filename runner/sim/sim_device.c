@@ -183,13 +183,7 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     d->sim.err = err, d->sim.errlen = errlen;
     size_t n = strlen(d->launched);
     if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
-    if (!cluster) return sim_launch(&d->sim, f->m->m, f->f, grid, block, dyn_smem, args);
-    uint8_t *params = calloc(1, (size_t)f->f->param_bytes + 8);
-    if (!params) return dev_errf(err, errlen, "sim: out of memory");
-    for (int i = 0; i < f->f->nparams; i++) memcpy(params + f->f->params[i].offset, args[i], (size_t)f->f->params[i].bytes);
-    int rc = sim_launch_raw(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, params, (size_t)f->f->param_bytes);
-    free(params);
-    return rc;
+    return sim_launch(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, args);
 }
 
 static int sd_sync(Device *d, char *err, size_t errlen)

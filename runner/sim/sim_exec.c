@@ -653,7 +653,7 @@ void sim_fini(Sim *sim)
 }
 
 int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned grid[3], const unsigned block[3],
-               unsigned dyn_smem, void **args)
+               const unsigned cluster[3], unsigned dyn_smem, void **args)
 {
     uint8_t *params = calloc(1, (size_t)f->param_bytes + 8);
     if (!params) {
@@ -669,7 +669,7 @@ int sim_launch(Sim *sim, const SimModule *m, const SimFunc *f, const unsigned gr
         }
         memcpy(params + f->params[i].offset, args[i], (size_t)f->params[i].bytes);
     }
-    int rc = sim_launch_raw(sim, m, f, grid, block, NULL, dyn_smem, params, (size_t)f->param_bytes);
+    int rc = sim_launch_raw(sim, m, f, grid, block, cluster, dyn_smem, params, (size_t)f->param_bytes);
     free(params);
     return rc;
 }

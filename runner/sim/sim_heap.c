@@ -16,7 +16,7 @@ SimBuf *sim_heap_find(const SimHeap *h, uint64_t addr, size_t bytes)
         SimBuf *b = &h->bufs[mid];
         if (addr < b->base) hi = mid - 1;
         else if (addr >= b->base + b->size) lo = mid + 1;
-        else return addr + bytes <= b->base + b->size ? b : NULL;
+        else return bytes <= b->base + b->size - addr ? b : NULL;   /* addr is inside: no wrap */
     }
     return NULL;
 }

@@ -323,7 +323,7 @@ static int resolve_space(const SimInsn *in, uint64_t *addr)
 static uint8_t *local_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t off, int bytes, int store)
 {
     size_t frame = (size_t)c->f->local_bytes;
-    if (off + (uint64_t)bytes > frame || off % (uint64_t)bytes) {
+    if (off > frame || (uint64_t)bytes > frame - off || off % (uint64_t)bytes) {   /* no wrap past 2^64 */
         sim_fail(c, sim_warp_id(c, w), lane, in, "%s local access of %d bytes at %llu (the function's frame has %zu bytes)",
                  off % (uint64_t)bytes ? "misaligned" : "out-of-bounds", bytes, (unsigned long long)off, frame);
         return c->scratch;
@@ -346,7 +346,7 @@ static uint8_t *local_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, 
 
 static uint8_t *param_bytes(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t off, int bytes, int store)
 {
-    if (store || off + (uint64_t)bytes > (uint64_t)c->f->param_bytes) {
+    if (store || off > (uint64_t)c->f->param_bytes || (uint64_t)bytes > (uint64_t)c->f->param_bytes - off) {   /* no wrap */
         sim_fail(c, sim_warp_id(c, w), lane, in, store ? "a store into the kernel's parameters" : "a load outside the parameter block (%d bytes at offset %llu of %d)",
                  bytes, (unsigned long long)off, c->f->param_bytes);
         return c->scratch;
