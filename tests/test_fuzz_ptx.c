@@ -7,6 +7,11 @@
  * that changes the entry's parameter list is skipped (counted): a launch passes one pointer per parameter and the
  * callee reads each parameter's size from it, as cuLaunchKernel does, so such a mutant tests the caller.
  *
+ * Under ASan and UBSan (what make test cannot afford): this file and every .c file of core, emit, gen, templates,
+ * runner and runner/sim built with cc -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+ * -D_GNU_SOURCE and the Makefile's -I list plus -Itests, linked with -ldl -lm -lpthread, run with
+ * ASAN_OPTIONS=detect_leaks=0.
+ *
  *   test_fuzz_ptx [--seeds N] [--keep DIR] [--dir SRC]
  *       N mutants a file (default 96); DIR for the PTX of a failing one (default /tmp); SRC the files to mutate
  *       (default tests/sim; a file without a "// block:" line runs 64 threads) */
