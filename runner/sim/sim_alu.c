@@ -152,6 +152,13 @@ static void two_sum(double a, double b, double *hi, double *lo)
     if (!isfinite(s)) *lo = 0;
 }
 
+/* an f16 or bf16 operand as a double, a subnormal flushed to a zero of its sign under .ftz */
+static double half_operand(int t, uint64_t h, int ftzm)
+{
+    double v = half_value(t, h);
+    return ftzm && half_is_subnormal(t, h) ? copysign(0, v) : v;
+}
+
 /* .relu (fma, cvt): a negative result, -0 too, becomes +0; a NaN the canonical one */
 static int relu16(int t, int h)
 {
@@ -167,12 +174,7 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
 {
     const IsaInsn *d = &x->in->d;
     int ftzm = (d->flags & F_FTZ) != 0;
-    double ha = half_value(t, a), hb = half_value(t, b), hc = half_value(t, c), hi, lo = 0;
-    if (ftzm) {
-        if (half_is_subnormal(t, a)) ha = copysign(0, ha);
-        if (half_is_subnormal(t, b)) hb = copysign(0, hb);
-        if (half_is_subnormal(t, c)) hc = copysign(0, hc);
-    }
+    double ha = half_operand(t, a, ftzm), hb = half_operand(t, b, ftzm), hc = half_operand(t, c, ftzm), hi, lo = 0;
     switch (d->op) {
     case I_ADD: two_sum(ha, hb, &hi, &lo); break;
     case I_SUB: two_sum(ha, -hb, &hi, &lo); break;
@@ -371,8 +373,7 @@ static double to_double(int t, uint64_t v)
     switch (t) {
     case T_F32: return F(v);
     case T_F64: return D(v);
-    case T_F16: return fp16_to_f32((uint16_t)v);
-    case T_BF16: return bf16_to_f32((uint16_t)v);
+    case T_F16: case T_BF16: return half_value(t, v);
     }
     return isa_type_is_signed(t) ? (double)sext(isa_type_bits(t), v) : (double)mask_bits(isa_type_bits(t), v);
 }
@@ -383,11 +384,9 @@ static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
     if (isa_type_is_float(t)) {
         /* each operand as its type: f16 and bf16 compare as halves, not as the bits of an f32 */
         double fa = to_double(t, a), fb = to_double(t, b);
-        if ((x->in->d.flags & F_FTZ) && t == T_F32) fa = ftz((float)fa), fb = ftz((float)fb);
-        if ((x->in->d.flags & F_FTZ) && (t == T_F16 || t == T_BF16)) {
-            if (half_is_subnormal(t, a)) fa = copysign(0, fa);
-            if (half_is_subnormal(t, b)) fb = copysign(0, fb);
-        }
+        int ftzf = (x->in->d.flags & F_FTZ) != 0;
+        if (ftzf && t == T_F32) fa = ftz((float)fa), fb = ftz((float)fb);
+        if (t == T_F16 || t == T_BF16) fa = half_operand(t, a, ftzf), fb = half_operand(t, b, ftzf);
         int un = isnan(fa) || isnan(fb);
         switch (cmp) {
         case CMP_EQ: return !un && fa == fb;
@@ -496,7 +495,7 @@ static int cvt(const Ctx *x, uint64_t *out)
     if (dt == T_F16X2 && (st == T_E4M3X2 || st == T_E5M2X2)) {   /* each fp8 byte to a half, exactly, upper to upper */
         int e5 = st == T_E5M2X2, h[2];
         for (int k = 0; k < 2; k++) {
-            h[k] = nan16(T_F16, f32_to_fp16(fp8_to_f32((uint8_t)(a >> 8 * k), e5)));
+            h[k] = half_round(T_F16, fp8_to_f32((uint8_t)(a >> 8 * k), e5), 0, RND_RN);   /* exact; a NaN the canonical one */
             if (relu) h[k] = relu16(T_F16, h[k]);
         }
         *out = (uint32_t)h[1] << 16 | (uint32_t)h[0];
