@@ -109,19 +109,7 @@ static int run_op(Device *dev, const Op *op, uint64_t out[N], char *err, size_t 
         uint64_t v = input(op->f64, t);
         memcpy(in + w * (size_t)t, &v, w);   /* little-endian: the low bytes */
     }
-    DevModule *m = NULL;
-    DevFunc *f = NULL;
-    DevPtr din = 0, dout = 0;
-    unsigned grid[3] = {1, 1, 1}, block[3] = {N, 1, 1};
-    int rc = dev_load_ptx(dev, ptx, NULL, &m, err, cap) || dev_get_func(m, "k", &f, err, cap) ||
-             dev_alloc(dev, &din, w * N, err, cap) || dev_alloc(dev, &dout, w * N, err, cap) ||
-             dev_upload(dev, din, in, w * N, err, cap) || dev_fill_u8(dev, dout, 0xA5, w * N, err, cap);
-    void *args[2] = {&din, &dout};
-    if (!rc) rc = dev_launch(f, grid, block, 0, args, err, cap) || dev_sync(dev, err, cap) || dev_download(dev, o, dout, w * N, err, cap);
-    char ignore[256];
-    if (din) dev_free(dev, din, ignore, sizeof ignore);
-    if (dout) dev_free(dev, dout, ignore, sizeof ignore);
-    if (m) dev_unload(m);
+    int rc = golden_run(dev, ptx, N, in, w * N, o, w * N, err, cap);
     for (int t = 0; !rc && t < N; t++) {
         out[t] = 0;
         memcpy(&out[t], o + w * (size_t)t, w);

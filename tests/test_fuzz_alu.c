@@ -511,21 +511,7 @@ static uint64_t chain_hash(const Prog *p, const uint64_t *out, int j) {
 /* Runs seed s's program on dev; out: THREADS x WORDS words (thread t's step k of chain j at t WORDS + j STEPS + k). */
 static int run_seed(Device *dev, uint64_t s, Prog *p, uint64_t *out, char *err, size_t cap) {
     if (gen(s, p)) return snprintf(err, cap, "the program outgrew its buffer"), 1;
-    DevModule *m = NULL;
-    DevFunc *f = NULL;
-    DevPtr din = 0, dout = 0;
-    unsigned grid[3] = {1, 1, 1}, block[3] = {THREADS, 1, 1};
-    int rc = dev_load_ptx(dev, p->text, NULL, &m, err, cap) || dev_get_func(m, "k", &f, err, cap) ||
-             dev_alloc(dev, &din, 8 * THREADS * IN_WORDS, err, cap) || dev_alloc(dev, &dout, 8 * THREADS * WORDS, err, cap) ||
-             dev_upload(dev, din, p->in, 8 * THREADS * IN_WORDS, err, cap) || dev_fill_u8(dev, dout, 0xA5, 8 * THREADS * WORDS, err, cap);
-    void *args[2] = {&din, &dout};
-    if (!rc) rc = dev_launch(f, grid, block, 0, args, err, cap) || dev_sync(dev, err, cap) ||
-                  dev_download(dev, out, dout, 8 * THREADS * WORDS, err, cap);
-    char ignore[256];
-    if (din) dev_free(dev, din, ignore, sizeof ignore);
-    if (dout) dev_free(dev, dout, ignore, sizeof ignore);
-    if (m) dev_unload(m);
-    return rc;
+    return golden_run(dev, p->text, THREADS, p->in, sizeof p->in, out, 8 * THREADS * WORDS, err, cap);
 }
 
 static int parse_range(const char *s, uint64_t *a, uint64_t *b) {
