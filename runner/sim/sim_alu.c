@@ -38,13 +38,9 @@ static double sat01(double v) { return isnan(v) || v <= 0 ? 0 : v > 1 ? 1 : v; }
 #define F64_QUIET 0x0008000000000000ull   /* an f64 NaN's quiet bit */
 
 /* NaN results as a GPU gives them (an H100, tests/test_fuzz_alu.c): every f32 result that is a NaN is 0x7FFFFFFF,
- * every f16 or bf16 one 0x7FFF, whatever the operands' payloads; f64 arithmetic passes a NaN operand on. */
+ * every f16 or bf16 one 0x7FFF (half_canon_nan), whatever the operands' payloads; f64 arithmetic passes a NaN
+ * operand on. */
 static uint64_t nan32(uint64_t u) { return isnan(F(u)) ? 0x7FFFFFFFu : u; }
-static int nan16(int t, uint64_t h)
-{
-    uint32_t e = t == T_F16 ? 0x7C00u : 0x7F80u, m = t == T_F16 ? 0x03FFu : 0x007Fu;
-    return (h & e) == e && (h & m) ? 0x7FFF : (int)(h & 0xFFFF);
-}
 /* an f64 result: the first NaN operand of a, b, c (quieted; with several, the GPU's pick depends on how ptxas
  * orders the operands), else a NaN the operation made, 0xFFF8000000000000 as a GPU makes it */
 static uint64_t nan64(uint64_t r, int n, uint64_t a, uint64_t b, uint64_t c)
@@ -162,7 +158,7 @@ static double half_operand(int t, uint64_t h, int ftzm)
 /* .relu (fma, cvt): a negative result, -0 too, becomes +0; a NaN the canonical one */
 static int relu16(int t, int h)
 {
-    h = nan16(t, (uint64_t)h);
+    h = half_canon_nan(t, (uint64_t)h);
     return h == 0x7FFF ? h : (h & 0x8000) ? 0 : h;
 }
 
@@ -479,7 +475,7 @@ static int half_cvt(const Ctx *x, int t, double v, double lo, int rnd)
     if (rnd != RND_NONE && rnd != RND_RN && rnd != RND_RZ && rnd != RND_RM && rnd != RND_RP) return -1;
     if (d->flags & F_SAT) lo = v <= 0 || v >= 1 ? 0 : lo, v = sat01(v);
     int h = half_round(t, v, lo, rnd);
-    if ((d->flags & F_SATFINITE) && (h & 0x7FFF) == (t == T_F16 ? 0x7C00 : 0x7F80)) h = (h & 0x8000) | (t == T_F16 ? 0x7BFF : 0x7F7F);
+    if (d->flags & F_SATFINITE) h = half_satfinite(t, h);
     return d->flags & F_RELU ? relu16(t, h) : h;
 }
 

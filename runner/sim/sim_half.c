@@ -6,11 +6,14 @@
 #include "isa.h"
 #include "sim_half.h"
 
-typedef struct { int mant, bias; double max; } HalfFmt;
+/* a format's mantissa bits, exponent bias, largest finite value, and its exponent field, mantissa field and largest
+ * finite value as bits */
+typedef struct { int mant, bias; double max; uint32_t exp, man, max_bits; } HalfFmt;
 
 static HalfFmt half_fmt(int t)
 {
-    return t == T_F16 ? (HalfFmt){10, 15, ldexp(2047, 5)} : (HalfFmt){7, 127, ldexp(255, 120)};
+    return t == T_F16 ? (HalfFmt){10, 15, ldexp(2047, 5), 0x7C00, 0x03FF, 0x7BFF}
+                      : (HalfFmt){7, 127, ldexp(255, 120), 0x7F80, 0x007F, 0x7F7F};
 }
 
 double half_value(int t, uint64_t h)
@@ -20,17 +23,29 @@ double half_value(int t, uint64_t h)
 
 int half_is_subnormal(int t, uint64_t h)
 {
-    uint32_t e = t == T_F16 ? 0x7C00u : 0x7F80u;
-    return (h & e) == 0 && (h & 0x7FFF & ~e) != 0;
+    HalfFmt f = half_fmt(t);
+    return (h & f.exp) == 0 && (h & f.man) != 0;
+}
+
+int half_canon_nan(int t, uint64_t h)
+{
+    HalfFmt f = half_fmt(t);
+    return (h & f.exp) == f.exp && (h & f.man) ? 0x7FFF : (int)(h & 0xFFFF);
+}
+
+int half_satfinite(int t, int h)
+{
+    HalfFmt f = half_fmt(t);
+    return (h & 0x7FFF) == (int)f.exp ? (h & 0x8000) | (int)f.max_bits : h;
 }
 
 int half_round(int t, double hi, double lo, int rnd)
 {
     if (isnan(hi)) return 0x7FFF;
     int neg = signbit(hi) != 0;
-    if (isinf(hi)) return (neg ? 0x8000 : 0) | (t == T_F16 ? 0x7C00 : 0x7F80);
-    if (hi == 0) return neg ? 0x8000 : 0;   /* lo is 0 too */
     HalfFmt f = half_fmt(t);
+    if (isinf(hi)) return (neg ? 0x8000 : 0) | (int)f.exp;
+    if (hi == 0) return neg ? 0x8000 : 0;   /* lo is 0 too */
     /* the grid of the exact value's binade (the subnormals' below the smallest normal): where hi is a power of two
      * and lo takes the value toward zero, the value lies in the finer binade below */
     int e;
