@@ -27,6 +27,13 @@ int half_is_subnormal(int t, uint64_t h)
     return (h & f.exp) == 0 && (h & f.man) != 0;
 }
 
+int half_below_normal(int t, double hi, double lo)
+{
+    double m = ldexp(1, 1 - half_fmt(t).bias), a = fabs(hi);
+    if (hi == 0 || isnan(hi)) return 0;
+    return a < m || (a == m && lo != 0 && (lo < 0) != (hi < 0));
+}
+
 int half_canon_nan(int t, uint64_t h)
 {
     HalfFmt f = half_fmt(t);

@@ -8,6 +8,8 @@ double half_value(int t, uint64_t h);   /* the low 16 bits of h as type t (T_F16
  * rnd (RND_NONE as RND_RN): the 16-bit result; any NaN is the canonical 0x7FFF */
 int half_round(int t, double hi, double lo, int rnd);
 int half_is_subnormal(int t, uint64_t h);
+/* whether hi + lo (as half_round takes it) is nonzero and below type t's smallest normal in magnitude */
+int half_below_normal(int t, double hi, double lo);
 int half_canon_nan(int t, uint64_t h);   /* the low 16 bits of h, any NaN the canonical 0x7FFF */
 int half_satfinite(int t, int h);        /* an infinity as the largest finite value of its sign (.satfinite) */
 
