@@ -9,11 +9,11 @@
  * leaves open and ptxas moves (nan_blind).
  *
  * tests/fuzz_alu.golden holds, per seed, an FNV-1a hash of each chain's values (every step, 64 threads) as a GPU computed them
- * (written by --device cuda --write on the GPU the file's header names). make test reruns every seed there on the
+ * (written by --device cuda --write on the GPU the file's header names; scripts/device_fuzz_golden.sh runs it in
+ * shards on a device). make test reruns every seed there on the
  * sim and compares; a mismatch prints the chain. tests/fuzz_alu.known lists the seeds the sim does not match (by
  * seed, the chains that differ): make test reports them as skipped and fails if one of them starts to match, so
- * that the list only shrinks. What is left there is ptxas, not the sim: it compiles two steps as one and gets
- * another answer than the PTX of the steps (KNOWN_WHY).
+ * that the list only shrinks. It is empty: every seed of the golden file matches.
  *
  *   test_fuzz_alu                                  every seed of the golden file on the sim
  *   test_fuzz_alu --known-out FILE                 write the seeds the sim does not match (tests/fuzz_alu.known)
@@ -29,29 +29,19 @@
 #include "check.h"
 #include "device.h"
 #include "golden_dev.h"
+#include "hostdata.h"
 
 enum { THREADS = 64, IN_WORDS = 16, SLOTS = 16, STEPS = 6, WORDS = SLOTS * STEPS, MAX_TEXT = 1 << 17 };
 #define GOLDEN "tests/fuzz_alu.golden"
 #define KNOWN "tests/fuzz_alu.known"
-/* Why the seeds of the known list differ (read off the GPU's per-step values, --raw): in each, ptxas compiles two
- * steps as one and the GPU's value is not the PTX's */
+/* The known list's head: what its seeds are and how to find why each differs */
 #define KNOWN_WHY \
-    "# Read off the H100's per-step values, each differs where ptxas compiles two dependent steps as one instruction\n" \
-    "# whose result is not the PTX's: abs or neg of INT16_MIN or INT32_MIN (the same value in PTX) taken as 2^15 or\n" \
-    "# 2^31 by the next step (mul.wide.s16, mad.hi.s16, shr.s16, setp, cvt to a wider or narrower integer, cvt.f32.u32,\n" \
-    "# rem.s32); a sub and an add.sat.s32 (or an add and a sub.sat.s32) saturated as one three-operand add; a\n" \
-    "# float-to-integer cvt (a NaN to INT64_MIN, a negative to 0 as u32, .ftz) and a saturating narrowing cvt done as\n" \
-    "# one conversion. The sim computes each step as the ISA says.\n"
+    "# For each, read the GPU's per-step values (--raw on the GPU, --raw on the sim) to say why: the sim, or ptxas\n" \
+    "# compiling two steps as one whose result is not the PTX's (which the templates avoid where seen: integer abs and\n" \
+    "# neg are not fed on, the saturating integer steps take their operands from the inputs).\n"
 
-/* ---- randomness (splitmix64: the same stream on every host) ---- */
-typedef struct { uint64_t s; } Rng;
-static uint64_t rnd(Rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static int pick(Rng *r, int n) { return (int)(rnd(r) % (uint64_t)n); }
+/* ---- randomness (runner/hostdata.h's generator: the same stream on every host) ---- */
+static int pick(Rng *r, int n) { return (int)(rng_u64(r) % (uint64_t)n); }
 
 /* ---- inputs: each 32-bit half an edge of some type, or random ---- */
 static uint32_t edge32(Rng *r) {
@@ -81,10 +71,10 @@ static uint64_t edge64(Rng *r) {
 }
 static uint64_t input_word(Rng *r) {
     switch (pick(r, 6)) {
-    case 0: return rnd(r);
+    case 0: return rng_u64(r);
     case 1: return edge64(r);
     case 2: return (uint64_t)edge32(r) << 32 | edge32(r);
-    case 3: return (uint64_t)(rnd(r) & 0xFFFFFFFFu) << 32 | edge32(r);
+    case 3: return (uint64_t)(rng_u64(r) & 0xFFFFFFFFu) << 32 | edge32(r);
     case 4: return (uint64_t)(int64_t)(int32_t)(pick(r, 161) - 80);   /* small integers, shift counts */
     default: {   /* a float near 1 or a few, or a small integer as a float */
         float f = (float)(pick(r, 2001) - 1000) / (float)(1 << pick(r, 12));
@@ -113,13 +103,16 @@ static void put(Txt *t, const char *fmt, ...) {
  * result, nor one format's NaN be read as a number of another): H an f16 and b a bf16 in a .b16, U an f16x2 and V
  * a bf16x2 in a .b32, E an e4m3x2 or e5m2x2 in a .b16 (their NaNs are NaNs of both).
  * Operand classes that only draw from the inputs (never the chain's value): y an f32 and z an f64 (copysign's sign:
- * a chain's NaN would give its undefined sign to a number), and the ranged u's: S a shift or field count in 0..63
- * (past the width included), N a positive divisor, B a field base 0..31, O an fns offset in -32..32. */
+ * a chain's NaN would give its undefined sign to a number); I a .b32, W a .b64 and J a .b16 integer, the operands of
+ * the saturating integer steps (ptxas folds an add or sub into a following add.sat/sub.sat and saturates once, and
+ * a float-to-integer cvt into a following cvt.sat, converting once: the GPU's value is then not the two steps'
+ * PTX); and the ranged u's: S a shift or field count in 0..63 (past the width included), N a positive divisor, B a
+ * field base 0..31, O an fns offset in -32..32. */
 typedef struct { const char *fmt; char out; const char *in; } Tmpl;
 static const Tmpl kTmpl[] = {
     /* 32-bit integers */
     {"{add|sub}.{u32|s32} $d, $a, $b;", 'u', "uu"},
-    {"{add|sub}.sat.s32 $d, $a, $b;", 'u', "uu"},
+    {"{add|sub}.sat.s32 $d, $a, $b;", 'u', "II"},
     {"mul.{lo|hi}.{u32|s32} $d, $a, $b;", 'u', "uu"},
     {"mul.wide.{u32|s32} $d, $a, $b;", 'w', "uu"},
     {"mad.{lo|hi}.{u32|s32} $d, $a, $b, $c;", 'u', "uuu"},
@@ -146,9 +139,11 @@ static const Tmpl kTmpl[] = {
     {"setp.{lo|ls|hi|hs}.u32 $d, $a, $b;", 'p', "uu"},
     {"setp.{lt|ge|ne}.{and|or|xor}.s32 $d, $a, $b, $c;", 'p', "uup"},
     {"selp.b32 $d, $a, $b, $c;", 'u', "uup"},
-    {"cvt{|.sat}.{u16|s16|u8|s8}.{u32|s32} $d, $a;", 'h', "u"},
+    {"cvt.{u16|s16|u8|s8}.{u32|s32} $d, $a;", 'h', "u"},
+    {"cvt.sat.{u16|s16|u8|s8}.{u32|s32} $d, $a;", 'h', "I"},
     {"cvt.{u32|s32}.{u16|s16|u8|s8} $d, $a;", 'u', "h"},
-    {"cvt{|.sat}.{u32|s32}.{u64|s64} $d, $a;", 'u', "w"},
+    {"cvt.{u32|s32}.{u64|s64} $d, $a;", 'u', "w"},
+    {"cvt.sat.{u32|s32}.{u64|s64} $d, $a;", 'u', "W"},
     {"cvt.{u64|s64}.{u32|s32} $d, $a;", 'w', "u"},
     {"cvt.{rn|rz|rm|rp}.f32.{u32|s32} $d, $a;", 'f', "u"},
     {"cvt.rn.f64.{u32|s32} $d, $a;", 'd', "u"},
@@ -163,7 +158,8 @@ static const Tmpl kTmpl[] = {
     {"shl.b16 $d, $a, $b;", 'h', "hS"},
     {"shr.{b16|u16|s16} $d, $a, $b;", 'h', "hS"},
     {"setp.{eq|ne|lt|le|gt|ge}.{u16|s16} $d, $a, $b;", 'p', "hh"},
-    {"cvt{|.sat}.{u8|s8}.{u16|s16} $d, $a;", 'h', "h"},
+    {"cvt.{u8|s8}.{u16|s16} $d, $a;", 'h', "h"},
+    {"cvt.sat.{u8|s8}.{u16|s16} $d, $a;", 'h', "J"},
     {"cvt.{u16|s16}.{u8|s8} $d, $a;", 'h', "h"},
     /* across the warp (every lane takes part) */
     {"shfl.sync.{idx|bfly|down}.b32 $d, $a, $b, {31|15|7199}, -1;", 'u', "uB"},
@@ -311,7 +307,8 @@ static uint64_t nan_blind(int kind, uint64_t v) {
 }
 /* the register class that holds a value of class c */
 static char reg_class(char c) {
-    return c == 'U' || c == 'V' ? 'u' : c == 'H' || c == 'b' || c == 'E' ? 'h' : c == 'y' ? 'f' : c == 'z' ? 'd' : c;
+    return c == 'U' || c == 'V' || c == 'I' ? 'u' : c == 'H' || c == 'b' || c == 'E' || c == 'J' ? 'h'
+         : c == 'y' ? 'f' : c == 'z' ? 'd' : c == 'W' ? 'w' : c;
 }
 static int cls_index(char c) {
     c = reg_class(c);
@@ -428,7 +425,7 @@ static void chain(Gen *g, int j) {
     put(&g->t, "\t// chain %d\n", j);
     for (int s = 0; s < steps; s++) {
         const Tmpl *t = &kTmpl[pick(&g->r, NTMPL)];
-        for (int tries = 0; s && tries < 8 && !strchr(t->in, cls); tries++) t = &kTmpl[pick(&g->r, NTMPL)];   /* one that takes the value */
+        for (int tries = 0; cls && tries < 8 && !strchr(t->in, cls); tries++) t = &kTmpl[pick(&g->r, NTMPL)];   /* one that takes the value */
         int n = (int)strlen(t->in), used = 0;
         for (int i = 0; i < n; i++) {
             char c = t->in[i];
@@ -454,6 +451,9 @@ static void chain(Gen *g, int j) {
         strcpy(cur, dst);
         cls = oc;
         store(g, cur, cls, j * STEPS + s);   /* every step's value: a wrong one is found where it is made */
+        /* an integer abs or neg is stored, not fed on: ptxas folds it into the next step's operand, which then reads
+         * abs(INT_MIN) as 2^31 (2^15, 2^63) where the PTX's value is INT_MIN; the next step starts from the inputs */
+        if (!strncmp(line, "abs.s", 5) || !strncmp(line, "neg.s", 5)) cls = 0;
     }
 }
 
@@ -470,7 +470,8 @@ static int gen(uint64_t seed, Prog *p) {
     char *text = p->text;
     size_t *chain_at = p->chain_at;
     memset(p->kind, K_OTHER, sizeof p->kind);
-    Gen g = {.r = {seed * 0x2545F4914F6CDD1Dull + 1}, .t = {text, 0, 0}, .kind = p->kind};
+    Gen g = {.t = {text, 0, 0}, .kind = p->kind};
+    rng_seed(&g.r, seed);
     for (int i = 0; i < THREADS * IN_WORDS; i++) p->in[i] = input_word(&g.r);
     g.next[0] = 8, g.next[1] = 16 + IN_WORDS, g.next[2] = g.next[3] = g.next[4] = g.next[5] = 1;
     put(&g.t, "// fuzz_alu seed %llu\n.version 8.8\n.target sm_90\n.address_size 64\n\n"

@@ -23,18 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "hostdata.h"
 #include "sim_files.h"
 
 enum { LIMIT_S = 20 };
 
-typedef struct { uint64_t s; } Rng;
-static uint64_t rnd(Rng *r) {   /* splitmix64 */
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static size_t pick(Rng *r, size_t n) { return n ? (size_t)(rnd(r) % n) : 0; }
+static size_t pick(Rng *r, size_t n) { return n ? (size_t)(rng_u64(r) % n) : 0; }
 
 /* the start of line k of text (k from 0), or of the text's end */
 static const char *line_at(const char *text, size_t k) {
@@ -202,7 +196,8 @@ int main(int argc, char **argv) {
         Header h;
         header(text, &h);
         if (!h.block) h.block = 64;
-        Rng r = {0x5EED0000ull + (uint64_t)fi * 7919u};
+        Rng r;
+        rng_seed(&r, 0x5EED0000ull + (uint64_t)fi * 7919u);
         int file_bad = 0;
         for (int k = 0; k < per_file; k++) {
             char why[512], what[256];
