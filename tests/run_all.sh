@@ -1617,6 +1617,8 @@ sim_tests() {
     # the probes the sim's unit tests write as PTX text (every configuration and planted bug)
     ptxas_probes "wgmma probes of test_sim_wgmma" sm_90a test_sim_wgmma
     ptxas_probes "tcgen05 probes of test_sim_tcgen05{,_cp}" sm_100a test_sim_tcgen05 test_sim_tcgen05_cp
+    # the programs the golden files' GPU runs take (a few of test_fuzz_alu's, every one of test_approx's)
+    ptxas_probes "programs of test_fuzz_alu and test_approx" sm_90 test_fuzz_alu test_approx
 
     # the emitter-written cross-check probes: xprobe (sm_90a), tprobe and tprobe_pair (tcgen05, sm_100a and sm_103a)
     local probe parch

@@ -163,7 +163,8 @@ static int relu16(int t, int h)
 }
 
 /* One f16 or bf16 operation (CUTLASS epilogues: mul.f16, add.f16, fma.rn.f16; nvcc's __hadd2 per half): the exact
- * result (a product of halves is exact in double, a sum two doubles) rounded once to nearest. .ftz (f16 only)
+ * result (a product of halves is exact in double, a sum two doubles; ex2 and tanh to double's precision) rounded
+ * once to nearest. .ftz (f16 only)
  * flushes subnormal operands and results to zero, .sat clamps to [0, 1], .relu to [0, inf), min/max.NaN give the
  * canonical NaN for a NaN operand. The 16-bit result, or -1. */
 static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
@@ -171,6 +172,7 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     const IsaInsn *d = &x->in->d;
     int ftzm = (d->flags & F_FTZ) != 0;
     double ha = half_operand(t, a, ftzm), hb = half_operand(t, b, ftzm), hc = half_operand(t, c, ftzm), hi, lo = 0;
+    int rnd = RND_RN;
     switch (d->op) {
     case I_ADD: two_sum(ha, hb, &hi, &lo); break;
     case I_SUB: two_sum(ha, -hb, &hi, &lo); break;
@@ -182,10 +184,16 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
         break;
     case I_NEG: hi = -ha; break;
     case I_ABS: hi = fabs(ha); break;
+    /* ex2.approx and tanh.approx (f16, bf16 and their pairs) within their bounds (tests/test_approx.c). An H200
+     * truncates ex2's result (2^-24.5 is 0, not 2^-24; 2^16 still +inf): rounded toward zero here, but past the
+     * largest finite value; tanh's nearest (tanh(10) is 1) */
+    case I_EX2: hi = exp2(ha), rnd = RND_RZ; break;
+    case I_TANH: hi = tanh(ha); break;
     default: return -1;
     }
     if (d->flags & F_SAT) lo = hi <= 0 || hi >= 1 ? 0 : lo, hi = sat01(hi);
-    int h = half_round(t, hi, lo, RND_RN);
+    int h = half_round(t, hi, lo, rnd), inf = half_round(t, hi, lo, RND_RN);
+    if (rnd == RND_RZ && half_satfinite(t, inf) != inf) h = inf;   /* toward zero, but for an overflow */
     /* .ftz flushes a result whose exact value is subnormal, one that rounds up to the smallest normal too, as f32 mul
      * and div do and f32 fma does not: an H200's fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0 (seeds 165 and
      * 1154 of tests/fuzz_alu.golden, where this differs; mul by the same rule, no seed tells). A sum of halves is a
