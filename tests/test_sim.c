@@ -282,6 +282,22 @@ static void half_rounding_units(void)
     }
 }
 
+/* ex2.approx and tanh.approx on halves in forms PTX does not have (ptxas refuses them): refused by the sim too,
+ * not computed as the nearest valid form */
+static void half_approx_forms(void)
+{
+    static const char *const bad[] = {"ex2.approx.bf16 %h1, %h0;", "ex2.approx.ftz.f16 %h1, %h0;",
+                                      "tanh.approx.ftz.f16 %h1, %h0;", "ex2.approx.ftz.f16x2 %r1, %r0;"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[512], err[1024], what[128];
+        snprintf(body, sizeof body, "  .reg .b16 %%h<2>;\n  .reg .b32 %%r<2>;\n  mov.b16 %%h0, 0x3C00;\n"
+                 "  mov.b32 %%r0, 0x3C003C00;\n  %s\n  ret;\n", bad[i]);
+        run_limited(body, 32, 1 << 16, err, sizeof err);
+        snprintf(what, sizeof what, "sim: %s (no PTX form) is refused", bad[i]);
+        check(strstr(err, "half-precision") != NULL, what, "got: %s", err[0] ? err : "no error");
+    }
+}
+
 /* An endless loop is reported within the step limit counted over the CTA's warps, not per warp: 32 spinning
  * warps took 32 times the limit (minutes at the default), and a loop of MMAs, each as slow as hundreds of plain
  * instructions, hours; an MMA counts its multiply-adds / SIM_MACS_PER_STEP. */
@@ -318,7 +334,7 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
-    if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units();
+    if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

@@ -186,9 +186,16 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     case I_ABS: hi = fabs(ha); break;
     /* ex2.approx and tanh.approx (f16, bf16 and their pairs) within their bounds (tests/test_approx.c). An H200
      * truncates ex2's result (2^-24.5 is 0, not 2^-24; 2^16 still +inf): rounded toward zero here, but past the
-     * largest finite value; tanh's nearest (tanh(10) is 1) */
-    case I_EX2: hi = exp2(ha), rnd = RND_RZ; break;
-    case I_TANH: hi = tanh(ha); break;
+     * largest finite value; tanh's nearest (tanh(10) is 1). The PTX forms: ex2.approx.f16, ex2.approx.ftz.bf16,
+     * tanh.approx (no .ftz), each also x2 */
+    case I_EX2:
+        if (ftzm != (t == T_BF16)) return -1;
+        hi = exp2(ha), rnd = RND_RZ;
+        break;
+    case I_TANH:
+        if (ftzm) return -1;
+        hi = tanh(ha);
+        break;
     default: return -1;
     }
     if (d->flags & F_SAT) lo = hi <= 0 || hi >= 1 ? 0 : lo, hi = sat01(hi);
