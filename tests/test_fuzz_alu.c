@@ -350,7 +350,7 @@ static void from_input(Gen *g, char c, char *name, size_t cap) {
     }
     case 'p': {
         int p = fresh(g, 'p'), m = fresh(g, 'u');
-        put(&g->t, "\tand.b32 %%r%d, %%r%d, %d;\n", m, u, 1 << pick(&g->r, 32));
+        put(&g->t, "\tand.b32 %%r%d, %%r%d, %d;\n", m, u, (int)(1u << pick(&g->r, 32)));   /* bit 31 as INT32_MIN */
         put(&g->t, "\tsetp.ne.b32 %%p%d, %%r%d, 0;\n", p, m);
         snprintf(name, cap, "%%p%d", p);
         return;

@@ -561,7 +561,7 @@ int sim_launch_raw(Sim *sim, const SimModule *m, const SimFunc *f, const unsigne
     SimCluster *cl = calloc((size_t)k, sizeof *cl);
     uint8_t *pcopy = malloc(param_bytes + 8);
     if (!cl || !pcopy) rc = -1;
-    else memcpy(pcopy, params, param_bytes);
+    else if (param_bytes) memcpy(pcopy, params, param_bytes);   /* a kernel without parameters may pass none */
     for (int j = 0; !rc && j < k; j++) {
         cl[j] = (SimCluster){.sim = sim, .n = n, .explicit_launch = cluster != NULL};
         memcpy(cl[j].dims, cd, sizeof cl[j].dims);
