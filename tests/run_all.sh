@@ -1029,6 +1029,51 @@ mla_bwd_wg_sim_tests() {
 # 40, 64, 128, and 20 with bm=16), both dtypes, topk_length, ragged top-k,
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
 # duplicates and a token with no valid slot. Strict: notes are errors.
+# attn_fwd and attn_bwd sets of every family launched from their PTX and manifest alone by an independent launcher
+# (test_manifest_sim: tensors, strides, workspaces, tensor maps, grids and order from the JSON), on shapes of its own
+attn_manifest_sim_tests() {
+    local set=$TMP/attn_manifest name emit run n=0
+    while IFS='|' read -r name emit run; do
+        [ -z "$name" ] && continue
+        n=$((n + 1))
+        # shellcheck disable=SC2086
+        if ./ptxgen $emit -o "$set.$n.ptx" --manifest "$set.$n.json" 2>"$TMP/err"; then
+            # shellcheck disable=SC2086
+            c_test test_manifest_sim "$set.$n.ptx" "$set.$n.json" --seed $((RANDOM + 1)) $run
+        else fail "manifest-only launch: generating $name" "$(one_line "$TMP/err")"; fi
+    done <<'EOF_SETS'
+mma.sync attn_fwd causal GQA|--arch sm_80 --kernel attn_fwd --causal|--b 2 --sq 70 --sk 90 --hq 4 --hkv 2
+mma.sync attn_fwd d256 fp16|--arch sm_80 --kernel attn_fwd --hdim 256 --dtype fp16|--b 1 --sq 33 --sk 65 --hq 2 --hkv 1
+mma.sync attn_bwd causal GQA|--arch sm_80 --kernel attn_bwd --causal|--b 2 --sq 70 --sk 90 --hq 4 --hkv 2
+mma.sync attn_bwd d64 atomics|--arch sm_80 --kernel attn_bwd --hdim 64 --tile deterministic=0|--b 1 --sq 50 --sk 130 --hq 4 --hkv 1
+mma.sync sm_120 attn_bwd d64|--arch sm_120 --kernel attn_bwd --hdim 64|--b 1 --sq 40 --sk 40 --hq 2 --hkv 2
+mma.sync attn_fwd block-sparse|--arch sm_80 --kernel attn_fwd --block-m 128 --block-n 128|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
+mma.sync attn_bwd block-sparse causal|--arch sm_80 --kernel attn_bwd --block-m 128 --block-n 128 --causal|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
+wgmma attn_fwd d64 causal|--arch sm_90a --kernel attn_fwd --hdim 64 --causal|--b 2 --sq 100 --sk 100 --hq 4 --hkv 4
+wgmma attn_fwd d256|--arch sm_90a --kernel attn_fwd --hdim 256|--b 1 --sq 90 --sk 170 --hq 2 --hkv 1
+wgmma attn_fwd persist=0 fp16|--arch sm_90a --kernel attn_fwd --tile persist=0 --dtype fp16|--b 1 --sq 129 --sk 60 --hq 3 --hkv 1
+wgmma attn_fwd block-sparse causal|--arch sm_90a --kernel attn_fwd --block-m 128 --block-n 128 --causal|--b 2 --sq 300 --sk 400 --hq 3 --hkv 1
+wgmma attn_bwd deterministic causal GQA|--arch sm_90a --kernel attn_bwd --tile deterministic=1 --causal|--b 1 --sq 100 --sk 170 --hq 4 --hkv 2
+wgmma attn_bwd d64|--arch sm_90a --kernel attn_bwd --hdim 64|--b 2 --sq 90 --sk 70 --hq 2 --hkv 2
+wgmma attn_bwd block-sparse|--arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 300 --sk 260 --hq 3 --hkv 3
+tcgen05 attn_fwd causal GQA|--arch sm_100a --kernel attn_fwd --causal|--b 1 --sq 130 --sk 150 --hq 2 --hkv 1
+tcgen05 attn_fwd d192 dv128|--arch sm_100a --kernel attn_fwd --hdim 192 --hdim-v 128|--b 1 --sq 70 --sk 80 --hq 2 --hkv 2
+tcgen05 attn_fwd block-sparse|--arch sm_100a --kernel attn_fwd --block-m 128 --block-n 128|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
+tcgen05 attn_bwd causal GQA|--arch sm_100a --kernel attn_bwd --causal|--b 1 --sq 100 --sk 140 --hq 2 --hkv 1
+tcgen05 attn_bwd d256 deterministic|--arch sm_103a --kernel attn_bwd --hdim 256 --tile deterministic=1|--b 1 --sq 70 --sk 130 --hq 2 --hkv 2
+tcgen05 attn_bwd block-sparse|--arch sm_100a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
+EOF_SETS
+    # the launcher honours zero_init: without it the persistent forward's tile counter starts poisoned
+    name="planted: the wgmma attn_fwd's tile counter not zeroed (zero_init dropped from its manifest)"
+    if ./ptxgen --arch sm_90a --kernel attn_fwd -o "$set.z.ptx" --manifest "$set.z.json" 2>"$TMP/err"; then
+        sed 's/"zero_init": true/"zero_init": false/' "$set.z.json" >"$set.z0.json"
+        if cmp -s "$set.z.json" "$set.z0.json"; then fail "$name" "the edit changed nothing"
+        elif build/tests/test_manifest_sim "$set.z.ptx" "$set.z0.json" --b 1 --sq 200 --hq 2 >"$TMP/out" 2>&1; then
+            fail "$name" "it passed: $(one_line "$TMP/out")"
+        else expect_output "$name" "FAIL" && pass "$name"; fi
+    else fail "$name" "$(one_line "$TMP/err")"; fi
+}
+
 mla_bwd_tc_sim_tests() {
     local a=(--arch sm_100a --mma tcgen05)
     export PTXGEN_SIM_STRICT=1
@@ -1559,6 +1604,9 @@ sim_tests() {
     mla_bwd_wg_sim_tests
     mla_bwd_tc_sim_tests
     cancel_sim_tests
+
+    section "sim device: attn_fwd and attn_bwd launched from the manifest alone"
+    attn_manifest_sim_tests
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"

@@ -1,14 +1,16 @@
-/* An independent launcher: runs a generated mla_bwd set (or mla_fwd kernel) on the sim device
- * from its PTX file and its manifest JSON alone (no ptxgen library call, no
+/* An independent launcher: runs a generated mla_bwd set (or mla_fwd kernel, or a dense attn_fwd or attn_bwd set)
+ * on the sim device from its PTX file and its manifest JSON alone (no ptxgen library call, no
  * runner binding code), the way a host app would: tensors sized from the
  * manifest's shapes, contiguous strides, workspaces from their byte
  * expressions (zeroed where asked), tensor maps encoded from the manifest's
- * tensor_maps rows, grids, clusters and shared memory from its expressions,
- * kernels in the listed order. dq and dkv (mla_fwd: o and lse) are judged against float64.
+ * tensor_maps rows (over tensors or workspaces), grids, clusters and shared memory from its expressions,
+ * kernels in the listed order. dq and dkv (mla_fwd: o and lse; attn_fwd: o and lse; attn_bwd: dq, dk and dv from
+ * the float64 forward's o and lse) are judged against float64.
  * --tight (mla_bwd, s_kv 1): inputs where deterministic=1's fixed-point bound is nearly met (gen/mla_bwd_fixed.c):
  * every slot selects row 0, dO is 1 and q is +-2^-20, so dS sums to 0 and dkv[0, :d_v] = s_q h_q against a bound
  * of s_q h_q (max|dO| + a term of order 2^-20); dq is then 0 and only dkv is judged.
- * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] [--tight] */
+ * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] [--tight]
+ *        test_manifest_sim SET.ptx SET.json [--seed N] [--b N --sq N --sk N --hq N --hkv N]   (attn_fwd, attn_bwd) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +24,12 @@
 #include "json.h"
 #include "ref.h"
 
-enum { MAX_T = 16, MAX_V = 48 };
+enum { MAX_T = 24, MAX_V = 48, MAX_MAPS = 8 };
 typedef struct {
     const char *name, *dtype;
     int ndim;
     long long dim[4];
+    char dname[4][16];   /* the shape's dimension names: a stride parameter's dim ("s", "h", "b") is one of them */
     size_t bytes;
     DevPtr dev;
     void *host;
@@ -39,7 +42,7 @@ typedef struct {
     int nvar;
     Buffer t[MAX_T];
     int nt;
-    uint8_t maps[4][128] __attribute__((aligned(64)));   /* the tensor-map parameters of the kernel being launched */
+    uint8_t maps[MAX_MAPS][128] __attribute__((aligned(64)));   /* the tensor-map parameters of the kernel being launched */
     char err[1024];
 } Ctx;
 
@@ -72,6 +75,7 @@ static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *d
     for (char *tok = strtok(buf, ",] "); tok; tok = strtok(NULL, ",] ")) {
         long long v = eval(c, tok);
         if (v < 0 || b->ndim == 4) return NULL;
+        snprintf(b->dname[b->ndim], sizeof b->dname[0], "%s", tok);
         b->dim[b->ndim++] = v;
         b->bytes *= (size_t)v;
     }
@@ -79,11 +83,17 @@ static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *d
     return b->host && !dev_alloc(c->dev, &b->dev, b->bytes ? b->bytes : 1, c->err, sizeof c->err) ? b : NULL;
 }
 
-/* Contiguous strides in elements: dim 's' is the first, 'h' the second. */
+/* Contiguous strides in elements: the product of the dimensions after dim ("s" names s_q, s_k, ...); -1 if the
+ * shape has no such dimension */
 static long long stride(const Buffer *b, const char *dim) {
-    long long s = 1;
-    for (int i = (!strcmp(dim, "s") ? 1 : 2); i < b->ndim; i++) s *= b->dim[i];
-    return s;
+    size_t n = strlen(dim);
+    for (int i = 0; i < b->ndim; i++)
+        if (!strncmp(b->dname[i], dim, n) && (!b->dname[i][n] || b->dname[i][n] == '_')) {
+            long long s = 1;
+            for (int j = i + 1; j < b->ndim; j++) s *= b->dim[j];
+            return s;
+        }
+    return -1;
 }
 
 /* A tensor_maps row of the kernel, encoded over its tensor with the kernel's strides as variables. */
@@ -126,15 +136,15 @@ static void add_var(Ctx *c, const char *name, long long v) { c->var[c->nvar++] =
 /* Every kernel in order: its arguments bound by role, launched. */
 static int launch_all(Ctx *c, const Json *man, double scale) {
     const Json *ks = json_get(man, "kernels"), *wss = json_get(man, "workspaces");
-    Buffer ws[8];
-    int nws = 0;
-    for (int w = 0; wss && w < wss->n && w < 8; w++) {
+    /* workspaces are buffers too (tensor maps may cover them), poisoned unless the manifest asks for zeros */
+    for (int w = 0; wss && w < wss->n; w++) {
         long long n = eval(c, str(&wss->item[w], "bytes"));
-        ws[nws] = (Buffer){.name = str(&wss->item[w], "name"), .bytes = (size_t)(n > 0 ? n : 1)};
-        if (n < 0 || dev_alloc(c->dev, &ws[nws].dev, ws[nws].bytes, c->err, sizeof c->err)) return 1;
+        if (n < 0 || c->nt == MAX_T) return snprintf(c->err, sizeof c->err, "workspace %s", str(&wss->item[w], "name")), 1;
+        Buffer *b = &c->t[c->nt++];
+        *b = (Buffer){.name = str(&wss->item[w], "name"), .bytes = (size_t)(n > 0 ? n : 1)};
+        if (dev_alloc(c->dev, &b->dev, b->bytes, c->err, sizeof c->err)) return 1;
         const Json *z = json_get(&wss->item[w], "zero_init");
-        if (z && z->boolean && dev_fill_u8(c->dev, ws[nws].dev, 0, ws[nws].bytes, c->err, sizeof c->err)) return 1;
-        nws++;
+        if (dev_fill_u8(c->dev, b->dev, z && z->boolean ? 0 : 0xA5, b->bytes, c->err, sizeof c->err)) return 1;
     }
     float fscale = (float)scale;
     for (int i = 0; ks && i < ks->n; i++) {
@@ -157,16 +167,20 @@ static int launch_all(Ctx *c, const Json *man, double scale) {
                 if (!(b = tensor(c, name, str(q, "shape"), str(q, "dtype")))) return snprintf(c->err, sizeof c->err, "tensor %s", name), 1;
                 val[p] = b->dev;
             } else if (!strcmp(role, "stride")) {
-                val[p] = (uint64_t)stride(tensor(c, str(q, "tensor"), NULL, NULL), str(q, "dim"));
+                Buffer *t = tensor(c, str(q, "tensor"), NULL, NULL);
+                long long st = t ? stride(t, str(q, "dim")) : -1;
+                if (st < 0) return snprintf(c->err, sizeof c->err, "stride %s: no dimension %s", name, str(q, "dim")), 1;
+                val[p] = (uint64_t)st;
             } else if (!strcmp(role, "size")) {
                 val[p] = (uint64_t)eval(c, str(q, "size"));
             } else if (!strcmp(role, "scale")) {
                 memcpy(&val[p], &fscale, 4);
             } else if (!strcmp(role, "workspace")) {
-                for (int w = 0; w < nws; w++)
-                    if (!strcmp(ws[w].name, str(q, "workspace"))) val[p] = ws[w].dev;
+                if (!(b = tensor(c, str(q, "workspace"), NULL, NULL)))
+                    return snprintf(c->err, sizeof c->err, "workspace %s is not in the manifest's list", name), 1;
+                val[p] = b->dev;
             } else if (!strcmp(role, "tensor_map")) {
-                if (nmap == 4 || tmap(c, k, name, c->maps[nmap])) return 1;
+                if (nmap == MAX_MAPS || tmap(c, k, name, c->maps[nmap])) return 1;
                 args[p] = c->maps[nmap++];
             } else return snprintf(c->err, sizeof c->err, "unknown role %s", role), 1;
         }
@@ -270,9 +284,106 @@ static int run_fwd(Ctx *c, const Json *man, uint64_t seed, int s_q, int s_kv, in
     return check_summary();
 }
 
+/* Normal draws scaled by 0.7 (softmax neither flat nor one-hot), rounded to the tensor's dtype; copy: the values */
+static void fill_normal(Rng *r, Buffer *b, float *copy) {
+    int fp16 = !strcmp(b->dtype, "fp16");
+    for (size_t i = 0; i < b->bytes / 2; i++) {
+        float x = (float)(0.7 * rng_normal(r));
+        uint16_t h = fp16 ? f32_to_fp16(x) : f32_to_bf16(x);
+        ((uint16_t *)b->host)[i] = h, copy[i] = fp16 ? fp16_to_f32(h) : bf16_to_f32(h);
+    }
+}
+
+/* rel L2 of a 16-bit output against want (its dtype's), non-finite count, want's norm */
+static double rel_l2_16(const Buffer *b, const double *want, int *nonfinite, double *norm) {
+    double se = 0, sr = 0;
+    int fp16 = !strcmp(b->dtype, "fp16");
+    *nonfinite = 0;
+    for (size_t i = 0; i < b->bytes / 2; i++) {
+        uint16_t h = ((uint16_t *)b->host)[i];
+        double g = fp16 ? fp16_to_f32(h) : bf16_to_f32(h);
+        if (!isfinite(g)) (*nonfinite)++;
+        se += (g - want[i]) * (g - want[i]), sr += want[i] * want[i];
+    }
+    *norm = sqrt(sr);
+    return sqrt(se / (sr > 0 ? sr : 1));
+}
+
+/* A dense attn_fwd or attn_bwd set from its manifest (causal from its constants): the forward's o and lse, or the
+ * backward's dq, dk and dv from the float64 forward's o and lse, against float64; outputs poisoned first. */
+static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p) {
+    const char *need[] = {"q", "k", "v", "o", "lse", "do", "dq", "dk", "dv"};
+    Buffer *t[9];
+    int n = bwd ? 9 : 5, missing = 0;
+    for (int i = 0; i < n; i++) missing += !(t[i] = named(c, need[i]));
+    check(!missing, "the manifest names every tensor of the set", "%d of %d missing: %s", missing, n, c->err);
+    if (missing) return check_summary();
+    Buffer *q = t[0], *k = t[1], *v = t[2], *o = t[3], *lse = t[4];
+    const Json *cons = json_get(man, "constants"), *causal = json_get(cons, "causal");
+    p.causal = causal && causal->boolean;
+    p.scale = 1.0 / sqrt((double)p.d);
+    Rng r;
+    rng_seed(&r, seed);
+    Buffer *mask = named(c, "block_mask"), *types = named(c, "head_mask_type");
+    if (mask && types) {   /* block-sparse: about half the blocks set, head 0 dense and the others over the mask heads */
+        int32_t *m = mask->host, *ty = types->host;
+        for (size_t i = 0; i < mask->bytes / 4; i++) m[i] = rng_uniform(&r) < 0.5 ? 0 : 1 + (int32_t)rng_below(&r, 3);
+        for (int h = 0; h < p.h_q; h++) ty[h] = h % (p.mask.heads + 1);
+        p.mask.blocks = m, p.mask.types = ty;
+        if (upload(c, mask) || upload(c, types)) return check(0, "block mask upload", "%s", c->err), check_summary();
+    }
+    size_t nq = q->bytes / 2, nk = k->bytes / 2, nv = v->bytes / 2, no = o->bytes / 2, nl = lse->bytes / 4;
+    float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nv * 4), *fdo = malloc(no * 4);
+    double *ro = malloc(no * 8), *rl = malloc(nl * 8), *rg[3] = {malloc(nq * 8), malloc(nk * 8), malloc(nv * 8)};
+    fill_normal(&r, q, fq), fill_normal(&r, k, fk), fill_normal(&r, v, fv);
+    int rc = ref_attn_fwd(&p, fq, fk, fv, ro, rl, 2);
+    if (bwd) {   /* o and lse are inputs: the float64 forward's, rounded as the forward writes them */
+        int fp16 = !strcmp(o->dtype, "fp16");
+        fill_normal(&r, t[5], fdo);
+        for (size_t i = 0; i < no; i++) ((uint16_t *)o->host)[i] = fp16 ? f32_to_fp16((float)ro[i]) : f32_to_bf16((float)ro[i]);
+        for (size_t i = 0; i < nl; i++) ((float *)lse->host)[i] = (float)rl[i];
+        rc = rc || ref_attn_bwd(&p, fq, fk, fv, fdo, rg[0], rg[1], rg[2], NULL, 2);
+        rc = rc || upload(c, o) || upload(c, lse) || upload(c, t[5]);
+        for (int i = 6; i < 9; i++) rc = rc || dev_fill_u8(c->dev, t[i]->dev, 0xFF, t[i]->bytes, c->err, sizeof c->err);
+    } else {
+        rc = rc || dev_fill_u8(c->dev, o->dev, 0xFF, o->bytes, c->err, sizeof c->err) ||
+             dev_fill_u8(c->dev, lse->dev, 0xFF, lse->bytes, c->err, sizeof c->err);
+    }
+    rc = rc || upload(c, q) || upload(c, k) || upload(c, v) || launch_all(c, man, p.scale);
+    for (int i = bwd ? 6 : 3; !rc && i < (bwd ? 9 : 5); i++)
+        rc = dev_download(c->dev, t[i]->host, t[i]->dev, t[i]->bytes, c->err, sizeof c->err);
+    check(!rc, "every kernel launches from the manifest alone", "%s", c->err);
+    if (!rc && !bwd) {
+        int bad_o, bad_l = 0;
+        double nref, eo = rel_l2_16(o, ro, &bad_o, &nref), el = 0, sl = 0;
+        for (size_t i = 0; i < nl; i++) {   /* +inf where a row sees no key, in both */
+            double g = ((float *)lse->host)[i], w = rl[i];
+            if (isinf(w)) bad_l += !(isinf(g) && g > 0);
+            else if (!isfinite(g)) bad_l++;
+            else el += (g - w) * (g - w), sl += w * w;
+        }
+        el = sqrt(el / (sl > 0 ? sl : 1));
+        printf("  o rel_l2 %.3e (tol 5e-3), lse rel_l2 %.3e (tol 1e-4), non-finite or wrong inf %d / %d, |o| %.3g\n", eo, el,
+               bad_o, bad_l, nref);
+        check(nref > 0, "the reference is not zero (a zero reference would prove nothing)", "|o| %g", nref);
+        check(!bad_o && eo <= 5e-3, "o matches float64", "rel_l2 %.3e, %d non-finite", eo, bad_o);
+        check(!bad_l && el <= 1e-4, "lse matches float64", "rel_l2 %.3e, %d bad", el, bad_l);
+    }
+    for (int i = 0; !rc && bwd && i < 3; i++) {
+        int bad;
+        double nref, e = rel_l2_16(t[6 + i], rg[i], &bad, &nref);
+        printf("  %s rel_l2 %.3e (tol 1e-2), non-finite %d, |ref| %.3g\n", need[6 + i], e, bad, nref);
+        char what[64];
+        snprintf(what, sizeof what, "%s matches float64", need[6 + i]);
+        check(nref > 0 && !bad && e <= 1e-2, what, "rel_l2 %.3e, %d non-finite, |ref| %g", e, bad, nref);
+    }
+    free(fq), free(fk), free(fv), free(fdo), free(ro), free(rl), free(rg[0]), free(rg[1]), free(rg[2]);
+    return check_summary();
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = 1;
-    int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0, tight = 0;
+    int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0, tight = 0, b = 1, s_k = 0, h_kv = 0;
     if (argc < 3) {
         fprintf(stderr, "usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] "
                         "[--tight]\n");
@@ -287,6 +398,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--topk") && more) topk = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--topk-length")) with_len = 1;
         else if (!strcmp(argv[i], "--tight")) tight = 1;
+        else if (!strcmp(argv[i], "--b") && more) b = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sk") && more) s_k = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hkv") && more) h_kv = atoi(argv[++i]);
         else return fprintf(stderr, "test_manifest_sim: bad argument '%s'\n", argv[i]), 2;
     }
     if (tight && s_kv != 1) return fprintf(stderr, "test_manifest_sim: --tight takes --skv 1\n"), 2;
@@ -300,6 +414,31 @@ int main(int argc, char **argv) {
     const Json *cons = json_get(man, "constants");
     int64_t d_qk = 0, d_v = 0;
     json_i64(json_get(cons, "d"), &d_qk), json_i64(json_get(cons, "dv"), &d_v);
+    const char *kernel = str(man, "kernel");
+    if (kernel && (!strcmp(kernel, "attn_fwd") || !strcmp(kernel, "attn_bwd"))) {
+        s_k = s_k ? s_k : s_q, h_kv = h_kv ? h_kv : h_q;
+        if (b < 1 || s_q < 1 || s_k < 1 || h_q < 1 || h_kv < 1 || h_q % h_kv)
+            return fprintf(stderr, "test_manifest_sim: sizes must be positive and h_q a multiple of h_kv\n"), 2;
+        printf("manifest-only launch of %s on the sim: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d seed=%llu\n", str(man, "summary"),
+               b, s_q, s_k, h_q, h_kv, (unsigned long long)seed);
+        add_var(&c, "s_q", s_q), add_var(&c, "s_k", s_k), add_var(&c, "h_q", h_q), add_var(&c, "h_kv", h_kv), add_var(&c, "b", b);
+        add_var(&c, "d", d_qk), add_var(&c, "dv", d_v);   /* the constants the shapes name */
+        RefMask mask = {0};
+        int64_t bm = 0, bn = 0;
+        if (!json_i64(json_get(cons, "block_m"), &bm) && !json_i64(json_get(cons, "block_n"), &bn) && bm > 0 && bn > 0) {
+            mask = (RefMask){.heads = 2, .rows = (int)((s_q + bm - 1) / bm), .cols = (int)((s_k + bn - 1) / bn),
+                             .bm = (int)bm, .bn = (int)bn};   /* the mask's sizes, from the set's block dims */
+            add_var(&c, "n_mask_heads", mask.heads), add_var(&c, "mask_rows", mask.rows), add_var(&c, "mask_cols", mask.cols);
+        }
+        setenv("PTXGEN_SIM_STRICT", "1", 1);
+        int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
+                 dev_load_ptx(c.dev, ptx, "test_manifest_sim", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
+        check(!rc, "the set loads and its tensors bind from the manifest", "%s", c.err);
+        if (rc) return check_summary();
+        RefAttn p = {.b = b, .s_q = s_q, .s_k = s_k, .h_q = h_q, .h_kv = h_kv, .d = (int)d_qk, .dv = (int)d_v,
+                     .mask = mask};
+        return run_attn(&c, man, seed, !strcmp(kernel, "attn_bwd"), p);
+    }
     printf("manifest-only launch of %s on the sim: s_q=%d s_kv=%d h_q=%d topk=%d%s seed=%llu\n", str(man, "summary"), s_q,
            s_kv, h_q, topk, with_len ? " topk_length" : "", (unsigned long long)seed);
     add_var(&c, "s_q", s_q), add_var(&c, "s_kv", s_kv), add_var(&c, "h_q", h_q), add_var(&c, "topk", topk);
