@@ -324,8 +324,8 @@ static int int_arith(const Ctx *x, int t, uint64_t *out)
         *out = sgn ? (uint64_t)r : max ? (au > bu ? au : bu) : (au < bu ? au : bu);
         break;
     }
-    case I_NEG: *out = (uint64_t)-as; break;
-    case I_ABS: *out = (uint64_t)(as < 0 ? -as : as); break;
+    case I_NEG: *out = 0 - (uint64_t)as; break;   /* in unsigned: the most negative value is its own negation */
+    case I_ABS: *out = as < 0 ? 0 - (uint64_t)as : (uint64_t)as; break;
     case I_DIV: case I_REM:
         if (!bu) {
             sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "integer division by zero");
