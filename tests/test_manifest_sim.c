@@ -10,7 +10,8 @@
  * every slot selects row 0, dO is 1 and q is +-2^-20, so dS sums to 0 and dkv[0, :d_v] = s_q h_q against a bound
  * of s_q h_q (max|dO| + a term of order 2^-20); dq is then 0 and only dkv is judged.
  * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] [--tight]
- *        test_manifest_sim SET.ptx SET.json [--seed N] [--b N --sq N --sk N --hq N --hkv N]   (attn_fwd, attn_bwd) */
+ *        test_manifest_sim SET.ptx SET.json [--seed N] [--b N --sq N --sk N --hq N --hkv N]   (attn_fwd, attn_bwd)
+ *        --device cuda: the same launch on a GPU (default: the sim) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,13 +329,13 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p) 
     float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nv * 4), *fdo = malloc(no * 4);
     double *ro = malloc(no * 8), *rl = malloc(nl * 8), *rg[3] = {malloc(nq * 8), malloc(nk * 8), malloc(nv * 8)};
     fill_normal(&r, q, fq), fill_normal(&r, k, fk), fill_normal(&r, v, fv);
-    int rc = ref_attn_fwd(&p, fq, fk, fv, ro, rl, 2);
+    int rc = ref_attn_fwd(&p, fq, fk, fv, ro, rl, 0);   /* every CPU: a GPU run takes realistic shapes */
     if (bwd) {   /* o and lse are inputs: the float64 forward's, rounded as the forward writes them */
         int fp16 = !strcmp(o->dtype, "fp16");
         fill_normal(&r, t[5], fdo);
         for (size_t i = 0; i < no; i++) ((uint16_t *)o->host)[i] = fp16 ? f32_to_fp16((float)ro[i]) : f32_to_bf16((float)ro[i]);
         for (size_t i = 0; i < nl; i++) ((float *)lse->host)[i] = (float)rl[i];
-        rc = rc || ref_attn_bwd(&p, fq, fk, fv, fdo, rg[0], rg[1], rg[2], NULL, 2);
+        rc = rc || ref_attn_bwd(&p, fq, fk, fv, fdo, rg[0], rg[1], rg[2], NULL, 0);
         rc = rc || upload(c, o) || upload(c, lse) || upload(c, t[5]);
         for (int i = 6; i < 9; i++) rc = rc || dev_fill_u8(c->dev, t[i]->dev, 0xFF, t[i]->bytes, c->err, sizeof c->err);
     } else {
@@ -361,6 +362,7 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p) 
 int main(int argc, char **argv) {
     uint64_t seed = 1;
     int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0, tight = 0, b = 1, s_k = 0, h_kv = 0;
+    const char *device = "sim";   /* or cuda: the same launch on a GPU */
     if (argc < 3) {
         fprintf(stderr, "usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] "
                         "[--tight]\n");
@@ -369,6 +371,7 @@ int main(int argc, char **argv) {
     for (int i = 3; i < argc; i++) {
         int more = i + 1 < argc;
         if (!strcmp(argv[i], "--seed") && more) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--device") && more) device = argv[++i];
         else if (!strcmp(argv[i], "--sq") && more) s_q = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--skv") && more) s_kv = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hq") && more) h_q = atoi(argv[++i]);
@@ -396,8 +399,8 @@ int main(int argc, char **argv) {
         s_k = s_k ? s_k : s_q, h_kv = h_kv ? h_kv : h_q;
         if (b < 1 || s_q < 1 || s_k < 1 || h_q < 1 || h_kv < 1 || h_q % h_kv)
             return fprintf(stderr, "test_manifest_sim: sizes must be positive and h_q a multiple of h_kv\n"), 2;
-        printf("manifest-only launch of %s on the sim: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d seed=%llu\n", str(man, "summary"),
-               b, s_q, s_k, h_q, h_kv, (unsigned long long)seed);
+        printf("manifest-only launch of %s on the %s: b=%d s_q=%d s_k=%d h_q=%d h_kv=%d seed=%llu\n", str(man, "summary"),
+               device, b, s_q, s_k, h_q, h_kv, (unsigned long long)seed);
         add_var(&c, "s_q", s_q), add_var(&c, "s_k", s_k), add_var(&c, "h_q", h_q), add_var(&c, "h_kv", h_kv), add_var(&c, "b", b);
         add_var(&c, "d", d_qk), add_var(&c, "dv", d_v);   /* the constants the shapes name */
         RefMask mask = {0};
@@ -408,7 +411,7 @@ int main(int argc, char **argv) {
             add_var(&c, "n_mask_heads", mask.heads), add_var(&c, "mask_rows", mask.rows), add_var(&c, "mask_cols", mask.cols);
         }
         setenv("PTXGEN_SIM_STRICT", "1", 1);
-        int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
+        int rc = dev_open(&c.dev, device, 0, c.err, sizeof c.err) ||
                  dev_load_ptx(c.dev, ptx, "test_manifest_sim", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
         check(!rc, "the set loads and its tensors bind from the manifest", "%s", c.err);
         if (rc) return check_summary();
@@ -416,12 +419,12 @@ int main(int argc, char **argv) {
                      .mask = mask};
         return run_attn(&c, man, seed, !strcmp(kernel, "attn_bwd"), p);
     }
-    printf("manifest-only launch of %s on the sim: s_q=%d s_kv=%d h_q=%d topk=%d%s seed=%llu\n", str(man, "summary"), s_q,
+    printf("manifest-only launch of %s on the %s: s_q=%d s_kv=%d h_q=%d topk=%d%s seed=%llu\n", str(man, "summary"), device, s_q,
            s_kv, h_q, topk, with_len ? " topk_length" : "", (unsigned long long)seed);
     add_var(&c, "s_q", s_q), add_var(&c, "s_kv", s_kv), add_var(&c, "h_q", h_q), add_var(&c, "topk", topk);
     add_var(&c, "d_qk", d_qk), add_var(&c, "d_v", d_v);
     setenv("PTXGEN_SIM_STRICT", "1", 1);
-    int rc = dev_open(&c.dev, "sim", 0, c.err, sizeof c.err) ||
+    int rc = dev_open(&c.dev, device, 0, c.err, sizeof c.err) ||
              dev_load_ptx(c.dev, ptx, "test_manifest_sim", &c.mod, c.err, sizeof c.err) || bind_tensors(&c, man);
     if (!rc && !strcmp(str(man, "kernel"), "mla_fwd")) return run_fwd(&c, man, seed, s_q, s_kv, h_q, topk, with_len,
                                                                      (int)d_qk, (int)d_v);
