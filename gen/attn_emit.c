@@ -351,6 +351,12 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
         {"kv", NULL, "kv_stride_s", NULL},                   {"indices", NULL, "indices_stride_s", NULL},
         {"dkv", NULL, "dkv_stride_s", NULL}};
     static const char *const dim_names[3] = {"b", "s", "h"};
+    /* what each stride steps over, named by the shape's dimensions (packed varlen tensors have no b, their rows
+     * total_q or total_k) */
+    static const char *const dim_meaning[3] = {
+        "stride in elements between batch entries (the shape's b)",
+        "stride in elements between rows (the shape's s_q, s_k or s_kv; total_q or total_k where sequences are packed)",
+        "stride in elements between heads (the shape's h_q or h_kv)"};
     add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
     if (!dims[0]) return;
     for (size_t t = 0; t < sizeof strides / sizeof strides[0]; t++) {
@@ -358,7 +364,7 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
         for (int i = 0; i < 3; i++) {
             if (!strchr(dims, dim_names[i][0])) continue;
             if (!strides[t][1 + i]) break;
-            add(ks, (ParamSpec){strides[t][1 + i], PT_U64, PR_STRIDE, "stride in elements", NULL, NULL, strides[t][0],
+            add(ks, (ParamSpec){strides[t][1 + i], PT_U64, PR_STRIDE, dim_meaning[i], NULL, NULL, strides[t][0],
                                 dim_names[i]});
         }
         return;
