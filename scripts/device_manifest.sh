@@ -27,6 +27,9 @@ wgmma attn_bwd d64|--arch sm_90a --kernel attn_bwd --hdim 64|--b 1 --sq 2000 --s
 wgmma attn_bwd block-sparse|--arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 1000 --sk 1100 --hq 4 --hkv 2
 mma.sync attn_fwd causal GQA|--arch sm_90 --kernel attn_fwd --causal|--b 2 --sq 700 --sk 900 --hq 4 --hkv 2
 mma.sync attn_bwd causal GQA|--arch sm_90 --kernel attn_bwd --causal|--b 1 --sq 700 --sk 900 --hq 4 --hkv 2
+wgmma attn_fwd varlen causal GQA|--arch sm_90a --kernel attn_fwd --varlen --causal|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 8 --hkv 2
+wgmma attn_bwd varlen causal GQA|--arch sm_90a --kernel attn_bwd --varlen --causal|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 8 --hkv 2
+mma.sync attn_bwd varlen|--arch sm_90 --kernel attn_bwd --varlen|--varlen 700,1,900 --varlen-k 650,0,1000 --hq 4 --hkv 2
 wgmma mla_fwd|--arch sm_90a --kernel mla_fwd|--sq 64 --skv 5000 --hq 128 --topk 2048 --topk-length
 wgmma mla_bwd|--arch sm_90a --kernel mla_bwd|--sq 32 --skv 3000 --hq 64 --topk 1024
 wgmma mla_bwd deterministic|--arch sm_90a --kernel mla_bwd --tile deterministic=1|--sq 16 --skv 2000 --hq 128 --topk 512

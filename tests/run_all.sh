@@ -1030,7 +1030,8 @@ mla_bwd_wg_sim_tests() {
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
 # duplicates and a token with no valid slot. Strict: notes are errors.
 # attn_fwd and attn_bwd sets of every family launched from their PTX and manifest alone by an independent launcher
-# (test_manifest_sim: tensors, strides, workspaces, tensor maps, grids and order from the JSON), on shapes of its own
+# (test_manifest_sim: tensors, strides, workspaces, tensor maps, grids and order from the JSON), on shapes of its own:
+# dense, block-sparse and varlen (packed sequences, empty ones among them)
 attn_manifest_sim_tests() {
     local set=$TMP/attn_manifest name emit run n=0
     while IFS='|' read -r name emit run; do
@@ -1062,6 +1063,12 @@ tcgen05 attn_fwd block-sparse|--arch sm_100a --kernel attn_fwd --block-m 128 --b
 tcgen05 attn_bwd causal GQA|--arch sm_100a --kernel attn_bwd --causal|--b 1 --sq 100 --sk 140 --hq 2 --hkv 1
 tcgen05 attn_bwd d256 deterministic|--arch sm_103a --kernel attn_bwd --hdim 256 --tile deterministic=1|--b 1 --sq 70 --sk 130 --hq 2 --hkv 2
 tcgen05 attn_bwd block-sparse|--arch sm_100a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
+wgmma attn_fwd varlen causal GQA|--arch sm_90a --kernel attn_fwd --varlen --causal|--varlen 100,0,37,130 --varlen-k 120,30,0,200 --hq 4 --hkv 2
+wgmma attn_bwd varlen causal GQA|--arch sm_90a --kernel attn_bwd --varlen --causal|--varlen 100,0,37,130 --varlen-k 120,30,0,200 --hq 4 --hkv 2
+mma.sync attn_fwd varlen|--arch sm_80 --kernel attn_fwd --varlen|--varlen 77,1,200 --hq 2 --hkv 1
+mma.sync attn_bwd varlen causal|--arch sm_80 --kernel attn_bwd --varlen --causal|--varlen 77,1,200 --varlen-k 90,0,150 --hq 2 --hkv 1
+tcgen05 attn_fwd varlen causal|--arch sm_100a --kernel attn_fwd --varlen --causal|--varlen 130,0,9 --varlen-k 100,5,140 --hq 2 --hkv 1
+tcgen05 attn_bwd varlen|--arch sm_100a --kernel attn_bwd --varlen|--varlen 130,0,9 --varlen-k 100,5,140 --hq 2 --hkv 1
 EOF_SETS
     # the launcher honours zero_init: without it the persistent forward's tile counter starts poisoned
     name="planted: the wgmma attn_fwd's tile counter not zeroed (zero_init dropped from its manifest)"

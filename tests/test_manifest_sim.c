@@ -11,6 +11,7 @@
  * of s_q h_q (max|dO| + a term of order 2^-20); dq is then 0 and only dkv is judged.
  * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] [--tight]
  *        test_manifest_sim SET.ptx SET.json [--seed N] [--b N --sq N --sk N --hq N --hkv N]   (attn_fwd, attn_bwd)
+ *                          [--varlen L1,L2,... [--varlen-k K1,K2,...]]   (a varlen set: the packed sequences)
  *        --device cuda: the same launch on a GPU (default: the sim) */
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +74,8 @@ static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *d
     *b = (Buffer){.name = name, .dtype = dtype, .bytes = (size_t)esize(dtype)};
     char buf[128];
     snprintf(buf, sizeof buf, "%s", shape + 1);
-    for (char *tok = strtok(buf, ",] "); tok; tok = strtok(NULL, ",] ")) {
+    for (char *tok = strtok(buf, ",]"); tok; tok = strtok(NULL, ",]")) {   /* a dimension may be an expression: b + 1 */
+        while (*tok == ' ') tok++;
         long long v = eval(c, tok);
         if (v < 0 || b->ndim == 4) return NULL;
         snprintf(b->dname[b->ndim], sizeof b->dname[0], "%s", tok);
@@ -84,12 +86,13 @@ static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *d
     return b->host && !dev_alloc(c->dev, &b->dev, b->bytes ? b->bytes : 1, c->err, sizeof c->err) ? b : NULL;
 }
 
-/* Contiguous strides in elements: the product of the dimensions after dim ("s" names s_q, s_k, ...); -1 if the
- * shape has no such dimension */
+/* Contiguous strides in elements: the product of the dimensions after dim (as the stride's meaning says: "s" names
+ * s_q, s_k, s_kv, or the packed rows total_q, total_k); -1 if the shape has no such dimension */
 static long long stride(const Buffer *b, const char *dim) {
     size_t n = strlen(dim);
     for (int i = 0; i < b->ndim; i++)
-        if (!strncmp(b->dname[i], dim, n) && (!b->dname[i][n] || b->dname[i][n] == '_')) {
+        if ((!strncmp(b->dname[i], dim, n) && (!b->dname[i][n] || b->dname[i][n] == '_')) ||
+            (!strcmp(dim, "s") && !strncmp(b->dname[i], "total_", 6))) {
             long long s = 1;
             for (int j = i + 1; j < b->ndim; j++) s *= b->dim[j];
             return s;
@@ -302,9 +305,51 @@ static void fill_normal(Rng *r, Buffer *b, float *copy) {
     }
 }
 
+/* Packed sequences (varlen): n sequences of lq[i] query and lk[i] key rows; n = 0 for a plain batch */
+enum { MAX_SEQS = 64 };
+typedef struct { int n, lq[MAX_SEQS], lk[MAX_SEQS]; } Seqs;
+
+/* The float64 forward (o, lse) and, bwd, the gradients (g: dq, dk, dv) of p, over the packed sequences where there
+ * are any: each sequence is a batch of one whose rows are contiguous in the packed tensors, its lse scattered into
+ * [h_q, total_q]; a sequence without keys gives o 0 and lse +inf, and no gradient. */
+static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const float *k, const float *v, const float *dout,
+                     double *o, double *lse, double *g[3], int bwd) {
+    if (!sq->n) return ref_attn_fwd(p, q, k, v, o, lse, 0) || (bwd && ref_attn_bwd(p, q, k, v, dout, g[0], g[1], g[2], NULL, 0));
+    size_t q0 = 0, k0 = 0, total_q = 0, rq = (size_t)p->h_q * (size_t)p->d, rk = (size_t)p->h_kv * (size_t)p->d;
+    size_t ro = (size_t)p->h_q * (size_t)p->dv, rv = (size_t)p->h_kv * (size_t)p->dv;
+    for (int i = 0; i < sq->n; i++) total_q += (size_t)sq->lq[i];
+    if (bwd) {   /* keys no query sees and queries of keyless sequences get 0 */
+        memset(g[0], 0, total_q * rq * 8);
+        for (int i = 0; i < sq->n; i++) k0 += (size_t)sq->lk[i];
+        memset(g[1], 0, k0 * rk * 8), memset(g[2], 0, k0 * rv * 8), k0 = 0;
+    }
+    int rc = 0;
+    for (int i = 0; !rc && i < sq->n; k0 += (size_t)sq->lk[i], q0 += (size_t)sq->lq[i], i++) {
+        int lq = sq->lq[i], lk = sq->lk[i];
+        if (!lq) continue;
+        double *l = malloc((size_t)p->h_q * (size_t)lq * 8);
+        if (!l) return -1;
+        if (!lk) {
+            memset(o + q0 * ro, 0, (size_t)lq * ro * 8);
+            for (size_t j = 0; j < (size_t)p->h_q * (size_t)lq; j++) l[j] = INFINITY;
+        } else {
+            RefAttn one = *p;
+            one.b = 1, one.s_q = lq, one.s_k = lk;
+            rc = ref_attn_fwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, o + q0 * ro, l, 0);
+            if (!rc && bwd)
+                rc = ref_attn_bwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, dout + q0 * ro, g[0] + q0 * rq, g[1] + k0 * rk,
+                                  g[2] + k0 * rv, NULL, 0);
+        }
+        for (int h = 0; h < p->h_q; h++)
+            for (int j = 0; j < lq; j++) lse[(size_t)h * total_q + q0 + (size_t)j] = l[(size_t)h * (size_t)lq + (size_t)j];
+        free(l);
+    }
+    return rc;
+}
+
 /* A dense attn_fwd or attn_bwd set from its manifest (causal from its constants): the forward's o and lse, or the
  * backward's dq, dk and dv from the float64 forward's o and lse, against float64; outputs poisoned first. */
-static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p) {
+static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, const Seqs *sq) {
     const char *need[] = {"q", "k", "v", "o", "lse", "do", "dq", "dk", "dv"};
     Buffer *t[9];
     int n = bwd ? 9 : 5, missing = 0;
@@ -329,13 +374,22 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p) 
     float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nv * 4), *fdo = malloc(no * 4);
     double *ro = malloc(no * 8), *rl = malloc(nl * 8), *rg[3] = {malloc(nq * 8), malloc(nk * 8), malloc(nv * 8)};
     fill_normal(&r, q, fq), fill_normal(&r, k, fk), fill_normal(&r, v, fv);
-    int rc = ref_attn_fwd(&p, fq, fk, fv, ro, rl, 0);   /* every CPU: a GPU run takes realistic shapes */
+    Buffer *cu[2] = {named(c, "cu_seqlens_q"), named(c, "cu_seqlens_k")};
+    if (!cu[0] != !sq->n) return check(0, "varlen lengths given exactly for a varlen set", "the set %s cu_seqlens_q",
+                                       cu[0] ? "takes" : "lacks"), check_summary();
+    int rc = 0;
+    for (int j = 0; j < 2 && sq->n; j++) {   /* the offsets: 0, then the running sums of the lengths */
+        int32_t *a = cu[j]->host;
+        a[0] = 0;
+        for (int i = 0; i < sq->n; i++) a[i + 1] = a[i] + (j ? sq->lk[i] : sq->lq[i]);
+        rc = rc || upload(c, cu[j]);
+    }
+    if (bwd) fill_normal(&r, t[5], fdo);
+    rc = rc || attn_refs(&p, sq, fq, fk, fv, fdo, ro, rl, rg, bwd);   /* every CPU: a GPU run takes realistic shapes */
     if (bwd) {   /* o and lse are inputs: the float64 forward's, rounded as the forward writes them */
         int fp16 = !strcmp(o->dtype, "fp16");
-        fill_normal(&r, t[5], fdo);
         for (size_t i = 0; i < no; i++) ((uint16_t *)o->host)[i] = fp16 ? f32_to_fp16((float)ro[i]) : f32_to_bf16((float)ro[i]);
         for (size_t i = 0; i < nl; i++) ((float *)lse->host)[i] = (float)rl[i];
-        rc = rc || ref_attn_bwd(&p, fq, fk, fv, fdo, rg[0], rg[1], rg[2], NULL, 0);
         rc = rc || upload(c, o) || upload(c, lse) || upload(c, t[5]);
         for (int i = 6; i < 9; i++) rc = rc || dev_fill_u8(c->dev, t[i]->dev, 0xFF, t[i]->bytes, c->err, sizeof c->err);
     } else {
@@ -363,6 +417,8 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0, tight = 0, b = 1, s_k = 0, h_kv = 0;
     const char *device = "sim";   /* or cuda: the same launch on a GPU */
+    Seqs sq = {0};                 /* --varlen L1,L2,...: packed sequences; --varlen-k: their key lengths (else the same) */
+    int nk = 0;
     if (argc < 3) {
         fprintf(stderr, "usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] "
                         "[--tight]\n");
@@ -381,6 +437,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--b") && more) b = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sk") && more) s_k = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hkv") && more) h_kv = atoi(argv[++i]);
+        else if ((!strcmp(argv[i], "--varlen") || !strcmp(argv[i], "--varlen-k")) && more) {
+            int *l = argv[i][8] ? sq.lk : sq.lq, n = 0;
+            for (char *tok = strtok(argv[++i], ","); tok && n < MAX_SEQS; tok = strtok(NULL, ",")) l[n++] = atoi(tok);
+            if (l == sq.lq) sq.n = n;
+            else nk = n;
+        }
         else return fprintf(stderr, "test_manifest_sim: bad argument '%s'\n", argv[i]), 2;
     }
     if (tight && s_kv != 1) return fprintf(stderr, "test_manifest_sim: --tight takes --skv 1\n"), 2;
@@ -396,6 +458,18 @@ int main(int argc, char **argv) {
     json_i64(json_get(cons, "d"), &d_qk), json_i64(json_get(cons, "dv"), &d_v);
     const char *kernel = str(man, "kernel");
     if (kernel && (!strcmp(kernel, "attn_fwd") || !strcmp(kernel, "attn_bwd"))) {
+        long long total_q = 0, total_k = 0;
+        if (sq.n) {   /* the batch is the sequences, s_q and s_k their longest */
+            if (nk && nk != sq.n) return fprintf(stderr, "test_manifest_sim: --varlen-k needs one length a sequence\n"), 2;
+            s_q = s_k = 0, b = sq.n;
+            for (int i = 0; i < sq.n; i++) {
+                if (!nk) sq.lk[i] = sq.lq[i];
+                if (sq.lq[i] < 0 || sq.lk[i] < 0) return fprintf(stderr, "test_manifest_sim: negative length\n"), 2;
+                s_q = sq.lq[i] > s_q ? sq.lq[i] : s_q, s_k = sq.lk[i] > s_k ? sq.lk[i] : s_k;
+                total_q += sq.lq[i], total_k += sq.lk[i];
+            }
+            s_q = s_q ? s_q : 1, s_k = s_k ? s_k : 1;
+        }
         s_k = s_k ? s_k : s_q, h_kv = h_kv ? h_kv : h_q;
         if (b < 1 || s_q < 1 || s_k < 1 || h_q < 1 || h_kv < 1 || h_q % h_kv)
             return fprintf(stderr, "test_manifest_sim: sizes must be positive and h_q a multiple of h_kv\n"), 2;
@@ -403,6 +477,7 @@ int main(int argc, char **argv) {
                device, b, s_q, s_k, h_q, h_kv, (unsigned long long)seed);
         add_var(&c, "s_q", s_q), add_var(&c, "s_k", s_k), add_var(&c, "h_q", h_q), add_var(&c, "h_kv", h_kv), add_var(&c, "b", b);
         add_var(&c, "d", d_qk), add_var(&c, "dv", d_v);   /* the constants the shapes name */
+        add_var(&c, "total_q", total_q), add_var(&c, "total_k", total_k);
         RefMask mask = {0};
         int64_t bm = 0, bn = 0;
         if (!json_i64(json_get(cons, "block_m"), &bm) && !json_i64(json_get(cons, "block_n"), &bn) && bm > 0 && bn > 0) {
@@ -417,7 +492,7 @@ int main(int argc, char **argv) {
         if (rc) return check_summary();
         RefAttn p = {.b = b, .s_q = s_q, .s_k = s_k, .h_q = h_q, .h_kv = h_kv, .d = (int)d_qk, .dv = (int)d_v,
                      .mask = mask};
-        return run_attn(&c, man, seed, !strcmp(kernel, "attn_bwd"), p);
+        return run_attn(&c, man, seed, !strcmp(kernel, "attn_bwd"), p, &sq);
     }
     printf("manifest-only launch of %s on the %s: s_q=%d s_kv=%d h_q=%d topk=%d%s seed=%llu\n", str(man, "summary"), device, s_q,
            s_kv, h_q, topk, with_len ? " topk_length" : "", (unsigned long long)seed);
