@@ -354,8 +354,9 @@ void abi_tensor(KernelSpec *ks, const char *name, ParamRole role, const char *me
     /* what each stride steps over, named by the shape's dimensions (packed varlen tensors have no b, their rows
      * total_q or total_k) */
     static const char *const dim_meaning[3] = {
-        "stride in elements between batch entries (the shape's b)",
-        "stride in elements between rows (the shape's s_q, s_k or s_kv; total_q or total_k where sequences are packed)",
+        "stride in elements between batch entries (the shape's b; num_pages for a paged cache: between pages)",
+        "stride in elements between rows (the shape's s_q, s_k or s_kv; total_q or total_k where sequences are packed; "
+        "page_size for a paged cache: between the rows of a page)",
         "stride in elements between heads (the shape's h_q or h_kv)"};
     add(ks, (ParamSpec){name, PT_PTR, role, meaning, shape, dtype, NULL, NULL});
     if (!dims[0]) return;

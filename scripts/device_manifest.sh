@@ -30,6 +30,9 @@ mma.sync attn_bwd causal GQA|--arch sm_90 --kernel attn_bwd --causal|--b 1 --sq 
 wgmma attn_fwd varlen causal GQA|--arch sm_90a --kernel attn_fwd --varlen --causal|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 8 --hkv 2
 wgmma attn_bwd varlen causal GQA|--arch sm_90a --kernel attn_bwd --varlen --causal|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 8 --hkv 2
 mma.sync attn_bwd varlen|--arch sm_90 --kernel attn_bwd --varlen|--varlen 700,1,900 --varlen-k 650,0,1000 --hq 4 --hkv 2
+wgmma attn_fwd paged causal GQA|--arch sm_90a --kernel attn_fwd --page-size 64 --causal|--b 4 --sq 300 --sk 3000 --hq 8 --hkv 2
+mma.sync attn_fwd paged decode|--arch sm_90 --kernel attn_fwd --page-size 64|--b 8 --sq 1 --sk 4000 --hq 16 --hkv 2
+wgmma attn_fwd split-KV|--arch sm_90a --kernel attn_fwd --split-kv --splits 7 --causal|--b 1 --sq 200 --sk 30000 --hq 4 --hkv 1 --splits 7
 wgmma mla_fwd|--arch sm_90a --kernel mla_fwd|--sq 64 --skv 5000 --hq 128 --topk 2048 --topk-length
 wgmma mla_bwd|--arch sm_90a --kernel mla_bwd|--sq 32 --skv 3000 --hq 64 --topk 1024
 wgmma mla_bwd deterministic|--arch sm_90a --kernel mla_bwd --tile deterministic=1|--sq 16 --skv 2000 --hq 128 --topk 512

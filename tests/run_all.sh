@@ -1031,7 +1031,8 @@ mla_bwd_wg_sim_tests() {
 # duplicates and a token with no valid slot. Strict: notes are errors.
 # attn_fwd and attn_bwd sets of every family launched from their PTX and manifest alone by an independent launcher
 # (test_manifest_sim: tensors, strides, workspaces, tensor maps, grids and order from the JSON), on shapes of its own:
-# dense, block-sparse and varlen (packed sequences, empty ones among them)
+# dense, block-sparse, varlen (packed sequences, empty ones among them), paged (shuffled pages, ragged lengths, the
+# pages no sequence owns NaN) and split-KV
 attn_manifest_sim_tests() {
     local set=$TMP/attn_manifest name emit run n=0
     while IFS='|' read -r name emit run; do
@@ -1069,6 +1070,13 @@ mma.sync attn_fwd varlen|--arch sm_80 --kernel attn_fwd --varlen|--varlen 77,1,2
 mma.sync attn_bwd varlen causal|--arch sm_80 --kernel attn_bwd --varlen --causal|--varlen 77,1,200 --varlen-k 90,0,150 --hq 2 --hkv 1
 tcgen05 attn_fwd varlen causal|--arch sm_100a --kernel attn_fwd --varlen --causal|--varlen 130,0,9 --varlen-k 100,5,140 --hq 2 --hkv 1
 tcgen05 attn_bwd varlen|--arch sm_100a --kernel attn_bwd --varlen|--varlen 130,0,9 --varlen-k 100,5,140 --hq 2 --hkv 1
+wgmma attn_fwd paged causal GQA|--arch sm_90a --kernel attn_fwd --page-size 64 --causal|--b 3 --sq 70 --sk 300 --hq 4 --hkv 2
+wgmma attn_fwd paged decode|--arch sm_90a --kernel attn_fwd --page-size 128|--b 3 --sq 4 --sk 500 --hq 8 --hkv 2
+mma.sync attn_fwd paged decode causal|--arch sm_80 --kernel attn_fwd --page-size 32 --causal|--b 2 --sq 5 --sk 200 --hq 8 --hkv 1
+tcgen05 attn_fwd paged|--arch sm_100a --kernel attn_fwd --page-size 64|--b 2 --sq 40 --sk 260 --hq 2 --hkv 1
+wgmma attn_fwd split-KV|--arch sm_90a --kernel attn_fwd --split-kv --splits 3|--b 2 --sq 70 --sk 600 --hq 2 --hkv 1 --splits 3
+mma.sync attn_fwd split-KV paged|--arch sm_80 --kernel attn_fwd --split-kv --page-size 64|--b 2 --sq 3 --sk 700 --hq 8 --hkv 2 --splits 5
+tcgen05 attn_fwd split-KV causal|--arch sm_100a --kernel attn_fwd --split-kv --causal|--b 1 --sq 30 --sk 500 --hq 2 --hkv 2 --splits 4
 EOF_SETS
     # the launcher honours zero_init: without it the persistent forward's tile counter starts poisoned
     name="planted: the wgmma attn_fwd's tile counter not zeroed (zero_init dropped from its manifest)"

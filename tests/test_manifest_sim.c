@@ -12,6 +12,7 @@
  * usage: test_manifest_sim SET.ptx SET.json [--seed N] [--sq N --skv N --hq N --topk N] [--topk-length] [--tight]
  *        test_manifest_sim SET.ptx SET.json [--seed N] [--b N --sq N --sk N --hq N --hkv N]   (attn_fwd, attn_bwd)
  *                          [--varlen L1,L2,... [--varlen-k K1,K2,...]]   (a varlen set: the packed sequences)
+ *                          [--splits N]   (a split-KV set; a paged set draws its own pages and lengths up to s_k)
  *        --device cuda: the same launch on a GPU (default: the sim) */
 #include <math.h>
 #include <stdio.h>
@@ -87,12 +88,14 @@ static Buffer *tensor(Ctx *c, const char *name, const char *shape, const char *d
 }
 
 /* Contiguous strides in elements: the product of the dimensions after dim (as the stride's meaning says: "s" names
- * s_q, s_k, s_kv, or the packed rows total_q, total_k); -1 if the shape has no such dimension */
+ * s_q, s_k, s_kv, the packed rows total_q, total_k, or a page's rows page_size; "b" a paged cache's num_pages); -1
+ * if the shape has no such dimension */
 static long long stride(const Buffer *b, const char *dim) {
     size_t n = strlen(dim);
     for (int i = 0; i < b->ndim; i++)
         if ((!strncmp(b->dname[i], dim, n) && (!b->dname[i][n] || b->dname[i][n] == '_')) ||
-            (!strcmp(dim, "s") && !strncmp(b->dname[i], "total_", 6))) {
+            (!strcmp(dim, "s") && (!strncmp(b->dname[i], "total_", 6) || !strcmp(b->dname[i], "page_size"))) ||
+            (!strcmp(dim, "b") && !strcmp(b->dname[i], "num_pages"))) {
             long long s = 1;
             for (int j = i + 1; j < b->ndim; j++) s *= b->dim[j];
             return s;
@@ -347,6 +350,34 @@ static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const flo
     return rc;
 }
 
+/* A paged cache (page_size rows a page, each sequence's pages per its block_table row, its keys seqlens_k): the
+ * float64 forward sequence by sequence over its keys gathered out of the pages (k, v: the pools) */
+static int paged_refs(const RefAttn *p, int page, int max_pages, const int32_t *table, const int32_t *seqlens,
+                      const float *q, const float *k, const float *v, double *o, double *lse) {
+    size_t rk = (size_t)p->h_kv * (size_t)p->d, rv = (size_t)p->h_kv * (size_t)p->dv;
+    size_t rq = (size_t)p->s_q * (size_t)p->h_q * (size_t)p->d, ro = (size_t)p->s_q * (size_t)p->h_q * (size_t)p->dv;
+    size_t rl = (size_t)p->h_q * (size_t)p->s_q;
+    float *kb = malloc((size_t)max_pages * (size_t)page * rk * 4 + 4), *vb = malloc((size_t)max_pages * (size_t)page * rv * 4 + 4);
+    int rc = !kb || !vb ? -1 : 0;
+    for (int i = 0; !rc && i < p->b; i++) {
+        int len = seqlens[i];
+        for (int j = 0; j < len; j++) {   /* key j: page table[i][j / page], row j % page */
+            size_t at = (size_t)table[(size_t)i * (size_t)max_pages + (size_t)(j / page)] * (size_t)page + (size_t)(j % page);
+            memcpy(kb + (size_t)j * rk, k + at * rk, rk * 4), memcpy(vb + (size_t)j * rv, v + at * rv, rv * 4);
+        }
+        if (!len) {
+            memset(o + (size_t)i * ro, 0, ro * 8);
+            for (size_t j = 0; j < rl; j++) lse[(size_t)i * rl + j] = INFINITY;
+            continue;
+        }
+        RefAttn one = *p;
+        one.b = 1, one.s_k = len;
+        rc = ref_attn_fwd(&one, q + (size_t)i * rq, kb, vb, o + (size_t)i * ro, lse + (size_t)i * rl, 0);
+    }
+    free(kb), free(vb);
+    return rc;
+}
+
 /* A dense attn_fwd or attn_bwd set from its manifest (causal from its constants): the forward's o and lse, or the
  * backward's dq, dk and dv from the float64 forward's o and lse, against float64; outputs poisoned first. */
 static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, const Seqs *sq) {
@@ -385,7 +416,29 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
         rc = rc || upload(c, cu[j]);
     }
     if (bwd) fill_normal(&r, t[5], fdo);
-    rc = rc || attn_refs(&p, sq, fq, fk, fv, fdo, ro, rl, rg, bwd);   /* every CPU: a GPU run takes realistic shapes */
+    Buffer *table = named(c, "block_table"), *seqlens = named(c, "seqlens_k");
+    if (table && seqlens && !bwd) {   /* paged: pages in shuffled order, ragged lengths, the pages no one owns NaN */
+        int max_pages = (int)table->dim[1], num_pages = (int)k->dim[0], page = (int)k->dim[1];
+        int32_t *tb = table->host, *sl = seqlens->host, *perm = malloc((size_t)num_pages * 4);
+        for (int i = 0; perm && i < num_pages; i++) perm[i] = i;
+        for (int i = num_pages - 1; perm && i > 0; i--) {
+            int j = (int)rng_below(&r, (uint32_t)i + 1), x = perm[i];
+            perm[i] = perm[j], perm[j] = x;
+        }
+        for (int i = 0; perm && i < p.b; i++) {
+            sl[i] = i ? (int32_t)rng_below(&r, (uint32_t)p.s_k + 1) : p.s_k;
+            for (int j = 0; j < max_pages; j++) tb[i * max_pages + j] = perm[i * max_pages + j];
+        }
+        size_t rk = (size_t)page * (size_t)p.h_kv * (size_t)p.d, rv = (size_t)page * (size_t)p.h_kv * (size_t)p.dv;
+        for (int i = p.b * max_pages; perm && i < num_pages; i++)   /* unowned pages */
+            for (size_t e = 0; e < rk; e++) ((uint16_t *)k->host)[(size_t)perm[i] * rk + e] = 0x7FC0, fk[(size_t)perm[i] * rk + e] = NAN;
+        for (int i = p.b * max_pages; perm && i < num_pages; i++)
+            for (size_t e = 0; e < rv; e++) ((uint16_t *)v->host)[(size_t)perm[i] * rv + e] = 0x7FC0, fv[(size_t)perm[i] * rv + e] = NAN;
+        rc = !perm || upload(c, table) || upload(c, seqlens) ||
+             paged_refs(&p, page, max_pages, tb, sl, fq, fk, fv, ro, rl);
+        free(perm);
+    } else
+        rc = rc || attn_refs(&p, sq, fq, fk, fv, fdo, ro, rl, rg, bwd);   /* every CPU: a GPU run takes realistic shapes */
     if (bwd) {   /* o and lse are inputs: the float64 forward's, rounded as the forward writes them */
         int fp16 = !strcmp(o->dtype, "fp16");
         for (size_t i = 0; i < no; i++) ((uint16_t *)o->host)[i] = fp16 ? f32_to_fp16((float)ro[i]) : f32_to_bf16((float)ro[i]);
@@ -417,6 +470,7 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     int s_q = 3, s_kv = 200, h_q = 40, topk = 150, with_len = 0, tight = 0, b = 1, s_k = 0, h_kv = 0;
     const char *device = "sim";   /* or cuda: the same launch on a GPU */
+    int splits = 3;                /* --splits N: a split-KV set's num_splits */
     Seqs sq = {0};                 /* --varlen L1,L2,...: packed sequences; --varlen-k: their key lengths (else the same) */
     int nk = 0;
     if (argc < 3) {
@@ -437,6 +491,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--b") && more) b = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sk") && more) s_k = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hkv") && more) h_kv = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--splits") && more) splits = atoi(argv[++i]);
         else if ((!strcmp(argv[i], "--varlen") || !strcmp(argv[i], "--varlen-k")) && more) {
             int *l = argv[i][8] ? sq.lk : sq.lq, n = 0;
             for (char *tok = strtok(argv[++i], ","); tok && n < MAX_SEQS; tok = strtok(NULL, ",")) l[n++] = atoi(tok);
@@ -478,6 +533,12 @@ int main(int argc, char **argv) {
         add_var(&c, "s_q", s_q), add_var(&c, "s_k", s_k), add_var(&c, "h_q", h_q), add_var(&c, "h_kv", h_kv), add_var(&c, "b", b);
         add_var(&c, "d", d_qk), add_var(&c, "dv", d_v);   /* the constants the shapes name */
         add_var(&c, "total_q", total_q), add_var(&c, "total_k", total_k);
+        add_var(&c, "num_splits", splits);   /* split-KV: the splits are the caller's choice */
+        int64_t page = 0;
+        if (!json_i64(json_get(cons, "page_size"), &page) && page > 0) {   /* each sequence's pages, and 3 no one owns */
+            long long max_pages = (s_k + page - 1) / page;
+            add_var(&c, "page_size", page), add_var(&c, "max_pages", max_pages), add_var(&c, "num_pages", b * max_pages + 3);
+        }
         RefMask mask = {0};
         int64_t bm = 0, bn = 0;
         if (!json_i64(json_get(cons, "block_m"), &bm) && !json_i64(json_get(cons, "block_n"), &bn) && bm > 0 && bn > 0) {
