@@ -72,6 +72,18 @@ Reg paged_page(Kctx *k, int page_size, Reg b, Reg row) {
     return id;
 }
 
+Reg paged_sub_page(Kctx *k, int page_size, Reg b, Reg row, int j, Reg s_k, Reg first, Reg *in) {
+    Emit *e = &k->e;
+    Reg start = e_reg(e, RC_B32), pg = e_reg(e, RC_B32), id = e_reg(e, RC_B32);
+    *in = e_reg(e, RC_PRED);
+    INS(e, ADD_U32, R(start), R(row), I(j * page_size));
+    INS(e, SETP_LT_U32, R(*in), R(start), R(s_k));
+    INS(e, SHR_U32, R(pg), R(start), I(__builtin_ctz((unsigned)page_size)));
+    INS(e, MOV_B32, R(id), R(first));
+    INSP(e, *in, 0, LD_GLOBAL_NC_B32, R(id), A(block_table_at(k, b, pg), 0));
+    return id;
+}
+
 void paged_suffix(const AttnDesc *d, char *buf, size_t len) {
     size_t n = strlen(buf);
     if (d->page_size) n += (size_t)snprintf(buf + n, len - n, "_page%d", d->page_size);

@@ -105,7 +105,8 @@ static void setup_problem(Kctx *k, Fwd *f) {
 }
 
 /* K or V (v) rows [n_start, n_start + bn) into tile, rows at or past s_k zero-filled. Paged: they are rows
- * n_start % page_size .. of page block_table[b][n_start / page_size] (bn divides the page). */
+ * n_start % page_size .. of page block_table[b][n_start / page_size] (bn divides the page), or, in pages shorter than
+ * bn, each page's rows into its part of the tile (the loader's passes of rows divide the page: paged_tiles). */
 static void issue_keys(Kctx *k, Fwd *f, SmemTile tile, int v, Reg n_start) {
     Reg base = v ? f->v_base : f->k_base, rs = v ? f->v_rs : f->k_rs;
     if (!f->d->page_size) {
@@ -113,6 +114,21 @@ static void issue_keys(Kctx *k, Fwd *f, SmemTile tile, int v, Reg n_start) {
         return;
     }
     Emit *e = &k->e;
+    int page = f->d->page_size;
+    if (page < tile.rows) {
+        Reg zero = e_reg(e, RC_B32);
+        INS(e, MOV_B32, R(zero), I(0));
+        for (int j = 0; j < tile.rows / page; j++) {   /* a page past the keys: no table entry, no row read */
+            Reg in, left = e_reg(e, RC_B32);
+            Reg id = paged_sub_page(k, page, f->b, n_start, j, f->s_k, zero, &in);
+            INS(e, SUB_U32, R(left), R(f->s_k), R(n_start));
+            INS(e, SUB_U32, R(left), R(left), I(j * page));
+            INS(e, SELP_B32, R(left), R(left), I(0), R(in));
+            SmemTile sub = {page, tile.cols, tile.off + j * page * tile_row_bytes(tile)};
+            tl_issue(k, &f->ld, sub, tensor_base(k, v ? "v" : "k", 'b', id, 'h', f->kvh), rs, zero, left);
+        }
+        return;
+    }
     int shift = __builtin_ctz((unsigned)f->d->page_size);
     Reg pg = e_reg(e, RC_B32), first = e_reg(e, RC_B32), row = e_reg(e, RC_B32), left = e_reg(e, RC_B32);
     Reg id = e_reg(e, RC_B32), in = e_reg(e, RC_PRED);

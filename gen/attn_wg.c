@@ -17,6 +17,23 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
     }
 }
 
+void wg_tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg stage_off, Reg head, const Reg *ids, Reg bar) {
+    Emit *e = &k->e;
+    Reg a = e_reg(e, RC_B32), row = kc_imm32(k, 0);
+    INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
+    for (int j = 0; j < rows / page; j++)
+        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {   /* page j's rows of slab s: 8-row swizzle groups whole */
+            Reg c[4] = {kc_imm32(k, s * WG_SLAB_COLS), head, row, ids[j]};
+            INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128 + j * page * 128), TA(map, 4, c), A(bar, 0));
+        }
+}
+
+void wg_page_ids(Kctx *k, int page, int rows, Reg b, Reg row, Reg s_k, Reg *ids) {
+    Reg in;
+    for (int j = 0; j < rows / page; j++)   /* a walked block starts before s_k: page 0 is the sequence's own */
+        ids[j] = paged_sub_page(k, page, b, row, j, s_k, j ? ids[0] : kc_imm32(k, 0), &in);
+}
+
 void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *ctx) {
     Emit *e = &k->e;
     int consumers = e_label(e), end = e_label(e);

@@ -28,6 +28,12 @@ void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, co
 /* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
+enum { WG_MAX_PAGES = 16 };   /* pages a key block spans at most: bn 256 over pages of 16 */
+/* A paged block of rows keys in pages shorter than it: page j's rows (from its first, page ids[j]) by TMA into rows
+ * j page .. of each 64-column slab (a box of page rows: wg_paged_map's) */
+void wg_tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg stage_off, Reg head, const Reg *ids, Reg bar);
+/* The page ids of a block of rows keys from row in pages shorter than it (paged_sub_page; ids[rows / page]) */
+void wg_page_ids(Kctx *k, int page, int rows, Reg b, Reg row, Reg s_k, Reg *ids);
 /* A predicate: this thread is thread 0 of its warpgroup (the one that issues the group's TMA stores). */
 Reg wg_lead(Kctx *k);
 /* One tensor a warpgroup stores: its map parameter, its staging slabs at shared offset src, its columns. */

@@ -87,7 +87,7 @@ static int parse_sparse(const ptxgen_request *rq, const KernelKind *kind, AttnDe
 }
 
 /* Paged KV: a kind that reads a paged cache, one power-of-two page size, not with varlen or a mask (the sequence
- * lengths come from seqlens_k). Whole tiles of keys per page: paged_tiles. */
+ * lengths come from seqlens_k). Whole key tiles in a page, or whole pages in a key tile: paged_tiles. */
 static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDesc *d, char *err, size_t errlen) {
     if (rq->splitkv && !(kind->paged & PAGED_SPLIT)) {
         snprintf(err, errlen, "split-KV is not in the %s %s yet; attn_fwd takes it in every family",
@@ -125,26 +125,40 @@ static void page_bn(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
     const TileKey *key = kind_key(kind, "bn");
     if (!d->page_size || d->page_size % d->tile.bn == 0 || !key) return;
-    int best = 0;
-    for (int j = 0; j < key->nallowed; j++)
-        if (d->page_size % key->allowed[j] == 0 && key->allowed[j] > best && key->allowed[j] <= d->tile.bn)
-            best = key->allowed[j];   /* the default's step or less: a longer one may not fit where it does */
+    int best = 0, pages = 0;   /* a step within a page, else one of whole pages */
+    for (int j = 0; j < key->nallowed; j++) {
+        int bn = key->allowed[j];
+        if (bn > d->tile.bn) continue;   /* the default's step or less: a longer one may not fit where it does */
+        if (d->page_size % bn == 0 && bn > best) best = bn;
+        if (bn % d->page_size == 0 && bn > pages) pages = bn;
+    }
+    if (!best && pages == d->tile.bn) return;   /* the default's step is whole pages */
+    best = best ? best : pages;
     if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
     size_t n = strlen(s->tuned);
-    snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d spans pages)", n ? "; " : "",
-             best, d->page_size, d->tile.bn);
+    snprintf(s->tuned + n, sizeof s->tuned - n, "%sbn=%d for pages of %d keys (the default %d %s)", n ? "; " : "", best,
+             d->page_size, d->tile.bn, d->page_size % best ? "is no whole number of pages" : "spans pages");
     d->tile.bn = best;
 }
 
 static int paged_tiles(const KernelKind *kind, const AttnDesc *d, char *err, size_t errlen) {
     if (!d->page_size || d->page_size % d->tile.bn == 0) return 0;
+    if (d->page_size < d->tile.bn && d->tile.bn % d->page_size == 0) {   /* a key block of whole pages, a load each */
+        /* mma.sync's cp.async loader copies a page in passes of threads / (d / 8) rows, which must divide it */
+        int pass = kind->family == FAM_MMA_SYNC ? 32 * d->tile.warps * 8 / d->d : 0;
+        if (!pass || d->page_size % pass == 0) return 0;
+        snprintf(err, errlen, "page size %d: the mma.sync attn_fwd's %d threads copy %d rows of d=%d a pass, which a page "
+                 "must hold whole: use pages of %d keys or more, or fewer warps", d->page_size, 32 * d->tile.warps, pass,
+                 d->d, pass);
+        return 2;
+    }
     const TileKey *key = kind_key(kind, "bn");
     int least = d->tile.bn;
     for (int j = 0; key && j < key->nallowed; j++)
         if (key->allowed[j] < least) least = key->allowed[j];
-    snprintf(err, errlen, "page size %d is not a whole number of the %s %s's key tiles (bn=%d): use a page of at least "
-             "%d keys (its smallest bn), or a tile with bn dividing the page", d->page_size, family_name(kind->family),
-             kind->name, d->tile.bn, least);
+    snprintf(err, errlen, "page size %d is not a whole number of the %s %s's key tiles (bn=%d), nor are its key tiles "
+             "whole pages: use a page of at least %d keys (its smallest bn), or a tile with bn dividing the page or a "
+             "multiple of it", d->page_size, family_name(kind->family), kind->name, d->tile.bn, least);
     return 2;
 }
 

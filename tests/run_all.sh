@@ -635,7 +635,8 @@ paged_tests() {
     local f
     section "sim device: attn_fwd over a paged KV cache and split-KV (mma.sync) against the float64 reference"
     # lengths drawn per seed (0 included), pages in shuffled order, -1 past each sequence's pages (a read of one is
-    # out of bounds); GQA decode shapes, causal s_q != s_k, every page size the tile allows
+    # out of bounds); GQA decode shapes, causal s_q != s_k, every page size, those shorter than the key tile (16) in a
+    # load a page
     for f in "--page-size 64 --b 4 --sq 3 --sk 300 --hq 8 --hkv 2" "--page-size 32 --b 6 --sq 1 --sk 200 --hq 8 --hkv 1" \
              "--page-size 256 --b 3 --sq 16 --sk 700 --hq 4 --hkv 4 --causal --hdim 64 --dtype fp16 --pad 8" \
              "--page-size 128 --b 5 --sq 130 --sk 260 --hq 2 --hkv 1 --causal --hdim 256" \
@@ -644,7 +645,10 @@ paged_tests() {
              "--split-kv --sq 5 --sk 100 --hq 2 --hkv 1 --splits 64" "--split-kv --sq 200 --sk 50 --hq 2 --hkv 2 --causal" \
              "--split-kv --page-size 64 --b 4 --sq 2 --sk 900 --hq 8 --hkv 1 --splits 4" \
              "--split-kv --page-size 128 --b 3 --sq 16 --sk 1000 --hq 4 --hkv 2 --causal --hdim 64 --dtype fp16 --splits 16" \
-             "--split-kv --page-size 64 --arch sm_120 --b 2 --sq 1 --sk 2000 --hq 16 --hkv 2 --splits 9 --hdim 256"; do
+             "--split-kv --page-size 64 --arch sm_120 --b 2 --sq 1 --sk 2000 --hq 16 --hkv 2 --splits 9 --hdim 256" \
+             "--page-size 16 --b 3 --sq 70 --sk 150 --hq 2 --hkv 1 --causal" "--page-size 16 --b 2 --sq 40 --sk 150 --hq 2 --hkv 1 --hdim 256" \
+             "--page-size 16 --b 2 --sq 70 --sk 100 --hq 4 --hkv 4 --causal --hdim 64 --dtype fp16" \
+             "--split-kv --page-size 16 --b 2 --sq 3 --sk 500 --hq 8 --hkv 2 --splits 5"; do
         [[ $f == *--arch* ]] || f="--arch sm_80 $f"
         sim_check "sim paged $f" $f --seed $((RANDOM + 1))
     done
@@ -684,8 +688,12 @@ paged_tests() {
     usage_error "--full-kv without a paged cache: refused" "--full-kv needs --page-size" -- check --kernel attn_fwd --full-kv
     usage_error "paged: a page size not a power of two: refused" "page size 48: a power of two from 16 to 256" \
         -- --arch sm_80 --kernel attn_fwd --page-size 48
-    usage_error "paged: pages smaller than the key tile: refused" "not a whole number of the mma.sync attn_fwd's key tiles (bn=32)" \
-        -- --arch sm_80 --kernel attn_fwd --page-size 16
+    usage_error "paged: a page the mma.sync loader's pass does not fill: refused" \
+        "page size 16: the mma.sync attn_fwd's 256 threads copy 32 rows of d=64 a pass" \
+        -- --arch sm_80 --kernel attn_fwd --hdim 64 --page-size 16 --tile warps=8
+    usage_error "paged: a key tile neither within a page nor whole pages: refused" \
+        "page size 32 is not a whole number of the wgmma attn_fwd's key tiles \(bn=80\), nor are its key tiles whole pages" \
+        -- --arch sm_90a --kernel attn_fwd --hdim 256 --page-size 32 --tile bn=80
     # the tcgen05 attn_fwd (sm_100a/103a, strict): pages by TMA (block_table picks the box's page), query heads packed
     # for decode, the issuer zeroing V's rows past the sequence (the runner fills every row no sequence owns with NaN)
     export PTXGEN_SIM_STRICT=1
@@ -695,7 +703,9 @@ paged_tests() {
         "--page-size 256 --b 3 --sq 16 --sk 700 --hq 4 --hkv 4 --causal --hdim 64 --pad 8" \
         "--page-size 64 --b 2 --sq 2 --sk 190 --hq 8 --hkv 2 --hdim 256" "--arch sm_103a --page-size 64 --b 5 --sq 3 --sk 129 --hq 8 --hkv 8" \
         "--page-size 128 --b 6 --sq 8 --sk 50 --hq 16 --hkv 2 --tile bn=64,stages=3,pack=16" \
-        "--page-size 64 --b 3 --sq 1 --sk 500 --hq 4 --hkv 1 --hdim 192 --hdim-v 128 --tile poly=2"
+        "--page-size 64 --b 3 --sq 1 --sk 500 --hq 4 --hkv 1 --hdim 192 --hdim-v 128 --tile poly=2" \
+        "--page-size 16 --b 2 --sq 40 --sk 260 --hq 2 --hkv 1" "--page-size 32 --b 2 --sq 130 --sk 200 --hq 2 --hkv 2 --causal" \
+        "--page-size 16 --b 1 --sq 70 --sk 200 --hq 2 --hkv 1 --causal --hdim 256"
     PTXGEN_SIM_CTAS_PER_SM=2 sim_check "sim paged tcgen05, two CTAs per SM" --arch sm_100a --page-size 64 --b 4 --sq 2 \
         --sk 333 --hq 8 --hkv 2 --causal --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
@@ -707,8 +717,6 @@ paged_tests() {
         '^check: FAIL' attn_fwd --page-size 64 --tile bn=64 -- --b 2 --sq 1 --sk 300 --hq 4 --hkv 2
     usage_error "paged tcgen05 with two Q tiles: refused" "a paged KV cache and split-KV take one Q tile and one CTA per MMA" \
         -- --arch sm_100a --kernel attn_fwd --page-size 128 --tile qtiles=2
-    usage_error "paged tcgen05, pages under its smallest bn: refused" "use a page of at least 64 keys (its smallest bn)" \
-        -- --arch sm_100a --kernel attn_fwd --page-size 32
     # split-KV in the tcgen05 attn_fwd: every role walks the split's blocks [lo, hi), counting its steps from 0
     export PTXGEN_SIM_STRICT=1
     sparse_sims "sim split-KV tcgen05" sim_check 'attn_fwd_tc_.*_split' sm_100a \
@@ -756,7 +764,10 @@ paged_tests() {
         "--page-size 64 --b 4 --sq 70 --sk 200 --hq 4 --hkv 2 --causal --dtype fp16 --hdim 64" \
         "--page-size 256 --b 3 --sq 40 --sk 700 --hq 2 --hkv 2 --hdim 256 --pad 8" \
         "--page-size 64 --b 2 --sq 1 --sk 190 --hq 2 --hkv 2 --tile stages=3,producer=1,pingpong=0" \
-        "--page-size 128 --b 5 --sq 20 --sk 129 --hq 3 --hkv 1 --mma wgmma"
+        "--page-size 128 --b 5 --sq 20 --sk 129 --hq 3 --hkv 1 --mma wgmma" \
+        "--page-size 16 --b 2 --sq 70 --sk 300 --hq 4 --hkv 2 --causal" "--page-size 32 --b 3 --sq 1 --sk 200 --hq 8 --hkv 1 --mma wgmma" \
+        "--page-size 16 --b 2 --sq 200 --sk 250 --hq 2 --hkv 1 --causal --hdim 64 --dtype fp16" \
+        "--page-size 32 --b 1 --sq 100 --sk 300 --hq 2 --hkv 2 --hdim 256"
     unset PTXGEN_SIM_STRICT
     run_cli check --kernel attn_fwd --arch sm_90a --device sim --page-size 64 --b 3 --sq 1 --sk 300 --hq 16 --hkv 2
     expect_rc "sim paged decode on sm_90a: mma.sync's packing, saying so" 0 && \
@@ -764,6 +775,8 @@ paged_tests() {
         'the wgmma attn_fwd packs no query heads, so this decode shape \(s_q 1, 8 query heads per kv head\) on sm_90a gets mma.sync' \
         '^kernel: attn_fwd_bf16_d128_bm16_bn64_w1_pack8_page64$' '^check: PASS' && \
         pass "sim paged decode on sm_90a: mma.sync's packing, saying so"
+    MUTANT_ARCH=sm_90a sparse_mutant "paged wgmma mutant: a key block over small pages reads every page's rows from its first" \
+        attn_fwd 's/^\s*\@%p\d+ ld.global.nc.b32 .*\n//' --page-size 16 -- --b 2 --sq 70 --sk 300 --hq 4 --hkv 2
     local wm="$TMP/wg_tail.ptx"
     ./ptxgen --kernel attn_fwd --arch sm_90a --page-size 64 2>/dev/null | awk '!/st\.shared\.v4\.b32 .*\{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\};/' >"$wm"
     run_cli check --kernel attn_fwd --arch sm_90a --device sim --page-size 64 --b 3 --sq 100 --sk 300 --hq 4 --hkv 2 --ptx "$wm"
