@@ -55,7 +55,11 @@ void attn_fwd_decode_tile(AttnDesc *d) {
     AttnTile *t = &d->tile;
     int rows = d->decode_sq * (t->pack > 1 ? t->pack : 1), bm = 16;
     while (bm < rows) bm *= 2;
-    if (bm < t->bm) t->bm = bm, t->warps = bm / 16, t->bn = d->page_size == 32 ? 32 : 64;   /* a step within a page */
+    /* a step within a page, or in pages of 16 a step of four where one warp holds the rows (at bm 32 a 64-key step
+     * spills 16 bytes on sm_90, ptxas 13.0, and 32 keys 4 on sm_120 only); the H200 reads pages of 16 at the copy's
+     * bandwidth at bm 16 (BENCHMARKS.md) */
+    int bn = d->page_size == 32 || (d->page_size == 16 && bm > 16) ? 32 : 64;
+    if (bm < t->bm) t->bm = bm, t->warps = bm / 16, t->bn = bn;
 }
 
 void attn_fwd_plan(const AttnDesc *d, Plan *p) {

@@ -125,6 +125,10 @@ static void page_bn(const KernelKind *kind, ptxgen_set *s) {
     AttnDesc *d = &s->desc;
     const TileKey *key = kind_key(kind, "bn");
     if (!d->page_size || d->page_size % d->tile.bn == 0 || !key) return;
+    /* a default step of whole pages stays: on the H200 the wgmma prefill over pages of 64 ran 614-616 TFLOP/s at 128
+     * keys a step (two pages) against 514-520 at 64, and the mma.sync decode over pages of 16 at 64 keys (four pages)
+     * read KV at the copy's bandwidth (BENCHMARKS.md) */
+    if (d->page_size < d->tile.bn && d->tile.bn % d->page_size == 0) return;
     int best = 0, pages = 0;   /* a step within a page, else one of whole pages */
     for (int j = 0; j < key->nallowed; j++) {
         int bn = key->allowed[j];
@@ -132,7 +136,6 @@ static void page_bn(const KernelKind *kind, ptxgen_set *s) {
         if (d->page_size % bn == 0 && bn > best) best = bn;
         if (bn % d->page_size == 0 && bn > pages) pages = bn;
     }
-    if (!best && pages == d->tile.bn) return;   /* the default's step is whole pages */
     best = best ? best : pages;
     if (!best) return;   /* none fits: paged_tiles refuses, naming bn */
     size_t n = strlen(s->tuned);
