@@ -4,7 +4,8 @@
 # lengths with 0 and NaN in every row no sequence owns, against the float64 reference; compute-sanitizer memcheck;
 # then issue 18's targets, memory bound: KV bytes read per second against this GPU's device-to-device copy bandwidth,
 # measured by the same bench call, at b 64, s_k 4k, page 64, GQA 64/8, d 128 and at b 1, s_k 128k with split-KV;
-# and the wgmma kernel's prefill over pages against contiguous k, v. TILES_A, SPLITS narrow or widen the sweeps.
+# and the wgmma kernel's prefill over pages against contiguous k, v. TILES_A, SPLITS narrow or widen the sweeps;
+# SMALL_PAGES=1 adds pages shorter than the key tile (16, 32) to the decode and prefill benches (the checks hold them).
 # usage: scripts/device_paged.sh.
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
@@ -22,7 +23,15 @@ pass=0; fail=0
         "--arch sm_90a --page-size 64 --b 3 --sq 700 --sk 3000 --hq 8 --hkv 2 --causal" \
         "--arch sm_90a --page-size 128 --b 4 --sq 300 --sk 1000 --hq 4 --hkv 4 --hdim 64 --dtype fp16" \
         "--arch sm_90a --page-size 256 --b 2 --sq 129 --sk 2000 --hq 2 --hkv 1 --hdim 256" \
-        "--arch sm_90a --page-size 64 --b 5 --sq 1 --sk 3000 --hq 32 --hkv 4"; do
+        "--arch sm_90a --page-size 64 --b 5 --sq 1 --sk 3000 --hq 32 --hkv 4" \
+        "--page-size 16 --b 9 --sq 1 --sk 3000 --hq 64 --hkv 8" "--page-size 16 --b 3 --sq 300 --sk 1000 --hq 4 --hkv 2 --causal" \
+        "--page-size 16 --b 2 --sq 100 --sk 700 --hq 4 --hkv 4 --hdim 256" \
+        "--split-kv --page-size 16 --b 2 --sq 1 --sk 9000 --hq 16 --hkv 2 --splits 9" \
+        "--arch sm_90a --page-size 16 --b 3 --sq 700 --sk 3000 --hq 8 --hkv 2 --causal" \
+        "--arch sm_90a --page-size 32 --b 4 --sq 300 --sk 1000 --hq 4 --hkv 4 --hdim 64 --dtype fp16" \
+        "--arch sm_90a --page-size 32 --b 2 --sq 129 --sk 2000 --hq 2 --hkv 1 --hdim 256" \
+        "--arch sm_90a --page-size 16 --b 5 --sq 1 --sk 3000 --hq 32 --hkv 4 --mma wgmma" \
+        "--arch sm_90a --split-kv --page-size 32 --b 2 --sq 200 --sk 5000 --hq 4 --hkv 2 --causal --splits 5"; do
     [[ $cfg == *--arch* ]] || cfg="--arch sm_90 $cfg"
     if ./ptxgen check --kernel attn_fwd $cfg --ref cpu --seed $RANDOM >"$OUT/c.log" 2>&1; then pass=$((pass + 1)); r=PASS
     else fail=$((fail + 1)); r=FAIL; fi
@@ -31,7 +40,8 @@ pass=0; fail=0
 done
 echo "paged GPU checks: $pass passed, $fail failed"
 [ "${SKIP_CHECKS:-0}" = 1 ] || for x in "--arch sm_90 --sq 2 --hq 16" "--arch sm_90 --sq 2 --hq 16 --split-kv --splits 5" \
-                                       "--arch sm_90a --sq 200 --hq 4" "--arch sm_90a --sq 150 --hq 2 --hdim 64 --page-size 128"; do
+                                       "--arch sm_90a --sq 200 --hq 4" "--arch sm_90a --sq 150 --hq 2 --hdim 64 --page-size 128" \
+                                       "--arch sm_90a --sq 200 --hq 4 --page-size 16"; do
     [[ $x == *--page-size* ]] || x="$x --page-size 64"
     compute-sanitizer --tool memcheck ./ptxgen check --kernel attn_fwd --b 5 --sk 700 --hkv 2 --causal $x --ref cpu \
         >"$OUT/san.log" 2>&1
@@ -60,4 +70,9 @@ for rep in 1 2; do
     bench "C contiguous" $C
     bench "C paged 128" $C --page-size 128 --full-kv
     bench "C paged 64" $C --page-size 64 --full-kv
+    [ "${SMALL_PAGES:-0}" = 1 ] || continue   # pages shorter than the key tile, and 64 at its old 64-key step
+    bench "C paged 64, bn 64" $C --page-size 64 --full-kv --tile bn=64
+    bench "C paged 32" $C --page-size 32 --full-kv
+    bench "C paged 16" $C --page-size 16 --full-kv
 done
+[ "${SMALL_PAGES:-0}" = 1 ] && for p in 32 16; do bench "A page $p" ${A/--page-size 64/--page-size $p}; done
