@@ -182,7 +182,7 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     static const char *const kst[] = {"k_stride_h * 2", "k_stride_s * 2", "k_stride_b * 2"};
     static const char *const vs[] = {"v_stride_h * 2", "v_stride_s * 2", "v_stride_b * 2"};
     wg_bshd_map_heads(ks, "q_map", "q", dt, d->d, "h_q", "s_q", pack, TC_FWD_BM / pack, qs);
-    if (d->page_size) {   /* one CTA per MMA (check_tile): whole key tiles of a page */
+    if (d->page_size) {   /* one CTA per MMA (check_tile): whole key tiles of a page, or whole pages of a key tile */
         int box = d->page_size < t->bn ? d->page_size : t->bn;   /* a block spanning pages: a box a page */
         wg_paged_map(ks, "k_map", "k", dt, d->d, d->page_size, box);
         wg_paged_map(ks, "v_map", "v", dt, d->dv, d->page_size, box);
