@@ -121,14 +121,15 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
 /* A tile whose key steps (bn not requested) do not divide the page takes the largest bn that does, no longer than
  * the default's (a longer step may not fit where the default does: d 256's 80 keys take 64 in pages of 128), and the
  * tile note says so. */
-static void page_bn(const KernelKind *kind, ptxgen_set *s) {
+static void page_bn(const KernelKind *kind, ptxgen_set *s, int other_keys) {
     AttnDesc *d = &s->desc;
     const TileKey *key = kind_key(kind, "bn");
     if (!d->page_size || d->page_size % d->tile.bn == 0 || !key) return;
     /* a default step of whole pages stays: on the H200 the wgmma prefill over pages of 64 ran 614-616 TFLOP/s at 128
      * keys a step (two pages) against 514-520 at 64, and the mma.sync decode over pages of 16 at 64 keys (four pages)
-     * read KV at the copy's bandwidth (BENCHMARKS.md) */
-    if (d->page_size < d->tile.bn && d->tile.bn % d->page_size == 0) return;
+     * read KV at the copy's bandwidth (BENCHMARKS.md); where the request set other tile keys, a step within a page
+     * first, as before (a longer step may not fit beside them: stages=3 at 128 keys spills the registers) */
+    if (d->page_size < d->tile.bn && d->tile.bn % d->page_size == 0 && !other_keys) return;
     int best = 0, pages = 0;   /* a step within a page, else one of whole pages */
     for (int j = 0; j < key->nallowed; j++) {
         int bn = key->allowed[j];
@@ -325,7 +326,7 @@ static int parse_desc(const ptxgen_request *rq, ptxgen_set *s, const KernelKind 
     if (rq->shape_class && sscanf(rq->shape_class, "decode sq=%d g=%d", &d->decode_sq, &d->decode_group) != 2)
         d->decode_sq = d->decode_group = 0;
     if (!rq->tile || !rq->tile[0]) decode_pack(*kind, s);
-    if (!rq->tile || !strstr(rq->tile, "bn=")) page_bn(*kind, s);   /* bn not chosen by the request */
+    if (!rq->tile || !strstr(rq->tile, "bn=")) page_bn(*kind, s, rq->tile && rq->tile[0]);   /* bn not chosen by it */
     if ((*kind)->refine_tile) (*kind)->refine_tile(d, rq->tile);
     if ((*kind)->check_tile(d, err, errlen)) return 2;
     if ((!rq->tile || !rq->tile[0]) && !rq->block_m && !rq->page_size) tuned_tile(rq, *kind, s);   /* a tune knows no

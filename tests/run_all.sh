@@ -692,7 +692,7 @@ paged_tests() {
         "page size 16: the mma.sync attn_fwd's 256 threads copy 32 rows of d=64 a pass" \
         -- --arch sm_80 --kernel attn_fwd --hdim 64 --page-size 16 --tile warps=8
     usage_error "paged: a key tile neither within a page nor whole pages: refused" \
-        "page size 32 is not a whole number of the wgmma attn_fwd's key tiles \(bn=80\), nor are its key tiles whole pages" \
+        "page size 32 is not a whole number of the wgmma attn_fwd's key tiles (bn=80), nor are its key tiles whole pages" \
         -- --arch sm_90a --kernel attn_fwd --hdim 256 --page-size 32 --tile bn=80
     # the tcgen05 attn_fwd (sm_100a/103a, strict): pages by TMA (block_table picks the box's page), query heads packed
     # for decode, the issuer zeroing V's rows past the sequence (the runner fills every row no sequence owns with NaN)
