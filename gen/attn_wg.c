@@ -30,6 +30,11 @@ void wg_tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg s
 
 void wg_page_ids(Kctx *k, int page, int rows, Reg b, Reg row, Reg s_k, Reg *ids) {
     Reg in;
+    if (rows / page > WG_MAX_PAGES) {   /* pages of 16 at least (parse_paged), key tiles of 256 at most */
+        fprintf(stderr, "ptxgen internal: a key tile of %d rows spans %d pages of %d, more than %d\n", rows, rows / page,
+                page, WG_MAX_PAGES);
+        abort();
+    }
     for (int j = 0; j < rows / page; j++)   /* a walked block starts before s_k: page 0 is the sequence's own */
         ids[j] = paged_sub_page(k, page, b, row, j, s_k, j ? ids[0] : kc_imm32(k, 0), &in);
 }

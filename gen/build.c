@@ -118,9 +118,9 @@ static int parse_paged(const ptxgen_request *rq, const KernelKind *kind, AttnDes
     return 0;
 }
 
-/* A tile whose key steps (bn not requested) do not divide the page takes the largest bn that does, no longer than
- * the default's (a longer step may not fit where the default does: d 256's 80 keys take 64 in pages of 128), and the
- * tile note says so. */
+/* A tile whose key steps (bn not requested) neither divide the page nor are whole pages takes the largest bn that
+ * divides it, else the largest that is whole pages, no longer than the default's (a longer step may not fit where the
+ * default does: d 256's 80 keys take 64 in pages of 128), and the tile note says so. */
 static void page_bn(const KernelKind *kind, ptxgen_set *s, int other_keys) {
     AttnDesc *d = &s->desc;
     const TileKey *key = kind_key(kind, "bn");
