@@ -199,8 +199,11 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     default: return -1;
     }
     if (d->flags & F_SAT) lo = hi <= 0 || hi >= 1 ? 0 : lo, hi = sat01(hi);
-    int h = half_round(t, hi, lo, rnd), inf = half_round(t, hi, lo, RND_RN);
-    if (rnd == RND_RZ && half_satfinite(t, inf) != inf) h = inf;   /* toward zero, but for an overflow */
+    int h = half_round(t, hi, lo, rnd);
+    if (rnd == RND_RZ) {   /* toward zero, but for an overflow (ex2's only) */
+        int nearest = half_round(t, hi, lo, RND_RN);
+        if (half_satfinite(t, nearest) != nearest) h = nearest;
+    }
     /* .ftz flushes a result whose exact value is subnormal, one that rounds up to the smallest normal too, as f32 mul
      * and div do and f32 fma does not: an H200's fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0 (seeds 165 and
      * 1154 of tests/fuzz_alu.golden, where this differs; mul by the same rule, no seed tells). A sum of halves is a
