@@ -199,25 +199,15 @@ static void produce_step(Kctx *k, void *ctx, Reg n, Reg n_max, int masked) {
         produce_pair(k, f, n, stage, full);
         return;
     }
-    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32), tb = f->tb;
+    Reg st = e_reg(e, RC_B64), row = e_reg(e, RC_B32);
     INS(e, MUL_LO_U32, R(row), R(f->d->block_m ? sparse_entry(k, f->kl.list, n) : n), I(f->bn));
     if (f->d->varlen) INS(e, ADD_U32, R(row), R(row), R(f->k0));   /* the packed row */
     if (f->d->splitkv) INS(e, MAD_LO_U32, R(row), R(f->lo), I(f->bn), R(row));   /* step n is block lo + n */
     int past = umma_leader_only(k, f->leader);
-    if (d->page_size && d->page_size < f->bn) {   /* the block spans pages: a box of each page's rows */
-        Reg ids[WG_MAX_PAGES];
-        wg_page_ids(k, d->page_size, f->bn, f->b, row, f->s_k, ids);
-        INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
-        wg_tma_pages(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->page_size, d->d, stage, f->kvh, ids, full);
-        wg_tma_pages(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->page_size, d->dv, stage, f->kvh, ids,
-                     full);
-        e_place(e, past);
-        return;
-    }
-    if (d->page_size) tb = paged_page(k, d->page_size, f->b, row);   /* bn divides the page */
+    WgKeyBlock kb = wg_key_block(k, d->page_size, f->bn, f->b, row, f->s_k, f->tb);
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(f->bn * (d->d + d->dv) * 2));
-    wg_tma_rows(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, row, tb, full);
-    wg_tma_rows(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, row, tb, full);
+    wg_tma_key_block(k, kc_tmap(k, "k_map"), f->kv_off, f->bn, d->d, stage, f->kvh, &kb, full);
+    wg_tma_key_block(k, kc_tmap(k, "v_map"), f->kv_off + f->bn * d->d * 2, f->bn, d->dv, stage, f->kvh, &kb, full);
     e_place(e, past);
 }
 

@@ -122,13 +122,14 @@ static Reg slot_free(Kctx *k, WgFwd *f, int ring, int slot_bytes, Reg *full) {
     return stage;
 }
 
-/* The block's rows by TMA into a freed slot (tb: the batch, or paged the page, coordinate). */
-static void slot_fill(Kctx *k, WgFwd *f, Reg full, Reg stage, Reg map, int off, int rows, int cols, Reg row, Reg tb) {
+/* The block's rows by TMA into a freed slot (wg_key_block says from where). */
+static void slot_fill(Kctx *k, WgFwd *f, Reg full, Reg stage, Reg map, int off, int rows, int cols, const WgKeyBlock *kb) {
     Emit *e = &k->e;
-    Reg st = e_reg(e, RC_B64), at = row;
+    Reg st = e_reg(e, RC_B64);
+    WgKeyBlock at = *kb;
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(full, 0), I(rows * cols * 2));
-    if (f->d->varlen) INS(e, ADD_U32, R(at = e_reg(e, RC_B32)), R(row), R(f->k_row));   /* the packed row */
-    wg_tma_rows(k, map, off, rows, cols, stage, f->kvh, at, tb, full);
+    if (f->d->varlen) INS(e, ADD_U32, R(at.row = e_reg(e, RC_B32)), R(kb->row), R(f->k_row));   /* the packed row */
+    wg_tma_key_block(k, map, off, rows, cols, stage, f->kvh, &at, full);
 }
 
 /* The Q buffer of the role's tile tit (persistent): its full and empty barriers, the phase to wait for (plus 1: the
@@ -236,21 +237,10 @@ static void producer(Kctx *k, void *ctx) {
     if (d->splitkv) INS(e, ADD_U32, R(blk = e_reg(e, RC_B32)), R(n), R(f->lo));
     Reg kfull, vfull, kstage = slot_free(k, f, B_K_FULL, f->k_stride, &kfull);
     INS(e, MUL_LO_U32, R(row), R(blk), I(bn));   /* after the wait: a list entry's load runs under it */
-    Reg vstage;
-    if (d->page_size && d->page_size < bn) {   /* the block spans pages: a box of each page's rows */
-        Reg ids[WG_MAX_PAGES], st = e_reg(e, RC_B64);
-        wg_page_ids(k, d->page_size, bn, f->b, row, f->s_k, ids);
-        INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(kfull, 0), I(bn * d->d * 2));
-        wg_tma_pages(k, km, f->k_off, bn, d->page_size, d->d, kstage, f->kvh, ids, kfull);
-        vstage = slot_free(k, f, B_V_FULL, f->v_stride, &vfull);
-        INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(vfull, 0), I(bn * d->dv * 2));
-        wg_tma_pages(k, vm, f->v_off, bn, d->page_size, d->dv, vstage, f->kvh, ids, vfull);
-    } else {
-        Reg tb = d->page_size ? paged_page(k, d->page_size, f->b, row) : f->tb;
-        slot_fill(k, f, kfull, kstage, km, f->k_off, bn, d->d, row, tb);
-        vstage = slot_free(k, f, B_V_FULL, f->v_stride, &vfull);
-        slot_fill(k, f, vfull, vstage, vm, f->v_off, bn, d->dv, row, tb);
-    }
+    WgKeyBlock kb = wg_key_block(k, d->page_size, bn, f->b, row, f->s_k, f->tb);
+    slot_fill(k, f, kfull, kstage, km, f->k_off, bn, d->d, &kb);
+    Reg vstage = slot_free(k, f, B_V_FULL, f->v_stride, &vfull);
+    slot_fill(k, f, vfull, vstage, vm, f->v_off, bn, d->dv, &kb);
     if (d->page_size) {   /* the last block's tail, once it landed */
         Reg last = e_reg(e, RC_B32), is_last = e_reg(e, RC_PRED);
         int skip = e_label(e);

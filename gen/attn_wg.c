@@ -17,26 +17,41 @@ void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, R
     }
 }
 
-void wg_tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg stage_off, Reg head, const Reg *ids, Reg bar) {
+/* page j's rows of each 64-column slab: the box's 16 or 32 rows are whole 8-row groups of the 128-byte swizzle */
+static void tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg stage_off, Reg head, const Reg *ids,
+                      Reg bar) {
     Emit *e = &k->e;
     Reg a = e_reg(e, RC_B32), row = kc_imm32(k, 0);
     INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
     for (int j = 0; j < rows / page; j++)
-        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {   /* page j's rows of slab s: 8-row swizzle groups whole */
+        for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
             Reg c[4] = {kc_imm32(k, s * WG_SLAB_COLS), head, row, ids[j]};
             INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128 + j * page * 128), TA(map, 4, c), A(bar, 0));
         }
 }
 
-void wg_page_ids(Kctx *k, int page, int rows, Reg b, Reg row, Reg s_k, Reg *ids) {
-    Reg in;
-    if (rows / page > WG_MAX_PAGES) {   /* pages of 16 at least (parse_paged), key tiles of 256 at most */
-        fprintf(stderr, "ptxgen internal: a key tile of %d rows spans %d pages of %d, more than %d\n", rows, rows / page,
-                page, WG_MAX_PAGES);
+WgKeyBlock wg_key_block(Kctx *k, int page_size, int rows, Reg b, Reg row, Reg s_k, Reg tb) {
+    WgKeyBlock kb = {.row = row, .tb = tb, .page = page_size};
+    if (!page_size) return kb;
+    if (page_size >= rows) {   /* the block lies in one page */
+        kb.tb = paged_page(k, page_size, b, row);
+        return kb;
+    }
+    if (rows / page_size > WG_MAX_PAGES) {   /* pages of 16 at least (parse_paged), key tiles of 256 at most */
+        fprintf(stderr, "ptxgen internal: a key tile of %d rows spans %d pages of %d, more than %d\n", rows, rows / page_size,
+                page_size, WG_MAX_PAGES);
         abort();
     }
-    for (int j = 0; j < rows / page; j++)   /* a walked block starts before s_k: page 0 is the sequence's own */
-        ids[j] = paged_sub_page(k, page, b, row, j, s_k, j ? ids[0] : kc_imm32(k, 0), &in);
+    Reg in;
+    kb.spans = 1;
+    for (int j = 0; j < rows / page_size; j++)   /* a walked block starts before s_k: page 0 is the sequence's own */
+        kb.ids[j] = paged_sub_page(k, page_size, b, row, j, s_k, j ? kb.ids[0] : kc_imm32(k, 0), &in);
+    return kb;
+}
+
+void wg_tma_key_block(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, const WgKeyBlock *kb, Reg bar) {
+    if (kb->spans) tma_pages(k, map, dst, rows, kb->page, cols, stage_off, head, kb->ids, bar);
+    else wg_tma_rows(k, map, dst, rows, cols, stage_off, head, kb->row, kb->tb, bar);
 }
 
 void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *ctx) {

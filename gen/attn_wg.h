@@ -29,11 +29,16 @@ void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, co
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
 enum { WG_MAX_PAGES = 16 };   /* pages a key block spans at most: bn 256 over pages of 16 */
-/* A paged block of rows keys in pages shorter than it: page j's rows (from its first, page ids[j]) by TMA into rows
- * j page .. of each 64-column slab (a box of page rows: wg_paged_map's) */
-void wg_tma_pages(Kctx *k, Reg map, int dst, int rows, int page, int cols, Reg stage_off, Reg head, const Reg *ids, Reg bar);
-/* The page ids of a block of rows keys from row in pages shorter than it (paged_sub_page; ids[rows / page]) */
-void wg_page_ids(Kctx *k, int page, int rows, Reg b, Reg row, Reg s_k, Reg *ids);
+/* Where a key block's rows come from, for its TMA loads: rows from row of batch (or, paged, page) coordinate tb; or,
+ * in pages shorter than the block (spans), page j's rows from its first, page ids[j] */
+typedef struct { Reg row, tb; int page, spans; Reg ids[WG_MAX_PAGES]; } WgKeyBlock;
+/* The block of rows keys from row of sequence b, whose batch coordinate is tb: paged (page_size), its page and row
+ * made the row within it (paged_page), or where it spans pages the id of each (paged_sub_page; none read for a page
+ * that starts past s_k) */
+WgKeyBlock wg_key_block(Kctx *k, int page_size, int rows, Reg b, Reg row, Reg s_k, Reg tb);
+/* The block's rows of one tensor by TMA into cols/64 slabs at dst + stage_off (wg_tma_rows), or, spanning pages, a
+ * box of a page's rows per page and slab (wg_paged_map's box) */
+void wg_tma_key_block(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, const WgKeyBlock *kb, Reg bar);
 /* A predicate: this thread is thread 0 of its warpgroup (the one that issues the group's TMA stores). */
 Reg wg_lead(Kctx *k);
 /* One tensor a warpgroup stores: its map parameter, its staging slabs at shared offset src, its columns. */
