@@ -429,12 +429,15 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
             sl[i] = i ? (int32_t)rng_below(&r, (uint32_t)p.s_k + 1) : p.s_k;
             for (int j = 0; j < max_pages; j++) tb[i * max_pages + j] = perm[i * max_pages + j];
         }
-        size_t rk = (size_t)page * (size_t)p.h_kv * (size_t)p.d, rv = (size_t)page * (size_t)p.h_kv * (size_t)p.dv;
-        for (int i = p.b * max_pages; perm && i < num_pages; i++)   /* unowned pages */
-            for (size_t e = 0; e < rk; e++) ((uint16_t *)k->host)[(size_t)perm[i] * rk + e] = 0x7FC0, fk[(size_t)perm[i] * rk + e] = NAN;
-        for (int i = p.b * max_pages; perm && i < num_pages; i++)
-            for (size_t e = 0; e < rv; e++) ((uint16_t *)v->host)[(size_t)perm[i] * rv + e] = 0x7FC0, fv[(size_t)perm[i] * rv + e] = NAN;
-        rc = !perm || upload(c, table) || upload(c, seqlens) ||
+        Buffer *pool[2] = {k, v};
+        float *vals[2] = {fk, fv};
+        for (int t2 = 0; t2 < 2; t2++) {   /* the pages no sequence owns: NaN, K's and V's */
+            size_t rows = (size_t)page * (size_t)p.h_kv * (size_t)(t2 ? p.dv : p.d);
+            for (int i = p.b * max_pages; perm && i < num_pages; i++)
+                for (size_t e = 0; e < rows; e++)
+                    ((uint16_t *)pool[t2]->host)[(size_t)perm[i] * rows + e] = 0x7FC0, vals[t2][(size_t)perm[i] * rows + e] = NAN;
+        }
+        rc = rc || !perm || upload(c, table) || upload(c, seqlens) ||
              paged_refs(&p, page, max_pages, tb, sl, fq, fk, fv, ro, rl);
         free(perm);
     } else
