@@ -77,6 +77,11 @@ typedef struct {
     void (*emit)(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
     BwdFeed feed;
 } BwdMain;
+/* dsplit (wgmma, tcgen05): CTAs per key block, each owning d / dsplit columns of dK, dV and dQ. Whether the parts
+ * are whole 64-column slabs (else 1 and the refusal, naming the dsplit values up to max_ds that are), and the
+ * plan's note on the price (empty for one part). */
+int  bwd_dsplit_check(const AttnDesc *d, int ds, int max_ds, char *err, size_t errlen);
+void bwd_dsplit_note(char *buf, size_t n, int ds, int dh);
 /* The deterministic dQ kernel another family's set takes: the mma.sync family's, at that family's default tile. */
 AttnDesc bwd_dq_desc(const AttnDesc *d);
 int  bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Plan *plans);

@@ -4,6 +4,7 @@
 #include "attn_bwd.h"
 #include "attn_wg.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 void bwd_entry(KernelSpec *ks, const AttnDesc *d, const char *part, int with_tile) {
     const AttnTile *t = &d->tile;
@@ -35,10 +36,15 @@ void bwd_key_grads(KernelSpec *ks, const AttnDesc *d) {
 }
 
 void bwd_stats_map(KernelSpec *ks, int bm) {
+    static const char *const b32[] = {"64", "b * h_q * cdiv(s_q, 32)", "256"};
     static const char *const b64[] = {"128", "b * h_q * cdiv(s_q, 64)", "512"};
     static const char *const b80[] = {"160", "b * h_q * cdiv(s_q, 80)", "640"};
     static const char *const b128[] = {"256", "b * h_q * cdiv(s_q, 128)", "1024"};
-    const char *const *x = bm == 64 ? b64 : bm == 80 ? b80 : b128;
+    const char *const *x = bm == 32 ? b32 : bm == 64 ? b64 : bm == 80 ? b80 : b128;
+    if (x == b128 && bm != 128) {
+        fprintf(stderr, "ptxgen internal: no stats map for blocks of %d rows\n", bm);
+        abort();
+    }
     TensorMapSpec m = {.param = "stats_map", .tensor = "stats", .dtype = "fp32", .rank = 2, .dims = {x[0], x[1]},
                        .strides = {x[2]}, .box = {2 * bm, 1}, .elem_strides = {1, 1}, .swizzle = "none",
                        .interleave = "none", .oob_fill = "zero"};

@@ -69,6 +69,24 @@ void bwd_main_plan(const AttnDesc *d, Plan *p) {
     plan_finish(p, d->arch, what);
 }
 
+int bwd_dsplit_check(const AttnDesc *d, int ds, int max_ds, char *err, size_t errlen) {
+    if (!(d->d % ds) && !((d->d / ds) % 64)) return 0;
+    char ok[32] = "";
+    for (int i = 1, n = 0; i <= max_ds; i++)
+        if (!(d->d % i) && !((d->d / i) % 64))
+            n += snprintf(ok + n, sizeof ok - (size_t)n, "%s%d", n ? ", " : "", i);
+    snprintf(err, errlen, "tile dsplit=%d cuts d=%d into parts that are not whole 64-column slabs of K, Q and dO "
+             "(the MN-major operands of dK, dV and dQ); use dsplit=%s", ds, d->d, ok);
+    return 1;
+}
+
+void bwd_dsplit_note(char *buf, size_t n, int ds, int dh) {
+    buf[0] = 0;
+    if (ds > 1)   /* the price: every part computes S^T and dP^T, 2 of the 5 products a step has */
+        snprintf(buf, n, " dsplit=%d (%d columns each; S^T, dP^T in every part: %.2fx the MMAs)", ds, dh,
+                 (2.0 * ds + 3.0) / 5.0);
+}
+
 AttnDesc bwd_dq_desc(const AttnDesc *d) {
     AttnDesc q = *d;
     q.tile = attn_bwd_default_tile(d->arch, d->d, d->dv);

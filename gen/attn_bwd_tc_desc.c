@@ -40,12 +40,7 @@ int attn_bwd_tc_check_tile(const AttnDesc *d, char *err, size_t errlen) {
         snprintf(err, errlen, "the tcgen05 attn_bwd takes d = d_v of 64, 128, 192 or 256 (d=%d, dv=%d)", d->d, d->dv);
         return 1;
     }
-    if (d->d % ds || (d->d / ds) % 64) {
-        snprintf(err, errlen, "tile dsplit=%d cuts d=%d into parts that are not whole 64-column slabs of K, Q and dO "
-                 "(the MN-major operands of dK, dV and dQ); use dsplit=%s", ds, d->d,
-                 d->d == 64 ? "1" : d->d == 128 ? "1 or 2" : d->d == 192 ? "1 or 3" : "1, 2 or 4");
-        return 1;
-    }
+    if (bwd_dsplit_check(d, ds, 4, err, errlen)) return 1;
     if (d->tile.deterministic && d->block_m) {
         snprintf(err, errlen, "deterministic block-sparse is not in the tcgen05 attn_bwd: its dQ adds wait for every key "
                  "block before them in a fixed order, and the mask takes some of them away; the mma.sync attn_bwd is "
@@ -101,10 +96,8 @@ void attn_bwd_tc_main_plan(const AttnDesc *d, Plan *p) {
     plan_add_role(p, "compute", 4, 0);   /* P^T, dS^T from S^T, dP^T; dQ out by atomics; dK, dV at the end */
     plan_add_role(p, "mma", 1, 0);       /* lane 0 issues, the warp waits */
     plan_add_role(p, "producer", 1, 0);  /* lane 0 issues the TMA copies */
-    char what[256], split[80] = "";   /* the longest: 47 + 79 + 43 bytes */
-    if (tcb_dsplit(d) > 1)   /* the price: every part computes S^T and dP^T, 2 of the 5 products a step has */
-        snprintf(split, sizeof split, " dsplit=%d (%d columns each; S^T, dP^T in every part: %.2fx the MMAs)",
-                 tcb_dsplit(d), dh, (2.0 * tcb_dsplit(d) + 3.0) / 5.0);
+    char what[256], split[80];   /* the longest: 47 + 79 + 43 bytes */
+    bwd_dsplit_note(split, sizeof split, tcb_dsplit(d), dh);
     snprintf(what, sizeof what, "attn_bwd main (tcgen05) d=%d bm=%d bn=%d stages=%d%s%s", d->d, t->bm, t->bn, t->stages,
              split, t->deterministic ? " deterministic (dQ adds in key-block order)" : "");
     plan_finish(p, d->arch, what);

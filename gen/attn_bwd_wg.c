@@ -4,7 +4,8 @@
  *     K_n, V_n by TMA once; then per query block (every query head of the kv head's group, every
  *     query block that sees K_n) Q_m and dO_m by TMA, lse_m and delta_m by a TMA copy of the block
  *     the pre kernel padded, into a ring of `stages` slots, each with a full barrier and an empty one.
- *   bn/64 consumer warpgroups (setmaxnreg.inc), 64 key rows each:
+ *   bn/64 consumer warpgroups (setmaxnreg.inc), 64 key rows each, and of dK, dV and dQ the CTA's dh = d / dsplit
+ *   columns (d 256: two CTAs a key block, CTA x part x % 2 of key block x / 2; S^T and dP^T in each):
  *     dK = dV = 0
  *     for each query block m:
  *       S^T  = K_n Q_m^T                 wgmma, both from shared memory
@@ -39,11 +40,13 @@
 typedef struct {
     const AttnDesc *d;
     const Plan *p;
-    int cw, stages, dqn;              /* consumer warpgroups; columns of each one's dQ part */
+    int cw, stages, dqn, dsplit, dh;  /* consumer warpgroups; columns of each one's dQ part; CTAs a key block, columns
+                                       * of dK, dV and dQ each */
     int dq, ordered;                  /* the kernel computes dQ (bwg_main_dq), which the dQ writer adds; in order */
     int k_off, v_off, q_off, do_off, st_off, ds_off, slot_bytes;   /* slot 0's regions, ring slots slot_bytes apart */
     Reg kv_bar, full0, empty0;        /* K/V landed; the first full and empty barrier of the ring */
     Reg b, kvh, key0, s_q, s_k, off, group;
+    Reg part;                         /* dsplit > 1: the CTA's part of the key block, columns part dh .. */
     Reg s_q_grid, tb, q0, k0;         /* s_q the grid and stats blocks are sized by; TMA batch; varlen's first rows */
     Reg up;                           /* query blocks in chain order up (no GQA), else down */
     QueryBlocks blocks;               /* the query blocks this CTA's keys see */
@@ -69,14 +72,17 @@ typedef struct {
  * (key_block_order). Deterministic and causal, the grid's order: without GQA the chain runs from the last key
  * block, the shortest, so chunks would start the short CTAs first (H200, d128: 0.3-1 % slower); with GQA not
  * measured. */
-static void cta_keys(Kctx *k, const WgBwd *f, Reg b, Reg kvh, Reg kb) {
-    if (f->ordered && f->d->causal) {
-        key_block_order(k, 0, (Reg){0}, b, kvh, kb);
-        return;
+static void cta_keys(Kctx *k, const WgBwd *f, Reg b, Reg kvh, Reg kb, Reg part) {
+    if (f->ordered && f->d->causal) key_block_order(k, 0, (Reg){0}, b, kvh, kb);
+    else {
+        Reg group = e_reg(&k->e, RC_B32);   /* query heads per kv head */
+        INS(&k->e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
+        key_block_order(k, f->p->ctas_per_sm, group, b, kvh, kb);
     }
-    Reg group = e_reg(&k->e, RC_B32);   /* query heads per kv head */
-    INS(&k->e, DIV_U32, R(group), R(kc_u32(k, "h_q")), R(kc_u32(k, "h_kv")));
-    key_block_order(k, f->p->ctas_per_sm, group, b, kvh, kb);
+    if (f->dsplit > 1) {   /* the parts of a key block are neighbours in the order: its K and V read once from HBM */
+        INS(&k->e, REM_U32, R(part), R(kb), I(f->dsplit));
+        INS(&k->e, DIV_U32, R(kb), R(kb), I(f->dsplit));
+    }
 }
 
 /* What both roles derive from the CTA: its key block, kv head, batch, and the query blocks that see it. */
@@ -84,7 +90,8 @@ static void problem(Kctx *k, WgBwd *f) {
     Emit *e = &k->e;
     const AttnTile *t = &f->d->tile;
     f->b = e_reg(e, RC_B32), f->kvh = e_reg(e, RC_B32), f->key0 = e_reg(e, RC_B32);
-    cta_keys(k, f, f->b, f->kvh, f->key0);
+    if (f->dsplit > 1) f->part = e_reg(e, RC_B32);
+    cta_keys(k, f, f->b, f->kvh, f->key0, f->part);
     f->s_q_grid = f->s_q = kc_u32(k, "s_q");
     f->s_k = kc_u32(k, "s_k");
     f->tb = f->b;
@@ -357,6 +364,7 @@ static ChainTurn chain_turn(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg n, Reg nb
     INS(e, MAD_LO_U32, R(idx), R(f->b), R(kc_u32(k, "h_q")), R(h));
     INS(e, DIV_U32, R(blk), R(m_start), I(t->bm));
     INS(e, MAD_LO_U32, R(idx), R(idx), R(nblk), R(blk));
+    if (f->dsplit > 1) INS(e, MAD_LO_U32, R(idx), R(idx), I(f->dsplit), R(f->part));   /* the part's own chain */
     INS(e, MAD_WIDE_U32, R(c.sem), R(idx), I(4), R(kc_ptr(k, "dq_sem")));
     INS(e, MOV_B32, R(last), R(top_n));
     if (f->d->causal) {   /* the block's last row q sees keys up to q + off */
@@ -380,7 +388,7 @@ static ChainTurn chain_turn(Kctx *k, WgBwd *f, Reg h, Reg m_start, Reg n, Reg nb
 static void dq_writer(Kctx *k, WgBwd *f) {
     Emit *e = &k->e;
     const AttnTile *t = &f->d->tile;
-    int mparts = t->bm / 64, top = e_label(e), done = e_label(e);
+    int mparts = bwg_mparts(t), top = e_label(e), done = e_label(e);
     e_comment(e, "dQ writer: the adds of each query block%s", f->ordered ? ", in key-block order" : "");
     problem(k, f);
     Reg pair = kc_imm32(k, 128 + 32);
@@ -435,7 +443,13 @@ static void dq_writer(Kctx *k, WgBwd *f) {
         INSP(e, l0, 1, BRA, L(s1));
         if (f->ordered && wg == 0) INS0(e, FENCE_PROXY_ASYNC_GLOBAL);   /* the adds after the acquire */
         INS(e, ADD_U32, R(src), R(src0), I(f->dq_off + wg * bwg_dq_part_bytes(f->d)));
-        dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), kc_imm32(k, f->dqn * (wg / mparts)), h, m_start);
+        Reg col0 = kc_imm32(k, f->dqn * (wg / mparts));
+        if (f->dsplit > 1) {   /* the part's columns on */
+            Reg c = e_reg(e, RC_B32);
+            INS(e, MAD_LO_U32, R(c), R(f->part), I(f->dh), R(col0));
+            col0 = c;
+        }
+        dq_reduce(k, f, src, kc_imm32(k, 64 * (wg % mparts)), col0, h, m_start);
         INS0(e, BULK_COMMIT);
         INS(e, BULK_WAIT_READ, I(0));
         e_place(e, s1);
@@ -536,8 +550,10 @@ static void epilogue(Kctx *k, WgBwd *f) {
     int bn = d->tile.bn;
     INS(e, BAR_SYNC_N, R(kc_imm32(k, 1)), I(128 * f->cw));     /* every consumer's last dQ product read K */
     acc_scale(k, &f->dk, kc_f32(k, "softmax_scale"));
-    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), d->d, f->warp_row0, k->smem, f->k_off, bn * 128);
-    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), d->dv, f->warp_row0, k->smem, f->v_off, bn * 128);
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dk, d->dtype), f->dh, f->warp_row0, k->smem, f->k_off, bn * 128);
+    wg_pairs_to_smem(k, pack_a_from_acc(k, &f->dv, d->dtype), f->dh, f->warp_row0, k->smem, f->v_off, bn * 128);
+    Reg col0 = {0};   /* dsplit > 1: the part's first column */
+    if (f->dsplit > 1) INS(e, MUL_LO_U32, R(col0 = e_reg(e, RC_B32)), R(f->part), I(f->dh));
     if (d->varlen) {   /* a TMA store would write the next sequence's rows: plain stores of the keys below s_k */
         Reg rows_left = e_reg(e, RC_B32);
         INS(e, SUB_U32, R(rows_left), R(f->s_k), R(f->key0));
@@ -545,12 +561,13 @@ static void epilogue(Kctx *k, WgBwd *f) {
         for (int i = 0; i < 2; i++) {
             Reg base = e_reg(e, RC_B64), rs = row_stride_bytes(k, out[i]);
             INS(e, MAD_WIDE_U32, R(base), R(f->key0), R(rs), R(attn_head_base(k, d, out[i], f->b, f->kvh)));
-            wg_store_rows_masked(k, f->wg_bar, f->wg, i ? f->v_off : f->k_off, i ? d->dv : d->d, bn * 128, base, rs,
-                                 rows_left);
+            if (f->dsplit > 1) INS(e, MAD_WIDE_U32, R(base), R(col0), I(2), R(base));
+            wg_store_rows_masked(k, f->wg_bar, f->wg, i ? f->v_off : f->k_off, f->dh, bn * 128, base, rs, rows_left);
         }
         return;
     }
-    WgStore st[2] = {{"dk_map", f->k_off, d->d}, {"dv_map", f->v_off, d->dv}};
+    const Reg *at = f->dsplit > 1 ? &col0 : NULL;
+    WgStore st[2] = {{"dk_map", f->k_off, f->dh, at}, {"dv_map", f->v_off, f->dh, at}};
     wg_store_group(k, f->wg_bar, f->wg, f->key0, st, 2, bn * 128, f->kvh, f->b);
 }
 
@@ -559,7 +576,7 @@ static void consumer(Kctx *k, void *ctx) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     const AttnTile *t = &d->tile;
-    int mparts = t->bm / 64, bn = t->bn;
+    int mparts = bwg_mparts(t), bn = t->bn;
     if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     problem(k, f);
     Reg w = e_reg(e, RC_B32), wwarp = e_reg(e, RC_B32), mpart = e_reg(e, RC_B32), npart = e_reg(e, RC_B32);
@@ -581,6 +598,15 @@ static void consumer(Kctx *k, void *ctx) {
     f->do_desc = wg_desc_kmajor(k, f->do_off);
     f->qt_desc = wg_desc_mn(k, f->q_off, t->bm * 128);
     f->dot_desc = wg_desc_mn(k, f->do_off, t->bm * 128);
+    Reg k_at = {0};   /* dsplit > 1: the part's first 64-column slab, in bytes of Q's (dO's) slabs and of K's */
+    if (f->dsplit > 1) {
+        Reg q_at = e_reg(e, RC_B32);
+        k_at = e_reg(e, RC_B32);
+        INS(e, MUL_LO_U32, R(q_at), R(f->part), I(f->dh / 64 * t->bm * 128));
+        INS(e, MUL_LO_U32, R(k_at), R(f->part), I(f->dh / 64 * bn * 128));
+        f->qt_desc = wg_desc_plus(k, f->qt_desc, q_at);
+        f->dot_desc = wg_desc_plus(k, f->dot_desc, q_at);
+    }
     if (f->dq) {
         /* dQ part of warpgroup wg: query rows 64 (wg % mparts), columns dqn (wg / mparts) */
         Reg x = e_reg(e, RC_B32);
@@ -592,6 +618,7 @@ static void consumer(Kctx *k, void *ctx) {
         f->kt_desc = wg_desc_mn(k, f->k_off, bn * 128);
         Reg y = e_reg(e, RC_B32);
         INS(e, MUL_LO_U32, R(y), R(npart), I(f->dqn / 64 * bn * 128));
+        if (f->dsplit > 1) INS(e, ADD_U32, R(y), R(y), R(k_at));
         f->kt_desc = wg_desc_plus(k, f->kt_desc, y);
         f->ds_buf = e_reg(e, RC_B32);
         f->dq_stage = e_reg(e, RC_B32);                            /* smem + dQ + wg rows dqn 4 (+ wwarp 16 rows * 128) */
@@ -601,8 +628,8 @@ static void consumer(Kctx *k, void *ctx) {
         INS(e, MOV_B32, R(f->ds_buf), I(0));
         if (f->dq_bufs == 2) INS(e, MOV_B32, R(f->dq_sel = e_reg(e, RC_B32)), I(0));
     }
-    acc_new(k, &f->dk, 1, d->d / 8);
-    acc_new(k, &f->dv, 1, d->dv / 8);
+    acc_new(k, &f->dk, 1, f->dh / 8);
+    acc_new(k, &f->dv, 1, f->dh / 8);
     acc_fill(k, &f->dk, 0.0f);
     acc_fill(k, &f->dv, 0.0f);
     mbar_wait(k, f->kv_bar, kc_imm32(k, 0), 0);                  /* K and V landed */
@@ -615,7 +642,8 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     kctx_begin(&kc, ks);
     Emit *e = &kc.e;
     const AttnTile *t = &d->tile;
-    WgBwd f = {.d = d, .p = p, .cw = bwg_consumers(t), .stages = t->stages, .dqn = d->d / bwg_dq_parts(t),
+    WgBwd f = {.d = d, .p = p, .cw = bwg_consumers(t), .stages = t->stages, .dqn = bwg_dh(d) / bwg_dq_parts(t),
+               .dsplit = bwg_dsplit(t), .dh = bwg_dh(d),
                .dq = bwg_main_dq(d), .ordered = bwg_ordered(d),
                .k_off = plan_region(p, "K"), .v_off = plan_region(p, "V"), .q_off = plan_region(p, "Q.0"),
                .do_off = plan_region(p, "dO.0"), .st_off = plan_region(p, "stats.0")};
@@ -649,8 +677,9 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
     int past = 0;
     if (d->varlen) {   /* the grid covers the longest sequence's keys: a CTA past its own sequence's leaves */
-        Reg b = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32), key0 = e_reg(e, RC_B32);
-        cta_keys(&kc, &f, b, kvh, key0);
+        Reg b = e_reg(e, RC_B32), kvh = e_reg(e, RC_B32), key0 = e_reg(e, RC_B32), part = {0};
+        if (f.dsplit > 1) part = e_reg(e, RC_B32);
+        cta_keys(&kc, &f, b, kvh, key0, part);
         INS(e, MUL_LO_U32, R(key0), R(key0), I(t->bn));
         past = varlen_keys_exit_at(&kc, d, b, key0);
     }

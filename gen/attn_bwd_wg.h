@@ -20,23 +20,30 @@
 static inline int bwg_dq_bufs(const AttnTile *t) { return t->dqbufs == 2 ? 2 : 1; }
 /* consumer warpgroups: 64 key rows each */
 static inline int bwg_consumers(const AttnTile *t) { return t->bn / 64; }
-/* bm not a multiple of 64 (80, FA3's d 128 step, which FA3 takes non-causal and ours causal too): dQ's rows
- * cannot be a wgmma's M, so each warpgroup computes dQ^T = K^T dS^T, its 64 columns of dQ on M and the bm query
- * rows on N (dS kept K-major in shared memory, dQ^T staged transposed) */
+/* bm not a multiple of 64 (80, FA3's d 128 step, which FA3 takes non-causal and ours causal too; 32, d 256's step,
+ * whose ring of full 256-column Q and dO fits beside K and V): dQ's rows cannot be a wgmma's M, so each
+ * warpgroup computes dQ^T = K^T dS^T, its 64 columns of dQ on M and the bm query rows on N (dS kept K-major in
+ * shared memory, dQ^T staged transposed) */
 static inline int bwg_dq_swap(const AttnTile *t) { return t->bm % 64 != 0; }
-/* dQ = dS K over the consumers: bm/64 row blocks times bwg_dq_parts column parts, one per warpgroup */
-static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / (t->bm / 64); }
+/* CTAs per key block: each owns dh = d / dsplit columns of dK, dV and dQ (its registers hold only those; S^T and
+ * dP^T are computed in every part); d 256's dK and dV would be 256 registers a consumer thread in one */
+static inline int bwg_dsplit(const AttnTile *t) { return t->dsplit > 1 ? t->dsplit : 1; }
+static inline int bwg_dh(const AttnDesc *d) { return d->d / bwg_dsplit(&d->tile); }
+/* dQ's 64-row blocks over the consumers: bm/64, or one swapped (its N is all bm rows) */
+static inline int bwg_mparts(const AttnTile *t) { return bwg_dq_swap(t) ? 1 : t->bm / 64; }
+/* dQ = dS K over the consumers: bwg_mparts row blocks times bwg_dq_parts column parts, one per warpgroup */
+static inline int bwg_dq_parts(const AttnTile *t) { return bwg_consumers(t) / bwg_mparts(t); }
 /* the query rows of one warpgroup's dQ part: all bm swapped, else 64 */
 static inline int bwg_dq_rows(const AttnTile *t) { return bwg_dq_swap(t) ? t->bm : 64; }
 /* the bytes of one warpgroup's fp32 dQ part in the staging: its rows x its d / bwg_dq_parts columns */
 static inline int bwg_dq_part_bytes(const AttnDesc *d) {
-    return bwg_dq_rows(&d->tile) * (d->d / bwg_dq_parts(&d->tile)) * 4;
+    return bwg_dq_rows(&d->tile) * (bwg_dh(d) / bwg_dq_parts(&d->tile)) * 4;
 }
 /* a producer warpgroup (warps 0-3; one thread issues TMA, warp 1 adds dQ), then the consumers */
 static inline int bwg_threads(const AttnTile *t) { return 128 + 128 * bwg_consumers(t); }
-/* whether the main kernel computes dQ = dS K: its fp32 map covers d 64 or 128, in parts of whole 64-column slabs */
+/* whether the main kernel computes dQ = dS K: a CTA's dh columns (64 or 128) in parts of whole 64-column slabs */
 static inline int bwg_main_dq(const AttnDesc *d) {
-    return (d->d == 64 || d->d == 128) && (d->d / bwg_dq_parts(&d->tile)) % WG_SLAB_COLS == 0;
+    return (bwg_dh(d) == 64 || bwg_dh(d) == 128) && (bwg_dh(d) / bwg_dq_parts(&d->tile)) % WG_SLAB_COLS == 0;
 }
 /* deterministic with dQ in the main kernel: a dQ-writer warp adds each block in key-block order (semaphores) */
 static inline int bwg_ordered(const AttnDesc *d) { return d->tile.deterministic && bwg_main_dq(d); }

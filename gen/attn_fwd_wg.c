@@ -416,7 +416,7 @@ static void store_o(Kctx *k, WgFwd *f, Reg named_bar, const TileAt *at) {
         wg_store_rows_masked(k, named_bar, f->wg, f->o_off, d->dv, bm * 128, base, rs, rows_left);
         return;
     }
-    WgStore o = {"o_map", f->o_off, d->dv};
+    WgStore o = {"o_map", f->o_off, d->dv, NULL};
     if (d->tile.persist) wg_store_group_async(k, named_bar, f->wg, at->m_start, &o, 1, bm * 128, at->h, at->b);
     else wg_store_group(k, named_bar, f->wg, at->m_start, &o, 1, bm * 128, at->h, at->b);
     if (wg_o_over_q(d)) {   /* O over Q: the rows are the next tile's Q once the store read them */

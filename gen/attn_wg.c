@@ -73,11 +73,14 @@ Reg wg_lead(Kctx *k) {
     return lead;
 }
 
-/* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src) to rows from `row`. */
-static void tma_store_rows(Kctx *k, Reg map, int src, int cols, int slab_bytes, Reg wrow, Reg head, Reg row, Reg b) {
+/* A warpgroup's 64 staged rows (from row wrow of the slabs at shared offset src) to rows from `row`, columns from
+ * *col0 (NULL: 0). */
+static void tma_store_rows(Kctx *k, Reg map, int src, int cols, const Reg *col0, int slab_bytes, Reg wrow, Reg head,
+                           Reg row, Reg b) {
     Emit *e = &k->e;
     for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
         Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
+        if (col0) INS(e, ADD_U32, R(col = e_reg(e, RC_B32)), R(*col0), I(s * WG_SLAB_COLS));
         INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_STORE_4D, TA(map, 4, c), A(a, src + s * slab_bytes));
@@ -111,7 +114,8 @@ static void store_group(Kctx *k, Reg bar, Reg wg, Reg row0, const WgStore *st, i
     INS(e, MUL_LO_U32, R(wrow), R(wg), I(64));
     INS(e, ADD_U32, R(row), R(row0), R(wrow));
     for (int i = 0; i < n; i++)
-        tma_store_rows(k, i ? kc_tmap(k, st[i].map) : map0, st[i].src, st[i].cols, slab_bytes, wrow, head, row, b);
+        tma_store_rows(k, i ? kc_tmap(k, st[i].map) : map0, st[i].src, st[i].cols, st[i].col0, slab_bytes, wrow, head,
+                       row, b);
     store_end(k, skip, wait);
 }
 

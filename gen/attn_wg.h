@@ -42,7 +42,7 @@ void wg_tma_key_block(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_o
 /* A predicate: this thread is thread 0 of its warpgroup (the one that issues the group's TMA stores). */
 Reg wg_lead(Kctx *k);
 /* One tensor a warpgroup stores: its map parameter, its staging slabs at shared offset src, its columns. */
-typedef struct { const char *map; int src, cols; } WgStore;
+typedef struct { const char *map; int src, cols; const Reg *col0; /* NULL: from column 0 */ } WgStore;
 /* The end of an epilogue: once warpgroup wg's threads staged their rows (fenced for the async proxy, then
  * named barrier bar of its 128 threads), its thread 0 stores the group's 64 rows of each of the n tensors
  * (rows 64 wg of the slabs, slab_bytes apart) to rows row0 + 64 wg of head `head`, batch b, and waits

@@ -213,11 +213,13 @@ static int parse_hdim(const KernelKind *kind, const ptxgen_request *rq, AttnDesc
     else if (kind->family == FAM_TCGEN05)
         snprintf(err, errlen, "head dim %d is not supported by the tcgen05 attn_bwd (64, 128, 192 or 256: its TMA tiles "
                  "and the MN-major operands of dK, dV and dQ are slabs of 64 columns)", d->d);
-    else   /* attn_bwd: where each family keeps dK and dV for the whole kernel */
-        snprintf(err, errlen, "head dim %d is not supported by the %s attn_bwd (64 or 128: %s)", d->d,
-                 family_name(kind->family), kind->family == FAM_WGMMA ? "each consumer warpgroup keeps dK and dV of its 64 keys in registers, "
-                 "2 x 64 x d / 128 fp32 a thread: 256 at d=256, past the 240 setmaxnreg gives" :
-                 "each warp keeps dK and dV rows of d fp32 values in registers, 256 registers per thread at d=256");
+    else if (kind->family == FAM_WGMMA)
+        snprintf(err, errlen, "head dim %d is not supported by the wgmma attn_bwd (64, 128 or 256: its TMA tiles and the "
+                 "MN-major operands of dK, dV and dQ are slabs of 64 columns, and a CTA's 64 or 128 of them, d 256 split "
+                 "over two CTAs, keep dK and dV in a consumer thread's registers)", d->d);
+    else   /* attn_bwd: where each warp keeps dK and dV for the whole kernel */
+        snprintf(err, errlen, "head dim %d is not supported by the mma.sync attn_bwd (64 or 128: each warp keeps dK and dV "
+                 "rows of d fp32 values in registers, 256 registers per thread at d=256)", d->d);
     return 2;
 }
 

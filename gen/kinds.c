@@ -5,6 +5,8 @@
 #include "mla.h"
 
 static const int fwd_hdims[] = {64, 128, 256}, bwd_hdims[] = {64, 128}, mla_hdims[] = {MLA_D_QK};
+/* d=256 on wgmma's attn_bwd: two CTAs a key block (dsplit), 128 columns of dK and dV each */
+static const int bwd_wg_hdims[] = {64, 128, 256};
 /* d=256 on wgmma: O alone is 128 registers per consumer thread, and the driver's JIT spilled it (360 B) */
 static const int fwd_wg_hdims[] = {64, 128, 256}, tc_hdims[] = {64, 128, 192, 256};
 /* the MLA mma.sync kinds: two warps per 16 rows of bm */
@@ -34,9 +36,10 @@ static const KernelKind kinds[] = {
      attn_bwd_plan, attn_bwd_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1, attn_bwd_sparse, 0, NULL, NULL},
     {"attn_bwd", "FlashAttention-3 backward (wgmma + TMA: a TMA producer warpgroup, bn/64 consumer warpgroups; "
      "dQ = dS K in the same kernel, added by a dQ-writer warp's TMA reduce-adds, in key-block order under a "
-     "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128, causal, "
-     "GQA/MQA, varlen, block-sparse", FAM_WGMMA, attn_bwd_wg_keys, &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile,
-     attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL, NULL, NULL, bwd_hdims, 2, 128, 0, 1, NULL, 0, 1,
+     "semaphore per query block when deterministic): delta, main, dQ convert kernels; bf16/fp16, d 64|128|256 (256 "
+     "split over 2 CTAs per key block), causal, GQA/MQA, varlen, block-sparse", FAM_WGMMA, attn_bwd_wg_keys,
+     &attn_bwd_wg_nkeys, attn_bwd_wg_default_tile, attn_bwd_wg_check_tile, attn_bwd_wg_plan, attn_bwd_wg_build, NULL,
+     NULL, NULL, bwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1,
      attn_bwd_wg_sparse, 0, NULL, attn_bwd_wg_refine_tile},
     {"attn_bwd", "FlashAttention backward on tcgen05 (dK, dV in TMEM: a TMA producer warp, one MMA-issuing thread, "
      "4 compute warps with one key row each; S^T, dP^T in TMEM, P^T and dS^T written back for TS-MMAs, dQ = dS K "

@@ -25,6 +25,8 @@ wgmma attn_bwd causal GQA|--arch sm_90a --kernel attn_bwd --causal|--b 2 --sq 10
 wgmma attn_bwd deterministic|--arch sm_90a --kernel attn_bwd --tile deterministic=1|--b 1 --sq 900 --sk 1100 --hq 4 --hkv 4
 wgmma attn_bwd d64|--arch sm_90a --kernel attn_bwd --hdim 64|--b 1 --sq 2000 --sk 1000 --hq 4 --hkv 1
 wgmma attn_bwd block-sparse|--arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 1000 --sk 1100 --hq 4 --hkv 2
+wgmma attn_bwd d256 causal GQA|--arch sm_90a --kernel attn_bwd --hdim 256 --causal|--b 2 --sq 1000 --sk 1300 --hq 4 --hkv 2
+wgmma attn_bwd d256 deterministic varlen|--arch sm_90a --kernel attn_bwd --hdim 256 --varlen --tile deterministic=1|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 4 --hkv 1
 mma.sync attn_fwd causal GQA|--arch sm_90 --kernel attn_fwd --causal|--b 2 --sq 700 --sk 900 --hq 4 --hkv 2
 mma.sync attn_bwd causal GQA|--arch sm_90 --kernel attn_bwd --causal|--b 1 --sq 700 --sk 900 --hq 4 --hkv 2
 wgmma attn_fwd varlen causal GQA|--arch sm_90a --kernel attn_fwd --varlen --causal|--varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --hq 8 --hkv 2

@@ -159,6 +159,7 @@ ptxas_configs() {   # one "kernel arch dtype d causal" line per config
         for c in 0 1; do
             for d in $HDIMS; do echo "attn_fwd $a $t $d $c"; done
             for d in 64 128; do echo "attn_bwd $a $t $d $c"; done
+            case $a in sm_90a|sm_100a|sm_103a) echo "attn_bwd $a $t 256 $c" ;; esac   # wgmma and tcgen05 split d 256
         done
         echo "mla_fwd $a $t 576 0"
         echo "mla_bwd $a $t 576 0"; echo "mla_bwd $a $t 576 1"
@@ -413,14 +414,17 @@ varlen_tests() {
     # chunks, so a CTA past its sequence's keys is known by the (batch, key block) it was given, not by its grid place
     for f in "--varlen 100,0,37,130 --hq 4 --hkv 2" "--varlen 77,1,200 --varlen-k 130,0,64 --causal --hq 2 --hkv 1" \
              "--varlen 64,65,128 --hdim 64 --dtype fp16 --hq 3 --hkv 3 --pad 8" "--varlen 200,130 --tile deterministic=1 --causal --hq 3 --hkv 1" \
-             "--varlen 300,0,140 --varlen-k 100,33,0 --tile deterministic=1,dqbufs=2 --causal --hq 4 --hkv 1 --hdim 64"; do
+             "--varlen 300,0,140 --varlen-k 100,33,0 --tile deterministic=1,dqbufs=2 --causal --hq 4 --hkv 1 --hdim 64" \
+             "--varlen 100,0,37,130 --varlen-k 120,30,0,130 --hdim 256 --causal --hq 4 --hkv 2" \
+             "--varlen 100,0,37,130 --hdim 256 --tile deterministic=1 --hq 2 --hkv 1"; do
         PTXGEN_SIM_STRICT=1 PTXGEN_SIM_CTAS_PER_SM=2 PTXGEN_SIM_SMS=13 sim_bwd "sim varlen wgmma bwd $f" --arch sm_90a $f \
             --seed $((RANDOM + 1))
         expect_output "sim varlen wgmma bwd $f: the wgmma kernel" "^kernel: attn_bwd_wg_main_.*_varlen" &&
             pass "sim varlen wgmma bwd $f: the wgmma kernel"
     done
     tc_ptxas "ptxas attn_fwd varlen sm_90 d=128 causal: 0 spills" --kernel attn_fwd --arch sm_90 --varlen --causal
-    for f in "--hdim 64 --causal" "--hdim 64" "--hdim 128 --causal --tile deterministic=1" "--hdim 64 --tile deterministic=1"; do
+    for f in "--hdim 64 --causal" "--hdim 64" "--hdim 128 --causal --tile deterministic=1" "--hdim 64 --tile deterministic=1" \
+             "--hdim 256 --causal" "--hdim 256 --tile deterministic=1"; do
         tc_ptxas "ptxas attn_bwd wgmma varlen sm_90a $f: 0 spills" --kernel attn_bwd --arch sm_90a --varlen $f
     done
     tc_ptxas "ptxas attn_fwd wgmma varlen sm_90a d=64 causal: 0 spills" --kernel attn_fwd --arch sm_90a --varlen --hdim 64 --causal
@@ -506,6 +510,7 @@ sparse_tests() {
         "--block-mask local:1 --hdim 64 --sq 500 --sk 600 --hq 2 --hkv 1 --causal --block-m 128 --block-n 256" \
         "--block-mask random:1 --sq 200 --sk 333 --hq 2 --hkv 2 --dtype fp16 --pad 8" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
+        "--block-mask random:0.5 --hdim 256 --sq 300 --sk 400 --hq 4 --hkv 2 --causal" \
         "--block-mask random:0.5 --block-m 160 --sq 400 --sk 300 --hq 4 --hkv 2 --causal"
     expect_output "sparse wgmma bwd --block-m 160: the 80-query step" "^kernel: attn_bwd_wg_main_.*_bm80_.*_sparse" &&
         pass "sparse wgmma bwd --block-m 160: the 80-query step"
@@ -1071,6 +1076,8 @@ wgmma attn_fwd block-sparse causal|--arch sm_90a --kernel attn_fwd --block-m 128
 wgmma attn_bwd deterministic causal GQA|--arch sm_90a --kernel attn_bwd --tile deterministic=1 --causal|--b 1 --sq 100 --sk 170 --hq 4 --hkv 2
 wgmma attn_bwd d64|--arch sm_90a --kernel attn_bwd --hdim 64|--b 2 --sq 90 --sk 70 --hq 2 --hkv 2
 wgmma attn_bwd block-sparse|--arch sm_90a --kernel attn_bwd --block-m 128 --block-n 128|--b 1 --sq 300 --sk 260 --hq 3 --hkv 3
+wgmma attn_bwd d256 causal GQA|--arch sm_90a --kernel attn_bwd --hdim 256 --causal|--b 2 --sq 70 --sk 150 --hq 4 --hkv 2
+wgmma attn_bwd d256 deterministic varlen|--arch sm_90a --kernel attn_bwd --hdim 256 --varlen --tile deterministic=1|--varlen 100,0,37 --varlen-k 60,30,140 --hq 2 --hkv 1
 tcgen05 attn_fwd causal GQA|--arch sm_100a --kernel attn_fwd --causal|--b 1 --sq 130 --sk 150 --hq 2 --hkv 1
 tcgen05 attn_fwd d192 dv128|--arch sm_100a --kernel attn_fwd --hdim 192 --hdim-v 128|--b 1 --sq 70 --sk 80 --hq 2 --hkv 2
 tcgen05 attn_fwd block-sparse|--arch sm_100a --kernel attn_fwd --block-m 128 --block-n 128|--b 1 --sq 260 --sk 300 --hq 3 --hkv 1
@@ -1501,7 +1508,7 @@ sim_tests() {
     sim_bwd "sim bwd sm_100a d=64 (mma.sync)" --arch sm_100a --mma sync --hdim 64 --sq 90 --sk 70 --causal
 
     section "sim device: attn_bwd in the wgmma family (sm_90a) against the float64 reference"
-    for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
+    for d in 64 128 256; do for t in bf16 fp16; do for c in "" --causal; do
         for shape in "--sq 77 --sk 130 --hq 4 --hkv 2" "--sq 130 --sk 77 --hq 2 --hkv 1 --pad 8" "--sq 1 --sk 65 --hq 2 --hkv 2" \
                      "--b 2 --sq 200 --sk 333 --hq 3 --hkv 1"; do
             sim_bwd "sim wgmma bwd d=$d $t ${c:-noncausal} $shape" --arch sm_90a --hdim $d --dtype $t $c $shape --seed $((RANDOM + 1))
@@ -1511,7 +1518,8 @@ sim_tests() {
     # (d 128 steps over 80 queries by default, dQ^T = K^T dS^T: bm=64 keeps dQ = dS K covered there)
     for f in "64 deterministic=1" "128 deterministic=1" "64 stages=1" "64 bn=64,bm=64,stages=3,deterministic=1" "64 bn=64,bm=64" \
              "64 bn=64,bm=64,stages=3" "128 stages=1,deterministic=1" "64 dqbufs=2" "128 dqbufs=2,deterministic=1" \
-             "128 bm=64" "128 bm=64,deterministic=1" "128 bm=80,stages=1"; do
+             "128 bm=64" "128 bm=64,deterministic=1" "128 bm=80,stages=1" "256 deterministic=1" "256 stages=1" \
+             "256 stages=1,dqbufs=2,deterministic=1" "128 bm=32" "128 bm=32,deterministic=1" "128 bm=128,dsplit=2,stages=1"; do
         set -- $f
         for c in "" --causal; do
             sim_bwd "sim wgmma bwd d=$1 tile $2 ${c:-noncausal}" --arch sm_90a --hdim $1 --tile $2 $c --sq 700 --sk 200 --hq 2 --hkv 1 \
@@ -1538,6 +1546,17 @@ sim_tests() {
     done; done
     PTXGEN_SIM_SMS=13 sim_bwd "sim wgmma bwd deterministic=1 causal b=3 GQA ragged, 13 SMs" --arch sm_90a --hdim 64 \
         --tile deterministic=1 --causal --b 3 --sq 300 --sk 300 --hq 6 --hkv 3 --seed $((RANDOM + 1))
+    # d 256: two CTAs a key block (dsplit=2), neighbours in the order; deterministic, a semaphore chain per part
+    for t in deterministic=0 deterministic=1; do
+        PTXGEN_SIM_SMS=7 PTXGEN_SIM_CTAS_PER_SM=2 sim_bwd "sim wgmma bwd d=256 $t GQA b=2 ragged causal, 7 SMs, 2 CTAs per SM" \
+            --arch sm_90a --hdim 256 --tile $t --causal --b 2 --sq 300 --sk 333 --hq 4 --hkv 2 --seed $((RANDOM + 1))
+    done
+    sim_bwd_wg_mutant "sim mutant wgmma bwd d=256: both CTAs of a key block take part 0" \
+        '/rem\.u32 %r[0-9]+, %r[0-9]+, 2;/ { split($0, a, /[ \t,;]+/); print "\tmov.b32 " a[3] ", 0;"; next } { print }' \
+        'unwritten=[1-9]' deterministic=0 "--sq 100 --sk 200 --hq 2 --hkv 1" 256
+    sim_bwd_wg_mutant "sim mutant wgmma bwd d=256 deterministic: the two parts share one semaphore" \
+        '/mad\.lo\.u32 %r[0-9]+, %r[0-9]+, 2, %r[0-9]+;/ && !n++ { next } { print }' \
+        'endless loop' deterministic=1 "--sq 100 --sk 200 --hq 2 --hkv 1" 256
     PTXGEN_SIM_SMS=13 sim_bwd_wg_mutant "sim mutant wgmma bwd: the CTA order's last chunk taken as full" \
         '/%nsmid/ { k = 1 } k && /min\.u32/ { split($0, a, /[ \t,;]+/); print "\tmov.b32 " a[3] ", " a[5] ";"; k = 0; next } { print }' \
         'unwritten=[1-9]' deterministic=0 "--b 3 --sq 300 --sk 300 --hq 3 --hkv 3"
@@ -1855,7 +1874,18 @@ family_tests() {
     usage_error "d=96 on the tcgen05 attn_bwd: refused naming the head dims it takes" \
         "head dim 96 is not supported by the tcgen05 attn_bwd (64, 128, 192 or 256" -- --arch sm_100a --kernel attn_bwd --hdim 96
     usage_error "tcgen05 attn_bwd d=256 in 3 parts: refused, the parts are not whole slabs" "tile dsplit=3 cuts d=256" \
-        "use dsplit=1, 2 or 4" -- --arch sm_100a --kernel attn_bwd --hdim 256 --tile dsplit=3
+        "use dsplit=1, 2, 4" -- --arch sm_100a --kernel attn_bwd --hdim 256 --tile dsplit=3
+    usage_error "wgmma attn_bwd d=256 in one part: refused naming the registers" "tile dsplit=1 leaves each CTA 256 columns" \
+        "256 fp32 registers a consumer thread, past the 240 setmaxnreg gives (use dsplit=2)" -- --arch sm_90a --kernel attn_bwd \
+        --hdim 256 --tile dsplit=1
+    usage_error "wgmma attn_bwd d=64 in two parts: refused, the parts are not whole slabs" "tile dsplit=2 cuts d=64" \
+        "use dsplit=1" -- --arch sm_90a --kernel attn_bwd --hdim 64 --tile dsplit=2
+    usage_error "wgmma attn_bwd d=256 with 80-query steps: refused, naming the budget" "needs 378920 B" "shared memory" -- \
+        --arch sm_90a --kernel attn_bwd --hdim 256 --tile bm=80 --plan
+    usage_error "wgmma attn_bwd d=256 with two dQ staging buffers: refused, naming its own 32-query step's budget" \
+        "bm=32 bn=128 stages=2 dsplit=2" "needs 247848 B" -- --arch sm_90a --kernel attn_bwd --hdim 256 --tile dqbufs=2
+    usage_error "d=192 on the wgmma attn_bwd: refused naming the head dims it takes" \
+        "head dim 192 is not supported by the wgmma attn_bwd (64, 128 or 256" -- --arch sm_90a --kernel attn_bwd --hdim 192
     usage_error "tcgen05 attn_bwd d=256 in one part: refused naming the TMEM region past the 512 columns" \
         "region dK at columns 384-639 ends past the 512 columns" -- --arch sm_100a --kernel attn_bwd --hdim 256 --tile dsplit=1
     usage_error "tcgen05 attn_fwd d=256 with 128-key steps: refused, naming the budget" "needs 328808 B" \
