@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One device call for the wgmma attn_bwd: build, GPU checks (ragged, causal, GQA, fp16, padded strides,
 # deterministic, tiles), sim-vs-GPU cross-checks, sanitizers, then the peer benchmark and a tile sweep.
-# usage: scripts/device_bwd_wg.sh [check|bench|all|det|dqbufs] [bench tiles...]; logs under $OUT
+# usage: scripts/device_bwd_wg.sh [check|bench|all|det|dqbufs|d256] [bench tiles...]; logs under $OUT
+# d256: d 256 (two CTAs a key block, tile key dsplit): checks (ragged, causal, GQA, fp16, deterministic bitwise,
+# varlen with empty sequences, block-sparse, s 4096 against NVRTC, tiles), xcheck, sanitizers, the manifest-only
+# launcher, then the peers and the ring depth; d256 check (or d256 bench) for one half
 # dqbufs: two dQ staging buffers (tile key dqbufs) against one, checks then ptxgen bench alternating
 # det: the deterministic path alone (dQ added in key-block order): its checks, sanitizers, and the bench rows
 # of deterministic=1 beside deterministic=0 of the same shape, with the peers, in one run
@@ -73,6 +76,44 @@ if [ "$mode" = det ]; then
               4,4096,64,64,64,1 4,4096,64,64,64,1,1; do shapes+=(--shape "$sh"); done
     PYTHONPATH=python:bench timeout 300 python3 bench/bwd_peers.py --family wgmma "${shapes[@]}" --out "$OUT/bwd_det.json" 2>&1 \
         | tee "$OUT/bwd_det.txt"
+    exit 0
+fi
+if [ "$mode" = d256 ]; then
+    if [ "${1:-check}" = check ]; then
+        h=(--hdim 256)
+        run check "${h[@]}" --causal --b 2 --sq 1000 --sk 1300 --hq 8 --hkv 2
+        run check "${h[@]}" --sq 777 --sk 1500 --hq 4 --hkv 1 --pad 8
+        run check "${h[@]}" --dtype fp16 --sq 2049 --sk 2049 --hq 2 --hkv 2
+        run check "${h[@]}" --causal --sq 1537 --sk 77 --hq 4 --hkv 1 --dtype fp16
+        run check "${h[@]}" --tile deterministic=1 --causal --b 2 --sq 1000 --sk 1300 --hq 8 --hkv 2
+        run check "${h[@]}" --tile deterministic=1 --sq 1537 --sk 1000 --hq 8 --hkv 2 --pad 8
+        run check "${h[@]}" --varlen 1000,0,37,1300,511 --varlen-k 1200,30,0,1500,511 --causal --hq 8 --hkv 2
+        run check "${h[@]}" --varlen 1000,0,37,1300,511 --tile deterministic=1 --hq 4 --hkv 1
+        run check "${h[@]}" --block-mask random:0.4 --causal --sq 1000 --sk 1300 --hq 4 --hkv 2
+        run check "${h[@]}" --block-mask random:0.2 --sq 2000 --sk 1000 --hq 3 --hkv 1
+        run check "${h[@]}" --b 1 --sq 4096 --sk 4096 --hq 8 --hkv 8 --ref gpu
+        run check "${h[@]}" --causal --b 1 --sq 4096 --sk 4096 --hq 8 --hkv 2 --ref gpu --tile deterministic=1
+        run check "${h[@]}" --tile stages=1 --causal --sq 1000 --sk 1300 --hq 4 --hkv 2
+        run check "${h[@]}" --tile stages=1,dqbufs=2,deterministic=1 --sq 1000 --sk 1300 --hq 4 --hkv 2
+        run check --hdim 128 --tile bm=32 --causal --sq 1000 --sk 1300 --hq 4 --hkv 2
+        run check --hdim 128 --tile bm=128,dsplit=2,stages=1 --sq 1000 --sk 1300 --hq 4 --hkv 2
+        run xcheck "${h[@]}" --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
+        echo "wgmma attn_bwd d256 checks: $pass passed, $fail failed"
+        for t in deterministic=0 deterministic=1; do for tool in memcheck racecheck; do
+            timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
+                --hdim 256 --tile $t --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san.log" 2>&1
+            echo "sanitizer $tool [d256 $t causal GQA ragged] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san.log" | tr '\n' ' ')"
+        done; done
+        bash scripts/device_manifest.sh 2>&1 | tail -22
+    else
+        PYTHONPATH=python:bench python3 bench/bwd_peers.py --family wgmma --shape 4,4096,8,8,256,0 --shape 4,4096,8,8,256,1 \
+            --shape 4,4096,8,8,256,0,1 --shape 4,4096,16,2,256,1 --shape 4,4096,32,32,128,0 2>&1 | grep -v "^# note"
+        for rep in 1 2; do for c in "" --causal; do for t in "" stages=1; do
+            r=$(timeout 60 ./ptxgen bench --kernel attn_bwd --mma wgmma --b 4 --sq 4096 --sk 4096 --hdim 256 --hq 8 --hkv 8 $c \
+                ${t:+--tile $t} --iters 20 --warmup 3 2>&1 | grep -E 'bench:|ptxgen:' | head -1)
+            echo "[rep $rep d=256 ${c:-noncausal} ${t:-default}] $r"
+        done; done; done
+    fi
     exit 0
 fi
 if [ "$mode" != bench ]; then
