@@ -72,9 +72,10 @@ Reg paged_page(Kctx *k, int page_size, Reg b, Reg row) {
     return id;
 }
 
-Reg paged_sub_page(Kctx *k, int page_size, Reg b, Reg row, int j, Reg s_k, Reg first, Reg *in) {
+Reg paged_sub_page(Kctx *k, int page_size, Reg b, Reg row, int j, Reg s_k, Reg first, Reg *in, Reg *start_out) {
     Emit *e = &k->e;
     Reg start = e_reg(e, RC_B32), pg = e_reg(e, RC_B32), id = e_reg(e, RC_B32);
+    if (start_out) *start_out = start;
     *in = e_reg(e, RC_PRED);
     INS(e, ADD_U32, R(start), R(row), I(j * page_size));
     INS(e, SETP_LT_U32, R(*in), R(start), R(s_k));

@@ -59,8 +59,8 @@ Reg paged_page(Kctx *k, int page_size, Reg b, Reg row);
 /* Paged, a key block from row (a multiple of page_size) longer than a page: the table entry of its page j (rows
  * row + j page_size ..), read only where that page starts before s_k (*in); a page past the sequence is none of its
  * own and its entry may hold anything, so it takes first instead (the caller's choice: a valid page, or 0 where it
- * reads no row of it) */
-Reg paged_sub_page(Kctx *k, int page_size, Reg b, Reg row, int j, Reg s_k, Reg first, Reg *in);
+ * reads no row of it); *start, unless NULL, is the page's first key */
+Reg paged_sub_page(Kctx *k, int page_size, Reg b, Reg row, int j, Reg s_k, Reg first, Reg *in, Reg *start);
 /* The entry-name suffix of the decode options, "_page<N>" and "_split", appended to buf. */
 void paged_suffix(const AttnDesc *d, char *buf, size_t len);
 

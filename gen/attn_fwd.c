@@ -119,10 +119,9 @@ static void issue_keys(Kctx *k, Fwd *f, SmemTile tile, int v, Reg n_start) {
         Reg zero = e_reg(e, RC_B32);
         INS(e, MOV_B32, R(zero), I(0));
         for (int j = 0; j < tile.rows / page; j++) {   /* a page past the keys: no table entry, no row read */
-            Reg in, left = e_reg(e, RC_B32);
-            Reg id = paged_sub_page(k, page, f->b, n_start, j, f->s_k, zero, &in);
-            INS(e, SUB_U32, R(left), R(f->s_k), R(n_start));
-            INS(e, SUB_U32, R(left), R(left), I(j * page));
+            Reg in, start, left = e_reg(e, RC_B32);
+            Reg id = paged_sub_page(k, page, f->b, n_start, j, f->s_k, zero, &in, &start);
+            INS(e, SUB_U32, R(left), R(f->s_k), R(start));   /* the page's keys left, 0 past the sequence */
             INS(e, SELP_B32, R(left), R(left), I(0), R(in));
             SmemTile sub = {page, tile.cols, tile.off + j * page * tile_row_bytes(tile)};
             tl_issue(k, &f->ld, sub, tensor_base(k, v ? "v" : "k", 'b', id, 'h', f->kvh), rs, zero, left);

@@ -45,7 +45,7 @@ WgKeyBlock wg_key_block(Kctx *k, int page_size, int rows, Reg b, Reg row, Reg s_
     Reg in;
     kb.spans = 1;
     for (int j = 0; j < rows / page_size; j++)   /* a walked block starts before s_k: page 0 is the sequence's own */
-        kb.ids[j] = paged_sub_page(k, page_size, b, row, j, s_k, j ? kb.ids[0] : kc_imm32(k, 0), &in);
+        kb.ids[j] = paged_sub_page(k, page_size, b, row, j, s_k, j ? kb.ids[0] : kc_imm32(k, 0), &in, NULL);
     return kb;
 }
 
