@@ -55,10 +55,14 @@ void attn_fwd_decode_tile(AttnDesc *d) {
     AttnTile *t = &d->tile;
     int rows = d->decode_sq * (t->pack > 1 ? t->pack : 1), bm = 16;
     while (bm < rows) bm *= 2;
-    /* a step within a page, or in pages of 16 a step of four where one warp holds the rows (at bm 32 a 64-key step
-     * spills 16 bytes on sm_90, ptxas 13.0, and 32 keys 4 on sm_120 only); the H200 reads pages of 16 at the copy's
-     * bandwidth at bm 16 (BENCHMARKS.md) */
-    int bn = d->page_size == 32 || (d->page_size == 16 && bm > 16) ? 32 : 64;
+    /* 64 keys a step, over pages of 16 and 32 too (four or two pages a step), where one or two warps hold the rows:
+     * on the H200 (b 64, s_k 4096, GQA 64/8) they read KV at 101-102 % of the copy's bandwidth against 90-92 % at
+     * 32 keys (BENCHMARKS.md). Four warps (s_q 5-16) keep 32 over such pages at d 128 and 256 (89 % against 84 %
+     * at 64), and so does d 256 over pages of 32, which ptxas 13.0 spills at 64 (4-12 bytes, sm_80-sm_90); d 64's
+     * four warps take 64 (80 % against 59 %, and 32 spilled 4 bytes on sm_90 and sm_100). Found by assembling every
+     * decode shape's tile on every mma.sync arch; make test keeps them. */
+    int small = d->page_size && d->page_size <= 32;
+    int bn = small && ((bm > 32 && d->d >= 128) || (d->page_size == 32 && d->d >= 256)) ? 32 : 64;
     if (bm < t->bm) t->bm = bm, t->warps = bm / 16, t->bn = bn;
 }
 
@@ -81,7 +85,14 @@ void attn_fwd_plan(const AttnDesc *d, Plan *p) {
 
 void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
-    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes};
+    /* decode tiles: without a CTAs-per-SM bound ptxas 13.0 holds one or two warps at 128 registers a thread and
+     * spills (4-24 bytes, d 64 and 128, over pages of 16 and 32, sm_80-sm_120); .minnctapersm 1 lets them take
+     * the 110-160 they need (H200, b 64, s_k 4096, GQA 64/8: KV read as fast as before where nothing spilled).
+     * Four warps of packed heads only at d 128's 64-key step: 85 % of the copy's bandwidth against 78 % (s_q 8,
+     * pages of 64); d 128's 32-key step fell to 58 % from 89 % with it, d 64's 64-key step to 54 % from 82 % */
+    int pack4 = d->tile.pack > 1 && d->tile.bn == 64 && d->d == 128;
+    *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
+                       .min_ctas = d->tile.warps <= 2 || pack4 ? 1 : 0};
     char paged[32] = "";
     if (d->tile.pack > 1) snprintf(paged, sizeof paged, "_pack%d", d->tile.pack);
     paged_suffix(d, paged, sizeof paged);

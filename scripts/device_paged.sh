@@ -5,7 +5,8 @@
 # then issue 18's targets, memory bound: KV bytes read per second against this GPU's device-to-device copy bandwidth,
 # measured by the same bench call, at b 64, s_k 4k, page 64, GQA 64/8, d 128 and at b 1, s_k 128k with split-KV;
 # and the wgmma kernel's prefill over pages against contiguous k, v. TILES_A, SPLITS narrow or widen the sweeps;
-# SMALL_PAGES=1 adds pages shorter than the key tile (16, 32) to the decode and prefill benches (the checks hold them).
+# SMALL_PAGES=1 adds pages shorter than the key tile (16, 32) to the decode and prefill benches (the checks hold them);
+# SKIP_CHECKS=1 runs the benches alone, SKIP_BENCH=1 the checks alone.
 # usage: scripts/device_paged.sh.
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
@@ -25,6 +26,8 @@ pass=0; fail=0
         "--arch sm_90a --page-size 256 --b 2 --sq 129 --sk 2000 --hq 2 --hkv 1 --hdim 256" \
         "--arch sm_90a --page-size 64 --b 5 --sq 1 --sk 3000 --hq 32 --hkv 4" \
         "--page-size 16 --b 9 --sq 1 --sk 3000 --hq 64 --hkv 8" "--page-size 16 --b 3 --sq 300 --sk 1000 --hq 4 --hkv 2 --causal" \
+        "--page-size 32 --b 5 --sq 5 --sk 2000 --hq 32 --hkv 8 --hdim 64" "--page-size 32 --b 3 --sq 9 --sk 1500 --hq 16 --hkv 8 --causal" \
+        "--page-size 16 --b 6 --sq 4 --sk 2500 --hq 64 --hkv 8 --causal" "--page-size 32 --b 9 --sq 1 --sk 3000 --hq 64 --hkv 8" \
         "--page-size 16 --b 2 --sq 100 --sk 700 --hq 4 --hkv 4 --hdim 256" \
         "--split-kv --page-size 16 --b 2 --sq 1 --sk 9000 --hq 16 --hkv 2 --splits 9" \
         "--arch sm_90a --page-size 16 --b 3 --sq 700 --sk 3000 --hq 8 --hkv 2 --causal" \
@@ -47,6 +50,7 @@ echo "paged GPU checks: $pass passed, $fail failed"
         >"$OUT/san.log" 2>&1
     echo "memcheck paged [$x] rc=$? :: $(grep -E 'ERROR SUMMARY|check:' "$OUT/san.log" | tr '\n' ' ')"
 done
+[ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 bench() {   # name, flags
     local name=$1; shift
     local a="--arch sm_90"

@@ -804,6 +804,16 @@ paged_tests() {
         tc_ptxas "ptxas paged tcgen05 attn_fwd $a d=256 causal: 0 spills" --kernel attn_fwd --arch $a --page-size 128 \
             --hdim 256 --causal
     done
+    # decode tiles that ptxas 13.0 held at 80 or 128 registers and spilled before they asked for .minnctapersm 1, and
+    # the 64-key steps over pages of 32 that spill even so (d 256, and 4-warp tiles on sm_86/sm_89 before they kept 32):
+    # each shape picks its tile (pack, bm, bn) as the default does
+    for f in "sm_80 128 32 1 2" "sm_80 128 32 5 4" "sm_86 128 16 1 4" "sm_89 128 32 2 16" "sm_90 64 32 5 4" \
+             "sm_90 128 32 9 2" "sm_120 64 16 1 2" "sm_120 128 16 3 8" "sm_100 64 32 9 4" "sm_80 256 32 1 2" \
+             "sm_90 256 32 1 16 --causal" "sm_86 128 32 5 8 --causal" "sm_89 128 32 3 16 --causal" "sm_86 256 16 1 8"; do
+        set -- $f
+        tc_ptxas "ptxas decode attn_fwd $1 d=$2 pages of $3, s_q $4, $5 heads a kv head ${6:-}: 0 spills" --kernel attn_fwd \
+            --arch $1 --mma sync --hdim $2 --page-size $3 --sq $4 --hq $((8 * $5)) --hkv 8 ${6:-}
+    done
     for a in sm_80 sm_90 sm_120; do
         tc_ptxas "ptxas paged split-KV attn_fwd $a: 0 spills" --kernel attn_fwd --arch $a --page-size 64 --split-kv --causal
         for t in bm=16,warps=1,bn=64,pack=8 bm=32,warps=2,bn=64,pack=8 "bm=16,warps=1,bn=64,pack=8 --hdim 256" \
