@@ -74,11 +74,6 @@ int attn_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
                  "warpgroups (bn=%d has %d)", t->bm, t->bm, t->bn, bwg_consumers(t));
         return 1;
     }
-    if (!t->deterministic && bwg_dh(d) != 64 && bwg_dh(d) != 128) {
-        snprintf(err, errlen, "the wgmma attn_bwd's dQ adds cover 64 or 128 columns a CTA (d=%d, dsplit=%d; use "
-                 "deterministic=1)", d->d, bwg_dsplit(t));
-        return 1;
-    }
     if (t->deterministic && d->block_m) {
         snprintf(err, errlen, "deterministic block-sparse is not in the wgmma attn_bwd: its dQ adds wait for every key "
                  "block before them in a fixed order, and the mask takes some of them away; the mma.sync attn_bwd is "

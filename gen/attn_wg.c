@@ -79,8 +79,9 @@ static void tma_store_rows(Kctx *k, Reg map, int src, int cols, const Reg *col0,
                            Reg row, Reg b) {
     Emit *e = &k->e;
     for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
-        Reg a = e_reg(e, RC_B32), col = kc_imm32(k, s * WG_SLAB_COLS);
+        Reg a = e_reg(e, RC_B32), col;
         if (col0) INS(e, ADD_U32, R(col = e_reg(e, RC_B32)), R(*col0), I(s * WG_SLAB_COLS));
+        else col = kc_imm32(k, s * WG_SLAB_COLS);
         INS(e, MAD_LO_U32, R(a), R(wrow), I(128), R(k->smem));
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_STORE_4D, TA(map, 4, c), A(a, src + s * slab_bytes));
