@@ -23,6 +23,12 @@ run() {   # run <mode> <args...>
         fail=$((fail + 1)); echo "FAIL $m $*"; echo "$out" | tail -8 | sed 's/^/    /'
     fi
 }
+san() {   # san <tool> <log> <args...>: compute-sanitizer's tool over one check at a small ragged GQA shape
+    local tool=$1 log=$OUT/$2; shift 2
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma "$@" \
+        --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$log" 2>&1
+    echo "sanitizer $tool [$*] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$log" | tr '\n' ' ')"
+}
 if [ "$mode" = dqbufs ]; then   # two dQ staging buffers (tile key dqbufs) against one: checks, then A/B in one call
     for t in dqbufs=2 dqbufs=2,deterministic=1; do
         for d in 64 128; do
@@ -33,9 +39,7 @@ if [ "$mode" = dqbufs ]; then   # two dQ staging buffers (tile key dqbufs) again
         run xcheck --hdim 64 --causal --tile $t --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
     done
     echo "wgmma attn_bwd dqbufs=2 checks: $pass passed, $fail failed"
-    timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
-        --tile deterministic=1,dqbufs=2 --hdim 64 --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_dq2.log" 2>&1
-    echo "sanitizer racecheck [dqbufs=2 deterministic=1 d64] rc=$? :: $(grep -E 'RACECHECK SUMMARY|check:' "$OUT/san_dq2.log" | tr '\n' ' ')"
+    san racecheck san_dq2.log --tile deterministic=1,dqbufs=2 --hdim 64
     for rep in 1 2; do
         for sh in "64 64 64" "64 64 64 --causal" "128 32 32" "128 32 32 --causal" "128 64 8 --causal"; do
             set -- $sh
@@ -64,11 +68,7 @@ if [ "$mode" = det ]; then
     run bench --hdim 128 --causal --tile deterministic=1 --sq 1000 --sk 1000 --hq 4 --hkv 4 --iters 3 --warmup 1
     echo "wgmma attn_bwd deterministic checks: $pass passed, $fail failed"
     for args in "--hdim 128 --causal" "--hdim 64"; do
-        for tool in memcheck racecheck; do
-            timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
-                --tile deterministic=1 $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_det_$tool.log" 2>&1
-            echo "sanitizer $tool [deterministic=1 $args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_det_$tool.log" | tr '\n' ' ')"
-        done
+        for tool in memcheck racecheck; do san $tool san_det_$tool.log --tile deterministic=1 $args; done
     done
     shapes=()
     for sh in 4,4096,32,32,128,0 4,4096,32,32,128,0,1 4,4096,32,32,128,1 4,4096,32,32,128,1,1 4,4096,64,8,128,1 \
@@ -99,11 +99,9 @@ if [ "$mode" = d256 ]; then
         run check --hdim 128 --tile bm=128,dsplit=2,stages=1 --sq 1000 --sk 1300 --hq 4 --hkv 2
         run xcheck "${h[@]}" --causal --sq 300 --sk 517 --hq 4 --hkv 2 --pad 8
         echo "wgmma attn_bwd d256 checks: $pass passed, $fail failed"
-        for t in deterministic=0 deterministic=1; do for tool in memcheck racecheck; do
-            timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
-                --hdim 256 --tile $t --causal --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san.log" 2>&1
-            echo "sanitizer $tool [d256 $t causal GQA ragged] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san.log" | tr '\n' ' ')"
-        done; done
+        for t in deterministic=0 deterministic=1; do
+            for tool in memcheck racecheck; do san $tool san.log --hdim 256 --tile $t --causal; done
+        done
         bash scripts/device_manifest.sh 2>&1 | tail -22
     else
         PYTHONPATH=python:bench python3 bench/bwd_peers.py --family wgmma --shape 4,4096,8,8,256,0 --shape 4,4096,8,8,256,1 \
@@ -139,9 +137,7 @@ if [ "$mode" != bench ]; then
         for args in "--hdim 128 --causal" "--hdim 64 --tile deterministic=1" "--hdim 64"; do
             for tool in memcheck racecheck; do
                 n=$((n + 1))
-                timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./ptxgen check --kernel attn_bwd --mma wgmma \
-                    $args --sq 150 --sk 300 --hq 4 --hkv 2 --iters 1 >"$OUT/san_${n}_$tool.log" 2>&1
-                echo "sanitizer $tool [$args] rc=$? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check:' "$OUT/san_${n}_$tool.log" | tr '\n' ' ')"
+                san $tool "san_${n}_$tool.log" $args
             done
         done
     else echo "SKIP sanitizer: compute-sanitizer is not on this machine"; fi
