@@ -219,7 +219,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
            p.d_qk, p.d_v, p.dtype == DT_BF16 ? "bf16" : "fp16", with_length ? " topk_length" : "");
     if (host_ok(pl, err, errlen)) return -1;
     mla_draw_indices(&run->rng, p.s_q, p.s_kv, p.topk, idx);
-    mla_draw_topk_length(&run->rng, p.s_q, p.topk, len);
+    mla_draw_topk_length(&run->rng, idx, p.s_q, p.s_kv, p.topk, len);
     if (input(pl, run, &q, p.dtype, 1, p.s_q, p.h_q, p.d_qk, 8, NULL, err, errlen) ||
         input(pl, run, &kv, p.dtype, 1, p.s_kv, 1, p.d_qk, 8, NULL, err, errlen) ||
         indices(pl, idx, p.s_q, p.topk, &idx_d, err, errlen) ||

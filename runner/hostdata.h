@@ -26,6 +26,8 @@ uint32_t rng_below(Rng *r, uint32_t n);   /* [0, n), n >= 1 */
 void mla_draw_indices(Rng *r, int s_q, int s_kv, int topk, int32_t *idx);
 /* topk_length [s_q]: per token a value in [1, topk) (every other token), topk,
  * 0, one above topk (up to INT32_MAX) or a negative one (-1 or INT32_MIN), in
- * a fixed cycle from a random start: any 8 consecutive tokens have each. */
-void mla_draw_topk_length(Rng *r, int s_q, int topk, int32_t *len);
+ * a fixed cycle from a random start: any 8 consecutive tokens have each.
+ * Where the lengths would leave no token two different valid rows of idx
+ * (so dq = 0), the first token whose full row has two keeps every slot. */
+void mla_draw_topk_length(Rng *r, const int32_t *idx, int s_q, int s_kv, int topk, int32_t *len);
 #endif

@@ -67,11 +67,27 @@ void mla_draw_indices(Rng *r, int s_q, int s_kv, int topk, int32_t *idx)
     plant(r, &tk, s_kv);
 }
 
-void mla_draw_topk_length(Rng *r, int s_q, int topk, int32_t *len)
+/* Token row's first n slots hold two different valid rows: its dS is not 0
+ * by cancellation (one row alone gives P = 1 and dP = D), so its dq is not. */
+static int two_rows(const int32_t *row, int64_t n, int s_kv)
+{
+    int32_t first = -1;
+    for (int64_t j = 0; j < n; j++) {
+        if (row[j] < 0 || row[j] >= s_kv) continue;
+        if (first >= 0 && row[j] != first) return 1;
+        first = row[j];
+    }
+    return 0;
+}
+
+static int64_t kept(int32_t len, int topk) { return len < 0 ? 0 : len > topk ? topk : len; }
+
+void mla_draw_topk_length(Rng *r, const int32_t *idx, int s_q, int s_kv, int topk, int32_t *len)
 {
     enum { BETWEEN, ALL, NONE, ABOVE, NEGATIVE };
     static const int cycle[8] = { BETWEEN, ALL, BETWEEN, NONE, BETWEEN, ABOVE, BETWEEN, NEGATIVE };
     uint32_t first = rng_below(r, 8);
+    int gradient = 0;
     for (int t = 0; t < s_q; t++) {
         int64_t above[3] = { (int64_t)topk + 1, (int64_t)topk + 2 + rng_below(r, 1000), INT32_MAX };
         int64_t high = above[rng_below(r, 3)];
@@ -82,5 +98,10 @@ void mla_draw_topk_length(Rng *r, int s_q, int topk, int32_t *len)
         case ABOVE: len[t] = (int32_t)(high > INT32_MAX ? INT32_MAX : high); break;
         default: len[t] = rng_below(r, 2) ? -1 : INT32_MIN;
         }
+        gradient |= two_rows(idx + (size_t)t * topk, kept(len[t], topk), s_kv);
     }
+    /* a few tokens can draw lengths that leave none of them a gradient (a zero
+     * dq proves nothing): the first token whose whole row has one keeps all */
+    for (int t = 0; t < s_q && !gradient; t++)
+        if (two_rows(idx + (size_t)t * topk, topk, s_kv)) len[t] = topk, gradient = 1;
 }

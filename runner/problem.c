@@ -179,7 +179,7 @@ static int draw_selection(Problem *p, Rng *rng, Device *dev, char *err, size_t e
     if (upload_ints(&p->indices, rng, dev, err, errlen)) return 1;
     if (!p->with_topk_length) return 0;
     if (!host_ints(&p->topk_length, err, errlen)) return 1;
-    mla_draw_topk_length(rng, p->s_q, p->topk, p->topk_length.ints);
+    mla_draw_topk_length(rng, p->indices.ints, p->s_q, p->s_k, p->topk, p->topk_length.ints);
     return upload_ints(&p->topk_length, rng, dev, err, errlen);
 }
 

@@ -283,7 +283,7 @@ static int run_fwd(Ctx *c, const Json *man, uint64_t seed, int s_q, int s_kv, in
     double *ro = malloc(no * 8), *rlse = malloc((size_t)s_q * (size_t)h_q * 8);
     fill_bf16(&r, q, fq, (int)nq), fill_bf16(&r, kv, fkv, (int)nkv);
     mla_draw_indices(&r, s_q, s_kv, topk, idx->host);
-    if (with_len) mla_draw_topk_length(&r, s_q, topk, len->host);
+    if (with_len) mla_draw_topk_length(&r, idx->host, s_q, s_kv, topk, len->host);
     RefMla p = {s_q, s_kv, h_q, topk, d_qk, d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
     ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
     int rc = upload(c, q) || upload(c, kv) || upload(c, idx) || (with_len && upload(c, len)) ||
@@ -587,7 +587,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < ndo; i++) fdo[i] = 1.0f, ((uint16_t *)dout->host)[i] = f32_to_bf16(1.0f);
         for (int i = 0; i < s_q * topk; i++) ((int32_t *)idx->host)[i] = 0;
     }
-    if (with_len) mla_draw_topk_length(&r, s_q, topk, len->host);
+    if (with_len) mla_draw_topk_length(&r, idx->host, s_q, s_kv, topk, len->host);
     RefMla p = {s_q, s_kv, h_q, topk, (int)d_qk, (int)d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
     ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
     for (size_t i = 0; i < ndo; i++) ((uint16_t *)o->host)[i] = f32_to_bf16((float)ro[i]);

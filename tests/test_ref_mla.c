@@ -201,7 +201,7 @@ static Sparse sparse_case(int s_q, int s_kv, int h_q, int topk, int d_qk, int d_
     mla_draw_indices(&r, s_q, s_kv, topk, c.idx);
     if (with_len) {
         c.len = test_alloc(sizeof(int32_t) * (size_t)s_q);
-        mla_draw_topk_length(&r, s_q, topk, c.len);
+        mla_draw_topk_length(&r, c.idx, s_q, s_kv, topk, c.len);
     }
     c.o = zeros(c.no);
     c.lse = zeros((size_t)s_q * h_q);
@@ -372,8 +372,9 @@ static void test_draw_topk_length(void)
     Rng r;
     rng_seed(&r, 9);
     enum { S = 16, K = 64 };
-    int32_t len[S];
-    mla_draw_topk_length(&r, S, K, len);
+    int32_t len[S], idx[S * K];
+    mla_draw_indices(&r, S, 500, K, idx);
+    mla_draw_topk_length(&r, idx, S, 500, K, len);
     int zero = 0, all = 0, between = 0, negative = 0, above = 0, max = 0;
     for (int t = 0; t < S; t++) {
         zero += len[t] == 0, all += len[t] == K, between += len[t] > 0 && len[t] < K;
@@ -381,6 +382,31 @@ static void test_draw_topk_length(void)
     }
     check(zero && all && between >= S / 2 && negative && above, "mla topk_length: 0, topk, in between, negative, above",
           "zero %d all %d between %d negative %d above %d", zero, all, between, negative, above);
+
+    /* Few tokens: three special ones and lengths of 0, negative or small can
+     * leave no token two different valid rows (dq = 0, a check of nothing; CI
+     * drew one at s_q 5). Every draw keeps one where its indices have one. */
+    int draws = 0, fixed = 0;
+    for (uint64_t seed = 1; seed <= 3000; seed++) {
+        int s_q = 2 + (int)(seed % 6), topk = (int)(seed % 3) == 0 ? 2 : (int)(seed % 3) == 1 ? 9 : 64, s_kv = 40;
+        rng_seed(&r, seed);
+        mla_draw_indices(&r, s_q, s_kv, topk, idx);
+        mla_draw_topk_length(&r, idx, s_q, s_kv, topk, len);
+        int any_full = 0, any_kept = 0;
+        for (int t = 0; t < s_q; t++) {
+            int32_t n = len[t] < 0 ? 0 : len[t] > topk ? topk : len[t], full = -2, kept = -2;
+            for (int j = 0; j < topk; j++) {
+                int32_t v = idx[t * topk + j];
+                if (v < 0 || v >= s_kv) continue;
+                full = full == -2 ? v : full != v ? -1 : full;
+                if (j < n) kept = kept == -2 ? v : kept != v ? -1 : kept;
+            }
+            any_full |= full == -1, any_kept |= kept == -1;
+        }
+        draws += any_full, fixed += any_full && any_kept;
+    }
+    check(draws > 1500 && fixed == draws, "mla topk_length: a token keeps two different valid rows (s_q 2-7)",
+          "%d of %d draws", fixed, draws);
 }
 
 int main(void)
