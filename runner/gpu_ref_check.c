@@ -183,7 +183,7 @@ static int attn_case(Run *run, Pool *pl, const GpuRefAttn *shape, int pad, char 
         output(pl, &dv_d, nk * p.dv, err, errlen))
         return -1;
     p.o = go.st, p.dout = gdo.st;
-    if (ref_attn_bwd(&ra, q.val, k.val, v.val, gdo.val, dq, dk, dv, t2, 0)) return host_oom(err, errlen);
+    if (ref_attn_bwd(&ra, q.val, k.val, v.val, go.val, gdo.val, dq, dk, dv, t2, 0)) return host_oom(err, errlen);
     if (gpu_ref_attn_bwd(run->g, &p, q.dev, k.dev, v.dev, go.dev, gdo.dev, lse_in, dq_d, dk_d, dv_d, err, errlen))
         return -1;
     return (judge(pl, run, "attn_bwd dq", dq_d, dq, nq * p.d, TOL_BWD, t2[0], err, errlen) ||
@@ -239,7 +239,7 @@ static int mla_case(Run *run, Pool *pl, const GpuRefMla *shape, int with_length,
         output(pl, &dq_d, nq * p.d_qk, err, errlen) || output(pl, &dkv_d, nkv, err, errlen))
         return -1;
     p.o_stride_s = go.st.s, p.o_stride_h = go.st.h, p.do_stride_s = gdo.st.s, p.do_stride_h = gdo.st.h;
-    if (ref_mla_bwd(&rm, q.val, kv.val, gdo.val, dq, dkv, t2, 0)) return host_oom(err, errlen);
+    if (ref_mla_bwd(&rm, q.val, kv.val, go.val, gdo.val, dq, dkv, t2, 0)) return host_oom(err, errlen);
     if (gpu_ref_mla_bwd(run->g, &p, q.dev, kv.dev, go.dev, gdo.dev, lse_in, idx_d, len_d, dq_d, dkv_d, err, errlen))
         return -1;
     return (judge(pl, run, "mla_bwd dq", dq_d, dq, nq * p.d_qk, TOL_BWD, t2[0], err, errlen) ||

@@ -198,7 +198,7 @@ static int ref_fwd(const Problem *p, double *const ref[], double *term_norm2) {
 static int ref_bwd(const Problem *p, double *const ref[], double *term_norm2) {
     if (p->varlen) return varlen_ref_bwd(p, ref, term_norm2);
     RefAttn ra = ref_shape(p);
-    return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->dout.host, ref[0], ref[1], ref[2], term_norm2, 0);
+    return ref_attn_bwd(&ra, p->q.host, p->k.host, p->v.host, p->o.host, p->dout.host, ref[0], ref[1], ref[2], term_norm2, 0);
 }
 
 /* topk_length.ints is NULL when the problem passes none. */
@@ -214,7 +214,7 @@ static int ref_mla(const Problem *p, double *const ref[], double *term_norm2) {
 
 static int ref_mla_grads(const Problem *p, double *const ref[], double *term_norm2) {
     RefMla m = mla_shape(p);
-    return ref_mla_bwd(&m, p->q.host, p->kv.host, p->dout.host, ref[0], ref[1], term_norm2, 0);
+    return ref_mla_bwd(&m, p->q.host, p->kv.host, p->o.host, p->dout.host, ref[0], ref[1], term_norm2, 0);
 }
 
 static GpuRefStride gpu_stride(const Tensor *t) {
@@ -411,7 +411,7 @@ int problem_outputs(Problem *p, ProblemOutput out[PROBLEM_MAX_OUTPUTS]) {
  * also gives exact zeros by cancellation, which no kernel reproduces: when
  * every valid slot of a token holds one kv row, P = 1 there and o is that
  * row, so dP = delta and dS = 0 in float64, while a kernel's P from an fp32
- * lse and its delta from the rounded o leave a residue (dq, and dkv's columns
+ * lse (and its fp32 sums of dP and delta) leave a residue (dq, and dkv's columns
  * past d_v). Such elements of an exact_zero output become the smallest
  * double: 0 for every tolerance, but not an exact zero to verify.h. */
 static int mark_cancellations(const Problem *p, double *const ref[PROBLEM_MAX_OUTPUTS], char *err, size_t errlen) {

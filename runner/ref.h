@@ -27,11 +27,15 @@ int ref_attn_fwd(const RefAttn *p, const float *q, const float *k, const float *
                  double *o, double *lse, int nthreads);
 /* Gradients of sum(dout * O) (KERNELS.md attn_bwd): dq [b, s_q, h_q, d],
  * dk [b, s_k, h_kv, d] and dv [b, s_k, h_kv, dv], the last two summed over the
- * query heads of each kv head. Needs no forward outputs: P is recomputed.
+ * query heads of each kv head. P is recomputed; o (NULL: the reference's own
+ * float64 O) is the backward's input O, rounded as a forward writes it, which
+ * delta = dO . O takes, as a kernel's does (KERNELS.md judges from the same
+ * rounded inputs; where dS cancels, O's rounding is what a kernel's dS is left
+ * with).
  * term_norm2: NULL, or 3 values in the outputs' order, each the squared
  * Frobenius norm of the output's term magnitudes (ref_grad_term): dq's and
  * dk's; dv's is 0 (P dO has no dS - delta to cancel). The same for any nthreads. */
-int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout,
+int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *o, const float *dout,
                  double *dq, double *dk, double *dv, double *term_norm2, int nthreads);
 /* Calls fn over [0, rows) cut into nthreads contiguous chunks (<= 0: all online
  * CPUs), one thread each; the caller's thread takes the first. Each chunk gets
@@ -81,11 +85,11 @@ int ref_mla_fwd(const RefMla *p, const float *q, const float *kv, double *o, dou
 /* Gradients of sum(dout * o): dq [s_q, h_q, d_qk] and dkv [s_kv, d_qk],
  * dkv[idx, :d_qk] += scale * dS^T q and dkv[idx, :d_v] += P^T dO summed over
  * every (token, head, valid slot) that selected idx; rows nobody selected are
- * exactly 0. Needs no forward outputs: P is recomputed. term_norm2: NULL, or
- * 2 values as ref_attn_bwd's: dq's squared term norm, and 0 for dkv (its
- * P^T dO part does not cancel). */
-int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                double *term_norm2, int nthreads);
+ * exactly 0. P is recomputed; o [s_q, h_q, d_v] as ref_attn_bwd's (NULL: the
+ * reference's own). term_norm2: NULL, or 2 values as ref_attn_bwd's: dq's
+ * squared term norm, and 0 for dkv (its P^T dO part does not cancel). */
+int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *o, const float *dout, double *dq,
+                double *dkv, double *term_norm2, int nthreads);
 
 /* GEMM (ref_gemm.c): d[m, n] = alpha * sum_k a[m, k] * b[n, k] + beta * c[m, n],
  * all dense row-major (a [M, K], b [N, K], c and d [M, N]); c may be NULL

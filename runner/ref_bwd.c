@@ -15,7 +15,7 @@
 
 typedef struct {
     const RefAttn *p;
-    const float *q, *k, *v, *dout;
+    const float *q, *k, *v, *o, *dout;   /* o: NULL, delta from the row's own float64 O */
     double *dq, *dk, *dv, *lse, *delta;
     double *dq_t2, *dk_t2;   /* per query / key row: its squared term norm; NULL: not wanted */
 } BwdJob;
@@ -53,7 +53,8 @@ static void query_row(const BwdJob *jb, long r, double *scratch)
         s[j] = exp(s[j] - lse);   /* now P */
         for (int c = 0; c < p->dv; c++) o[c] += s[j] * v[c];
     }
-    for (int c = 0; c < p->dv; c++) delta += dout[c] * o[c];
+    const float *o_in = jb->o ? jb->o + row * (size_t)p->dv : NULL;
+    for (int c = 0; c < p->dv; c++) delta += dout[c] * (o_in ? (double)o_in[c] : o[c]);
     memset(dq, 0, sizeof(double) * (size_t)p->d);
     if (t) memset(t, 0, sizeof(double) * (size_t)p->d);
     for (int j = 0; j < n; j++) {
@@ -97,12 +98,12 @@ static void key_rows(void *job, long r0, long r1, void *scratch)
     for (long r = r0; r < r1; r++) key_row(job, r, scratch);
 }
 
-int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
-                 double *dk, double *dv, double *term_norm2, int nthreads)
+int ref_attn_bwd(const RefAttn *p, const float *q, const float *k, const float *v, const float *o, const float *dout,
+                 double *dq, double *dk, double *dv, double *term_norm2, int nthreads)
 {
     size_t rows = (size_t)p->b * p->h_q * p->s_q, krows = (size_t)p->b * p->h_kv * p->s_k;
     double *lse = ref_row_values(rows, 1), *delta = ref_row_values(rows, 1);
-    BwdJob job = {p, q, k, v, dout, dq, dk, dv, lse, delta, ref_row_values(rows, !!term_norm2), ref_row_values(krows, !!term_norm2)};
+    BwdJob job = {p, q, k, v, o, dout, dq, dk, dv, lse, delta, ref_row_values(rows, !!term_norm2), ref_row_values(krows, !!term_norm2)};
     size_t qscratch = (size_t)p->s_k + (size_t)p->dv + (size_t)p->d;   /* s, o, the row's term magnitudes */
     int rc = !lse || !delta || (term_norm2 && (!job.dq_t2 || !job.dk_t2)) ? -1
              : ref_parallel_rows((long)rows, nthreads, sizeof(double) * qscratch, query_rows, &job);

@@ -17,6 +17,7 @@
 typedef struct {
     const RefMla *p;
     const float *q, *kv, *dout;
+    const float *o_in;       /* the backward's input o, which delta takes; NULL: each row's own float64 o */
     double *o, *lse, *dq, *dkv, *delta;
     double *dq_t2;           /* per (token, head) row: its squared dq term norm; NULL: not wanted */
     const long *sel_start;   /* kv row r is selected by the tokens sel[sel_start[r] .. sel_start[r + 1]), once per slot */
@@ -81,7 +82,8 @@ static void dq_row(const MlaJob *jb, long r, double *s, double *o, double *t)
     const float *dout = jb->dout + (size_t)r * p->d_v;
     double *dq = jb->dq + (size_t)r * p->d_qk, delta = 0;
     jb->lse[r] = row_softmax(jb, r, s, o);
-    for (int c = 0; c < p->d_v; c++) delta += dout[c] * o[c];
+    const float *o_in = jb->o_in ? jb->o_in + (size_t)r * p->d_v : NULL;
+    for (int c = 0; c < p->d_v; c++) delta += dout[c] * (o_in ? (double)o_in[c] : o[c]);
     jb->delta[r] = delta;
     memset(dq, 0, sizeof(double) * (size_t)p->d_qk);
     if (t) memset(t, 0, sizeof(double) * (size_t)p->d_qk);
@@ -138,14 +140,14 @@ static void invert_indices(const RefMla *p, long *start, int *sel, long *fill)
             if (ref_mla_valid(p, t, j)) sel[fill[p->indices[(size_t)t * p->topk + j]]++] = t;
 }
 
-int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *dout, double *dq, double *dkv,
-                double *term_norm2, int nthreads)
+int ref_mla_bwd(const RefMla *p, const float *q, const float *kv, const float *o, const float *dout, double *dq,
+                double *dkv, double *term_norm2, int nthreads)
 {
     size_t rows = (size_t)p->s_q * p->h_q;
     long *start = malloc(sizeof(long) * ((size_t)p->s_kv + 1)), *fill = malloc(sizeof(long) * ((size_t)p->s_kv + 1));
     int *sel = malloc(sizeof(int) * ((size_t)p->s_q * (size_t)p->topk + 1));
     double *lse = ref_row_values(rows, 1), *delta = ref_row_values(rows, 1), *dq_t2 = ref_row_values(rows, !!term_norm2);
-    MlaJob job = {.p = p, .q = q, .kv = kv, .dout = dout, .lse = lse, .dq = dq, .dkv = dkv, .delta = delta,
+    MlaJob job = {.p = p, .q = q, .kv = kv, .o_in = o, .dout = dout, .lse = lse, .dq = dq, .dkv = dkv, .delta = delta,
                   .dq_t2 = dq_t2, .sel_start = start, .sel = sel};
     size_t scratch = (size_t)p->topk + (size_t)p->d_v + (size_t)p->d_qk;   /* P, o, the row's term magnitudes */
     int rc = !start || !fill || !sel || !lse || !delta || (term_norm2 && !dq_t2) ? -1 : 0;

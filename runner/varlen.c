@@ -154,7 +154,8 @@ int varlen_ref_bwd(const Problem *p, double *const ref[], double *term_norm2) {
         RefAttn ra = {1, lq, lk, p->h_q, p->h_kv, p->d, p->d_v, p->causal, p->scale, blockmask_ref(p, i)};
         size_t q0 = (size_t)cq[i], k0 = (size_t)ck[i];
         if (ref_attn_bwd(&ra, p->q.host + q0 * p->h_q * p->d, p->k.host + k0 * p->h_kv * p->d,
-                         p->v.host + k0 * p->h_kv * p->d_v, p->dout.host + q0 * p->h_q * p->d_v, ref[0] + q0 * p->h_q * p->d,
+                         p->v.host + k0 * p->h_kv * p->d_v, p->o.host + q0 * p->h_q * p->d_v,
+                         p->dout.host + q0 * p->h_q * p->d_v, ref[0] + q0 * p->h_q * p->d,
                          ref[1] + k0 * p->h_kv * p->d, ref[2] + k0 * p->h_kv * p->d_v, term_norm2 ? seq_t2 : NULL, 0))
             return 1;
         for (int o = 0; term_norm2 && o < 3; o++) term_norm2[o] += seq_t2[o];

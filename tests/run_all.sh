@@ -988,6 +988,14 @@ mla_bwd_99k_tests() {
     if [ "$fits" -eq 6 ]; then pass "mla_bwd on 99 KB parts: bm=16 stages=1 (x 2 dkv paths) fits on each of the three, nothing else"
     else fail "mla_bwd on 99 KB parts: candidates that fit" "$fits, expected 6 (bm=16 stages=1, both paths, 3 archs)"; fi
     sim_mla_bwd "sim mla_bwd sm_120 default tile bf16 h_q=64" --arch sm_120 --sq 4 --skv 500 --hq 64 --topk 96 --seed $((RANDOM + 1))
+    # a softmax near one-hot (scale 1.7 at d_qk 576): dS cancels to what O's rounding leaves, so the references take
+    # delta from the o the kernels read (they once took their own float64 O: dq 0.9 off of the terms' floor)
+    sim_mla_bwd "sim mla_bwd one-hot softmax (--scale 1.7), sm_80" --arch sm_80 --sq 1 --skv 300 --hq 3 --topk 13 --scale 1.7 \
+        --seed $((RANDOM + 1))
+    sim_mla_bwd "sim mla_bwd one-hot softmax (--scale 1.7), wgmma fp16 topk_length" --arch sm_90a --dtype fp16 --pad 64 \
+        --scale 1.7 --sq 2 --skv 300 --hq 3 --topk 13 --topk-length --seed $((RANDOM + 1))
+    sim_bwd "sim attn_bwd one-hot softmax (--scale 1.7)" --arch sm_80 --sq 90 --sk 70 --hq 2 --hkv 1 --scale 1.7 \
+        --seed $((RANDOM + 1))
     unset PTXGEN_SIM_STRICT
     name="mla_bwd sm_120 --plan: the default tile (bm=16, one row buffer) and the budget table in seed 000's form"
     run_cli --arch sm_120 --kernel mla_bwd --plan

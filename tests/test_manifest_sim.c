@@ -131,11 +131,23 @@ static int tmap(Ctx *c, const Json *k, const char *param, uint8_t *out) {
     return 1;
 }
 
-static void fill_bf16(Rng *r, Buffer *b, float *copy, int n) {
-    for (int i = 0; i < n; i++) {
-        uint16_t h = f32_to_bf16((float)(rng_uniform(r) * 2 - 1));
-        ((uint16_t *)b->host)[i] = h, copy[i] = bf16_to_f32(h);
-    }
+/* x rounded to b's dtype (bf16 or fp16) into element i of its host copy; returns the rounded value */
+static float put16(Buffer *b, size_t i, float x) {
+    int fp16 = !strcmp(b->dtype, "fp16");
+    uint16_t h = fp16 ? f32_to_fp16(x) : f32_to_bf16(x);
+    ((uint16_t *)b->host)[i] = h;
+    return fp16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* uniform draws in [-1, 1), rounded to b's dtype; copy: the values */
+static void fill_uniform(Rng *r, Buffer *b, float *copy, int n) {
+    for (int i = 0; i < n; i++) copy[i] = put16(b, (size_t)i, (float)(rng_uniform(r) * 2 - 1));
+}
+
+/* o of the float64 forward as the backward reads it: rounded to o's dtype into its host copy and into fo (whose
+ * values the references' delta takes, as the kernels' does) */
+static void put_o(Buffer *o, const double *ro, float *fo) {
+    for (size_t i = 0; i < o->bytes / 2; i++) fo[i] = put16(o, i, (float)ro[i]);
 }
 
 static void add_var(Ctx *c, const char *name, long long v) { c->var[c->nvar++] = (ExprVar){name, v}; }
@@ -281,7 +293,7 @@ static int run_fwd(Ctx *c, const Json *man, uint64_t seed, int s_q, int s_kv, in
     size_t nq = q->bytes / 2, nkv = kv->bytes / 2, no = o->bytes / 2;
     float *fq = malloc(nq * 4), *fkv = malloc(nkv * 4);
     double *ro = malloc(no * 8), *rlse = malloc((size_t)s_q * (size_t)h_q * 8);
-    fill_bf16(&r, q, fq, (int)nq), fill_bf16(&r, kv, fkv, (int)nkv);
+    fill_uniform(&r, q, fq, (int)nq), fill_uniform(&r, kv, fkv, (int)nkv);
     mla_draw_indices(&r, s_q, s_kv, topk, idx->host);
     if (with_len) mla_draw_topk_length(&r, idx->host, s_q, s_kv, topk, len->host);
     RefMla p = {s_q, s_kv, h_q, topk, d_qk, d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
@@ -300,24 +312,21 @@ static int run_fwd(Ctx *c, const Json *man, uint64_t seed, int s_q, int s_kv, in
 
 /* Normal draws scaled by 0.7 (softmax neither flat nor one-hot), rounded to the tensor's dtype; copy: the values */
 static void fill_normal(Rng *r, Buffer *b, float *copy) {
-    int fp16 = !strcmp(b->dtype, "fp16");
-    for (size_t i = 0; i < b->bytes / 2; i++) {
-        float x = (float)(0.7 * rng_normal(r));
-        uint16_t h = fp16 ? f32_to_fp16(x) : f32_to_bf16(x);
-        ((uint16_t *)b->host)[i] = h, copy[i] = fp16 ? fp16_to_f32(h) : bf16_to_f32(h);
-    }
+    for (size_t i = 0; i < b->bytes / 2; i++) copy[i] = put16(b, i, (float)(0.7 * rng_normal(r)));
 }
 
 /* Packed sequences (varlen): n sequences of lq[i] query and lk[i] key rows; n = 0 for a plain batch */
 enum { MAX_SEQS = 64 };
 typedef struct { int n, lq[MAX_SEQS], lk[MAX_SEQS]; } Seqs;
 
-/* The float64 forward (o, lse) and, bwd, the gradients (g: dq, dk, dv) of p, over the packed sequences where there
- * are any: each sequence is a batch of one whose rows are contiguous in the packed tensors, its lse scattered into
- * [h_q, total_q]; a sequence without keys gives o 0 and lse +inf, and no gradient. */
-static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const float *k, const float *v, const float *dout,
-                     double *o, double *lse, double *g[3], int bwd) {
-    if (!sq->n) return ref_attn_fwd(p, q, k, v, o, lse, 0) || (bwd && ref_attn_bwd(p, q, k, v, dout, g[0], g[1], g[2], NULL, 0));
+/* The float64 forward (o, lse) and, given fo (the backward's input o, rounded), the gradients (g: dq, dk, dv) of p,
+ * over the packed sequences where there are any: each sequence is a batch of one whose rows are contiguous in the
+ * packed tensors, its lse scattered into [h_q, total_q]; a sequence without keys gives o 0 and lse +inf, and no
+ * gradient. */
+static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const float *k, const float *v, const float *fo,
+                     const float *dout, double *o, double *lse, double *g[3]) {
+    int bwd = fo != NULL;
+    if (!sq->n) return ref_attn_fwd(p, q, k, v, o, lse, 0) || (bwd && ref_attn_bwd(p, q, k, v, fo, dout, g[0], g[1], g[2], NULL, 0));
     size_t q0 = 0, k0 = 0, total_q = 0, rq = (size_t)p->h_q * (size_t)p->d, rk = (size_t)p->h_kv * (size_t)p->d;
     size_t ro = (size_t)p->h_q * (size_t)p->dv, rv = (size_t)p->h_kv * (size_t)p->dv;
     for (int i = 0; i < sq->n; i++) total_q += (size_t)sq->lq[i];
@@ -340,7 +349,7 @@ static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const flo
             one.b = 1, one.s_q = lq, one.s_k = lk;
             rc = ref_attn_fwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, o + q0 * ro, l, 0);
             if (!rc && bwd)
-                rc = ref_attn_bwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, dout + q0 * ro, g[0] + q0 * rq, g[1] + k0 * rk,
+                rc = ref_attn_bwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, fo + q0 * ro, dout + q0 * ro, g[0] + q0 * rq, g[1] + k0 * rk,
                                   g[2] + k0 * rv, NULL, 0);
         }
         for (int h = 0; h < p->h_q; h++)
@@ -402,7 +411,7 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
         if (upload(c, mask) || upload(c, types)) return check(0, "block mask upload", "%s", c->err), check_summary();
     }
     size_t nq = q->bytes / 2, nk = k->bytes / 2, nv = v->bytes / 2, no = o->bytes / 2, nl = lse->bytes / 4;
-    float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nv * 4), *fdo = malloc(no * 4);
+    float *fq = malloc(nq * 4), *fk = malloc(nk * 4), *fv = malloc(nv * 4), *fdo = malloc(no * 4), *fo = malloc(no * 4);
     double *ro = malloc(no * 8), *rl = malloc(nl * 8), *rg[3] = {malloc(nq * 8), malloc(nk * 8), malloc(nv * 8)};
     fill_normal(&r, q, fq), fill_normal(&r, k, fk), fill_normal(&r, v, fv);
     Buffer *cu[2] = {named(c, "cu_seqlens_q"), named(c, "cu_seqlens_k")};
@@ -440,11 +449,14 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
         rc = rc || !perm || upload(c, table) || upload(c, seqlens) ||
              paged_refs(&p, page, max_pages, tb, sl, fq, fk, fv, ro, rl);
         free(perm);
-    } else
-        rc = rc || attn_refs(&p, sq, fq, fk, fv, fdo, ro, rl, rg, bwd);   /* every CPU: a GPU run takes realistic shapes */
-    if (bwd) {   /* o and lse are inputs: the float64 forward's, rounded as the forward writes them */
-        int fp16 = !strcmp(o->dtype, "fp16");
-        for (size_t i = 0; i < no; i++) ((uint16_t *)o->host)[i] = fp16 ? f32_to_fp16((float)ro[i]) : f32_to_bf16((float)ro[i]);
+    } else {   /* every CPU: a GPU run takes realistic shapes */
+        rc = rc || attn_refs(&p, sq, fq, fk, fv, NULL, fdo, ro, rl, rg);
+        if (bwd && !rc) {   /* o is an input: the float64 forward's, rounded as the forward writes it */
+            put_o(o, ro, fo);
+            rc = attn_refs(&p, sq, fq, fk, fv, fo, fdo, ro, rl, rg);
+        }
+    }
+    if (bwd) {   /* lse is an input too: the float64 forward's in fp32 */
         for (size_t i = 0; i < nl; i++) ((float *)lse->host)[i] = (float)rl[i];
         rc = rc || upload(c, o) || upload(c, lse) || upload(c, t[5]);
         for (int i = 6; i < 9; i++) rc = rc || dev_fill_u8(c->dev, t[i]->dev, 0xFF, t[i]->bytes, c->err, sizeof c->err);
@@ -465,7 +477,7 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
         snprintf(what, sizeof what, "%s matches float64", need[6 + i]);
         check(nref > 0 && !bad && e <= tol, what, "rel_l2 %.3e, %d non-finite, |ref| %g", e, bad, nref);
     }
-    free(fq), free(fk), free(fv), free(fdo), free(ro), free(rl), free(rg[0]), free(rg[1]), free(rg[2]);
+    free(fq), free(fk), free(fv), free(fdo), free(fo), free(ro), free(rl), free(rg[0]), free(rg[1]), free(rg[2]);
     return check_summary();
 }
 
@@ -580,19 +592,20 @@ int main(int argc, char **argv) {
     float *fq = malloc(nq * 4), *fkv = malloc(nkv * 4), *fdo = malloc(ndo * 4);
     double *ro = malloc(ndo * 8), *rlse = malloc((size_t)s_q * (size_t)h_q * 8);
     double *rdq = malloc(nq * 8), *rdkv = malloc(nkv * 8);
-    fill_bf16(&r, q, fq, (int)nq), fill_bf16(&r, kv, fkv, (int)nkv), fill_bf16(&r, dout, fdo, (int)ndo);
+    fill_uniform(&r, q, fq, (int)nq), fill_uniform(&r, kv, fkv, (int)nkv), fill_uniform(&r, dout, fdo, (int)ndo);
     mla_draw_indices(&r, s_q, s_kv, topk, idx->host);
     if (tight) {   /* every slot row 0; dO 1; q +-2^-20 (exact in bf16) */
-        for (size_t i = 0; i < nq; i++) fq[i] = fq[i] < 0 ? -0x1p-20f : 0x1p-20f, ((uint16_t *)q->host)[i] = f32_to_bf16(fq[i]);
-        for (size_t i = 0; i < ndo; i++) fdo[i] = 1.0f, ((uint16_t *)dout->host)[i] = f32_to_bf16(1.0f);
+        for (size_t i = 0; i < nq; i++) fq[i] = put16(q, i, fq[i] < 0 ? -0x1p-20f : 0x1p-20f);
+        for (size_t i = 0; i < ndo; i++) fdo[i] = put16(dout, i, 1.0f);
         for (int i = 0; i < s_q * topk; i++) ((int32_t *)idx->host)[i] = 0;
     }
     if (with_len) mla_draw_topk_length(&r, idx->host, s_q, s_kv, topk, len->host);
     RefMla p = {s_q, s_kv, h_q, topk, (int)d_qk, (int)d_v, 1.0 / sqrt((double)d_qk), idx->host, with_len ? len->host : NULL};
     ref_mla_fwd(&p, fq, fkv, ro, rlse, 2);
-    for (size_t i = 0; i < ndo; i++) ((uint16_t *)o->host)[i] = f32_to_bf16((float)ro[i]);
+    float *fo = malloc(ndo * 4);
+    put_o(o, ro, fo);
     for (int i = 0; i < s_q * h_q; i++) ((float *)lse->host)[i] = (float)rlse[i];
-    ref_mla_bwd(&p, fq, fkv, fdo, rdq, rdkv, NULL, 2);
+    ref_mla_bwd(&p, fq, fkv, fo, fdo, rdq, rdkv, NULL, 2);
     rc = upload(&c, q) || upload(&c, kv) || upload(&c, dout) || upload(&c, o) || upload(&c, lse) || upload(&c, idx) ||
          (with_len && upload(&c, len)) || dev_fill_u8(c.dev, dq->dev, 0xFF, dq->bytes, c.err, sizeof c.err) ||
          dev_fill_u8(c.dev, dkv->dev, 0xFF, dkv->bytes, c.err, sizeof c.err);

@@ -174,8 +174,8 @@ static void test_vs_dense(void)
 
     size_t nq = (size_t)5 * 3 * 24, nkv = (size_t)23 * 24;
     double *dq = zeros(nq), *dkv = zeros(nkv), *adq = zeros(nq), *adk = zeros(nkv), *adv = zeros((size_t)23 * 16);
-    ref_mla_bwd(&c.m, c.q, c.kv, c.dout, dq, dkv, NULL, 4);
-    ref_attn_bwd(&c.a, c.q, c.kv, c.v, c.dout, adq, adk, adv, NULL, 1);
+    ref_mla_bwd(&c.m, c.q, c.kv, NULL, c.dout, dq, dkv, NULL, 4);
+    ref_attn_bwd(&c.a, c.q, c.kv, c.v, NULL, c.dout, adq, adk, adv, NULL, 1);
     for (int k = 0; k < 23; k++)
         for (int i = 0; i < 16; i++) adk[k * 24 + i] += adv[k * 16 + i];   /* dkv[:, :d_v] also gets dV */
     double eq = max_rel(dq, adq, nq, 1e-3), ek = max_rel(dkv, adk, nkv, 1e-3);
@@ -259,7 +259,7 @@ static void test_bwd_case(const char *name, int with_len, uint64_t seed)
 {
     Sparse c = sparse_case(6, 80, 2, 24, 12, 8, with_len, seed);
     double *dq = zeros(c.nq), *dkv = zeros(c.nkv);
-    ref_mla_bwd(&c.p, c.q, c.kv, c.dout, dq, dkv, NULL, 3);
+    ref_mla_bwd(&c.p, c.q, c.kv, NULL, c.dout, dq, dkv, NULL, 3);
     Rng r;
     rng_seed(&r, seed + 1);
     double worst = 0;
@@ -286,8 +286,8 @@ static void test_threads(void)
     ref_mla_fwd(&c.p, c.q, c.kv, o1, l1, 1);
     ref_mla_fwd(&c.p, c.q, c.kv, c.o, c.lse, 7);
     double t1[2], t2[2];   /* dq's squared term norm (verify.h's floor): summed in row order, whatever the threads */
-    ref_mla_bwd(&c.p, c.q, c.kv, c.dout, dq1, dkv1, t1, 1);
-    ref_mla_bwd(&c.p, c.q, c.kv, c.dout, dq2, dkv2, t2, 5);
+    ref_mla_bwd(&c.p, c.q, c.kv, NULL, c.dout, dq1, dkv1, t1, 1);
+    ref_mla_bwd(&c.p, c.q, c.kv, NULL, c.dout, dq2, dkv2, t2, 5);
     int same = !memcmp(o1, c.o, c.no * 8) && !memcmp(l1, c.lse, nl * 8) && !memcmp(dq1, dq2, c.nq * 8) &&
                !memcmp(dkv1, dkv2, c.nkv * 8);
     check(same, "mla ref single vs multi thread identical (fwd and bwd)", "outputs differ");

@@ -357,7 +357,7 @@ static void test_ref_bwd_case(const char *name, RefAttn p)
     size_t nq = (size_t)p.b * p.s_q * p.h_q * p.d, nk = (size_t)p.b * p.s_k * p.h_kv * p.d,
            nv = (size_t)p.b * p.s_k * p.h_kv * p.dv;
     double *dq = calloc(nq, 8), *dk = calloc(nk, 8), *dv = calloc(nv, 8);
-    ref_attn_bwd(&p, a.q, a.k, a.v, dout, dq, dk, dv, NULL, 3);
+    ref_attn_bwd(&p, a.q, a.k, a.v, NULL, dout, dq, dk, dv, NULL, 3);
     double worst = 0;
     struct { float *x; double *g; size_t n; } t[3] = {{a.q, dq, nq}, {a.k, dk, nk}, {a.v, dv, nv}};
     for (int w = 0; w < 3; w++)
@@ -419,6 +419,41 @@ static void test_ref_mask_gathered(int causal)
     attn_free(&a);
 }
 
+static double rel_gap(const double *a, const double *b, size_t n)
+{
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) d += (a[i] - b[i]) * (a[i] - b[i]), s += b[i] * b[i];
+    return sqrt(d / (s > 0 ? s : 1));
+}
+
+/* The backward's o input (what a kernel reads) is what delta takes: handed the reference's own O in float, the
+ * gradients barely move; handed an O 1 % off, dq and dk move and dv (P^T dO, no delta) does not. */
+static void test_ref_bwd_given_o(void)
+{
+    RefAttn p = {2, 7, 9, 4, 2, 8, 6, 1, 0.35, kMask};
+    Rng r;
+    rng_seed(&r, 21);
+    AttnBufs a = attn_alloc(&p, &r);
+    float *dout = rand_floats(&r, a.no), *fo = malloc(a.no * sizeof(float));
+    size_t nq = (size_t)p.b * p.s_q * p.h_q * p.d, nk = (size_t)p.b * p.s_k * p.h_kv * p.d, nv = (size_t)p.b * p.s_k * p.h_kv * p.dv;
+    double *g[3][3];
+    for (int v = 0; v < 3; v++) g[v][0] = calloc(nq, 8), g[v][1] = calloc(nk, 8), g[v][2] = calloc(nv, 8);
+    ref_attn_fwd(&p, a.q, a.k, a.v, a.o, a.lse, 1);
+    ref_attn_bwd(&p, a.q, a.k, a.v, NULL, dout, g[0][0], g[0][1], g[0][2], NULL, 2);
+    for (size_t i = 0; i < a.no; i++) fo[i] = (float)a.o[i];
+    ref_attn_bwd(&p, a.q, a.k, a.v, fo, dout, g[1][0], g[1][1], g[1][2], NULL, 2);
+    for (size_t i = 0; i < a.no; i++) fo[i] = (float)(1.01 * a.o[i]);
+    ref_attn_bwd(&p, a.q, a.k, a.v, fo, dout, g[2][0], g[2][1], g[2][2], NULL, 2);
+    double same = fmax(rel_gap(g[1][0], g[0][0], nq), rel_gap(g[1][1], g[0][1], nk));
+    double moved = fmin(rel_gap(g[2][0], g[0][0], nq), rel_gap(g[2][1], g[0][1], nk));
+    int dv_same = !memcmp(g[2][2], g[0][2], nv * 8) && !memcmp(g[1][2], g[0][2], nv * 8);
+    check(same < 1e-6 && moved > 1e-3 && dv_same, "ref bwd: delta from the o handed in (its own O: the same; 1 % off: dq, "
+          "dk move, dv does not)", "own O %.2e, 1 %% off %.2e, dv the same %d", same, moved, dv_same);
+    for (int v = 0; v < 3; v++) free(g[v][0]), free(g[v][1]), free(g[v][2]);
+    free(dout), free(fo);
+    attn_free(&a);
+}
+
 static void test_ref_bwd(void)
 {
     test_ref_bwd_case("ref bwd vs central differences: MHA non-causal", (RefAttn){1, 5, 7, 2, 2, 8, 8, 0, 0.4, {0}});
@@ -427,6 +462,7 @@ static void test_ref_bwd(void)
     test_ref_bwd_case("ref bwd vs central differences: block mask, GQA, causal", (RefAttn){2, 7, 9, 4, 2, 8, 6, 1, 0.35, kMask});
     test_ref_mask_gathered(0);
     test_ref_mask_gathered(1);
+    test_ref_bwd_given_o();
 }
 
 /* ---- verify ---- */
@@ -637,7 +673,7 @@ static void test_floor_one_key(void)
     BwdBufs b = bwd_alloc(&p, 11);
     size_t nq = b.nq, nk = b.nk;
     double *dq = b.dq, *dk = b.dk, t2[3];
-    int rc = ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, dq, dk, b.dv, t2, 3);
+    int rc = ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, NULL, b.dout, dq, dk, b.dv, t2, 3);
     check(!rc && norm2(dq, nq) == 0 && norm2(dk, nk) == 0 && t2[0] > 0 && t2[1] > 0 && t2[2] == 0,
           "norm floor: attention with one key: dq and dk cancel to 0, their term norms do not (dv has none)",
           "rc %d ||dq|| %.3e ||dk|| %.3e term norms^2 %.3e %.3e %.3e", rc, norm2(dq, nq), norm2(dk, nk), t2[0], t2[1],
@@ -679,7 +715,7 @@ static void test_floor_one_row(void)
     size_t nq = (size_t)SQ * H * DQK, per_token = (size_t)H * DQK;
     float *q = rand_floats(&r, nq), *kv = rand_floats(&r, DQK), *dout = rand_floats(&r, (size_t)SQ * H * DV);
     double *dq = test_alloc(nq * 8), dkv[DQK], t2[2];
-    int rc = ref_mla_bwd(&p, q, kv, dout, dq, dkv, t2, 2), empty = 1;
+    int rc = ref_mla_bwd(&p, q, kv, NULL, dout, dq, dkv, t2, 2), empty = 1;
     for (size_t i = 2 * per_token; i < nq; i++)
         empty &= dq[i] == 0;
     double ratio = norm2(dq, nq) / sqrt(t2[0]), fl = verify_term_floor(t2[0]);
@@ -725,7 +761,7 @@ static void test_floor_inactive(void)
     size_t nq = (size_t)SQ * H * DQK;
     float *q = rand_floats(&r, nq), *kv = rand_floats(&r, (size_t)SKV * DQK), *dout = rand_floats(&r, (size_t)SQ * H * DV);
     double *dq = test_alloc(nq * 8), *dkv = test_alloc((size_t)SKV * DQK * 8), t2[2];
-    ref_mla_bwd(&p, q, kv, dout, dq, dkv, t2, 2);
+    ref_mla_bwd(&p, q, kv, NULL, dout, dq, dkv, t2, 2);
     double ratio = norm2(dq, nq) / sqrt(t2[0]);
     uint16_t *out = noisy_bf16(dq, nq, 0, 1);
     VerifyResult v = verify_u16(out, DT_BF16, dq, nq, 1e-2, 1, verify_term_floor(t2[0]));
@@ -766,10 +802,10 @@ static void test_floor_threads(void)
     RefAttn p = { 2, 37, 53, 4, 2, 20, 12, 1, 0.2, {0} };
     BwdBufs b = bwd_alloc(&p, 14);
     double first[3], again[3];
-    int ok = !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, b.dq, b.dk, b.dv, first, 1);
+    int ok = !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, NULL, b.dout, b.dq, b.dk, b.dv, first, 1);
     int counts[] = { 2, 5, 7, 0 };
     for (int t = 0; t < 4; t++) {
-        ok &= !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, b.dout, b.dq, b.dk, b.dv, again, counts[t]);
+        ok &= !ref_attn_bwd(&p, b.a.q, b.a.k, b.a.v, NULL, b.dout, b.dq, b.dk, b.dv, again, counts[t]);
         ok &= memcmp(first, again, sizeof first) == 0;
     }
     check(ok && first[0] > 0 && first[1] > 0, "norm floor: attention term norms identical for 1, 2, 5, 7 and all threads",
