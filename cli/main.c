@@ -24,7 +24,20 @@ typedef struct {
     const char *csv, *json;             /* tune */
     int save;
     int nvariants;
+    const char *run_flag, *emit_flag;   /* the first flag given that only a run (a subcommand) / only emit reads */
 } Cli;
+
+/* Flags one side reads and the other would ignore: refused there instead (main) */
+static const char *const kRunFlags[] = {"--seed", "--device", "--stats", "--ref", "--ptx", "--iters", "--warmup",
+                                        "--scale", "--full-kv", "--variant", "--svg", "--csv", "--json", "--save"};
+static const char *const kEmitFlags[] = {"-o", "--manifest", "--plan"};
+
+static void note_side(Cli *c, const char *f) {
+    for (size_t i = 0; i < sizeof kRunFlags / sizeof kRunFlags[0]; i++)
+        if (!c->run_flag && !strcmp(f, kRunFlags[i])) c->run_flag = kRunFlags[i];
+    for (size_t i = 0; i < sizeof kEmitFlags / sizeof kEmitFlags[0]; i++)
+        if (!c->emit_flag && !strcmp(f, kEmitFlags[i])) c->emit_flag = kEmitFlags[i];
+}
 
 static int usage_error(const char *fmt, const char *a) {
     fputs("ptxgen: ", stderr);
@@ -250,6 +263,7 @@ static int parse_args(Cli *c, int argc, char **argv, int first) {
         for (int j = 0; j < nseen && strcmp(f, "--variant"); j++)   /* --variant is the one flag meant to repeat */
             if (!strcmp(seen[j], f)) return usage_error("%s is given twice (the second would silently override the first)", f);
         if (nseen < (int)(sizeof seen / sizeof seen[0])) seen[nseen++] = f;
+        note_side(c, f);
         if (!strcmp(f, "--causal")) c->req.causal = 1;
         else if (!strcmp(f, "--list")) c->list = 1;
         else if (!strcmp(f, "--plan")) c->plan = 1;
@@ -370,6 +384,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     if (c.run.num_splits && !c.req.splitkv) return usage_error("%s", "--splits needs --split-kv");
     if (c.run.full_kv && !c.req.page_size) return usage_error("%s", "--full-kv needs --page-size (it sets a paged cache's lengths)");
+    if (c.run.varlen_k && !c.req.varlen) return usage_error("%s", "--varlen-k needs --varlen (the keys' lengths of its sequences)");
     /* no --splits: check and bench pick them (ptxgen_num_splits on a GPU, 3 on the sim) */
     if (c.run.block_mask || c.run.mask_heads || c.req.block_m || c.req.block_n) {   /* block-sparse */
         if (!c.req.block_m) c.req.block_m = 128;
@@ -377,6 +392,10 @@ int main(int argc, char **argv) {
     }
     if (c.help) { print_help(); return 0; }
     if (c.list) { print_list(); return 0; }
+    if (!mode && c.run_flag) return usage_error("%s is read by check, bench, xcheck, compare and tune, not when emitting PTX",
+                                                c.run_flag);
+    if (mode && c.emit_flag) return usage_error("%s is read when emitting PTX (no subcommand), not by check, bench, "
+                                                "xcheck, compare or tune", c.emit_flag);
     if (!mode) return do_emit(&c);
     if (mode == 4) return run_selfcheck(&c.run);
     if (!c.req.kernel) return usage_error("%s", "--kernel is required");

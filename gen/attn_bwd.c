@@ -279,8 +279,11 @@ void bwd_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *
     Kctx kc;
     kctx_begin(&kc, ks);
     const AttnTile *t = &d->tile;
-    Bwd f = {.d = d, .mk = t->bn / t->warps / 16, .threads = 32 * t->warps, .cg = t->warps / (t->bm / 16)};
-    f.nq = d->d / f.cg / 8;
+    Bwd f = {.d = d, .mk = t->bn / t->warps / 16, .threads = 32 * t->warps};
+    if (!t->deterministic) {   /* the dQ slices (check_tile: whole ones); deterministic leaves dQ to its own kernel */
+        f.cg = t->warps / (t->bm / 16);
+        f.nq = d->d / f.cg / 8;
+    }
     f.sk = (SmemTile){t->bn, d->d, plan_region(p, "K")};
     f.sv = (SmemTile){t->bn, d->dv, plan_region(p, "V")};
     f.sq = (SmemTile){t->bm, d->d, plan_region(p, "Q.0")};

@@ -391,6 +391,11 @@ static int mask_shape(const Launch *L, char *err, size_t errlen) {
     if (rows != (s_q + bm - 1) / bm || cols != (s_k + bn - 1) / bn)
         return fail(PTXGEN_EINVAL, err, errlen, "block_mask is [.., %lld, %lld] blocks; s_q %lld and s_k %lld in blocks of "
                     "%dx%d need [.., %lld, %lld]", rows, cols, s_q, s_k, bm, bn, (s_q + bm - 1) / bm, (s_k + bn - 1) / bn);
+    /* the kernels index the mask's int32 entries in 32 bits */
+    double entries = (double)size_of(L, "b") * (double)size_of(L, "n_mask_heads") * (double)rows * (double)cols;
+    if (entries > (double)UINT32_MAX)
+        return fail(PTXGEN_EINVAL, err, errlen, "block_mask has %.0f entries (b x n_mask_heads x %lld x %lld), more than "
+                    "the 2^32 - 1 the kernels index in 32 bits", entries, rows, cols);
     return 0;
 }
 

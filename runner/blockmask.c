@@ -1,6 +1,7 @@
 /* Block-sparse problems (blockmask.h). */
 #include "blockmask.h"
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ PTXGEN_API int ptxgen_head_mask_check(const int *head_mask_type, int h_q, int n_
     return 0;
 }
 
+/* the mask's entries (blockmask_setup bounds them by 2^32 - 1, what the kernels index) */
 static long long mask_count(const Problem *p) { return (long long)p->b * p->n_mask_heads * p->mask_rows * p->mask_cols; }
 
 /* FILE: the mask's integers, then the head types */
@@ -29,9 +31,17 @@ static int read_file(Problem *p, const char *path, char *err, size_t errlen) {
     long long need = mask_count(p) + p->h_q, got = 0;
     p->mask_file = malloc(sizeof *p->mask_file * (size_t)need);
     if (!p->mask_file) { fclose(f); return snprintf(err, errlen, "out of host memory for --block-mask %s", path), 2; }
-    long v;
-    while (got < need && fscanf(f, "%ld", &v) == 1) p->mask_file[got++] = (int32_t)v;
-    int extra = fscanf(f, "%ld", &v) == 1, junk = !extra && !feof(f);
+    long long v;
+    int wide = 0;   /* a value past int32 (the tensors' type) is no mask entry or head type, not one cut down to 32 bits */
+    while (got < need && !wide && fscanf(f, "%lld", &v) == 1) {
+        wide = v < INT32_MIN || v > INT32_MAX;
+        p->mask_file[got++] = (int32_t)v;
+    }
+    if (wide) {
+        fclose(f);
+        return snprintf(err, errlen, "--block-mask %s: integer %lld is %lld, past int32", path, got, v), 2;
+    }
+    int extra = fscanf(f, "%lld", &v) == 1, junk = !extra && !feof(f);
     fclose(f);
     if (got < need || extra || junk)
         return snprintf(err, errlen, "--block-mask %s: want exactly %lld integers (b %d x %d mask heads x %d x %d blocks, "
@@ -50,6 +60,11 @@ int blockmask_setup(Problem *p, const char *mode, int mask_heads, char *err, siz
     p->mask_cols = (p->s_k + p->block_n - 1) / p->block_n;
     if (!mode) mode = "random:0.5";
     p->mask_mode = mode;
+    double entries = (double)p->b * p->n_mask_heads * p->mask_rows * p->mask_cols;   /* no overflow: doubles */
+    if (entries > (double)UINT32_MAX)
+        return snprintf(err, errlen, "the block mask would have %.0f entries (b %d x %d mask heads x %d x %d blocks), more "
+                        "than the 2^32 - 1 the kernels index in 32 bits", entries, p->b, p->n_mask_heads, p->mask_rows,
+                        p->mask_cols), 2;
     if (!strncmp(mode, "random:", 7)) {
         p->mask_density = strtod(mode + 7, &end);
         if (!mode[7] || *end || !(p->mask_density >= 0 && p->mask_density <= 1))

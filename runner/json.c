@@ -208,7 +208,42 @@ static int parse_array(P *p, Json *j)
     }
 }
 
-static int parse_member(P *p, Json *j)
+/* An object's member names so far, for the duplicate check: an open-addressed set of indices into j->key (-1 free),
+ * kept under half full, so that an object of n members costs O(n), not n^2 / 2 comparisons. */
+typedef struct { int *slot; size_t cap; } Names;
+
+static size_t name_hash(const char *s)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Adds key i of j; 1 when an earlier member has its name, -1 out of memory. */
+static int names_add(Names *nm, const Json *j, int i)
+{
+    if (2 * (size_t)(i + 1) > nm->cap) {   /* rehash into twice the slots */
+        size_t cap = nm->cap ? 2 * nm->cap : 16;
+        int *slot = malloc(cap * sizeof *slot);
+        if (!slot) return -1;
+        for (size_t s = 0; s < cap; s++) slot[s] = -1;
+        for (size_t s = 0; s < nm->cap; s++)
+            if (nm->slot[s] >= 0) {
+                size_t h = name_hash(j->key[nm->slot[s]]) & (cap - 1);
+                while (slot[h] >= 0) h = (h + 1) & (cap - 1);
+                slot[h] = nm->slot[s];
+            }
+        free(nm->slot);
+        nm->slot = slot, nm->cap = cap;
+    }
+    size_t h = name_hash(j->key[i]) & (nm->cap - 1);
+    for (; nm->slot[h] >= 0; h = (h + 1) & (nm->cap - 1))
+        if (!strcmp(j->key[nm->slot[h]], j->key[i])) return 1;
+    nm->slot[h] = i;
+    return 0;
+}
+
+static int parse_member(P *p, Json *j, Names *nm)
 {
     char buf[16];
     size_t at = p->pos;
@@ -220,8 +255,9 @@ static int parse_member(P *p, Json *j)
     j->item = it;
     if (parse_string(p, &j->key[j->n])) return -1;
     j->n++;   /* counted now, so json_free frees the name even if the value fails */
-    for (int i = 0; i < j->n - 1; i++)
-        if (!strcmp(j->key[i], j->key[j->n - 1])) return fail_at(p, at, "duplicate member \"%s\"", j->key[i]);
+    int dup = names_add(nm, j, j->n - 1);
+    if (dup < 0) return fail_at(p, at, "out of memory");
+    if (dup) return fail_at(p, at, "duplicate member \"%s\"", j->key[j->n - 1]);
     skip_ws(p);
     if (p->s[p->pos] != ':') return fail_at(p, p->pos, "expected ':' after a member name, found %s", found(p, buf, sizeof buf));
     p->pos++;
@@ -234,16 +270,20 @@ static int parse_object(P *p, Json *j)
     p->pos++;
     skip_ws(p);
     if (p->s[p->pos] == '}') { p->pos++; return 0; }
+    Names nm = {NULL, 0};
+    int rc;
     for (;;) {
-        if (parse_member(p, j)) return -1;
+        if ((rc = parse_member(p, j, &nm))) break;
         skip_ws(p);
         char c = p->s[p->pos], buf[16];
-        if (c == '}') { p->pos++; return 0; }
-        if (c != ',') return fail_at(p, p->pos, "expected ',' or '}' in an object, found %s", found(p, buf, sizeof buf));
+        if (c == '}') { p->pos++; break; }
+        if (c != ',') { rc = fail_at(p, p->pos, "expected ',' or '}' in an object, found %s", found(p, buf, sizeof buf)); break; }
         p->pos++;
         skip_ws(p);
-        if (p->s[p->pos] == '}') return fail_at(p, p->pos, "trailing ',' before '}'");
+        if (p->s[p->pos] == '}') { rc = fail_at(p, p->pos, "trailing ',' before '}'"); break; }
     }
+    free(nm.slot);
+    return rc;
 }
 
 static int parse_value(P *p, Json *j)

@@ -62,6 +62,11 @@ int varlen_parse(const char *list, const char *flag, int **lens, int *n, char *e
             *lens = grown;
         }
         (*lens)[(*n)++] = (int)v;
+        if (*end && !end[1]) {   /* a trailing comma: a length left out, not the list's end */
+            snprintf(err, errlen, "%s needs lengths 0 .. %d separated by commas, got '%s' (a trailing ',')", flag, 1 << 24, list);
+            free(*lens), *lens = NULL;
+            return 2;
+        }
         s = *end ? end + 1 : end;
     }
     if (!*n || *n > 65535) {

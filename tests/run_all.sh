@@ -438,6 +438,10 @@ varlen_tests() {
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,x,3
     usage_error "varlen check with key lengths for fewer sequences" "--varlen-k has 1 lengths, --varlen 2" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,3 --varlen-k 4
+    usage_error "varlen check with a trailing comma (a length left out)" "a trailing ','" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen 10,3,
+    usage_error "key lengths without --varlen: refused, not ignored" "--varlen-k needs --varlen" -- \
+        check --kernel attn_fwd --device sim --arch sm_90 --varlen-k 4
     usage_error "varlen check with no query rows at all" "no query rows at all" -- \
         check --kernel attn_fwd --device sim --arch sm_90 --varlen 0,0 --varlen-k 5,0
     # every sequence without keys: k and v of no rows (allocated, never read); o 0 and lse +inf everywhere
@@ -545,6 +549,15 @@ sparse_tests() {
     run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
     expect_rc "sparse head type past the mask heads: refused" 2 && expect_output "sparse head type past the mask heads: refused" \
         "head_mask_type\[2\] is 3: 0 \(dense\) or a mask head 1 .. 2" && pass "sparse head type past the mask heads: refused"
+    printf '1 0\n0 1\n0 1 4294967297\n' >"$TMP/mask.txt"   # past int32: refused, not read as 1
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask "$TMP/mask.txt" --sq 100 --sk 130 --hq 3 --hkv 1
+    expect_rc "sparse mask file value past int32: refused" 2 && expect_output "sparse mask file value past int32: refused" \
+        "integer 7 is 4294967297, past int32" && pass "sparse mask file value past int32: refused"
+    # a mask of 2^62 entries (it once wrapped the file's buffer to 4 bytes and wrote past it)
+    run_cli check --kernel attn_fwd --arch sm_80 --device sim --b 32768 --sq 8388608 --sk 8388608 --hq 1 --hkv 1 \
+        --mask-heads 32768 --block-mask "$TMP/mask.txt"
+    expect_rc "sparse mask of 2^62 entries: refused" 2 && expect_output "sparse mask of 2^62 entries: refused" \
+        "4611686018427387904 entries .*the kernels index in 32 bits" && pass "sparse mask of 2^62 entries: refused"
     run_cli check --kernel attn_fwd --arch sm_80 --device sim --block-mask random:1.5
     expect_rc "sparse density past 1: refused" 2 && expect_output "sparse density past 1: refused" "density in \[0, 1\]" &&
         pass "sparse density past 1: refused"
@@ -792,6 +805,11 @@ paged_tests() {
         -- --arch sm_80 --kernel attn_bwd --page-size 64
     usage_error "split-KV with varlen: refused" "not with --varlen or a block mask" -- --arch sm_80 --kernel attn_fwd --split-kv --varlen
     usage_error "--splits without --split-kv: refused" "--splits needs --split-kv" -- check --kernel attn_fwd --splits 4
+    # a flag only the other side reads: refused, not ignored
+    usage_error "emit given a run's flag (--seed): refused" "--seed is read by check, bench" -- \
+        --arch sm_80 --kernel attn_fwd --seed 5
+    usage_error "check given an emit's flag (-o): refused" "-o is read when emitting PTX" -- \
+        check --kernel attn_fwd --device sim -o "$TMP/never.ptx"
     local a
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --causal
     tc_ptxas "ptxas paged wgmma attn_fwd sm_90a d=256: 0 spills" --kernel attn_fwd --arch sm_90a --mma wgmma --page-size 64 --hdim 256
@@ -1523,6 +1541,10 @@ sim_tests() {
         sim_bwd "sim bwd bm=128,bn=128,warps=8 d=64 MQA ${c:-noncausal}" --hdim 64 --tile bm=128,bn=128,warps=8 $c --sq 140 --sk 260 --hq 3 --hkv 1
     done
     sim_bwd "sim bwd sm_80 d=128 b=2" --arch sm_80 --hdim 128 --b 2 --sq 70 --sk 90 --causal
+    # deterministic with fewer warps than bm's 16-row slices: no dQ slices (dQ is the dq kernel's); the emitter once
+    # divided by the slices' column groups anyway (0 here: SIGFPE)
+    sim_bwd "sim bwd deterministic bm=128,bn=64,warps=4 d=64 GQA causal" --arch sm_80 --hdim 64 --tile bm=128,bn=64,warps=4 \
+        --sq 300 --sk 200 --hq 4 --hkv 2 --causal
     sim_bwd "sim bwd sm_100a d=64 (mma.sync)" --arch sm_100a --mma sync --hdim 64 --sq 90 --sk 70 --causal
 
     section "sim device: attn_bwd in the wgmma family (sm_90a) against the float64 reference"

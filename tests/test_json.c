@@ -1,5 +1,7 @@
 /* The strict JSON reader: values, exact 64-bit integers, escapes, and the
  * refusals with their line:column. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "json.h"
@@ -80,10 +82,34 @@ static void refusals(void)
     refused("json refuses nesting deeper than JSON_MAX_DEPTH", deep, "nesting deeper than 64 levels");
 }
 
+/* An object of many members (the duplicate check once took n^2 / 2 name comparisons: 200k members, a minute):
+ * every name found, and a repeat of one far back refused. */
+static void wide_object(void)
+{
+    enum { N = 100000 };
+    char *text = malloc((size_t)N * 24 + 64);
+    if (!text) { check(0, "json: an object of 100000 members", "out of host memory"); return; }
+    size_t at = 0;
+    text[at++] = '{';
+    for (int i = 0; i < N; i++) at += (size_t)sprintf(text + at, "%s\"k%d\": %d", i ? ", " : "", i, i);
+    strcpy(text + at, "}");
+    Json *j = ok("json: an object of 100000 members", text);
+    if (j) {
+        const Json *last = json_get(j, "k99999"), *first = json_get(j, "k0");
+        check(j->n == N && last && last->num == N - 1 && first && first->num == 0,
+              "json: an object of 100000 members, each name found", "n %d", j->n);
+        json_free(j);
+    }
+    sprintf(text + at, ", \"k17\": 0}");
+    refused("json refuses a duplicate of the 18th of 100000 members", text, "duplicate member \"k17\"");
+    free(text);
+}
+
 int main(void)
 {
     values();
     integers();
     refusals();
+    wide_object();
     return check_summary();
 }

@@ -796,11 +796,39 @@ static int mov_vector(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     return 1;
 }
 
+/* How many operands an ALU instruction takes, its destination first: [*lo, *hi]. The lanes read sources past an op's
+ * own as 0 (one path for the two- and three-source forms), so PTX with one missing or one too many must be refused
+ * here, not computed. */
+static void alu_arity(const IsaInsn *d, int *lo, int *hi)
+{
+    switch (d->op) {
+    case I_ADD: case I_SUB: case I_MUL: case I_DIV: case I_REM: case I_AND: case I_OR: case I_XOR: case I_SHL:
+    case I_SHR: case I_COPYSIGN: *lo = *hi = 3; return;
+    case I_MIN: case I_MAX: *lo = 3, *hi = 4; return;                        /* PTX 8.8's three-input form */
+    case I_MAD: case I_FMA: case I_SAD: case I_DP4A: case I_DP2A: case I_SELP: case I_PRMT: case I_SHF: case I_BFE:
+    case I_FNS: *lo = *hi = 4; return;
+    case I_BFI: *lo = *hi = 5; return;
+    case I_SETP: *lo = *hi = d->redop ? 4 : 3; return;                        /* .and/.or/.xor take a predicate */
+    case I_CVT: *lo = 2, *hi = 3; return;                                     /* two f32 into a packed pair */
+    case I_CREATEPOLICY: *lo = 1, *hi = 4; return;                            /* fractional or range forms */
+    default: *lo = *hi = 2; return;                                           /* mov and the one-source ops */
+    }
+}
+
 int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    int sources = in->d.op == I_CREATEPOLICY ? 0 : 1;   /* createpolicy's fraction may be left out */
-    if (in->nops < 1 + sources || (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register and a source", isa_base_text(in->d.op));
+    int lo, hi;
+    alu_arity(&in->d, &lo, &hi);
+    if (in->nops < lo || in->nops > hi) {
+        char want[32];
+        if (lo == hi) snprintf(want, sizeof want, "%d", lo);
+        else snprintf(want, sizeof want, "%d to %d", lo, hi);
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes %s operands (the destination first), found %d",
+                 isa_base_text(in->d.op), want, in->nops);
+        return 1;
+    }
+    if (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register", isa_base_text(in->d.op));
         return 1;
     }
     if (in->d.op == I_MOV && (in->o[0].kind == SO_VEC || in->o[1].kind == SO_VEC)) return mov_vector(c, w, in, exec);
