@@ -298,6 +298,31 @@ static void half_approx_forms(void)
     }
 }
 
+/* An ALU instruction with an operand missing or one too many: refused by name (the lanes once read a missing source
+ * as 0 and ignored an extra one), and the valid three-operand and packing forms still run */
+static void alu_operand_counts(void)
+{
+    static const struct { const char *insn, *want; } k[] = {
+        {"mul.f32 %f1, %f0;", "mul takes 3 operands (the destination first), found 2"},
+        {"mul.f32 %f1, %f0, %f0, %f0;", "mul takes 3 operands (the destination first), found 4"},
+        {"fma.rn.f32 %f1, %f0, %f0;", "fma takes 4 operands"},
+        {"selp.f32 %f1, %f0, %f0;", "selp takes 4 operands"},
+        {"setp.lt.and.f32 %p1, %f0, %f0;", "setp takes 4 operands"},
+        {"cvt.rn.f32.f16 %f1, %h0, %h0, %h0;", "cvt takes 2 to 3 operands"},
+        {"max.f32 %f1, %f0, %f0, %f0;", NULL},
+        {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
+        {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char body[512], err[1024], what[160];
+        snprintf(body, sizeof body, "  .reg .b16 %%h<2>;\n  .reg .b32 %%r<2>;\n  .reg .f32 %%f<2>;\n  .reg .pred %%p<2>;\n"
+                 "  mov.b16 %%h0, 0x3C00;\n  mov.f32 %%f0, 0f3F800000;\n  setp.ne.f32 %%p0, %%f0, 0f00000000;\n"
+                 "  %s\n  ret;\n", k[i].insn);
+        run_limited(body, 32, 1 << 16, err, sizeof err);
+        snprintf(what, sizeof what, "sim: %s %s", k[i].insn, k[i].want ? "is refused by its operand count" : "runs");
+        check(k[i].want ? strstr(err, k[i].want) != NULL : !err[0], what, "got: %s", err[0] ? err : "no error");
+    }
+}
+
 /* An endless loop is reported within the step limit counted over the CTA's warps, not per warp: 32 spinning
  * warps took 32 times the limit (minutes at the default), and a loop of MMAs, each as slow as hundreds of plain
  * instructions, hours; an MMA counts its multiply-adds / SIM_MACS_PER_STEP. */
@@ -334,7 +359,8 @@ int main(int argc, char **argv)
     Device *dev;
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
-    if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms();
+    if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms(),
+                alu_operand_counts();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {
