@@ -298,9 +298,10 @@ static void half_approx_forms(void)
     }
 }
 
-/* An ALU instruction with an operand missing or one too many: refused by name (the lanes once read a missing source
- * as 0 and ignored an extra one), and the valid three-operand and packing forms still run */
-static void alu_operand_counts(void)
+/* An ALU instruction with an operand missing or one too many, or a modifier no arithmetic has: refused by name (the
+ * lanes once read a missing source as 0 and ignored an extra one or the modifier), and the valid three-operand,
+ * packing and cvta forms still run */
+static void alu_forms(void)
 {
     static const struct { const char *insn, *want; } k[] = {
         {"mul.f32 %f1, %f0;", "mul takes 3 operands (the destination first), found 2"},
@@ -309,16 +310,20 @@ static void alu_operand_counts(void)
         {"selp.f32 %f1, %f0, %f0;", "selp takes 4 operands"},
         {"setp.lt.and.f32 %p1, %f0, %f0;", "setp takes 4 operands"},
         {"cvt.rn.f32.f16 %f1, %h0, %h0, %h0;", "cvt takes 2 to 3 operands"},
+        {"mul.f32.global %f1, %f0, %f0;", "mul takes no such modifier"},
+        {"add.sync.aligned.f32 %f1, %f0, %f0;", "add takes no such modifier"},
+        {"rcp.rn.f32.acquire.gpu %f1, %f0;", "rcp takes no such modifier"},
+        {"cvta.to.global.u32 %r1, %r0;", NULL},
         {"max.f32 %f1, %f0, %f0, %f0;", NULL},
         {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
         {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         char body[512], err[1024], what[160];
         snprintf(body, sizeof body, "  .reg .b16 %%h<2>;\n  .reg .b32 %%r<2>;\n  .reg .f32 %%f<2>;\n  .reg .pred %%p<2>;\n"
-                 "  mov.b16 %%h0, 0x3C00;\n  mov.f32 %%f0, 0f3F800000;\n  setp.ne.f32 %%p0, %%f0, 0f00000000;\n"
+                 "  mov.b16 %%h0, 0x3C00;\n  mov.f32 %%f0, 0f3F800000;\n  mov.b32 %%r0, 0;\n  setp.ne.f32 %%p0, %%f0, 0f00000000;\n"
                  "  %s\n  ret;\n", k[i].insn);
         run_limited(body, 32, 1 << 16, err, sizeof err);
-        snprintf(what, sizeof what, "sim: %s %s", k[i].insn, k[i].want ? "is refused by its operand count" : "runs");
+        snprintf(what, sizeof what, "sim: %s %s", k[i].insn, k[i].want ? "is refused" : "runs");
         check(k[i].want ? strstr(err, k[i].want) != NULL : !err[0], what, "got: %s", err[0] ? err : "no error");
     }
 }
@@ -360,7 +365,7 @@ int main(int argc, char **argv)
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
     if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms(),
-                alu_operand_counts();
+                alu_forms();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

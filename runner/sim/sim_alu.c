@@ -831,6 +831,17 @@ int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register", isa_base_text(in->d.op));
         return 1;
     }
+    /* the decoder takes any known modifier on any op: the ones no arithmetic has (a state space but cvta's .to, a
+     * memory order or scope, .sync/.aligned/.uni, the async copies' and barriers') are refused, not ignored */
+    const uint64_t foreign = F_UNI | F_SYNC | F_ALIGNED | F_TRANS | F_NC | F_VOLATILE | F_RELAXED | F_ACQUIRE | F_RELEASE |
+                             F_ACQ_REL | F_SCOPE_CTA | F_SCOPE_CLUSTER | F_SCOPE_GPU | F_SCOPE_SYS | F_COMPLETE_TX |
+                             F_BULK_GROUP | F_MULTICAST | F_EXPECT_TX | F_PARITY | F_TILE | F_GATHER4 | F_IM2COL |
+                             F_BFLY | F_IDX | F_UP | F_DOWN | F_BALLOT | F_ALL | F_ANY | F_ROW | F_COL;
+    if ((in->d.flags & foreign) || (in->d.nspace && in->d.op != I_CVTA)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes no such modifier (a state space, memory order, scope or "
+                 "synchronisation)", isa_base_text(in->d.op));
+        return 1;
+    }
     if (in->d.op == I_MOV && (in->o[0].kind == SO_VEC || in->o[1].kind == SO_VEC)) return mov_vector(c, w, in, exec);
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
