@@ -1318,6 +1318,17 @@ sim_tests() {
     sim_check "sim sm_86 d=256 (99 KB tile)" --arch sm_86 --hdim 256 --sq 77 --sk 130 --causal
     sim_check "sim sm_100a d=128 (mma.sync)" --arch sm_100a --mma sync --hdim 128 --sq 77 --sk 130
     sim_check "sim sm_120 d=64 MQA" --arch sm_120 --hdim 64 --sq 100 --sk 70 --hq 4 --hkv 1 --causal
+    # a module header the sim cannot honour is refused at load, naming it (it once skipped both values unread)
+    local hdr want
+    for hdr in "s/^\.version .*/.version banana/|.version needs MAJOR.MINOR, found 'banana'" \
+               "s/^\.address_size .*/.address_size 32/|.address_size 32: the sim models 64-bit addresses only"; do
+        want=${hdr#*|}
+        if ./ptxgen --arch sm_80 --kernel attn_fwd --hdim 64 | sed "${hdr%%|*}" >"$TMP/hdr.ptx"; then
+            run_cli check --device sim --kernel attn_fwd --arch sm_80 --hdim 64 --ptx "$TMP/hdr.ptx"
+            expect_rc "sim refuses a bad header: $want" 1 && expect_output "sim refuses a bad header: $want" "load: sim: .*$want" &&
+                pass "sim refuses a bad header: $want"
+        else fail "sim refuses a bad header: $want" "emit failed"; fi
+    done
     sim_check "sim tile bm=64,bn=32,warps=4" --hdim 128 --tile bm=64,bn=32,warps=4 --sq 150 --sk 77 --causal
     sim_check "sim tile bm=128,bn=128,warps=8" --hdim 64 --tile bm=128,bn=128,warps=8 --sq 77 --sk 300
     sim_check "sim tile bm=64,bn=64,warps=4 d=256" --hdim 256 --tile bm=64,bn=64,warps=4 --sq 65 --sk 129 --causal

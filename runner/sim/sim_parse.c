@@ -728,11 +728,28 @@ static void place_extern(SimModule *m)
         if (m->shared[i].is_extern) m->shared[i].offset = at;
 }
 
+/* ".version MAJOR.MINOR" (digits, a dot, digits) */
+static int version_text(const char *t)
+{
+    const char *s = t;
+    while (isdigit((unsigned char)*s)) s++;
+    if (s == t || *s != '.' || !isdigit((unsigned char)s[1])) return 0;
+    for (s++; isdigit((unsigned char)*s); s++) {}
+    return !*s && s - t < 8;
+}
+
 static int parse_module(Parser *P)
 {
     for (next(&P->lx); P->lx.kind != T_EOF;) {
-        if (is(&P->lx, ".version") || is(&P->lx, ".address_size")) {
-            next(&P->lx), next(&P->lx);
+        if (is(&P->lx, ".version")) {
+            next(&P->lx);
+            if (!version_text(P->lx.tok)) return perr(P, P->lx.tline, ".version needs MAJOR.MINOR, found '%.32s'", P->lx.tok);
+            next(&P->lx);
+        } else if (is(&P->lx, ".address_size")) {
+            next(&P->lx);
+            if (strcmp(P->lx.tok, "64"))   /* its generic and global addresses are 64 bits */
+                return perr(P, P->lx.tline, ".address_size %.32s: the sim models 64-bit addresses only", P->lx.tok);
+            next(&P->lx);
         } else if (is(&P->lx, ".target")) {
             next(&P->lx);
             snprintf(P->m->target, sizeof P->m->target, "%.31s", P->lx.tok);
