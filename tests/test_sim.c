@@ -314,6 +314,11 @@ static void alu_forms(void)
         {"add.sync.aligned.f32 %f1, %f0, %f0;", "add takes no such modifier"},
         {"rcp.rn.f32.acquire.gpu %f1, %f0;", "rcp takes no such modifier"},
         {"cvta.to.global.u32 %r1, %r0;", NULL},
+        {"ex2.ftz.f32 %f1, %f0;", "ex2 needs .approx"},
+        {"rcp.f32 %f1, %f0;", "rcp needs a rounding modifier or .approx"},
+        {"div.f32 %f1, %f0, %f0;", "div needs a rounding modifier, .approx or .full"},
+        {"div.full.f32 %f1, %f0, %f0;", NULL},
+        {"div.u32 %r1, %r0, 3;", NULL},
         {"max.f32 %f1, %f0, %f0, %f0;", NULL},
         {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
         {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};

@@ -815,6 +815,22 @@ static void alu_arity(const IsaInsn *d, int *lo, int *hi)
     }
 }
 
+/* What a float op must name that PTX leaves no default for (NULL: nothing): .approx for ex2, lg2, rsqrt, sin, cos,
+ * tanh; a rounding or .approx for rcp, sqrt (and div, or .full) */
+static const char *approx_needed(const IsaInsn *d)
+{
+    int t = d->ntype ? d->type[0] : T_NONE, fp = t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 ||
+                                                  t == T_F32 || t == T_F64;
+    uint64_t f = d->flags;
+    switch (d->op) {
+    case I_EX2: case I_LG2: case I_RSQRT: case I_SIN: case I_COS: case I_TANH:
+        return f & F_APPROX ? NULL : ".approx";
+    case I_RCP: case I_SQRT: return fp && !d->rnd && !(f & F_APPROX) ? "a rounding modifier or .approx" : NULL;
+    case I_DIV: return fp && !d->rnd && !(f & (F_APPROX | F_FULL)) ? "a rounding modifier, .approx or .full" : NULL;
+    default: return NULL;
+    }
+}
+
 int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int lo, hi;
@@ -840,6 +856,11 @@ int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     if ((in->d.flags & foreign) || (in->d.nspace && in->d.op != I_CVTA)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes no such modifier (a state space, memory order, scope or "
                  "synchronisation)", isa_base_text(in->d.op));
+        return 1;
+    }
+    const char *needs = approx_needed(&in->d);
+    if (needs) {   /* as ptxas refuses them: the sim would otherwise pick a rounding the PTX never named */
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs %s", isa_base_text(in->d.op), needs);
         return 1;
     }
     if (in->d.op == I_MOV && (in->o[0].kind == SO_VEC || in->o[1].kind == SO_VEC)) return mov_vector(c, w, in, exec);
