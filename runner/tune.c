@@ -5,6 +5,7 @@
  * constraints that only testing finds (seed 004) are found by running every
  * candidate. Results: a table, CSV, JSON and an SVG; on a GPU the fastest
  * point that passed is the best. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,22 @@ static void svg(const char *path, const Point *p, int n, int gpu, const char *ti
     buf_free(&b);
 }
 
+/* Whether path can be written (NULL: none asked): tried before the sweep, which takes minutes, rather than after it.
+ * A file the try creates is removed again. */
+static int writable(const char *path, const char *flag) {
+    if (!path) return 1;
+    FILE *f = fopen(path, "r");
+    int existed = f != NULL;
+    if (f) fclose(f);
+    if (!(f = fopen(path, "a"))) {
+        fprintf(stderr, "ptxgen: tune %s %s: cannot write it: %s\n", flag, path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    if (!existed) remove(path);
+    return 1;
+}
+
 int run_tune(const RunOpts *o, const char *csv, const char *json, const char *svg_path, int save) {
     const ArchInfo *a = o->req.arch ? arch_find(o->req.arch) : NULL;
     unsigned fam = FAM_AUTO;
@@ -121,6 +138,7 @@ int run_tune(const RunOpts *o, const char *csv, const char *json, const char *sv
         return 2;
     }
     if (o->req.tile && o->req.tile[0]) { fprintf(stderr, "ptxgen: tune sweeps the tiles itself: leave out --tile\n"); return 2; }
+    if (!writable(csv, "--csv") || !writable(json, "--json") || !writable(svg_path, "--svg")) return 2;
     if (save && o->device_kind && !strcmp(o->device_kind, "sim")) {
         fprintf(stderr, "ptxgen: tune --save needs a GPU: the sim does not time, so it has no best tile\n");
         return 2;

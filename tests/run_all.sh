@@ -2127,6 +2127,8 @@ assert sum(r["result"] == "refused" and "rows per warp" in r["reason"] for r in 
         >"$TMP/tune.txt" 2>&1 && pass "$name" || fail "$name" "$(one_line "$TMP/tune.txt")"
     usage_error "tune sweeps the tiles itself" "leave out --tile" -- tune --device sim --arch sm_90 --kernel attn_fwd \
         --tile bm=64
+    usage_error "tune with an output it cannot write: refused before the sweep" "--json $TMP/none/t.json: cannot write" -- \
+        tune --device sim --arch sm_90 --kernel attn_fwd --json "$TMP/none/t.json"
     usage_error "compare needs two variants" "2 to 8 --variant" -- compare --device sim --kernel attn_fwd --variant ""
     usage_error "compare: an unknown variant key" "unknown key 'tiles'" -- compare --device sim --kernel attn_fwd \
         --variant "" --variant "tiles=bm=64"
