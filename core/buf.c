@@ -1,8 +1,10 @@
 #include "buf.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* 0 when extra more bytes fit; else b->oom, and the write is dropped */
 static int buf_reserve(Buf *b, size_t extra) {
@@ -58,6 +60,13 @@ void buf_free(Buf *b) {
 char *buf_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {   /* a directory opens, and its size reads as no file's */
+        int why = fstat(fileno(f), &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        fclose(f);
+        errno = why;
+        return NULL;
+    }
     char *s = NULL;
     long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
     if (n >= 0 && !fseek(f, 0, SEEK_SET) && (s = malloc((size_t)n + 1)) && fread(s, 1, (size_t)n, f) == (size_t)n) s[n] = 0;

@@ -105,6 +105,7 @@ usage_tests() {
     usage "two PTX files" "one PTX file only" "$TMP/k.ptx" "$TMP/k.ptx" --launch x
     usage "missing PTX" "cannot read $TMP/nosuch.ptx" "$TMP/nosuch.ptx" --launch x
     usage "missing record" "cannot read $TMP/nosuch.json" "$TMP/k.ptx" --launch "$TMP/nosuch.json"
+    usage "a directory for the PTX" "cannot read $TMP: Is a directory" "$TMP" --launch x
     printf '.version 8.0\n.target sm_90\nbogus;\n' >"$TMP/bad.ptx"
     usage "unparsable PTX" "$TMP/bad.ptx: " "$TMP/bad.ptx" --launch x
 }
