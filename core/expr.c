@@ -42,7 +42,18 @@ static long long lookup(Parser *p, const char *name, size_t len) {
 
 static long long divide(Parser *p, long long a, long long b, int ceil) {
     if (b == 0) { fail(p, "division by zero"); return 0; }
-    return ceil ? (a + b - 1) / b : a / b;
+    long long up;
+    if (ceil && __builtin_add_overflow(a, b - 1, &up)) { fail(p, "a value past 64 bits"); return 0; }
+    return ceil ? up / b : a / b;
+}
+
+/* a op b in 64 bits, or a failure naming the overflow (sizes from a caller can be anything) */
+static long long arith(Parser *p, char op, long long a, long long b) {
+    long long r = 0;
+    int over = op == '*' ? __builtin_mul_overflow(a, b, &r) : op == '+' ? __builtin_add_overflow(a, b, &r)
+                                                                         : __builtin_sub_overflow(a, b, &r);
+    if (over) fail(p, "a value past 64 bits");
+    return over ? 0 : r;
 }
 
 static long long call(Parser *p, const char *fn, size_t len) {
@@ -66,7 +77,7 @@ static long long parse_atom(Parser *p) {
     }
     if (isdigit((unsigned char)*p->s)) {
         long long v = 0;
-        while (isdigit((unsigned char)*p->s)) v = v * 10 + (*p->s++ - '0');
+        while (isdigit((unsigned char)*p->s)) v = arith(p, '+', arith(p, '*', v, 10), *p->s++ - '0');
         return v;
     }
     const char *id = p->s;
@@ -80,7 +91,7 @@ static long long parse_atom(Parser *p) {
 static long long parse_product(Parser *p) {
     long long v = parse_atom(p);
     for (;;) {
-        if (accept(p, '*')) v *= parse_atom(p);
+        if (accept(p, '*')) v = arith(p, '*', v, parse_atom(p));
         else if (accept(p, '/')) v = divide(p, v, parse_atom(p), 0);
         else return v;
     }
@@ -89,8 +100,8 @@ static long long parse_product(Parser *p) {
 static long long parse_sum(Parser *p) {
     long long v = parse_product(p);
     for (;;) {
-        if (accept(p, '+')) v += parse_product(p);
-        else if (accept(p, '-')) v -= parse_product(p);
+        if (accept(p, '+')) v = arith(p, '+', v, parse_product(p));
+        else if (accept(p, '-')) v = arith(p, '-', v, parse_product(p));
         else return v;
     }
 }

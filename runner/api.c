@@ -1,6 +1,7 @@
 /* The public run API (ptxgen.h "Running a set"): devices, loaded sets and
  * launches with named tensors, over the runner's device layer (device.h)
  * and argument binding (bind.h). */
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -261,6 +262,26 @@ static int note_size(Launch *L, const char *name, long long v, const char *from,
     return -1;   /* not a problem size */
 }
 
+/* Whether two elements of t share an address: its axes of more than one element, taken by stride, must each step past
+ * the span of the ones inside (a stride of 0, or heads 8 apart at d 64, would have the kernels' stores race). */
+static int overlapping(const ptxgen_tensor *t, int rank) {
+    int order[PTXGEN_MAX_RANK], n = 0;
+    for (int i = 0; i < rank; i++)
+        if (t->shape[i] > 1) order[n++] = i;
+    for (int i = 1; i < n; i++)   /* by stride, insertion sort: at most PTXGEN_MAX_RANK axes */
+        for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1], order[j - 1] = x;
+        }
+    long long span = 1;   /* elements the inner axes cover, one past the last */
+    for (int i = 0; i < n; i++) {
+        long long st = t->strides[order[i]];
+        if (st < span) return 1;
+        if (__builtin_mul_overflow(st, t->shape[order[i]] - 1, &st) || __builtin_add_overflow(st, span, &span)) return 1;
+    }
+    return 0;
+}
+
 /* One tensor parameter against the caller's tensor: present (or optional), rank, shape, strides, alignment. */
 static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errlen) {
     const ptxgen_tensor *t = caller_tensor(L, p->name);
@@ -311,8 +332,12 @@ static int check_tensor(Launch *L, const ptxgen_param *p, char *err, size_t errl
         if (strided && (st < 0 || (es == 2 && st % 8)))
             return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' axis %s stride %lld: want a non-negative multiple of 8 "
                         "elements (16-byte rows)", p->name, ax[i], st);
-        dense *= n;
+        if (__builtin_mul_overflow(dense, n, &dense))
+            return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' has more than 2^63 elements", p->name);
     }
+    if (p->role == PTXGEN_ROLE_OUT && overlapping(t, rank))
+        return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' is an output whose strides overlap its elements (each must "
+                    "have its own address)", p->name);
     if (t->ptr % (unsigned long long)(es == 2 ? 16 : es))
         return fail(PTXGEN_EINVAL, err, errlen, "tensor '%s' address 0x%llx is not %d-byte aligned", p->name, t->ptr,
                     es == 2 ? 16 : es);
@@ -383,6 +408,28 @@ static long long size_of(const Launch *L, const char *name) {
     return 0;
 }
 
+/* What the sizes must satisfy among themselves, else the kernels read past their tensors or run CTAs by the million
+ * over nothing: a kv head's group of whole query heads, the longest sequence within the packed rows (varlen), a
+ * paged sequence within its table row's pages. */
+static int size_rules(const Launch *L, char *err, size_t errlen) {
+    long long h_q = size_of(L, "h_q"), h_kv = size_of(L, "h_kv");
+    if (h_q && h_kv && h_q % h_kv)
+        return fail(PTXGEN_EINVAL, err, errlen, "h_q %lld is no multiple of h_kv %lld: each kv head serves a group of "
+                    "h_q / h_kv query heads", h_q, h_kv);
+    static const char *const packed[2][2] = {{"s_q", "total_q"}, {"s_k", "total_k"}};
+    for (int i = 0; i < 2; i++) {
+        long long most = size_of(L, packed[i][0]), all = size_of(L, packed[i][1]);
+        if (most && all && most > all)
+            return fail(PTXGEN_EINVAL, err, errlen, "%s %lld (the longest sequence) is past %s %lld, the packed rows",
+                        packed[i][0], most, packed[i][1], all);
+    }
+    long long pages = size_of(L, "max_pages"), page = ptxgen_page_size(L->s), s_k = size_of(L, "s_k");
+    if (pages && page && s_k > pages * page)
+        return fail(PTXGEN_EINVAL, err, errlen, "s_k %lld is past max_pages %lld x page_size %lld, the keys a block_table "
+                    "row holds", s_k, pages, page);
+    return 0;
+}
+
 /* Block-sparse: the mask's rows and columns are the blocks of s_q and s_k (the list kernels read no further). */
 static int mask_shape(const Launch *L, char *err, size_t errlen) {
     int bm, bn;
@@ -431,7 +478,15 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
         if (L.size[i].v < 1) return fail(PTXGEN_EINVAL, err, errlen, "size %s = %lld", L.size[i].name, L.size[i].v);
         sz[nsz++] = (ptxgen_size){L.size[i].name, L.size[i].v};
     }
-    if ((rc0 = mask_shape(&L, err, errlen))) return rc0;
+    if ((rc0 = mask_shape(&L, err, errlen)) || (rc0 = size_rules(&L, err, errlen))) return rc0;
+    if (!isfinite(softmax_scale))
+        return fail(PTXGEN_EINVAL, err, errlen, "softmax_scale is %g: the kernels need a finite scale", softmax_scale);
+    for (int k = 0; k < l->nk; k++) {   /* every kernel's grid within the launch limits before any workspace grows */
+        unsigned grid[3], block[3], cluster[3], smem;
+        if (ptxgen_launch_dims(s, k, sz, nsz, grid, block, &smem, err, errlen) ||
+            ptxgen_cluster_dims(s, k, sz, nsz, cluster, err, errlen))
+            return PTXGEN_EINVAL;
+    }
     pthread_mutex_lock(&l->d->mu);   /* the stream is the device's: launches of other sets on it wait */
     dev_set_stream(l->d->dev, stream);
     int rc = workspaces(l, sz, nsz, err, errlen);

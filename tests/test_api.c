@@ -153,6 +153,9 @@ static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu, const cha
             {"a misaligned address", "aligned", 0, {"q", qp + 2, 4, {1, SQ, HQ, D}, {0, HQ * (D + PAD), D + PAD, 1}}},
             {"a null pointer for a required tensor", "null pointer", 1, {"k", 0, 4, {1, SK, HKV, D}, {0, HKV * D, D, 1}}},
             {"a name the set does not have", "no tensor 'qq'", 0, {"qq", qp, 4, {1, SQ, HQ, D}, {0, HQ * D, D, 1}}},
+            {"an output whose rows share a stride of 0", "overlap", 3, {"o", op, 4, {1, SQ, HQ, D}, {0, 0, D, 1}}},
+            {"an output whose heads overlap (8 apart at d 64)", "overlap", 3, {"o", op, 4, {1, SQ, HQ, D}, {0, HQ * D, 8, 1}}},
+            {"extents past 2^63 elements", "2^63", 0, {"q", qp, 4, {1, 1LL << 40, 1LL << 40, D}, {0, 0, D, 1}}},
         };
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             ptxgen_tensor tt[5];
@@ -170,6 +173,15 @@ static void attn_fwd(ptxgen_device *dev, const char *arch, int on_gpu, const cha
         check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: a given size that contradicts the tensors is refused", err);
         rc = ptxgen_launch(l, NULL, t, 4, NULL, 0, (float)scale, err, sizeof err);
         check(rc == PTXGEN_EINVAL && strstr(err, "'lse'") && strstr(err, "not given"), "api: a missing output is refused", err);
+        ptxgen_tensor odd[5];   /* 3 query heads over 2 kv heads: q, o and lse agree, the group is not whole */
+        memcpy(odd, t, sizeof odd);
+        odd[0].shape[2] = odd[3].shape[2] = HQ - 1;
+        odd[4] = (ptxgen_tensor){"lse", lp, 3, {1, HQ - 1, SQ}, {(HQ - 1) * SQ, SQ, 1}};
+        rc = ptxgen_launch(l, NULL, odd, 5, NULL, 0, (float)scale, err, sizeof err);
+        check(rc == PTXGEN_EINVAL && strstr(err, "no multiple of h_kv"), "api: query heads no multiple of the kv heads are "
+              "refused", err);
+        rc = ptxgen_launch(l, NULL, t, 5, NULL, 0, NAN, err, sizeof err);
+        check(rc == PTXGEN_EINVAL && strstr(err, "finite"), "api: a NaN softmax_scale is refused", err);
     }
     unsigned long long ptrs[] = {qp, kp, vp, op, lp};
     for (int i = 0; i < 5; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
@@ -243,6 +255,9 @@ static void attn_fwd_varlen(ptxgen_device *dev, const char *arch) {
     free(o);
     rc = ptxgen_launch(l, NULL, t, 7, NULL, 0, (float)scale, err, sizeof err);
     check(rc == PTXGEN_EINVAL && strstr(err, "s_q"), "api: varlen without the longest lengths is refused naming them", err);
+    ptxgen_size past[] = {{"s_q", 1LL << 31}, {"s_k", 30}};   /* once accepted: 16 M CTAs over nothing */
+    rc = ptxgen_launch(l, NULL, t, 7, past, 2, (float)scale, err, sizeof err);
+    check(rc == PTXGEN_EINVAL && strstr(err, "past total_q"), "api: varlen s_q past the packed rows is refused", err);
     unsigned long long ptrs[] = {qp, kp, vp, op, lp, cqp, ckp};
     for (int i = 0; i < 7; i++) ptxgen_device_free(dev, ptrs[i], err, sizeof err);
     ptxgen_unload(l);
