@@ -241,6 +241,8 @@ static int parse_kind(const ptxgen_request *rq, AttnDesc *d, unsigned *asked, co
 
 int ptxgen_pick_family(const ptxgen_request *rq, const char **family, char *note, size_t notelen, char *err,
                        size_t errlen) {
+    errlen = err ? errlen : 0;   /* a NULL err takes no message (snprintf with 0 writes nothing) */
+    if (!rq || !family || !note || !notelen) return snprintf(err, errlen, "ptxgen_pick_family: a NULL argument"), 2;
     AttnDesc d = {0};
     unsigned asked;
     const KernelKind *kind;
@@ -444,7 +446,9 @@ static char *plan_text(const ptxgen_set *s, int n) {
 char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t errlen) {
     ptxgen_set s = {0};
     const KernelKind *kind;
-    *fits = 0;
+    errlen = err ? errlen : 0;
+    if (fits) *fits = 0;
+    if (!rq || !fits) return snprintf(err, errlen, "ptxgen_plan_request: a NULL argument"), NULL;
     if (parse_desc(rq, &s, &kind, err, errlen)) return NULL;
     int n;
     *fits = plan_all(kind, &s.desc, s.ks.plan, &n, err, errlen);
@@ -457,6 +461,8 @@ char *ptxgen_plan_request(const ptxgen_request *rq, int *fits, char *err, size_t
 }
 
 int ptxgen_build(const ptxgen_request *rq, ptxgen_set **out, char *err, size_t errlen) {
+    errlen = err ? errlen : 0;
+    if (!rq || !out) return snprintf(err, errlen, "ptxgen_build: a NULL argument"), 2;
     *out = NULL;
     ptxgen_set *s = calloc(1, sizeof *s);
     const KernelKind *kind;
@@ -506,16 +512,16 @@ void ptxgen_free(ptxgen_set *s) {
     free(s);
 }
 
-const char *ptxgen_ptx(const ptxgen_set *s) { return s->ks.ptx; }
+const char *ptxgen_ptx(const ptxgen_set *s) { return s ? s->ks.ptx : NULL; }
 
-char *ptxgen_plan_text(const ptxgen_set *s) { return plan_text(s, s->ks.nk); }
-const char *ptxgen_family(const ptxgen_set *s) { return family_name(s->ks.family); }
-const char *ptxgen_family_note(const ptxgen_set *s) { return *s->note ? s->note : NULL; }
-const char *ptxgen_tile_note(const ptxgen_set *s) { return *s->tuned ? s->tuned : NULL; }
+char *ptxgen_plan_text(const ptxgen_set *s) { return s ? plan_text(s, s->ks.nk) : NULL; }
+const char *ptxgen_family(const ptxgen_set *s) { return s ? family_name(s->ks.family) : NULL; }
+const char *ptxgen_family_note(const ptxgen_set *s) { return s && *s->note ? s->note : NULL; }
+const char *ptxgen_tile_note(const ptxgen_set *s) { return s && *s->tuned ? s->tuned : NULL; }
 
 int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int n, char *out, size_t len) {
     long long s_max = 0, h_q = 0, h_kv = 0, s_q = 0;
-    if (!kernel || !out || !len || (n && !sizes)) return 2;
+    if (!kernel || !out || !len || n < 0 || (n && !sizes)) return 2;
     for (int i = 0; i < n; i++) {
         if (!sizes[i].name) return 2;
         if (!strcmp(sizes[i].name, "h_q")) h_q = sizes[i].value;
@@ -530,12 +536,13 @@ int ptxgen_shape_class(const char *kernel, const ptxgen_size *sizes, int n, char
 }
 
 char *ptxgen_manifest_json(const ptxgen_set *s) {
+    if (!s) return NULL;
     Buf out = {0};
     manifest_write(&s->ks, s->constants, &out);
     return buf_take(&out);
 }
 
-int ptxgen_num_kernels(const ptxgen_set *s) { return s->ks.nk; }
+int ptxgen_num_kernels(const ptxgen_set *s) { return s ? s->ks.nk : 0; }
 
 int ptxgen_kernel_plan_info(const ptxgen_set *s, int k, ptxgen_kernel_plan *out) {
     if (!s || !out || k < 0 || k >= s->ks.nk) return 2;
@@ -544,13 +551,16 @@ int ptxgen_kernel_plan_info(const ptxgen_set *s, int k, ptxgen_kernel_plan *out)
     return 0;
 }
 int ptxgen_block_sparse(const ptxgen_set *s, int *block_m, int *block_n) {
+    if (!s || !block_m || !block_n) return 0;
     *block_m = s->desc.block_m, *block_n = s->desc.block_n;
     return s->desc.block_m > 0;
 }
-int ptxgen_page_size(const ptxgen_set *s) { return s->desc.page_size; }
+int ptxgen_page_size(const ptxgen_set *s) { return s ? s->desc.page_size : 0; }
 
 int ptxgen_num_splits(const ptxgen_set *s, const ptxgen_size *sizes, int nsizes, int sm_count) {
-    if (!s->desc.splitkv || sm_count < 1 || nsizes < 0 || nsizes > 64) return 0;
+    if (!s || !s->desc.splitkv || sm_count < 1 || nsizes < 0 || nsizes > 64 || (nsizes && !sizes)) return 0;
+    for (int i = 0; i < nsizes; i++)
+        if (!sizes[i].name) return 0;
     ptxgen_size one[65];
     long long s_k = -1;
     int n = 0;
@@ -567,53 +577,64 @@ int ptxgen_num_splits(const ptxgen_set *s, const ptxgen_size *sizes, int nsizes,
     long long want = (4LL * sm_count + ctas - 1) / ctas;
     return (int)(want < 1 ? 1 : want > blocks ? blocks : want > 4096 ? 4096 : want);
 }
-int ptxgen_deterministic(const ptxgen_set *s) { return s->ks.deterministic; }
-void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) { *d = s->desc.d, *dv = s->desc.dv; }
-const char *ptxgen_entry(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }
-int ptxgen_num_params(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].nparams : 0; }
+int ptxgen_deterministic(const ptxgen_set *s) { return s ? s->ks.deterministic : 0; }
+void ptxgen_head_dims(const ptxgen_set *s, int *d, int *dv) {
+    if (d) *d = s ? s->desc.d : 0;
+    if (dv) *dv = s ? s->desc.dv : 0;
+}
+const char *ptxgen_entry(const ptxgen_set *s, int k) { return s && k >= 0 && k < s->ks.nk ? s->ks.k[k].entry : NULL; }
+int ptxgen_num_params(const ptxgen_set *s, int k) { return s && k >= 0 && k < s->ks.nk ? s->ks.k[k].nparams : 0; }
 
 int ptxgen_param_info(const ptxgen_set *s, int k, int i, ptxgen_param *o) {
-    if (k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].nparams) return 2;
+    if (!s || !o || k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].nparams) return 2;
     const ParamSpec *p = &s->ks.k[k].params[i];
     *o = (ptxgen_param){p->name, (ptxgen_param_type)p->type, (ptxgen_param_role)p->role, p->meaning, p->shape, p->dtype,
                         p->of, p->dim};
     return 0;
 }
 
-int ptxgen_num_problem_sizes(const ptxgen_set *s) { return s->sizes.n; }
-const char *ptxgen_problem_size(const ptxgen_set *s, int i) { return i >= 0 && i < s->sizes.n ? s->sizes.name[i] : NULL; }
+int ptxgen_num_problem_sizes(const ptxgen_set *s) { return s ? s->sizes.n : 0; }
+const char *ptxgen_problem_size(const ptxgen_set *s, int i) { return s && i >= 0 && i < s->sizes.n ? s->sizes.name[i] : NULL; }
 
-int ptxgen_num_tensor_maps(const ptxgen_set *s, int k) { return k >= 0 && k < s->ks.nk ? s->ks.k[k].ntmaps : 0; }
+int ptxgen_num_tensor_maps(const ptxgen_set *s, int k) { return s && k >= 0 && k < s->ks.nk ? s->ks.k[k].ntmaps : 0; }
 
 int ptxgen_tensor_map_info(const ptxgen_set *s, int k, int i, ptxgen_tensor_map *o) {
-    if (k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].ntmaps) return 2;
+    if (!s || !o || k < 0 || k >= s->ks.nk || i < 0 || i >= s->ks.k[k].ntmaps) return 2;
     const TensorMapSpec *t = &s->ks.k[k].tmaps[i];
     *o = (ptxgen_tensor_map){t->param, t->tensor, t->dtype, t->rank, t->dims, t->strides, t->box, t->elem_strides,
                              t->swizzle, t->interleave, t->oob_fill};
     return 0;
 }
 
-int ptxgen_num_workspaces(const ptxgen_set *s) { return s->ks.nws; }
+int ptxgen_num_workspaces(const ptxgen_set *s) { return s ? s->ks.nws : 0; }
 
 int ptxgen_workspace_info(const ptxgen_set *s, int i, ptxgen_workspace *out) {
-    if (i < 0 || i >= s->ks.nws) return 2;
+    if (!s || !out || i < 0 || i >= s->ks.nws) return 2;
     const WorkspaceSpec *w = &s->ks.ws[i];
     *out = (ptxgen_workspace){w->name, w->bytes, w->zero != 0, w->meaning, w->zero == WS_ZERO_KEPT};
     return 0;
 }
 
+/* The sizes as expression variables; -1 when one is unnamed or sizes is NULL for nsizes > 0 (a caller's mistake). */
 static int size_vars(const ptxgen_size *sizes, int nsizes, ExprVar *vars) {
     int n = nsizes < 16 ? nsizes : 16;
-    for (int i = 0; i < n; i++) vars[i] = (ExprVar){sizes[i].name, sizes[i].value};
-    return n;
+    if (n > 0 && !sizes) return -1;
+    for (int i = 0; i < n; i++) {
+        if (!sizes[i].name) return -1;
+        vars[i] = (ExprVar){sizes[i].name, sizes[i].value};
+    }
+    return n < 0 ? 0 : n;
 }
 
 int ptxgen_workspace_bytes(const ptxgen_set *s, int i, const ptxgen_size *sizes, int nsizes, unsigned long long *bytes,
                            char *err, size_t errlen) {
-    if (i < 0 || i >= s->ks.nws) { snprintf(err, errlen, "no workspace %d", i); return 2; }
+    errlen = err ? errlen : 0;
+    if (!s || !bytes || i < 0 || i >= s->ks.nws) { snprintf(err, errlen, "no workspace %d (or a NULL argument)", i); return 2; }
     ExprVar vars[16];
     long long v;
-    if (expr_eval(s->ks.ws[i].bytes, vars, size_vars(sizes, nsizes, vars), &v, err, errlen)) return 2;
+    int nv = size_vars(sizes, nsizes, vars);
+    if (nv < 0) { snprintf(err, errlen, "a size without a name (or sizes NULL)"); return 2; }
+    if (expr_eval(s->ks.ws[i].bytes, vars, nv, &v, err, errlen)) return 2;
     if (v < 1) { snprintf(err, errlen, "workspace %s = %s = %lld bytes", s->ks.ws[i].name, s->ks.ws[i].bytes, v); return 2; }
     *bytes = (unsigned long long)v;
     return 0;
@@ -624,6 +645,7 @@ static int eval_dims(const char *const expr[3], const char *what, const ptxgen_s
                      const long long limit[3], unsigned out[3], char *err, size_t errlen) {
     ExprVar vars[16];
     int n = size_vars(sizes, nsizes, vars);
+    if (n < 0) { snprintf(err, errlen, "a size without a name (or sizes NULL)"); return 2; }
     for (int i = 0; i < 3; i++) {
         long long v;
         if (expr_eval(expr[i], vars, n, &v, err, errlen)) return 2;
@@ -638,6 +660,8 @@ static int eval_dims(const char *const expr[3], const char *what, const ptxgen_s
 
 int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned grid[3],
                        unsigned block[3], unsigned *dyn_smem, char *err, size_t errlen) {
+    errlen = err ? errlen : 0;
+    if (!s || !grid || !block || !dyn_smem) { snprintf(err, errlen, "ptxgen_launch_dims: a NULL argument"); return 2; }
     if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
     const KernelSpec *ks = &s->ks.k[k];
     static const long long limits[3] = {2147483647LL, 65535, 65535};
@@ -658,6 +682,8 @@ int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int
 /* A portable cluster has at most 8 CTAs (16 with opt-in on sm_90+); the driver judges the product. */
 int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
                         char *err, size_t errlen) {
+    errlen = err ? errlen : 0;
+    if (!s || !cluster) { snprintf(err, errlen, "ptxgen_cluster_dims: a NULL argument"); return 2; }
     if (k < 0 || k >= s->ks.nk) { snprintf(err, errlen, "no kernel %d", k); return 2; }
     static const long long limits[3] = {16, 16, 16};
     const KernelSpec *ks = &s->ks.k[k];

@@ -176,7 +176,7 @@ const KernelKind *kind_for_hdim(const char *kernel, const ArchInfo *a, int d, in
 int ptxgen_num_kinds(void) { return NKINDS; }
 
 int ptxgen_kind_info(int i, ptxgen_kind *out) {
-    if (i < 0 || i >= NKINDS) return 2;
+    if (!out || i < 0 || i >= NKINDS) return 2;
     *out = (ptxgen_kind){kinds[i].name, family_name(kinds[i].family), kinds[i].what};
     return 0;
 }

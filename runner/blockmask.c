@@ -7,6 +7,7 @@
 #include <string.h>
 
 PTXGEN_API int ptxgen_head_mask_check(const int *head_mask_type, int h_q, int n_mask_heads, char *err, size_t errlen) {
+    errlen = err ? errlen : 0;   /* a NULL err takes no message */
     if (!head_mask_type || h_q < 1 || n_mask_heads < 1) {
         snprintf(err, errlen, "block-sparse needs h_q >= 1 head types and n_mask_heads >= 1 mask heads (got %d, %d)", h_q,
                  n_mask_heads);

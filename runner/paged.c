@@ -7,6 +7,7 @@
 
 PTXGEN_API int ptxgen_paged_check(const int *block_table, const int *seqlens_k, int b, int max_pages, int num_pages,
                                   int page_size, char *err, size_t errlen) {
+    errlen = err ? errlen : 0;   /* a NULL err takes no message */
     if (!block_table || !seqlens_k || b < 1 || max_pages < 1 || num_pages < 1 || page_size < 1) {
         snprintf(err, errlen, "a paged KV cache needs b >= 1 sequences, a block table of max_pages >= 1 columns and "
                  "num_pages >= 1 pages of page_size >= 1 rows");

@@ -11,6 +11,7 @@
 
 PTXGEN_API int ptxgen_varlen_check(const int *cu_seqlens_q, const int *cu_seqlens_k, int b, long long total_q,
                                    long long total_k, long long max_q, long long max_k, char *err, size_t errlen) {
+    errlen = err ? errlen : 0;   /* a NULL err takes no message */
     if (b < 1 || !cu_seqlens_q || !cu_seqlens_k) {
         snprintf(err, errlen, "variable lengths need b >= 1 sequences and both offset arrays (b + 1 entries each)");
         return 2;

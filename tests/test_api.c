@@ -388,6 +388,42 @@ static void num_splits(void) {
     if (!rc) ptxgen_free(s);
 }
 
+/* NULL where the generation API takes a pointer: a clear refusal or an empty answer, never a dereference (each once
+ * crashed: the getters of a NULL set, NULL out-pointers, a NULL request, NULL sizes or names, a NULL err) */
+static void null_arguments(void) {
+    char err[256] = "";
+    ptxgen_request rq = {.arch = "sm_80", .kernel = "attn_fwd", .hdim = 64};
+    ptxgen_set *s = NULL;
+    int fits = 1, rc = ptxgen_build(NULL, &s, err, sizeof err);
+    check(rc == 2 && !s && strstr(err, "NULL"), "api: ptxgen_build of a NULL request is refused", err);
+    check(ptxgen_build(&rq, NULL, NULL, 64) == 2, "api: ptxgen_build with no place for the set (and a NULL err) is refused", "");
+    check(!ptxgen_plan_request(&rq, NULL, err, sizeof err) && !ptxgen_plan_request(NULL, &fits, NULL, 99) && !fits,
+          "api: ptxgen_plan_request without fits or request is refused", err);
+    const char *fam = NULL;
+    check(ptxgen_pick_family(&rq, &fam, NULL, 0, err, sizeof err) == 2 && !fam, "api: ptxgen_pick_family without a note "
+          "buffer is refused", err);
+    check(!ptxgen_ptx(NULL) && !ptxgen_plan_text(NULL) && !ptxgen_manifest_json(NULL) && !ptxgen_family(NULL) &&
+          !ptxgen_num_kernels(NULL) && !ptxgen_entry(NULL, 0) && !ptxgen_num_params(NULL, 0) && !ptxgen_page_size(NULL) &&
+          !ptxgen_num_problem_sizes(NULL) && !ptxgen_num_workspaces(NULL) && !ptxgen_deterministic(NULL),
+          "api: the getters of a NULL set answer empty", "");
+    if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, "api: the set for the NULL checks builds", err); return; }
+    unsigned grid[3], block[3], smem;
+    ptxgen_size unnamed[1] = {{NULL, 5}};
+    int d = 0;
+    ptxgen_head_dims(s, &d, NULL);
+    check(d == 64 && !ptxgen_block_sparse(s, NULL, NULL) && ptxgen_param_info(s, 0, 0, NULL) == 2 &&
+          ptxgen_workspace_info(s, 0, NULL) == 2 && ptxgen_tensor_map_info(s, 0, 0, NULL) == 2,
+          "api: NULL out-pointers are refused or left alone", "");
+    check(ptxgen_launch_dims(s, 0, NULL, 5, grid, block, &smem, err, sizeof err) == 2 &&
+          ptxgen_launch_dims(s, 0, unnamed, 1, grid, block, &smem, NULL, 512) == 2 &&
+          ptxgen_launch_dims(s, 0, NULL, 0, NULL, block, &smem, err, sizeof err) == 2 &&
+          ptxgen_cluster_dims(s, 0, NULL, 0, NULL, err, sizeof err) == 2,
+          "api: launch_dims and cluster_dims refuse NULL sizes, unnamed sizes and NULL outputs", err);
+    check(ptxgen_varlen_check(NULL, NULL, 0, 0, 0, 0, 0, NULL, 512) == 2 && ptxgen_head_mask_check(NULL, 0, 0, NULL, 512) == 2 &&
+          ptxgen_paged_check(NULL, NULL, 0, 0, 0, 0, NULL, 512) == 2, "api: the check functions take a NULL err", "");
+    ptxgen_free(s);
+}
+
 int main(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);   /* fresh each run */
     const char *device = "sim";
@@ -417,6 +453,7 @@ int main(int argc, char **argv) {
     attn_fwd_varlen(dev, arch);
     mla(dev, arch);
     num_splits();
+    null_arguments();
     ptxgen_device_close(dev);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
