@@ -7,6 +7,7 @@ import ctypes
 import ctypes.util
 import json
 import math
+import operator
 import os
 import threading
 
@@ -85,6 +86,37 @@ def _library():
     return _lib
 
 
+def _int(name, v, bits=32):
+    """v as a C int of that many bits, or ValueError: ctypes would keep the low bits of a larger one (2**32 + 64 as
+    64) with no word"""
+    try:
+        v = operator.index(v)   # ints, numpy's and torch's integer scalars
+    except TypeError:
+        raise TypeError(f"ptxgen: {name} needs an int, got {type(v).__name__}") from None
+    if not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
+        raise ValueError(f"ptxgen: {name} = {v} does not fit a {bits}-bit int")
+    return v
+
+
+def _ints(name, vs):
+    return [_int(f"{name}[{i}]", v) for i, v in enumerate(vs)]
+
+
+def _text(name, v, optional=False):
+    """v as a C string, or ValueError/TypeError: a NUL inside would end it early ("sm_90\0x" read as sm_90)"""
+    if v is None and optional:
+        return None
+    if not isinstance(v, str):
+        raise TypeError(f"ptxgen: {name} needs a str, got {type(v).__name__}")
+    if "\0" in v:
+        raise ValueError(f"ptxgen: {name} {v!r} holds a NUL character")
+    return v.encode()
+
+
+def _sizes(sizes):
+    return [_Size(_text("size name", k), _int(k, int(v), 64)) for k, v in sizes.items()]
+
+
 def _check(rc, what, err):
     if rc:
         raise (ValueError(f"ptxgen: {what}: {err.value.decode()}") if rc == 2 else
@@ -95,10 +127,11 @@ def _build(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, famil
            varlen=False, block=None, page_size=None, splitkv=False):
     lib = _library()
     block_m, block_n = block if block else (0, 0)
-    rq = _Request(arch.encode(), kernel.encode(), dtype.encode(), hdim or 0, int(bool(causal)),
-                  tile.encode() if tile else None, family.encode() if family else None,
-                  shape_class.encode() if shape_class else None, hdim_v or 0, int(bool(varlen)), block_m, block_n,
-                  page_size or 0, int(bool(splitkv)))
+    rq = _Request(_text("arch", arch), _text("kernel", kernel), _text("dtype", dtype), _int("hdim", hdim or 0),
+                  int(bool(causal)), _text("tile", tile or None, True), _text("family", family or None, True),
+                  _text("shape_class", shape_class, True), _int("hdim_v", hdim_v or 0), int(bool(varlen)),
+                  _int("block_m", block_m), _int("block_n", block_n), _int("page_size", page_size or 0),
+                  int(bool(splitkv)))
     s, err = ctypes.c_void_p(), ctypes.create_string_buffer(_ERR)
     _check(lib.ptxgen_build(ctypes.byref(rq), ctypes.byref(s), err, _ERR), f"build {kernel} for {arch}", err)
     return s
@@ -112,18 +145,21 @@ def varlen_check(cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_seqlen_q, max
     if b < 1 or len(cu_seqlens_k) != b + 1:
         raise ValueError(f"ptxgen: varlen: cu_seqlens_q and cu_seqlens_k need the same b + 1 >= 2 entries "
                          f"({len(cu_seqlens_q)} and {len(cu_seqlens_k)})")
-    cq, ck = (ctypes.c_int * (b + 1))(*cu_seqlens_q), (ctypes.c_int * (b + 1))(*cu_seqlens_k)
+    cq = (ctypes.c_int * (b + 1))(*_ints("cu_seqlens_q", cu_seqlens_q))
+    ck = (ctypes.c_int * (b + 1))(*_ints("cu_seqlens_k", cu_seqlens_k))
     err = ctypes.create_string_buffer(_ERR)
-    _check(lib.ptxgen_varlen_check(cq, ck, b, total_q, total_k, max_seqlen_q, max_seqlen_k, err, _ERR), "varlen", err)
+    _check(lib.ptxgen_varlen_check(cq, ck, b, _int("total_q", total_q, 64), _int("total_k", total_k, 64),
+                                   _int("max_seqlen_q", max_seqlen_q, 64), _int("max_seqlen_k", max_seqlen_k, 64), err,
+                                   _ERR), "varlen", err)
 
 
 def head_mask_check(head_mask_type, n_mask_heads):
     """Raises ValueError unless every head type (a host list, h_q ints) is 0 (dense) or a mask head 1 .. n_mask_heads:
     what a block-sparse set expects of its head_mask_type."""
     lib, h_q = _library(), len(head_mask_type)
-    types = (ctypes.c_int * max(h_q, 1))(*head_mask_type)
+    types = (ctypes.c_int * max(h_q, 1))(*_ints("head_mask_type", head_mask_type))
     err = ctypes.create_string_buffer(_ERR)
-    _check(lib.ptxgen_head_mask_check(types, h_q, n_mask_heads, err, _ERR), "block-sparse", err)
+    _check(lib.ptxgen_head_mask_check(types, h_q, _int("n_mask_heads", n_mask_heads), err, _ERR), "block-sparse", err)
 
 
 def paged_check(block_table, seqlens_k, num_pages, page_size):
@@ -133,10 +169,11 @@ def paged_check(block_table, seqlens_k, num_pages, page_size):
     max_pages = len(block_table[0]) if b and block_table else 0
     if len(block_table) != b or any(len(r) != max_pages for r in block_table):
         raise ValueError("ptxgen: paged: block_table needs one row of max_pages entries per sequence")
-    flat = (ctypes.c_int * max(b * max_pages, 1))(*[x for r in block_table for x in r])
-    lens = (ctypes.c_int * max(b, 1))(*seqlens_k)
+    flat = (ctypes.c_int * max(b * max_pages, 1))(*_ints("block_table", [x for r in block_table for x in r]))
+    lens = (ctypes.c_int * max(b, 1))(*_ints("seqlens_k", seqlens_k))
     err = ctypes.create_string_buffer(_ERR)
-    _check(lib.ptxgen_paged_check(flat, lens, b, max_pages, num_pages, page_size, err, _ERR), "paged", err)
+    _check(lib.ptxgen_paged_check(flat, lens, b, max_pages, _int("num_pages", num_pages), _int("page_size", page_size),
+                                  err, _ERR), "paged", err)
 
 
 def emit(kernel, arch, dtype="bf16", hdim=None, causal=False, tile=None, family=None, hdim_v=None, varlen=False,
@@ -170,8 +207,8 @@ def num_splits(arch, sm_count, dtype="bf16", hdim=None, causal=False, page_size=
     s = _build("attn_fwd", arch, dtype, hdim, causal, tile, family, shape_class=_shape_class("attn_fwd", **sizes),
                page_size=page_size, splitkv=True)
     try:
-        arr = (_Size * len(sizes))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
-        return lib.ptxgen_num_splits(s, arr, len(sizes), int(sm_count))
+        arr = (_Size * len(sizes))(*_sizes(sizes))
+        return lib.ptxgen_num_splits(s, arr, len(sizes), _int("sm_count", int(sm_count)))
     finally:
         lib.ptxgen_free(s)
 
@@ -215,7 +252,7 @@ class _Device:
 
 def _shape_class(kernel, **sizes):
     """ptxgen_shape_class: the class a tile saved by `ptxgen tune --save` is kept for."""
-    arr = (_Size * len(sizes))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
+    arr = (_Size * len(sizes))(*_sizes(sizes))
     out, lib = ctypes.create_string_buffer(64), _library()
     return out.value.decode() if not lib.ptxgen_shape_class(kernel.encode(), arr, len(sizes), out, 64) else None
 
@@ -251,7 +288,7 @@ def _launch(loaded, tensors, scale, sizes=None):
         n += 1
     stream = torch.cuda.current_stream(device).cuda_stream
     sizes = sizes or {}
-    sz = (_Size * max(len(sizes), 1))(*[_Size(k.encode(), int(v)) for k, v in sizes.items()])
+    sz = (_Size * max(len(sizes), 1))(*_sizes(sizes))
     rc = lib.ptxgen_launch(loaded, ctypes.c_void_p(stream), arr, n, sz if sizes else None, len(sizes), float(scale),
                            err, _ERR)
     _check(rc, "launch", err)

@@ -106,6 +106,24 @@ def test_emit_refuses_bad_requests():
             raise AssertionError(f"emit{args} was accepted")
 
 
+def test_refuses_what_c_would_cut():
+    """Ints past their C type and strings with a NUL inside are refused (ctypes kept the low bits: hdim 2**32 + 64
+    built d 64; "sm_90\\0x" built sm_90)."""
+    cases = ((lambda: ptxgen.emit("attn_fwd", "sm_90", hdim=2**32 + 64), "hdim = 4294967360"),
+             (lambda: ptxgen.emit("attn_fwd", "sm_90\0x"), "NUL"),
+             (lambda: ptxgen.emit("attn_fwd", "sm_90", tile="bm=64\0x"), "NUL"),
+             (lambda: ptxgen.varlen_check([0, 2**32 + 5], [0, 5], 5, 5, 5, 5), "cu_seqlens_q[1]"),
+             (lambda: ptxgen.head_mask_check([2**32 + 1], 1), "head_mask_type[0]"),
+             (lambda: ptxgen.paged_check([[0, 2**32 + 1]], [100], 2, 64), "block_table[1]"))
+    for call, phrase in cases:
+        try:
+            call()
+        except ValueError as e:
+            assert phrase in str(e), str(e)
+        else:
+            raise AssertionError(f"accepted: {phrase}")
+
+
 def test_device_and_load_on_the_sim():
     """The load path Python takes (device, arch, a kernel set loaded once and kept), on the sim."""
     dev = ptxgen._Device("sim")
