@@ -233,7 +233,8 @@ PTXGEN_API int  ptxgen_device_sync(ptxgen_device *d, char *err, size_t errlen);
  * setmaxnreg and serializes wgmma. ptxgen_loaded_how says which made this set's cubin. Loading and launching are thread-safe
  * (launches on one device are serialised while they are enqueued; the kernels run asynchronously). A loaded
  * set's workspaces are shared by its launches, so launches of one set on different streams must not overlap
- * on the GPU: use one stream per loaded set, or one loaded set per stream. */
+ * on the GPU: use one stream per loaded set, or one loaded set per stream. Lifetimes: the set must outlive its
+ * loaded copies (ptxgen_free after ptxgen_unload), and every loaded set is unloaded before its device is closed. */
 typedef struct ptxgen_loaded ptxgen_loaded;
 PTXGEN_API int  ptxgen_load(ptxgen_device *d, const ptxgen_set *s, ptxgen_loaded **out, char *err, size_t errlen);
 PTXGEN_API void ptxgen_unload(ptxgen_loaded *l);
@@ -246,7 +247,8 @@ PTXGEN_API int  ptxgen_kernel_resources(const ptxgen_loaded *l, int k, int *regs
 /* A tensor argument: one of the set's tensor parameters by name (ptxgen_param_info: role IN or OUT), its
  * device address, and its shape and strides in elements along the axes of the parameter's shape
  * ("[b, s_q, h_q, d]": rank 4). The innermost stride must be 1; axes the set has no stride parameter for
- * must be dense; 2-byte tensors need 16-byte aligned addresses and row strides. A parameter whose meaning
+ * must be dense; 2-byte tensors need 16-byte aligned addresses and row strides; an output's elements each
+ * need an address of their own (no overlapping strides). A parameter whose meaning
  * starts with "optional" may be left out (the kernels get a null pointer). */
 #define PTXGEN_MAX_RANK 5
 typedef struct {
@@ -259,7 +261,10 @@ typedef struct {
 
 /* Runs the set on stream (a CUstream; NULL: the default stream; ignored by the sim). sizes may add or
  * confirm problem sizes (NULL, 0: every size comes from the tensors' shapes). softmax_scale: the scale of
- * S, for sets that take one. Asynchronous on a GPU: faults surface at the next synchronizing call. */
+ * S, for sets that take one (finite). Refused before anything runs (PTXGEN_EINVAL, naming it): tensors that
+ * break the rules above or disagree on a size, h_q no multiple of h_kv, a varlen s_q / s_k past total_q /
+ * total_k, a paged s_k past max_pages x page_size, a grid past the launch limits. Asynchronous on a GPU:
+ * faults surface at the next synchronizing call. */
 PTXGEN_API int  ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, int ntensors, const ptxgen_size *sizes,
                    int nsizes, float softmax_scale, char *err, size_t errlen);
 
