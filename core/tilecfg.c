@@ -38,6 +38,13 @@ int tile_parse(const TileKey *keys, int nkeys, const char *spec, void *tile, cha
     char buf[512];
     if (strlen(spec) >= sizeof buf) { snprintf(err, errlen, "--tile string too long"); return 1; }
     strcpy(buf, spec);
+    size_t n = strlen(buf);
+    if (n && (buf[0] == ',' || buf[n - 1] == ',' || strstr(buf, ",,"))) {   /* strtok would skip the empty setting */
+        snprintf(err, errlen, "tile '%s' has an empty setting (a ',' too many)", spec);
+        return 1;
+    }
+    const TileKey *set[64];   /* the keys so far: one given twice would silently take the last value */
+    int nset = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq || eq == tok || !eq[1]) {
@@ -52,6 +59,12 @@ int tile_parse(const TileKey *keys, int nkeys, const char *spec, void *tile, cha
             buf_free(&names);
             return 1;
         }
+        for (int i = 0; i < nset; i++)
+            if (set[i] == k) {
+                snprintf(err, errlen, "tile key '%s' is given twice (the second would silently override the first)", k->key);
+                return 1;
+            }
+        if (nset < 64) set[nset++] = k;
         if (set_value(k, tile, eq + 1, err, errlen)) return 1;
     }
     return 0;

@@ -311,6 +311,9 @@ static void test_tilecfg(void)
     tile_fails("tile 'bm' without '=' is an error", "bm", "key=value", NULL);
     tile_fails("tile '=64' is an error", "=64", "key=value", NULL);
     tile_fails("tile 'bm=' is an error", "bm=", "key=value", NULL);
+    tile_fails("tile key given twice is an error, not the last value", "bm=128,bn=32,bm=64", "'bm' is given twice", NULL);
+    tile_fails("tile with an empty setting (',,') is an error", "bm=64,,bn=32", "empty setting", NULL);
+    tile_fails("tile with a trailing ',' is an error", "bm=64,", "empty setting", NULL);
     char longspec[700];
     memset(longspec, 'a', sizeof longspec - 1);
     longspec[sizeof longspec - 1] = 0;
