@@ -630,8 +630,11 @@ static int parse_shared(Parser *P, int is_extern)
 {
     P->m->shared = grow(P, P->m->shared, P->m->nshared, &P->caps.scap, sizeof *P->m->shared);
     SimShared *s = &P->m->shared[P->m->nshared];
+    int line = P->lx.tline;
     if (parse_var(P, ".shared", s)) return -1;
     P->m->nshared++;
+    if (!is_extern && !s->size)   /* name[] is the dynamic window's, which only .extern declares */
+        return perr(P, line, ".shared %s has no size: an array of none is .extern .shared", s->name);
     s->is_extern = is_extern;
     if (is_extern) {
         if (s->align > P->m->dyn_align) P->m->dyn_align = s->align;
