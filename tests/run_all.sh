@@ -1319,11 +1319,12 @@ sim_tests() {
     sim_check "sim sm_100a d=128 (mma.sync)" --arch sm_100a --mma sync --hdim 128 --sq 77 --sk 130
     sim_check "sim sm_120 d=64 MQA" --arch sm_120 --hdim 64 --sq 100 --sk 70 --hq 4 --hkv 1 --causal
     # a module header the sim cannot honour is refused at load, naming it (it once skipped both values unread, and
-    # took an unsized .shared array without .extern, which ptxas refuses)
+    # took an unsized .shared array without .extern and parameters with no ',' between them, which ptxas refuses)
     local hdr want
     for hdr in "s/^\.version .*/.version banana/|.version needs MAJOR.MINOR, found 'banana'" \
                "s/^\.address_size .*/.address_size 32/|.address_size 32: the sim models 64-bit addresses only" \
-               "s/^\.extern \.shared/.shared/|.shared ptxgen_smem has no size: an array of none is .extern .shared"; do
+               "s/^\.extern \.shared/.shared/|.shared ptxgen_smem has no size: an array of none is .extern .shared" \
+               "s/^\t\.param \.u64 q,/\t.param .u64 q/|parameters are separated by ','"; do
         want=${hdr#*|}
         if ./ptxgen --arch sm_80 --kernel attn_fwd --hdim 64 | sed "${hdr%%|*}" >"$TMP/hdr.ptx"; then
             run_cli check --device sim --kernel attn_fwd --arch sm_80 --hdim 64 --ptx "$TMP/hdr.ptx"

@@ -557,7 +557,10 @@ static int parse_params(Parser *P, SimFunc *f)
         p->bytes = bytes * count;
         p->offset = (f->param_bytes + align - 1) / align * align;
         f->param_bytes = p->offset + p->bytes;
-        if (is(&P->lx, ",")) next(&P->lx);
+        if (is(&P->lx, ",")) {
+            next(&P->lx);
+            if (is(&P->lx, ")")) return perr(P, line, "a ',' after the last parameter");
+        } else if (!is(&P->lx, ")")) return perr(P, line, "parameters are separated by ','");
     }
     next(&P->lx);
     return 0;
