@@ -236,11 +236,13 @@ static void reduce_units(void)
 
 /* Runs body (the code of an entry k() with no parameters, on sm_90a) in one CTA of threads threads and 4096 bytes
  * of dynamic shared memory under a limit of max_steps; returns its error (empty: none) and the warp instructions run. */
-static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_steps, char *err, size_t errlen)
+/* decls (module scope, e.g. a .global array) and body of entry k() on one CTA */
+static uint64_t run_module(const char *decls, const char *body, unsigned threads, uint64_t max_steps, char *err,
+                           size_t errlen)
 {
     char ptx[4096];
     snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90a\n.address_size 64\n.extern .shared .align 1024 .b8 smem[];\n"
-             ".visible .entry k()\n{\n%s}\n", body);
+             "%s.visible .entry k()\n{\n%s}\n", decls, body);
     SimModule *m;
     err[0] = 0;
     if (sim_parse(ptx, &m, err, errlen)) return 0;
@@ -254,6 +256,36 @@ static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_ste
     sim_fini(&sim);
     sim_module_free(m);
     return n;
+}
+
+static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_steps, char *err, size_t errlen)
+{
+    return run_module("", body, threads, max_steps, err, errlen);
+}
+
+/* Memory and warp forms ptxas refuses, refused by the sim (it once read past an operand list, computed a .b128 into
+ * 8 bytes of stack, or ran an mma over scalars), and cp.async.wait_all, which commits before it waits (PTX ISA):
+ * the copy lands (the kernel divides by zero when it did not). */
+static void mem_forms(void)
+{
+    static const struct { const char *insn, *want; } k[] = {
+        {"cp.async.wait_group;", "cp.async.wait_group takes one immediate"},
+        {"cp.async.commit_group 1;", "takes no operand"},
+        {"ld.shared.b128 %rd1, [smem];", "16-byte elements is not modelled"},
+        {"red.shared.add.u32 [smem], %r1, %r1;", "red/atom needs"},
+        {"red.shared.add.u32 %rd1, %r1;", "red/atom needs"},
+        {"red.shared.add.v4.f32 [smem], {%f0, %f0};", "red/atom needs"},
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 %f0, %r1, %r1, %f0;", "must be a vector of 4"},
+        {"cp.async.ca.shared.global [smem], [g], 4;\n  cp.async.wait_all;\n  ld.shared.u32 %r2, [smem];\n"
+         "  setp.ne.u32 %p1, %r2, 7;\n  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char body[1024], err[1024], what[200];
+        snprintf(body, sizeof body, "  .reg .b32 %%r<4>;\n  .reg .b64 %%rd<2>;\n  .reg .f32 %%f<2>;\n  .reg .pred %%p<2>;\n"
+                 "  mov.u32 %%r1, 1;\n  mov.f32 %%f0, 0f3F800000;\n  %s\n  ret;\n", k[i].insn);
+        run_module(".global .align 16 .b32 g[4] = {7, 7, 7, 7};\n", body, 1, 1 << 16, err, sizeof err);
+        snprintf(what, sizeof what, "sim: %.60s %s", k[i].insn, k[i].want ? "is refused" : "(wait_all commits first) runs");
+        check(k[i].want ? strstr(err, k[i].want) != NULL : !err[0], what, "got: %s", err[0] ? err : "no error");
+    }
 }
 
 /* f16 and bf16 fma rounded once from the exact value: each triple's a b + c rounds (nearest even) to want, and
@@ -370,7 +402,7 @@ int main(int argc, char **argv)
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
     if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms(),
-                alu_forms();
+                alu_forms(), mem_forms();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

@@ -409,8 +409,13 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     int n = vo->kind == SO_VEC ? vo->n : 1;
     uint64_t ga[32];
     uint32_t sa[32];
-    if (!in->d.redop || !width || in->nops < 2 + is_atom || (in->d.redop == RO_CAS && in->nops < 4)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "red/atom needs an operation, a type and its operands");
+    int want = 2 + is_atom + (in->d.redop == RO_CAS) + ((in->d.flags & F_CACHE_HINT) != 0);   /* [d,] [a], b[, c][, pol] */
+    if (!in->d.redop || !width || width > 8 || in->nops != want || ao->kind != SO_ADDR ||
+        (is_atom && in->o[0].kind != SO_REG && in->o[0].kind != SO_SINK) || (vo->kind == SO_VEC) != (in->d.vec > 1) ||
+        (vo->kind == SO_VEC && vo->n != in->d.vec)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "red/atom needs an operation, a type of at most 8 bytes and %d operands "
+                 "(%san address in brackets, a value%s matching .v)", want, is_atom ? "a destination register, " : "",
+                 in->d.redop == RO_CAS ? ", the new value" : "");
         return;
     }
     for (int l = 0; l < 32 && !c->failed; l++) {
@@ -447,6 +452,11 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     if (in->nops != 2 + hint || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs an address and a %s", store ? "st" : "ld",
                  in->d.vec > 1 ? "vector of registers matching .v" : "register");
+        return;
+    }
+    if (ew > 8) {   /* registers are at most 64 bits: a .b128 element once overran the 8 bytes it was read into */
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s of %d-byte elements is not modelled by the sim", store ? "st" : "ld",
+                 ew);
         return;
     }
     for (int l = 0; l < 32 && !c->failed; l++) {
@@ -507,13 +517,20 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_RED: case I_ATOM: atomic(c, w, in, exec); return 1;
     case I_CP_ASYNC: cp_async(c, w, in, exec); return 1;
     case I_PREFETCH: return 1;   /* only a hint: not even a bad address faults */
-    case I_CP_ASYNC_COMMIT:
-        for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
+    case I_CP_ASYNC_COMMIT: case I_CP_ASYNC_WAIT: case I_CP_ASYNC_WAIT_ALL: {
+        int wait_n = in->d.op == I_CP_ASYNC_WAIT;   /* wait_group N takes one immediate; commit and wait_all none */
+        if (in->nops != wait_n || (wait_n && in->o[0].kind != SO_IMM)) {
+            sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes %s", isa_base_text(in->d.op),
+                     wait_n ? "one immediate (the groups left pending)" : "no operand");
+            return 1;
+        }
+        /* wait_all is commit_group then wait_group 0 (PTX ISA): the copies not yet committed are waited for too */
+        if (in->d.op != I_CP_ASYNC_WAIT)
+            for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;
+        for (int l = 0; l < 32 && in->d.op != I_CP_ASYNC_COMMIT; l++)
+            if (exec >> l & 1) sim_async_wait(c, w, l, wait_n ? (uint32_t)in->o[0].imm : 0);
         return 1;
-    case I_CP_ASYNC_WAIT: case I_CP_ASYNC_WAIT_ALL:
-        for (int l = 0; l < 32; l++)
-            if (exec >> l & 1) sim_async_wait(c, w, l, in->d.op == I_CP_ASYNC_WAIT ? (uint32_t)sim_read(c, w, &in->o[0], l) : 0);
-        return 1;
+    }
     }
     return 0;
 }

@@ -288,6 +288,14 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_MMA:
         if (d->m != 16 || d->n != 8 || d->k != 16 || d->ntype != 4 || d->type[0] != T_F32 || d->type[3] != T_F32 ||
             d->type[1] != d->type[2] || (d->type[1] != T_BF16 && d->type[1] != T_F16) || in->nops != 4) break;
+        for (int i = 0; i < 4; i++) {   /* D, A, B, C: vectors of 4, 4, 2 and 4 registers (a scalar once read past them) */
+            static const int want[4] = {4, 4, 2, 4};
+            if (in->o[i].kind != SO_VEC || in->o[i].n != want[i]) {
+                sim_fail(c, sim_warp_id(c, w), -1, in, "mma.m16n8k16 operand %d must be a vector of %d registers", i,
+                         want[i]);
+                return 1;
+            }
+        }
         if (full_warp(c, w, in, exec)) mma_16816(c, w, in, d->type[1] == T_BF16 ? DT_BF16 : DT_FP16);
         return 1;
     default: return 0;
