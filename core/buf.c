@@ -61,8 +61,9 @@ char *buf_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {   /* a directory opens, and its size reads as no file's */
-        int why = fstat(fileno(f), &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    int unstated = fstat(fileno(f), &st);
+    if (unstated || !S_ISREG(st.st_mode)) {   /* a directory opens, and its size reads as no file's */
+        int why = unstated ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         fclose(f);
         errno = why;
         return NULL;

@@ -481,31 +481,28 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
     if ((rc0 = mask_shape(&L, err, errlen)) || (rc0 = size_rules(&L, err, errlen))) return rc0;
     if (!isfinite(softmax_scale))
         return fail(PTXGEN_EINVAL, err, errlen, "softmax_scale is %g: the kernels need a finite scale", softmax_scale);
-    for (int k = 0; k < l->nk; k++) {   /* every kernel's grid within the launch limits before any workspace grows */
-        unsigned grid[3], block[3], cluster[3], smem;
-        if (ptxgen_launch_dims(s, k, sz, nsz, grid, block, &smem, err, errlen) ||
-            ptxgen_cluster_dims(s, k, sz, nsz, cluster, err, errlen))
+    unsigned grid[MAX_K][3], block[MAX_K][3], cluster[MAX_K][3], smem[MAX_K];
+    for (int k = 0; k < l->nk; k++)   /* every kernel's grid within the launch limits before any workspace grows */
+        if (ptxgen_launch_dims(s, k, sz, nsz, grid[k], block[k], &smem[k], err, errlen) ||
+            ptxgen_cluster_dims(s, k, sz, nsz, cluster[k], err, errlen))
             return PTXGEN_EINVAL;
-    }
     pthread_mutex_lock(&l->d->mu);   /* the stream is the device's: launches of other sets on it wait */
     dev_set_stream(l->d->dev, stream);
     int rc = workspaces(l, sz, nsz, err, errlen);
     Binder b = {&L, bind_tensor, bind_size, bind_workspace, softmax_scale};
     for (int k = 0; !rc && k < l->nk; k++) {
-        unsigned grid[3], block[3], cluster[3], smem;
-        if (ptxgen_launch_dims(s, k, sz, nsz, grid, block, &smem, err, errlen) ||
-            ptxgen_cluster_dims(s, k, sz, nsz, cluster, err, errlen) || bind_args(s, k, l->d->dev, &b, &l->bound[k], err, errlen)) {
+        if (bind_args(s, k, l->d->dev, &b, &l->bound[k], err, errlen)) {
             rc = PTXGEN_EINVAL;
             break;
         }
-        if (!grid[0] || !grid[1] || !grid[2]) continue;   /* nothing to do (no token, no row) */
-        if (smem != l->smem_set[k]) {   /* a driver call: once per kernel, not per launch */
-            if (dev_set_dyn_smem(l->fn[k], (int)smem, err, errlen)) { rc = PTXGEN_ELAUNCH; break; }
-            l->smem_set[k] = smem;
+        if (!grid[k][0] || !grid[k][1] || !grid[k][2]) continue;   /* nothing to do (no token, no row) */
+        if (smem[k] != l->smem_set[k]) {   /* a driver call: once per kernel, not per launch */
+            if (dev_set_dyn_smem(l->fn[k], (int)smem[k], err, errlen)) { rc = PTXGEN_ELAUNCH; break; }
+            l->smem_set[k] = smem[k];
         }
-        int clustered = cluster[0] * cluster[1] * cluster[2] > 1;
-        if (clustered ? dev_launch_cluster(l->fn[k], grid, block, cluster, smem, l->bound[k].args, err, errlen)
-                      : dev_launch(l->fn[k], grid, block, smem, l->bound[k].args, err, errlen))
+        int clustered = cluster[k][0] * cluster[k][1] * cluster[k][2] > 1;
+        if (clustered ? dev_launch_cluster(l->fn[k], grid[k], block[k], cluster[k], smem[k], l->bound[k].args, err, errlen)
+                      : dev_launch(l->fn[k], grid[k], block[k], smem[k], l->bound[k].args, err, errlen))
             rc = PTXGEN_ELAUNCH;
     }
     dev_set_stream(l->d->dev, NULL);
