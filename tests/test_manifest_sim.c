@@ -319,14 +319,14 @@ static void fill_normal(Rng *r, Buffer *b, float *copy) {
 enum { MAX_SEQS = 64 };
 typedef struct { int n, lq[MAX_SEQS], lk[MAX_SEQS]; } Seqs;
 
-/* The float64 forward (o, lse) and, given fo (the backward's input o, rounded), the gradients (g: dq, dk, dv) of p,
- * over the packed sequences where there are any: each sequence is a batch of one whose rows are contiguous in the
- * packed tensors, its lse scattered into [h_q, total_q]; a sequence without keys gives o 0 and lse +inf, and no
- * gradient. */
+/* fo NULL: the float64 forward (o, lse) of p; else, fo the backward's input o (that forward's, rounded), the
+ * gradients (g: dq, dk, dv). Over the packed sequences where there are any: each sequence is a batch of one whose
+ * rows are contiguous in the packed tensors, its lse scattered into [h_q, total_q]; a sequence without keys gives o 0
+ * and lse +inf, and no gradient. */
 static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const float *k, const float *v, const float *fo,
                      const float *dout, double *o, double *lse, double *g[3]) {
     int bwd = fo != NULL;
-    if (!sq->n) return ref_attn_fwd(p, q, k, v, o, lse, 0) || (bwd && ref_attn_bwd(p, q, k, v, fo, dout, g[0], g[1], g[2], NULL, 0));
+    if (!sq->n) return bwd ? ref_attn_bwd(p, q, k, v, fo, dout, g[0], g[1], g[2], NULL, 0) : ref_attn_fwd(p, q, k, v, o, lse, 0);
     size_t q0 = 0, k0 = 0, total_q = 0, rq = (size_t)p->h_q * (size_t)p->d, rk = (size_t)p->h_kv * (size_t)p->d;
     size_t ro = (size_t)p->h_q * (size_t)p->dv, rv = (size_t)p->h_kv * (size_t)p->dv;
     for (int i = 0; i < sq->n; i++) total_q += (size_t)sq->lq[i];
@@ -339,19 +339,21 @@ static int attn_refs(const RefAttn *p, const Seqs *sq, const float *q, const flo
     for (int i = 0; !rc && i < sq->n; k0 += (size_t)sq->lk[i], q0 += (size_t)sq->lq[i], i++) {
         int lq = sq->lq[i], lk = sq->lk[i];
         if (!lq) continue;
+        RefAttn one = *p;
+        one.b = 1, one.s_q = lq, one.s_k = lk;
+        if (bwd) {
+            if (lk)
+                rc = ref_attn_bwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, fo + q0 * ro, dout + q0 * ro, g[0] + q0 * rq,
+                                  g[1] + k0 * rk, g[2] + k0 * rv, NULL, 0);
+            continue;
+        }
         double *l = malloc((size_t)p->h_q * (size_t)lq * 8);
         if (!l) return -1;
         if (!lk) {
             memset(o + q0 * ro, 0, (size_t)lq * ro * 8);
             for (size_t j = 0; j < (size_t)p->h_q * (size_t)lq; j++) l[j] = INFINITY;
-        } else {
-            RefAttn one = *p;
-            one.b = 1, one.s_q = lq, one.s_k = lk;
+        } else
             rc = ref_attn_fwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, o + q0 * ro, l, 0);
-            if (!rc && bwd)
-                rc = ref_attn_bwd(&one, q + q0 * rq, k + k0 * rk, v + k0 * rv, fo + q0 * ro, dout + q0 * ro, g[0] + q0 * rq, g[1] + k0 * rk,
-                                  g[2] + k0 * rv, NULL, 0);
-        }
         for (int h = 0; h < p->h_q; h++)
             for (int j = 0; j < lq; j++) lse[(size_t)h * total_q + q0 + (size_t)j] = l[(size_t)h * (size_t)lq + (size_t)j];
         free(l);
@@ -451,7 +453,7 @@ static int run_attn(Ctx *c, const Json *man, uint64_t seed, int bwd, RefAttn p, 
         free(perm);
     } else {   /* every CPU: a GPU run takes realistic shapes */
         rc = rc || attn_refs(&p, sq, fq, fk, fv, NULL, fdo, ro, rl, rg);
-        if (bwd && !rc) {   /* o is an input: the float64 forward's, rounded as the forward writes it */
+        if (bwd && !rc) {   /* o is an input: the float64 forward's, rounded as the forward writes it; then the gradients */
             put_o(o, ro, fo);
             rc = attn_refs(&p, sq, fq, fk, fv, fo, fdo, ro, rl, rg);
         }
