@@ -58,6 +58,7 @@ typedef struct {
     int carried;                      /* consumer_tiles runs: o_live is in use */
     RowStats rows;
     KeyList kl;                       /* block-sparse: the query block's key list (problem) */
+    Reg kl_first, kl_unmasked;        /* consumers: its first entry and how many need no mask (consumer_problem) */
     /* persistent (tile.persist): the tiles handed to the consumers, each Q buffer's full and empty barriers, this
      * role's tiles so far, and the empty barrier of the buffer the consumers' tile is in */
     TileSlots ts;
@@ -102,6 +103,16 @@ static void problem(Kctx *k, WgFwd *f, Reg t, Reg n_full, Reg n_max) {
         INS(e, MOV_B32, R(n_max), R(hi));
     }
     if (f->d->block_m) sparse_key_list_at(k, &f->kl, f->d->tile.bm, f->d->tile.bn, f->b, f->h, mblk);
+}
+
+/* The consumers' problem(): block-sparse, the list's first entry and the count of those that need no mask are
+ * loaded as the tile is taken, so that their loads run under the wait for its Q rather than each on its own at the
+ * tile's start. */
+static void consumer_problem(Kctx *k, WgFwd *f, Reg t, Reg n_full, Reg n_max) {
+    problem(k, f, t, n_full, n_max);
+    if (!f->d->block_m) return;
+    f->kl_first = sparse_entry_or0(k, f->kl.list, f->kl.count, kc_imm32(k, 0));
+    f->kl_unmasked = sparse_unmasked_entries(k, &f->kl, f->d->tile.bm, f->d->tile.bn, n_full);
 }
 
 /* How many key blocks a role walks: [0, n_max), split-KV [lo, n_max), or block-sparse the list's entries */
@@ -450,7 +461,7 @@ static void epilogue(Kctx *k, WgFwd *f) { epilogue_at(k, f, &(TileAt){f->m_start
 /* Key blocks 1 .. of the tile (block-sparse: of its list; split-KV: of its split), block 0's P pending. */
 static void walk_blocks(Kctx *k, WgFwd *f, Reg n, Reg n_full, Reg n_max) {
     Emit *e = &k->e;
-    if (f->d->block_m) sparse_key_loop(k, consumer_step, f, &f->kl, 1, n_full, n_max);
+    if (f->d->block_m) sparse_key_loop_prefix(k, consumer_step, f, &f->kl, 1, f->kl_unmasked, n_max);
     else {
         if (f->d->splitkv) INS(e, ADD_U32, R(n), R(f->lo), I(1));
         else INS(e, MOV_B32, R(n), I(1));
@@ -508,7 +519,7 @@ static Reg take_tile(Kctx *k, WgFwd *f, Reg tiles, Reg over, int done, Reg n_ful
     Reg pass, t = sched_take(k, &f->ts, f->tit, &pass);
     INS(e, SETP_GE_U32, R(over), R(t), R(tiles));
     INSP(e, over, 0, BRA_UNI, L(done));
-    problem(k, f, t, n_full, n_max);
+    consumer_problem(k, f, t, n_full, n_max);
     descriptors(k, f);
     /* the rings' passes from the producer's count, not carried from the last tile: a counter the tile loop carried
      * cost the inner loop its uniform-datapath descriptor arithmetic (ptxas) */
@@ -542,7 +553,7 @@ static void consumer_tiles(Kctx *k, WgFwd *f, Reg n_full, Reg n_max, Reg n) {
     f->q_desc = wg_desc_plus(k, f->q_desc, at);
     mbar_wait(k, q_full, q_parity, 0);                           /* Q landed */
     INS(e, SETP_NE_U32, R(has), R(walked(k, f, n_max)), I(0));
-    Reg first = d->block_m ? sparse_entry(k, f->kl.list, zero) : zero;
+    Reg first = d->block_m ? f->kl_first : zero;
     INS(e, AND_PRED, R(carry), R(pending), R(has));
     INSP(e, carry, 1, BRA_UNI, L(no_carry));
     carry_block(k, f, first, n_full, &last, &last_rows);
@@ -588,7 +599,7 @@ static void consumer(Kctx *k, void *ctx) {
     int persist = d->tile.persist;
     if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
     Reg n_full = e_reg(e, RC_B32), n_max = e_reg(e, RC_B32), n = e_reg(e, RC_B32), zero = kc_imm32(k, 0);
-    if (!persist) problem(k, f, (Reg){0}, n_full, n_max);
+    if (!persist) consumer_problem(k, f, (Reg){0}, n_full, n_max);
     f->wg = e_reg(e, RC_B32);
     f->warp_row0 = e_reg(e, RC_B32);
     Reg w = e_reg(e, RC_B32);
@@ -651,7 +662,7 @@ static void consumer(Kctx *k, void *ctx) {
     int empty = e_label(e);
     INS(e, SETP_EQ_U32, R(none), R(walked(k, f, n_max)), I(0));
     INSP(e, none, 0, BRA_UNI, L(empty));
-    first_block(k, f, d->block_m ? sparse_entry(k, f->kl.list, zero) : d->splitkv ? f->lo : zero, NULL);
+    first_block(k, f, d->block_m ? f->kl_first : d->splitkv ? f->lo : zero, NULL);
     walk_blocks(k, f, n, n_full, n_max);
     if (d->page_size) {   /* the last block's V rows past the sequence zeroed first (zero_v_tail) */
         int skip = e_label(e);

@@ -3,6 +3,7 @@
 #include "attn_bwd_math.h"
 #include "attn_sched.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define KEY_LISTS_BYTES "b * h_q * cdiv(s_q, %d) * (1 + cdiv(s_k, %d)) * 4"
@@ -376,6 +377,46 @@ void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, R
     step(k, ctx, n, n_max, 1);
     e_place(e, next);
     INS(e, MOV_B32, R(n), R(kl->next));
+    INS(e, ADD_U32, R(kl->t), R(kl->t), I(1));
+    INS(e, BRA_UNI, L(top));
+    e_place(e, done);
+}
+
+/* The entries at or past n_full are the list's last ones, at most cdiv(bm - 1, bn) + 1 of them (a tile's diagonal
+ * blocks, or its ragged last block: key_blocks), so the warp's lanes read the last 32 entries and a ballot counts
+ * them. */
+Reg sparse_unmasked_entries(Kctx *k, const KeyList *kl, int bm, int bn, Reg n_full) {
+    Emit *e = &k->e;
+    if ((bm - 2) / bn + 2 > 32) {   /* cdiv(bm - 1, bn) + 1; no tile of the kernels that take this walk comes near */
+        fprintf(stderr, "ptxgen internal: sparse_unmasked_entries: bm=%d bn=%d can mask more than 32 blocks\n", bm, bn);
+        abort();
+    }
+    Reg u = e_reg(e, RC_B32), i = e_reg(e, RC_B32), v = e_reg(e, RC_B32), a = e_reg(e, RC_B64);
+    Reg in = e_reg(e, RC_PRED), at = e_reg(e, RC_PRED), bal = e_reg(e, RC_B32);
+    INS(e, ADD_S32, R(i), R(kl->count), R(k->lane));
+    INS(e, SUB_S32, R(i), R(i), I(32));
+    INS(e, SETP_GE_S32, R(in), R(i), I(0));
+    INS(e, MOV_B32, R(v), I(0));
+    INS(e, MAD_WIDE_U32, R(a), R(i), I(4), R(kl->list));
+    INSP(e, in, 0, LD_GLOBAL_NC_B32, R(v), A(a, 4));
+    INS(e, SETP_GE_U32, R(at), R(v), R(n_full));
+    INS(e, AND_PRED, R(at), R(at), R(in));
+    INS(e, VOTE_BALLOT, R(bal), R(at), I(-1));
+    INS(e, POPC_B32, R(u), R(bal));
+    INS(e, SUB_U32, R(u), R(kl->count), R(u));
+    return u;
+}
+
+void sparse_key_loop_prefix(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg u, Reg n_max) {
+    Emit *e = &k->e;
+    int top = e_label(e), done = e_label(e);
+    Reg p = e_reg(e, RC_PRED);
+    INS(e, MOV_B32, R(kl->t), I(first));
+    key_loop(k, step, ctx, kl->t, u, n_max, 0);
+    e_place(e, top);
+    INS(e, SETP_GE_U32, R(p), R(kl->t), R(kl->count));
+    INSP(e, p, 0, BRA_UNI, L(done));
+    step(k, ctx, sparse_entry(k, kl->list, kl->t), n_max, 1);
     INS(e, ADD_U32, R(kl->t), R(kl->t), I(1));
     INS(e, BRA_UNI, L(top));
     e_place(e, done);

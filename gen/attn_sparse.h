@@ -44,6 +44,14 @@ Reg  sparse_entry_or0(Kctx *k, Reg list, Reg count, Reg i);
  * step is at (for its next entry: sparse_next). */
 typedef struct { Reg list, count, t, next; } KeyList;   /* next: entry t + 1 (0 past the list), loaded by the loop */
 void sparse_key_loop(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg n_full, Reg n_max);
+/* The same walk for a step whose unmasked body needs no key block (the wgmma forward's consumers, whose producer
+ * loads the blocks), given u = sparse_unmasked_entries: the entries below n_full, a prefix of the ascending list, run
+ * without reading an entry (step's n is the position there); only masked steps load theirs. A list entry loaded a
+ * step ahead still held the warp where ptxas moved it into a uniform register, as soon as it was loaded (H200: a
+ * 100 % block mask ran 2-3 % faster without, the other warpgroup no longer waiting on it at the ping-pong barrier). */
+void sparse_key_loop_prefix(Kctx *k, KeyStep step, void *ctx, KeyList *kl, int first, Reg u, Reg n_max);
+/* How many of kl's entries are below n_full (in every lane of the warp; tiles bm x bn) */
+Reg  sparse_unmasked_entries(Kctx *k, const KeyList *kl, int bm, int bn, Reg n_full);
 /* (batch b, query head h, query tile m)'s key list: its address, count and a position register, into kl */
 void sparse_key_list_at(Kctx *k, KeyList *kl, int bm, int bn, Reg b, Reg h, Reg m);
 /* The entry after kl->t into *next, or a branch to skip (a label the caller places) when kl->t is the last. */

@@ -18,7 +18,7 @@ make -j16 all build/tests/test_sim build/tests/test_problem build/tests/test_api
     { tail -30 "$OUT/build.log"; exit 1; }
 S="--kernel attn_fwd --arch sm_90a --sq 8192 --sk 8192 --hdim 128 --block-m 128 --block-n 128"
 for r in $(seq 1 "$rounds"); do
-    [ "$a" = - ] || for m in local:1 local:2 local:4 local:8 random:0.1 random:1 "h16 random:0.1" "h16 random:0.5"; do
+    [ "$a" = - ] || for m in local:1 local:2 local:4 local:8 random:0.1 random:1 "h16 random:0.1" "h16 random:0.5" "h16 random:1"; do
         shape="--b 16 --hq 1 --hkv 1"
         case $m in h16*) shape="--b 1 --hq 16 --hkv 16"; m=${m#h16 } ;; esac
         for side in "$a" "$b"; do

@@ -505,7 +505,8 @@ sparse_tests() {
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
-        "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1"
+        "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1" \
+        "--block-mask random:0.8 --causal --sq 300 --sk 4700 --hq 1 --hkv 1"
     expect_output "sparse wgmma fwd d=256 --block-n 160: the 80-key step" "^kernel: attn_fwd_wg_.*_d256_bm128_bn80_" &&
         pass "sparse wgmma fwd d=256 --block-n 160: the 80-key step"
     # (the backward at 13 SMs: its CTAs start in key_block_order's chunks)
@@ -628,6 +629,11 @@ sparse_tests() {
     expect_rc "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused" 1 && expect_output \
         "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused" "no workspace tile_orders in this set \(it has: key_lists tile_classes tile_order" &&
         pass "PTXGEN_DUMP_WORKSPACE of a name the set lacks: refused"
+    # the wgmma forward's consumers count the entries that need no mask (the only popc of two registers): none counted
+    # as masked, the causal diagonal goes unmasked (lists of up to 37 entries, the last ones masked)
+    MUTANT_ARCH=sm_90a sparse_mutant "sparse mutant: wgmma consumers take every entry as unmasked" attn_fwd \
+        's/popc.b32 (%r\d+), (?!\1;)%r\d+;/mov.b32 $1, 0;/' --block-m 128 --block-n 128 --causal -- \
+        --block-mask random:0.8 --sq 300 --sk 4700 --hq 1 --hkv 1
     sparse_mutant "sparse mutant: a list one entry short" attn_fwd 's/popc.b32 (%r\d+), \1;/popc.b32 $1, $1;\n\tsub.u32 $1, $1, 1;/ if /popc.b32 (%r\d+), \1;/ && ++$n == 2' \
         --block-m 128 --block-n 64 -- --block-mask random:1 --sq 300 --sk 257 --hq 2 --hkv 1
     # refusals name the tile or the family
