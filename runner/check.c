@@ -100,6 +100,12 @@ static int prepare(const RunOpts *in, int bench, RunOpts *o) {
     if (o->pad < 0 || o->pad % 8) { fprintf(stderr, "ptxgen: --pad must be a non-negative multiple of 8 (rows stay 16-byte aligned)\n"); return 2; }
     if (o->h_q > 65535 || o->b > 65535) { fprintf(stderr, "ptxgen: h_q and b must be <= 65535 (grid y/z limit)\n"); return 2; }
     if (!(o->scale >= 0) || isinf(o->scale)) { fprintf(stderr, "ptxgen: --scale must be a finite positive number\n"); return 2; }
+    const char *no_ref = o->req.varlen ? "takes padded batches, not varlen" : o->req.block_m ? "takes no block mask"
+                       : o->req.page_size ? "takes no paged cache" : NULL;
+    if (o->ref == RUN_REF_GPU && no_ref) {   /* refused before anything runs */
+        fprintf(stderr, "ptxgen: --ref gpu: the GPU reference %s (--ref cpu)\n", no_ref);
+        return 2;
+    }
     return 0;
 }
 
@@ -260,10 +266,8 @@ static int setup_problem(Session *ss, const RunOpts *o) {
 static int launch_kernel(Session *ss, int i) {
     char err[1024];
     const unsigned *c = ss->k[i].cluster;
-    if (c[0] * c[1] * c[2] > 1 ? dev_launch_cluster(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, c, ss->k[i].smem,
-                                                    ss->pb.bound[i].args, err, sizeof err)
-                               : dev_launch(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, ss->k[i].smem, ss->pb.bound[i].args, err,
-                                            sizeof err))
+    DevLaunchHow how = {c[0] * c[1] * c[2] > 1 ? c : NULL, ptxgen_programmatic_dependent(ss->set, i)};
+    if (dev_launch_how(ss->k[i].fn, ss->k[i].grid, ss->k[i].block, &how, ss->k[i].smem, ss->pb.bound[i].args, err, sizeof err))
         return fail("launch", err);
     return 0;
 }
@@ -364,9 +368,6 @@ static int pick_reference(Session *ss, const RunOpts *o) {
     int cuda = !strcmp(dev_kind(ss->dev), "cuda");
     int gpu = o->ref == RUN_REF_GPU || (o->ref != RUN_REF_CPU && cuda && gflop > AUTO_GPU_REF_GFLOP);
     char why[128], err[2048];
-    if (ss->pb.varlen && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes padded batches, not varlen (--ref cpu)");
-    if (ss->pb.block_m && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes no block mask (--ref cpu)");
-    if (ss->pb.page_size && o->ref == RUN_REF_GPU) return fail("gpu reference", "it takes no paged cache (--ref cpu)");
     if (ss->pb.varlen) gpu = 0, snprintf(why, sizeof why, "varlen: the GPU reference takes padded batches");
     else if (ss->pb.block_m) gpu = 0, snprintf(why, sizeof why, "block-sparse: the GPU reference takes no block mask");
     else if (ss->pb.page_size) gpu = 0, snprintf(why, sizeof why, "paged: the GPU reference takes no paged cache");

@@ -642,6 +642,10 @@ sparse_tests() {
     usage_error "sparse mask blocks not whole wgmma tiles: refused" "whole tiles of the wgmma attn_bwd, 64x128" \
         -- --arch sm_90a --kernel attn_bwd --block-m 128 --block-n 64
     usage_error "sparse on mla_fwd: refused" "mla_fwd takes no block mask" -- --arch sm_80 --kernel mla_fwd --block-m 128
+    usage_error "sparse check --ref gpu: refused before a launch" "--ref gpu: the GPU reference takes no block mask" -- \
+        check --kernel attn_fwd --arch sm_90a --block-mask random:0.5 --sq 100 --sk 100 --ref gpu
+    usage_error "paged check --ref gpu: refused before a launch" "the GPU reference takes no paged cache" -- \
+        check --kernel attn_fwd --arch sm_90a --page-size 64 --sq 1 --sk 100 --ref gpu
     local a k
     for a in sm_80 sm_90a sm_120 sm_90a:wgmma sm_100a:tcgen05 sm_103a:tcgen05; do for k in attn_fwd attn_bwd; do
         local mma=${a#*:}
