@@ -61,6 +61,7 @@ void attn_fwd_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_bwd_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_bwd_wg_sparse(const AttnDesc *d, struct SparseLists *l);
 void attn_fwd_tc_sparse(const AttnDesc *d, struct SparseLists *l);
+void attn_fwd_wg_sparse(const AttnDesc *d, struct SparseLists *l);   /* attn_fwd_sparse's, the main kernel launched early */
 void attn_bwd_tc_sparse(const AttnDesc *d, struct SparseLists *l);
 /* attn_fwd, wgmma family (sm_90a): a TMA producer warpgroup and bm/64 consumer warpgroups */
 extern const TileKey attn_fwd_wg_keys[];

@@ -153,6 +153,15 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
+/* Block-sparse, the main kernel is a programmatic dependent of the key-list kernel: it launches as the lists are
+ * built, and its threads wait for them past the barriers' set-up (griddepcontrol.wait). */
+static int after_lists(const AttnDesc *d) { return d->block_m > 0; }
+
+void attn_fwd_wg_sparse(const AttnDesc *d, SparseLists *l) {
+    attn_fwd_sparse(d, l);
+    l->early = after_lists(d);
+}
+
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const AttnTile *t = &d->tile;
     const char *dt = dtype_name(d->dtype);
@@ -169,6 +178,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
              d->block_m ? "_sparse" : "", paged, persist);
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
+    ks->pdl = after_lists(d);
     if (t->persist) sched_abi(ks, t->bm, t->persist);
     if (sched_ordered(d)) sched_order_abi(ks, "read here, the longest tiles handed out first; the counts set back to 0");
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */

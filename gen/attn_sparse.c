@@ -298,9 +298,11 @@ static void emit_query_lists(Kctx *k, const AttnDesc *d, SparseTiles t) {
     list_count(k, &ls);
 }
 
-static void list_emit(const AttnDesc *d, const KernelSpec *ks, int queries, SparseTiles t, int order, Buf *m) {
+static void list_emit(const AttnDesc *d, const KernelSpec *ks, int queries, SparseTiles t, int order, int early, Buf *m) {
     Kctx kc;
     kctx_begin(&kc, ks);
+    /* the main kernel may take the SMs this one leaves from here on; it waits for the lists in griddepcontrol.wait */
+    if (early) INS0(&kc.e, GRIDDEP_LAUNCH);
     if (queries) emit_query_lists(&kc, d, t);
     else emit_key_lists(&kc, d, t, order);
     kctx_finish(&kc, m);
@@ -323,7 +325,7 @@ void sparse_build(const AttnDesc *d, const SparseLists *l, KernelSet *ks, Buf *m
         int order = !q && l->order;   /* the key lists' order for a persistent main kernel */
         if (order) ks->nws += sched_order_workspaces(&ks->ws[ks->nws], t[q]->bm);
         list_spec(d, &ks->k[n], q, *t[q], order);
-        list_emit(d, &ks->k[n], q, *t[q], order, module);
+        list_emit(d, &ks->k[n], q, *t[q], order, l->early, module);
         buf_puts(module, "\n");
         n++;
     }

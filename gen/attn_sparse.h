@@ -17,8 +17,9 @@
 /* The tiles a list kind is built at (bm = 0: that kind is not built) */
 typedef struct { int bm, bn; } SparseTiles;
 /* order: the key-list kernel also files each query tile by its count for a persistent main kernel, which hands
- * the longest out first (attn_sched.h) */
-typedef struct SparseLists { SparseTiles keys, queries; int order; } SparseLists;
+ * the longest out first (attn_sched.h). early: the main kernel is a programmatic dependent of the list kernel
+ * (KernelSpec.pdl), which lets it launch as the list kernel starts (griddepcontrol.launch_dependents). */
+typedef struct SparseLists { SparseTiles keys, queries; int order, early; } SparseLists;
 
 /* Refuses mask blocks that are not whole tiles of the lists' kernels; err names the tile. */
 int  sparse_check(const AttnDesc *d, const SparseLists *l, const char *who, char *err, size_t errlen);

@@ -25,7 +25,7 @@ struct ptxgen_set {
 
 /* Block-sparse: the lists the kind's kernels walk (none when dense) */
 static SparseLists kind_lists(const KernelKind *kind, const AttnDesc *d) {
-    SparseLists l = {{0, 0}, {0, 0}, 0};
+    SparseLists l = {{0, 0}, {0, 0}, 0, 0};
     if (d->block_m && kind->sparse) kind->sparse(d, &l);
     return l;
 }
@@ -680,6 +680,10 @@ int ptxgen_launch_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int
 }
 
 /* A portable cluster has at most 8 CTAs (16 with opt-in on sm_90+); the driver judges the product. */
+int ptxgen_programmatic_dependent(const ptxgen_set *s, int k) {
+    return s && k >= 0 && k < s->ks.nk && s->ks.k[k].pdl;
+}
+
 int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
                         char *err, size_t errlen) {
     errlen = err ? errlen : 0;

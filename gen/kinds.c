@@ -21,7 +21,7 @@ static const KernelKind kinds[] = {
     {"attn_fwd", "FlashAttention-3 forward (wgmma + TMA, warp-specialised: a TMA producer warpgroup, bm/64 consumer "
      "warpgroups), bf16/fp16, d 64|128|256, causal, GQA/MQA, varlen, block-sparse, paged KV, split-KV, LSE", FAM_WGMMA, attn_fwd_wg_keys, &attn_fwd_wg_nkeys,
      attn_fwd_wg_default_tile, attn_fwd_wg_check_tile, NULL, NULL, attn_fwd_wg_plan, attn_fwd_wg_spec, attn_fwd_wg_emit,
-     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_sparse, PAGED_KV | PAGED_SPLIT,
+     fwd_wg_hdims, 3, 128, 0, 1, NULL, 0, 1, attn_fwd_wg_sparse, PAGED_KV | PAGED_SPLIT,
      NULL, attn_fwd_wg_refine_tile},
     {"attn_fwd", "FlashAttention forward on tcgen05 (S, P and O in TMEM, FA4's roles: a TMA producer warp, one "
      "MMA-issuing thread, a softmax warpgroup with one query row per thread writing P back to TMEM for a TS-MMA P V, "

@@ -91,6 +91,7 @@ static void write_kernel(Buf *b, const KernelSpec *k, int last) {
     str_array(b, cluster, 3);
     buf_puts(b, ",\n");
     write_tmaps(b, k);
+    if (k->pdl) buf_puts(b, "      \"programmatic_dependent\": true,\n");   /* absent: false */
     buf_printf(b, "      \"dynamic_smem_bytes\": %u\n    }%s\n", k->dyn_smem, last ? "" : ",");
 }
 

@@ -161,6 +161,11 @@ PTXGEN_API const char *ptxgen_problem_size(const ptxgen_set *s, int i);   /* NUL
 PTXGEN_API int ptxgen_cluster_dims(const ptxgen_set *s, int k, const ptxgen_size *sizes, int nsizes, unsigned cluster[3],
                         char *err, size_t errlen);
 
+/* Whether kernel k may be launched as a programmatic dependent of the kernel before it (1; 0: not, or no kernel k):
+ * its threads wait for that kernel (griddepcontrol.wait) before touching what it writes, so the launch may carry
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; ptxgen_launch does. Without it the kernel runs as well. */
+PTXGEN_API int ptxgen_programmatic_dependent(const ptxgen_set *s, int k);
+
 /* TMA tensor maps kernel k takes by value in parameters: the host encodes each
  * with cuTensorMapEncodeTiled from these fields (none for mma.sync kernels). */
 typedef struct {

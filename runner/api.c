@@ -501,9 +501,8 @@ int ptxgen_launch(ptxgen_loaded *l, void *stream, const ptxgen_tensor *tensors, 
             l->smem_set[k] = smem[k];
         }
         int clustered = cluster[k][0] * cluster[k][1] * cluster[k][2] > 1;
-        if (clustered ? dev_launch_cluster(l->fn[k], grid[k], block[k], cluster[k], smem[k], l->bound[k].args, err, errlen)
-                      : dev_launch(l->fn[k], grid[k], block[k], smem[k], l->bound[k].args, err, errlen))
-            rc = PTXGEN_ELAUNCH;
+        DevLaunchHow how = {clustered ? cluster[k] : NULL, ptxgen_programmatic_dependent(s, k)};
+        if (dev_launch_how(l->fn[k], grid[k], block[k], &how, smem[k], l->bound[k].args, err, errlen)) rc = PTXGEN_ELAUNCH;
     }
     dev_set_stream(l->d->dev, NULL);
     pthread_mutex_unlock(&l->d->mu);

@@ -517,31 +517,42 @@ static int cu_copy(Device *d_, DevPtr dst, DevPtr src, size_t bytes, char *err, 
 
 /* Only configuration errors show up here; faults inside the kernel surface
  * at the next synchronizing call (dev_sync, dev_download, dev_event_ms). */
-static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
+static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
                      unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
     CuFunc *f = (CuFunc *)f_;
+    const unsigned *cluster = how->cluster;
     char ctx[160];
     CUresult r;
     if (bind(f->d, err, errlen)) return -1;
     if (cluster && !f->d->launch_ex)
         return dev_errf(err, errlen, "a cluster launch needs cuLaunchKernelEx, which this CUDA driver lacks (CUDA 12.0+)");
-    if (cluster) {
-        CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-        attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
+    /* a programmatic dependent without cuLaunchKernelEx launches as any kernel: its griddepcontrol.wait returns */
+    if (cluster || (how->pdl && f->d->launch_ex)) {
+        CUlaunchAttribute attr[2];
+        unsigned n = 0;
+        if (cluster) {
+            attr[n] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+            attr[n].value.clusterDim.x = cluster[0], attr[n].value.clusterDim.y = cluster[1];
+            attr[n++].value.clusterDim.z = cluster[2];
+        }
+        if (how->pdl) {
+            attr[n] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+            attr[n++].value.programmaticStreamSerializationAllowed = 1;
+        }
         CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2], .blockDimX = block[0],
                               .blockDimY = block[1], .blockDimZ = block[2], .sharedMemBytes = dyn_smem,
-                              .hStream = (CUstream)f->d->base.stream, .attrs = &attr, .numAttrs = 1};
+                              .hStream = (CUstream)f->d->base.stream, .attrs = attr, .numAttrs = n};
         r = f->d->launch_ex(&cfg, f->fn, args, NULL);
     } else {
         r = f->d->api.LaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem,
                                    (CUstream)f->d->base.stream, args, NULL);
     }
     if (r == CUDA_SUCCESS) return 0;
-    snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn_smem %u", grid[0], grid[1], grid[2],
+    snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn_smem %u%s", grid[0], grid[1], grid[2],
              block[0], block[1], block[2], cluster ? cluster[0] : 1, cluster ? cluster[1] : 1, cluster ? cluster[2] : 1,
-             dyn_smem);
-    return drv(f->d, r, cluster ? "cuLaunchKernelEx" : "cuLaunchKernel", ctx, err, errlen);
+             dyn_smem, how->pdl ? " programmatic dependent" : "");
+    return drv(f->d, r, cluster || (how->pdl && f->d->launch_ex) ? "cuLaunchKernelEx" : "cuLaunchKernel", ctx, err, errlen);
 }
 
 static int cu_sync(Device *d_, char *err, size_t errlen)

@@ -97,12 +97,17 @@ int dev_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t 
 int dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], unsigned dyn_smem, void **args, char *err,
                size_t n)
 {
-    return f->dev->ops->launch(f, grid, block, NULL, dyn_smem, args, err, n);
+    return f->dev->ops->launch(f, grid, block, &(DevLaunchHow){0}, dyn_smem, args, err, n);
 }
 int dev_launch_cluster(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
                        unsigned dyn_smem, void **args, char *err, size_t n)
 {
-    return f->dev->ops->launch(f, grid, block, cluster, dyn_smem, args, err, n);
+    return f->dev->ops->launch(f, grid, block, &(DevLaunchHow){cluster, 0}, dyn_smem, args, err, n);
+}
+int dev_launch_how(DevFunc *f, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
+                   unsigned dyn_smem, void **args, char *err, size_t n)
+{
+    return f->dev->ops->launch(f, grid, block, how, dyn_smem, args, err, n);
 }
 int dev_sync(Device *d, char *err, size_t n) { return d->ops->sync(d, err, n); }
 int dev_event_new(Device *d, DevEvent **e, char *err, size_t n) { return d->ops->event_new(d, e, err, n); }

@@ -89,6 +89,12 @@ int  dev_launch(DevFunc *f, const unsigned grid[3], const unsigned block[3], uns
  * launch on the sim. */
 int  dev_launch_cluster(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
                         unsigned dyn_smem, void **args, char *err, size_t errlen);
+/* Either, and (pdl) as a programmatic dependent of the launch before it on the stream: on "cuda" it may start while
+ * that one still runs, its threads waiting in griddepcontrol.wait (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+ * the sim runs launches one after another. cluster: NULL or CTAs per cluster. */
+typedef struct { const unsigned *cluster; int pdl; } DevLaunchHow;
+int  dev_launch_how(DevFunc *f, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
+                    unsigned dyn_smem, void **args, char *err, size_t errlen);
 int  dev_sync(Device *d, char *err, size_t errlen);
 /* Later launches, fills and event records go on this CUstream (NULL: the default stream). The sim has none. */
 void dev_set_stream(Device *d, void *stream);   /* cuCtxSynchronize: surfaces async launch faults */

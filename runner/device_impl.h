@@ -20,8 +20,8 @@ typedef struct DevOps {
     int (*download)(Device *d, void *dst, DevPtr src, size_t bytes, char *err, size_t errlen);
     int (*fill_u8)(Device *d, DevPtr dst, uint8_t v, size_t bytes, char *err, size_t errlen);
     int (*copy)(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, size_t errlen);   /* on the stream */
-    int (*launch)(DevFunc *f, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
-                  unsigned dyn_smem, void **args, char *err, size_t errlen);   /* cluster: NULL or x, y, z */
+    int (*launch)(DevFunc *f, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
+                  unsigned dyn_smem, void **args, char *err, size_t errlen);
     int (*sync)(Device *d, char *err, size_t errlen);
     int (*event_new)(Device *d, DevEvent **e, char *err, size_t errlen);
     void (*event_free)(DevEvent *e);

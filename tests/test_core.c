@@ -265,9 +265,45 @@ static void test_api_sizes(void) {
     }
 }
 
+/* Block-sparse on wgmma, the main kernel is the key-list kernel's programmatic dependent: the flag, the manifest's
+ * field, the list kernel's trigger and the main kernel's wait before its first memory access; no other set has it. */
+static void test_programmatic_dependent(void) {
+    const char *family[2] = {"wgmma", "sync"};
+    for (int sparse = 0; sparse < 2; sparse++)
+        for (int f = 0; f < 2; f++) {
+            ptxgen_request rq = {.arch = "sm_90a", .kernel = "attn_fwd", .family = family[f], .block_m = 128 * sparse,
+                                 .block_n = 128 * sparse};
+            ptxgen_set *s = NULL;
+            char err[512] = "", what[96];
+            snprintf(what, sizeof what, "%s attn_fwd%s", family[f], sparse ? " block-sparse" : "");
+            if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, what, "%s", err); continue; }
+            int want = sparse && f == 0, n = ptxgen_num_kernels(s), got = 0;
+            for (int k = 0; k < n; k++) got |= ptxgen_programmatic_dependent(s, k) << k;
+            check(got == (want ? 2 : 0), what, "programmatic dependents mask %d", got);
+            check(!ptxgen_programmatic_dependent(s, n) && !ptxgen_programmatic_dependent(s, -1) &&
+                  !ptxgen_programmatic_dependent(NULL, 1), "programmatic_dependent: no such kernel", "%s", what);
+            char *m = ptxgen_manifest_json(s);
+            const char *ptx = ptxgen_ptx(s), *main = want ? strstr(ptx, ".entry attn_fwd_wg") : NULL;
+            check(m && !!strstr(m, "\"programmatic_dependent\": true") == want, what, "manifest field");
+            check(!!strstr(ptx, "griddepcontrol.launch_dependents;") == want && !!strstr(ptx, "griddepcontrol.wait;") == want,
+                  what, "griddepcontrol in the PTX");
+            if (main) {   /* nothing of global memory before the wait */
+                const char *w = strstr(main, "griddepcontrol.wait;");
+                int early = 0;
+                for (const char *x = main; w && x < w; x++)
+                    early |= !strncmp(x, "ld.", 3) || !strncmp(x, "st.", 3) || !strncmp(x, "cp.", 3) ||
+                             !strncmp(x, "atom.", 5) || !strncmp(x, "red.", 4);
+                check(w && !early, what, "the wait before the main kernel's first memory access");
+            }
+            free(m);
+            ptxgen_free(s);
+        }
+}
+
 int main(void) {
     test_manifest_tensor_map();
     test_api_sizes();
+    test_programmatic_dependent();
     test_families();
     test_tmem_map();
     test_tmem_verdicts();

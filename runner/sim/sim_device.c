@@ -172,9 +172,10 @@ static int sd_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, s
 }
 
 /* ---- launch ---- */
-static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const unsigned *cluster,
+static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
                      unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
+    const unsigned *cluster = how->cluster;   /* how->pdl: launches run one after another here */
     SimFn *f = (SimFn *)f_;
     SimDev *d = f->m->d;
     if ((int)dyn_smem > f->dyn_optin)
