@@ -505,8 +505,8 @@ sparse_tests() {
         "--block-mask local:1 --sq 333 --sk 700 --hq 3 --hkv 3 --hdim 256 --causal" \
         "--tile pingpong=0,producer=1,bn=64 --block-n 64 --block-mask random:0.3 --sq 500 --sk 600 --hdim 64 --hq 2 --hkv 1" \
         "--block-mask random:0.5 --varlen 100,0,257,64 --varlen-k 120,30,0,200 --causal --hq 4 --hkv 2" \
-        "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1" \
-        "--block-mask random:0.8 --causal --sq 300 --sk 4700 --hq 1 --hkv 1"
+        "--block-mask random:0.8 --causal --sq 300 --sk 4700 --hq 1 --hkv 1" \
+        "--block-mask random:0.5 --hdim 256 --block-n 160 --sq 300 --sk 500 --hq 2 --hkv 1"
     expect_output "sparse wgmma fwd d=256 --block-n 160: the 80-key step" "^kernel: attn_fwd_wg_.*_d256_bm128_bn80_" &&
         pass "sparse wgmma fwd d=256 --block-n 160: the 80-key step"
     # (the backward at 13 SMs: its CTAs start in key_block_order's chunks)
