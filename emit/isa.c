@@ -1,20 +1,35 @@
 /* Mnemonic -> IsaInsn. The base is the longest dotted prefix found in
  * isa.def ("cp.async.bulk.tensor" before "cp.async"); every remaining
- * component must be a modifier this file knows, so PTX outside the vocabulary
- * is refused by name instead of being half understood. */
+ * component must be a modifier this file knows and one the instruction takes
+ * (isa.def's need and allow columns), and the modifiers it needs must be
+ * there, so PTX outside the vocabulary, or that ptxas refuses, is refused by
+ * name instead of being half understood (a rounding on a load, a shfl
+ * without its mode). */
 #include "isa.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *text; uint8_t unit, cls; uint8_t arch_a; uint16_t sm, ptx; } BaseInfo;
+typedef struct {
+    const char *text;
+    uint8_t unit, cls, arch_a;
+    uint16_t sm, ptx;
+    uint32_t need, allow;     /* MK_ kinds */
+    uint64_t fneed, fallow;   /* F_ flags */
+    uint32_t types;           /* TY() bits, 0: any */
+} BaseInfo;
 static const BaseInfo kBase[I_COUNT] = {
-#define ISA(id, text, unit, cls, sm, a, ptx) [I_##id] = {text, unit, cls, a, sm, ptx},
+#define ISA(id, text, unit, cls, sm, a, ptx, need, allow, fneed, fallow, types) \
+    [I_##id] = {text, unit, cls, a, sm, ptx, need, allow, fneed, fallow, types},
 #include "isa.def"
 #undef ISA
 };
 
-typedef enum { M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_IGNORE, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT } ModCat;
+/* M_HINT: a hint that changes no result, its val the MK_ kind it is of */
+typedef enum {
+    M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_HINT, M_CACHEOP, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT
+} ModCat;
 typedef struct { const char *text; uint8_t cat; uint64_t val; } Mod;
 static const Mod kMods[] = {
     {"pred", M_TYPE, T_PRED}, {"b8", M_TYPE, T_B8}, {"b16", M_TYPE, T_B16}, {"b32", M_TYPE, T_B32},
@@ -74,21 +89,28 @@ static const Mod kMods[] = {
     {"collector::b2::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 2)}, {"collector::b3::lastuse", M_BCOLLECT, ISA_BCOLLECT(BC_LASTUSE, 3)},
     {"collector::b0::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 0)}, {"collector::b1::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 1)},
     {"collector::b2::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 2)}, {"collector::b3::discard", M_BCOLLECT, ISA_BCOLLECT(BC_DISCARD, 3)},
-    /* hints with no effect on results */
-    {"ca", M_IGNORE, 0}, {"cg", M_IGNORE, 0}, {"cs", M_IGNORE, 0}, {"lu", M_IGNORE, 0}, {"cv", M_IGNORE, 0},
-    {"wb", M_IGNORE, 0}, {"wt", M_IGNORE, 0}, {"L2::64B", M_IGNORE, 0}, {"L2::128B", M_IGNORE, 0},
-    {"L2::256B", M_IGNORE, 0}, {"L1::evict_normal", M_IGNORE, 0}, {"L1::evict_first", M_IGNORE, 0},
-    {"L1::evict_last", M_IGNORE, 0}, {"L1::evict_unchanged", M_IGNORE, 0}, {"L1::no_allocate", M_IGNORE, 0},
+    /* hints with no effect on results (cache operators are kept: cp.async.cg copies 16 bytes) */
+    {"ca", M_CACHEOP, CO_CA}, {"cg", M_CACHEOP, CO_CG}, {"cs", M_CACHEOP, CO_CS}, {"lu", M_CACHEOP, CO_LU},
+    {"cv", M_CACHEOP, CO_CV}, {"wb", M_CACHEOP, CO_WB}, {"wt", M_CACHEOP, CO_WT},
+    {"L2::64B", M_HINT, MK_PREFSIZE}, {"L2::128B", M_HINT, MK_PREFSIZE}, {"L2::256B", M_HINT, MK_PREFSIZE},
+    {"L1::evict_normal", M_HINT, MK_L1EVICT}, {"L1::evict_first", M_HINT, MK_L1EVICT},
+    {"L1::evict_last", M_HINT, MK_L1EVICT}, {"L1::evict_unchanged", M_HINT, MK_L1EVICT},
+    {"L1::no_allocate", M_HINT, MK_L1EVICT},
     /* griddepcontrol's two forms: the sim runs grids one after another, so both are no-ops */
-    {"launch_dependents", M_IGNORE, 0}, {"wait", M_IGNORE, 0},
-    {"L2::evict_normal", M_IGNORE, 0}, {"L2::evict_first", M_IGNORE, 0}, {"L2::evict_last", M_IGNORE, 0},
-    {"L2::evict_unchanged", M_IGNORE, 0}, {"fractional", M_IGNORE, 0},   /* createpolicy's: only a hint */
-    {"L1", M_IGNORE, 0}, {"L2", M_IGNORE, 0},   /* prefetch's cache level */
+    {"launch_dependents", M_HINT, MK_GRIDDEP}, {"wait", M_HINT, MK_GRIDDEP},
+    {"L2::evict_normal", M_HINT, MK_L2EVICT}, {"L2::evict_first", M_HINT, MK_L2EVICT},
+    {"L2::evict_last", M_HINT, MK_L2EVICT}, {"L2::evict_unchanged", M_HINT, MK_L2EVICT},
+    {"fractional", M_HINT, MK_POLICY},   /* createpolicy's: only a hint */
+    {"L1", M_HINT, MK_LEVEL}, {"L2", M_HINT, MK_LEVEL},   /* prefetch's cache level */
 };
 
-static int errf(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errf(char *err, size_t errlen, const char *fmt, ...)
 {
-    snprintf(err, errlen, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -104,30 +126,36 @@ static int find_base(const char *mn)
     return best;
 }
 
-/* Shapes spelled as numbers: mMnNkK (mma, wgmma), mMnN (ldmatrix), xN. */
-static int numeric_mod(const char *t, IsaInsn *in)
+/* Shapes spelled as numbers: mMnNkK (mma, wgmma), mMnN (ldmatrix), xN, .Nd; their MK_ kind, or 0 for none. */
+static uint32_t numeric_mod(const char *t, IsaInsn *in)
 {
     char *end;
     if (t[0] == 'x' && t[1] >= '1' && t[1] <= '9') {
         long v = strtol(t + 1, &end, 10);
         if (*end || v > 512) return 0;
         in->num = (uint16_t)v;
-        return 1;
+        return MK_NUM;
     }
-    if (t[0] >= '1' && t[0] <= '5' && t[1] == 'd' && !t[2]) { in->dim = (uint8_t)(t[0] - '0'); return 1; }
+    if (t[0] >= '1' && t[0] <= '5' && t[1] == 'd' && !t[2]) { in->dim = (uint8_t)(t[0] - '0'); return MK_DIM; }
     unsigned m = 0, n = 0, k = 0;
     int used = 0;
     if (sscanf(t, "m%un%uk%u%n", &m, &n, &k, &used) == 3 && !t[used]) {
         in->m = (uint16_t)m, in->n = (uint16_t)n, in->k = (uint16_t)k;
-        return 1;
+        return MK_SHAPE;
     }
-    if (sscanf(t, "m%un%u%n", &m, &n, &used) == 2 && !t[used]) { in->m = (uint16_t)m, in->n = (uint16_t)n; return 1; }
+    if (sscanf(t, "m%un%u%n", &m, &n, &used) == 2 && !t[used]) { in->m = (uint16_t)m, in->n = (uint16_t)n; return MK_SHAPE; }
     return 0;
 }
 
-static int apply_mod(const char *t, IsaInsn *in)
+static const uint32_t kSpaceKind[] = {[SP_GLOBAL] = MK_GLOBAL, [SP_SHARED] = MK_SHARED, [SP_SHARED_CLUSTER] = MK_CLUSTER,
+                                      [SP_PARAM] = MK_PARAM, [SP_LOCAL] = MK_LOCAL, [SP_CONST] = MK_CONST};
+
+/* Writes modifier t into in: 0 when t is none this file knows, else 1 with its kind (an MK_ bit, 0 for a flag)
+ * and its flag. */
+static int apply_mod(const char *t, IsaInsn *in, uint32_t *kind, uint64_t *flag)
 {
-    if (numeric_mod(t, in)) return 1;
+    *kind = numeric_mod(t, in), *flag = 0;
+    if (*kind) return 1;
     for (size_t i = 0; i < sizeof kMods / sizeof kMods[0]; i++) {
         const Mod *m = &kMods[i];
         if (strcmp(m->text, t)) continue;
@@ -135,31 +163,185 @@ static int apply_mod(const char *t, IsaInsn *in)
         case M_TYPE:
             if (in->ntype == ISA_MAX_TYPES) return 0;
             in->type[in->ntype++] = (uint8_t)m->val;
+            *kind = MK_TYPE;
             return 1;
         case M_SPACE:
             if (in->nspace == 2) return 0;
             in->space[in->nspace++] = (uint8_t)m->val;
+            *kind = kSpaceKind[m->val];
             return 1;
         case M_CMP:
             /* .lo/.hi are halves for mul/mad and comparisons for setp */
             if (in->op != I_SETP && (m->val == CMP_LO || m->val == CMP_HI)) {
-                in->flags |= m->val == CMP_LO ? F_LO : F_HI;
+                in->flags |= *flag = m->val == CMP_LO ? F_LO : F_HI;
                 return 1;
             }
-            in->cmp = (uint8_t)m->val;
+            in->cmp = (uint8_t)m->val, *kind = MK_CMP;
             return 1;
-        case M_RND: in->rnd = (uint8_t)m->val; return 1;
-        case M_REDOP: in->redop = (uint8_t)m->val; return 1;
-        case M_VEC: in->vec = (uint8_t)m->val; return 1;
-        case M_FLAG: in->flags |= m->val; return 1;
-        case M_TMSHAPE: in->tmshape = (uint8_t)m->val; return 1;
-        case M_KIND: in->kind = (uint8_t)m->val; return 1;
-        case M_CTAGROUP: in->cta_group = (uint8_t)m->val; return 1;
-        case M_BCOLLECT: in->bcollect = (uint8_t)m->val; return 1;
-        case M_IGNORE: return 1;
+        case M_RND: in->rnd = (uint8_t)m->val, *kind = MK_RND; return 1;
+        case M_REDOP: in->redop = (uint8_t)m->val, *kind = MK_REDOP; return 1;
+        case M_VEC: in->vec = (uint8_t)m->val, *kind = MK_VEC; return 1;
+        case M_FLAG: in->flags |= *flag = m->val; return 1;
+        case M_CACHEOP: in->cacheop = (uint8_t)m->val, *kind = MK_CACHEOP; return 1;
+        case M_TMSHAPE: in->tmshape = (uint8_t)m->val, *kind = MK_TMSHAPE; return 1;
+        case M_KIND: in->kind = (uint8_t)m->val, *kind = MK_KIND; return 1;
+        case M_CTAGROUP: in->cta_group = (uint8_t)m->val, *kind = MK_CTAGROUP; return 1;
+        case M_BCOLLECT: in->bcollect = (uint8_t)m->val, *kind = MK_BCOLLECT; return 1;
+        case M_HINT: *kind = (uint32_t)m->val; return 1;
         }
     }
     return 0;
+}
+
+/* Flags of which an instruction names at most one: its mode, memory order, scope, ... (isa.def's fneed
+ * names one set of these when one of the set must be there) */
+static const uint64_t kOneOf[] = {
+    F_LO | F_HI | F_WIDE, F_BFLY | F_IDX | F_UP | F_DOWN, F_BALLOT | F_ALL | F_ANY | F_UNI,
+    F_VOLATILE | F_RELAXED | F_ACQUIRE | F_RELEASE | F_ACQ_REL | F_SC | F_WEAK, F_SCOPES, F_SHF_L | F_SHF_R,
+    F_CLAMP | F_WRAP, F_PACK16 | F_UNPACK16, F_WARPX2_02_13 | F_WARPX2_01_23 | F_WARPX4, F_TILE | F_GATHER4 | F_IM2COL,
+    F_COMPLETE_TX | F_BULK_GROUP,
+};
+enum { NONEOF = sizeof kOneOf / sizeof kOneOf[0] };
+
+/* A flag as written (the first spelling of it) */
+static const char *flag_text(uint64_t f)
+{
+    if (f == F_LO || f == F_HI) return f == F_LO ? "lo" : "hi";
+    for (size_t i = 0; i < sizeof kMods / sizeof kMods[0]; i++)
+        if (kMods[i].cat == M_FLAG && kMods[i].val == f) return kMods[i].text;
+    return "?";
+}
+
+/* ".a, .b or .c" of the flags in set (join " or "; " and ": ".a, .b and .c"), into out */
+static void flags_text(uint64_t set, const char *join, char *out, size_t cap)
+{
+    int n = __builtin_popcountll(set), k = 0;
+    size_t at = 0;
+    out[0] = 0;
+    for (int b = 0; b < 64 && at < cap; b++) {
+        if (!(set >> b & 1)) continue;
+        at += (size_t)snprintf(out + at, cap - at, "%s.%s", !k ? "" : k + 1 < n ? ", " : join, flag_text(1ull << b));
+        k++;
+    }
+}
+
+typedef struct {
+    const BaseInfo *base;
+    const char *mn;
+    uint32_t seen;            /* MK_ kinds written */
+    const char *at[MK_COUNT]; /* where each was written, for messages */
+} Written;
+
+static int kind_bit(uint32_t kind) { return __builtin_ctz(kind); }
+
+/* Whether the instruction takes modifier tok (of kind, or flag), and takes it with the ones before it. */
+static int check_mod(Written *w, const IsaInsn *in, const char *tok, const char *where, uint32_t kind, uint64_t flag,
+                     char *err, size_t errlen)
+{
+    const BaseInfo *b = w->base;
+    uint32_t takes = b->need | b->allow;
+    if (kind == MK_TYPE && (takes & MK_TYPES)) takes |= MK_TYPE;
+    int type_off = kind == MK_TYPE && b->types && !(b->types >> in->type[in->ntype - 1] & 1);
+    if ((kind && !(takes & kind)) || (flag & ~(b->fneed | b->fallow)) || type_off)
+        return errf(err, errlen, "%s: %s takes no .%s", w->mn, b->text, tok);
+    if (kind & MK_ANYSPACE) {
+        if (in->nspace > ((takes & MK_SPACES2) ? 2 : 1))
+            return errf(err, errlen, "%s: %s takes %s state space", w->mn, b->text, (takes & MK_SPACES2) ? "two" : "one");
+        return 0;
+    }
+    if (kind == MK_TYPE && (takes & MK_TYPES)) return 0;
+    /* the one kind written twice: createpolicy's primary and secondary L2 priorities */
+    if ((kind & w->seen) && kind != MK_L2EVICT) {
+        const char *prev = w->at[kind_bit(kind)];
+        return errf(err, errlen, "%s: .%s cannot be combined with .%.*s", w->mn, tok, (int)strcspn(prev, "."), prev);
+    }
+    for (int g = 0; g < NONEOF; g++)
+        if ((flag & kOneOf[g]) && (in->flags & kOneOf[g] & ~flag))
+            return errf(err, errlen, "%s: .%s cannot be combined with .%s", w->mn, tok, flag_text(in->flags & kOneOf[g] & ~flag));
+    if (kind) w->seen |= kind, w->at[kind_bit(kind)] = where;
+    return 0;
+}
+
+static const char *kind_text(uint32_t kind)
+{
+    switch (kind) {
+    case MK_TYPE: return "a type";
+    case MK_SPACES2: return "a destination and a source state space";
+    case MK_REDOP: return "an operation (.add, .min, .inc, ...)";
+    case MK_SHAPE: return "a shape (.mMnN or .mMnNkK)";
+    case MK_NUM: return "a count (.xN)";
+    case MK_DIM: return "a dimension (.1d to .5d)";
+    case MK_TMSHAPE: return "a shape (.32x32b, .16x256b, .128x256b, ...)";
+    case MK_KIND: return "a .kind";
+    case MK_CTAGROUP: return "a .cta_group (::1 or ::2)";
+    case MK_CACHEOP: return "a cache operator (.ca or .cg)";
+    case MK_GRIDDEP: return ".launch_dependents or .wait";
+    }
+    return "another modifier";
+}
+
+/* What a float op must name that PTX leaves no default for (NULL: nothing): .approx for ex2, lg2, rsqrt, sin, cos,
+ * tanh; a rounding or .approx for rcp, sqrt (and div, or .full) */
+static const char *approx_needed(const IsaInsn *d)
+{
+    int t = d->ntype ? d->type[0] : T_NONE, fp = t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 ||
+                                                  t == T_F32 || t == T_F64;
+    uint64_t f = d->flags;
+    switch (d->op) {
+    case I_EX2: case I_LG2: case I_RSQRT: case I_SIN: case I_COS: case I_TANH:
+        return f & F_APPROX ? NULL : "needs .approx";
+    case I_RCP: case I_SQRT: return fp && !d->rnd && !(f & F_APPROX) ? "needs a rounding modifier or .approx" : NULL;
+    case I_DIV: return fp && !d->rnd && !(f & (F_APPROX | F_FULL)) ? "needs a rounding modifier, .approx or .full" : NULL;
+    default: return NULL;
+    }
+}
+
+/* The combinations the columns cannot say: what the modifiers written ask of one another (NULL: nothing amiss),
+ * worded after "<instruction> ". */
+static const char *rule_breaks(const IsaInsn *in, uint32_t seen)
+{
+    int t = in->ntype ? in->type[0] : T_NONE, ws = (in->flags & F_WS) != 0;
+    switch (in->op) {
+    case I_BAR_RED: {   /* the predicate's reduction: a count, or an and/or of predicates */
+        int popc = (in->flags & F_POPC) && !in->redop && t == T_U32;
+        int logic = !(in->flags & F_POPC) && (in->redop == RO_AND || in->redop == RO_OR) && t == T_PRED;
+        return popc || logic ? NULL : "needs .popc.u32, .and.pred or .or.pred";
+    }
+    case I_VOTE: return (t == T_B32) == !!(in->flags & F_BALLOT) ? NULL : "takes .b32 with .ballot and .pred with .all, .any, .uni";
+    case I_SETMAXNREG: return in->redop == RO_INC || in->redop == RO_DEC ? NULL : "needs .inc or .dec";
+    case I_RED: return in->redop == RO_EXCH || in->redop == RO_CAS ? "takes no .exch or .cas (atom does)" : NULL;
+    case I_PREFETCH: return seen & (MK_LEVEL | MK_L2EVICT) ? NULL : "needs a cache level (.L1, .L2 or .L2::evict_last/normal)";
+    case I_CP_ASYNC: return in->cacheop == CO_CA || in->cacheop == CO_CG ? NULL : "needs .ca or .cg";
+    case I_TC_MMA:   /* .ws: one CTA, its own B collector buffers */
+        if (ws && (in->cta_group != 1 || (in->flags & F_COLLECTOR))) return ".ws takes .cta_group::1 and no .collector::a";
+        return in->bcollect && !ws ? "takes .collector::bN::... with .ws only" : NULL;
+    }
+    return approx_needed(in);
+}
+
+/* The kinds and flags the instruction needs and lacks: refused, named. */
+static int check_needs(const Written *w, const IsaInsn *in, char *err, size_t errlen)
+{
+    const BaseInfo *b = w->base;
+    for (uint32_t k = 1; k && k <= b->need; k <<= 1) {
+        int have = k == MK_TYPE ? in->ntype > 0 : k == MK_SPACES2 ? in->nspace == 2 : (w->seen & k) != 0;
+        if ((b->need & k) && !have) return errf(err, errlen, "%s: %s needs %s", w->mn, b->text, kind_text(k));
+    }
+    uint64_t alone = b->fneed;
+    char list[160];
+    for (int g = 0; g < NONEOF; g++) {
+        uint64_t want = b->fneed & kOneOf[g];
+        alone &= ~kOneOf[g];
+        if (!want || (in->flags & want)) continue;
+        flags_text(want, " or ", list, sizeof list);
+        return errf(err, errlen, "%s: %s needs %s%s", w->mn, b->text, __builtin_popcountll(want) > 1 ? "one of " : "", list);
+    }
+    if (alone & ~in->flags) {
+        flags_text(alone & ~in->flags, " and ", list, sizeof list);
+        return errf(err, errlen, "%s: %s needs %s", w->mn, b->text, list);
+    }
+    const char *broken = rule_breaks(in, w->seen);
+    return broken ? errf(err, errlen, "%s: %s %s", w->mn, b->text, broken) : 0;
 }
 
 /* Counter class refinements the base alone cannot give. */
@@ -178,20 +360,25 @@ int isa_decode(const char *mnemonic, IsaInsn *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     int b = find_base(mnemonic);
-    if (b < 0) return errf(err, errlen, "instruction %s is not supported%s", mnemonic, "");
+    if (b < 0) return errf(err, errlen, "instruction %s is not supported", mnemonic);
     out->op = (uint16_t)b, out->unit = kBase[b].unit, out->cls = kBase[b].cls, out->vec = 1;
+    Written w = {.base = &kBase[b], .mn = mnemonic};
     const char *p = mnemonic + strlen(kBase[b].text);
     char tok[64];
     while (*p == '.') {
         size_t n = strcspn(p + 1, ".");
         /* "::" joins parts of one modifier (shared::cta, L2::cache_hint) and has no '.' inside */
-        if (n >= sizeof tok) return errf(err, errlen, "modifier of %s is too long%s", mnemonic, "");
+        if (n >= sizeof tok) return errf(err, errlen, "modifier of %s is too long", mnemonic);
         memcpy(tok, p + 1, n);
         tok[n] = 0;
-        if (!apply_mod(tok, out)) return errf(err, errlen, "modifier .%s of %s is not supported", tok, mnemonic);
+        uint32_t kind;
+        uint64_t flag;
+        if (!apply_mod(tok, out, &kind, &flag)) return errf(err, errlen, "modifier .%s of %s is not supported", tok, mnemonic);
+        if (check_mod(&w, out, tok, p + 1, kind, flag, err, errlen)) return -1;
         p += n + 1;
     }
-    if (*p) return errf(err, errlen, "malformed mnemonic %s%s", mnemonic, "");
+    if (*p) return errf(err, errlen, "malformed mnemonic %s", mnemonic);
+    if (check_needs(&w, out, err, errlen)) return -1;
     refine_class(out);
     return 0;
 }

@@ -17,7 +17,7 @@ typedef enum {
 } IsaClass;
 
 typedef enum {
-#define ISA(id, text, unit, cls, sm, a, ptx) I_##id,
+#define ISA(id, text, unit, cls, sm, a, ptx, need, allow, fneed, fallow, types) I_##id,
 #include "isa.def"
 #undef ISA
     I_COUNT
@@ -41,6 +41,8 @@ typedef enum { RO_NONE, RO_ADD, RO_MIN, RO_MAX, RO_INC, RO_DEC, RO_AND, RO_OR, R
 typedef enum { TS_NONE, TS_32X32B, TS_16X64B, TS_16X128B, TS_16X256B, TS_16X32BX2, TS_128X256B, TS_4X256B,
                TS_128X128B, TS_64X128B, TS_32X128B } IsaTmemShape;
 typedef enum { KIND_NONE, KIND_F16, KIND_TF32, KIND_F8F6F4, KIND_I8 } IsaKind;
+/* Cache operators: hints, kept because cp.async's .cg fixes its size */
+typedef enum { CO_NONE, CO_CA, CO_CG, CO_CS, CO_LU, CO_CV, CO_WB, CO_WT } IsaCacheOp;
 
 /* Modifiers that are flags. Cache-policy and eviction hints that change no
  * result are accepted and dropped, except .L2::cache_hint (it adds an operand). */
@@ -64,6 +66,33 @@ enum {
     F_RELU = 1ull << 62, F_NAN = 1ull << 63   /* fma/cvt.relu: negatives to 0; min/max.NaN: a NaN operand wins */
 };
 
+/* What modifiers an instruction takes (isa.def's need and allow columns):
+ * the kinds of modifier that are not flags, one bit each, and named sets of
+ * flags. The decoder refuses a modifier the instruction does not take, one it
+ * lacks, and two of a kind (two roundings, two shapes); an instruction takes
+ * one type and one state space unless MK_TYPES or MK_SPACES2 says more. */
+enum {
+    MK_TYPE = 1u << 0, MK_TYPES = 1u << 1,
+    MK_GLOBAL = 1u << 2, MK_SHARED = 1u << 3, MK_CLUSTER = 1u << 4, MK_PARAM = 1u << 5, MK_LOCAL = 1u << 6,
+    MK_CONST = 1u << 7, MK_SPACES2 = 1u << 8,   /* .shared is .shared::cta; MK_CLUSTER: .shared::cluster */
+    MK_CMP = 1u << 9, MK_RND = 1u << 10, MK_REDOP = 1u << 11, MK_VEC = 1u << 12, MK_SHAPE = 1u << 13,
+    MK_NUM = 1u << 14, MK_DIM = 1u << 15, MK_TMSHAPE = 1u << 16, MK_KIND = 1u << 17, MK_CTAGROUP = 1u << 18,
+    MK_BCOLLECT = 1u << 19,
+    /* hints, by kind: cache operator, L1 and L2 eviction priority, L2 prefetch size, prefetch's cache level,
+     * createpolicy's .fractional, griddepcontrol's form */
+    MK_CACHEOP = 1u << 20, MK_L1EVICT = 1u << 21, MK_L2EVICT = 1u << 22, MK_PREFSIZE = 1u << 23, MK_LEVEL = 1u << 24,
+    MK_POLICY = 1u << 25, MK_GRIDDEP = 1u << 26,
+    MK_COUNT = 27
+};
+#define TY(t) (1u << T_##t)   /* a set of IsaTypes */
+#define MK_ANYSPACE (MK_GLOBAL | MK_SHARED | MK_CLUSTER | MK_PARAM | MK_LOCAL | MK_CONST)
+#define MK_ALU (MK_TYPES | MK_CMP | MK_RND | MK_REDOP)
+#define F_SYNC_ALIGNED (F_SYNC | F_ALIGNED)
+#define F_SCOPES (F_SCOPE_CTA | F_SCOPE_CLUSTER | F_SCOPE_GPU | F_SCOPE_SYS)
+/* what arithmetic takes: halves, flushing, saturation, approximation, shf's direction and mode, bfind's .shiftamt */
+#define F_ALU (F_LO | F_HI | F_WIDE | F_FTZ | F_NOFTZ | F_SAT | F_APPROX | F_FULL | F_SATFINITE | F_RELU | F_NAN | \
+               F_SHIFTAMT | F_SHF_L | F_SHF_R | F_CLAMP | F_WRAP)
+
 enum { ISA_MAX_TYPES = 4 };
 typedef struct {
     uint16_t op;                  /* IsaOp */
@@ -76,6 +105,7 @@ typedef struct {
     uint8_t cta_group;            /* 0 when not written */
     uint8_t kind, tmshape;
     uint8_t bcollect;             /* tcgen05.mma.ws .collector::bN::action: ISA_BCOLLECT(action, N), 0 when not written */
+    uint8_t cacheop;              /* IsaCacheOp */
     uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
     uint16_t m, n, k;             /* .mMnNkK */
     uint64_t flags;
@@ -89,8 +119,9 @@ enum { BC_NONE, BC_FILL, BC_USE, BC_LASTUSE, BC_DISCARD };
 #define ISA_BCOLLECT_ACTION(v) ((v) >> 2)
 #define ISA_BCOLLECT_BUF(v) ((v) & 3)
 
-/* Decodes a mnemonic; an unknown instruction or modifier is an error that
- * names it. */
+/* Decodes a mnemonic; an unknown instruction or modifier, a modifier the
+ * instruction does not take or one it needs and lacks is an error that names
+ * it (PTX ptxas refuses, refused here for the emitter and the sim alike). */
 int isa_decode(const char *mnemonic, IsaInsn *out, char *err, size_t errlen);
 /* What the instruction needs of the target: lowest sm, arch-specific ('a')
  * target, lowest PTX ISA version x10. */

@@ -218,10 +218,12 @@ static void mismatches(uint64_t seed)
     check(rc == 2 && strstr(err, "unknown label or symbol NOWHERE"), "record_run refuses a branch to an unknown label",
           "rc %d: %s", rc, err);
     free(nolabel);
-    /* an arithmetic op without its type (ptxas refuses it) had no width: the sim sign-extended from bit -1 */
+    /* an arithmetic op without its type (ptxas refuses it) had no width: the sim sign-extended from bit -1; it is
+     * refused with the module, naming the line */
     char *notype = edit("fma.rn.f32 %f2,", "fma.rn %f2,");
     rc = run(notype, &kGood, seed, &res, err, sizeof err);
-    check(rc == 1 && strstr(err, "fma has no type"), "record_run: an fma without a type is a sim error", "rc %d: %s", rc, err);
+    check(rc == 2 && strstr(err, "fma.rn: fma needs a type"), "record_run: an fma without a type is refused at load",
+          "rc %d: %s", rc, err);
     rec_result_free(&res);
     free(notype);
 }

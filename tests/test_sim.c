@@ -234,15 +234,15 @@ static void reduce_units(void)
     }
 }
 
-/* Runs body (the code of an entry k() with no parameters, on sm_90a) in one CTA of threads threads and 4096 bytes
- * of dynamic shared memory under a limit of max_steps; returns its error (empty: none) and the warp instructions run. */
-/* decls (module scope, e.g. a .global array) and body of entry k() on one CTA */
-static uint64_t run_module(const char *decls, const char *body, unsigned threads, uint64_t max_steps, char *err,
-                           size_t errlen)
+/* Runs body (the code of an entry k() with no parameters, on target) after decls (module scope, e.g. a .global
+ * array) in one CTA of threads threads and 4096 bytes of dynamic shared memory under a limit of max_steps; returns
+ * its error (empty: none; a refusal when the module is parsed is one) and the warp instructions run. */
+static uint64_t run_module(const char *target, const char *decls, const char *body, unsigned threads,
+                           uint64_t max_steps, char *err, size_t errlen)
 {
     char ptx[4096];
-    snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90a\n.address_size 64\n.extern .shared .align 1024 .b8 smem[];\n"
-             "%s.visible .entry k()\n{\n%s}\n", decls, body);
+    snprintf(ptx, sizeof ptx, ".version 8.6\n.target %s\n.address_size 64\n.extern .shared .align 1024 .b8 smem[];\n"
+             "%s.visible .entry k()\n{\n%s}\n", target, decls, body);
     SimModule *m;
     err[0] = 0;
     if (sim_parse(ptx, &m, err, errlen)) return 0;
@@ -260,32 +260,152 @@ static uint64_t run_module(const char *decls, const char *body, unsigned threads
 
 static uint64_t run_limited(const char *body, unsigned threads, uint64_t max_steps, char *err, size_t errlen)
 {
-    return run_module("", body, threads, max_steps, err, errlen);
+    return run_module("sm_90a", "", body, threads, max_steps, err, errlen);
 }
 
-/* Memory and warp forms ptxas refuses, refused by the sim (it once read past an operand list, computed a .b128 into
- * 8 bytes of stack, or ran an mma over scalars), and cp.async.wait_all, which commits before it waits (PTX ISA):
- * the copy lands (the kernel divides by zero when it did not). */
-static void mem_forms(void)
+/* An instruction (or a few lines) ptxas refuses or takes, and the text of the sim's refusal (NULL: it runs). */
+typedef struct { const char *insn, *want; } Form;
+
+/* Each form's insn after prologue in entry k() of a module on target with decls, in one CTA of threads threads:
+ * refused naming what is wrong, or run without an error. */
+static void form_cases(const char *target, const char *decls, const char *prologue, unsigned threads, const Form *k,
+                       size_t n)
 {
-    static const struct { const char *insn, *want; } k[] = {
-        {"cp.async.wait_group;", "cp.async.wait_group takes one immediate"},
-        {"cp.async.commit_group 1;", "takes no operand"},
-        {"ld.shared.b128 %rd1, [smem];", "16-byte elements is not modelled"},
-        {"red.shared.add.u32 [smem], %r1, %r1;", "red/atom needs"},
-        {"red.shared.add.u32 %rd1, %r1;", "red/atom needs"},
-        {"red.shared.add.v4.f32 [smem], {%f0, %f0};", "red/atom needs"},
-        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 %f0, %r1, %r1, %f0;", "must be a vector of 4"},
-        {"cp.async.ca.shared.global [smem], [g], 4;\n  cp.async.wait_all;\n  ld.shared.u32 %r2, [smem];\n"
-         "  setp.ne.u32 %p1, %r2, 7;\n  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        char body[1024], err[1024], what[200];
-        snprintf(body, sizeof body, "  .reg .b32 %%r<4>;\n  .reg .b64 %%rd<2>;\n  .reg .f32 %%f<2>;\n  .reg .pred %%p<2>;\n"
-                 "  mov.u32 %%r1, 1;\n  mov.f32 %%f0, 0f3F800000;\n  %s\n  ret;\n", k[i].insn);
-        run_module(".global .align 16 .b32 g[4] = {7, 7, 7, 7};\n", body, 1, 1 << 16, err, sizeof err);
-        snprintf(what, sizeof what, "sim: %.60s %s", k[i].insn, k[i].want ? "is refused" : "(wait_all commits first) runs");
+    for (size_t i = 0; i < n; i++) {
+        char body[2048], err[1024], what[200];
+        snprintf(body, sizeof body, "%s  %s\n  ret;\n", prologue, k[i].insn);
+        run_module(target, decls, body, threads, 1 << 16, err, sizeof err);
+        snprintf(what, sizeof what, "sim: %.90s %s", k[i].insn, k[i].want ? "is refused" : "runs");
         check(k[i].want ? strstr(err, k[i].want) != NULL : !err[0], what, "got: %s", err[0] ? err : "no error");
     }
+}
+
+/* Each case of the form tests below checks the sim against ptxas 13.0: what ptxas refuses (a missing or extra
+ * operand, one of the wrong kind, a modifier the instruction does not take or lacks) is refused when the module is
+ * parsed, naming the instruction and what is wrong, where the units once read a missing operand as register 0 or
+ * ignored the modifier; the forms beside them, which ptxas takes, run. */
+
+/* Memory, mbarrier, cluster, fence and copy forms, in one thread, over g (7s) and shared memory: a .b128 once ran
+ * into 8 bytes of stack, red/atom and cp.async read past their operands; cp.async.wait_all commits before it waits
+ * (PTX ISA), an ignore-src predicate that holds zero-fills (it was read as a 1-byte src-size) and a vector atom
+ * returns each element's old value (it was refused): the kernel divides by zero where a value is wrong. */
+static void mem_forms(void)
+{
+    static const Form k[] = {
+        {"cp.async.wait_group;", "cp.async.wait_group takes 1 operand (N), found 0"},
+        {"cp.async.commit_group 1;", "cp.async.commit_group takes no operand, found 1"},
+        {"ld.shared.b128 %rd1, [smem];", "16-byte elements is not modelled"},
+        {"red.shared.add.u32 [smem], %r1, %r1;", "red takes 2 operands ([a], b), found 3"},
+        {"red.shared.add.u32 %rd1, %r1;", "red operand 1 must be an address [...], not a register"},
+        {"red.shared.add.v4.f32 [smem], {%f0, %f0};", "red operand 2 must be a vector of 4"},
+        {"red.global.cas.b32 [g], %r1, %r1;", "red takes no .exch or .cas (atom does)"},
+        {"atom.global.add.u32 [g], %r1;", "atom takes 3 operands (d, [a], b), found 2"},
+        {"ld.global.rn.u32 %r2, [g];", "ld.global.rn.u32: ld takes no .rn"},
+        {"ld.global.v2.u32 %r2, [g];", "ld operand 1 must be a vector of 2"},
+        {"ld.global.L2::cache_hint.u32 %r2, [g];", "ld takes 3 operands (d, [a], cache-policy), found 2"},
+        {"st.global.v2.u32 [g], {%r1, _};", "st operand 2 must be a vector of 2 {...} of registers (no _"},
+        {"prefetch.global [g];", "prefetch needs a cache level"},
+        {"cp.async.cg.shared.global [smem], [g], 8;", "cp.async cp-size 8: 4, 8 or 16 bytes (.cg: 16)"},
+        {"cp.async.ca.shared.global [smem], [g], %r1;", "cp.async operand 3 must be a constant, not a register"},
+        {"cp.async.ca.global.shared [smem], [g], 4;", "cp.async copies .shared{::cta} <- .global"},
+        {"mbarrier.init.shared::cta.b32 [smem], 1;", "mbarrier.init takes no .b32"},
+        {"mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [smem];", "mbarrier.expect_tx takes 2 operands ([mbar], txCount), found 1"},
+        {"mbarrier.arrive.expect_tx.shared::cta.b64 _, [smem];", "mbarrier.arrive.expect_tx takes 3 operands"},
+        {"mbarrier.arrive.shared::cta.b64 [smem];", "mbarrier.arrive takes 2 to 3 operands (state, [mbar]{, count}), found 1"},
+        {"mbarrier.arrive.shared::cluster.b64 %rd1, [smem];", "mbarrier.arrive operand 1 must be _, not a register"},
+        {"mbarrier.try_wait.parity.shared::cta.b64 %r2, [smem], 0;", "mbarrier.try_wait operand 1 must be a predicate register"},
+        {"mapa.shared::cluster.u32 %r2, %r0;", "mapa takes 3 operands (d, a, rank), found 2"},
+        {"mapa.shared::cluster.u32 %r2, [%r0], 0;", "mapa operand 2 must be a register or a constant, not an address"},
+        {"mapa.sync.shared::cluster.u32 %r2, %r0, 0;", "mapa takes no .sync"},
+        {"setmaxnreg.inc.sync.aligned.u32;", "setmaxnreg takes 1 operand (imm-reg-count), found 0"},
+        {"setmaxnreg.inc.sync.aligned.u32 %r1;", "setmaxnreg operand 1 must be a constant, not a register"},
+        {"setmaxnreg.sync.aligned.u32 64;", "setmaxnreg needs .inc or .dec"},
+        {"setmaxnreg.inc.aligned.u32 64;", "setmaxnreg needs .sync"},
+        {"setmaxnreg.dec.sync.aligned.u32 20;", "setmaxnreg takes 24 to 256 registers in steps of 8, not 20"},
+        {"griddepcontrol;", "griddepcontrol needs .launch_dependents or .wait"},
+        {"griddepcontrol.wait %r1;", "griddepcontrol takes no operand, found 1"},
+        {"fence.sc;", "fence needs one of .cta, .cluster, .gpu or .sys"},
+        {"membar;", "membar needs one of .cta, .gpu or .sys"},
+        {"fence.proxy.async.shared::cta.global;", "fence.proxy.async takes one state space"},
+        {"barrier.cluster.arrive.acquire;", "barrier.cluster.arrive takes no .acquire"},
+        {"bar.sync;", "bar.sync takes 1 to 2 operands (a{, b}), found 0"},
+        {"bra;", "bra takes 1 operand (target), found 0"},
+        {"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [smem], [%rd0, {%r1}], [smem];",
+         "cp.async.bulk.tensor operand 2 must be a tensor address [map, {coordinates}] with 2 coordinates"},
+        {"cp.async.bulk.tensor.2d.global.shared::cta.mbarrier::complete_tx::bytes [%rd0, {%r1, %r1}], [smem];",
+         "a copy into global memory completes through .bulk_group"},
+        {"cp.async.bulk.shared::cluster.global [smem], [g], 16, [smem];", "cp.async.bulk needs one of"},
+        {"cp.async.bulk.wait_group %r1;", "cp.async.bulk.wait_group operand 1 must be a constant"},
+        {"wgmma.fence.sync.aligned %r1;", "wgmma.fence takes no operand, found 1"},
+        {"wgmma.commit_group.aligned;", "wgmma.commit_group needs .sync"},
+        {"wgmma.wait_group.sync.aligned;", "wgmma.wait_group takes 1 operand (N), found 0"},
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 %f0, %r1, %r1, %f0;", "mma operand 1 must be a vector of 4"},
+        {"ld.global.u32 {%r2}, [g];", NULL},   /* a vector of one without .v */
+        {"prefetch.global.L2::evict_last [g];\n  griddepcontrol.wait;\n  fence.acq_rel.gpu;\n  membar.gl;\n  bar.sync 0, 32;", NULL},
+        {"mapa.shared::cluster.u32 %r2, %r0, 0;\n  setmaxnreg.dec.sync.aligned.u32 64;", NULL},
+        {"mbarrier.init.shared::cta.b64 [smem], 1;\n  mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [smem], 16;\n"
+         "  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [smem], 16;\n  mbarrier.arrive.shared::cta.b64 %rd1, [smem];\n"
+         "  mbarrier.try_wait.parity.shared::cta.b64 %p1, [smem], 0;\n  selp.u32 %r3, 1, 0, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"cp.async.ca.shared.global [smem], [g], 4;\n  cp.async.wait_all;\n  ld.shared.u32 %r2, [smem];\n"
+         "  setp.ne.u32 %p1, %r2, 7;\n  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"cp.async.ca.shared.global [smem], [g], 4, %p0;\n  cp.async.wait_all;\n  ld.shared.u32 %r2, [smem];\n"
+         "  setp.ne.u32 %p1, %r2, 0;\n  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"atom.global.v2.f32.add {%f1, %f2}, [g], {%f0, %f0};\n  mov.b32 %r2, %f2;\n  setp.ne.u32 %p1, %r2, 7;\n"
+         "  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL}};
+    form_cases("sm_90a", ".global .align 16 .b32 g[4] = {7, 7, 7, 7};\n",
+               "  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n  .reg .f32 %f<3>;\n  .reg .pred %p<2>;\n  mov.u32 %r0, smem;\n"
+               "  mov.u32 %r1, 1;\n  mov.u64 %rd0, g;\n  mov.f32 %f0, 0f3F800000;\n  setp.ne.u32 %p0, %r1, 0;\n",
+               1, k, sizeof k / sizeof k[0]);
+}
+
+/* Warp collectives in a full warp: shfl without its mode (it ran as .idx), vote's and match's modes, elect's d|p,
+ * ldmatrix's vector; and their valid forms. */
+static void warp_forms(void)
+{
+    static const Form k[] = {
+        {"shfl.sync.b32 %r2, %r1, 1, 0x1f, 0xffffffff;", "shfl needs one of .bfly, .idx, .up or .down"},
+        {"shfl.sync.bfly.up.b32 %r2, %r1, 1, 0x1f, 0xffffffff;", ".up cannot be combined with .bfly"},
+        {"shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f;", "shfl takes 5 operands (d{|p}, a, b, c, membermask), found 4"},
+        {"shfl.sync.bfly.f32 %f1, %f0, 1, 0x1f, 0xffffffff;", "shfl takes no .f32"},
+        {"vote.sync.b32 %r2, %p0, 0xffffffff;", "vote needs one of"},
+        {"vote.sync.all.b32 %p1, %p0, 0xffffffff;", "vote takes .b32 with .ballot and .pred with .all, .any, .uni"},
+        {"vote.sync.ballot.b32 %r2, %r1, 0xffffffff;", "vote operand 2 must be a predicate or a constant, not a register"},
+        {"elect.sync %r2, 0xffffffff;", "elect operand 1 must be a register or _ with a predicate (d|p)"},
+        {"match.any.sync.b32 %r2|%p1, %r1, 0xffffffff;", "match operand 1 must be a register, not a register with |p"},
+        {"redux.sync.u32 %r2, %r1, 0xffffffff;", "redux needs an operation"},
+        {"activemask %r2;", "activemask needs a type"},
+        {"ldmatrix.sync.aligned.m8n8.x1.shared.b16 %r2, [smem];", "ldmatrix operand 1 must be a vector of 1"},
+        {"shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, 0xffffffff;\n  shfl.sync.idx.b32 %r2|%p1, %r1, 0, 0x1f, 0xffffffff;", NULL},
+        {"vote.sync.ballot.b32 %r2, %p0, 0xffffffff;\n  vote.sync.all.pred %p1, %p0, 0xffffffff;\n"
+         "  elect.sync _|%p1, 0xffffffff;\n  match.all.sync.b32 %r2|%p1, %r1, 0xffffffff;\n  activemask.b32 %r2;", NULL}};
+    form_cases("sm_90a", "", "  .reg .b32 %r<4>;\n  .reg .f32 %f<2>;\n  .reg .pred %p<2>;\n  mov.u32 %r1, 1;\n"
+               "  mov.f32 %f0, 0f3F800000;\n  setp.ne.u32 %p0, %r1, 0;\n", 32, k, sizeof k / sizeof k[0]);
+}
+
+/* tcgen05 forms in a full warp on sm_100a: alloc without its column count (read as register 0), its .cta_group,
+ * the registers a shape takes, an MMA's predicate; .pack::16b, which takes as many registers as unpacked (ptxas)
+ * but whose column pairs the sim does not know, is refused when it runs; alloc, dealloc and relinquish run. */
+static void tc_forms(void)
+{
+    static const Form k[] = {
+        {"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem];", "tcgen05.alloc takes 2 operands ([dst], nCols), found 1"},
+        {"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 %r0, 32;", "tcgen05.alloc operand 1 must be an address"},
+        {"tcgen05.alloc.sync.aligned.shared::cta.b32 [smem], 32;", "tcgen05.alloc needs a .cta_group"},
+        {"tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2;", "tcgen05.dealloc takes 2 operands"},
+        {"tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r2}, [%r0];", "tcgen05.ld operand 1 must be a vector of 2"},
+        {"tcgen05.ld.sync.aligned.32x32b.x2.pack::16b.b32 {%r2, %r3}, [%r0];", "tcgen05.ld .pack::16b is not modelled"},
+        {"tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [smem];",
+         "tcgen05.commit takes 2 operands ([mbar], ctaMask), found 1"},
+        {"tcgen05.mma.cta_group::1.kind::f16 [%r0], %rd1, %rd1, %r1;", "tcgen05.mma takes 5 to 7 operands"},
+        {"tcgen05.mma.cta_group::1.kind::f16 [%r0], %rd1, %rd1, %r1, %r1;", "tcgen05.mma operand 5 must be a predicate"},
+        {"tcgen05.mma.ws.cta_group::2.kind::f16 [%r0], %rd1, %rd1, %r1, %p0;", ".ws takes .cta_group::1"},
+        {"tcgen05.shift.cta_group::1 [%r0];", "tcgen05.shift needs .down"},
+        {"tcgen05.wait::ld.sync.aligned %r1;", "tcgen05.wait::ld takes no operand, found 1"},
+        {"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [smem], 32;\n  ld.shared.u32 %r2, [smem];\n"
+         "  tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;\n  tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+         NULL}};
+    form_cases("sm_100a", "", "  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n  .reg .pred %p<2>;\n  mov.u32 %r0, smem;\n"
+               "  mov.u32 %r1, 1;\n  mov.u64 %rd1, 0;\n  setp.ne.u32 %p0, %r1, 0;\n", 32, k, sizeof k / sizeof k[0]);
 }
 
 /* f16 and bf16 fma rounded once from the exact value: each triple's a b + c rounds (nearest even) to want, and
@@ -335,16 +455,18 @@ static void half_approx_forms(void)
  * packing and cvta forms still run */
 static void alu_forms(void)
 {
-    static const struct { const char *insn, *want; } k[] = {
-        {"mul.f32 %f1, %f0;", "mul takes 3 operands (the destination first), found 2"},
-        {"mul.f32 %f1, %f0, %f0, %f0;", "mul takes 3 operands (the destination first), found 4"},
+    static const Form k[] = {
+        {"mul.f32 %f1, %f0;", "mul takes 3 operands (d, a, b), found 2"},
+        {"mul.f32 %f1, %f0, %f0, %f0;", "mul takes 3 operands (d, a, b), found 4"},
         {"fma.rn.f32 %f1, %f0, %f0;", "fma takes 4 operands"},
         {"selp.f32 %f1, %f0, %f0;", "selp takes 4 operands"},
         {"setp.lt.and.f32 %p1, %f0, %f0;", "setp takes 4 operands"},
         {"cvt.rn.f32.f16 %f1, %h0, %h0, %h0;", "cvt takes 2 to 3 operands"},
-        {"mul.f32.global %f1, %f0, %f0;", "mul takes no such modifier"},
-        {"add.sync.aligned.f32 %f1, %f0, %f0;", "add takes no such modifier"},
-        {"rcp.rn.f32.acquire.gpu %f1, %f0;", "rcp takes no such modifier"},
+        {"mul.f32.global %f1, %f0, %f0;", "mul takes no .global"},
+        {"add.sync.aligned.f32 %f1, %f0, %f0;", "add takes no .sync"},
+        {"rcp.rn.f32.acquire.gpu %f1, %f0;", "rcp takes no .acquire"},
+        {"add.rn.rz.f32 %f1, %f0, %f0;", ".rz cannot be combined with .rn"},
+        {"mov.b64 {%r1, %r0}, {%r0, %r1};", "mov takes a vector on one side only"},
         {"cvta.to.global.u32 %r1, %r0;", NULL},
         {"ex2.ftz.f32 %f1, %f0;", "ex2 needs .approx"},
         {"rcp.f32 %f1, %f0;", "rcp needs a rounding modifier or .approx"},
@@ -354,15 +476,9 @@ static void alu_forms(void)
         {"max.f32 %f1, %f0, %f0, %f0;", NULL},
         {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
         {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        char body[512], err[1024], what[160];
-        snprintf(body, sizeof body, "  .reg .b16 %%h<2>;\n  .reg .b32 %%r<2>;\n  .reg .f32 %%f<2>;\n  .reg .pred %%p<2>;\n"
-                 "  mov.b16 %%h0, 0x3C00;\n  mov.f32 %%f0, 0f3F800000;\n  mov.b32 %%r0, 0;\n  setp.ne.f32 %%p0, %%f0, 0f00000000;\n"
-                 "  %s\n  ret;\n", k[i].insn);
-        run_limited(body, 32, 1 << 16, err, sizeof err);
-        snprintf(what, sizeof what, "sim: %s %s", k[i].insn, k[i].want ? "is refused" : "runs");
-        check(k[i].want ? strstr(err, k[i].want) != NULL : !err[0], what, "got: %s", err[0] ? err : "no error");
-    }
+    form_cases("sm_90a", "", "  .reg .b16 %h<2>;\n  .reg .b32 %r<2>;\n  .reg .f32 %f<2>;\n  .reg .pred %p<2>;\n"
+               "  mov.b16 %h0, 0x3C00;\n  mov.f32 %f0, 0f3F800000;\n  mov.b32 %r0, 0;\n  setp.ne.f32 %p0, %f0, 0f00000000;\n",
+               32, k, sizeof k / sizeof k[0]);
 }
 
 /* An endless loop is reported within the step limit counted over the CTA's warps, not per warp: 32 spinning
@@ -402,7 +518,7 @@ int main(int argc, char **argv)
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
     if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms(),
-                alu_forms(), mem_forms();
+                alu_forms(), mem_forms(), warp_forms(), tc_forms();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

@@ -1,6 +1,7 @@
 /* The sim device's core types: a PTX module parsed from text, the state of
  * one CTA while it runs, and the counters. The pipeline is
- *   sim_parse.c (text -> SimModule) -> sim_exec.c (schedule warps, control)
+ *   sim_parse.c (text -> SimModule; each instruction's form: sim_form.c)
+ *   -> sim_exec.c (schedule warps, control)
  *   -> sim_alu.c (per-lane arithmetic) / sim_mem.c (memory, shadows, cp.async)
  *   / sim_warp.c (warp collectives: ldmatrix, mma, shfl) -> sim_stats.c.
  * sim_device.c wires it behind device.h. */
@@ -89,6 +90,8 @@ typedef struct {
 
 /* Parses PTX text. Anything outside the subset is an error naming line and text. */
 int  sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen);
+/* Whether an instruction's operands are the count and kinds its form takes (sim_form.c): 0, or -1 with why. */
+int  sim_form_check(const SimFunc *f, const SimInsn *in, char *why, size_t n);
 void sim_module_free(SimModule *m);
 const SimFunc *sim_find(const SimModule *m, const char *entry);
 
@@ -319,6 +322,8 @@ void sim_tma_reset(SimCta *c);                                                /*
  * the op that reads it is a race: reported, 0 returned. */
 int sim_tma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd);
 int  sim_wgmma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);      /* sim_wgmma.c */
+/* wgmma.mma_async's form (its operand count and kinds follow its types and A's source): 0, or -1 with why. */
+int  sim_wgmma_form(const SimFunc *f, const SimInsn *in, char *why, size_t n);
 int  sim_tcgen05(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec);    /* sim_tcgen05.c: U_TMEM and U_UMMA */
 /* At a CTA's exit (all warps done, queue drained): unit checks such as TMEM
  * not deallocated; frees unit state. 0 or -1 (failed). */

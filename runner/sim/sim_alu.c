@@ -643,12 +643,6 @@ static int lane_op(const Ctx *x, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
     int t = d->ntype ? d->type[d->ntype - 1] : T_NONE;
-    /* "fma.rn" or "setp.lt" without a type (ptxas refuses them) has no width to compute in: sext of 0 bits was
-     * undefined; every ALU op but these five takes a type in PTX */
-    if (!isa_type_bits(t) && d->op != I_MOV && d->op != I_SELP && d->op != I_CVT && d->op != I_CVTA && d->op != I_CREATEPOLICY) {
-        sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "%s has no type", isa_base_text(d->op));
-        return -1;
-    }
     int half = t == T_F16 || t == T_BF16 || t == T_F16X2 || t == T_BF16X2;
     if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half) || ((d->op == I_MIN || d->op == I_MAX) && t == T_S32)))
         return refuse(x, ".relu other than on cvt, an f16/bf16 fma or an s32 min/max");
@@ -796,73 +790,9 @@ static int mov_vector(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     return 1;
 }
 
-/* How many operands an ALU instruction takes, its destination first: [*lo, *hi]. The lanes read sources past an op's
- * own as 0 (one path for the two- and three-source forms), so PTX with one missing or one too many must be refused
- * here, not computed. */
-static void alu_arity(const IsaInsn *d, int *lo, int *hi)
-{
-    switch (d->op) {
-    case I_ADD: case I_SUB: case I_MUL: case I_DIV: case I_REM: case I_AND: case I_OR: case I_XOR: case I_SHL:
-    case I_SHR: case I_COPYSIGN: *lo = *hi = 3; return;
-    case I_MIN: case I_MAX: *lo = 3, *hi = 4; return;                        /* PTX 8.8's three-input form */
-    case I_MAD: case I_FMA: case I_SAD: case I_DP4A: case I_DP2A: case I_SELP: case I_PRMT: case I_SHF: case I_BFE:
-    case I_FNS: *lo = *hi = 4; return;
-    case I_BFI: *lo = *hi = 5; return;
-    case I_SETP: *lo = *hi = d->redop ? 4 : 3; return;                        /* .and/.or/.xor take a predicate */
-    case I_CVT: *lo = 2, *hi = 3; return;                                     /* two f32 into a packed pair */
-    case I_CREATEPOLICY: *lo = 1, *hi = 4; return;                            /* fractional or range forms */
-    default: *lo = *hi = 2; return;                                           /* mov and the one-source ops */
-    }
-}
-
-/* What a float op must name that PTX leaves no default for (NULL: nothing): .approx for ex2, lg2, rsqrt, sin, cos,
- * tanh; a rounding or .approx for rcp, sqrt (and div, or .full) */
-static const char *approx_needed(const IsaInsn *d)
-{
-    int t = d->ntype ? d->type[0] : T_NONE, fp = t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 ||
-                                                  t == T_F32 || t == T_F64;
-    uint64_t f = d->flags;
-    switch (d->op) {
-    case I_EX2: case I_LG2: case I_RSQRT: case I_SIN: case I_COS: case I_TANH:
-        return f & F_APPROX ? NULL : ".approx";
-    case I_RCP: case I_SQRT: return fp && !d->rnd && !(f & F_APPROX) ? "a rounding modifier or .approx" : NULL;
-    case I_DIV: return fp && !d->rnd && !(f & (F_APPROX | F_FULL)) ? "a rounding modifier, .approx or .full" : NULL;
-    default: return NULL;
-    }
-}
-
+/* Its operands, modifiers and type were checked when the module was parsed (sim_form.c, emit/isa.c). */
 int sim_alu(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    int lo, hi;
-    alu_arity(&in->d, &lo, &hi);
-    if (in->nops < lo || in->nops > hi) {
-        char want[32];
-        if (lo == hi) snprintf(want, sizeof want, "%d", lo);
-        else snprintf(want, sizeof want, "%d to %d", lo, hi);
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes %s operands (the destination first), found %d",
-                 isa_base_text(in->d.op), want, in->nops);
-        return 1;
-    }
-    if (in->o[0].kind != SO_REG && in->o[0].kind != SO_VEC) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs a destination register", isa_base_text(in->d.op));
-        return 1;
-    }
-    /* the decoder takes any known modifier on any op: the ones no arithmetic has (a state space but cvta's .to, a
-     * memory order or scope, .sync/.aligned/.uni, the async copies' and barriers') are refused, not ignored */
-    const uint64_t foreign = F_UNI | F_SYNC | F_ALIGNED | F_TRANS | F_NC | F_VOLATILE | F_RELAXED | F_ACQUIRE | F_RELEASE |
-                             F_ACQ_REL | F_SCOPE_CTA | F_SCOPE_CLUSTER | F_SCOPE_GPU | F_SCOPE_SYS | F_COMPLETE_TX |
-                             F_BULK_GROUP | F_MULTICAST | F_EXPECT_TX | F_PARITY | F_TILE | F_GATHER4 | F_IM2COL |
-                             F_BFLY | F_IDX | F_UP | F_DOWN | F_BALLOT | F_ALL | F_ANY | F_ROW | F_COL;
-    if ((in->d.flags & foreign) || (in->d.nspace && in->d.op != I_CVTA)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes no such modifier (a state space, memory order, scope or "
-                 "synchronisation)", isa_base_text(in->d.op));
-        return 1;
-    }
-    const char *needs = approx_needed(&in->d);
-    if (needs) {   /* as ptxas refuses them: the sim would otherwise pick a rounding the PTX never named */
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs %s", isa_base_text(in->d.op), needs);
-        return 1;
-    }
     if (in->d.op == I_MOV && (in->o[0].kind == SO_VEC || in->o[1].kind == SO_VEC)) return mov_vector(c, w, in, exec);
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;

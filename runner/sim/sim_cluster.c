@@ -109,11 +109,13 @@ static void mapa(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 }
 
 /* ---- setmaxnreg: registers move between the warpgroups of a CTA ---- */
+/* .inc or .dec and the count (24 to 256 in steps of 8) were checked at parse (emit/isa.c, sim_form.c) */
 static void setmaxnreg(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    int wid = sim_warp_id(c, w), n = (int)sim_read(c, w, &in->o[0], 0), inc = in->d.redop == RO_INC;
-    if (exec != w->live || (in->d.redop != RO_INC && in->d.redop != RO_DEC) || n < 24 || n > 256 || n % 8) {
-        sim_fail(c, wid, -1, in, "setmaxnreg.inc/.dec takes 24 to 256 in steps of 8 and every lane of the warp (got %d)", n);
+    int wid = sim_warp_id(c, w), n = (int)in->o[0].imm, inc = in->d.redop == RO_INC;
+    if (exec != w->live) {
+        sim_fail(c, wid, -1, in, "setmaxnreg is .sync.aligned: every lane of the warp executes it (lanes 0x%08x of live "
+                 "0x%08x)", exec, w->live);
         return;
     }
     int cur = c->maxnreg[wid];

@@ -138,13 +138,7 @@ static void bar_arrive(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, 
         sim_fail(c, wid, -1, in, "%s in divergent code: lanes 0x%08x of live 0x%08x arrive", what, exec, w->live);
         return;
     }
-    int nb = in->nops - 2 * red;   /* the barrier's operands: its id and an optional thread count */
-    int red_ok = !red || ((in->d.flags & F_POPC) || in->d.redop == RO_AND || in->d.redop == RO_OR);
-    if (nb < 1 || nb > 2 || (!wait && nb != 2) || !red_ok) {
-        sim_fail(c, wid, -1, in, "%s takes %sa barrier id and %s thread count%s", what, red ? "a destination, " : "",
-                 wait ? "an optional" : "a", red ? ", then a predicate (.popc.u32, .and.pred or .or.pred)" : "");
-        return;
-    }
+    int nb = in->nops - 2 * red;   /* the barrier's operands: its id and a thread count (bar.arrive's; optional else) */
     uint64_t id = sim_read(c, w, &in->o[red], 0);
     int threads = nb > 1 ? (int)sim_read(c, w, &in->o[red + 1], 0) : c->nwarps * 32;
     if (id >= 16 || threads <= 0 || threads % 32 || threads > c->nwarps * 32) {
@@ -255,11 +249,7 @@ static void step(SimCta *c, SimWarp *w)
     c->sim->stats.warp_insns[in->d.cls]++;
     c->sim->stats.lane_insns[in->d.cls] += (uint64_t)__builtin_popcount(exec);
     switch (in->d.op) {
-    case I_BRA:
-        if (in->nops != 1 || in->o[0].kind != SO_LABEL) {
-            sim_fail(c, sim_warp_id(c, w), -1, in, "bra takes one label");
-            return;
-        }
+    case I_BRA:   /* its one label: sim_form.c */
         branch(c, w, in, exec, active);
         return;
     case I_NANOSLEEP:   /* suspends the thread for at most the time given: here, for none */

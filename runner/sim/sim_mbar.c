@@ -28,7 +28,7 @@ static SimCta *bar_addr(SimCta *c, SimWarp *w, const SimInsn *in, int lane, cons
     uint64_t a = sim_addr(c, w, o, lane);
     int cluster = in->d.nspace && in->d.space[0] == SP_SHARED_CLUSTER;
     if (a - SIM_SHARED_WINDOW < (1ull << 32)) a -= SIM_SHARED_WINDOW, cluster = 1;   /* a generic address */
-    SimCta *owner = o->kind == SO_ADDR && a < (1ull << 32) ? sim_smem_owner(c, w, lane, in, (uint32_t)a, cluster, addr) : NULL;
+    SimCta *owner = a < (1ull << 32) ? sim_smem_owner(c, w, lane, in, (uint32_t)a, cluster, addr) : NULL;
     if (c->failed) return NULL;
     if (!owner || *addr % 8 || *addr + 8 > owner->smem_size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier address 0x%llx is not an 8-byte aligned shared address of this CTA%s",
@@ -117,20 +117,16 @@ static void inval(SimCta *c, uint32_t addr)
     if (b) *b = c->mbar[--c->nmbar];
 }
 
-/* arrive / arrive.expect_tx / expect_tx / complete_tx: the optional state
- * destination (or _) comes first for arrive, then [addr], then the count or
- * the transaction bytes. */
+/* arrive / arrive.expect_tx / expect_tx / complete_tx: the state
+ * destination (or _) comes first for the arrives, then [addr], then the count
+ * or the transaction bytes (the forms were checked at parse, sim_form.c). */
 static void arrive_like(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
     int wid = sim_warp_id(c, w);   /* of the issuing CTA, before c becomes the barrier's */
-    int op = in->d.op, has_state = op == I_MBAR_ARRIVE || op == I_MBAR_ARRIVE_EXPECT_TX;
-    int ai = has_state && in->o[0].kind != SO_ADDR ? 1 : 0;
+    int op = in->d.op, ai = op == I_MBAR_ARRIVE || op == I_MBAR_ARRIVE_EXPECT_TX;
     uint32_t addr;
-    SimCta *owner = in->nops > ai ? bar_addr(c, w, in, lane, &in->o[ai], &addr) : NULL;
-    if (!owner) {
-        if (!c->failed) sim_fail(c, sim_warp_id(c, w), lane, in, "%s needs [mbarrier]", isa_base_text(op));
-        return;
-    }
+    SimCta *owner = bar_addr(c, w, in, lane, &in->o[ai], &addr);
+    if (!owner) return;
     SimMbar *b = find(owner, addr);
     if (!b) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "mbarrier at shared 0x%x of CTA rank %d is used before mbarrier.init", addr,
@@ -165,7 +161,7 @@ static void arrive_like(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 static void cp_async_arrive(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
     uint32_t addr;
-    SimCta *owner = in->nops == 1 ? bar_addr(c, w, in, lane, &in->o[0], &addr) : NULL;
+    SimCta *owner = bar_addr(c, w, in, lane, &in->o[0], &addr);
     if (owner != c) {
         if (!c->failed) sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async.mbarrier.arrive takes [mbarrier] of its own CTA");
         return;
@@ -184,10 +180,7 @@ static void cp_async_arrive(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 static int wait(SimCta *c, SimWarp *w, const SimInsn *in, int lane, int *park)
 {
     uint32_t addr;
-    if (in->nops < 3 || !bar_addr(c, w, in, lane, &in->o[1], &addr)) {
-        if (!c->failed) sim_fail(c, sim_warp_id(c, w), lane, in, "%s takes p, [mbarrier], state or parity", isa_base_text(in->d.op));
-        return 0;
-    }
+    if (!bar_addr(c, w, in, lane, &in->o[1], &addr)) return 0;
     SimMbar *b = live(c, w, in, lane, addr);
     if (!b) return 0;
     uint64_t v = sim_read(c, w, &in->o[2], lane);
@@ -217,11 +210,10 @@ int sim_mbar(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         uint32_t addr;
         switch (in->d.op) {
         case I_MBAR_INIT:
-            if (in->nops == 2 && bar_addr(c, w, in, l, &in->o[0], &addr)) init(c, w, in, l, addr);
-            else if (!c->failed) sim_fail(c, sim_warp_id(c, w), l, in, "mbarrier.init takes [mbarrier], count");
+            if (bar_addr(c, w, in, l, &in->o[0], &addr)) init(c, w, in, l, addr);
             break;
         case I_MBAR_INVAL:
-            if (in->nops == 1 && bar_addr(c, w, in, l, &in->o[0], &addr)) inval(c, addr);
+            if (bar_addr(c, w, in, l, &in->o[0], &addr)) inval(c, addr);
             break;
         case I_MBAR_TRY_WAIT: case I_MBAR_TEST_WAIT: wait(c, w, in, l, &park); break;
         case I_CP_ASYNC_MBAR_ARRIVE: cp_async_arrive(c, w, in, l); break;

@@ -233,11 +233,22 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 }
 
 /* ---- cp.async ---- */
+/* The bytes a cp.async reads from global memory: all, or src-size; an ignore-src predicate that holds reads none
+ * (the rest of the copy is zero-filled). */
+static uint32_t cp_async_src_bytes(SimCta *c, SimWarp *w, const SimInsn *in, int lane, int size)
+{
+    int sized = in->nops > 3 + ((in->d.flags & F_CACHE_HINT) != 0);   /* .L2::cache_hint: the policy comes last */
+    if (!sized) return (uint32_t)size;
+    const SimOpnd *o = &in->o[3];
+    uint64_t v = sim_read(c, w, o, lane);
+    if (o->kind == SO_REG && c->f->slot_bits[o->reg] == 1) return v & 1 ? 0 : (uint32_t)size;
+    return (uint32_t)v;
+}
+
 static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, uint32_t dst, uint64_t src, int size)
 {
     if (!sim_smem_owner(c, w, lane, in, dst, 0, &dst)) return;
-    int sized = in->nops > 3 + ((in->d.flags & F_CACHE_HINT) != 0);   /* .L2::cache_hint: the policy comes last */
-    uint32_t n = sized ? (uint32_t)sim_read(c, w, &in->o[3], lane) : (uint32_t)size;
+    uint32_t n = cp_async_src_bytes(c, w, in, lane, size);
     if (n > (uint32_t)size) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async src-size %u exceeds the %d-byte copy", n, size);
         return;
@@ -405,17 +416,13 @@ uint64_t sim_red_apply(int t, int redop, uint64_t old, uint64_t v, uint64_t v2, 
 static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int is_atom = in->d.op == I_ATOM, width = elem_width(in);
-    const SimOpnd *ao = &in->o[is_atom], *vo = &in->o[is_atom + 1];
+    const SimOpnd *ao = &in->o[is_atom], *vo = &in->o[is_atom + 1], *d = &in->o[0];
     int n = vo->kind == SO_VEC ? vo->n : 1;
     uint64_t ga[32];
     uint32_t sa[32];
-    int want = 2 + is_atom + (in->d.redop == RO_CAS) + ((in->d.flags & F_CACHE_HINT) != 0);   /* [d,] [a], b[, c][, pol] */
-    if (!in->d.redop || !width || width > 8 || in->nops != want || ao->kind != SO_ADDR ||
-        (is_atom && in->o[0].kind != SO_REG && in->o[0].kind != SO_SINK) || (vo->kind == SO_VEC) != (in->d.vec > 1) ||
-        (vo->kind == SO_VEC && vo->n != in->d.vec)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "red/atom needs an operation, a type of at most 8 bytes and %d operands "
-                 "(%san address in brackets, a value%s matching .v)", want, is_atom ? "a destination register, " : "",
-                 in->d.redop == RO_CAS ? ", the new value" : "");
+    if (!width || width > 8) {   /* the operands were checked at parse (sim_form.c) */
+        sim_fail(c, sim_warp_id(c, w), -1, in, "%s of %d-bit elements is not modelled by the sim", isa_base_text(in->d.op),
+                 isa_type_bits(in->d.type[in->d.ntype - 1]));
         return;
     }
     for (int l = 0; l < 32 && !c->failed; l++) {
@@ -432,7 +439,9 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
             uint64_t v2 = in->d.redop == RO_CAS ? sim_read(c, w, &in->o[is_atom + 2], l) : 0;
             uint64_t nv = sim_red_apply(in->d.type[in->d.ntype - 1], in->d.redop, old, v, v2, width);
             memcpy(p + width * k, &nv, (size_t)width);
-            if (is_atom) sim_write(w, c->f, &in->o[0], l, old);
+            if (!is_atom) continue;   /* atom returns the old value (a vector atom each element's) */
+            SimOpnd de = d->kind == SO_VEC ? sim_vec_elem(c->f, d, k) : *d;
+            sim_write(w, c->f, &de, l, old);
         }
     }
     if (in->d.nspace && in->d.space[0] == SP_SHARED) sim_count_smem(c, sa, exec, width * n);
@@ -448,13 +457,9 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     uint32_t sa[32];
     uint64_t ga[32];
     int shared = 0, param = 0, local = 0;
-    int hint = (in->d.flags & F_CACHE_HINT) != 0;   /* .L2::cache_hint: an L2 policy last, only a hint */
-    if (in->nops != 2 + hint || ao->kind != SO_ADDR || !ew || (vo->kind == SO_VEC) != (in->d.vec > 1) || (vo->kind == SO_VEC && vo->n != in->d.vec)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "%s needs an address and a %s", store ? "st" : "ld",
-                 in->d.vec > 1 ? "vector of registers matching .v" : "register");
-        return;
-    }
-    if (ew > 8) {   /* registers are at most 64 bits: a .b128 element once overran the 8 bytes it was read into */
+    /* the operands were checked at parse (sim_form.c; an L2 policy last is only a hint); registers are at most 64
+     * bits: a .b128 element once overran the 8 bytes it was read into */
+    if (!ew || ew > 8) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s of %d-byte elements is not modelled by the sim", store ? "st" : "ld",
                  ew);
         return;
@@ -491,15 +496,7 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     uint32_t sa[32];
     uint64_t ga[32];
-    if (in->nops < 3 || in->o[0].kind != SO_ADDR || in->o[1].kind != SO_ADDR) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "cp.async needs [shared], [global], cp-size and an optional src-size");
-        return;
-    }
-    int size = (int)sim_read(c, w, &in->o[2], 0);
-    if (size != 4 && size != 8 && size != 16) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "cp.async cp-size %d (4, 8 or 16)", size);
-        return;
-    }
+    int size = (int)in->o[2].imm;   /* a constant 4, 8 or 16 (sim_form.c) */
     for (int l = 0; l < 32 && !c->failed; l++)
         if (exec >> l & 1) {
             sa[l] = (uint32_t)sim_addr(c, w, &in->o[0], l), ga[l] = sim_addr(c, w, &in->o[1], l);
@@ -518,12 +515,7 @@ int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_CP_ASYNC: cp_async(c, w, in, exec); return 1;
     case I_PREFETCH: return 1;   /* only a hint: not even a bad address faults */
     case I_CP_ASYNC_COMMIT: case I_CP_ASYNC_WAIT: case I_CP_ASYNC_WAIT_ALL: {
-        int wait_n = in->d.op == I_CP_ASYNC_WAIT;   /* wait_group N takes one immediate; commit and wait_all none */
-        if (in->nops != wait_n || (wait_n && in->o[0].kind != SO_IMM)) {
-            sim_fail(c, sim_warp_id(c, w), -1, in, "%s takes %s", isa_base_text(in->d.op),
-                     wait_n ? "one immediate (the groups left pending)" : "no operand");
-            return 1;
-        }
+        int wait_n = in->d.op == I_CP_ASYNC_WAIT;   /* wait_group N: its one constant */
         /* wait_all is commit_group then wait_group 0 (PTX ISA): the copies not yet committed are waited for too */
         if (in->d.op != I_CP_ASYNC_WAIT)
             for (int l = 0; l < 32; l++) w->committed[l] += exec >> l & 1;

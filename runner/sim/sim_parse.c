@@ -2,9 +2,11 @@
  * one ptxgen did not write (NVIDIA's compiler output, inline-asm blocks with
  * scoped registers and labels, aggregate .b8 parameters, mangled names).
  * Each mnemonic is decoded by emit/isa.c, the table the emitter uses too, so
- * an instruction or modifier outside that vocabulary is refused with its
- * line rather than guessed at. Operands are checked by the unit that executes
- * the instruction. */
+ * an instruction or modifier outside that vocabulary, or one the instruction
+ * does not take, is refused with its line rather than guessed at; so are
+ * operands of another count or kind than the instruction's form
+ * (sim_form.c), whether the instruction would run or not. The units check
+ * the values. */
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -412,7 +414,7 @@ static int parse_insn(Parser *P)
     }
     if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%.60s'", P->lx.tok);
     char why[256];
-    if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s by the sim", why);
+    if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s", why);
     P->lit_f64 = in.d.ntype && in.d.type[in.d.ntype - 1] == T_F64;
     next(&P->lx);
     while (!is(&P->lx, ";")) {
@@ -422,6 +424,7 @@ static int parse_insn(Parser *P)
         in.nops++;
         if (is(&P->lx, ",")) next(&P->lx);
     }
+    if (sim_form_check(f, &in, why, sizeof why)) return perr(P, in.line, "%s", why);
     next(&P->lx);
     f->code = grow(P, f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
     f->code[f->ncode++] = in;

@@ -252,36 +252,24 @@ const SimAsync *tc_op_at(const SimCta *c, int lane, int col, int *writes)
 /* The form: [d], a_desc | [a_tmem], b_desc, idesc, {disable-output-lane}?, enable_input_d [, scale_input_d]. */
 static int mma_form(SimCta *c, SimWarp *w, int lane, const SimInsn *in, UmmaOp *op, int *pred_at)
 {
-    int cg = in->d.cta_group ? in->d.cta_group : 1, at = 4;
+    int at = 4;
     op->ws = !!(in->d.flags & F_WS);
     op->bc_action = ISA_BCOLLECT_ACTION(in->d.bcollect), op->bc_buf = ISA_BCOLLECT_BUF(in->d.bcollect);
-    if (op->bc_action && !op->ws)
-        return tc_fail(c, w, lane, in, "tcgen05.mma: .collector::b%d is for the .ws form only", op->bc_buf);
+    /* .collector::bN only and .cta_group::1 with .ws: emit/isa.c */
     if (op->ws) {   /* [d], a_desc | [a_tmem], b_desc, idesc, enable_input_d [, zero_column_mask_desc] */
-        if (cg != 1) return tc_fail(c, w, lane, in, "tcgen05.mma.ws takes .cta_group::1 only");
-        if (in->nops < 5 || in->nops > 6 || in->o[0].kind != SO_ADDR || in->o[4].kind == SO_VEC)
-            return tc_fail(c, w, lane, in, "tcgen05.mma.ws: expected [d_tmem], a_desc or [a_tmem], b_desc, idesc, enable_input_d "
-                                           "[, zero_column_mask_desc]");
         if (in->nops == 6) return tc_fail(c, w, lane, in, "tcgen05.mma.ws: the zero-column mask descriptor is not modelled yet");
         *pred_at = 4;
         return 0;
     }
     if (in->d.kind != KIND_F16 && in->d.kind != KIND_TF32)
         return tc_fail(c, w, lane, in, "tcgen05.mma: only kind::f16 and kind::tf32 are modelled");
-    if (in->nops < 5 || in->o[0].kind != SO_ADDR || (in->o[1].kind != SO_ADDR && in->o[1].kind != SO_REG))
-        return tc_fail(c, w, lane, in, "tcgen05.mma: expected [d_tmem], a_desc or [a_tmem], b_desc, idesc, {disable-output-lane}, enable_input_d");
-    if (in->o[4].kind == SO_VEC) {
-        if (in->o[4].n != 4 * cg)
-            return tc_fail(c, w, lane, in, "tcgen05.mma: the disable-output-lane vector has %d registers; cta_group::%d takes 4 per CTA",
-                        in->o[4].n, cg);
+    if (in->o[4].kind == SO_VEC) {   /* 4 registers per CTA (the form was checked at parse, sim_form.c) */
         for (int i = 0; i < in->o[4].n; i++) {
             SimOpnd e = sim_vec_elem(c->f, &in->o[4], i);
             op->disable[i] = (uint32_t)sim_read(c, w, &e, lane);
         }
         at = 5;
     }
-    if (at >= in->nops || at + 2 < in->nops)
-        return tc_fail(c, w, lane, in, "tcgen05.mma: expected enable_input_d [, scale_input_d] after the descriptors");
     *pred_at = at;
     return 0;
 }
@@ -377,9 +365,7 @@ static int land_commit(SimCluster *cl, SimAsync *a)
 
 static int issue_commit(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
-    int mc = !!(in->d.flags & F_MULTICAST);
-    if (in->nops != 1 + mc || in->o[0].kind != SO_ADDR)
-        return tc_fail(c, w, lane, in, "tcgen05.commit: expected [mbar]%s", mc ? ", ctaMask" : "");
+    int mc = !!(in->d.flags & F_MULTICAST);   /* [mbar]{, ctaMask}: sim_form.c */
     uint32_t lo;
     SimCta *bc = sim_smem_owner(c, w, lane, in, (uint32_t)sim_addr(c, w, &in->o[0], lane), 1, &lo);
     if (!bc) return 1;

@@ -225,13 +225,9 @@ static uint32_t *cp_source(SimCta *c, SimWarp *w, int lane, const SimInsn *in, S
     return addr;
 }
 
-/* Shared by cp and shift: the op, its CTAs and address; NULL after sim_fail. */
-static CpOp *new_op(SimCta *c, SimWarp *w, int lane, const SimInsn *in, int nops)
+/* Shared by cp and shift: the op, its CTAs and address ([taddr] first: sim_form.c); NULL after sim_fail. */
+static CpOp *new_op(SimCta *c, SimWarp *w, int lane, const SimInsn *in)
 {
-    if (in->nops != nops || in->o[0].kind != SO_ADDR) {
-        tc_fail(c, w, lane, in, "%s: expected [taddr]%s", isa_base_text(in->d.op), nops == 2 ? ", s-desc" : "");
-        return NULL;
-    }
     CpOp *op = calloc(1, sizeof *op);
     if (!op) {
         tc_fail(c, w, lane, in, "out of host memory for a %s", isa_base_text(in->d.op));
@@ -257,7 +253,7 @@ static int queue(SimCta *c, CpOp *op, SimAsync *a)
 int tc_issue_cp(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
     int shape = cp_shape(c, w, lane, in);
-    CpOp *op = shape < 0 ? NULL : new_op(c, w, lane, in, 2);
+    CpOp *op = shape < 0 ? NULL : new_op(c, w, lane, in);
     if (!op) return 1;
     op->cp = shape;
     sim_tmem_cp_dims(shape, &op->rows, &op->words, &op->copies);
@@ -275,8 +271,7 @@ out:
 
 int tc_issue_shift(SimCta *c, SimWarp *w, const SimInsn *in, int lane)
 {
-    if (!(in->d.flags & F_DOWN)) return tc_fail(c, w, lane, in, "tcgen05.shift: expected .down");
-    CpOp *op = new_op(c, w, lane, in, 1);
+    CpOp *op = new_op(c, w, lane, in);   /* .down: emit/isa.c */
     if (!op) return 1;
     op->shift = 1, op->rows = 32, op->words = 8, op->copies = 1;
     SimAsync *a = NULL;

@@ -29,10 +29,6 @@ void tma_fail(const TmaIssue *x, const char *fmt, ...)
 
 SimCta *tma_shared_opnd(const TmaIssue *x, const SimOpnd *o, int cluster_ok, const char *what, uint32_t *lo)
 {
-    if (o->kind != SO_ADDR || o->n) {
-        tma_fail(x, "%s must be a shared-memory address in brackets", what);
-        return NULL;
-    }
     uint64_t a = sim_addr(x->c, x->w, o, x->lane);
     if (a - SIM_SHARED_WINDOW < (1ull << 32)) a -= SIM_SHARED_WINDOW;   /* a generic address of shared memory */
     if (a >= (1ull << 32)) {
@@ -185,11 +181,7 @@ static void commit(const TmaIssue *x)
  * writes only become visible earlier than the ISA promises. */
 static void wait_group(const TmaIssue *x)
 {
-    const SimOpnd *o = &x->in->o[0];
-    if (x->in->nops != 1 || o->kind != SO_IMM || o->imm < 0) {
-        tma_fail(x, "cp.async.bulk.wait_group takes one integer constant N");
-        return;
-    }
+    const SimOpnd *o = &x->in->o[0];   /* a constant N >= 0: sim_form.c */
     TmaState *s = state(x);
     if (!s) return;
     uint32_t n = s->committed[thread_id(x)], keep = (uint32_t)o->imm;
@@ -295,10 +287,6 @@ int tma_load_dests(const TmaIssue *x, const SimOpnd *dst, const SimOpnd *mbar, c
     }
     uint32_t m = 1u << dc->rank;
     if (mask) {
-        if (mask->kind != SO_REG && mask->kind != SO_IMM) {
-            tma_fail(x, ".multicast::cluster takes a 16-bit ctaMask operand after [mbar]");
-            return -1;
-        }
         m = (uint16_t)sim_read(x->c, x->w, mask, x->lane);
         if (!m) {
             tma_fail(x, "ctaMask 0x0000 names no destination CTA");

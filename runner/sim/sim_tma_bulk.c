@@ -11,7 +11,7 @@
 
 static int size_opnd(const TmaIssue *x, const SimOpnd *o, uint32_t *size)
 {
-    uint64_t v = o->kind == SO_REG || o->kind == SO_IMM ? sim_read(x->c, x->w, o, x->lane) : 0;
+    uint64_t v = sim_read(x->c, x->w, o, x->lane);
     *size = (uint32_t)v;
     if (!*size || *size % 16 || v > UINT32_MAX) {
         tma_fail(x, "size %llu: a bulk copy moves a non-zero multiple of 16 bytes", (unsigned long long)v);
@@ -31,20 +31,12 @@ static int aligned16(const TmaIssue *x, uint64_t a, const char *what)
 static int to_global(const TmaIssue *x)
 {
     const SimInsn *in = x->in;
-    int reduce = in->d.op == I_REDUCE_BULK, want = 3 + ((in->d.flags & F_CACHE_HINT) != 0);
-    if (!(in->d.flags & F_BULK_GROUP) || in->nops != want || in->o[0].kind != SO_ADDR || in->o[1].kind != SO_ADDR) {
-        tma_fail(x, "a bulk copy into global memory takes .bulk_group and [dst], [src], size%s",
-                 want > 3 ? ", cache-policy" : "");
-        return -1;
-    }
+    int reduce = in->d.op == I_REDUCE_BULK;
     /* the ISA: cp.reduce.async.bulk .add.f32 flushes subnormal inputs and results to sign-preserving zero */
     TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE,
                    .ftz = reduce && in->d.redop == RO_ADD};
-    if (reduce) {
-        if (!st.redop || !tma_reduce_ok(x, st.redop, st.type)) {
-            if (!st.redop) tma_fail(x, "cp.reduce.async.bulk needs a reduction (.add, .min, ...) and a type");
-            return -1;
-        }
+    if (reduce) {   /* its operation and type were checked when it was decoded; which pairs go: */
+        if (!tma_reduce_ok(x, st.redop, st.type)) return -1;
         if ((st.type == T_F16 || st.type == T_BF16) && st.redop == RO_ADD && !(in->d.flags & F_NOFTZ)) {
             tma_fail(x, "cp.reduce.async.bulk .add on f16/bf16 requires .noftz");
             return -1;
@@ -64,15 +56,9 @@ static int to_global(const TmaIssue *x)
 static int to_shared(const TmaIssue *x, int from_shared)
 {
     const SimInsn *in = x->in;
-    int mc = (in->d.flags & F_MULTICAST) != 0, want = 4 + mc + ((in->d.flags & F_CACHE_HINT) != 0);
+    int mc = (in->d.flags & F_MULTICAST) != 0;
     if (in->d.op == I_REDUCE_BULK) {
         tma_fail(x, "cp.reduce.async.bulk into shared memory is not modelled by the sim");
-        return -1;
-    }
-    if (!(in->d.flags & F_COMPLETE_TX) || in->nops != want || in->o[0].kind != SO_ADDR || in->o[1].kind != SO_ADDR ||
-        (from_shared && want != 4)) {
-        tma_fail(x, "a bulk copy into shared memory takes .mbarrier::complete_tx::bytes and [dst], [src], size, [mbar]%s",
-                 from_shared ? "" : "{, ctaMask}{, cache-policy}");
         return -1;
     }
     uint32_t size, slo = 0;
@@ -113,14 +99,10 @@ static int to_shared(const TmaIssue *x, int from_shared)
     return tma_load_push(x, &d, img, size, 0, from_shared ? "bulk copy to a peer (cp.async.bulk)" : "bulk copy (cp.async.bulk)");
 }
 
+/* The direction, its completion mechanism and the operands were checked at parse (sim_form.c). */
 int tma_bulk(const TmaIssue *x)
 {
     const IsaInsn *d = &x->in->d;
-    int dst = d->nspace == 2 ? d->space[0] : SP_NONE, src = d->nspace == 2 ? d->space[1] : SP_NONE;
-    if (dst == SP_GLOBAL && src == SP_SHARED) return to_global(x);
-    if ((dst == SP_SHARED || dst == SP_SHARED_CLUSTER) && src == SP_GLOBAL) return to_shared(x, 0);
-    if (dst == SP_SHARED_CLUSTER && src == SP_SHARED) return to_shared(x, 1);
-    tma_fail(x, "%s copies .shared::cluster <- .global, .shared::cluster <- .shared::cta or .global <- .shared::cta; "
-             "this direction is not one", isa_base_text(d->op));
-    return -1;
+    if (d->space[0] == SP_GLOBAL) return to_global(x);
+    return to_shared(x, d->space[1] == SP_SHARED);
 }

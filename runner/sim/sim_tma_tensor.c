@@ -48,19 +48,14 @@ static int fetch_map(const TmaIssue *x, const SimOpnd *o, SimTmap *t)
     return 0;
 }
 
-/* The signed 32-bit coordinates of [map, {c0, ...}]. */
-static int coords(const TmaIssue *x, const SimOpnd *o, int want, int32_t *out)
+/* The signed 32-bit coordinates of [map, {c0, ...}]: .dim of them, or 5 for .tile::gather4 (sim_form.c). */
+static void coords(const TmaIssue *x, const SimOpnd *o, int32_t *out)
 {
-    if (o->n != want) {
-        tma_fail(x, "%d tensor coordinates where this copy takes %d", o->n, want);
-        return -1;
-    }
     SimOpnd v = {.kind = SO_VEC, .reg = o->reg2};
-    for (int k = 0; k < want; k++) {
+    for (int k = 0; k < o->n; k++) {
         SimOpnd e = sim_vec_elem(x->c->f, &v, k);
         out[k] = (int32_t)sim_read(x->c, x->w, &e, x->lane);
     }
-    return 0;
 }
 
 /* The box's start along the innermost dimension must sit on 16 bytes: an
@@ -91,7 +86,8 @@ static int box_coords(const TmaIssue *x, const SimTmap *t, const SimOpnd *o, int
             return -1;
         }
     }
-    return coords(x, o, gather ? 5 : t->rank, c) || inner_aligned(x, t, c[0]);
+    coords(x, o, c);
+    return inner_aligned(x, t, c[0]);
 }
 
 static uint32_t image_bytes(const TmaIssue *x, const SimTmap *t)
@@ -148,22 +144,7 @@ static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
 static int tensor_load(const TmaIssue *x)
 {
     const SimInsn *in = x->in;
-    int next = 3, mc = (in->d.flags & F_MULTICAST) != 0;
-    if (in->d.flags & F_IM2COL) {
-        tma_fail(x, ".im2col tensor copies are not modelled by the sim");
-        return -1;
-    }
-    if (!(in->d.flags & F_COMPLETE_TX)) {
-        tma_fail(x, "a tensor copy into shared memory completes through .mbarrier::complete_tx::bytes");
-        return -1;
-    }
-    const SimOpnd *mask = mc ? &in->o[next++] : NULL;
-    next += (in->d.flags & F_CACHE_HINT) != 0;
-    if (in->nops != next || in->o[1].kind != SO_ADDR || !in->o[1].n) {
-        tma_fail(x, "takes [dst], [tensorMap, {coordinates}], [mbar]%s%s", mc ? ", ctaMask" : "",
-                 (in->d.flags & F_CACHE_HINT) ? ", cache-policy" : "");
-        return -1;
-    }
+    const SimOpnd *mask = (in->d.flags & F_MULTICAST) ? &in->o[3] : NULL;   /* the form: sim_form.c */
     SimTmap t;
     int32_t c[TMAP_MAX_RANK];
     TmaDests d;
@@ -212,17 +193,8 @@ static int store_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
 static int tensor_store(const TmaIssue *x, int reduce)
 {
     const SimInsn *in = x->in;
-    int want = 2 + ((in->d.flags & F_CACHE_HINT) != 0);
-    if (in->d.flags & (F_IM2COL | F_GATHER4)) {
+    if (in->d.flags & F_GATHER4) {
         tma_fail(x, "only .tile tensor stores and reductions are modelled by the sim");
-        return -1;
-    }
-    if (!(in->d.flags & F_BULK_GROUP)) {
-        tma_fail(x, "a tensor copy out of shared memory completes through .bulk_group");
-        return -1;
-    }
-    if (in->nops != want || in->o[0].kind != SO_ADDR || !in->o[0].n) {
-        tma_fail(x, "takes [tensorMap, {coordinates}], [src]%s", want > 2 ? ", cache-policy" : "");
         return -1;
     }
     SimTmap t;
@@ -243,10 +215,7 @@ static int tensor_store(const TmaIssue *x, int reduce)
     }
     if (swizzle_start_note(x, &t, lo)) return -1;
     TmaStore st = {.redop = reduce ? in->d.redop : RO_NONE, .type = elem_type(&t), .ftz = t.dtype == TMAP_DT_F32_FTZ};
-    if (reduce && (!st.redop || !tma_reduce_ok(x, st.redop, st.type))) {
-        if (!st.redop) tma_fail(x, "cp.reduce.async.bulk.tensor needs a reduction (.add, .min, ...)");
-        return -1;
-    }
+    if (reduce && !tma_reduce_ok(x, st.redop, st.type)) return -1;
     uint32_t bytes = image_bytes(x, &t);
     if ((uint64_t)lo + bytes > x->c->smem_size) {
         tma_fail(x, "the %u-byte box at shared 0x%x runs past the CTA's %u bytes of shared memory", bytes, lo,
@@ -262,26 +231,22 @@ static int tensor_store(const TmaIssue *x, int reduce)
                           reduce ? "TMA reduce (cp.reduce.async.bulk.tensor)" : "TMA store (cp.async.bulk.tensor)");
 }
 
+/* The direction, its completion mechanism and the operands were checked at parse (sim_form.c), but for .im2col's,
+ * whose copies are refused here. */
 int tma_tensor(const TmaIssue *x)
 {
     const IsaInsn *d = &x->in->d;
-    int to_shared = d->nspace == 2 && (d->space[0] == SP_SHARED || d->space[0] == SP_SHARED_CLUSTER) && d->space[1] == SP_GLOBAL;
-    int to_global = d->nspace == 2 && d->space[0] == SP_GLOBAL && d->space[1] == SP_SHARED;
-    int reduce = d->op == I_REDUCE_BULK_TENSOR;
-    if (to_shared && !reduce) return tensor_load(x);
-    if (to_global) return tensor_store(x, reduce);
-    tma_fail(x, "%s copies .shared::cluster/.shared::cta <- .global%s or .global <- .shared::cta; this direction is not one",
-             isa_base_text(d->op), reduce ? " (not for reductions)" : "");
-    return -1;
+    if (d->flags & F_IM2COL) {
+        tma_fail(x, ".im2col tensor copies are not modelled by the sim");
+        return -1;
+    }
+    if (d->space[0] == SP_GLOBAL) return tensor_store(x, d->op == I_REDUCE_BULK_TENSOR);
+    return tensor_load(x);
 }
 
 /* A hint to the hardware; here it checks that a map the sim encoded is there. */
 int tma_prefetch_map(const TmaIssue *x)
 {
     SimTmap t;
-    if (x->in->nops != 1 || x->in->o[0].kind != SO_ADDR || x->in->o[0].n) {
-        tma_fail(x, "prefetch.tensormap takes [tensorMap]");
-        return -1;
-    }
     return fetch_map(x, &x->in->o[0], &t);
 }

@@ -112,10 +112,6 @@ static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec,
 static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     uint64_t src[32];
-    if (in->nops != 5 || in->o[0].kind != SO_REG) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync takes d[|p], a, b, c, membermask");
-        return;
-    }
     if (!shfl_sources(c, w, in, exec, src)) return;
     uint64_t f = in->d.flags;
     for (int l = 0; l < 32; l++) {
@@ -181,9 +177,8 @@ static void redux(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     int t = in->d.ntype ? in->d.type[in->d.ntype - 1] : T_NONE, op = in->d.redop;
     int ok_t = t == T_U32 || t == T_S32 || t == T_B32;
     int logic = op == RO_AND || op == RO_OR || op == RO_XOR, arith = op == RO_ADD || op == RO_MIN || op == RO_MAX;
-    if (in->nops != 3 || !ok_t || !(logic ? t == T_B32 : arith && t != T_B32)) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync takes .add/.min/.max with .u32/.s32 or .and/.or/.xor with "
-                 ".b32, and d, a, membermask");
+    if (!ok_t || !(logic ? t == T_B32 : arith && t != T_B32)) {
+        sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync takes .add/.min/.max with .u32/.s32 or .and/.or/.xor with .b32");
         return;
     }
     if (!members_here(c, w, in, exec, 2)) return;
@@ -203,23 +198,17 @@ static void redux(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
  * lane gets its number in d and p true in the elected lane only. */
 static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    if (in->nops != 2) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "elect.sync takes d|p, membermask");
-        return;
-    }
     uint32_t mask = (uint32_t)sim_read(c, w, &in->o[1], __builtin_ctz(exec));
     if ((exec & mask) != mask) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "elect.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
         return;
     }
     uint32_t leader = mask ? (uint32_t)__builtin_ctz(mask) : 0;
-    const SimOpnd *d = &in->o[0];
+    const SimOpnd *d = &in->o[0];   /* d|p, d maybe _ (sim_form.c) */
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
-        if (d->kind == SO_REG) sim_write(w, c->f, d, l, leader);
-        int32_t p = d->kind == SO_REG ? d->reg2 : -1;
-        if (d->kind == SO_SINK) p = d->reg2;
-        if (p >= 0) sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = p}, l, (uint64_t)(mask && (uint32_t)l == leader));
+        sim_write(w, c->f, d, l, leader);
+        sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = d->reg2}, l, (uint64_t)(mask && (uint32_t)l == leader));
     }
 }
 
@@ -228,10 +217,6 @@ static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 static void match(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int all = (in->d.flags & F_ALL) != 0;
-    if (in->nops != 3 || !(in->d.flags & (F_ALL | F_ANY))) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "match.sync takes .any or .all, and d, a, membermask");
-        return;
-    }
     if (!members_here(c, w, in, exec, 2)) return;
     uint64_t v[32];
     for (int l = 0; l < 32; l++) v[l] = exec >> l & 1 ? sim_read(c, w, &in->o[1], l) : 0;
@@ -248,27 +233,25 @@ static void match(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* The operands and the mode (shfl's, vote's, match's) were checked when the module was parsed (sim_form.c,
+ * emit/isa.c); what is left are the forms the sim does not model. */
 int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     const IsaInsn *d = &in->d;
     switch (d->op) {
     case I_SHFL: shfl(c, w, in, exec); return 1;
     case I_VOTE:
-        if (in->nops != 3) break;
         if (d->flags & F_BALLOT) vote_ballot(c, w, in, exec);
-        else if (d->flags & (F_ALL | F_ANY | F_UNI)) vote_pred(c, w, in, exec);
-        else break;
+        else vote_pred(c, w, in, exec);
         return 1;
     case I_REDUX: redux(c, w, in, exec); return 1;
     case I_ELECT: elect(c, w, in, exec); return 1;
     case I_MATCH: match(c, w, in, exec); return 1;
     case I_ACTIVEMASK:   /* the lanes executing it */
-        if (in->nops != 1) break;
         for (int l = 0; l < 32; l++)
             if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, exec);
         return 1;
     case I_BAR_WARP_SYNC: {   /* the sim runs a warp's lanes in lockstep: memory is ordered; every lane named must be here */
-        if (in->nops != 1) break;
         uint32_t mask = (uint32_t)sim_read(c, w, &in->o[0], __builtin_ctz(exec));
         if ((exec & mask) != mask)
             sim_fail(c, sim_warp_id(c, w), -1, in, "bar.warp.sync names lanes 0x%08x but only lanes 0x%08x are here", mask,
@@ -276,26 +259,16 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         return 1;
     }
     case I_LDMATRIX:
-        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
-            in->o[0].kind != SO_VEC || in->o[0].n != d->num) break;
+        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || d->type[0] != T_B16) break;
         if (full_warp(c, w, in, exec)) ldmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
         return 1;
     case I_STMATRIX:
-        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || in->nops != 2 ||
-            in->o[1].kind != SO_VEC || in->o[1].n != d->num) break;
+        if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || d->type[0] != T_B16) break;
         if (full_warp(c, w, in, exec)) stmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
         return 1;
-    case I_MMA:
+    case I_MMA:   /* its vectors (D, A, B, C of 4, 4, 2, 4 registers) were checked at parse: a scalar once was read past */
         if (d->m != 16 || d->n != 8 || d->k != 16 || d->ntype != 4 || d->type[0] != T_F32 || d->type[3] != T_F32 ||
-            d->type[1] != d->type[2] || (d->type[1] != T_BF16 && d->type[1] != T_F16) || in->nops != 4) break;
-        for (int i = 0; i < 4; i++) {   /* D, A, B, C: vectors of 4, 4, 2 and 4 registers (a scalar once read past them) */
-            static const int want[4] = {4, 4, 2, 4};
-            if (in->o[i].kind != SO_VEC || in->o[i].n != want[i]) {
-                sim_fail(c, sim_warp_id(c, w), -1, in, "mma.m16n8k16 operand %d must be a vector of %d registers", i,
-                         want[i]);
-                return 1;
-            }
-        }
+            d->type[1] != d->type[2] || (d->type[1] != T_BF16 && d->type[1] != T_F16)) break;
         if (full_warp(c, w, in, exec)) mma_16816(c, w, in, d->type[1] == T_BF16 ? DT_BF16 : DT_FP16);
         return 1;
     default: return 0;

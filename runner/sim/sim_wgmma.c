@@ -190,85 +190,87 @@ static int bad(SimCta *c, SimWarp *w, const SimInsn *in, const char *msg)
 }
 
 /* Every register of vector operand o is a 32-bit register, not the sink. */
-static int vec_regs(SimCta *c, SimWarp *w, const SimInsn *in, const SimOpnd *o, int n, const char *what)
+static int vec_regs(const SimFunc *f, const SimInsn *in, const SimOpnd *o, int n, const char *what, char *msg, size_t cap)
 {
-    char msg[256], name[64];
+    char name[64];
     if (o->kind != SO_VEC || o->n != n) {
-        snprintf(msg, sizeof msg, "wgmma.mma_async m64n%dk%d: %s is a vector of %d registers", in->d.n, in->d.k, what, n);
-        return bad(c, w, in, msg);
+        snprintf(msg, cap, "wgmma.mma_async m64n%dk%d: %s is a vector of %d registers", in->d.n, in->d.k, what, n);
+        return -1;
     }
     for (int i = 0; i < n; i++) {
-        int slot = c->f->vec[o->reg + i];
+        int slot = f->vec[o->reg + i];
         if (slot < 0) {
-            snprintf(msg, sizeof msg, "wgmma.mma_async: element %d of the %s is the sink _", i, what);
-            return bad(c, w, in, msg);
+            snprintf(msg, cap, "wgmma.mma_async: element %d of the %s is the sink _", i, what);
+            return -1;
         }
-        if (c->f->slot_bits[slot] != 32) {
-            reg_name(c->f, slot, name, sizeof name);
-            snprintf(msg, sizeof msg, "wgmma.mma_async: %s register %s is %d bits; it must be a 32-bit register", what, name,
-                     c->f->slot_bits[slot]);
-            return bad(c, w, in, msg);
+        if (f->slot_bits[slot] != 32) {
+            reg_name(f, slot, name, sizeof name);
+            snprintf(msg, cap, "wgmma.mma_async: %s register %s is %d bits; it must be a 32-bit register", what, name,
+                     f->slot_bits[slot]);
+            return -1;
         }
     }
     return 0;
 }
 
-static int imm_operand(SimCta *c, SimWarp *w, const SimInsn *in, int i, int lo, int hi, int step, const char *what, int *out)
+static int imm_operand(const SimInsn *in, int i, int lo, int hi, int step, const char *what, int *out, char *msg, size_t cap)
 {
     const SimOpnd *o = &in->o[i];
     if (o->kind != SO_IMM || o->imm < lo || o->imm > hi || (o->imm - lo) % step) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "wgmma.mma_async: %s (operand %d) must be the constant %d or %d", what, i + 1, lo, hi);
-        return bad(c, w, in, msg);
+        snprintf(msg, cap, "wgmma.mma_async: %s (operand %d) must be the constant %d or %d", what, i + 1, lo, hi);
+        return -1;
     }
     *out = (int)o->imm;
     return 0;
 }
 
-/* Types, shape, operand count and kinds: what the instruction text fixes.
+/* Types, shape, operand count and kinds: what the instruction text fixes,
+ * checked when the module is parsed (sim_wgmma_form) and read here at issue.
  * The sim runs the .f16, .bf16 and .tf32 variants (FP8, integer and b1
- * types are refused when the mnemonic is decoded). */
-static int decode_form(SimCta *c, SimWarp *w, const SimInsn *in, WgOp *op)
+ * types are refused when the mnemonic is decoded). -1 with msg when not. */
+static int decode_form(const SimFunc *f, const SimInsn *in, WgOp *op, char *msg, size_t cap)
 {
     const IsaInsn *d = &in->d;
-    char msg[320];
-    if (d->ntype != 3) return bad(c, w, in, "wgmma.mma_async names three types: .dtype.atype.btype");
+    if (d->ntype != 3) return snprintf(msg, cap, "wgmma.mma_async names three types: .dtype.atype.btype"), -1;
     int dt = d->type[0], at = d->type[1];
-    if (at != d->type[2]) return bad(c, w, in, "wgmma.mma_async: .atype and .btype differ (only the FP8 variants mix types)");
+    if (at != d->type[2])
+        return snprintf(msg, cap, "wgmma.mma_async: .atype and .btype differ (only the FP8 variants mix types)"), -1;
     if (at != T_F16 && at != T_BF16 && at != T_TF32)
-        return bad(c, w, in, "wgmma.mma_async: the sim runs .f16, .bf16 and .tf32 inputs");
+        return snprintf(msg, cap, "wgmma.mma_async: the sim runs .f16, .bf16 and .tf32 inputs"), -1;
     if (dt != T_F32 && !(dt == T_F16 && at == T_F16))
-        return bad(c, w, in, "wgmma.mma_async: .f16 inputs take an .f16 or .f32 accumulator, .bf16 and .tf32 an .f32 one");
+        return snprintf(msg, cap, "wgmma.mma_async: .f16 inputs take an .f16 or .f32 accumulator, .bf16 and .tf32 an .f32 one"), -1;
     int tf32 = at == T_TF32, k = tf32 ? 8 : 16;
-    if (d->m != 64 || d->n < 8 || d->n > 256 || d->n % 8 || d->k != k) {
-        snprintf(msg, sizeof msg, "wgmma.mma_async: shape m%dn%dk%d; .%s takes m64nNk%d with N = 8 .. 256 in steps of 8",
-                 d->m, d->n, d->k, tf32 ? "tf32" : at == T_BF16 ? "bf16" : "f16", k);
-        return bad(c, w, in, msg);
-    }
+    if (d->m != 64 || d->n < 8 || d->n > 256 || d->n % 8 || d->k != k)
+        return snprintf(msg, cap, "wgmma.mma_async: shape m%dn%dk%d; .%s takes m64nNk%d with N = 8 .. 256 in steps of 8",
+                        d->m, d->n, d->k, tf32 ? "tf32" : at == T_BF16 ? "bf16" : "f16", k), -1;
     op->rs = in->nops > 1 && in->o[1].kind == SO_VEC;
     int want = tf32 ? 6 : op->rs ? 7 : 8;
-    if (in->nops != want) {
-        snprintf(msg, sizeof msg, "wgmma.mma_async %s .%s takes %d operands (d, %s, b-desc, scale-d, imm-scale-a, imm-scale-b%s), not %d",
-                 op->rs ? "with A in registers" : "with A in shared memory", tf32 ? "tf32" : "f16/bf16", want,
-                 op->rs ? "a" : "a-desc", tf32 ? "" : op->rs ? ", imm-trans-b" : ", imm-trans-a, imm-trans-b", in->nops);
-        return bad(c, w, in, msg);
-    }
+    if (in->nops != want)
+        return snprintf(msg, cap, "wgmma.mma_async %s .%s takes %d operands (d, %s, b-desc, scale-d, imm-scale-a, imm-scale-b%s), not %d",
+                        op->rs ? "with A in registers" : "with A in shared memory", tf32 ? "tf32" : "f16/bf16", want,
+                        op->rs ? "a" : "a-desc", tf32 ? "" : op->rs ? ", imm-trans-b" : ", imm-trans-a, imm-trans-b", in->nops), -1;
     op->n = d->n, op->k = k, op->ebytes = tf32 ? 4 : 2, op->dtype = dt, op->atype = at;
-    if (vec_regs(c, w, in, &in->o[0], dt == T_F32 ? d->n / 2 : d->n / 4, "accumulator")) return -1;
-    if (op->rs && vec_regs(c, w, in, &in->o[1], 4, "A fragment")) return -1;
+    if (vec_regs(f, in, &in->o[0], dt == T_F32 ? d->n / 2 : d->n / 4, "accumulator", msg, cap)) return -1;
+    if (op->rs && vec_regs(f, in, &in->o[1], 4, "A fragment", msg, cap)) return -1;
     for (int i = op->rs ? 2 : 1; i <= 2; i++)
         if (in->o[i].kind != SO_REG && in->o[i].kind != SO_IMM)
-            return bad(c, w, in, "wgmma.mma_async: a matrix descriptor is a 64-bit register");
+            return snprintf(msg, cap, "wgmma.mma_async: a matrix descriptor is a 64-bit register"), -1;
     const SimOpnd *sd = &in->o[3];
-    if (!(sd->kind == SO_IMM && (sd->imm == 0 || sd->imm == 1)) && !(sd->kind == SO_REG && c->f->slot_bits[sd->reg] == 1))
-        return bad(c, w, in, "wgmma.mma_async: scale-d (operand 4) is a predicate or the constant 0 or 1");
+    if (!(sd->kind == SO_IMM && (sd->imm == 0 || sd->imm == 1)) && !(sd->kind == SO_REG && f->slot_bits[sd->reg] == 1))
+        return snprintf(msg, cap, "wgmma.mma_async: scale-d (operand 4) is a predicate or the constant 0 or 1"), -1;
     int sa, sb;
-    if (imm_operand(c, w, in, 4, -1, 1, 2, "imm-scale-a", &sa) || imm_operand(c, w, in, 5, -1, 1, 2, "imm-scale-b", &sb))
+    if (imm_operand(in, 4, -1, 1, 2, "imm-scale-a", &sa, msg, cap) || imm_operand(in, 5, -1, 1, 2, "imm-scale-b", &sb, msg, cap))
         return -1;
     op->neg_a = sa < 0, op->neg_b = sb < 0;
-    if (!tf32 && !op->rs && imm_operand(c, w, in, 6, 0, 1, 1, "imm-trans-a", &op->trans_a)) return -1;
-    if (!tf32 && imm_operand(c, w, in, op->rs ? 6 : 7, 0, 1, 1, "imm-trans-b", &op->trans_b)) return -1;
+    if (!tf32 && !op->rs && imm_operand(in, 6, 0, 1, 1, "imm-trans-a", &op->trans_a, msg, cap)) return -1;
+    if (!tf32 && imm_operand(in, op->rs ? 6 : 7, 0, 1, 1, "imm-trans-b", &op->trans_b, msg, cap)) return -1;
     return 0;
+}
+
+int sim_wgmma_form(const SimFunc *f, const SimInsn *in, char *why, size_t n)
+{
+    WgOp op = {0};
+    return decode_form(f, in, &op, why, n);
 }
 
 /* The value every lane of the warp gives for operand i, or an error naming
@@ -366,7 +368,8 @@ static WgOp *new_op(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, WgWarp 
     }
     op->in = in, op->cta = c, op->wg = wg, op->index = s->issued, op->group = s->committed;
     uint64_t sd = 0;
-    if (decode_form(c, w, in, op) || (!op->rs && uniform(c, w, in, 1, "a-desc", &op->adesc)) ||
+    decode_form(c->f, in, op, NULL, 0);   /* checked when the module was parsed: here it fills op */
+    if ((!op->rs && uniform(c, w, in, 1, "a-desc", &op->adesc)) ||
         uniform(c, w, in, 2, "b-desc", &op->bdesc) || uniform(c, w, in, 3, "scale-d", &sd) ||
         (!op->rs && operand_addrs(c, w, in, op, 0)) || operand_addrs(c, w, in, op, 1)) {
         op_free(op);
@@ -620,12 +623,8 @@ static void mma_async(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in)
  * the warp until they do; one this warp never issued is an error. */
 static void wait_group(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in)
 {
-    if (in->nops != 1 || in->o[0].kind != SO_IMM || in->o[0].imm < 0) {
-        bad(c, w, in, "wgmma.wait_group takes one integer constant N >= 0");
-        return;
-    }
     int wid = sim_warp_id(c, w), wg = wid / WG_WARPS, me = wid % WG_WARPS;
-    uint64_t keep = (uint64_t)in->o[0].imm;
+    uint64_t keep = (uint64_t)in->o[0].imm;   /* a constant >= 0: sim_form.c */
     uint32_t below = s->committed > keep ? s->committed - (uint32_t)keep : 0;
     WgWarp *g = state(c, &c->w[WG_WARPS * wg]);
     if (!g) return;
