@@ -522,13 +522,14 @@ static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
 {
     CuFunc *f = (CuFunc *)f_;
     const unsigned *cluster = how->cluster;
-    char ctx[160];
+    char ctx[192];
     CUresult r;
     if (bind(f->d, err, errlen)) return -1;
     if (cluster && !f->d->launch_ex)
         return dev_errf(err, errlen, "a cluster launch needs cuLaunchKernelEx, which this CUDA driver lacks (CUDA 12.0+)");
     /* a programmatic dependent without cuLaunchKernelEx launches as any kernel: its griddepcontrol.wait returns */
-    if (cluster || (how->pdl && f->d->launch_ex)) {
+    int ex = cluster || (how->pdl && f->d->launch_ex);
+    if (ex) {
         CUlaunchAttribute attr[2];
         unsigned n = 0;
         if (cluster) {
@@ -552,7 +553,7 @@ static int cu_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     snprintf(ctx, sizeof ctx, "grid %ux%ux%u block %ux%ux%u cluster %ux%ux%u dyn_smem %u%s", grid[0], grid[1], grid[2],
              block[0], block[1], block[2], cluster ? cluster[0] : 1, cluster ? cluster[1] : 1, cluster ? cluster[2] : 1,
              dyn_smem, how->pdl ? " programmatic dependent" : "");
-    return drv(f->d, r, cluster || (how->pdl && f->d->launch_ex) ? "cuLaunchKernelEx" : "cuLaunchKernel", ctx, err, errlen);
+    return drv(f->d, r, ex ? "cuLaunchKernelEx" : "cuLaunchKernel", ctx, err, errlen);
 }
 
 static int cu_sync(Device *d_, char *err, size_t errlen)
