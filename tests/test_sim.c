@@ -453,6 +453,28 @@ static void half_approx_forms(void)
 /* An ALU instruction with an operand missing or one too many, or a modifier no arithmetic has: refused by name (the
  * lanes once read a missing source as 0 and ignored an extra one or the modifier), and the valid three-operand,
  * packing and cvta forms still run */
+/* Negated predicate sources (!p), which ptxas takes wherever an operand is read as a predicate (selp's, setp's and
+ * vote's, the sources of and/or/xor/not/mov .pred) and nowhere else: each valid form runs to the value it must give
+ * (p0 true, p1 false; a wrong value divides by zero), the others are refused. */
+static void negated_predicates(void)
+{
+    static const Form k[] = {
+        {"and.pred %p2, %p0, !%p1;\n  selp.u32 %r3, 1, 0, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"or.pred %p2, !%p0, %p1;\n  selp.u32 %r3, 0, 1, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"xor.pred %p2, %p0, !%p1;\n  selp.u32 %r3, 0, 1, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"not.pred %p2, !%p1;\n  selp.u32 %r3, 0, 1, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"mov.pred %p2, !%p1;\n  selp.u32 %r3, 1, 0, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"selp.u32 %r3, 1, 0, !%p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"setp.eq.and.u32 %p2, %r0, 0, !%p1;\n  selp.u32 %r3, 1, 0, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"vote.sync.any.pred %p2, !%p0, -1;\n  selp.u32 %r3, 0, 1, %p2;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"vote.sync.ballot.b32 %r3, !%p1, -1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"add.u32 %r3, %r0, !%p1;", "add operand 3 must be a register or a constant, not a negated predicate (!p)"},
+        {"mov.pred !%p2, %p1;", "mov operand 1 must be a register or a vector {...}, not a negated predicate (!p)"},
+        {"selp.u32 %r3, 1, 0, !%r0;", "only a predicate register may be negated ('!')"}};
+    form_cases("sm_90a", "", "  .reg .b32 %r<4>;\n  .reg .pred %p<3>;\n  mov.b32 %r0, 0;\n"
+               "  setp.eq.u32 %p0, %r0, 0;\n  setp.ne.u32 %p1, %r0, 0;\n", 32, k, sizeof k / sizeof k[0]);
+}
+
 static void alu_forms(void)
 {
     static const Form k[] = {
@@ -518,7 +540,7 @@ int main(int argc, char **argv)
     if (dev_open(&dev, gpu ? "cuda" : "sim", 0, err, sizeof err)) { printf("FAIL open device: %s\n", err); return 1; }
     srand(12345);
     if (!gpu) counter_units(), reduce_units(), endless_loops(), half_rounding_units(), half_approx_forms(),
-                alu_forms(), mem_forms(), warp_forms(), tc_forms();
+                alu_forms(), negated_predicates(), mem_forms(), warp_forms(), tc_forms();
     if (first < argc) {
         for (int i = first; i < argc; i++) one(dev, argv[i], gpu);
     } else {

@@ -36,6 +36,7 @@ typedef struct {
     uint8_t kind;       /* SimOpndKind */
     uint8_t space;      /* SO_ADDR/SO_SYM with a symbol base: where the symbol lives */
     uint8_t n;          /* SO_VEC: element count; SO_ADDR: tensor coordinates after the base ([map, {x, y}]) */
+    uint8_t neg;        /* SO_REG: a predicate source negated (!p), read as its complement */
     int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
     int32_t reg2;       /* SO_REG: second register of a "p|q" pair or -1; SO_ADDR: first coordinate in SimFunc.vec */
     int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */

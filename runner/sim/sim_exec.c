@@ -74,7 +74,10 @@ static uint64_t sreg(const SimCta *c, const SimWarp *w, int lane, int id)
 uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
 {
     switch (o->kind) {
-    case SO_REG: return w->r[(size_t)o->reg * 32 + (size_t)lane];
+    case SO_REG: {
+        uint64_t v = w->r[(size_t)o->reg * 32 + (size_t)lane];
+        return o->neg ? (~v & 1) : v;
+    }
     case SO_SREG: return sreg(c, w, lane, (int)o->imm);
     case SO_SINK: case SO_VEC: case SO_ADDR: return 0;
     case SO_SYM: return (uint64_t)o->imm + (o->space == SPACE_SHARED ? c->smem_base : o->space == SPACE_GLOBAL ? c->gvar_base : 0);

@@ -208,8 +208,18 @@ static int has_sink(const SimFunc *f, int32_t first, int n)
     return 0;
 }
 
-static int fits(const SimFunc *f, const SimOpnd *o, const Want *w)
+/* Where ptxas takes a negated predicate (!p): any operand read as a predicate (selp's, setp's and bar.red's c,
+ * vote's source) and the sources of a .pred instruction (and, or, xor, not, mov); no destination, no other value. */
+static int takes_negated(const SimInsn *in, const Want *w)
 {
+    if (w->kind == 'p') return 1;
+    const IsaInsn *d = &in->d;
+    return (w->kind == 'r' || w->kind == 'R') && d->ntype && d->type[0] == T_PRED;
+}
+
+static int fits(const SimFunc *f, const SimInsn *in, const SimOpnd *o, const Want *w)
+{
+    if (o->neg && !takes_negated(in, w)) return 0;
     int reg = o->kind == SO_REG, pair = (reg || o->kind == SO_SINK) && o->reg2 >= 0;
     int value = (reg || o->kind == SO_IMM || o->kind == SO_SREG || o->kind == SO_SYM) && !pair;
     int vec = o->kind == SO_VEC && (!w->count || o->n == w->count), addr = o->kind == SO_ADDR && !o->n;
@@ -240,7 +250,7 @@ static int fits(const SimFunc *f, const SimOpnd *o, const Want *w)
 static int match(const SimFunc *f, const SimInsn *in, const Want *w, int nw, int wi, int oi)
 {
     if (wi == nw) return oi == in->nops;
-    if (oi < in->nops && fits(f, &in->o[oi], &w[wi]) && match(f, in, w, nw, wi + 1, oi + 1)) return 1;
+    if (oi < in->nops && fits(f, in, &in->o[oi], &w[wi]) && match(f, in, w, nw, wi + 1, oi + 1)) return 1;
     return w[wi].optional && match(f, in, w, nw, wi + 1, oi);
 }
 
@@ -273,7 +283,8 @@ static void have_text(const SimFunc *f, const SimOpnd *o, char *out, size_t n)
     int pair = (o->kind == SO_REG || o->kind == SO_SINK) && o->reg2 >= 0;
     switch (o->kind) {
     case SO_REG:
-        snprintf(out, n, "%s%s", is_pred(f, o->reg) ? "a predicate register" : "a register", pair ? " with |p" : "");
+        snprintf(out, n, "%s%s", o->neg ? "a negated predicate (!p)" : is_pred(f, o->reg) ? "a predicate register" : "a register",
+                 pair ? " with |p" : "");
         return;
     case SO_IMM: snprintf(out, n, "a constant"); return;
     case SO_SREG: snprintf(out, n, "a special register"); return;
@@ -335,8 +346,8 @@ int sim_form_check(const SimFunc *f, const SimInsn *in, char *why, size_t n)
     /* the first operand that fits no kind, the optional ones taken where they fit */
     char want[96], have[64];
     for (int oi = 0, wi = 0; oi < in->nops && wi < nw; oi++, wi++) {
-        while (wi < nw - 1 && w[wi].optional && !fits(f, &in->o[oi], &w[wi])) wi++;
-        if (fits(f, &in->o[oi], &w[wi])) continue;
+        while (wi < nw - 1 && w[wi].optional && !fits(f, in, &in->o[oi], &w[wi])) wi++;
+        if (fits(f, in, &in->o[oi], &w[wi])) continue;
         want_text(&w[wi], want, sizeof want), have_text(f, &in->o[oi], have, sizeof have);
         snprintf(why, n, "%s operand %d must be %s, not %s (%s takes %s)", op, oi + 1, want, have, op, b.names);
         return -1;

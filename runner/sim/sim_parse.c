@@ -367,6 +367,14 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
         o->reg2 = q.reg;
         return 0;
     }
+    if (is(&P->lx, "!")) {   /* a predicate source negated; which operands take one: sim_form.c */
+        next(&P->lx);
+        if (parse_reg_or_sreg(P, o)) return -1;
+        if (o->kind != SO_REG || cur_fn(P)->slot_bits[o->reg] != 1)
+            return perr(P, P->lx.tline, "only a predicate register may be negated ('!')");
+        o->neg = 1;
+        return 0;
+    }
     if (P->lx.tok[0] == '%' || (P->lx.kind == T_ID && find_reg(P, P->lx.tok) >= 0)) {
         if (parse_reg_or_sreg(P, o)) return -1;
         if (o->kind == SO_REG && is(&P->lx, "|")) {   /* setp's and elect's second destination */
