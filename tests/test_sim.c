@@ -294,7 +294,7 @@ static void mem_forms(void)
     static const Form k[] = {
         {"cp.async.wait_group;", "cp.async.wait_group takes 1 operand (N), found 0"},
         {"cp.async.commit_group 1;", "cp.async.commit_group takes no operand, found 1"},
-        {"ld.shared.b128 %rd1, [smem];", "16-byte elements is not modelled"},
+        {"ld.shared.b128 %rd1, [smem];", "ld operand 1 is register %rd1 (.b64); ld takes a .b128 (or wider) value there"},
         {"red.shared.add.u32 [smem], %r1, %r1;", "red takes 2 operands ([a], b), found 3"},
         {"red.shared.add.u32 %rd1, %r1;", "red operand 1 must be an address [...], not a register"},
         {"red.shared.add.v4.f32 [smem], {%f0, %f0};", "red operand 2 must be a vector of 4"},
@@ -377,7 +377,12 @@ static void warp_forms(void)
         {"ldmatrix.sync.aligned.m8n8.x1.shared.b16 %r2, [smem];", "ldmatrix operand 1 must be a vector of 1"},
         {"shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, 0xffffffff;\n  shfl.sync.idx.b32 %r2|%p1, %r1, 0, 0x1f, 0xffffffff;", NULL},
         {"vote.sync.ballot.b32 %r2, %p0, 0xffffffff;\n  vote.sync.all.pred %p1, %p0, 0xffffffff;\n"
-         "  elect.sync _|%p1, 0xffffffff;\n  match.all.sync.b32 %r2|%p1, %r1, 0xffffffff;\n  activemask.b32 %r2;", NULL}};
+         "  elect.sync _|%p1, 0xffffffff;\n  match.all.sync.b32 %r2|%p1, %r1, 0xffffffff;\n  activemask.b32 %r2;", NULL},
+        /* the sink _ in a destination vector (ptxas takes it): its value dropped; it was written to slot -1 */
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1, _, %f1, _}, {%r1, %r1, %r1, %r1}, {%r1, %r1}, "
+         "{%f0, %f0, %f0, %f0};", NULL},
+        {"st.shared.v4.b32 [smem], {%r1, %r1, %r1, %r1};\n  bar.sync 0;\n"
+         "  ldmatrix.sync.aligned.m8n8.x2.shared.b16 {_, %r2}, [smem];", NULL}};
     form_cases("sm_90a", "", "  .reg .b32 %r<4>;\n  .reg .f32 %f<2>;\n  .reg .pred %p<2>;\n  mov.u32 %r1, 1;\n"
                "  mov.f32 %f0, 0f3F800000;\n  setp.ne.u32 %p0, %r1, 0;\n", 32, k, sizeof k / sizeof k[0]);
 }
@@ -446,7 +451,8 @@ static void half_approx_forms(void)
                  "  mov.b32 %%r0, 0x3C003C00;\n  %s\n  ret;\n", bad[i]);
         run_limited(body, 32, 1 << 16, err, sizeof err);
         snprintf(what, sizeof what, "sim: %s (no PTX form) is refused", bad[i]);
-        check(strstr(err, "half-precision") != NULL, what, "got: %s", err[0] ? err : "no error");
+        /* refused as it is parsed (the instruction's types, sim_types.c) or as it runs (the ALU's half forms) */
+        check(strstr(err, "half-precision") || strstr(err, " takes no ."), what, "got: %s", err[0] ? err : "no error");
     }
 }
 

@@ -1,6 +1,7 @@
 /* The sim device's core types: a PTX module parsed from text, the state of
  * one CTA while it runs, and the counters. The pipeline is
- *   sim_parse.c (text -> SimModule; each instruction's form: sim_form.c)
+ *   sim_parse.c (text -> SimModule; each instruction's form: sim_form.c,
+ *   its operands' and its own types: sim_types.c)
  *   -> sim_exec.c (schedule warps, control)
  *   -> sim_alu.c (per-lane arithmetic) / sim_mem.c (memory, shadows, cp.async)
  *   / sim_warp.c (warp collectives: ldmatrix, mma, shfl) -> sim_stats.c.
@@ -37,10 +38,15 @@ typedef struct {
     uint8_t space;      /* SO_ADDR/SO_SYM with a symbol base: where the symbol lives */
     uint8_t n;          /* SO_VEC: element count; SO_ADDR: tensor coordinates after the base ([map, {x, y}]) */
     uint8_t neg;        /* SO_REG: a predicate source negated (!p), read as its complement */
+    uint8_t lit;        /* SO_IMM: how the constant was written (SimLit), which sim_types.c converts by */
     int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
     int32_t reg2;       /* SO_REG: second register of a "p|q" pair or -1; SO_ADDR: first coordinate in SimFunc.vec */
     int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */
 } SimOpnd;
+
+/* A constant's written form: an integer, 0fXXXXXXXX (a float's bits), 0dXXXXXXXXXXXXXXXX (a double's) or a decimal
+ * float (1.5, 2e-3; its double's bits until sim_types.c converts it to its operand's type). */
+enum { LIT_INT, LIT_F32, LIT_F64, LIT_DEC };
 
 enum { SIM_MAX_OPNDS = 10 };
 typedef struct {
@@ -61,10 +67,13 @@ typedef struct {
     int nparams, param_bytes;
     SimInsn *code;
     int ncode;
-    int32_t *vec;       /* register slots of vector operands (-1: the sink "_") */
+    int32_t *vec;       /* register slots of vector operands (-1: the sink "_"; -2 - i: velem[i]) */
     int nvec;
+    SimOpnd *velem;     /* the elements of vector operands that are not registers: constants, special registers */
+    int nvelem;
     int nslots;
     uint8_t *slot_bits; /* 1 (pred), 16, 32 or 64 per slot */
+    uint8_t *slot_type; /* the IsaType each slot was declared with (.u32, .f16x2, ...) */
     char **slot_name;   /* for messages: the declared name of a slot's register family */
     int maxntid;        /* 0 when not declared */
     SimShared *locals;  /* .local variables: offsets in each thread's frame of local_bytes */
@@ -93,6 +102,9 @@ typedef struct {
 int  sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen);
 /* Whether an instruction's operands are the count and kinds its form takes (sim_form.c): 0, or -1 with why. */
 int  sim_form_check(const SimFunc *f, const SimInsn *in, char *why, size_t n);
+/* Whether each operand's register, constant or special register has a type the instruction takes there, as ptxas
+ * takes it (sim_types.c); converts its float constants to the operand's type. 0, or -1 with why. */
+int  sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n);
 void sim_module_free(SimModule *m);
 const SimFunc *sim_find(const SimModule *m, const char *entry);
 
@@ -401,6 +413,8 @@ uint64_t sim_read(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane)
 void     sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_t v);
 /* Element k of a vector operand as a register operand (a sink "_" reads 0 and drops writes). */
 SimOpnd  sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k);
+/* A register's PTX name: its family's name, plus the index for name<N> families. */
+void     sim_reg_name(const SimFunc *f, int slot, char *out, size_t cap);
 /* An SO_ADDR operand: base register (if any) + offset; a shared variable's
  * address carries the CTA's rank (smem_base). */
 uint64_t sim_addr(const SimCta *c, const SimWarp *w, const SimOpnd *o, int lane);

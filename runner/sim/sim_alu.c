@@ -368,6 +368,7 @@ static int logic(const Ctx *x, int t, uint64_t *out)
     case I_OR: *out = a | b; return 1;
     case I_XOR: *out = a ^ b; return 1;
     case I_NOT: *out = ~a; return 1;
+    case I_CNOT: *out = a == 0; return 1;   /* a is masked to the type's bits */
     case I_SHL: *out = s >= (uint32_t)bits ? 0 : a << s; return 1;
     case I_SHR:
         if (isa_type_is_signed(t)) *out = (uint64_t)(s >= (uint32_t)bits ? (sext(bits, a) < 0 ? -1 : 0) : sext(bits, a) >> s);
@@ -750,7 +751,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
         *out = r;
         return 1;
     }
-    case I_AND: case I_OR: case I_XOR: case I_NOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ: case I_POPC:
+    case I_AND: case I_OR: case I_XOR: case I_NOT: case I_CNOT: case I_SHL: case I_SHR: case I_BREV: case I_CLZ: case I_POPC:
         if (t == T_PRED) {
             uint64_t a = src(x, 1) & 1, b = src(x, 2) & 1;
             *out = d->op == I_AND ? a & b : d->op == I_OR ? a | b : d->op == I_XOR ? a ^ b : !a;

@@ -98,9 +98,20 @@ void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_
     w->r[(size_t)o->reg * 32 + (size_t)lane] = bits == 64 ? v : bits == 32 ? (uint32_t)v : bits == 16 ? (uint16_t)v : (v & 1);
 }
 
+void sim_reg_name(const SimFunc *f, int slot, char *out, size_t cap)
+{
+    int base = slot;
+    while (base > 0 && !f->slot_name[base]) base--;
+    const char *name = f->slot_name[base] ? f->slot_name[base] : "%?";
+    int family = base + 1 < f->nslots && !f->slot_name[base + 1];
+    if (slot > base || family) snprintf(out, cap, "%s%d", name, slot - base);
+    else snprintf(out, cap, "%s", name);
+}
+
 SimOpnd sim_vec_elem(const SimFunc *f, const SimOpnd *v, int k)
 {
     int32_t slot = f->vec[v->reg + k];
+    if (slot <= -2) return f->velem[-2 - slot];   /* a constant or a special register */
     return slot < 0 ? (SimOpnd){.kind = SO_SINK, .reg2 = -1} : (SimOpnd){.kind = SO_REG, .reg = slot, .reg2 = -1};
 }
 

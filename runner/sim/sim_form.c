@@ -37,7 +37,7 @@ static const Form kForm[I_COUNT] = {
     [I_BFI] = {"d r r r r", "d, a, b, pos, len"}, [I_SELP] = {"d r r p", "d, a, b, c"},
     [I_CVT] = {"d r r?", "d, a{, b}"},   /* two f32 into a packed pair */
     [I_CREATEPOLICY] = {"d r?", "policy{, fraction}"}, [I_TESTP] = {"P r", "p, a"},
-    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_BREV] = {"d r", "d, a"},
+    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_BREV] = {"d r", "d, a"},
     [I_CLZ] = {"d r", "d, a"}, [I_POPC] = {"d r", "d, a"}, [I_BFIND] = {"d r", "d, a"}, [I_CVTA] = {"d r", "d, a"},
     [I_EX2] = {"d r", "d, a"}, [I_LG2] = {"d r", "d, a"}, [I_RCP] = {"d r", "d, a"}, [I_SQRT] = {"d r", "d, a"},
     [I_RSQRT] = {"d r", "d, a"}, [I_SIN] = {"d r", "d, a"}, [I_COS] = {"d r", "d, a"}, [I_TANH] = {"d r", "d, a"},
@@ -204,8 +204,25 @@ static int is_pred(const SimFunc *f, int32_t slot) { return slot >= 0 && f->slot
 static int has_sink(const SimFunc *f, int32_t first, int n)
 {
     for (int k = 0; k < n; k++)
-        if (f->vec[first + k] < 0) return 1;
+        if (f->vec[first + k] == -1) return 1;
     return 0;
+}
+
+/* Whether n slots of f->vec from first hold an element that is no register (a constant, a special register). */
+static int has_value(const SimFunc *f, int32_t first, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (f->vec[first + k] <= -2) return 1;
+    return 0;
+}
+
+/* The instructions whose units read a source vector's elements one by one (sim_vec_elem), so that an element may
+ * be a constant or a special register as ptxas takes it: mov's pack, st, red and atom, tcgen05.st's values and
+ * the tensor copies' coordinates. The others (mma, wgmma, ldmatrix, stmatrix, ...) read register slots. */
+static int reads_vec_values(int op)
+{
+    return op == I_MOV || op == I_ST || op == I_RED || op == I_ATOM || op == I_TC_ST || op == I_BULK_TENSOR ||
+           op == I_REDUCE_BULK_TENSOR;
 }
 
 /* Where ptxas takes a negated predicate (!p): any operand read as a predicate (selp's, setp's and bar.red's c,
@@ -223,6 +240,10 @@ static int fits(const SimFunc *f, const SimInsn *in, const SimOpnd *o, const Wan
     int reg = o->kind == SO_REG, pair = (reg || o->kind == SO_SINK) && o->reg2 >= 0;
     int value = (reg || o->kind == SO_IMM || o->kind == SO_SREG || o->kind == SO_SYM) && !pair;
     int vec = o->kind == SO_VEC && (!w->count || o->n == w->count), addr = o->kind == SO_ADDR && !o->n;
+    /* a destination vector's elements are registers or _; a source's may be values where its unit reads them so */
+    if (o->kind == SO_VEC && has_value(f, o->reg, o->n) && (w->kind == 'V' || w->kind == 'D' || !reads_vec_values(in->d.op)))
+        return 0;
+    if (o->kind == SO_ADDR && o->n && has_value(f, o->reg2, o->n) && !reads_vec_values(in->d.op)) return 0;
     switch (w->kind) {
     case 'd': return reg && !pair;
     case 'e': return reg && (!pair || is_pred(f, o->reg2));
@@ -292,7 +313,9 @@ static void have_text(const SimFunc *f, const SimOpnd *o, char *out, size_t n)
         if (o->n) snprintf(out, n, "a tensor address with %d coordinates", o->n);
         else snprintf(out, n, "an address");
         return;
-    case SO_VEC: snprintf(out, n, "a vector of %d", o->n); return;
+    case SO_VEC:
+        snprintf(out, n, "a vector of %d%s", o->n, has_value(f, o->reg, o->n) ? " holding a constant or special register" : "");
+        return;
     case SO_LABEL: snprintf(out, n, "a label (or an undeclared name)"); return;
     case SO_SYM: snprintf(out, n, "a symbol"); return;
     default: snprintf(out, n, pair ? "_|p" : "_"); return;

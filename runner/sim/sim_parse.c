@@ -40,8 +40,7 @@ typedef struct {
     Fixup *fix;
     int nfix;
     int depth;          /* nesting of { } blocks inside a body */
-    int lit_f64;        /* the instruction being parsed is .f64: decimal float literals become doubles */
-    struct { int famcap, veccap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap, gicap; } caps;   /* of the arrays above */
+    struct { int famcap, veccap, velemcap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap, gicap; } caps;   /* of the arrays above */
 } Parser;
 
 static int perr(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -159,22 +158,25 @@ static int parse_local(Parser *P);
 /* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double and converts it to the
  * instruction's type, so an .f64 instruction gets its 64 bits and any other (an .f32 operand, createpolicy's
  * fraction) the bits of the nearest float. 0 and *v set, or -1 if t is not one. */
-static int parse_decimal_float(const char *t, int neg, int f64, int64_t *v)
+static int parse_decimal_float(const char *t, int neg, int64_t *v)
 {
     if (!strpbrk(t, ".eE") || (t[0] == '0' && (t[1] == 'x' || t[1] == 'X'))) return -1;
     char *end;
     double x = strtod(t, &end);
     if (*end) return -1;
     if (neg) x = -x;
-    if (f64) {
-        memcpy(v, &x, 8);
-    } else {
-        float y = (float)x;
-        uint32_t b;
-        memcpy(&b, &y, 4);
-        *v = (int64_t)b;
-    }
+    memcpy(v, &x, 8);
     return 0;
+}
+
+/* How a number token is written (SimLit): 0f and 0d forms have a fixed length, a decimal float a '.' or exponent. */
+static int lit_kind(const char *t)
+{
+    size_t n = strlen(t);
+    if (t[0] == '0' && (t[1] == 'f' || t[1] == 'F') && n == 10) return LIT_F32;
+    if (t[0] == '0' && (t[1] == 'd' || t[1] == 'D') && n == 18) return LIT_F64;
+    if (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) return LIT_INT;
+    return strpbrk(t, ".eE") ? LIT_DEC : LIT_INT;
 }
 
 /* ---- registers, symbols, special registers ---- */
@@ -203,23 +205,27 @@ static int find_reg(const Parser *P, const char *name)
     return -1;
 }
 
-static int reg_bits(const char *type)
+/* The types a register may be declared with (PTX has no .bf16 or .bf16x2 registers: ptxas refuses them; such
+ * values live in .b16 and .b32 ones), and the element types of .shared/.local/.global arrays. */
+static const struct { const char *text; uint8_t type; } kRegTypes[] = {
+    {".pred", T_PRED}, {".b16", T_B16}, {".u16", T_U16}, {".s16", T_S16}, {".f16", T_F16}, {".b32", T_B32},
+    {".u32", T_U32}, {".s32", T_S32}, {".f32", T_F32}, {".f16x2", T_F16X2}, {".b64", T_B64}, {".u64", T_U64},
+    {".s64", T_S64}, {".f64", T_F64}};
+
+static int reg_type(const char *type)
 {
-    if (!strcmp(type, ".pred")) return 1;
-    static const char *b16[] = {".b16", ".u16", ".s16", ".f16", ".bf16"};
-    static const char *b32[] = {".b32", ".u32", ".s32", ".f32", ".f16x2", ".bf16x2"};
-    static const char *b64[] = {".b64", ".u64", ".s64", ".f64"};
-    for (size_t i = 0; i < sizeof b16 / sizeof *b16; i++) if (!strcmp(type, b16[i])) return 16;
-    for (size_t i = 0; i < sizeof b32 / sizeof *b32; i++) if (!strcmp(type, b32[i])) return 32;
-    for (size_t i = 0; i < sizeof b64 / sizeof *b64; i++) if (!strcmp(type, b64[i])) return 64;
-    return 0;
+    for (size_t i = 0; i < sizeof kRegTypes / sizeof *kRegTypes; i++)
+        if (!strcmp(type, kRegTypes[i].text)) return kRegTypes[i].type;
+    return T_NONE;
 }
 
 static int elem_bytes(const char *type)
 {
-    int b = reg_bits(type);
+    int b = isa_type_bits(reg_type(type));
     if (b >= 16) return b / 8;
     if (!strcmp(type, ".b8") || !strcmp(type, ".u8") || !strcmp(type, ".s8")) return 1;
+    if (!strcmp(type, ".bf16")) return 2;
+    if (!strcmp(type, ".bf16x2")) return 4;
     return 0;
 }
 
@@ -244,7 +250,10 @@ static int decl_regs(Parser *P)
 {
     char type[32];
     snprintf(type, sizeof type, "%.31s", P->lx.tok);
-    int bits = reg_bits(type), line = P->lx.tline;
+    int rtype = reg_type(type), bits = isa_type_bits(rtype), line = P->lx.tline;
+    if (!strcmp(type, ".bf16") || !strcmp(type, ".bf16x2"))
+        return perr(P, line, "no register is declared %s (ptxas refuses it): bf16 values live in %s registers", type,
+                    type[5] ? ".b32" : ".b16");
     if (!bits) return perr(P, line, "register type %s is not supported", type);
     SimFunc *f = cur_fn(P);
     for (next(&P->lx);; next(&P->lx)) {
@@ -265,9 +274,12 @@ static int decl_regs(Parser *P)
         }
         int add = r->count ? r->count : 1;
         f->slot_bits = realloc(f->slot_bits, (size_t)(f->nslots + add));
+        f->slot_type = realloc(f->slot_type, (size_t)(f->nslots + add));
         f->slot_name = realloc(f->slot_name, (size_t)(f->nslots + add) * sizeof *f->slot_name);
-        if (!f->slot_bits || !f->slot_name) longjmp(P->oom, 1);
-        for (int i = 0; i < add; i++) f->slot_bits[f->nslots + i] = (uint8_t)bits, f->slot_name[f->nslots + i] = NULL;
+        if (!f->slot_bits || !f->slot_type || !f->slot_name) longjmp(P->oom, 1);
+        for (int i = 0; i < add; i++)
+            f->slot_bits[f->nslots + i] = (uint8_t)bits, f->slot_type[f->nslots + i] = (uint8_t)rtype,
+            f->slot_name[f->nslots + i] = NULL;
         f->slot_name[f->nslots] = dup(P, r->name);
         f->nslots += add;
         if (!is(&P->lx, ",")) break;
@@ -287,7 +299,24 @@ static int parse_reg_or_sreg(Parser *P, SimOpnd *o)
     return 0;
 }
 
-/* Register slots of "{a, b, _}" appended to the function's vec array; returns the count or -1. */
+/* A constant, optionally negated: an integer, or a float as written (0f, 0d, decimal: a negated one has its sign
+ * flipped), which sim_types.c converts to its operand's type. */
+static int parse_const(Parser *P, SimOpnd *o)
+{
+    int neg = is(&P->lx, "-");
+    if (neg) next(&P->lx);
+    if (P->lx.kind != T_NUM) return perr(P, P->lx.tline, "unexpected '%.60s' in operands", P->lx.tok);
+    o->kind = SO_IMM, o->reg2 = -1, o->lit = (uint8_t)lit_kind(P->lx.tok);
+    if (o->lit == LIT_DEC ? parse_decimal_float(P->lx.tok, neg, &o->imm) : parse_int(P->lx.tok, &o->imm))
+        return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
+    if (neg && o->lit != LIT_DEC)
+        o->imm = o->lit == LIT_F32 ? o->imm ^ 0x80000000ll : o->lit == LIT_F64 ? (int64_t)((uint64_t)o->imm ^ (1ull << 63)) : -o->imm;
+    next(&P->lx);
+    return 0;
+}
+
+/* The slots of "{a, b, _}" appended to the function's vec array: a register's slot, -1 for _, -2 - i for an element
+ * that is a constant or a special register (velem[i]); returns the count or -1. */
 static int parse_reg_list(Parser *P)
 {
     SimFunc *f = cur_fn(P);
@@ -296,9 +325,18 @@ static int parse_reg_list(Parser *P)
         int slot = -1;
         if (!is(&P->lx, "_")) {
             SimOpnd e = {0};
-            if (P->lx.kind != T_ID || parse_reg_or_sreg(P, &e) || e.kind != SO_REG)
-                return perr(P, P->lx.tline, "vector elements must be registers or _");
-            slot = e.reg;
+            if (is(&P->lx, "-") || P->lx.kind == T_NUM) {
+                if (parse_const(P, &e)) return -1;
+            } else if (P->lx.kind != T_ID || parse_reg_or_sreg(P, &e)) {
+                return P->err[0] ? -1 : perr(P, P->lx.tline, "vector elements must be registers, constants or _");
+            }
+            if (e.kind == SO_REG) {
+                slot = e.reg;
+            } else {
+                f->velem = grow(P, f->velem, f->nvelem, &P->caps.velemcap, sizeof *f->velem);
+                f->velem[f->nvelem] = e;
+                slot = -2 - f->nvelem++;
+            }
         } else {
             next(&P->lx);
         }
@@ -385,19 +423,8 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
         }
         return 0;
     }
-    int neg = is(&P->lx, "-");
-    if (neg) next(&P->lx);
-    if (P->lx.kind == T_NUM) {
-        if (!parse_int(P->lx.tok, &o->imm)) {
-            if (neg) o->imm = -o->imm;
-        } else if (parse_decimal_float(P->lx.tok, neg, P->lit_f64, &o->imm)) {
-            return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
-        }
-        o->kind = SO_IMM;
-        next(&P->lx);
-        return 0;
-    }
-    if (P->lx.kind != T_ID || neg) return perr(P, P->lx.tline, "unexpected '%.60s' in operands", P->lx.tok);
+    if (is(&P->lx, "-") || P->lx.kind == T_NUM) return parse_const(P, o);
+    if (P->lx.kind != T_ID) return perr(P, P->lx.tline, "unexpected '%.60s' in operands", P->lx.tok);
     if (!find_sym(P, P->lx.tok, o)) { o->kind = SO_SYM; next(&P->lx); return 0; }
     if (P->err[0]) return -1;
     /* otherwise a label, resolved when its block ends */
@@ -423,7 +450,6 @@ static int parse_insn(Parser *P)
     if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%.60s'", P->lx.tok);
     char why[256];
     if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s", why);
-    P->lit_f64 = in.d.ntype && in.d.type[in.d.ntype - 1] == T_F64;
     next(&P->lx);
     while (!is(&P->lx, ";")) {
         if (P->lx.kind == T_EOF) return perr(P, in.line, "missing ';'");
@@ -432,7 +458,8 @@ static int parse_insn(Parser *P)
         in.nops++;
         if (is(&P->lx, ",")) next(&P->lx);
     }
-    if (sim_form_check(f, &in, why, sizeof why)) return perr(P, in.line, "%s", why);
+    if (sim_form_check(f, &in, why, sizeof why) || sim_type_check(f, &in, why, sizeof why))
+        return perr(P, in.line, "%s", why);
     next(&P->lx);
     f->code = grow(P, f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
     f->code[f->ncode++] = in;
@@ -582,7 +609,7 @@ static int parse_entry(Parser *P)
     P->m->funcs = grow(P, P->m->funcs, P->m->nfuncs, &P->caps.fcap, sizeof *P->m->funcs);
     SimFunc *f = &P->m->funcs[P->m->nfuncs++];
     memset(f, 0, sizeof *f);
-    P->caps.veccap = P->caps.codecap = P->caps.pcap = P->caps.lcap = 0;
+    P->caps.veccap = P->caps.velemcap = P->caps.codecap = P->caps.pcap = P->caps.lcap = 0;
     f->name = dup(P, P->lx.tok);
     next(&P->lx);
     if (parse_params(P, f)) return -1;
@@ -682,8 +709,15 @@ static int init_value(Parser *P, int esize, int fl, uint8_t *out)
         return perr(P, line, "module .global initializer '%.60s': only numbers are supported (no addresses)", P->lx.tok);
     if (!parse_int(P->lx.tok, &v)) {
         if (neg) v = -v;
-    } else if (!fl || parse_decimal_float(P->lx.tok, neg, esize == 8, &v)) {
+    } else if (!fl || parse_decimal_float(P->lx.tok, neg, &v)) {
         return perr(P, line, "bad initializer value %.60s", P->lx.tok);
+    } else if (esize != 8) {   /* a float's bits */
+        double x;
+        memcpy(&x, &v, 8);
+        float y = (float)x;
+        uint32_t b;
+        memcpy(&b, &y, 4);
+        v = b;
     }
     for (int b = 0; b < esize; b++) out[b] = (uint8_t)((uint64_t)v >> (8 * b));
     next(&P->lx);
@@ -850,7 +884,7 @@ void sim_module_free(SimModule *m)
         for (int p = 0; p < f->nparams; p++) free(f->params[p].name);
         for (int v = 0; v < f->nlocals; v++) free(f->locals[v].name);
         free(f->locals);
-        free(f->name), free(f->slot_name), free(f->slot_bits), free(f->params), free(f->code), free(f->vec);
+        free(f->name), free(f->slot_name), free(f->slot_bits), free(f->slot_type), free(f->velem), free(f->params), free(f->code), free(f->vec);
     }
     for (int i = 0; i < m->nshared; i++) free(m->shared[i].name);
     for (int i = 0; i < m->ngvars; i++) free(m->gvars[i].name);

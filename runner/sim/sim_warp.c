@@ -20,6 +20,13 @@ static int full_warp(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 
 static uint32_t vec_reg(const SimCta *c, const SimOpnd *v, int k) { return (uint32_t)c->f->vec[v->reg + k]; }
 static uint64_t *lane_reg(SimWarp *w, uint32_t slot, int lane) { return &w->r[(size_t)slot * 32 + (size_t)lane]; }
+/* Element k of destination vector v in lane: a register, or the sink _, which ptxas takes there (the value is
+ * dropped). A source vector's elements are registers (its form, sim_form.c). */
+static void put(SimCta *c, SimWarp *w, const SimOpnd *v, int k, int lane, uint64_t x)
+{
+    SimOpnd e = sim_vec_elem(c->f, v, k);
+    sim_write(w, c->f, &e, lane, x);
+}
 
 static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int trans)
 {
@@ -35,7 +42,7 @@ static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int tra
         int g = l >> 2, t = l & 3;
         for (int i = 0; i < nmat; i++) {
             uint16_t lo = trans ? m[i][2 * t][g] : m[i][g][2 * t], hi = trans ? m[i][2 * t + 1][g] : m[i][g][2 * t + 1];
-            *lane_reg(w, vec_reg(c, &in->o[0], i), l) = (uint32_t)hi << 16 | lo;
+            put(c, w, &in->o[0], i, l, (uint32_t)hi << 16 | lo);
         }
     }
     sim_count_smem(c, addr, providers, 16);
@@ -87,7 +94,7 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
             int row = g + 8 * (k >> 1), col = 2 * t + (k & 1);
             double acc = C[row][col];
             for (int kk = 0; kk < 16; kk++) acc += A[row][kk] * B[kk][col];
-            *lane_reg(w, vec_reg(c, &in->o[0], k), l) = f32_bits((float)acc);
+            put(c, w, &in->o[0], k, l, f32_bits((float)acc));
         }
     }
 }

@@ -92,17 +92,6 @@ static WgWarp *state(SimCta *c, SimWarp *w)
     return s;
 }
 
-/* A register's PTX name: its family's name, plus the index for name<N> families. */
-static void reg_name(const SimFunc *f, int slot, char *out, size_t cap)
-{
-    int base = slot;
-    while (base > 0 && !f->slot_name[base]) base--;
-    const char *name = f->slot_name[base] ? f->slot_name[base] : "%?";
-    int family = base + 1 < f->nslots && !f->slot_name[base + 1];
-    if (slot > base || family) snprintf(out, cap, "%s%d", name, slot - base);
-    else snprintf(out, cap, "%s", name);
-}
-
 static void warp_list(unsigned mask, char *out, size_t cap)
 {
     size_t n = 0;
@@ -124,7 +113,7 @@ static int check_slot(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, int s
     if (slot < 0) return 0;
     if (s->maxgrp > s->waited && (s->dgrp[slot] > s->waited || s->agrp[slot] > s->waited)) {
         char name[64];
-        reg_name(c->f, slot, name, sizeof name);
+        sim_reg_name(c->f, slot, name, sizeof name);
         sim_fail(c, sim_warp_id(c, w), -1, in,
                  "wgmma %s register %s %s before wgmma.wait_group: the wgmma.mma_async at PTX line %d still %s it",
                  s->dgrp[slot] > s->waited ? "accumulator" : "A-fragment", name, write ? "written" : "read",
@@ -200,11 +189,12 @@ static int vec_regs(const SimFunc *f, const SimInsn *in, const SimOpnd *o, int n
     for (int i = 0; i < n; i++) {
         int slot = f->vec[o->reg + i];
         if (slot < 0) {
-            snprintf(msg, cap, "wgmma.mma_async: element %d of the %s is the sink _", i, what);
+            snprintf(msg, cap, "wgmma.mma_async: element %d of the %s is %s", i, what,
+                     slot == -1 ? "the sink _" : "no register (a constant or special register)");
             return -1;
         }
         if (f->slot_bits[slot] != 32) {
-            reg_name(f, slot, name, sizeof name);
+            sim_reg_name(f, slot, name, sizeof name);
             snprintf(msg, cap, "wgmma.mma_async: %s register %s is %d bits; it must be a 32-bit register", what, name,
                      f->slot_bits[slot]);
             return -1;
@@ -450,7 +440,7 @@ static int take_regs(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, WgOp *
             int slot = o->kind == SO_VEC ? f->vec[o->reg + k] : o->reg;
             int d_busy = s->dgrp[slot] > s->waited, a_busy = s->agrp[slot] > s->waited;
             if ((!acc && d_busy) || (!acc && !afrag && a_busy) || (acc && a_busy)) {
-                reg_name(f, slot, name, sizeof name);
+                sim_reg_name(f, slot, name, sizeof name);
                 sim_fail(c, sim_warp_id(c, w), -1, in,
                          "wgmma %s register %s %s before wgmma.wait_group: the wgmma.mma_async at PTX line %d still %s it",
                          d_busy ? "accumulator" : "A-fragment", name, acc ? "written" : "read", s->line[slot],
@@ -459,7 +449,7 @@ static int take_regs(SimCta *c, SimWarp *w, WgWarp *s, const SimInsn *in, WgOp *
             }
             if (!acc && !afrag) continue;
             if (s->touch[slot] == s->fences + 1) {
-                reg_name(f, slot, name, sizeof name);
+                sim_reg_name(f, slot, name, sizeof name);
                 sim_note(c, sim_warp_id(c, w), in, "wgmma.fence",
                          "wgmma.mma_async uses %s as its %s, which PTX line %d accessed after this warp's last wgmma.fence: "
                          "the ISA asks for a wgmma.fence in between", name, acc ? "accumulator" : "A fragment",
