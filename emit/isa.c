@@ -187,7 +187,10 @@ static int apply_mod(const char *t, IsaInsn *in, uint32_t *kind, uint64_t *flag)
         case M_KIND: in->kind = (uint8_t)m->val, *kind = MK_KIND; return 1;
         case M_CTAGROUP: in->cta_group = (uint8_t)m->val, *kind = MK_CTAGROUP; return 1;
         case M_BCOLLECT: in->bcollect = (uint8_t)m->val, *kind = MK_BCOLLECT; return 1;
-        case M_HINT: *kind = (uint32_t)m->val; return 1;
+        case M_HINT:   /* a cache level is kept: the tensor prefetch takes .L2 only */
+            if (m->val == MK_LEVEL) in->level = (uint8_t)(t[1] - '0');
+            *kind = (uint32_t)m->val;
+            return 1;
         }
     }
     return 0;
@@ -312,6 +315,8 @@ static const char *rule_breaks(const IsaInsn *in, uint32_t seen)
     case I_RED: return in->redop == RO_EXCH || in->redop == RO_CAS ? "takes no .exch or .cas (atom does)" : NULL;
     case I_PREFETCH: return seen & (MK_LEVEL | MK_L2EVICT) ? NULL : "needs a cache level (.L1, .L2 or .L2::evict_last/normal)";
     case I_CP_ASYNC: return in->cacheop == CO_CA || in->cacheop == CO_CG ? NULL : "needs .ca or .cg";
+    case I_PREFETCH_TENSOR:
+        return in->level == 2 && in->nspace == 1 && in->space[0] == SP_GLOBAL ? NULL : "needs .L2 and .global";
     case I_TC_MMA:   /* .ws: one CTA, its own B collector buffers */
         if (ws && (in->cta_group != 1 || (in->flags & F_COLLECTOR))) return ".ws takes .cta_group::1 and no .collector::a";
         return in->bcollect && !ws ? "takes .collector::bN::... with .ws only" : NULL;

@@ -106,6 +106,7 @@ typedef struct {
     uint8_t kind, tmshape;
     uint8_t bcollect;             /* tcgen05.mma.ws .collector::bN::action: ISA_BCOLLECT(action, N), 0 when not written */
     uint8_t cacheop;              /* IsaCacheOp */
+    uint8_t level;                /* a cache level .L1 or .L2 (prefetch's): 1 or 2, 0 when not written */
     uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
     uint16_t m, n, k;             /* .mMnNkK */
     uint64_t flags;

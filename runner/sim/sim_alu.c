@@ -741,6 +741,12 @@ static int lane_op(const Ctx *x, uint64_t *out)
         *out = pos < 0 ? 0xFFFFFFFFull : (x->in->d.flags & F_SHIFTAMT) ? (uint64_t)(bits - 1 - pos) : (uint64_t)pos;
         return 1;
     }
+    case I_LOP3: {   /* bit i of d: bit (a_i b_i c_i) of the table's low byte, a the high one (immLut = F(0xF0, 0xCC, 0xAA)) */
+        uint32_t a = (uint32_t)src(x, 1), b = (uint32_t)src(x, 2), c = (uint32_t)src(x, 3), lut = (uint32_t)src(x, 4), r = 0;
+        for (int i = 0; i < 32; i++) r |= (lut >> ((a >> i & 1) << 2 | (b >> i & 1) << 1 | (c >> i & 1)) & 1u) << i;
+        *out = r;
+        return 1;
+    }
     case I_PRMT: {   /* byte i of d: byte (c >> 4i) & 7 of the pair {b, a}, or that byte's sign (bit 7) copied when bit 3 */
         uint64_t ab = (src(x, 1) & 0xFFFFFFFFull) | (src(x, 2) & 0xFFFFFFFFull) << 32, c = src(x, 3), r = 0;
         for (int i = 0; i < 4; i++) {

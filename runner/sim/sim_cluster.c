@@ -80,6 +80,30 @@ static void cluster_wait(SimCta *c, SimWarp *w, const SimInsn *in)
 }
 
 /* ---- mapa: the same variable in another CTA of the cluster ---- */
+/* The rank of the CTA whose shared memory a .shared::cluster (or generic) address names: its bits 24 and up. */
+static void getctarank(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    for (int l = 0; l < 32 && !c->failed; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t a = sim_read(c, w, &in->o[1], l);
+        if (!in->d.nspace) {
+            if (a - SIM_SHARED_WINDOW >= (1ull << 32)) {
+                sim_fail(c, sim_warp_id(c, w), l, in, "getctarank of generic address 0x%llx, which is not shared memory",
+                         (unsigned long long)a);
+                return;
+            }
+            a -= SIM_SHARED_WINDOW;
+        }
+        uint64_t rank = (uint32_t)a >> SIM_RANK_SHIFT;
+        if (rank >= (uint64_t)c->cl->n) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "getctarank of shared address 0x%llx: rank %llu, but the cluster has %d",
+                     (unsigned long long)a, (unsigned long long)rank, c->cl->n);
+            return;
+        }
+        sim_write(w, c->f, &in->o[0], l, rank);
+    }
+}
+
 static void mapa(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int generic = !in->d.nspace;
@@ -175,6 +199,7 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         else cluster_wait(c, w, in);
         return 1;
     case I_MAPA: mapa(c, w, in, exec); return 1;
+    case I_GETCTARANK: getctarank(c, w, in, exec); return 1;
     case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
     case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
     /* every access is performed in order here and PDL grids do not overlap:

@@ -266,6 +266,14 @@ static void step(SimCta *c, SimWarp *w)
     case I_BRA:   /* its one label: sim_form.c */
         branch(c, w, in, exec, active);
         return;
+    case I_TRAP: case I_BRKPT:   /* the kernel aborts: a GPU reports a launch failure (no debugger: brkpt too) */
+        if (exec) {
+            sim_fail(c, sim_warp_id(c, w), __builtin_ctz(exec), in, "%s executed: the kernel aborts (on a GPU the launch "
+                     "fails)", isa_base_text(in->d.op));
+            return;
+        }
+        advance(w, active);
+        return;
     case I_NANOSLEEP:   /* suspends the thread for at most the time given: here, for none */
         advance(w, active);
         return;

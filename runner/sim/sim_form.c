@@ -37,7 +37,7 @@ static const Form kForm[I_COUNT] = {
     [I_BFI] = {"d r r r r", "d, a, b, pos, len"}, [I_SELP] = {"d r r p", "d, a, b, c"},
     [I_CVT] = {"d r r?", "d, a{, b}"},   /* two f32 into a packed pair */
     [I_CREATEPOLICY] = {"d r?", "policy{, fraction}"}, [I_TESTP] = {"P r", "p, a"},
-    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_BREV] = {"d r", "d, a"},
+    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_LOP3] = {"d r r r i", "d, a, b, c, immLut"}, [I_BREV] = {"d r", "d, a"},
     [I_CLZ] = {"d r", "d, a"}, [I_POPC] = {"d r", "d, a"}, [I_BFIND] = {"d r", "d, a"}, [I_CVTA] = {"d r", "d, a"},
     [I_EX2] = {"d r", "d, a"}, [I_LG2] = {"d r", "d, a"}, [I_RCP] = {"d r", "d, a"}, [I_SQRT] = {"d r", "d, a"},
     [I_RSQRT] = {"d r", "d, a"}, [I_SIN] = {"d r", "d, a"}, [I_COS] = {"d r", "d, a"}, [I_TANH] = {"d r", "d, a"},
@@ -49,7 +49,8 @@ static const Form kForm[I_COUNT] = {
     [I_MBAR_TEST_WAIT] = {"P a r", "p, [mbar], state or phaseParity"},
     [I_SHFL] = {"e r r r r", "d{|p}, a, b, c, membermask"}, [I_REDUX] = {"d r r", "d, a, membermask"},
     [I_BAR_WARP_SYNC] = {"r", "membermask"}, [I_ELECT] = {"E r", "d|p, membermask"}, [I_ACTIVEMASK] = {"d", "d"},
-    [I_BRA] = {"l", "target"}, [I_RET] = {"", "none"}, [I_EXIT] = {"", "none"}, [I_BAR_SYNC] = {"r r?", "a{, b}"},
+    [I_BRA] = {"l", "target"}, [I_RET] = {"", "none"}, [I_EXIT] = {"", "none"}, [I_TRAP] = {"", "none"},
+    [I_BRKPT] = {"", "none"}, [I_GETCTARANK] = {"d r", "d, a"}, [I_BAR_SYNC] = {"r r?", "a{, b}"},
     [I_BARRIER_SYNC] = {"r r?", "a{, b}"}, [I_BAR_ARRIVE] = {"r r", "a, b"}, [I_NANOSLEEP] = {"r", "t"},
     [I_BULK_COMMIT] = {"", "none"}, [I_BULK_WAIT] = {"i", "N"}, [I_PREFETCH_TENSORMAP] = {"a", "[tensorMap]"},
     [I_FENCE_PROXY_ASYNC] = {"", "none"}, [I_FENCE] = {"", "none"}, [I_MEMBAR] = {"", "none"},
@@ -147,6 +148,13 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
         else if (to_global) snprintf(kb, sizeof kb, "t%d a", coords), k = kb;
         nm = to_global ? "[tensorMap, {coordinates}], [src]" : "[dst], [tensorMap, {coordinates}], [mbar]";
         break;
+    case I_PREFETCH_TENSOR:
+        if (d->flags & F_IM2COL) {
+            snprintf(why, n, "%s .im2col is not modelled by the sim", op);
+            return -1;
+        }
+        snprintf(kb, sizeof kb, "t%d", d->dim), k = kb, nm = "[tensorMap, {coordinates}]";
+        break;
     case I_BULK: case I_REDUCE_BULK:
         if (to_shared && d->op == I_BULK) k = "a a r a", nm = "[dst], [src], size, [mbar]";
         else if (peer) k = "a a r a", nm = "[dst], [src], size, [mbar]";
@@ -222,7 +230,7 @@ static int has_value(const SimFunc *f, int32_t first, int n)
 static int reads_vec_values(int op)
 {
     return op == I_MOV || op == I_ST || op == I_RED || op == I_ATOM || op == I_TC_ST || op == I_BULK_TENSOR ||
-           op == I_REDUCE_BULK_TENSOR;
+           op == I_REDUCE_BULK_TENSOR || op == I_PREFETCH_TENSOR;
 }
 
 /* Where ptxas takes a negated predicate (!p): any operand read as a predicate (selp's, setp's and bar.red's c,

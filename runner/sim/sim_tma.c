@@ -530,7 +530,7 @@ int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->d.op) {
     case I_BULK_TENSOR: case I_REDUCE_BULK_TENSOR: case I_BULK: case I_REDUCE_BULK: case I_BULK_COMMIT:
-    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: break;
+    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: case I_PREFETCH_TENSOR: break;
     default: return 0;
     }
     /* each thread issues its own copy, as on the hardware */
@@ -542,6 +542,7 @@ int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         case I_BULK: case I_REDUCE_BULK: tma_bulk(&x); break;
         case I_BULK_COMMIT: commit(&x); break;
         case I_BULK_WAIT: wait_group(&x); break;
+        case I_PREFETCH_TENSOR: tma_prefetch_tensor(&x); break;
         default: tma_prefetch_map(&x); break;
         }
     }

@@ -76,4 +76,5 @@ int tma_reduce_ok(const TmaIssue *x, int redop, int type);
 int tma_tensor(const TmaIssue *x);          /* cp.async.bulk.tensor, cp.reduce.async.bulk.tensor */
 int tma_bulk(const TmaIssue *x);            /* cp.async.bulk, cp.reduce.async.bulk */
 int tma_prefetch_map(const TmaIssue *x);    /* prefetch.tensormap */
+int tma_prefetch_tensor(const TmaIssue *x); /* cp.async.bulk.prefetch.tensor */
 #endif

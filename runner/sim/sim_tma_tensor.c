@@ -250,3 +250,14 @@ int tma_prefetch_map(const TmaIssue *x)
     SimTmap t;
     return fetch_map(x, &x->in->o[0], &t);
 }
+
+/* cp.async.bulk.prefetch.tensor: a tile into L2, which changes no result; here the map and its rank are checked
+ * (a box's coordinates may lie anywhere, as a load's may). */
+int tma_prefetch_tensor(const TmaIssue *x)
+{
+    SimTmap t;
+    if (fetch_map(x, &x->in->o[0], &t)) return -1;
+    if (x->in->d.dim == t.rank) return 0;
+    tma_fail(x, ".%dd prefetch with a rank-%d tensor map", x->in->d.dim, t.rank);
+    return -1;
+}

@@ -68,6 +68,8 @@ static Expect expect(const SimInsn *in, int k)
     case I_BFI: return ex_or(k >= 3, T_U32, t0);
     case I_POPC: case I_CLZ: case I_BFIND: return ex_or(k == 0, T_U32, t0);
     case I_PRMT: return ex(T_B32, EXACT);
+    case I_LOP3: return k == 4 ? fx(T_U32) : ex(T_B32, EXACT);   /* the truth table: an integer */
+    case I_GETCTARANK: return k == 0 ? fx(T_U32) : ex(t0, EXACT);   /* the type is the address's */
     case I_SHF: return ex_or(k == 3, T_U32, T_B32);
     case I_TESTP: return ex(k == 0 ? T_PRED : t0, EXACT);
     case I_SETP: return ex(k == 0 || k == 3 ? T_PRED : t0, EXACT);
@@ -347,6 +349,37 @@ static void set_text(unsigned set, char *out, size_t n)
         if (set >> t & 1) at += (size_t)snprintf(out + at, n - at, "%s%s", at ? " " : "", type_text(t));
 }
 
+/* A tensor copy's coordinates ([map, {c0, ...}]): 32-bit registers, constants or special registers (a lone one no
+ * float register or constant). */
+static int coords_ok(SimFunc *f, const SimInsn *in, int k, const SimOpnd *o, char *why, size_t n)
+{
+    for (int i = 0; i < o->n; i++) {
+        int32_t slot = f->vec[o->reg2 + i];
+        if (slot <= -2) {   /* a constant or special register */
+            const SimOpnd *v = &f->velem[-2 - slot];
+            int ok = v->kind == SO_SREG ? sreg_type(v->imm) == T_U32 : o->n > 1 || v->lit == LIT_INT;
+            if (ok) continue;
+            snprintf(why, n, "%s operand %d: coordinate %d is %s; coordinates are 32-bit%s", isa_base_text(in->d.op),
+                     k + 1, i, v->kind == SO_SREG ? "a 64-bit special register" : "a float constant",
+                     o->n > 1 ? "" : " integers");
+            return -1;
+        }
+        if (slot < 0) continue;
+        int r = f->slot_type[slot];
+        if (r == T_PRED) {
+            snprintf(why, n, "%s operand %d: a predicate inside a vector is not modelled", isa_base_text(in->d.op), k + 1);
+            return -1;
+        }
+        if (f->slot_bits[slot] == 32 && (o->n > 1 || kind_of(r) != 'f')) continue;
+        char name[64];
+        sim_reg_name(f, slot, name, sizeof name);
+        snprintf(why, n, "%s operand %d: coordinate %d is register %s (%s); coordinates are 32-bit%s",
+                 isa_base_text(in->d.op), k + 1, i, name, type_text(r), o->n > 1 ? "" : " integers");
+        return -1;
+    }
+    return 0;
+}
+
 int sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n)
 {
     unsigned taken = types_taken(&in->d);
@@ -361,6 +394,7 @@ int sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n)
     for (int k = 0; k < in->nops; k++) {
         SimOpnd *o = &in->o[k];
         Expect e = expect(in, k);
+        if (o->kind == SO_ADDR && o->n && coords_ok(f, in, k, o, why, n)) return -1;
         if (o->kind != SO_VEC) {
             if (e.how == ANY) untyped(in, o);
             else if (one(f, in, k, o, e, 0, why, n)) return -1;

@@ -4,7 +4,7 @@
 // zero-extended, a denormal, as an H200 computes it; a decimal in a .b64 move: a double), constants and a special
 // register as elements of a packing mov's and a vector store's sources (a float constant in a .b32 element: its
 // own bits cut to 32, a 0d's or decimal's low word; in an .f32 element: rounded), %tid.x read by a 16-bit mov,
-// and cnot.
+// cnot, and lop3 (a table past 8 bits: its low byte).
 // A failing check flips bit n of the output's .y (n: the check's number below).
 // archs: sm_80 sm_90
 // expect: ok
@@ -78,6 +78,13 @@ extern "C" __global__ void k(const int4 *in, int4 *out) {
     bad |= (unsigned)(w2 != 0 || w3 != 0x3FF80000u) << n++;
     asm("mov.b64 %0, {%1, 1.5};" : "=l"(b) : "r"(u));                             /* 20: 1.5's low word */
     bad |= (unsigned)(b != u) << n++;
+    unsigned ma = u, mb = (unsigned)in[t].y, mc = (unsigned)in[t].z, maj = (ma & mb) | (ma & mc) | (mb & mc);
+    asm("lop3.b32 %0, %1, %2, %3, 0xE8;" : "=r"(p) : "r"(ma), "r"(mb), "r"(mc));   /* 21: the majority's table */
+    bad |= (unsigned)(p != maj) << n++;
+    asm("lop3.b32 %0, %1, %2, %3, 0x1E8;" : "=r"(p) : "r"(ma), "r"(mb), "r"(mc));  /* 22: the table's low byte */
+    bad |= (unsigned)(p != maj) << n++;
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(p) : "r"(ma), "r"(mb), "r"(mc));   /* 23: a ^ b ^ c */
+    bad |= (unsigned)(p != (ma ^ mb ^ mc)) << n++;
     v.y ^= (int)bad;
     out[t] = v;
 }
