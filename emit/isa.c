@@ -28,7 +28,8 @@ static const BaseInfo kBase[I_COUNT] = {
 
 /* M_HINT: a hint that changes no result, its val the MK_ kind it is of */
 typedef enum {
-    M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_HINT, M_CACHEOP, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT
+    M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_HINT, M_CACHEOP, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT,
+    M_SUB
 } ModCat;
 typedef struct { const char *text; uint8_t cat; uint64_t val; } Mod;
 static const Mod kMods[] = {
@@ -62,7 +63,10 @@ static const Mod kMods[] = {
     {"cluster", M_FLAG, F_SCOPE_CLUSTER}, {"gpu", M_FLAG, F_SCOPE_GPU}, {"sys", M_FLAG, F_SCOPE_SYS},
     {"to", M_FLAG, F_TO}, {"L2::cache_hint", M_FLAG, F_CACHE_HINT},
     {"mbarrier::complete_tx::bytes", M_FLAG, F_COMPLETE_TX}, {"bulk_group", M_FLAG, F_BULK_GROUP},
-    {"multicast::cluster", M_FLAG, F_MULTICAST}, {"expect_tx", M_FLAG, F_EXPECT_TX}, {"parity", M_FLAG, F_PARITY},
+    {"multicast::cluster", M_FLAG, F_MULTICAST}, {"multicast::cluster::all", M_FLAG, F_MULTICAST},
+    {"is_canceled", M_SUB, SUB_IS_CANCELED}, {"get_first_ctaid", M_SUB, SUB_CTAID},
+    {"get_first_ctaid::x", M_SUB, SUB_CTAID_X}, {"get_first_ctaid::y", M_SUB, SUB_CTAID_Y},
+    {"get_first_ctaid::z", M_SUB, SUB_CTAID_Z}, {"expect_tx", M_FLAG, F_EXPECT_TX}, {"parity", M_FLAG, F_PARITY},
     {"read", M_FLAG, F_READ}, {"tile", M_FLAG, F_TILE}, {"tile::gather4", M_FLAG, F_GATHER4},
     {"im2col", M_FLAG, F_IM2COL}, {"ws", M_FLAG, F_WS}, {"pack::16b", M_FLAG, F_PACK16},
     {"unpack::16b", M_FLAG, F_UNPACK16}, {"mbarrier::arrive::one", M_FLAG, F_ARRIVE_ONE},
@@ -187,6 +191,7 @@ static int apply_mod(const char *t, IsaInsn *in, uint32_t *kind, uint64_t *flag)
         case M_KIND: in->kind = (uint8_t)m->val, *kind = MK_KIND; return 1;
         case M_CTAGROUP: in->cta_group = (uint8_t)m->val, *kind = MK_CTAGROUP; return 1;
         case M_BCOLLECT: in->bcollect = (uint8_t)m->val, *kind = MK_BCOLLECT; return 1;
+        case M_SUB: in->sub = (uint8_t)m->val, *kind = MK_SUB; return 1;
         case M_HINT:   /* a cache level is kept: the tensor prefetch takes .L2 only */
             if (m->val == MK_LEVEL) in->level = (uint8_t)(t[1] - '0');
             *kind = (uint32_t)m->val;
@@ -279,6 +284,7 @@ static const char *kind_text(uint32_t kind)
     case MK_CTAGROUP: return "a .cta_group (::1 or ::2)";
     case MK_CACHEOP: return "a cache operator (.ca or .cg)";
     case MK_GRIDDEP: return ".launch_dependents or .wait";
+    case MK_SUB: return ".is_canceled or .get_first_ctaid";
     }
     return "another modifier";
 }
@@ -315,6 +321,13 @@ static const char *rule_breaks(const IsaInsn *in, uint32_t seen)
     case I_RED: return in->redop == RO_EXCH || in->redop == RO_CAS ? "takes no .exch or .cas (atom does)" : NULL;
     case I_PREFETCH: return seen & (MK_LEVEL | MK_L2EVICT) ? NULL : "needs a cache level (.L1, .L2 or .L2::evict_last/normal)";
     case I_CP_ASYNC: return in->cacheop == CO_CA || in->cacheop == CO_CG ? NULL : "needs .ca or .cg";
+    case I_CLC_QUERY: {   /* .is_canceled.pred, .get_first_ctaid.v4.b32 or ::x/y/z .b32, each of a .b128 response */
+        int t1 = in->ntype > 1 ? in->type[1] : T_NONE, ok = in->ntype == 2 && t1 == T_B128;
+        if (in->sub == SUB_IS_CANCELED) ok = ok && t == T_PRED && in->vec <= 1;
+        else if (in->sub == SUB_CTAID) ok = ok && t == T_B32 && in->vec == 4;
+        else ok = ok && t == T_B32 && in->vec <= 1;
+        return ok ? NULL : "takes .is_canceled.pred.b128, .get_first_ctaid.v4.b32.b128 or .get_first_ctaid::x/y/z.b32.b128";
+    }
     case I_PREFETCH_TENSOR:
         return in->level == 2 && in->nspace == 1 && in->space[0] == SP_GLOBAL ? NULL : "needs .L2 and .global";
     case I_TC_MMA:   /* .ws: one CTA, its own B collector buffers */

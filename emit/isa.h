@@ -41,6 +41,8 @@ typedef enum { RO_NONE, RO_ADD, RO_MIN, RO_MAX, RO_INC, RO_DEC, RO_AND, RO_OR, R
 typedef enum { TS_NONE, TS_32X32B, TS_16X64B, TS_16X128B, TS_16X256B, TS_16X32BX2, TS_128X256B, TS_4X256B,
                TS_128X128B, TS_64X128B, TS_32X128B } IsaTmemShape;
 typedef enum { KIND_NONE, KIND_F16, KIND_TF32, KIND_F8F6F4, KIND_I8 } IsaKind;
+/* What clusterlaunchcontrol.query_cancel asks of a try_cancel response */
+typedef enum { SUB_NONE, SUB_IS_CANCELED, SUB_CTAID, SUB_CTAID_X, SUB_CTAID_Y, SUB_CTAID_Z } IsaSub;
 /* Cache operators: hints, kept because cp.async's .cg fixes its size */
 typedef enum { CO_NONE, CO_CA, CO_CG, CO_CS, CO_LU, CO_CV, CO_WB, CO_WT } IsaCacheOp;
 
@@ -82,7 +84,8 @@ enum {
      * createpolicy's .fractional, griddepcontrol's form */
     MK_CACHEOP = 1u << 20, MK_L1EVICT = 1u << 21, MK_L2EVICT = 1u << 22, MK_PREFSIZE = 1u << 23, MK_LEVEL = 1u << 24,
     MK_POLICY = 1u << 25, MK_GRIDDEP = 1u << 26,
-    MK_COUNT = 27
+    MK_SUB = 1u << 27,   /* clusterlaunchcontrol.query_cancel's question (IsaSub) */
+    MK_COUNT = 28
 };
 #define TY(t) (1u << T_##t)   /* a set of IsaTypes */
 #define MK_ANYSPACE (MK_GLOBAL | MK_SHARED | MK_CLUSTER | MK_PARAM | MK_LOCAL | MK_CONST)
@@ -107,6 +110,7 @@ typedef struct {
     uint8_t bcollect;             /* tcgen05.mma.ws .collector::bN::action: ISA_BCOLLECT(action, N), 0 when not written */
     uint8_t cacheop;              /* IsaCacheOp */
     uint8_t level;                /* a cache level .L1 or .L2 (prefetch's): 1 or 2, 0 when not written */
+    uint8_t sub;                  /* IsaSub: what clusterlaunchcontrol.query_cancel asks */
     uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
     uint16_t m, n, k;             /* .mMnNkK */
     uint64_t flags;

@@ -160,6 +160,16 @@ static const Line kLines[] = {
     {"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [smem], [%rd0, {$0, $1}], [smem];",
      {"%r0", "%r0"}},
     {"cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%rd0, {$0}], [smem];", {"%r0"}},
+    {"ld.global.v2.u8 {$0, $1}, [%rd0];", {"%h1", "%h1"}},
+    {"ld.global.v4.s8 {$0, $1, $2, $3}, [%rd0];", {"%r1", "%r1", "%r1", "%r1"}},
+    {"ld.global.v2.u16 {$0, $1}, [%rd0];", {"%h1", "%h1"}},
+    {"ld.global.v2.f32 {$0, $1}, [%rd0];", {"%f1", "%f1"}},
+    {"ld.global.v2.b64 {$0, $1}, [%rd0];", {"%rd1", "%rd1"}},
+    {"st.global.v2.u32 [%rd0], {$0, $1};", {"%r0", "%r0"}},
+    {"st.global.v2.u8 [%rd0], {$0, $1};", {"%h0", "%h0"}},
+    {"st.global.v2.f64 [%rd0], {$0, $1};", {"%fd0", "%fd0"}},
+    {"red.global.add.v2.f32 [%rd0], {$0, $1};", {"%f0", "%f0"}},
+    {"atom.global.v2.f32.add {$0, $1}, [%rd0], {$2, $3};", {"%f1", "%f1", "%f0", "%f0"}},
     {"trap;", {NULL}},
     {"brkpt;", {NULL}},
 };
@@ -253,8 +263,12 @@ static int deliberate(const Line *l, int slot, const char *swap, const char *err
     const char *base = l->ops[slot];
     if (!strcmp(swap, "%hh1") && base[1] == 'p') return strstr(err, "(.f16x2)") || strstr(err, "predicate");
     if (!strcmp(swap, "%p1") && strchr(l->text, '{')) return strstr(err, "a predicate inside a vector is not modelled") != 0;
-    if (swap[0] == '%' && strchr(swap, '.') && !strncmp(l->text, "ld.", 3) && strchr(l->text, '{'))
-        return strstr(err, "must be a vector") != 0;
+    /* a special register swapped into the destination vector: the first {...}, before any [address] */
+    char at[4] = {'$', (char)('0' + slot), 0, 0};
+    const char *b = strchr(l->text, '{'), *e = b ? strchr(b, '}') : NULL, *p = strstr(l->text, at), *a = strchr(l->text, '[');
+    int sreg = !strcmp(swap, "%tid.x") || !strcmp(swap, "%clock64");
+    if (sreg && b && e && p > b && p < e && (!a || a > b))
+        return strstr(err, "holding a constant or special register") != 0;
     if (!strncmp(l->text, "createpolicy", 12) && slot == 0 && strchr("-0123456789", swap[0]))
         return strstr(err, "createpolicy operand 1 must be a register") != 0;
     return 0;
@@ -348,6 +362,6 @@ int main(int argc, char **argv)
     printf("  %d lines: %d agree, %d deliberate\n", nl, agree, known);
     printf("KNOWN %d lines ptxas takes and the sim refuses by design: an .f16x2 register as a predicate, a predicate "
            "inside a vector, a special register in a destination vector, a constant createpolicy destination\n", known);
-    check(known <= 32, "sim types: the deliberate refusals are the few listed", "%d lines", known);
+    check(known * 100 <= nl, "sim types: the deliberate refusals are the few listed (at most 1 %)", "%d lines", known);
     return check_summary();
 }

@@ -80,6 +80,28 @@ static void cluster_wait(SimCta *c, SimWarp *w, const SimInsn *in)
 }
 
 /* ---- mapa: the same variable in another CTA of the cluster ---- */
+/* clusterlaunchcontrol.query_cancel of a try_cancel response in a .b128 register (two slots): the sim's response
+ * (sim_tma.c) has bit 0 set for a cancelled cluster and its first ctaid in bits 32-127; the sim never cancels one. */
+static void clc_query(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
+{
+    int32_t r = in->o[1].reg;
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint64_t lo = w->r[(size_t)r * 32 + (size_t)l], hi = w->r[(size_t)(r + 1) * 32 + (size_t)l];
+        uint32_t id[3] = {(uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32)};
+        if (in->d.sub == SUB_IS_CANCELED) {
+            sim_write(w, c->f, &in->o[0], l, lo & 1);
+        } else if (in->d.sub == SUB_CTAID) {
+            for (int k = 0; k < 4; k++) {
+                SimOpnd e = sim_vec_elem(c->f, &in->o[0], k);
+                sim_write(w, c->f, &e, l, k < 3 ? id[k] : 0);
+            }
+        } else {
+            sim_write(w, c->f, &in->o[0], l, id[in->d.sub - SUB_CTAID_X]);
+        }
+    }
+}
+
 /* The rank of the CTA whose shared memory a .shared::cluster (or generic) address names: its bits 24 and up. */
 static void getctarank(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
@@ -200,6 +222,7 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         return 1;
     case I_MAPA: mapa(c, w, in, exec); return 1;
     case I_GETCTARANK: getctarank(c, w, in, exec); return 1;
+    case I_CLC_QUERY: clc_query(c, w, in, exec); return 1;
     case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
     case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
     /* every access is performed in order here and PDL grids do not overlap:

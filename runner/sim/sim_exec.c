@@ -95,7 +95,7 @@ void sim_write(SimWarp *w, const SimFunc *f, const SimOpnd *o, int lane, uint64_
 {
     if (o->kind != SO_REG) return;   /* the sink "_" */
     int bits = f->slot_bits[o->reg];
-    w->r[(size_t)o->reg * 32 + (size_t)lane] = bits == 64 ? v : bits == 32 ? (uint32_t)v : bits == 16 ? (uint16_t)v : (v & 1);
+    w->r[(size_t)o->reg * 32 + (size_t)lane] = bits >= 64 ? v : bits == 32 ? (uint32_t)v : bits == 16 ? (uint16_t)v : (v & 1);
 }
 
 void sim_reg_name(const SimFunc *f, int slot, char *out, size_t cap)

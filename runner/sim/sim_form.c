@@ -148,6 +148,10 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
         else if (to_global) snprintf(kb, sizeof kb, "t%d a", coords), k = kb;
         nm = to_global ? "[tensorMap, {coordinates}], [src]" : "[dst], [tensorMap, {coordinates}], [mbar]";
         break;
+    case I_CLC_TRY_CANCEL: k = "a a", nm = "[addr], [mbar]"; break;
+    case I_CLC_QUERY:
+        k = d->sub == SUB_IS_CANCELED ? "P d" : d->sub == SUB_CTAID ? "V4 d" : "d d", nm = "d, response";
+        break;
     case I_PREFETCH_TENSOR:
         if (d->flags & F_IM2COL) {
             snprintf(why, n, "%s .im2col is not modelled by the sim", op);
@@ -184,7 +188,8 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
         snprintf(why, n, "%s: .multicast::cluster is for copies from global into shared memory", op);
         return -1;
     }
-    int mc = (d->flags & F_MULTICAST) != 0, hint = (d->flags & F_CACHE_HINT) != 0;
+    /* a multicast copy's ctaMask (try_cancel's .multicast::cluster::all names no mask) */
+    int mc = (d->flags & F_MULTICAST) && d->op != I_CLC_TRY_CANCEL, hint = (d->flags & F_CACHE_HINT) != 0;
     snprintf(b->kinds, sizeof b->kinds, "%s%s%s", k, mc ? " r" : "", hint ? " r" : "");
     snprintf(b->names, sizeof b->names, "%s%s%s", nm, mc ? ", ctaMask" : "", hint ? ", cache-policy" : "");
     return 0;

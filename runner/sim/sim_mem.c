@@ -457,9 +457,11 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
     uint32_t sa[32];
     uint64_t ga[32];
     int shared = 0, param = 0, local = 0;
-    /* the operands were checked at parse (sim_form.c; an L2 policy last is only a hint); registers are at most 64
-     * bits: a .b128 element once overran the 8 bytes it was read into */
-    if (!ew || ew > 8) {
+    /* the operands were checked at parse (sim_form.c, sim_types.c; an L2 policy last is only a hint); a .b128
+     * element goes to or from a .b128 register, its two slots (a wider element once overran the 8 bytes it was read
+     * into) */
+    int wide = ew == 16 && n == 1 && vo->kind == SO_REG && c->f->slot_bits[vo->reg] == 128;
+    if (!ew || (ew > 8 && !wide)) {
         sim_fail(c, sim_warp_id(c, w), -1, in, "%s of %d-byte elements is not modelled by the sim", store ? "st" : "ld",
                  ew);
         return;
@@ -477,7 +479,12 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
         else if (sp == SP_GLOBAL || (sp == SP_CONST && !store)) p = sim_gmem(c, w, l, in, a, width, store);
         else if (sp == SP_LOCAL) p = local_bytes(c, w, l, in, a, width, store);
         else { sim_fail(c, sim_warp_id(c, w), l, in, "this state space is not modelled"); return; }
-        for (int k = 0; k < n && !c->failed; k++) {
+        for (int h = 0; wide && h < 2; h++) {   /* the low 8 bytes in the first slot */
+            uint64_t *r = &w->r[(size_t)(vo->reg + h) * 32 + (size_t)l];
+            if (store) memcpy(p + 8 * h, r, 8);
+            else memcpy(r, p + 8 * h, 8);
+        }
+        for (int k = 0; k < n && !c->failed && !wide; k++) {
             SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
             if (store) {
                 uint64_t v = sim_read(c, w, &e, l);

@@ -199,7 +199,7 @@ static int find_reg(const Parser *P, const char *name)
         if (!r->count && !strcmp(r->name, name)) return r->base;
         if (r->count && k < len && strlen(r->name) == k && !strncmp(r->name, name, k)) {
             long idx = atol(name + k);
-            return idx < r->count ? r->base + (int)idx : -1;
+            return idx < r->count ? r->base + (int)idx * (r->bits == 128 ? 2 : 1) : -1;   /* .b128: two slots */
         }
     }
     return -1;
@@ -210,7 +210,7 @@ static int find_reg(const Parser *P, const char *name)
 static const struct { const char *text; uint8_t type; } kRegTypes[] = {
     {".pred", T_PRED}, {".b16", T_B16}, {".u16", T_U16}, {".s16", T_S16}, {".f16", T_F16}, {".b32", T_B32},
     {".u32", T_U32}, {".s32", T_S32}, {".f32", T_F32}, {".f16x2", T_F16X2}, {".b64", T_B64}, {".u64", T_U64},
-    {".s64", T_S64}, {".f64", T_F64}};
+    {".s64", T_S64}, {".f64", T_F64}, {".b128", T_B128}};
 
 static int reg_type(const char *type)
 {
@@ -272,7 +272,7 @@ static int decl_regs(Parser *P)
             next(&P->lx);
             if (expect(P, ">")) return -1;
         }
-        int add = r->count ? r->count : 1;
+        int add = (r->count ? r->count : 1) * (bits == 128 ? 2 : 1);   /* a .b128 register is two 64-bit slots */
         f->slot_bits = realloc(f->slot_bits, (size_t)(f->nslots + add));
         f->slot_type = realloc(f->slot_type, (size_t)(f->nslots + add));
         f->slot_name = realloc(f->slot_name, (size_t)(f->nslots + add) * sizeof *f->slot_name);

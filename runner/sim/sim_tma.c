@@ -525,12 +525,29 @@ fail:
     return -1;
 }
 
+/* clusterlaunchcontrol.try_cancel: the 16-byte response lands in this CTA's shared memory (.multicast::cluster::all:
+ * at the same offset in every CTA of the cluster) and completes 16 bytes on the mbarrier there, as a copy does.
+ * The sim cancels no cluster: every response says the request failed (bit 0 clear), which the ISA allows at any
+ * time (a kernel must handle it: it then ends, and every cluster of the grid runs its own launch). */
+static int clc_try_cancel(const TmaIssue *x)
+{
+    SimOpnd all = {.kind = SO_IMM, .reg2 = -1, .imm = (int64_t)((1u << x->c->cl->n) - 1)};
+    TmaDests d;
+    if (tma_load_dests(x, &x->in->o[0], &x->in->o[1], (x->in->d.flags & F_MULTICAST) ? &all : NULL, 16, &d)) return -1;
+    uint8_t *response = calloc(1, 16);
+    if (!response) {
+        tma_fail(x, "out of host memory for a try_cancel response");
+        return -1;
+    }
+    return tma_load_push(x, &d, response, 16, 0, "a cluster launch control response (clusterlaunchcontrol.try_cancel)");
+}
+
 /* ---- dispatch ---- */
 int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->d.op) {
     case I_BULK_TENSOR: case I_REDUCE_BULK_TENSOR: case I_BULK: case I_REDUCE_BULK: case I_BULK_COMMIT:
-    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: case I_PREFETCH_TENSOR: break;
+    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: case I_PREFETCH_TENSOR: case I_CLC_TRY_CANCEL: break;
     default: return 0;
     }
     /* each thread issues its own copy, as on the hardware */
@@ -543,6 +560,7 @@ int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         case I_BULK_COMMIT: commit(&x); break;
         case I_BULK_WAIT: wait_group(&x); break;
         case I_PREFETCH_TENSOR: tma_prefetch_tensor(&x); break;
+        case I_CLC_TRY_CANCEL: clc_try_cancel(&x); break;
         default: tma_prefetch_map(&x); break;
         }
     }

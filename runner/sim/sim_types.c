@@ -70,6 +70,7 @@ static Expect expect(const SimInsn *in, int k)
     case I_PRMT: return ex(T_B32, EXACT);
     case I_LOP3: return k == 4 ? fx(T_U32) : ex(T_B32, EXACT);   /* the truth table: an integer */
     case I_GETCTARANK: return k == 0 ? fx(T_U32) : ex(t0, EXACT);   /* the type is the address's */
+    case I_CLC_QUERY: return fx(k == 1 ? T_B128 : t0);
     case I_SHF: return ex_or(k == 3, T_U32, T_B32);
     case I_TESTP: return ex(k == 0 ? T_PRED : t0, EXACT);
     case I_SETP: return ex(k == 0 || k == 3 ? T_PRED : t0, EXACT);
@@ -231,14 +232,8 @@ static int value_ok(const SimInsn *in, int k, const SimOpnd *o)
 static int one(SimFunc *f, const SimInsn *in, int k, SimOpnd *o, Expect e, int elem, char *why, size_t n)
 {
     int ok = 1;
-    if (o->kind == SO_REG && elem) {   /* an element: a register of the element's width, of any type */
-        if (f->slot_type[o->reg] == T_PRED) {
-            snprintf(why, n, "%s operand %d: a predicate inside a vector is not modelled", isa_base_text(in->d.op), k + 1);
-            return -1;
-        }
-        int r = f->slot_type[o->reg];   /* float elements take no integer register */
-        ok = f->slot_bits[o->reg] == isa_type_bits(e.type) &&
-             (kind_of(e.type) != 'f' || kind_of(r) == 'b' || r == e.type);
+    if (o->kind == SO_REG && elem) {   /* a vector's registers were checked together: vec_regs() */
+        ok = 1;
     } else if (o->kind == SO_REG) {   /* cp.async's fourth operand may instead be its ignore-src predicate */
         ok = fits(f->slot_type[o->reg], e) || (in->d.op == I_CP_ASYNC && f->slot_type[o->reg] == T_PRED);
     } else if (o->kind == SO_SREG) {
@@ -380,6 +375,40 @@ static int coords_ok(SimFunc *f, const SimInsn *in, int k, const SimOpnd *o, cha
     return 0;
 }
 
+/* A vector's registers as ptxas checks them: all of one width ("Incompatible elements of vector expression"),
+ * then their common type (one type; a bit type where a .bN is among them; none for floats mixed with integers)
+ * against the element type as a lone register would be (ld's and st's wider too: a .v2.u8 of .b16 registers). */
+static int vec_regs(SimFunc *f, const SimInsn *in, int k, const SimOpnd *o, Expect e, char *why, size_t n)
+{
+    int bits = 0, common = T_NONE, bit = 0, mixed = 0;
+    for (int i = 0; i < o->n; i++) {
+        int32_t slot = f->vec[o->reg + i];
+        if (slot < 0) continue;   /* _, a constant or a special register: one() */
+        int r = f->slot_type[slot];
+        if (r == T_PRED) {
+            snprintf(why, n, "%s operand %d: a predicate inside a vector is not modelled", isa_base_text(in->d.op), k + 1);
+            return -1;
+        }
+        if (bits && f->slot_bits[slot] != bits) {
+            snprintf(why, n, "%s operand %d: the vector's registers are of different widths (%d and %d bits)",
+                     isa_base_text(in->d.op), k + 1, bits, f->slot_bits[slot]);
+            return -1;
+        }
+        bits = f->slot_bits[slot];
+        bit |= kind_of(r) == 'b';
+        if (common == T_NONE) common = r;
+        else if (common != r) mixed |= kind_of(common) == 'f' || kind_of(r) == 'f' ? 2 : 1;
+    }
+    if (!bits) return 0;
+    if (mixed && !bit) common = mixed & 2 ? T_NONE : common;   /* .u and .s mix as integers */
+    else if (mixed) common = bits == 16 ? T_B16 : bits == 32 ? T_B32 : T_B64;
+    if (common != T_NONE && fits(common, e)) return 0;
+    snprintf(why, n, "%s operand %d: the vector's registers (%d-bit%s%s) do not fit a %s%s element",
+             isa_base_text(in->d.op), k + 1, bits, common != T_NONE ? " " : ", floats mixed with integers",
+             common != T_NONE ? type_text(common) : "", type_text(e.type), e.how == WIDER ? " (or wider)" : "");
+    return -1;
+}
+
 int sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n)
 {
     unsigned taken = types_taken(&in->d);
@@ -406,6 +435,7 @@ int sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n)
             int b = isa_type_bits(e.type) / o->n;
             et = b == 16 ? T_B16 : b == 32 ? T_B32 : b == 64 ? T_B64 : T_NONE;
         }
+        if (e.how != ANY && et != T_NONE && vec_regs(f, in, k, o, ex(et, e.how), why, n)) return -1;
         for (int i = 0; i < o->n; i++) {
             int32_t slot = f->vec[o->reg + i];
             SimOpnd el = slot <= -2 ? f->velem[-2 - slot] : (SimOpnd){.kind = slot < 0 ? SO_SINK : SO_REG, .reg = slot};
