@@ -58,7 +58,7 @@ test-oracle: all
 	@bash tests/oracle.sh
 
 # check over the shape matrix on a GPU; one clear line where there is none
-gpu-test: all build/tests/test_sim build/tests/test_problem build/tests/test_api
+gpu-test: all build/tests/test_sim build/tests/test_problem build/tests/test_api build/tests/test_sim_wgmma
 	@bash tests/gpu_matrix.sh
 
 # make install PREFIX=/opt/ptxgen: the public header, the static and shared libraries (which export the

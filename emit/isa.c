@@ -38,7 +38,8 @@ static const Mod kMods[] = {
     {"u32", M_TYPE, T_U32}, {"u64", M_TYPE, T_U64}, {"s8", M_TYPE, T_S8}, {"s16", M_TYPE, T_S16},
     {"s32", M_TYPE, T_S32}, {"s64", M_TYPE, T_S64}, {"f16", M_TYPE, T_F16}, {"f16x2", M_TYPE, T_F16X2},
     {"bf16", M_TYPE, T_BF16}, {"bf16x2", M_TYPE, T_BF16X2}, {"f32", M_TYPE, T_F32}, {"f64", M_TYPE, T_F64},
-    {"tf32", M_TYPE, T_TF32}, {"e4m3x2", M_TYPE, T_E4M3X2}, {"e5m2x2", M_TYPE, T_E5M2X2},
+    {"tf32", M_TYPE, T_TF32}, {"e4m3x2", M_TYPE, T_E4M3X2}, {"e5m2x2", M_TYPE, T_E5M2X2}, {"e4m3", M_TYPE, T_E4M3},
+    {"e5m2", M_TYPE, T_E5M2},
     {"global", M_SPACE, SP_GLOBAL}, {"shared", M_SPACE, SP_SHARED}, {"shared::cta", M_SPACE, SP_SHARED},
     {"shared::cluster", M_SPACE, SP_SHARED_CLUSTER}, {"param", M_SPACE, SP_PARAM}, {"param::entry", M_SPACE, SP_PARAM},
     {"local", M_SPACE, SP_LOCAL}, {"const", M_SPACE, SP_CONST},
@@ -427,7 +428,7 @@ int isa_type_bits(int t)
 {
     switch (t) {
     case T_PRED: return 1;
-    case T_B8: case T_U8: case T_S8: return 8;
+    case T_B8: case T_U8: case T_S8: case T_E4M3: case T_E5M2: return 8;
     case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: case T_E4M3X2: case T_E5M2X2: return 16;
     case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: return 32;
     case T_B64: case T_U64: case T_S64: case T_F64: return 64;
@@ -439,7 +440,7 @@ int isa_type_bits(int t)
 int isa_type_is_float(int t)
 {
     return t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 || t == T_F32 || t == T_F64 || t == T_TF32 ||
-           t == T_E4M3X2 || t == T_E5M2X2;
+           t == T_E4M3X2 || t == T_E5M2X2 || t == T_E4M3 || t == T_E5M2;
 }
 
 int isa_type_is_signed(int t) { return t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64; }

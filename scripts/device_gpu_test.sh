@@ -6,7 +6,7 @@ set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 n=${1:-3}; limit=${GPU_TEST_LIMIT:-520}; start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 all build/tests/test_sim build/tests/test_problem build/tests/test_api >"$OUT/build.log" 2>&1 ||
+make -j16 all build/tests/test_sim build/tests/test_problem build/tests/test_api build/tests/test_sim_wgmma >"$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - start)) s"
 for ((i = 0; i < n; i++)); do

@@ -215,6 +215,14 @@ elif out=$(build/tests/test_problem --device cuda 2>&1); then
 else
     fail=$((fail + 1)); echo "FAIL test_problem on the GPU"; echo "$out" | grep -v '^PASS' | sed 's/^/    /'
 fi
+# the wgmma probe matrix (f16, bf16, tf32, fp8; SS and RS; every layout) against float64 on the GPU: the
+# host's layouts and fragments, which the sim's matrix is judged by, are the hardware's
+if ! mine; then :
+elif out=$(build/tests/test_sim_wgmma --device cuda --seed $seed 2>&1) && echo "$out" | tail -n 1 | grep -q " 0 failed"; then
+    pass=$((pass + 1)); echo "PASS test_sim_wgmma on the GPU: $(echo "$out" | tail -n 1)"
+else
+    fail=$((fail + 1)); echo "FAIL test_sim_wgmma on the GPU"; echo "$out" | grep -v '^PASS' | sed 's/^/    /'
+fi
 if ! mine; then :
 elif out=$(build/tests/test_sim --device cuda 2>&1) && [ "$(echo "$out" | grep -c "^PASS sim ")" -ge 3 ]; then
     pass=$((pass + 1)); echo "PASS test_sim's correct kernels on the GPU: $(echo "$out" | grep "^PASS sim " | tr '\n' ' ')"

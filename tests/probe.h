@@ -56,13 +56,14 @@ static inline void probe_dump(const char *dir, const char *prefix, const char *p
     if (!f) check(0, "probe written", "cannot write %s", path);
 }
 
-/* Runs entry "k" of ptx on the sim (strict: notes are errors) as one CTA of `threads` threads with
- * `smem` bytes of dynamic shared memory. Its parameters: nin input buffers (src[i], sz[i] bytes),
- * then the output buffer (out_bytes, poisoned with 0xFF, read back into out), then *scalar unless
- * NULL. 0, or non-zero with the error in err. */
+/* Runs entry "k" of ptx on device kind ("sim", or "cuda": a GPU; strict: the sim's notes are errors) as
+ * one CTA of `threads` threads with `smem` bytes of dynamic shared memory. Its parameters: nin input
+ * buffers (src[i], sz[i] bytes), then the output buffer (out_bytes, poisoned with 0xFF, read back into
+ * out), then *scalar unless NULL. 0, or non-zero with the error in err. */
 enum { PROBE_MAX_IN = 4 };
-static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem, int strict, int nin, const void *const *src,
-                                const size_t *sz, void *out, size_t out_bytes, const unsigned *scalar, char *err, size_t errlen)
+static inline int probe_run_on(const char *kind, const char *ptx, unsigned threads, unsigned smem, int strict, int nin,
+                               const void *const *src, const size_t *sz, void *out, size_t out_bytes,
+                               const unsigned *scalar, char *err, size_t errlen)
 {
     Device *dev = NULL;
     DevModule *m = NULL;
@@ -71,7 +72,7 @@ static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem
     void *args[PROBE_MAX_IN + 2];
     unsigned grid[3] = {1, 1, 1}, block[3] = {threads, 1, 1};
     if (nin > PROBE_MAX_IN) return snprintf(err, errlen, "probe_run_sim: %d inputs, at most %d", nin, PROBE_MAX_IN), 1;
-    int rc = dev_open(&dev, "sim", 0, err, errlen);
+    int rc = dev_open(&dev, kind, 0, err, errlen);
     if (!rc) dev_set_strict(dev, strict);
     rc = rc || dev_load_ptx(dev, ptx, NULL, &m, err, errlen) || dev_get_func(m, "k", &f, err, errlen) ||
          dev_set_dyn_smem(f, (int)smem, err, errlen);
@@ -88,6 +89,12 @@ static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem
     if (m) dev_unload(m);
     if (dev) dev_close(dev);
     return rc;
+}
+
+static inline int probe_run_sim(const char *ptx, unsigned threads, unsigned smem, int strict, int nin, const void *const *src,
+                                const size_t *sz, void *out, size_t out_bytes, const unsigned *scalar, char *err, size_t errlen)
+{
+    return probe_run_on("sim", ptx, threads, smem, strict, nin, src, sz, out, out_bytes, scalar, err, errlen);
 }
 
 /* A 2-CTA cluster probe's device side (xprobe, tprobe, tprobe_pair): the device, the probe's

@@ -8,13 +8,16 @@
  * and store every thread's accumulator registers. The host lays out the
  * tiles and places the fragments with its own code, written from the PTX
  * ISA's canonical-layout table and fragment figures, not with sim_desc.c.
- * Covered: SS and RS; f16, bf16 and tf32 inputs; f32 and f16 accumulators;
+ * Covered: SS and RS; f16, bf16, tf32 and fp8 (e4m3, e5m2, mixed) inputs; f32 and f16 accumulators;
  * N 8, 64, 256; K-major and MN-major; no swizzle (two LBO/SBO arrangements)
  * and the 32B, 64B and 128B swizzles; negated A or B; D = A*B and D += A*B.
  * Then planted bugs, each refused with the message that names it.
- * usage: test_sim_wgmma [--seed N] [--ptx] [--dump DIR]
+ * usage: test_sim_wgmma [--seed N] [--ptx] [--dump DIR] [--device sim|cuda]
  *   --ptx prints one probe; --dump DIR writes every probe, planted bugs
- *   included, to DIR/NNN.ptx (tests/run_all.sh assembles them with ptxas). */
+ *   included, to DIR/NNN.ptx (tests/run_all.sh assembles them with ptxas);
+ *   --device cuda runs the matrix (not the planted bugs) on a GPU against the
+ *   same references, FP8 within 1e-2 of its terms (Hopper's FP8 accumulation
+ *   keeps fewer bits than f32; the sim rounds once, within 1e-6). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +31,10 @@
 #include "probe.h"
 
 enum { LY_INTER, LY_SW32, LY_SW64, LY_SW128 };
-enum { AT_F16, AT_BF16, AT_TF32 };
+enum { AT_F16, AT_BF16, AT_TF32, AT_E4M3, AT_E5M2 };
 enum { STEPS = 2, THREADS = 128 };
-static const char *ly_name[] = {"interleave", "32B", "64B", "128B"}, *at_name[] = {"f16", "bf16", "tf32"};
+static const char *ly_name[] = {"interleave", "32B", "64B", "128B"}, *at_name[] = {"f16", "bf16", "tf32", "e4m3", "e5m2"};
+static const char *device = "sim";   /* --device */
 
 /* One operand tile in shared memory: rows (M = 64 for A, N for B) x ktot. */
 typedef struct {
@@ -45,7 +49,7 @@ typedef enum {
 } Bug;
 
 typedef struct {
-    int rs, at, d32, n, neg_a, neg_b, acc;
+    int rs, at, bt, d32, n, neg_a, neg_b, acc;   /* bt: B's type (A's but for mixed FP8) */
     int nobar;     /* no bar.sync after the copy: each warp's writes are ordered before the warpgroup's mma_async */
     int wgs;       /* warpgroups (1 or 2, SS only): the second runs its own mma_async with A negated the other way */
     Tile a, b;
@@ -56,7 +60,9 @@ typedef struct {
 typedef struct { int mma[STEPS], store, bug; } Lines;
 
 static int atom_bytes(int ly) { return ly == LY_INTER ? 16 : 16 << ly; }
-static int k_step(const Cfg *c) { return c->at == AT_TF32 ? 8 : 16; }
+static int fp8(int at) { return at == AT_E4M3 || at == AT_E5M2; }
+static int k_step(const Cfg *c) { return c->at == AT_TF32 ? 8 : fp8(c->at) ? 32 : 16; }
+static int elem_bytes(int at) { return at == AT_TF32 ? 4 : fp8(at) ? 1 : 2; }
 static int nregs(const Cfg *c) { return c->d32 ? c->n / 2 : c->n / 4; }
 static int threads(const Cfg *c) { return THREADS * c->wgs; }
 static uint32_t copy_stride(const Cfg *c) { return 16u * (uint32_t)threads(c); }
@@ -134,13 +140,13 @@ static void d_elem(int t, int e, int *row, int *col)
     *col = 8 * (e / 4) + 2 * q + e % 2;
 }
 
-/* RS A register r (half h) of thread t: 16-bit types row g (+8 odd r), k 2q + h (+8 for r >= 2);
- * tf32 one element, k q (+4 for r >= 2). */
-static void a_elem(int tf32, int t, int r, int h, int *row, int *k)
+/* RS A register r (part h) of thread t: 16-bit types row g (+8 odd r), k 2q + h (+8 for r >= 2);
+ * tf32 one element, k q (+4 for r >= 2); fp8 four, byte h at k 4q + h (+16 for r >= 2). */
+static void a_elem(int at, int t, int r, int h, int *row, int *k)
 {
     int w = t / 32, g = t % 32 / 4, q = t % 4;
     *row = 16 * w + g + 8 * (r % 2);
-    *k = tf32 ? q + 4 * (r / 2) : 2 * q + h + 8 * (r / 2);
+    *k = at == AT_TF32 ? q + 4 * (r / 2) : fp8(at) ? 4 * q + h + 16 * (r / 2) : 2 * q + h + 8 * (r / 2);
 }
 
 /* ---- the probe kernel ---- */
@@ -244,13 +250,13 @@ static char *probe(const Cfg *c, Lines *ln)
         const char *guard = c->bug == BUG_DIVERGENT ? "@%p3 " : "";
         if (c->bug == BUG_DIVERGENT) buf_puts(&b, "\tsetp.lt.u32 %p3, %r0, 127;\n");
         ln->mma[s] = line_no(&b);
-        buf_printf(&b, "\t%swgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s ", guard, c->n, k_step(c), dt, at, at);
+        buf_printf(&b, "\t%swgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s ", guard, c->n, k_step(c), dt, at, at_name[c->bt]);
         vec(&b, "%d", 0, n);
         if (c->rs) buf_puts(&b, ", "), vec(&b, "%a", 4 * s, 4);
         else buf_puts(&b, ", %rd6");
         buf_printf(&b, ", %%rd7, %s, %d, %d", s ? "1" : "%p1", c->neg_a ^ g ? -1 : 1, c->neg_b ? -1 : 1);
-        if (c->at != AT_TF32 && !c->rs) buf_printf(&b, ", %d", !c->a.kmajor);
-        if (c->at != AT_TF32) buf_printf(&b, ", %d", !c->b.kmajor);
+        if (c->at != AT_TF32 && !fp8(c->at) && !c->rs) buf_printf(&b, ", %d", !c->a.kmajor);   /* tf32, fp8: no transpose */
+        if (c->at != AT_TF32 && !fp8(c->at)) buf_printf(&b, ", %d", !c->b.kmajor);
         buf_puts(&b, ";\n");
     }
     }
@@ -290,6 +296,7 @@ static uint32_t draw(Rng *r, int at, double *val)
     uint32_t bits;
     if (at == AT_TF32) bits = f32_bits((float)x), *val = bits_f32(bits & ~0x1FFFu);   /* the ISA: low 13 bits dropped */
     else if (at == AT_BF16) bits = f32_to_bf16((float)x), *val = bf16_to_f32((uint16_t)bits);
+    else if (fp8(at)) bits = f32_to_fp8((float)x, at == AT_E5M2), *val = fp8_to_f32((uint8_t)bits, at == AT_E5M2);
     else bits = f32_to_fp16((float)x), *val = fp16_to_f32((uint16_t)bits);
     return bits;
 }
@@ -302,7 +309,7 @@ static void put(uint8_t *img, const Tile *t, int mn, int k, uint32_t bits)
 
 static int data_make(const Cfg *c, Rng *r, Data *d)
 {
-    int kt = STEPS * k_step(c), n = c->n, nr = nregs(c), tf32 = c->at == AT_TF32;
+    int kt = STEPS * k_step(c), n = c->n, nr = nregs(c), eb = elem_bytes(c->at);
     d->a = malloc(sizeof(double) * 64 * (size_t)kt), d->b = malloc(sizeof(double) * (size_t)(n * kt));
     d->d0 = malloc(sizeof(double) * 64 * (size_t)(n * c->wgs)), d->img = calloc(img_bytes(c), 1);
     d->afrag = calloc((size_t)STEPS * THREADS * 4, 4), d->dinit = malloc(4 * (size_t)(threads(c) * nr));
@@ -316,14 +323,14 @@ static int data_make(const Cfg *c, Rng *r, Data *d)
             if (!c->rs) put(d->img, &c->a, m, k, abits[m * kt + k]);
         }
     for (int j = 0; j < n; j++)
-        for (int k = 0; k < kt; k++) put(d->img, &c->b, j, k, draw(r, c->at, &d->b[j * kt + k]));
+        for (int k = 0; k < kt; k++) put(d->img, &c->b, j, k, draw(r, c->bt, &d->b[j * kt + k]));
     for (int s = 0; c->rs && s < STEPS; s++)
         for (int t = 0; t < THREADS; t++)
             for (int q = 0; q < 4; q++)
-                for (int h = 0; h < (tf32 ? 1 : 2); h++) {
+                for (int h = 0; h < 4 / eb; h++) {
                     int row, k;
-                    a_elem(tf32, t, q, h, &row, &k);
-                    d->afrag[(s * THREADS + t) * 4 + q] |= abits[row * kt + s * k_step(c) + k] << (16 * h);
+                    a_elem(c->at, t, q, h, &row, &k);
+                    d->afrag[(s * THREADS + t) * 4 + q] |= abits[row * kt + s * k_step(c) + k] << (8 * eb * h);
                 }
     free(abits);
     for (int t = 0; t < threads(c); t++)
@@ -377,15 +384,15 @@ static int run(const Cfg *c, const char *ptx, Data *d, int strict, char *err, si
     size_t sz[3] = {img_bytes(c), (size_t)STEPS * THREADS * 16, 4 * (size_t)(threads(c) * nregs(c))};
     const void *src[3] = {d->img, d->afrag, d->dinit};
     unsigned acc = (unsigned)c->acc, nthreads = c->bug == BUG_SMALL_CTA ? 96 : (unsigned)threads(c);
-    return probe_run_sim(ptx, nthreads, (unsigned)img_bytes(c), strict, 3, src, sz, d->out, sz[2], &acc, err, errlen);
+    return probe_run_on(device, ptx, nthreads, (unsigned)img_bytes(c), strict, 3, src, sz, d->out, sz[2], &acc, err, errlen);
 }
 
 static void cfg_name(const Cfg *c, char *out, size_t cap)
 {
     char a[64] = "regs";
     if (!c->rs) snprintf(a, sizeof a, "%s-major %s%s", c->a.kmajor ? "K" : "MN", ly_name[c->a.layout], c->a.var ? "'" : "");
-    snprintf(out, cap, "%s m64n%dk%d .%s.%s A %s, B %s-major %s%s%s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
-             c->d32 ? "f32" : "f16", at_name[c->at], a, c->b.kmajor ? "K" : "MN", ly_name[c->b.layout], c->b.var ? "'" : "",
+    snprintf(out, cap, "%s m64n%dk%d .%s.%s%s%s A %s, B %s-major %s%s%s%s%s%s%s", c->rs ? "RS" : "SS", c->n, k_step(c),
+             c->d32 ? "f32" : "f16", at_name[c->at], c->bt != c->at ? "." : "", c->bt != c->at ? at_name[c->bt] : "", a, c->b.kmajor ? "K" : "MN", ly_name[c->b.layout], c->b.var ? "'" : "",
              c->neg_a ? ", -A" : "", c->neg_b ? ", -B" : "", c->acc ? ", D += A*B" : ", D = A*B",
              c->nobar ? ", tiles from the warpgroup's own warps without bar.sync" : "",
              c->wgs > 1 ? ", two warpgroups (the second with A negated the other way)" : "");
@@ -393,8 +400,9 @@ static void cfg_name(const Cfg *c, char *out, size_t cap)
 
 static Cfg make_cfg(int rs, int at, int d32, int n, int aly, int akm, int bly, int bkm, int var, int flags)
 {
-    Cfg c = {.rs = rs, .at = at, .d32 = d32, .n = n, .neg_a = flags & 1, .neg_b = flags >> 1 & 1, .acc = flags >> 2 & 1, .wgs = 1};
-    int eb = at == AT_TF32 ? 4 : 2, kt = STEPS * k_step(&c);
+    Cfg c = {.rs = rs, .at = at, .bt = at, .d32 = d32, .n = n, .neg_a = flags & 1, .neg_b = flags >> 1 & 1,
+             .acc = flags >> 2 & 1, .wgs = 1};
+    int eb = elem_bytes(at), kt = STEPS * k_step(&c);
     tile_setup(&c.a, aly, akm, var, 64, kt, eb, 0);
     uint32_t bbase = rs ? 0 : (c.a.bytes + 1023) / 1024 * 1024;
     tile_setup(&c.b, bly, bkm, !var, n, kt, eb, bbase);
@@ -417,7 +425,7 @@ static void one(const Cfg *c, Rng *r, int show)
     } else {
         int row = -1, col = -1;
         double e = compare(c, &d, &row, &col);
-        double tol = c->d32 ? (c->at == AT_TF32 ? 1e-6 : 1e-6) : 2e-3;
+        double tol = c->d32 ? (fp8(c->at) && strcmp(device, "sim") ? 1e-2 : 1e-6) : 2e-3;
         check(e >= 0 && e <= tol, name, "D[%d][%d] off by %.3g of its terms' magnitude (tolerance %.1g)%s", row, col, e, tol,
               e < 0 ? ": not written" : "");
     }
@@ -456,6 +464,18 @@ static void numerics(Rng *r)
     Cfg two[] = {make_cfg(0, AT_F16, 1, 128, LY_SW64, 0, LY_SW128, 1, 1, 4), make_cfg(0, AT_BF16, 1, 8, LY_INTER, 1, LY_SW32, 0, 0, 3),
                  make_cfg(0, AT_F16, 0, 256, LY_SW128, 1, LY_INTER, 0, 1, 6)};
     for (size_t k = 0; k < sizeof two / sizeof two[0]; k++) two[k].wgs = 2, one(&two[k], r, 0);
+    /* fp8: K-major only (no transpose), SS and RS, f32 and f16 accumulators, e4m3 and e5m2 and the two mixed */
+    static const int f8[][3] = {{AT_E4M3, AT_E4M3, 1}, {AT_E5M2, AT_E5M2, 0}, {AT_E4M3, AT_E5M2, 1}, {AT_E5M2, AT_E4M3, 1}};
+    for (int f = 0; f < 4; f++)
+        for (int ni = 0; ni < 3; ni++)
+            for (int ly = LY_INTER; ly <= LY_SW128; ly += 3 - 2 * (ni == 1)) {   /* interleave and 128B; n 64: all four */
+                Cfg c = make_cfg(0, f8[f][0], f8[f][2], ns[ni], ly, 1, ly, 1, ly & 1, ly + ni + f);
+                c.bt = f8[f][1];
+                one(&c, r, 0);
+                c = make_cfg(1, f8[f][0], f8[f][2], ns[ni], LY_SW128, 1, ly, 1, ly & 1, ly + ni + f + 3);
+                c.bt = f8[f][1];
+                one(&c, r, 0);
+            }
     /* tf32: K-major only (the ISA: no transpose for .tf32), SS and RS */
     for (int ni = 0; ni < 3; ni++)
         for (int ly = LY_INTER; ly <= LY_SW128; ly++) {
@@ -520,7 +540,10 @@ static void planted_bugs(void)
 int main(int argc, char **argv)
 {
     ProbeArgs args = {0};
-    if (probe_args(argc, argv, "seed ptx dump", "test_sim_wgmma [--seed N] [--ptx] [--dump DIR]", &args)) return 2;
+    if (probe_args(argc, argv, "seed ptx dump device", "test_sim_wgmma [--seed N] [--ptx] [--dump DIR] [--device sim|cuda]",
+                   &args))
+        return 2;
+    if (args.device) device = args.device;
     uint64_t seed = args.seed;
     int show = args.show;
     dump_dir = args.dump;
@@ -531,8 +554,8 @@ int main(int argc, char **argv)
         one(&c, &r, 1);
         return 0;
     }
-    printf("wgmma on the sim, seed %llu\n", (unsigned long long)seed);
+    printf("wgmma on the %s, seed %llu\n", device, (unsigned long long)seed);
     numerics(&r);
-    planted_bugs();
+    if (!strcmp(device, "sim")) planted_bugs();   /* the sim's refusals; a GPU runs them to whatever they give */
     return check_summary();
 }

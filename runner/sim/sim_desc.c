@@ -114,8 +114,9 @@ int sim_sdesc_check(const SimSmemDesc *d, char *err, size_t errlen)
 
 int sim_sdesc_check_operand(const SimSmemDesc *d, int k_major, int elem_bytes, char *err, size_t errlen)
 {
-    if (elem_bytes != 2 && elem_bytes != 4)
-        return dev_errf(err, errlen, "smem operand: %d-byte elements (2 for f16/bf16, 4 for tf32)", elem_bytes);
+    if (elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4)
+        return dev_errf(err, errlen, "smem operand: %d-byte elements (1 for fp8, 2 for f16/bf16, 4 for tf32)", elem_bytes);
+    if (elem_bytes == 1 && !k_major) return dev_errf(err, errlen, "smem operand: an fp8 operand is K-major");
     int base32 = d->layout == SL_SW128_BASE32B;
     if (base32 && (k_major || elem_bytes != 4))
         return dev_errf(err, errlen, "smem operand: the 128B swizzle with 32-byte atoms is for MN-major tf32 only");
@@ -154,7 +155,7 @@ static int64_t mn_major_offset(const SimSmemDesc *d, int eb, int mn, int k)
 
 uint32_t sim_sdesc_elem_addr(const SimSmemDesc *d, int k_major, int elem_bytes, int mn, int k)
 {
-    if ((elem_bytes != 2 && elem_bytes != 4) || mn < 0 || k < 0 || sim_sdesc_atom_bytes(d->layout) < 0)
+    if ((elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4) || mn < 0 || k < 0 || sim_sdesc_atom_bytes(d->layout) < 0)
         return SIM_SDESC_BAD_ADDR;
     int64_t off = k_major ? k_major_offset(d, elem_bytes, mn, k) : mn_major_offset(d, elem_bytes, mn, k);
     int64_t addr = off < 0 ? -1 : (int64_t)d->start + off;

@@ -139,7 +139,7 @@ static const char *type_text(int t)
         [T_U8] = ".u8", [T_U16] = ".u16", [T_U32] = ".u32", [T_U64] = ".u64", [T_S8] = ".s8", [T_S16] = ".s16",
         [T_S32] = ".s32", [T_S64] = ".s64", [T_F16] = ".f16", [T_F16X2] = ".f16x2", [T_BF16] = ".bf16",
         [T_BF16X2] = ".bf16x2", [T_F32] = ".f32", [T_F64] = ".f64", [T_TF32] = ".tf32", [T_E4M3X2] = ".e4m3x2",
-        [T_E5M2X2] = ".e5m2x2"};
+        [T_E5M2X2] = ".e5m2x2", [T_E4M3] = ".e4m3", [T_E5M2] = ".e5m2"};
     return t > T_NONE && t < T_COUNT && k[t] ? k[t] : ".?";
 }
 

@@ -216,30 +216,32 @@ static int imm_operand(const SimInsn *in, int i, int lo, int hi, int step, const
 
 /* Types, shape, operand count and kinds: what the instruction text fixes,
  * checked when the module is parsed (sim_wgmma_form) and read here at issue.
- * The sim runs the .f16, .bf16 and .tf32 variants (FP8, integer and b1
- * types are refused when the mnemonic is decoded). -1 with msg when not. */
+ * The sim runs the .f16, .bf16, .tf32 and FP8 (.e4m3, .e5m2, A and B each)
+ * variants (integer and b1 types are refused by name). -1 with msg when not. */
 static int decode_form(const SimFunc *f, const SimInsn *in, WgOp *op, char *msg, size_t cap)
 {
     const IsaInsn *d = &in->d;
     if (d->ntype != 3) return snprintf(msg, cap, "wgmma.mma_async names three types: .dtype.atype.btype"), -1;
-    int dt = d->type[0], at = d->type[1];
-    if (at != d->type[2])
+    int dt = d->type[0], at = d->type[1], bt = d->type[2];
+    int fp8 = (at == T_E4M3 || at == T_E5M2) && (bt == T_E4M3 || bt == T_E5M2);
+    if (at != bt && !fp8)
         return snprintf(msg, cap, "wgmma.mma_async: .atype and .btype differ (only the FP8 variants mix types)"), -1;
-    if (at != T_F16 && at != T_BF16 && at != T_TF32)
-        return snprintf(msg, cap, "wgmma.mma_async: the sim runs .f16, .bf16 and .tf32 inputs"), -1;
-    if (dt != T_F32 && !(dt == T_F16 && at == T_F16))
-        return snprintf(msg, cap, "wgmma.mma_async: .f16 inputs take an .f16 or .f32 accumulator, .bf16 and .tf32 an .f32 one"), -1;
-    int tf32 = at == T_TF32, k = tf32 ? 8 : 16;
+    if (at != T_F16 && at != T_BF16 && at != T_TF32 && !fp8)
+        return snprintf(msg, cap, "wgmma.mma_async: the sim runs .f16, .bf16, .tf32, .e4m3 and .e5m2 inputs (not integer or .b1)"), -1;
+    if (dt != T_F32 && !(dt == T_F16 && (at == T_F16 || fp8)))
+        return snprintf(msg, cap, "wgmma.mma_async: .f16 and FP8 inputs take an .f16 or .f32 accumulator, .bf16 and .tf32 an .f32 one"), -1;
+    int tf32 = at == T_TF32, k = tf32 ? 8 : fp8 ? 32 : 16, notrans = tf32 || fp8;   /* tf32 and FP8: K-major only */
+    const char *tname = tf32 ? "tf32" : fp8 ? "e4m3/e5m2" : at == T_BF16 ? "bf16" : "f16";
     if (d->m != 64 || d->n < 8 || d->n > 256 || d->n % 8 || d->k != k)
         return snprintf(msg, cap, "wgmma.mma_async: shape m%dn%dk%d; .%s takes m64nNk%d with N = 8 .. 256 in steps of 8",
-                        d->m, d->n, d->k, tf32 ? "tf32" : at == T_BF16 ? "bf16" : "f16", k), -1;
+                        d->m, d->n, d->k, tname, k), -1;
     op->rs = in->nops > 1 && in->o[1].kind == SO_VEC;
-    int want = tf32 ? 6 : op->rs ? 7 : 8;
+    int want = notrans ? 6 : op->rs ? 7 : 8;
     if (in->nops != want)
         return snprintf(msg, cap, "wgmma.mma_async %s .%s takes %d operands (d, %s, b-desc, scale-d, imm-scale-a, imm-scale-b%s), not %d",
-                        op->rs ? "with A in registers" : "with A in shared memory", tf32 ? "tf32" : "f16/bf16", want,
-                        op->rs ? "a" : "a-desc", tf32 ? "" : op->rs ? ", imm-trans-b" : ", imm-trans-a, imm-trans-b", in->nops), -1;
-    op->n = d->n, op->k = k, op->ebytes = tf32 ? 4 : 2, op->dtype = dt, op->atype = at;
+                        op->rs ? "with A in registers" : "with A in shared memory", tname, want,
+                        op->rs ? "a" : "a-desc", notrans ? "" : op->rs ? ", imm-trans-b" : ", imm-trans-a, imm-trans-b", in->nops), -1;
+    op->n = d->n, op->k = k, op->ebytes = tf32 ? 4 : fp8 ? 1 : 2, op->dtype = dt, op->atype = at, op->btype = bt;
     if (vec_regs(f, in, &in->o[0], dt == T_F32 ? d->n / 2 : d->n / 4, "accumulator", msg, cap)) return -1;
     if (op->rs && vec_regs(f, in, &in->o[1], 4, "A fragment", msg, cap)) return -1;
     for (int i = op->rs ? 2 : 1; i <= 2; i++)
@@ -252,8 +254,8 @@ static int decode_form(const SimFunc *f, const SimInsn *in, WgOp *op, char *msg,
     if (imm_operand(in, 4, -1, 1, 2, "imm-scale-a", &sa, msg, cap) || imm_operand(in, 5, -1, 1, 2, "imm-scale-b", &sb, msg, cap))
         return -1;
     op->neg_a = sa < 0, op->neg_b = sb < 0;
-    if (!tf32 && !op->rs && imm_operand(in, 6, 0, 1, 1, "imm-trans-a", &op->trans_a, msg, cap)) return -1;
-    if (!tf32 && imm_operand(in, op->rs ? 6 : 7, 0, 1, 1, "imm-trans-b", &op->trans_b, msg, cap)) return -1;
+    if (!notrans && !op->rs && imm_operand(in, 6, 0, 1, 1, "imm-trans-a", &op->trans_a, msg, cap)) return -1;
+    if (!notrans && imm_operand(in, op->rs ? 6 : 7, 0, 1, 1, "imm-trans-b", &op->trans_b, msg, cap)) return -1;
     return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "sim.h"
 #include "sim_desc.h"
 
-enum { WG_WARPS = 4, WG_THREADS = 128, WG_M = 64, WG_MAX_N = 256, WG_MAX_K = 16 };
+enum { WG_WARPS = 4, WG_THREADS = 128, WG_M = 64, WG_MAX_N = 256, WG_MAX_K = 32 };
 
 /* One wgmma.mma_async of a warpgroup. Its warps reach it one after another
  * (the sim steps warps in turn), so it is collected: each warp adds what is
@@ -21,8 +21,8 @@ typedef struct {
     uint32_t index;             /* how many mma_async each warp issued before this one */
     uint32_t group;             /* the commit group it belongs to (the warps' commit count at issue) */
     uint8_t have;               /* the warps of the group that issued it so far, a bit each */
-    int n, k, ebytes;           /* shape m64nNkK; bytes per A/B element (2, or 4 for tf32) */
-    int dtype, atype;           /* IsaType: D .f32 or .f16; A and B .f16, .bf16 or .tf32 */
+    int n, k, ebytes;           /* shape m64nNkK; bytes per A/B element (2, 4 for tf32, 1 for fp8) */
+    int dtype, atype, btype;    /* IsaType: D .f32 or .f16; A and B .f16, .bf16 or .tf32 (the same), or fp8 each */
     int rs;                     /* A from registers (else from a descriptor) */
     int scale_d;                /* 0: D = A*B, the accumulator is not read */
     int neg_a, neg_b;           /* imm-scale -1 */
@@ -35,9 +35,10 @@ typedef struct {
 /* Computes D = A*B (+ D when scale_d) and writes the accumulator registers
  * of the warpgroup's four warps (sim_wgmma_math.c). */
 void wg_compute(const WgOp *op);
-/* The m64 A tile element (row, k) that RS fragment register reg (0-3), half
- * h (16-bit types; 0 for tf32) of warpgroup thread t holds. */
-void wg_a_frag(int tf32, int t, int reg, int h, int *row, int *k);
+/* The m64 A tile element (row, k) that RS fragment register reg (0-3), part
+ * h of it (16-bit types: its half; fp8: its byte; 0 for tf32) of warpgroup
+ * thread t holds, for elements of ebytes bytes. */
+void wg_a_frag(int ebytes, int t, int reg, int h, int *row, int *k);
 /* Whether a write by warp w into shared word wd is ordered after the wgmma op that last read it (0: a race,
  * reported) */
 int sim_wgmma_write_ordered(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t wd);

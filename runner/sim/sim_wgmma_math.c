@@ -8,7 +8,11 @@
  * accumulation order and internal width are unspecified, "at least single
  * precision" for .f32 and "at least half precision" for .f16, which one
  * rounding per instruction satisfies. .tf32 inputs lose their 13 low
- * mantissa bits before the multiply, as the ISA says. */
+ * mantissa bits before the multiply, as the ISA says. FP8 (.e4m3, .e5m2)
+ * products are exact too; the hardware's FP8 accumulation is known to keep
+ * fewer bits than f32 (what DeepGEMM promotes around), which one rounding
+ * per instruction does not model: results agree within the accumulator's
+ * width, not bit for bit. */
 #include <stdlib.h>
 #include "dtype.h"
 #include "sim_wgmma.h"
@@ -19,15 +23,17 @@
  * one element a register: row g (+8 for odd r), column q (+4 for r >= 2)
  * (CUTLASS's ALayout_64x8 says the same). g = lane/4, q = lane%4, and warp
  * w of the warpgroup owns rows 16w .. 16w+15. */
-void wg_a_frag(int tf32, int t, int reg, int h, int *row, int *k)
+void wg_a_frag(int ebytes, int t, int reg, int h, int *row, int *k)
 {
-    if (!tf32) {
+    if (ebytes == 2) {
         sim_wgmma_a_map(t, reg, h, row, k);
         return;
     }
+    /* tf32: one element a register, column q (+4 for r >= 2); fp8: the mma.m16n8k32 8-bit A fragment, four a
+     * register, columns 4q + h (+16 for r >= 2) (the ISA's wgmma-64N32-A figure) */
     int w = t / 32, g = t % 32 / 4, q = t % 4;
     *row = 16 * w + g + 8 * (reg % 2);
-    *k = q + 4 * (reg / 2);
+    *k = ebytes == 4 ? q + 4 * (reg / 2) : 4 * q + h + 16 * (reg / 2);
 }
 
 double sim_mma_elem(int type, uint32_t bits)
@@ -35,6 +41,7 @@ double sim_mma_elem(int type, uint32_t bits)
     switch (type) {
     case T_F16: return fp16_to_f32((uint16_t)bits);
     case T_BF16: return bf16_to_f32((uint16_t)bits);
+    case T_E4M3: case T_E5M2: return fp8_to_f32((uint8_t)bits, type == T_E5M2);
     default: return bits_f32(bits & ~0x1FFFu);   /* tf32: the low 13 bits are dropped */
     }
 }
@@ -54,13 +61,13 @@ static void fetch_a(const WgOp *op, double *a)
         for (int i = 0; i < WG_M * op->k; i++) a[i] = s * sim_mma_elem(op->atype, sim_mma_load(op->cta->smem, op->aaddr[i], op->ebytes));
         return;
     }
-    int tf32 = op->atype == T_TF32;
+    int parts = 4 / op->ebytes, pbits = 8 * op->ebytes;   /* elements a register: 1 (tf32), 2 or 4 (fp8) */
     for (int t = 0; t < WG_THREADS; t++)
         for (int r = 0; r < 4; r++)
-            for (int h = 0; h < (tf32 ? 1 : 2); h++) {
+            for (int h = 0; h < parts; h++) {
                 int row, k;
-                wg_a_frag(tf32, t, r, h, &row, &k);
-                uint32_t bits = tf32 ? op->areg[t][r] : op->areg[t][r] >> (16 * h) & 0xFFFF;
+                wg_a_frag(op->ebytes, t, r, h, &row, &k);
+                uint32_t bits = parts == 1 ? op->areg[t][r] : op->areg[t][r] >> (pbits * h) & ((1u << pbits) - 1);
                 a[row * op->k + k] = s * sim_mma_elem(op->atype, bits);
             }
 }
@@ -68,7 +75,7 @@ static void fetch_a(const WgOp *op, double *a)
 static void fetch_b(const WgOp *op, double *b)
 {
     double s = op->neg_b ? -1 : 1;
-    for (int i = 0; i < op->n * op->k; i++) b[i] = s * sim_mma_elem(op->atype, sim_mma_load(op->cta->smem, op->baddr[i], op->ebytes));
+    for (int i = 0; i < op->n * op->k; i++) b[i] = s * sim_mma_elem(op->btype, sim_mma_load(op->cta->smem, op->baddr[i], op->ebytes));
 }
 
 static double dot(const double *a, const double *b, int k)
@@ -88,7 +95,7 @@ static double result(const WgOp *op, const double *a, const double *b, int t, in
 
 void wg_compute(const WgOp *op)
 {
-    double a[WG_M * WG_MAX_K], b[WG_MAX_N * WG_MAX_K];   /* 40 KB: on the stack, no shared scratch */
+    double a[WG_M * WG_MAX_K], b[WG_MAX_N * WG_MAX_K];   /* 80 KB: on the stack, no shared scratch */
     fetch_a(op, a);
     fetch_b(op, b);
     const SimFunc *f = op->cta->f;
