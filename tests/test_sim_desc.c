@@ -142,7 +142,10 @@ static void check_tests(void)
     check(sim_sdesc_check_operand(&sw, 0, 4, err, sizeof err) == -1, "operand: MN-major tf32 with plain 128B refused", "ok");
     check(sim_sdesc_check_operand(&sw, 0, 2, err, sizeof err) == 0 && sim_sdesc_check_operand(&sw, 1, 4, err, sizeof err) == 0,
           "operand: MN-major f16 and K-major tf32 with 128B", "%s", err);
-    check(sim_sdesc_check_operand(&sw, 1, 1, err, sizeof err) == -1, "operand: 1-byte elements refused", "ok");
+    /* fp8 (wgmma .e4m3/.e5m2): 1-byte elements, K-major only */
+    check(sim_sdesc_check_operand(&sw, 1, 1, err, sizeof err) == 0, "operand: K-major 1-byte elements (fp8)", "%s", err);
+    check(sim_sdesc_check_operand(&sw, 0, 1, err, sizeof err) == -1, "operand: MN-major 1-byte elements refused", "ok");
+    check(sim_sdesc_check_operand(&sw, 1, 3, err, sizeof err) == -1, "operand: 3-byte elements refused", "ok");
 }
 
 /* ---- element addresses against where TMA puts the bytes ---- */
