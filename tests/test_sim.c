@@ -504,6 +504,11 @@ static void alu_forms(void)
         {"max.f32 %f1, %f0, %f0, %f0;", NULL},
         {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
         {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};
+    /* the most negative integer constant (negated in signed arithmetic it overflowed: UBSan found it in
+     * CUTLASS's PTX), to its value (another divides by zero) */
+    static const Form big[] = {{"mov.b64 %rd1, -9223372036854775808;\n  setp.eq.u64 %p0, %rd1, 0x8000000000000000;\n"
+                                "  selp.u32 %r1, 1, 0, %p0;\n  div.u32 %r1, 1, %r1;", NULL}};
+    form_cases("sm_90a", "", "  .reg .b32 %r<2>;\n  .reg .b64 %rd<2>;\n  .reg .pred %p<1>;\n", 32, big, 1);
     form_cases("sm_90a", "", "  .reg .b16 %h<2>;\n  .reg .b32 %r<2>;\n  .reg .f32 %f<2>;\n  .reg .pred %p<2>;\n"
                "  mov.b16 %h0, 0x3C00;\n  mov.f32 %f0, 0f3F800000;\n  mov.b32 %r0, 0;\n  setp.ne.f32 %p0, %f0, 0f00000000;\n",
                32, k, sizeof k / sizeof k[0]);

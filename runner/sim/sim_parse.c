@@ -310,7 +310,9 @@ static int parse_const(Parser *P, SimOpnd *o)
     if (o->lit == LIT_DEC ? parse_decimal_float(P->lx.tok, neg, &o->imm) : parse_int(P->lx.tok, &o->imm))
         return perr(P, P->lx.tline, "bad number %.60s", P->lx.tok);
     if (neg && o->lit != LIT_DEC)
-        o->imm = o->lit == LIT_F32 ? o->imm ^ 0x80000000ll : o->lit == LIT_F64 ? (int64_t)((uint64_t)o->imm ^ (1ull << 63)) : -o->imm;
+        o->imm = o->lit == LIT_F32 ? o->imm ^ 0x80000000ll
+               : o->lit == LIT_F64 ? (int64_t)((uint64_t)o->imm ^ (1ull << 63))
+                                   : (int64_t)(0 - (uint64_t)o->imm);   /* -9223372036854775808 too */
     next(&P->lx);
     return 0;
 }
@@ -370,7 +372,7 @@ static int parse_addr(Parser *P, SimOpnd *o)
         if (neg) next(&P->lx);
         int64_t v;
         if (P->lx.kind != T_NUM || parse_int(P->lx.tok, &v)) return perr(P, P->lx.tline, "bad address offset");
-        o->imm += neg ? -v : v;
+        o->imm = (int64_t)((uint64_t)o->imm + (neg ? 0 - (uint64_t)v : (uint64_t)v));   /* wraps, as the address does */
         next(&P->lx);
     }
     if (is(&P->lx, ",")) {   /* [tensor map, {coordinates}] of a bulk tensor copy */
@@ -708,7 +710,7 @@ static int init_value(Parser *P, int esize, int fl, uint8_t *out)
     if (P->lx.kind != T_NUM)
         return perr(P, line, "module .global initializer '%.60s': only numbers are supported (no addresses)", P->lx.tok);
     if (!parse_int(P->lx.tok, &v)) {
-        if (neg) v = -v;
+        if (neg) v = (int64_t)(0 - (uint64_t)v);   /* in unsigned arithmetic: -9223372036854775808 too */
     } else if (!fl || parse_decimal_float(P->lx.tok, neg, &v)) {
         return perr(P, line, "bad initializer value %.60s", P->lx.tok);
     } else if (esize != 8) {   /* a float's bits */
