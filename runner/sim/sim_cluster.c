@@ -79,7 +79,7 @@ static void cluster_wait(SimCta *c, SimWarp *w, const SimInsn *in)
     w->state = WS_CLUSTER, w->wait_line = in->line;
 }
 
-/* ---- mapa: the same variable in another CTA of the cluster ---- */
+/* ---- cluster launch control's response ---- */
 /* clusterlaunchcontrol.query_cancel of a try_cancel response in a .b128 register (two slots): the sim's response
  * (sim_tma.c) has bit 0 set for a cancelled cluster and its first ctaid in bits 32-127; the sim never cancels one. */
 static void clc_query(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
@@ -102,20 +102,30 @@ static void clc_query(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* ---- mapa and getctarank: shared addresses and the CTAs they name ---- */
+
+/* Operand 1 of mapa or getctarank in lane l as a .shared::cluster address: a generic one (no state space written)
+ * through the shared window. 0, or -1 having failed the CTA. */
+static int shared_opnd(SimCta *c, SimWarp *w, const SimInsn *in, int l, uint64_t *a)
+{
+    *a = sim_read(c, w, &in->o[1], l);
+    if (in->d.nspace) return 0;
+    if (*a - SIM_SHARED_WINDOW >= (1ull << 32)) {
+        sim_fail(c, sim_warp_id(c, w), l, in, "%s of generic address 0x%llx, which is not shared memory",
+                 isa_base_text(in->d.op), (unsigned long long)*a);
+        return -1;
+    }
+    *a -= SIM_SHARED_WINDOW;
+    return 0;
+}
+
 /* The rank of the CTA whose shared memory a .shared::cluster (or generic) address names: its bits 24 and up. */
 static void getctarank(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t a = sim_read(c, w, &in->o[1], l);
-        if (!in->d.nspace) {
-            if (a - SIM_SHARED_WINDOW >= (1ull << 32)) {
-                sim_fail(c, sim_warp_id(c, w), l, in, "getctarank of generic address 0x%llx, which is not shared memory",
-                         (unsigned long long)a);
-                return;
-            }
-            a -= SIM_SHARED_WINDOW;
-        }
+        uint64_t a;
+        if (shared_opnd(c, w, in, l, &a)) return;
         uint64_t rank = (uint32_t)a >> SIM_RANK_SHIFT;
         if (rank >= (uint64_t)c->cl->n) {
             sim_fail(c, sim_warp_id(c, w), l, in, "getctarank of shared address 0x%llx: rank %llu, but the cluster has %d",
@@ -126,20 +136,14 @@ static void getctarank(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
+/* The same variable in another CTA of the cluster. */
 static void mapa(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int generic = !in->d.nspace;
     for (int l = 0; l < 32 && !c->failed; l++) {
         if (!(exec >> l & 1)) continue;
-        uint64_t a = sim_read(c, w, &in->o[1], l), rank = sim_read(c, w, &in->o[2], l);
-        if (generic) {
-            if (a - SIM_SHARED_WINDOW >= (1ull << 32)) {
-                sim_fail(c, sim_warp_id(c, w), l, in, "mapa of generic address 0x%llx, which is not shared memory",
-                         (unsigned long long)a);
-                return;
-            }
-            a -= SIM_SHARED_WINDOW;
-        }
+        uint64_t a, rank = sim_read(c, w, &in->o[2], l);
+        if (shared_opnd(c, w, in, l, &a)) return;
         if (rank >= (uint64_t)c->cl->n) {
             sim_fail(c, sim_warp_id(c, w), l, in, "mapa to CTA rank %llu; the cluster has %d", (unsigned long long)rank, c->cl->n);
             return;

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dtype.h"
 #include "sim.h"
 
 enum { T_EOF, T_ID, T_NUM, T_STR, T_PUNCT };
@@ -155,9 +156,8 @@ static int parse_int(const char *t, int64_t *v)
 static int parse_shared(Parser *P, int is_extern);
 static int parse_local(Parser *P);
 
-/* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double and converts it to the
- * instruction's type, so an .f64 instruction gets its 64 bits and any other (an .f32 operand, createpolicy's
- * fraction) the bits of the nearest float. 0 and *v set, or -1 if t is not one. */
+/* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double, whose bits *v gets (an operand's
+ * conversion to its type: sim_types.c; an initializer's: init_value). 0 and *v set, or -1 if t is not one. */
 static int parse_decimal_float(const char *t, int neg, int64_t *v)
 {
     if (!strpbrk(t, ".eE") || (t[0] == '0' && (t[1] == 'x' || t[1] == 'X'))) return -1;
@@ -716,10 +716,7 @@ static int init_value(Parser *P, int esize, int fl, uint8_t *out)
     } else if (esize != 8) {   /* a float's bits */
         double x;
         memcpy(&x, &v, 8);
-        float y = (float)x;
-        uint32_t b;
-        memcpy(&b, &y, 4);
-        v = b;
+        v = f32_bits((float)x);
     }
     for (int b = 0; b < esize; b++) out[b] = (uint8_t)((uint64_t)v >> (8 * b));
     next(&P->lx);

@@ -26,6 +26,7 @@
  * instructions, which have forms of their own) are not type-checked. */
 #include <stdio.h>
 #include <string.h>
+#include "dtype.h"
 #include "sim.h"
 
 enum { ANY, EXACT, WIDER };   /* unchecked; the operand's type; or a wider register (ld/st data, cvt) */
@@ -143,14 +144,6 @@ static const char *type_text(int t)
     return t > T_NONE && t < T_COUNT && k[t] ? k[t] : ".?";
 }
 
-static uint64_t f32_of(double x)
-{
-    float y = (float)x;
-    uint32_t b;
-    memcpy(&b, &y, 4);
-    return b;
-}
-
 static double f64_of_bits(uint64_t b)
 {
     double x;
@@ -172,7 +165,7 @@ static int constant(SimOpnd *o, int e, int elem)
     if (kind == 'b' && !elem && !(bits == 32 && o->lit == LIT_F32) && !(bits == 64 && o->lit != LIT_F32)) return -1;
     if (kind == 'f' && e != T_F32 && e != T_F64 && !elem) return -1;
     uint64_t raw = o->lit == LIT_F32 ? (uint32_t)o->imm : (uint64_t)o->imm;   /* the constant's own bits */
-    if (kind == 'f' && bits == 32 && o->lit != LIT_F32) raw = f32_of(f64_of_bits(raw));
+    if (kind == 'f' && bits == 32 && o->lit != LIT_F32) raw = f32_bits((float)f64_of_bits(raw));
     o->imm = (int64_t)(bits >= 64 ? raw : raw & ((1ull << bits) - 1));
     o->lit = bits == 64 ? LIT_F64 : LIT_F32;
     return 0;
@@ -232,9 +225,8 @@ static int value_ok(const SimInsn *in, int k, const SimOpnd *o)
 static int one(SimFunc *f, const SimInsn *in, int k, SimOpnd *o, Expect e, int elem, char *why, size_t n)
 {
     int ok = 1;
-    if (o->kind == SO_REG && elem) {   /* a vector's registers were checked together: vec_regs() */
-        ok = 1;
-    } else if (o->kind == SO_REG) {   /* cp.async's fourth operand may instead be its ignore-src predicate */
+    if (o->kind == SO_REG && !elem) {   /* a vector's registers were checked together: vec_regs() */
+        /* cp.async's fourth operand may instead be its ignore-src predicate */
         ok = fits(f->slot_type[o->reg], e) || (in->d.op == I_CP_ASYNC && f->slot_type[o->reg] == T_PRED);
     } else if (o->kind == SO_SREG) {
         ok = sreg_fits(in, o->imm, e.type, elem);
@@ -258,7 +250,7 @@ static void untyped(const SimInsn *in, SimOpnd *o)
     if (in->d.ntype && in->d.type[in->d.ntype - 1] == T_F64) {
         o->lit = LIT_F64;
     } else {
-        o->imm = (int64_t)f32_of(f64_of_bits((uint64_t)o->imm));
+        o->imm = (int64_t)f32_bits((float)f64_of_bits((uint64_t)o->imm));
         o->lit = LIT_F32;
     }
 }

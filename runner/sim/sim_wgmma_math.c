@@ -21,16 +21,16 @@
  * ISA's wgmma-64N16-A figure): register r holds row g (+8 for odd r),
  * columns 2q + h (+8 for r >= 2). tf32: the mma.m16n8k8 tf32 A fragment,
  * one element a register: row g (+8 for odd r), column q (+4 for r >= 2)
- * (CUTLASS's ALayout_64x8 says the same). g = lane/4, q = lane%4, and warp
- * w of the warpgroup owns rows 16w .. 16w+15. */
+ * (CUTLASS's ALayout_64x8 says the same). fp8: the mma.m16n8k32 8-bit A
+ * fragment (wgmma-64N32-A), four a register: row g (+8 for odd r), columns
+ * 4q + h (+16 for r >= 2). g = lane/4, q = lane%4, and warp w of the
+ * warpgroup owns rows 16w .. 16w+15. */
 void wg_a_frag(int ebytes, int t, int reg, int h, int *row, int *k)
 {
     if (ebytes == 2) {
         sim_wgmma_a_map(t, reg, h, row, k);
         return;
     }
-    /* tf32: one element a register, column q (+4 for r >= 2); fp8: the mma.m16n8k32 8-bit A fragment, four a
-     * register, columns 4q + h (+16 for r >= 2) (the ISA's wgmma-64N32-A figure) */
     int w = t / 32, g = t % 32 / 4, q = t % 4;
     *row = 16 * w + g + 8 * (reg % 2);
     *k = ebytes == 4 ? q + 4 * (reg / 2) : 4 * q + h + 16 * (reg / 2);
