@@ -1719,6 +1719,9 @@ sim_tests() {
     section "sim device: attn_fwd and attn_bwd launched from the manifest alone"
     attn_manifest_sim_tests
 
+    section "sim device: random configurations (a new seed each run, printed; scripts/random_checks.py)"
+    counted_test random_checks python3 scripts/random_checks.py --device sim --count 30 --seconds 90 --timeout 120
+
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
     PTXGEN_SIM_MAX_STEPS=200000 sim_mutant "sim mutant: an endless loop is stopped after a bounded instruction count" \
