@@ -571,20 +571,19 @@ static void epilogue(Kctx *k, WgBwd *f) {
     wg_store_group(k, f->wg_bar, f->wg, f->key0, st, 2, bn * 128, f->kvh, f->b);
 }
 
-static void consumer(Kctx *k, void *ctx) {
-    WgBwd *f = ctx;
+/* The loop and epilogue of consumer warpgroup c, or (c < 0) of the one the warp index names. */
+static void consumer_side(Kctx *k, WgBwd *f, int c) {
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     const AttnTile *t = &d->tile;
     int mparts = bwg_mparts(t), bn = t->bn;
-    if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
-    problem(k, f);
     Reg w = e_reg(e, RC_B32), wwarp = e_reg(e, RC_B32), mpart = e_reg(e, RC_B32), npart = e_reg(e, RC_B32);
-    f->wg = e_reg(e, RC_B32), f->warp_row0 = e_reg(e, RC_B32);
+    f->wg = c < 0 ? e_reg(e, RC_B32) : kc_imm32(k, c), f->warp_row0 = e_reg(e, RC_B32);
     INS(e, SUB_U32, R(w), R(k->warp), I(4));
-    INS(e, SHR_U32, R(f->wg), R(w), I(2));
+    if (c < 0) INS(e, SHR_U32, R(f->wg), R(w), I(2));
     INS(e, AND_B32, R(wwarp), R(w), I(3));
-    INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    if (c < 0) INS(e, MUL_LO_U32, R(f->warp_row0), R(w), I(16));
+    else INS(e, MAD_LO_U32, R(f->warp_row0), R(wwarp), I(16), I(64 * c));
     f->wg_bar = e_reg(e, RC_B32);
     INS(e, ADD_U32, R(f->wg_bar), R(f->wg), I(2));
     f->scale_log2 = scale_log2(k);
@@ -635,6 +634,36 @@ static void consumer(Kctx *k, void *ctx) {
     mbar_wait(k, f->kv_bar, kc_imm32(k, 0), 0);                  /* K and V landed */
     query_loop(k, &f->blocks, bwd_step, f, 1);   /* bwd_step moves it on (wg_release) */
     epilogue(k, f);
+}
+
+/* At d 128 each consumer warpgroup runs its own copy of the code, its index a constant: ptxas then keeps the
+ * descriptors (constants plus the ring's offset) on the uniform datapath instead of adding them up per thread and
+ * moving each by R2UR before its wgmma (the main kernel's R2UR 80 -> 23). H200, against one copy for both
+ * (BENCHMARKS.md, 2026-11-28): d 128 -2 %, causal -2 %, GQA 64/8 causal -2 %, deterministic -1 %; at d 64 +2 %,
+ * so d 64 and d 256 keep one copy, and so does varlen (two copies spill 8 bytes there at ptxas 13.0, causal). */
+static void consumer(Kctx *k, void *ctx) {
+    WgBwd *f = ctx;
+    Emit *e = &k->e;
+    if (plan_role_regs(f->p, "consumer")) INS(e, SETMAXNREG_INC, I(plan_role_regs(f->p, "consumer")));
+    problem(k, f);
+    if (f->d->d != 128 || f->d->varlen || f->cw == 1) {
+        consumer_side(k, f, -1);
+        return;
+    }
+    Reg wg = e_reg(e, RC_B32), other = e_reg(e, RC_PRED);
+    INS(e, SUB_U32, R(wg), R(k->warp), I(4));
+    INS(e, SHR_U32, R(wg), R(wg), I(2));
+    int end = e_label(e);
+    for (int c = 0; c < f->cw - 1; c++) {   /* the last warpgroup falls through to the last copy */
+        int next = e_label(e);
+        INS(e, SETP_NE_U32, R(other), R(wg), I(c));
+        INSP(e, other, 0, BRA_UNI, L(next));
+        consumer_side(k, f, c);
+        INS(e, BRA_UNI, L(end));
+        e_place(e, next);
+    }
+    consumer_side(k, f, f->cw - 1);
+    e_place(e, end);
 }
 
 void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
