@@ -640,7 +640,8 @@ static void consumer_side(Kctx *k, WgBwd *f, int c) {
  * descriptors (constants plus the ring's offset) on the uniform datapath instead of adding them up per thread and
  * moving each by R2UR before its wgmma (the main kernel's R2UR 80 -> 23). H200, against one copy for both
  * (BENCHMARKS.md, 2026-11-28): d 128 -2 %, causal -2 %, GQA 64/8 causal -2 %, deterministic -1 %; at d 64 +2 %,
- * so d 64 and d 256 keep one copy, and so does varlen (two copies spill 8 bytes there at ptxas 13.0, causal). */
+ * so d 64 and d 256 keep one copy, and so does varlen (two copies spill 8 bytes there at ptxas 13.0, causal). The
+ * forward measured 0-2 % slower with copies: its descriptors also derive from tiles read from shared memory. */
 static void consumer(Kctx *k, void *ctx) {
     WgBwd *f = ctx;
     Emit *e = &k->e;

@@ -1552,6 +1552,12 @@ sim_tests() {
         '/wait: the step.s MMAs done/ { skip = 1 } skip && /fence::after_thread_sync/ { skip = 0; next } !skip' \
         "TMEM race|tcgen05.ld reads TMEM lane" attn_bwd --hdim 64 -- --sq 200 --sk 130 --hq 2 --hkv 1
     unset PTXGEN_SIM_STRICT
+    echo "-- sim (attention forward, tcgen05 backward): $((SECONDS - start)) s"
+}
+
+# the sim's backward and MLA tests, the planted bugs and the counters (the other lane of main runs sim_tests)
+sim_tests_bwd() {
+    local start=$SECONDS d t c shape f
 
     section "sim device: attn_bwd at small ragged shapes against the float64 reference"
     for d in 64 128; do for t in bf16 fp16; do for c in "" --causal; do
@@ -1800,7 +1806,7 @@ sim_tests() {
     usage_error "bench refuses the sim" "bench needs a GPU" -- bench --kernel attn_fwd --device sim
     usage_error "--device bogus" "--device" -- check --kernel attn_fwd --device gpu7
     usage_error "--ptx missing file" "cannot read" -- check --kernel attn_fwd --device sim --ptx /nonexistent.ptx
-    echo "-- sim: $((SECONDS - start)) s"
+    echo "-- sim (backward, MLA, planted bugs, counters): $((SECONDS - start)) s"
 }
 
 # ---- 4. the command line ----
@@ -2338,21 +2344,46 @@ main() {
         echo "$n_pass passed, $n_fail failed"
         exit 1
     fi
-    c_tests
-    ptxas_matrix
-    sim_tests
-    oracle_tests
-    cli_errors
-    plan_tests
+    # two lanes side by side (the sim is one thread; CI has 2 cores): lane 1 prints as it goes, lane 2 into a file
+    # printed after it; each has its own TMP and counts
+    lane 2 sim_tests_bwd oracle_tests cli_errors plan_tests output_tests >"$TMP/lane2.log" 2>&1 &
+    local lane2=$!
+    lane 1 c_tests ptxas_matrix sim_tests
+    wait "$lane2"
+    echo "== lane 2"
+    cat "$TMP/lane2.log"
+    local l p f
+    for l in 1 2; do
+        if read -r p f <"$TMP/lane$l.counts"; then n_pass=$((n_pass + p)) n_fail=$((n_fail + f))
+        else fail "lane $l" "it ended without its counts (see its lines above)"; fi
+    done
+    echo "-- suite time: ${SECONDS} s"
+    echo "$n_pass passed, $n_fail failed"
+    [ "$n_fail" -eq 0 ]
+}
+
+# lane N FUNC...: the functions in order in a subshell with a TMP of its own; its PASS/FAIL lines go to stdout, its
+# counts ("passed failed") to $TMP/laneN.counts
+lane() {
+    local l=$1
+    shift
+    (
+        local counts=$TMP/lane$l.counts fn
+        TMP=$TMP/lane$l
+        mkdir -p "$TMP" && export TMP
+        n_pass=0 n_fail=0
+        for fn in "$@"; do "$fn"; done
+        echo "$n_pass $n_fail" >"$counts"
+    )
+}
+
+output_tests() {
     section "outputs"
     list_test
     manifest_tests
     stdout_vs_file_test
     no_driver_tests
     library_tests
-    echo "-- suite time: ${SECONDS} s"
-    echo "$n_pass passed, $n_fail failed"
-    [ "$n_fail" -eq 0 ]
 }
 
 main
