@@ -12,7 +12,9 @@
 #      --list, --manifest, -o, and the no-driver path of check, selfcheck and
 #      tests/gpu_matrix.sh
 # Prints one line per test (PASS name / FAIL name: why), then exactly one line
-# "N passed, N failed"; exits non-zero if anything failed.
+# "N passed, N failed"; exits non-zero if anything failed. Two lanes run side by
+# side (main): 1, 2 and the sim's forward tests; then the sim's backward and MLA
+# tests, 4 and 5, whose lines follow the first lane's.
 # PTXGEN_TEST_JOBS sets the number of parallel ptxas workers (default 2).
 set -u
 cd "$(dirname "$0")/.." || exit 1
