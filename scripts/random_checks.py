@@ -57,17 +57,23 @@ def draw(r, archs, large):
         if r.random() < 0.2:
             a += ["--pad", str(r.choice([8, 16]))]
         x = r.random()
+        seq_lens = [0, 1, 33, 70, 129] + ([700, 1500] if large else [])
         if x < 0.15:
             n = r.choice([1, 2, 3, 4])
-            a += ["--varlen", ",".join(str(r.choice([0, 1, 33, 70, 129] + ([700, 1500] if large else [])))
-                                       for _ in range(n))]
-        elif x < 0.25:
-            a += ["--block-m", "128", "--block-n", "128",
+            a += ["--varlen", ",".join(str(r.choice(seq_lens)) for _ in range(n))]
+            if r.random() < 0.3:
+                a += ["--varlen-k", ",".join(str(r.choice(seq_lens)) for _ in range(n))]
+        elif x < 0.25:   # blocks of 128 fit most tiles; the others are refused unless they are whole tiles
+            a += ["--block-m", str(r.choice([128, 128, 64, 160, 256])), "--block-n", str(r.choice([128, 128, 64, 256])),
                   "--block-mask", r.choice(["random:0.3", "random:0.7", "local:1", "random:0", "random:1"])]
+            if r.random() < 0.3:
+                a += ["--mask-heads", str(r.choice([1, 2, 3]))]
         elif x < 0.33 and kern == "attn_fwd":
             a += ["--page-size", str(r.choice([16, 32, 64, 128, 256]))]
+            if r.random() < 0.3:
+                a.append("--full-kv")
         elif x < 0.38 and kern == "attn_fwd":
-            a += ["--split-kv"]
+            a += ["--split-kv"] + (["--splits", str(r.choice([1, 2, 3, 7]))] if r.random() < 0.5 else [])
     else:
         a += ["--sq", str(r.choice([1, 2, 5, 9] + ([64, 200] if large else []))),
               "--skv", str(r.choice([1, 2, 40, 300, 1000] + ([8192, 70000] if large else []))),
