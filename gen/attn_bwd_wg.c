@@ -572,7 +572,8 @@ static void epilogue(Kctx *k, WgBwd *f) {
 }
 
 /* The loop and epilogue of consumer warpgroup c, or (c < 0) of the one the warp index names. */
-static void consumer_side(Kctx *k, WgBwd *f, int c) {
+static void consumer_side(Kctx *k, void *ctx, int c) {
+    WgBwd *f = ctx;
     Emit *e = &k->e;
     const AttnDesc *d = f->d;
     const AttnTile *t = &d->tile;
@@ -654,17 +655,7 @@ static void consumer(Kctx *k, void *ctx) {
     Reg wg = e_reg(e, RC_B32), other = e_reg(e, RC_PRED);
     INS(e, SUB_U32, R(wg), R(k->warp), I(4));
     INS(e, SHR_U32, R(wg), R(wg), I(2));
-    int end = e_label(e);
-    for (int c = 0; c < f->cw - 1; c++) {   /* the last warpgroup falls through to the last copy */
-        int next = e_label(e);
-        INS(e, SETP_NE_U32, R(other), R(wg), I(c));
-        INSP(e, other, 0, BRA_UNI, L(next));
-        consumer_side(k, f, c);
-        INS(e, BRA_UNI, L(end));
-        e_place(e, next);
-    }
-    consumer_side(k, f, f->cw - 1);
-    e_place(e, end);
+    wg_each_consumer(k, wg, other, f->cw, consumer_side, f);
 }
 
 void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {

@@ -65,6 +65,21 @@ void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *
     e_place(e, end);
 }
 
+void wg_each_consumer(Kctx *k, Reg wg, Reg pred, int n, WgSide side, void *ctx) {
+    Emit *e = &k->e;
+    int next = e_label(e), end = e_label(e);
+    for (int c = 0; c < n - 1; c++) {   /* the last warpgroup falls through to the last copy */
+        INS(e, SETP_NE_U32, R(pred), R(wg), I(c));
+        INSP(e, pred, 0, BRA_UNI, L(next));
+        side(k, ctx, c);
+        INS(e, BRA_UNI, L(end));
+        e_place(e, next);
+        if (c + 2 < n) next = e_label(e);
+    }
+    side(k, ctx, n - 1);
+    e_place(e, end);
+}
+
 Reg wg_lead(Kctx *k) {
     Emit *e = &k->e;
     Reg lead = e_reg(e, RC_PRED), wt = e_reg(e, RC_B32);

@@ -71,6 +71,11 @@ void wg_store_cols(Kctx *k, Reg bar, const char *map, Reg src, int nslabs, int s
  * is_consumer holds run consumer(ctx), the others producer(ctx); both then reach the kernel's end. */
 typedef void (*WgRole)(Kctx *k, void *ctx);
 void wg_roles(Kctx *k, Reg is_consumer, WgRole producer, WgRole consumer, void *ctx);
+/* One copy of side(ctx, c) for each consumer warpgroup c < n, the warps whose warpgroup is wg (a register) running
+ * theirs, so that in each copy c, and what derives from it (shared-memory descriptors), is a constant; pred is a
+ * predicate register the branches use. */
+typedef void (*WgSide)(Kctx *k, void *ctx, int c);
+void wg_each_consumer(Kctx *k, Reg wg, Reg pred, int n, WgSide side, void *ctx);
 /* Pass `it` over a ring of `stages` slots whose barriers start at bar0 (8 bytes apart): that slot's barrier
  * and the parity its pass completes, the same slot's barrier in the twin ring from twin0 (full <-> empty),
  * and the slot's byte offset from slot 0 (slots slot_bytes apart). */

@@ -251,7 +251,8 @@ static void epilogue(Kctx *k, MlaBwdWg *f) {
 }
 
 /* Warpgroup c's whole loop and epilogue, c a constant. */
-static void consumer_side(Kctx *k, MlaBwdWg *f, int c) {
+static void consumer_side(Kctx *k, void *ctx, int c) {
+    MlaBwdWg *f = ctx;
     Emit *e = &k->e;
     f->c = c;
     consumer_bases(k, f);
@@ -286,14 +287,7 @@ static void consumer(Kctx *k, void *ctx) {
     if (f->det) f->mul = mla_dkv_fixed(k).mul;
     /* lse and delta of the lane's heads, loaded once and held across the loop (4 registers the consumers have) */
     mla_bwd_row_stats(k, &f->cta, f->warp_row0, f->neg_lse2, f->delta);
-    int one = e_label(e), end = e_label(e);
-    INS(e, SETP_NE_U32, R(second), R(c), I(0));
-    INSP(e, second, 0, BRA_UNI, L(one));
-    consumer_side(k, f, 0);
-    INS(e, BRA_UNI, L(end));
-    e_place(e, one);
-    consumer_side(k, f, 1);
-    e_place(e, end);
+    wg_each_consumer(k, c, second, 2, consumer_side, f);
 }
 
 void mla_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module) {
