@@ -265,39 +265,64 @@ static void test_api_sizes(void) {
     }
 }
 
-/* Block-sparse on wgmma, the main kernel is the key-list kernel's programmatic dependent: the flag, the manifest's
- * field, the list kernel's trigger and the main kernel's wait before its first memory access; no other set has it. */
+/* Programmatic dependents: block-sparse attn_fwd on wgmma, its main kernel after the key-list kernel, which
+ * triggers it as it starts; the wgmma attn_bwd, main after pre and the dQ convert after main (not the mma.sync dQ
+ * kernel some deterministic tiles take), each launched as the CTAs before it exit (no early trigger). Per set the
+ * flags, the manifest's field, the triggers, and in each dependent the wait before its first memory access; no
+ * other set has them. */
 static void test_programmatic_dependent(void) {
-    const char *family[2] = {"wgmma", "sync"};
-    for (int sparse = 0; sparse < 2; sparse++)
-        for (int f = 0; f < 2; f++) {
-            ptxgen_request rq = {.arch = "sm_90a", .kernel = "attn_fwd", .family = family[f], .block_m = 128 * sparse,
-                                 .block_n = 128 * sparse};
-            ptxgen_set *s = NULL;
-            char err[512] = "", what[96];
-            snprintf(what, sizeof what, "%s attn_fwd%s", family[f], sparse ? " block-sparse" : "");
-            if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, what, "%s", err); continue; }
-            int want = sparse && f == 0, n = ptxgen_num_kernels(s), got = 0;
-            for (int k = 0; k < n; k++) got |= ptxgen_programmatic_dependent(s, k) << k;
-            check(got == (want ? 2 : 0), what, "programmatic dependents mask %d", got);
-            check(!ptxgen_programmatic_dependent(s, n) && !ptxgen_programmatic_dependent(s, -1) &&
-                  !ptxgen_programmatic_dependent(NULL, 1), "programmatic_dependent: no such kernel", "%s", what);
-            char *m = ptxgen_manifest_json(s);
-            const char *ptx = ptxgen_ptx(s), *main = want ? strstr(ptx, ".entry attn_fwd_wg") : NULL;
-            check(m && !!strstr(m, "\"programmatic_dependent\": true") == want, what, "manifest field");
-            check(!!strstr(ptx, "griddepcontrol.launch_dependents;") == want && !!strstr(ptx, "griddepcontrol.wait;") == want,
-                  what, "griddepcontrol in the PTX");
-            if (main) {   /* nothing of global memory before the wait */
-                const char *w = strstr(main, "griddepcontrol.wait;");
-                int early = 0;
-                for (const char *x = main; w && x < w; x++)
-                    early |= !strncmp(x, "ld.", 3) || !strncmp(x, "st.", 3) || !strncmp(x, "cp.", 3) ||
-                             !strncmp(x, "atom.", 5) || !strncmp(x, "red.", 4);
-                check(w && !early, what, "the wait before the main kernel's first memory access");
-            }
-            free(m);
-            ptxgen_free(s);
+    static const struct {
+        const char *kernel, *family, *tile;
+        int hdim, sparse, want, trig;   /* the masks of dependents and of kernels that trigger theirs early */
+    } cases[] = {
+        {"attn_fwd", "wgmma", NULL, 128, 0, 0, 0},    {"attn_fwd", "sync", NULL, 128, 0, 0, 0},
+        {"attn_fwd", "wgmma", NULL, 128, 1, 2, 1},    {"attn_fwd", "sync", NULL, 128, 1, 0, 0},
+        {"attn_bwd", "wgmma", NULL, 128, 0, 6, 0},    {"attn_bwd", "wgmma", NULL, 128, 1, 12, 0},
+        {"attn_bwd", "wgmma", "deterministic=1", 64, 0, 6, 0},
+        {"attn_bwd", "wgmma", "deterministic=1", 256, 0, 6, 0},
+        {"attn_bwd", "wgmma", "bm=64,bn=128,dsplit=2,deterministic=1", 128, 0, 2, 0},   /* the dQ kernel is no dependent */
+        {"attn_bwd", "sync", NULL, 128, 0, 0, 0},     {"mla_bwd", "wgmma", NULL, 576, 0, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ptxgen_request rq = {.arch = "sm_90a", .kernel = cases[c].kernel, .family = cases[c].family,
+                             .hdim = cases[c].hdim, .tile = cases[c].tile, .block_m = 128 * cases[c].sparse,
+                             .block_n = 128 * cases[c].sparse};
+        ptxgen_set *s = NULL;
+        char err[512] = "", what[128];
+        snprintf(what, sizeof what, "%s %s d %d%s%s%s", cases[c].family, cases[c].kernel, cases[c].hdim,
+                 cases[c].sparse ? " block-sparse" : "", cases[c].tile ? " " : "", cases[c].tile ? cases[c].tile : "");
+        if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, what, "%s", err); continue; }
+        int want = cases[c].want, n = ptxgen_num_kernels(s), got = 0;
+        for (int k = 0; k < n; k++) got |= ptxgen_programmatic_dependent(s, k) << k;
+        check(got == want, what, "programmatic dependents mask %d, want %d", got, want);
+        check(!ptxgen_programmatic_dependent(s, n) && !ptxgen_programmatic_dependent(s, -1) &&
+              !ptxgen_programmatic_dependent(NULL, 1), "programmatic_dependent: no such kernel", "%s", what);
+        char *m = ptxgen_manifest_json(s);
+        const char *ptx = ptxgen_ptx(s);
+        check(m && !!strstr(m, "\"programmatic_dependent\": true") == !!want, what, "manifest field");
+        check(!!strstr(ptx, "griddepcontrol.launch_dependents;") == !!cases[c].trig &&
+              !!strstr(ptx, "griddepcontrol.wait;") == !!want, what, "griddepcontrol in the PTX");
+        for (int k = 0; k < n; k++) {
+            char entry[160];
+            snprintf(entry, sizeof entry, ".entry %s(", ptxgen_entry(s, k));
+            const char *body = strstr(ptx, entry), *next = body ? strstr(body + 1, ".entry ") : NULL;
+            if (!body) { check(0, what, "no %s", entry); continue; }
+            const char *w = strstr(body, "griddepcontrol.wait;"), *t = strstr(body, "griddepcontrol.launch_dependents;");
+            if (w && next && w > next) w = NULL;
+            if (t && next && t > next) t = NULL;
+            int dep = (want >> k) & 1, trig = (cases[c].trig >> k) & 1;
+            check(!!w == dep, what, "kernel %d (%s): a wait %s", k, ptxgen_entry(s, k), dep ? "missing" : "unasked");
+            check(!!t == trig, what, "kernel %d (%s): an early trigger %s", k, ptxgen_entry(s, k), trig ? "missing" : "unasked");
+            check(!trig || ((want >> (k + 1)) & 1), what, "kernel %d: a trigger with no dependent after it", k);
+            int early = 0;   /* nothing of global memory before the wait */
+            for (const char *x = body; w && x < w; x++)
+                early |= !strncmp(x, "ld.", 3) || !strncmp(x, "st.", 3) || !strncmp(x, "cp.", 3) ||
+                         !strncmp(x, "atom.", 5) || !strncmp(x, "red.", 4);
+            check(!early, what, "kernel %d (%s): memory touched before the wait", k, ptxgen_entry(s, k));
         }
+        free(m);
+        ptxgen_free(s);
+    }
 }
 
 int main(void) {
