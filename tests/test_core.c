@@ -267,9 +267,9 @@ static void test_api_sizes(void) {
 
 /* Programmatic dependents: block-sparse attn_fwd on wgmma, its main kernel after the key-list kernel, which
  * triggers it as it starts; the wgmma attn_bwd, main after pre and the dQ convert after main (not the mma.sync dQ
- * kernel some deterministic tiles take), each launched as the CTAs before it exit (no early trigger). Per set the
- * flags, the manifest's field, the triggers, and in each dependent the wait before its first memory access; no
- * other set has them. */
+ * kernel some deterministic tiles take), and the wgmma mla_bwd's main kernel and convert, each launched as the CTAs
+ * before it exit (no early trigger). Per set the flags, the manifest's field, the triggers, and in each dependent
+ * the wait before its first memory access; no other set has them. */
 static void test_programmatic_dependent(void) {
     static const struct {
         const char *kernel, *family, *tile;
@@ -281,7 +281,8 @@ static void test_programmatic_dependent(void) {
         {"attn_bwd", "wgmma", "deterministic=1", 64, 0, 6, 0},
         {"attn_bwd", "wgmma", "deterministic=1", 256, 0, 6, 0},
         {"attn_bwd", "wgmma", "bm=64,bn=128,dsplit=2,deterministic=1", 128, 0, 2, 0},   /* the dQ kernel is no dependent */
-        {"attn_bwd", "sync", NULL, 128, 0, 0, 0},     {"mla_bwd", "wgmma", NULL, 576, 0, 0, 0},
+        {"attn_bwd", "sync", NULL, 128, 0, 0, 0},     {"mla_bwd", "wgmma", NULL, 576, 0, 6, 0},
+        {"mla_bwd", "wgmma", "deterministic=1", 576, 0, 6, 0},   {"mla_bwd", "sync", NULL, 576, 0, 0, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ptxgen_request rq = {.arch = "sm_90a", .kernel = cases[c].kernel, .family = cases[c].family,
