@@ -59,7 +59,7 @@ typedef struct {
     unsigned max_regs;     /* .maxnreg: registers per thread ptxas may use (0: from .maxntid and .minnctapersm;
                               ptxas counts a wgmma kernel's threads in whole warpgroups there) */
     int pdl;               /* a programmatic dependent of the kernel launched before it (sm_90+): its threads run
-                              griddepcontrol.wait before they touch memory that kernel writes or reads, so a launcher
+                              griddepcontrol.wait as they start (kctx_begin), before any memory access, so a launcher
                               may start it while that kernel still runs (programmatic stream serialization); one that
                               does not launches it after, as any kernel, and the wait returns at once */
 } KernelSpec;

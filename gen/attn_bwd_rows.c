@@ -185,7 +185,6 @@ static void convert_row(Kctx *k, const AttnDesc *d, const RowCta *rc, int pass, 
 void bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) {
     Kctx kc;
     kctx_begin(&kc, ks);
-    if (ks->pdl) INS0(&kc.e, GRIDDEP_WAIT);   /* main's dQ adds are all done and visible */
     RowCta rc;
     row_cta(&kc, d, &rc);
     row_lengths(&kc, d, &rc, BWD_ROWS_PER_CTA);

@@ -694,7 +694,6 @@ void attn_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *
     mbar_init(&kc, plan_region(p, "barriers"), nb, counts, bar);
     f.kv_bar = bar[0], f.full0 = bar[1], f.empty0 = bar[1 + t->stages];
     INS(e, BAR_SYNC, I(0));                                       /* the barriers are initialised */
-    if (ks->pdl) INS0(e, GRIDDEP_WAIT);   /* pre's stats, zeroed dQ accumulator and semaphores are in */
     Reg is_consumer = e_reg(e, RC_PRED);
     INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(4));
     int past = 0;

@@ -722,7 +722,6 @@ void attn_fwd_wg_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Bu
         f.tit = e_reg(e, RC_B32);
     }
     INS(e, BAR_SYNC, I(0));                                      /* the barriers are initialised */
-    if (ks->pdl) INS0(e, GRIDDEP_WAIT);                          /* the kernel before it (the key lists) is done */
 
     Reg is_consumer = e_reg(e, RC_PRED);
     if (wg_consumer_warp0(t)) INS(e, SETP_GE_U32, R(is_consumer), R(kc.warp), I(wg_consumer_warp0(t)));

@@ -154,7 +154,7 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
 }
 
 /* Block-sparse, the main kernel is a programmatic dependent of the key-list kernel: it launches as the lists are
- * built, and its threads wait for them past the barriers' set-up (griddepcontrol.wait). */
+ * built, and its threads wait for them as they start (griddepcontrol.wait, kctx_begin). */
 static int after_lists(const AttnDesc *d) { return d->block_m > 0; }
 
 void attn_fwd_wg_sparse(const AttnDesc *d, SparseLists *l) {

@@ -145,7 +145,6 @@ void mla_bwd_convert_emit(const AttnDesc *d, const KernelSpec *ks, Buf *module) 
     Kctx *k = &kc;
     kctx_begin(k, ks);
     Emit *e = &k->e;
-    if (ks->pdl) INS0(e, GRIDDEP_WAIT);   /* main's dkv adds are all done and visible */
     int tpr = MLA_ROW_THREADS / MLA_CONVERT_ROWS, per = d->d / 8 / tpr;
     Reg row = e_reg(e, RC_B32), part = e_reg(e, RC_B32), p = e_reg(e, RC_PRED);
     int done = e_label(e);

@@ -299,7 +299,6 @@ void mla_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p
                   .ds_off = plan_region(p, "dS"), .p_off = plan_region(p, "P"), .det = d->tile.deterministic};
     Opnd counts[NBARS] = {I(1), I(128), I(256)};     /* the tiles' expect_tx; producer and consumer threads */
     mbar_init(&kc, plan_region(p, "barriers"), NBARS, counts, f.bar);
-    if (ks->pdl) INS0(e, GRIDDEP_WAIT);   /* pre's delta (and bound) are in; the first thing read of global memory */
     f.it = e_reg(e, RC_B32);
     mla_wg_roles(&kc, producer, consumer, &f);
     kctx_finish(&kc, module);

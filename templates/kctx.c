@@ -20,6 +20,8 @@ void kctx_begin(Kctx *k, const KernelSpec *spec) {
     INS(e, AND_B32, R(k->lane), R(k->tid), I(31));
     INS(e, SHR_U32, R(k->warp), R(k->tid), I(5));
     INS(e, MOV_U32_SYM, R(k->smem), SYM(SMEM_SYM));
+    /* a programmatic dependent may run while the kernel before it still does: nothing of memory before this */
+    if (spec->pdl) INS0(e, GRIDDEP_WAIT);
 }
 
 static const ParamSpec *need_param(Kctx *k, const char *name, ParamType t) {
