@@ -21,6 +21,9 @@ typedef struct {
     int cluster_max;         /* most CTAs in a cluster (1: no clusters) */
 } ArchInfo;
 
+/* griddepcontrol, so programmatic dependent launch (KernelSpec.pdl): sm_90 and later */
+static inline int arch_has_pdl(const ArchInfo *a) { return a->sm >= 90; }
+
 const ArchInfo *arch_find(const char *name);   /* NULL if unknown */
 int arch_count(void);
 const ArchInfo *arch_at(int i);

@@ -44,11 +44,6 @@ typedef struct {
                         * (batch, query head, block of stats_block rows) in the `dq_sem` workspace: no dQ kernel */
     int dq_parts;      /* with dq_ordered, > 1: that many semaphores per block, one per part of dQ's columns that
                         * CTAs of one key block add apart (index block * dq_parts + part) */
-    int chained;       /* 1 (sm_90+): the main kernel and the dQ convert are programmatic dependents of the kernel
-                        * before each (KernelSpec.pdl): each launches as the CTAs of the one before it exit, and
-                        * waits for its memory in griddepcontrol.wait (FA4's SM90 set does the same). No kernel
-                        * triggers its dependent early: on the H200 a trigger as pre and main start cost 2-6 %
-                        * at small shapes, where without it the set ran 1-6 % faster (BENCHMARKS.md) */
 } BwdFeed;
 static inline int bwd_sem_parts(const BwdFeed *f) { return f->dq_parts > 1 ? f->dq_parts : 1; }
 /* deterministic by the mma.sync dQ kernel, which recomputes dQ per query block (no accumulator) */

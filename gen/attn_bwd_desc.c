@@ -102,7 +102,7 @@ int bwd_set_plan(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, Pla
     return BWD_KERNELS;
 }
 
-static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {0, 0, 0, 0}};
+static const BwdMain sync_main = {bwd_main_plan, bwd_main_spec, bwd_main_emit, {0, 0, 0}};
 
 int attn_bwd_plan(const AttnDesc *d, Plan *plans) { return bwd_set_plan(d, d, &sync_main, plans); }
 
@@ -159,9 +159,11 @@ void bwd_set_build(const AttnDesc *d, const AttnDesc *dq, const BwdMain *main, K
     main->spec(d, &ks->plan[BWD_MAIN], &ks->k[BWD_MAIN]);
     if (bwd_dq_kernel(d, &main->feed)) bwd_dq_spec(dq, &ks->plan[BWD_DQ], &ks->k[BWD_DQ]);
     else bwd_convert_spec(d, &ks->k[BWD_DQ]);
-    /* the dQ kernel (deterministic, d 256) is the mma.sync family's: it waits for main as any kernel does */
-    ks->k[BWD_MAIN].pdl = main->feed.chained;
-    ks->k[BWD_DQ].pdl = main->feed.chained && !bwd_dq_kernel(d, &main->feed);
+    /* sm_90+: main and the dQ kernel after it are programmatic dependents of the kernel before each, so that each
+     * launches as the CTAs before it exit and waits for their memory as it starts (FA4's SM90 set does the same).
+     * No kernel triggers its dependent early: on the H200 a trigger as pre and main start cost 2-6 % at small
+     * shapes, where without it the wgmma set ran 1-6 % faster (BENCHMARKS.md) */
+    ks->k[BWD_MAIN].pdl = ks->k[BWD_DQ].pdl = arch_has_pdl(d->arch);
     bwd_pre_emit(d, &main->feed, &ks->k[BWD_PRE], m);
     buf_puts(m, "\n");
     main->emit(d, &ks->k[BWD_MAIN], &ks->plan[BWD_MAIN], m);

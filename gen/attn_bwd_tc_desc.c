@@ -130,7 +130,7 @@ void attn_bwd_tc_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
 }
 
 static BwdMain tc_main(const AttnDesc *d) {
-    return (BwdMain){attn_bwd_tc_main_plan, attn_bwd_tc_main_spec, attn_bwd_tc_main_emit, {TCB_BM, 1, tcb_dsplit(d), 0}};
+    return (BwdMain){attn_bwd_tc_main_plan, attn_bwd_tc_main_spec, attn_bwd_tc_main_emit, {TCB_BM, 1, tcb_dsplit(d)}};
 }
 
 

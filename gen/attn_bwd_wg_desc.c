@@ -196,11 +196,10 @@ void attn_bwd_wg_main_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     snprintf(ks->grid[2], sizeof ks->grid[2], "b");
 }
 
-/* The main kernel's producer brings each step's lse and delta in with one TMA copy of a padded block; pre, main
- * and the dQ convert are chained by programmatic dependent launch. */
+/* The main kernel's producer brings each step's lse and delta in with one TMA copy of a padded block. */
 static BwdMain wg_main(const AttnDesc *d) {
     return (BwdMain){attn_bwd_wg_main_plan, attn_bwd_wg_main_spec, attn_bwd_wg_main_emit,
-                     {d->tile.bm, bwg_ordered(d), bwg_dsplit(&d->tile), 1}};
+                     {d->tile.bm, bwg_ordered(d), bwg_dsplit(&d->tile)}};
 }
 
 

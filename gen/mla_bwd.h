@@ -104,8 +104,6 @@ struct MlaBwdMain {
     void (*spec)(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks);
     const MlaBwdMain *then;
     void (*workspaces)(const AttnDesc *d, KernelSet *ks);
-    int chained;    /* 1 (sm_90+): this main kernel and the convert are programmatic dependents of the kernel before
-                       each (KernelSpec.pdl; no early trigger), as in the wgmma attn_bwd (BwdFeed.chained) */
 };
 /* The shared main ABI (q, kv, the selection, do, lse, delta, the dkv workspace, dq, sizes, scale; grid
  * (s_q, cdiv(h_q, bm))) and the set's entry names: mla_bwd_<part>_<dtype>_dqk.._dv..[_bm.._bn..][_det]. */

@@ -201,11 +201,11 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     pre_spec(d, &ks->plan[MLA_BWD_PRE], &ks->k[MLA_BWD_PRE]);
     for (const MlaBwdMain *x = mk; x; x = x->then, n++) {
         (x->spec ? x->spec : mla_bwd_main_spec)(d, &ks->plan[n], x, &ks->k[n]);
-        ks->k[n].pdl = x->chained;
+        ks->k[n].pdl = arch_has_pdl(d->arch);   /* as in the attn_bwd set (bwd_set_build) */
         if (x->workspaces) x->workspaces(d, ks);
     }
     convert_spec(d, &ks->k[n]);
-    ks->k[n].pdl = mk->chained && !mk->then;
+    ks->k[n].pdl = arch_has_pdl(d->arch);
     ks->nk = n + 1;
     mla_bwd_pre_emit(d, &ks->k[MLA_BWD_PRE], &ks->plan[MLA_BWD_PRE], m);
     n = MLA_BWD_MAIN;
@@ -217,8 +217,8 @@ void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *m, const MlaBwdMai
     mla_bwd_convert_emit(d, &ks->k[n], m);
 }
 
-static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL, 0},
-                         sync_main1 = {mla_bwd_main_plan, mla_bwd_main_emit, "main_st1", 0, NULL, NULL, NULL, NULL, 0};
+static const MlaBwdMain sync_main = {mla_bwd_main_plan, mla_bwd_main_emit, "main", 0, NULL, NULL, NULL, NULL},
+                         sync_main1 = {mla_bwd_main_plan, mla_bwd_main_emit, "main_st1", 0, NULL, NULL, NULL, NULL};
 static const MlaBwdMain *sync_of(const AttnDesc *d) { return d->tile.stages == 1 ? &sync_main1 : &sync_main; }
 int mla_bwd_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, sync_of(d)); }
 void mla_bwd_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, sync_of(d)); }

@@ -95,6 +95,6 @@ static void ps_workspace(const AttnDesc *d, KernelSet *ks) {
              2 * PAIR_HEADS * PAIR_BLOCK * 2, PAIR_BLOCK);
 }
 
-static const MlaBwdMain pair_dkv = {mla_bwd_pair_dkv_plan, mla_bwd_pair_dkv_emit, "dkv_pair", 0, NULL, dkv_spec, NULL, NULL, 0};
+static const MlaBwdMain pair_dkv = {mla_bwd_pair_dkv_plan, mla_bwd_pair_dkv_emit, "dkv_pair", 0, NULL, dkv_spec, NULL, NULL};
 const MlaBwdMain mla_bwd_pair_main = {mla_bwd_pair_dq_plan, mla_bwd_pair_dq_emit, "dq_pair", 0, NULL, dq_spec, &pair_dkv,
-                                      ps_workspace, 0};
+                                      ps_workspace};

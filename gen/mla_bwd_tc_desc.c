@@ -82,7 +82,7 @@ void mla_bwd_tc_kv_map(const AttnDesc *d, KernelSpec *ks) {
                    "the row stride kv_stride_s * 2 bytes must be a multiple of 16", m);
 }
 
-static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1, mla_bwd_tc_kv_map, NULL, NULL, NULL, 0};
+static const MlaBwdMain tc_main = {mla_bwd_tc_main_plan, mla_bwd_tc_main_emit, "main_tc", 1, mla_bwd_tc_kv_map, NULL, NULL, NULL};
 static const MlaBwdMain *main_of(const AttnDesc *d) { return d->tile.bm == PAIR_HEADS ? &mla_bwd_pair_main : &tc_main; }
 int mla_bwd_tc_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, main_of(d)); }
 void mla_bwd_tc_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, main_of(d)); }

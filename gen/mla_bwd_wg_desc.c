@@ -77,6 +77,6 @@ static void maps(const AttnDesc *d, KernelSpec *ks) {
     mla_wg_head_map(ks, "dq_map", "dq", dt, MLA_D_QK_TEXT, d->tile.bm, dqs);
 }
 
-static const MlaBwdMain wg_main = {main_plan, mla_bwd_wg_main_emit, "main_wg", 1, maps, NULL, NULL, NULL, 1};
+static const MlaBwdMain wg_main = {main_plan, mla_bwd_wg_main_emit, "main_wg", 1, maps, NULL, NULL, NULL};
 int mla_bwd_wg_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &wg_main); }
 void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &wg_main); }
