@@ -205,7 +205,7 @@ static const char *const row_sizes[] = {"s_q", "h_q"};
 
 void bwd_pre_spec(const AttnDesc *d, const BwdFeed *fd, KernelSpec *ks) {
     int stats_block = fd->stats_block;
-    *ks = (KernelSpec){0};
+    *ks = (KernelSpec){.pdl = sparse_follows(d)};   /* pre reads no list, but main waits on pre alone */
     bwd_entry(ks, d, "pre", 0);
     attn_tensor(ks, d, "o", PR_IN, "forward output");
     attn_tensor(ks, d, "do", PR_IN, "gradient of the output");

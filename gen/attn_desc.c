@@ -92,7 +92,7 @@ void attn_fwd_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
      * pages of 64); d 128's 32-key step fell to 58 % from 89 % with it, d 64's 64-key step to 54 % from 82 % */
     int pack4 = d->tile.pack > 1 && d->tile.bn == 64 && d->d == 128;
     *ks = (KernelSpec){.block = {32u * (unsigned)d->tile.warps, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes,
-                       .min_ctas = d->tile.warps <= 2 || pack4 ? 1 : 0};
+                       .min_ctas = d->tile.warps <= 2 || pack4 ? 1 : 0, .pdl = sparse_follows(d)};
     char paged[32] = "";
     if (d->tile.pack > 1) snprintf(paged, sizeof paged, "_pack%d", d->tile.pack);
     paged_suffix(d, paged, sizeof paged);

@@ -155,7 +155,8 @@ void attn_fwd_tc_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     /* one CTA per SM: the launch's 168 registers a thread, which setmaxnreg moves between the roles */
     int pack = tc_fwd_pack(t), q = tc_fwd_qtiles(t);
-    *ks = (KernelSpec){.block = {(unsigned)tc_fwd_roles(t).threads, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1};
+    *ks = (KernelSpec){.block = {(unsigned)tc_fwd_roles(t).threads, 1, 1}, .dyn_smem = (unsigned)p->smem_bytes, .min_ctas = 1,
+                       .pdl = sparse_follows(d)};
     char pk[48] = "";
     if (pack > 1) snprintf(pk, sizeof pk, "_pack%d", pack);
     if (t->poly) snprintf(pk + strlen(pk), sizeof pk - strlen(pk), "_poly%d", t->poly);

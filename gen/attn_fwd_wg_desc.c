@@ -153,8 +153,8 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
-/* Block-sparse, the main kernel is a programmatic dependent of the key-list kernel: it launches as the lists are
- * built, and its threads wait for them as they start (griddepcontrol.wait, kctx_begin). */
+/* Block-sparse, the main kernel is a programmatic dependent of the key-list kernel (sparse_follows), which lets it
+ * launch as the lists are begun (H200: 0.3-1.9 % at 10 %, BENCHMARKS.md); its threads wait for them as they start. */
 static int after_lists(const AttnDesc *d) { return d->block_m > 0; }
 
 void attn_fwd_wg_sparse(const AttnDesc *d, SparseLists *l) {
@@ -178,7 +178,7 @@ void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {
              d->block_m ? "_sparse" : "", paged, persist);
     attn_fwd_abi(ks, d, t->bm);
     if (d->block_m) abi_sparse_keys(ks);
-    ks->pdl = after_lists(d);
+    ks->pdl = sparse_follows(d);
     if (t->persist) sched_abi(ks, t->bm, t->persist);
     if (sched_ordered(d)) sched_order_abi(ks, "read here, the longest tiles handed out first; the counts set back to 0");
     if (d->varlen) {   /* O by plain stores (a TMA store would reach the next sequence): no o_map */

@@ -325,6 +325,7 @@ void sparse_build(const AttnDesc *d, const SparseLists *l, KernelSet *ks, Buf *m
         int order = !q && l->order;   /* the key lists' order for a persistent main kernel */
         if (order) ks->nws += sched_order_workspaces(&ks->ws[ks->nws], t[q]->bm);
         list_spec(d, &ks->k[n], q, *t[q], order);
+        ks->k[n].pdl = n > 0 && arch_has_pdl(d->arch);
         list_emit(d, &ks->k[n], q, *t[q], order, l->early, module);
         buf_puts(module, "\n");
         n++;

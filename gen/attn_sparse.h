@@ -21,6 +21,10 @@ typedef struct { int bm, bn; } SparseTiles;
  * (KernelSpec.pdl), which lets it launch as the list kernel starts (griddepcontrol.launch_dependents). */
 typedef struct SparseLists { SparseTiles keys, queries; int order, early; } SparseLists;
 
+/* Whether the kind's first kernel follows list kernels and so, on sm_90 and later, is a programmatic dependent of
+ * the last one (KernelSpec.pdl), as each list kernel after the first is of the one before */
+static inline int sparse_follows(const AttnDesc *d) { return d->block_m > 0 && arch_has_pdl(d->arch); }
+
 /* Refuses mask blocks that are not whole tiles of the lists' kernels; err names the tile. */
 int  sparse_check(const AttnDesc *d, const SparseLists *l, const char *who, char *err, size_t errlen);
 /* The list kernels of l (0, 1 or 2): their plans, specs and workspaces, their PTX. */

@@ -234,6 +234,7 @@ void splitkv_build(const AttnDesc *d, KernelSet *ks, Buf *module) {
     ks->ws[ks->nws++] = (WorkspaceSpec){"lse_part", "b * num_splits * h_q * s_q * 4", 0,
                                         "fp32 [b, num_splits, h_q, s_q]: each split's LSE rows (+inf: the split saw no key)"};
     combine_spec(d, &ks->k[ks->nk]);
+    ks->k[ks->nk].pdl = arch_has_pdl(d->arch);   /* launched as the main kernel's CTAs exit, as in bwd_set_build */
     buf_puts(module, "\n");
     combine_emit(d, &ks->k[ks->nk], module);
     ks->nk++;

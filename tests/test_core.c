@@ -265,23 +265,27 @@ static void test_api_sizes(void) {
     }
 }
 
-/* Programmatic dependents: block-sparse attn_fwd on wgmma, its main kernel after the key-list kernel, which
- * triggers it as it starts; on sm_90 and later every backward set (attn_bwd, mla_bwd; each family), each kernel
- * after pre launched as the CTAs before it exit (no early trigger); none before sm_90 (no griddepcontrol). Per set
- * the flags, the manifest's field, the triggers, and in each dependent the wait before its first memory access; no
- * other set has them. */
+/* Programmatic dependents, on sm_90 and later (none before: no griddepcontrol): every kernel of a set after its first
+ * (the backward sets of every family, a block-sparse set's kernels after its list kernels, split-KV's combine), each
+ * launched as the CTAs before it exit, but for the block-sparse wgmma attn_fwd, whose key-list kernel triggers its
+ * main kernel as it starts. Per set the flags, the manifest's field, the triggers, and in each dependent the wait
+ * before its first memory access; a single kernel has none. */
 static void test_programmatic_dependent(void) {
     static const struct {
         const char *arch, *kernel, *family, *tile;
-        int hdim, sparse, want, trig;   /* the masks of dependents and of kernels that trigger theirs early */
+        int hdim, sparse, want, trig;   /* sparse 1: mask blocks of 128; 2: split-KV. want, trig: the masks of
+                                         * dependents and of kernels that trigger theirs early */
     } cases[] = {
         {"sm_90a", "attn_fwd", "wgmma", NULL, 128, 0, 0, 0},    {"sm_90a", "attn_fwd", "sync", NULL, 128, 0, 0, 0},
-        {"sm_90a", "attn_fwd", "wgmma", NULL, 128, 1, 2, 1},    {"sm_90a", "attn_fwd", "sync", NULL, 128, 1, 0, 0},
-        {"sm_90a", "attn_bwd", "wgmma", NULL, 128, 0, 6, 0},    {"sm_90a", "attn_bwd", "wgmma", NULL, 128, 1, 12, 0},
+        {"sm_90a", "attn_fwd", "wgmma", NULL, 128, 1, 2, 1},    {"sm_90a", "attn_fwd", "sync", NULL, 128, 1, 2, 0},
+        {"sm_100a", "attn_fwd", "tcgen05", NULL, 128, 1, 2, 0}, {"sm_86", "attn_fwd", "sync", NULL, 128, 1, 0, 0},
+        {"sm_90a", "attn_fwd", "wgmma", NULL, 128, 2, 2, 0},    {"sm_120", "attn_fwd", "sync", NULL, 128, 2, 2, 0},
+        {"sm_80", "attn_fwd", "sync", NULL, 128, 2, 0, 0},
+        {"sm_90a", "attn_bwd", "wgmma", NULL, 128, 0, 6, 0},    {"sm_90a", "attn_bwd", "wgmma", NULL, 128, 1, 14, 0},
         {"sm_90a", "attn_bwd", "wgmma", "deterministic=1", 64, 0, 6, 0},
         {"sm_90a", "attn_bwd", "wgmma", "deterministic=1", 256, 0, 6, 0},
         {"sm_90a", "attn_bwd", "wgmma", "bm=64,bn=128,dsplit=2,deterministic=1", 128, 0, 6, 0},   /* the dQ kernel */
-        {"sm_90", "attn_bwd", "sync", NULL, 128, 0, 6, 0},      {"sm_90", "attn_bwd", "sync", NULL, 64, 1, 24, 0},
+        {"sm_90", "attn_bwd", "sync", NULL, 128, 0, 6, 0},      {"sm_90", "attn_bwd", "sync", NULL, 64, 1, 30, 0},
         {"sm_120", "attn_bwd", "sync", "deterministic=0", 64, 0, 6, 0},
         {"sm_100a", "attn_bwd", "tcgen05", NULL, 128, 0, 6, 0},
         {"sm_80", "attn_bwd", "sync", NULL, 128, 0, 0, 0},      {"sm_89", "attn_bwd", "sync", NULL, 64, 1, 0, 0},
@@ -291,12 +295,12 @@ static void test_programmatic_dependent(void) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ptxgen_request rq = {.arch = cases[c].arch, .kernel = cases[c].kernel, .family = cases[c].family,
-                             .hdim = cases[c].hdim, .tile = cases[c].tile, .block_m = 128 * cases[c].sparse,
-                             .block_n = 128 * cases[c].sparse};
+                             .hdim = cases[c].hdim, .tile = cases[c].tile, .block_m = cases[c].sparse == 1 ? 128 : 0,
+                             .block_n = cases[c].sparse == 1 ? 128 : 0, .splitkv = cases[c].sparse == 2};
         ptxgen_set *s = NULL;
         char err[512] = "", what[128];
         snprintf(what, sizeof what, "%s %s %s d %d%s%s%s", cases[c].arch, cases[c].family, cases[c].kernel, cases[c].hdim,
-                 cases[c].sparse ? " block-sparse" : "", cases[c].tile ? " " : "", cases[c].tile ? cases[c].tile : "");
+                 cases[c].sparse == 1 ? " block-sparse" : cases[c].sparse ? " split-KV" : "", cases[c].tile ? " " : "", cases[c].tile ? cases[c].tile : "");
         if (ptxgen_build(&rq, &s, err, sizeof err)) { check(0, what, "%s", err); continue; }
         int want = cases[c].want, n = ptxgen_num_kernels(s), got = 0;
         for (int k = 0; k < n; k++) got |= ptxgen_programmatic_dependent(s, k) << k;
