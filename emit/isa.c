@@ -193,8 +193,9 @@ static int apply_mod(const char *t, IsaInsn *in, uint32_t *kind, uint64_t *flag)
         case M_CTAGROUP: in->cta_group = (uint8_t)m->val, *kind = MK_CTAGROUP; return 1;
         case M_BCOLLECT: in->bcollect = (uint8_t)m->val, *kind = MK_BCOLLECT; return 1;
         case M_SUB: in->sub = (uint8_t)m->val, *kind = MK_SUB; return 1;
-        case M_HINT:   /* a cache level is kept: the tensor prefetch takes .L2 only */
+        case M_HINT:   /* a cache level is kept: the tensor prefetch takes .L2 only; griddepcontrol's form too */
             if (m->val == MK_LEVEL) in->level = (uint8_t)(t[1] - '0');
+            if (m->val == MK_GRIDDEP) in->sub = (uint8_t)(t[0] == 'w' ? SUB_GRIDDEP_WAIT : SUB_GRIDDEP_LAUNCH);
             *kind = (uint32_t)m->val;
             return 1;
         }

@@ -43,7 +43,8 @@ typedef enum { TS_NONE, TS_32X32B, TS_16X64B, TS_16X128B, TS_16X256B, TS_16X32BX
                TS_128X128B, TS_64X128B, TS_32X128B } IsaTmemShape;
 typedef enum { KIND_NONE, KIND_F16, KIND_TF32, KIND_F8F6F4, KIND_I8 } IsaKind;
 /* What clusterlaunchcontrol.query_cancel asks of a try_cancel response */
-typedef enum { SUB_NONE, SUB_IS_CANCELED, SUB_CTAID, SUB_CTAID_X, SUB_CTAID_Y, SUB_CTAID_Z } IsaSub;
+typedef enum { SUB_NONE, SUB_IS_CANCELED, SUB_CTAID, SUB_CTAID_X, SUB_CTAID_Y, SUB_CTAID_Z,
+               SUB_GRIDDEP_LAUNCH, SUB_GRIDDEP_WAIT } IsaSub;   /* and griddepcontrol's form (its hint) */
 /* Cache operators: hints, kept because cp.async's .cg fixes its size */
 typedef enum { CO_NONE, CO_CA, CO_CG, CO_CS, CO_LU, CO_CV, CO_WB, CO_WT } IsaCacheOp;
 

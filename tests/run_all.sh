@@ -1657,6 +1657,13 @@ sim_tests_bwd() {
         'endless loop'
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the dQ writer adds before every part is staged" \
         '/bar\.sync %r[0-9]+, %r[0-9]+;/ && !n++ { next } { print }' 'the async proxy reads shared .* that nothing has written'
+    # a programmatic dependent's wait deleted: its first global access comes before any wait (strict: an error)
+    sim_bwd_wg_mutant "sim mutant wgmma bwd: main touches memory before griddepcontrol.wait" \
+        '/\.entry attn_bwd_wg_main/ { m = 1 } m && /griddepcontrol\.wait;/ && !d++ { next } { print }' \
+        'before griddepcontrol.wait in a grid launched as a programmatic dependent'
+    sim_bwd_wg_mutant "sim mutant wgmma bwd: the dQ convert touches memory before griddepcontrol.wait" \
+        '/\.entry attn_bwd_dq_convert/ { m = 1 } m && /griddepcontrol\.wait;/ && !d++ { next } { print }' \
+        'before griddepcontrol.wait in a grid launched as a programmatic dependent'
     # the writer waits on warpgroup 0's part, then on warpgroup 1's (a barrier pair each); then the consumers' waits
     sim_bwd_wg_mutant "sim mutant wgmma bwd deterministic: the dQ writer adds warpgroup 1's part before it is staged" \
         '/bar\.sync %r[0-9]+, %r[0-9]+;/ && n++ == 1 { next } { print }' 'cp.reduce.async.bulk.tensor reads word .* that warp .* wrote'

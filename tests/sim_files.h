@@ -12,7 +12,7 @@
 enum { BYTES = 1024 };
 
 typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, fixed, oob, strict; TmapHdr tmap[2]; } Header;
+typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, fixed, oob, strict, pdl; TmapHdr tmap[2]; } Header;
 
 static char *slurp(const char *path) __attribute__((unused));
 static char *slurp(const char *path)
@@ -43,6 +43,7 @@ static void header(const char *text, Header *h)
     h->fixed = strstr(text, "// check: fixed") != NULL;
     h->oob = strstr(text, "// check: oob_fill") != NULL;
     h->strict = strstr(text, "// strict") != NULL;
+    h->pdl = strstr(text, "// pdl") != NULL;   /* launched as a programmatic dependent */
     const char *g = strstr(text, "// grid: "), *c = strstr(text, "// cluster: ");
     h->grid = g ? (unsigned)atoi(g + 9) : 1;
     h->cluster = c ? (unsigned)atoi(c + 12) : 0;
@@ -88,8 +89,8 @@ static int run(Device *dev, const char *ptx, const Header *h, uint8_t *in, uint8
             args[n++] = maps[k];
         }
     if (!rc) {
-        rc = (h->cluster ? dev_launch_cluster(f, grid, block, cluster, h->smem, args, err, errlen)
-                         : dev_launch(f, grid, block, h->smem, args, err, errlen)) ||
+        DevLaunchHow how = {h->cluster ? cluster : NULL, h->pdl};
+        rc = dev_launch_how(f, grid, block, &how, h->smem, args, err, errlen) ||
              dev_sync(dev, err, errlen) || dev_download(dev, out, dout, BYTES, err, errlen);
     }
     char ignore[256];

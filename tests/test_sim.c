@@ -14,6 +14,7 @@
  * 1 for NaN). "// check: oob_fill" compares out with oob_fill_ok's boxes.
  * "// note: TEXT" (with expect: ok) also wants a sim note containing TEXT.
  * "// ctas_per_sm: N" runs N CTAs together on one SM (they share its TMEM).
+ * "// pdl" launches the kernel as a programmatic dependent (DevLaunchHow.pdl).
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>

@@ -183,6 +183,7 @@ typedef struct {
     const SimInsn *bar_red; /* the bar.red it waits in, whose destination gets the reduction, or NULL */
     uint8_t *local;         /* its lanes' local memory (32 frames of the function's local_bytes, then as many
                                written-flags), or NULL until first used */
+    uint32_t pdl_waited;    /* lanes past griddepcontrol.wait (Sim.pdl) */
 } SimWarp;
 
 /* A named barrier (bar.sync / bar.arrive): warps counted this phase, warps blocked in it, and the
@@ -377,6 +378,9 @@ struct Sim {
     size_t errlen;
     uint64_t max_steps;     /* per cluster (SimCluster.work): catches a spin that never ends */
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
+    int pdl;                /* the grid in flight is a programmatic dependent (DevLaunchHow.pdl): on a GPU it may
+                             * run while the grid before it does, so a global access by a thread not yet past
+                             * griddepcontrol.wait is a note (sim_pdl_access) */
     int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
                              * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
     int nsm;                /* %nsmid: the sim is one SM (default 1); a kernel that orders its CTAs by the
@@ -437,6 +441,9 @@ int      sim_mbar_describe(SimCta *c, const SimWarp *w, char *out, size_t cap);
 uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store);
+/* A global access by (w, lane) of a programmatic dependent grid (Sim.pdl) before the lane's griddepcontrol.wait: a
+ * note (an error under strict), since the grid before it may still be writing or reading those bytes on a GPU. */
+void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in);
 /* red/atom's operation on one element of type (IsaType) and width bytes:
  * the new value from old and v (v2: cas's new value). Also the TMA unit's
  * bulk reductions. */

@@ -276,7 +276,7 @@ void sim_note(SimCta *c, int warp, const SimInsn *in, const char *kind, const ch
     va_end(ap);
     Sim *s = c->sim;
     if (s->strict) {
-        sim_fail(c, warp, -1, in, "%s (an error under --strict; a note by default, since NVIDIA's own kernels omit some of what the ISA asks)", msg);
+        sim_fail(c, warp, -1, in, "%s (an error under --strict, which ptxgen's own kernels run in; a note by default)", msg);
         return;
     }
     char head[96];

@@ -229,9 +229,12 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_CLC_QUERY: clc_query(c, w, in, exec); return 1;
     case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
     case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
-    /* every access is performed in order here and PDL grids do not overlap:
-     * memory fences and griddepcontrol have nothing left to order */
-    case I_FENCE: case I_MEMBAR: case I_FENCE_MBAR_INIT: case I_GRIDDEP: return 1;
+    /* every access is performed in order here and PDL grids do not overlap: memory fences and griddepcontrol have
+     * nothing left to order; a dependent's accesses before its wait are noted (sim_pdl_access) */
+    case I_GRIDDEP:
+        if (in->d.sub == SUB_GRIDDEP_WAIT) w->pdl_waited |= exec;
+        return 1;
+    case I_FENCE: case I_MEMBAR: case I_FENCE_MBAR_INIT: return 1;
     }
     return 0;
 }

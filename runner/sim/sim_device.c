@@ -175,7 +175,7 @@ static int sd_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, s
 static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
                      unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
-    const unsigned *cluster = how->cluster;   /* how->pdl: launches run one after another here */
+    const unsigned *cluster = how->cluster;   /* how->pdl: launches run one after another here, its early accesses noted */
     SimFn *f = (SimFn *)f_;
     SimDev *d = f->m->d;
     if ((int)dyn_smem > f->dyn_optin)
@@ -184,7 +184,10 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     d->sim.err = err, d->sim.errlen = errlen;
     size_t n = strlen(d->launched);
     if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
-    return sim_launch(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, args);
+    d->sim.pdl = how->pdl;
+    int rc = sim_launch(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, args);
+    d->sim.pdl = 0;
+    return rc;
 }
 
 static int sd_sync(Device *d, char *err, size_t errlen)

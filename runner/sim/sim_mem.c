@@ -13,9 +13,18 @@
 #include "sim.h"
 #include "sim_wgmma.h"
 
+void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in)
+{
+    if (!c->sim->pdl || (lane >= 0 && lane < 32 && (w->pdl_waited >> lane & 1))) return;
+    sim_note(c, sim_warp_id(c, w), in, "pdl", "thread %d touches global memory before griddepcontrol.wait in a grid launched "
+             "as a programmatic dependent, which may run while the grid before it still does",
+             sim_warp_id(c, w) * 32 + (lane < 0 ? 0 : lane));
+}
+
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
 {
     const char *what = store ? "store" : "load";
+    sim_pdl_access(c, w, lane, in);
     if (addr % (uint64_t)bytes) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "misaligned %d-byte global %s at 0x%llx", bytes, what, (unsigned long long)addr);
         return c->scratch;

@@ -40,6 +40,7 @@ SimCta *tma_shared_opnd(const TmaIssue *x, const SimOpnd *o, int cluster_ok, con
 
 uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int store)
 {
+    sim_pdl_access(x->c, x->w, x->lane, x->in);
     const SimBuf *b = gc->buf;
     if (b && ga >= b->base && ga - b->base + len <= b->size) return b->data + (ga - b->base);
     b = sim_heap_find(&x->c->sim->heap, ga, len);
