@@ -153,13 +153,12 @@ void attn_fwd_wg_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
-/* Block-sparse, the main kernel is a programmatic dependent of the key-list kernel (sparse_follows), which lets it
- * launch as the lists are begun (H200: 0.3-1.9 % at 10 %, BENCHMARKS.md); its threads wait for them as they start. */
-static int after_lists(const AttnDesc *d) { return d->block_m > 0; }
-
+/* Block-sparse (the only case this is called in), the main kernel is a programmatic dependent of the key-list kernel
+ * (sparse_follows), which lets it launch as the lists are begun (H200: 0.3-1.9 % at 10 %, BENCHMARKS.md); its threads
+ * wait for them as they start. */
 void attn_fwd_wg_sparse(const AttnDesc *d, SparseLists *l) {
     attn_fwd_sparse(d, l);
-    l->early = after_lists(d);
+    l->early = 1;
 }
 
 void attn_fwd_wg_spec(const AttnDesc *d, const Plan *p, KernelSpec *ks) {

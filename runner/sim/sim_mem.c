@@ -15,10 +15,9 @@
 
 void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in)
 {
-    if (!c->sim->pdl || (lane >= 0 && lane < 32 && (w->pdl_waited >> lane & 1))) return;
+    if (!c->sim->pdl || (w->pdl_waited >> lane & 1)) return;   /* every caller names its lane, 0..31 */
     sim_note(c, sim_warp_id(c, w), in, "pdl", "thread %d touches global memory before griddepcontrol.wait in a grid launched "
-             "as a programmatic dependent, which may run while the grid before it still does",
-             sim_warp_id(c, w) * 32 + (lane < 0 ? 0 : lane));
+             "as a programmatic dependent, which may run while the grid before it still does", sim_warp_id(c, w) * 32 + lane);
 }
 
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
