@@ -15,7 +15,7 @@ import json, math, sys
 import torch
 from torch.nn.attention import SDPBackend
 import ptxgen
-from peer_bench import (median_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer, family_bench_args, family_bench_header,
+from peer_bench import (interleaved_ms, rel_l2, expand_kv, forward_o_lse, BwdPeer, family_bench_args, family_bench_header,
                         family_bench_row, fa4_func)
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,64,8,128,1",
@@ -65,11 +65,12 @@ def main():
         kx, vx = expand_kv(k, g), expand_kv(v, g)
         o, lse, _ = forward_o_lse(q, kx, vx, scale, bool(causal))
         fl = flops(b, s, hq, d, causal)
-        peers, ref = {}, None
+        sides, ref = {}, None   # every side's backward, timed together below (interleaved_ms)
         for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
             try:
                 p = BwdPeer(be, q, kx, vx, do, bool(causal), scale)
-                peers[name] = median_ms(p, reps)
+                p()
+                sides[name] = p
                 if ref is None or name == "fa2":
                     ref = p.grads_bshd()
             except Exception as ex:   # a backend that refuses the shape is reported, not fatal
@@ -80,12 +81,12 @@ def main():
             try:
                 p = Fa4Bwd(fa4, q, k, v, do, bool(causal))
                 e4 = max(rel_l2(x, r) for x, r in zip(p(), ref)) if ref else float("nan")
-                peers["fa4"] = median_ms(p, reps)
+                sides["fa4"] = p
                 print(f"# fa4 {spec}: max rel err dq/dk/dv vs the reference {e4:.1e}")
-                del p
             except Exception as ex:
                 print(f"# fa4 refused {spec}: {str(ex).splitlines()[0][:100]}")
         tile = ",".join(x for x in (a.tile, "deterministic=1" if det else None) if x) or None
+        errs = {}
         for fam in fams:
             t = dict(q=q, k=k, v=v, o=o, lse=lse, do=do, dq=torch.full_like(q, float("nan")),
                      dk=torch.full_like(k, float("nan")), dv=torch.full_like(v, float("nan")))
@@ -95,8 +96,12 @@ def main():
             except Exception as ex:
                 print(f"# {fam} failed {spec}: {str(ex).splitlines()[0][:160]}")
                 continue
-            err = max(rel_l2(t[n], r) for n, r in zip(("dq", "dk", "dv"), ref)) if ref else float("nan")
-            ms = median_ms(run, reps)
+            errs[fam] = max(rel_l2(t[n], r) for n, r in zip(("dq", "dk", "dv"), ref)) if ref else float("nan")
+            sides[fam] = run
+        times = interleaved_ms(sides, reps)
+        peers = {n: times[n] for n in ("cudnn", "fa2", "fa4") if n in times}
+        for fam in errs:
+            ms, err = times[fam], errs[fam]
             tf = fl / ms / 1e9
             cd, fa, f4 = peers.get("cudnn"), peers.get("fa2"), peers.get("fa4")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}{' det' if det else ''}"
@@ -104,6 +109,7 @@ def main():
             if not err < 2e-2:
                 print(f"# FAIL: {fam} {label} differs from the peer's gradients (rel L2 {err:.2e})")
             rows.append(dict(shape=spec, family=fam, tile=tile, ms=ms, tflops=tf, cudnn_ms=cd, fa2_ms=fa, fa4_ms=f4, rel_err=err))
+        sides = p = None   # the peers hold their graphs
         del q, do, k, v, kx, vx, o, lse, ref
         torch.cuda.empty_cache()
     if a.out:

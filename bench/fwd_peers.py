@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import ptxgen
 # one timing method and one table for every peer benchmark (BENCH.md)
-from peer_bench import median_ms, rel_l2, family_bench_args, family_bench_header, family_bench_row, fa4_func
+from peer_bench import interleaved_ms, rel_l2, family_bench_args, family_bench_header, family_bench_row, fa4_func
 
 DEFAULT_SHAPES = ["4,4096,32,32,128,0", "4,4096,32,32,128,1", "4,4096,64,64,64,0", "4,4096,16,16,256,0",
                   "4,4096,64,8,128,1", "1,16384,16,16,128,0"]
@@ -57,24 +57,33 @@ def main():
         k = torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16)
         fl = flops(b, s, s, hq, d, causal)
-        peers = {}
+        sides = {}   # every side's run, timed together below (interleaved_ms)
         for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
             try:
-                peers[name] = median_ms(sdpa(q, k, v, bool(causal), be), reps)
+                sides[name] = sdpa(q, k, v, bool(causal), be)
+                sides[name]()
             except Exception as ex:   # a backend that refuses the shape is reported, not fatal
+                sides.pop(name)
                 print(f"# {name} refused {spec}: {str(ex).splitlines()[0][:100]}")
         if fa4 is not None:   # [b, s, h, d] as ours, k and v at h_kv heads
             try:
-                peers["fa4"] = median_ms(lambda: fa4(q, k, v, causal=bool(causal)), reps)
+                sides["fa4"] = lambda: fa4(q, k, v, causal=bool(causal))
+                sides["fa4"]()
             except Exception as ex:
+                sides.pop("fa4")
                 print(f"# fa4 refused {spec}: {str(ex).splitlines()[0][:100]}")
         ref = sdpa(q, k, v, bool(causal), SDPBackend.CUDNN_ATTENTION)().transpose(1, 2).float()
+        errs = {}
         for fam in fams:
             run, o = ours(q, k, v, bool(causal), fam, a.tile)
             o.fill_(float("nan"))
             run(); torch.cuda.synchronize()
-            err = rel_l2(o, ref)
-            ms = median_ms(run, reps)
+            errs[fam] = rel_l2(o, ref)
+            sides[fam] = run
+        t = interleaved_ms(sides, reps)
+        peers = {n: t[n] for n in ("cudnn", "fa2", "fa4") if n in t}
+        for fam in fams:
+            ms, err = t[fam], errs[fam]
             tf = fl / ms / 1e9
             cd, fa, f4 = peers.get("cudnn"), peers.get("fa2"), peers.get("fa4")
             label = f"b{b} s{s} h{hq}/{hkv} d{d}{' causal' if causal else ''}"

@@ -163,8 +163,8 @@ class KernelSet:
         for fn, grid, blk, smem, _vals, ptrs, entry in self.bound:
             check(cu.cuLaunchKernel(fn, *grid, *blk, smem, stream, ptrs, None), f"cuLaunchKernel({entry})")
 
-def median_ms(fn, iters=30, warmup=5):
-    """Median GPU time of fn over iters runs, each between two events, all enqueued back to back and read after one
+def _event_ms(fn, iters, warmup):
+    """GPU times of fn over iters runs, each between two events, all enqueued back to back and read after one
     synchronize: the host's launch work for a run overlaps the GPU's previous run, so each side's time is its GPU time
     (its host overhead shows only where it exceeds the GPU time of a run)."""
     for _ in range(warmup): fn()
@@ -173,8 +173,25 @@ def median_ms(fn, iters=30, warmup=5):
     for a, b in ev:
         a.record(); fn(); b.record()
     torch.cuda.synchronize()
-    times = sorted(a.elapsed_time(b) for a, b in ev)
+    return [a.elapsed_time(b) for a, b in ev]
+
+def median_ms(fn, iters=30, warmup=5):
+    """Median GPU time of fn over iters runs (_event_ms)."""
+    times = sorted(_event_ms(fn, iters, warmup))
     return times[len(times) // 2]
+
+def interleaved_ms(sides, iters=30, warmup=3):
+    """Median GPU time of each side (name -> fn) over about iters runs, timed in one round per side, each round
+    visiting the sides in a rotated order, so that each side runs first, second, ... once. The H200 steps down under
+    its power cap after a few long launches (BENCHMARKS.md, 2026-11-27), so a side that always ran after the others
+    would always meet the lower clock; here each meets the same mix of places."""
+    names = list(sides)
+    per = -(-iters // len(names))
+    times = {n: [] for n in names}
+    for r in range(len(names)):
+        for n in names[r:] + names[:r]:
+            times[n] += _event_ms(sides[n], per, warmup)
+    return {n: sorted(t)[len(t) // 2] for n, t in times.items()}
 
 def family_bench_args(shape_help):
     """The command line fwd_peers.py and bwd_peers.py share: families, tile, shapes, --quick, --out."""

@@ -13,3 +13,8 @@ export PYTHONPATH=python:/tmp/fa4/fa4:/tmp/fa4/fa4/nvidia_cutlass_dsl/dsl_packag
 make -j16 all >/dev/null 2>&1 || { echo "build failed"; exit 1; }
 python3 bench/fwd_peers.py --family wgmma "${@:2}" 2>&1 | grep -v "^# note"
 python3 bench/bwd_peers.py --family wgmma "${@:2}" 2>&1 | grep -v "^# note"
+# issue 16's MLA rows in the same call (no peer runs here: FlashMLA and cuDNN's DSA are published numbers)
+M="bench --mma wgmma --sq 4096 --skv 8192 --topk 2048 --iters 30"
+for row in "mla_fwd --hq 64" "mla_fwd --hq 128" "mla_bwd --hq 64" "mla_bwd --hq 128" "mla_bwd --hq 64 --tile deterministic=1"; do
+    echo "== $row: $(./ptxgen $M --kernel $row 2>&1 | grep -E 'TFLOP|median' | tr '\n' ' ')"
+done
