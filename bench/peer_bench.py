@@ -182,9 +182,9 @@ def median_ms(fn, iters=30, warmup=5):
 
 def interleaved_ms(sides, iters=30, warmup=3):
     """Median GPU time of each side (name -> fn) over about iters runs, timed in one round per side, each round
-    visiting the sides in a rotated order, so that each side runs first, second, ... once. The H200 steps down under
-    its power cap after a few long launches (BENCHMARKS.md, 2026-11-27), so a side that always ran after the others
-    would always meet the lower clock; here each meets the same mix of places."""
+    visiting the sides in a rotated order, so that each side runs first, second, ... once. The H200 slows a few
+    launches into a series (BENCHMARKS.md, 2026-11-27 and 2026-11-29), so a side that always ran first would always
+    meet the faster GPU; here each meets the same mix of places."""
     names = list(sides)
     per = -(-iters // len(names))
     times = {n: [] for n in names}
@@ -251,15 +251,17 @@ def dtype_name(dtype):
 
 def time_row(row, ours, peers, flops, err, tol):
     """Times ours and each peer (a callable, or None when its setup failed; a
-    backend may also refuse a shape) into row: ms, TFLOP/s, and a MISMATCH note
+    backend may also refuse a shape) into row, in rotated rounds (interleaved_ms): ms, TFLOP/s, and a MISMATCH note
     when err is not below tol."""
-    row["ours_ms"] = median_ms(ours)
+    sides = {"ours": ours}
     for name, fn in peers.items():
         try:
             if fn is None: raise RuntimeError("setup failed")
-            row[name + "_ms"] = median_ms(fn)
+            fn()   # a backend that refuses the shape raises here, before the timing
+            sides[name] = fn
         except Exception as e:
             row[name + "_ms"] = float("nan"); print(f"# {name} unavailable: {e}", file=sys.stderr)
+    row.update({n + "_ms": t for n, t in interleaved_ms(sides).items()})
     for key in ["ours", *peers]:
         row[key + "_tflops"] = flops / (row[key + "_ms"] * 1e-3) / 1e12
     if not (err < tol):
