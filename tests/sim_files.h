@@ -1,6 +1,6 @@
 /* The harness of the sim's PTX test files (tests/sim/ (*.ptx), read by test_sim and test_fuzz_ptx): a file's
- * header lines (test_sim.c's head says what they mean) and one launch of its entry k over 1024-byte in and out
- * buffers, with the tensor maps the header asks for. */
+ * header lines (test_sim.c's head says what they mean) and one launch of its entry k (after the entries "// before"
+ * names) over 1024-byte in and out buffers, with the tensor maps the header asks for. */
 #ifndef SIM_FILES_H
 #define SIM_FILES_H
 #include <stdint.h>
@@ -12,7 +12,12 @@
 enum { BYTES = 1024 };
 
 typedef struct { int on, dtype, swizzle, oobfill; unsigned dim[2], box[2]; } TmapHdr;
-typedef struct { char expect[256], note[256]; unsigned block, smem, grid, cluster, ctas_per_sm; int atomics, fixed, oob, strict, pdl; TmapHdr tmap[2]; } Header;
+typedef struct {
+    char expect[256], note[256], before[128];   /* before: entries launched ahead of k, space-separated */
+    unsigned block, smem, grid, cluster, ctas_per_sm;
+    int atomics, fixed, oob, strict, pdl;
+    TmapHdr tmap[2];
+} Header;
 
 static char *slurp(const char *path) __attribute__((unused));
 static char *slurp(const char *path)
@@ -33,10 +38,11 @@ static void header(const char *text, Header *h) __attribute__((unused));
 static void header(const char *text, Header *h)
 {
     const char *e = strstr(text, "// expect: "), *b = strstr(text, "// block: "), *s = strstr(text, "// smem: ");
-    const char *n = strstr(text, "// note: ");
-    h->expect[0] = h->note[0] = 0;
+    const char *n = strstr(text, "// note: "), *bf = strstr(text, "// before: ");
+    h->expect[0] = h->note[0] = h->before[0] = 0;
     if (e) sscanf(e + 11, "%255[^\n]", h->expect);
     if (n) sscanf(n + 9, "%255[^\n]", h->note);
+    if (bf) sscanf(bf + 11, "%127[^\n]", h->before);
     h->block = b ? (unsigned)atoi(b + 10) : 0;
     h->smem = s ? (unsigned)atoi(s + 9) : 0;
     h->atomics = strstr(text, "// check: atomics") != NULL;
@@ -88,6 +94,16 @@ static int run(Device *dev, const char *ptx, const Header *h, uint8_t *in, uint8
             rc = encode(dev, &h->tmap[k], k ? dout : din, maps[k], err, errlen);
             args[n++] = maps[k];
         }
+    /* "// before: p q": p, then q, then k, each after the first a programmatic dependent of the one before it
+     * under "// pdl" (the grids a dependent's early accesses are judged against) */
+    char names[sizeof h->before], *save = NULL;
+    memcpy(names, h->before, sizeof names);
+    for (char *nm = strtok_r(names, " ", &save), *first = nm; !rc && nm; nm = strtok_r(NULL, " ", &save)) {
+        DevFunc *g = NULL;
+        DevLaunchHow how = {h->cluster ? cluster : NULL, h->pdl && nm != first};
+        rc = dev_get_func(m, nm, &g, err, errlen) || dev_set_dyn_smem(g, (int)h->smem, err, errlen) ||
+             dev_launch_how(g, grid, block, &how, h->smem, args, err, errlen);
+    }
     if (!rc) {
         DevLaunchHow how = {h->cluster ? cluster : NULL, h->pdl};
         rc = dev_launch_how(f, grid, block, &how, h->smem, args, err, errlen) ||

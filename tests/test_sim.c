@@ -14,7 +14,8 @@
  * 1 for NaN). "// check: oob_fill" compares out with oob_fill_ok's boxes.
  * "// note: TEXT" (with expect: ok) also wants a sim note containing TEXT.
  * "// ctas_per_sm: N" runs N CTAs together on one SM (they share its TMEM).
- * "// pdl" launches the kernel as a programmatic dependent (DevLaunchHow.pdl).
+ * "// pdl" launches the kernel as a programmatic dependent (DevLaunchHow.pdl) of the grid before it;
+ * "// before: p q" launches entries p, then q (a dependent of p under "// pdl"), with k's parameters, before k.
  * usage: test_sim [--device cuda] [FILE.ptx ...]: every file in tests/sim by
  * default; --device cuda runs the correct ones on a GPU instead. */
 #include <dirent.h>

@@ -125,7 +125,14 @@ int  sim_smem_wavefronts(const uint32_t *addr, uint32_t mask, int width, int lan
 int  sim_gmem_sectors(const uint64_t *addr, uint32_t mask, int width);
 
 /* ---- global memory: the device's allocations ---- */
-typedef struct { uint64_t base; size_t size; uint8_t *data; } SimBuf;
+/* acc: per byte, which grids touched it (SIM_ACC_*), so that a programmatic dependent's accesses before its
+ * griddepcontrol.wait are judged against what the grids that may still run beside it do (sim_pdl_access). */
+typedef struct { uint64_t base; size_t size; uint8_t *data, *acc; int live; } SimBuf;
+enum {
+    SIM_ACC_R = 1, SIM_ACC_W = 2,     /* read, written by the grid in flight */
+    SIM_ACC_PR = 4, SIM_ACC_PW = 8,   /* read, written by a grid that may still run beside a dependent in flight */
+    SIM_ACC_RW = SIM_ACC_R | SIM_ACC_W
+};
 typedef struct {
     SimBuf *bufs;       /* sorted by base */
     int n, cap;
@@ -145,6 +152,10 @@ SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_
 SimBuf *sim_heap_alloc(SimHeap *h, size_t bytes, uint64_t *addr, char *err, size_t errlen);
 int  sim_heap_remove(SimHeap *h, uint64_t base);   /* frees the buffer at base; -1 when none starts there */
 void sim_heap_release(SimHeap *h);                 /* frees every buffer; the heap is empty again */
+/* A grid starts: each byte's marks of the grid before become what may still run beside it (SIM_ACC_PR/PW), with
+ * the older ones kept (keep: that grid was a dependent that let this one launch before its own wait) or dropped;
+ * none at all after another stream operation (fresh: an upload, a copy...), which no grid overlaps. */
+void sim_heap_next_grid(SimHeap *h, int keep, int fresh);
 
 /* ---- one CTA in flight ---- */
 /* WS_CLUSTER: waiting in barrier.cluster.wait; WS_UNIT: parked by a unit
@@ -378,9 +389,14 @@ struct Sim {
     size_t errlen;
     uint64_t max_steps;     /* per cluster (SimCluster.work): catches a spin that never ends */
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
-    int pdl;                /* the grid in flight is a programmatic dependent (DevLaunchHow.pdl): on a GPU it may
-                             * run while the grid before it does, so a global access by a thread not yet past
-                             * griddepcontrol.wait is a note (sim_pdl_access) */
+    int pdl;                /* the grid in flight is a programmatic dependent (DevLaunchHow.pdl) of the grid before
+                             * it: on a GPU it may run while that grid does, so a global access by a thread not yet
+                             * past griddepcontrol.wait to bytes that grid writes (or, a store, reads) is a note
+                             * (sim_pdl_access) */
+    int pdl_early;          /* a thread of the dependent in flight let its own dependent launch (launch_dependents,
+                             * or by exiting) before its griddepcontrol.wait: the grid before it may still run then */
+    int pdl_keep;           /* the last grid was such a dependent: its overlaps carry to the next (sim_heap_next_grid) */
+    int stream_op;          /* an upload, download, fill or copy since the last launch: no grid overlaps the next */
     int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
                              * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
     int nsm;                /* %nsmid: the sim is one SM (default 1); a kernel that orders its CTAs by the
@@ -440,10 +456,12 @@ int      sim_mbar_describe(SimCta *c, const SimWarp *w, char *out, size_t cap);
  * in-flight bytes, and races between warps not ordered by a barrier. */
 uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
 uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes);
-uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store);
-/* A global access by (w, lane) of a programmatic dependent grid (Sim.pdl) before the lane's griddepcontrol.wait: a
- * note (an error under strict), since the grid before it may still be writing or reading those bytes on a GPU. */
-void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in);
+uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int kind);   /* SIM_ACC_* */
+/* A global access by (w, lane) of `bytes` at p in buffer b (kind: SIM_ACC_R, SIM_ACC_W or both, a reduction),
+ * marked as the grid in flight's; by a programmatic dependent (Sim.pdl) before the lane's griddepcontrol.wait, to
+ * bytes a grid that may still run beside it writes (a store: or reads), a note (an error under strict): on a GPU
+ * that grid may still be writing or reading them. */
+void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimBuf *b, uint64_t p, int bytes, int kind);
 /* red/atom's operation on one element of type (IsaType) and width bytes:
  * the new value from old and v (v2: cas's new value). Also the TMA unit's
  * bulk reductions. */

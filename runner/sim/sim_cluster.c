@@ -230,9 +230,11 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_SETMAXNREG: setmaxnreg(c, w, in, exec); return 1;
     case I_FENCE_PROXY_ASYNC: fence_proxy_async(c, w, in); return 1;
     /* every access is performed in order here and PDL grids do not overlap: memory fences and griddepcontrol have
-     * nothing left to order; a dependent's accesses before its wait are noted (sim_pdl_access) */
+     * nothing left to order; a dependent's accesses before its wait are noted (sim_pdl_access), and so is a trigger
+     * before it (the grid before this one may then run beside this one's dependent too) */
     case I_GRIDDEP:
         if (in->d.sub == SUB_GRIDDEP_WAIT) w->pdl_waited |= exec;
+        else if (c->sim->pdl && exec & ~w->pdl_waited) c->sim->pdl_early = 1;
         return 1;
     case I_FENCE: case I_MEMBAR: case I_FENCE_MBAR_INIT: return 1;
     }

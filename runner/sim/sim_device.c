@@ -134,6 +134,7 @@ static int sd_free(Device *d_, DevPtr p, char *err, size_t errlen)
 static uint8_t *host_span(SimDev *d, DevPtr p, size_t bytes, const char *what, char *err, size_t errlen)
 {
     SimBuf *b = sim_heap_find(&d->sim.heap, p, bytes);
+    d->sim.stream_op = 1;   /* no grid launched after it overlaps one before it */
     if (!b) dev_errf(err, errlen, "sim: %s of %zu bytes at 0x%llx is outside every allocation", what, bytes, (unsigned long long)p);
     return b ? b->data + (p - b->base) : NULL;
 }
@@ -175,7 +176,7 @@ static int sd_copy(Device *d, DevPtr dst, DevPtr src, size_t bytes, char *err, s
 static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3], const DevLaunchHow *how,
                      unsigned dyn_smem, void **args, char *err, size_t errlen)
 {
-    const unsigned *cluster = how->cluster;   /* how->pdl: launches run one after another here, its early accesses noted */
+    const unsigned *cluster = how->cluster;   /* how->pdl: launches run one after another here, a dependent's early accesses judged (sim_pdl_access) */
     SimFn *f = (SimFn *)f_;
     SimDev *d = f->m->d;
     if ((int)dyn_smem > f->dyn_optin)
@@ -184,8 +185,13 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     d->sim.err = err, d->sim.errlen = errlen;
     size_t n = strlen(d->launched);
     if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
-    d->sim.pdl = how->pdl;
+    /* a dependent overlaps the grid right before it (and, where that one let it launch before its own wait, the
+     * ones that grid overlapped), never across another stream operation */
+    sim_heap_next_grid(&d->sim.heap, d->sim.pdl_keep, d->sim.stream_op);
+    d->sim.pdl = how->pdl && !d->sim.stream_op;
+    d->sim.pdl_early = d->sim.stream_op = 0;
     int rc = sim_launch(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, args);
+    d->sim.pdl_keep = d->sim.pdl && d->sim.pdl_early;
     d->sim.pdl = 0;
     return rc;
 }

@@ -55,11 +55,15 @@ SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_
         if (!nb) { snprintf(err, errlen, "sim: out of memory"); return NULL; }
         h->bufs = nb, h->cap = cap;
     }
-    uint8_t *data = malloc(bytes);
-    if (!data) { snprintf(err, errlen, "sim: cannot allocate %zu bytes", bytes); return NULL; }
+    uint8_t *data = malloc(bytes), *acc = calloc(bytes, 1);
+    if (!data || !acc) {
+        free(data), free(acc);
+        snprintf(err, errlen, "sim: cannot allocate %zu bytes", bytes);
+        return NULL;
+    }
     memset(data, 0xFF, bytes);   /* fresh device memory is garbage; all-ones reads as NaN */
     memmove(&h->bufs[at + 1], &h->bufs[at], (size_t)(h->n - at) * sizeof *h->bufs);
-    h->bufs[at] = (SimBuf){base, bytes, data};
+    h->bufs[at] = (SimBuf){base, bytes, data, acc, 0};
     h->n++;
     return &h->bufs[at];
 }
@@ -80,7 +84,7 @@ int sim_heap_remove(SimHeap *h, uint64_t base)
 {
     for (int i = 0; i < h->n; i++)
         if (h->bufs[i].base == base) {
-            free(h->bufs[i].data);
+            free(h->bufs[i].data), free(h->bufs[i].acc);
             memmove(&h->bufs[i], &h->bufs[i + 1], (size_t)(h->n - i - 1) * sizeof *h->bufs);
             h->n--;
             return 0;
@@ -90,7 +94,22 @@ int sim_heap_remove(SimHeap *h, uint64_t base)
 
 void sim_heap_release(SimHeap *h)
 {
-    for (int i = 0; i < h->n; i++) free(h->bufs[i].data);
+    for (int i = 0; i < h->n; i++) free(h->bufs[i].data), free(h->bufs[i].acc);
     free(h->bufs);
     *h = (SimHeap){0};
+}
+
+/* live: bit 0, some byte holds this grid's marks; bit 1, some byte holds an earlier grid's (a buffer without
+ * either is skipped) */
+void sim_heap_next_grid(SimHeap *h, int keep, int fresh)
+{
+    for (int i = 0; i < h->n; i++) {
+        SimBuf *b = &h->bufs[i];
+        if (!b->live) continue;
+        if (fresh) memset(b->acc, 0, b->size);
+        else
+            for (size_t k = 0; k < b->size; k++)
+                b->acc[k] = (uint8_t)((b->acc[k] & SIM_ACC_RW) << 2 | (keep ? b->acc[k] & ~SIM_ACC_RW : 0));
+        b->live = fresh ? 0 : (b->live & 1) << 1 | (keep ? b->live & 2 : 0);
+    }
 }

@@ -13,23 +13,35 @@
 #include "sim.h"
 #include "sim_wgmma.h"
 
-void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in)
+void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimBuf *b, uint64_t p, int bytes, int kind)
 {
-    if (!c->sim->pdl || (w->pdl_waited >> lane & 1)) return;   /* every caller names its lane, 0..31 */
-    sim_note(c, sim_warp_id(c, w), in, "pdl", "thread %d touches global memory before griddepcontrol.wait in a grid launched "
-             "as a programmatic dependent, which may run while the grid before it still does", sim_warp_id(c, w) * 32 + lane);
+    uint8_t *acc = b->acc + (p - b->base), seen = 0;
+    if (c->sim->pdl && !(w->pdl_waited >> lane & 1))   /* every caller names its lane, 0..31 */
+        for (int i = 0; i < bytes; i++) seen |= acc[i];
+    /* a read meets an earlier grid's writes; a write its reads or writes */
+    int hit = (kind & SIM_ACC_R && seen & SIM_ACC_PW) || (kind & SIM_ACC_W && seen & (SIM_ACC_PR | SIM_ACC_PW));
+    if (hit)
+        sim_note(c, sim_warp_id(c, w), in, "pdl", "thread %d %s global memory at 0x%llx before griddepcontrol.wait in a "
+                 "grid launched as a programmatic dependent, bytes a grid before it %s, which on a GPU may still run "
+                 "beside it", sim_warp_id(c, w) * 32 + lane, kind == SIM_ACC_R ? "reads" : "writes",
+                 (unsigned long long)p, seen & SIM_ACC_PW ? "writes" : "reads");
+    for (int i = 0; i < bytes; i++) acc[i] |= (uint8_t)kind;
+    b->live |= 1;
 }
 
-uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int store)
+/* kind: SIM_ACC_R a load, SIM_ACC_W a store, both a reduction */
+uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int kind)
 {
-    const char *what = store ? "store" : "load";
-    sim_pdl_access(c, w, lane, in);
+    const char *what = kind == SIM_ACC_R ? "load" : "store";
     if (addr % (uint64_t)bytes) {
         sim_fail(c, sim_warp_id(c, w), lane, in, "misaligned %d-byte global %s at 0x%llx", bytes, what, (unsigned long long)addr);
         return c->scratch;
     }
     SimBuf *b = sim_heap_find(&c->sim->heap, addr, (size_t)bytes);
-    if (b) return b->data + (addr - b->base);
+    if (b) {
+        sim_pdl_access(c, w, lane, in, b, addr, bytes, kind);
+        return b->data + (addr - b->base);
+    }
     char where[160];
     sim_heap_describe(&c->sim->heap, addr, where, sizeof where);
     sim_fail(c, sim_warp_id(c, w), lane, in, "out-of-bounds global %s of %d bytes at 0x%llx (%s)", what, bytes,
@@ -265,9 +277,9 @@ static void cp_async_issue(SimCta *c, SimWarp *w, const SimInsn *in, int lane, u
         sim_fail(c, sim_warp_id(c, w), lane, in, "cp.async shared address 0x%x is not %d-byte aligned", dst, size);
         return;
     }
-    if (src % (uint64_t)size) { sim_gmem(c, w, lane, in, src, size, 0); return; }   /* reports the misalignment */
+    if (src % (uint64_t)size) { sim_gmem(c, w, lane, in, src, size, SIM_ACC_R); return; }   /* reports the misalignment */
     SimCopy cp = {.lane = (uint32_t)lane, .dst = dst, .group = w->committed[lane], .line = in->line, .size = (uint8_t)size};
-    if (n) memcpy(cp.data, sim_gmem(c, w, lane, in, src, (int)n, 0), n);   /* bytes past n are zero-filled */
+    if (n) memcpy(cp.data, sim_gmem(c, w, lane, in, src, (int)n, SIM_ACC_R), n);   /* bytes past n are zero-filled */
     if (c->failed || !smem_write_ok(c, w, lane, in, dst, size)) return;
     for (int i = 0; i < size; i++) c->sflag[dst + (uint32_t)i] |= SM_PENDING;
     if (w->ncopies == w->capcopies) {
@@ -439,7 +451,7 @@ static void atomic(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         int sp = resolve_space(in, &a);
         ga[l] = a, sa[l] = (uint32_t)a;
         uint8_t *p = sp == SP_SHARED ? smem_store(c, w, l, in, (uint32_t)a, width * n, 1)
-                   : sp == SP_GLOBAL ? sim_gmem(c, w, l, in, a, width * n, 1) : NULL;
+                   : sp == SP_GLOBAL ? sim_gmem(c, w, l, in, a, width * n, SIM_ACC_RW) : NULL;
         if (!p) { sim_fail(c, sim_warp_id(c, w), l, in, "red/atom on this state space is not modelled"); return; }
         for (int k = 0; k < n && !c->failed; k++) {
             SimOpnd e = vo->kind == SO_VEC ? sim_vec_elem(c->f, vo, k) : *vo;
@@ -484,7 +496,7 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
         if (sp == SP_SHARED) p = store ? sim_smem_write(c, w, l, in, (uint32_t)a, width) : sim_smem_read(c, w, l, in, (uint32_t)a, width);
         else if (sp == SP_PARAM) p = param_bytes(c, w, l, in, a, width, store);
         /* .const: the module's variables, which the sim keeps in global memory (PTX has no store to them) */
-        else if (sp == SP_GLOBAL || (sp == SP_CONST && !store)) p = sim_gmem(c, w, l, in, a, width, store);
+        else if (sp == SP_GLOBAL || (sp == SP_CONST && !store)) p = sim_gmem(c, w, l, in, a, width, store ? SIM_ACC_W : SIM_ACC_R);
         else if (sp == SP_LOCAL) p = local_bytes(c, w, l, in, a, width, store);
         else { sim_fail(c, sim_warp_id(c, w), l, in, "this state space is not modelled"); return; }
         for (int h = 0; wide && h < 2; h++) {   /* the low 8 bytes in the first slot */

@@ -38,20 +38,19 @@ SimCta *tma_shared_opnd(const TmaIssue *x, const SimOpnd *o, int cluster_ok, con
     return sim_smem_owner(x->c, x->w, x->lane, x->in, (uint32_t)a, cluster_ok, lo);
 }
 
-uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int store)
+uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int kind)
 {
-    sim_pdl_access(x->c, x->w, x->lane, x->in);
-    const SimBuf *b = gc->buf;
-    if (b && ga >= b->base && ga - b->base + len <= b->size) return b->data + (ga - b->base);
-    b = sim_heap_find(&x->c->sim->heap, ga, len);
+    SimBuf *b = gc->buf;
+    if (!b || ga < b->base || ga - b->base + len > b->size) b = sim_heap_find(&x->c->sim->heap, ga, len);
     if (!b) {
         char where[160];
         sim_heap_describe(&x->c->sim->heap, ga, where, sizeof where);
-        tma_fail(x, "out-of-bounds global %s of %u bytes at 0x%llx (%s)", store ? "store" : "load", len,
+        tma_fail(x, "out-of-bounds global %s of %u bytes at 0x%llx (%s)", kind == SIM_ACC_R ? "load" : "store", len,
                  (unsigned long long)ga, where);
         return NULL;
     }
     gc->buf = b;
+    sim_pdl_access(x->c, x->w, x->lane, x->in, b, ga, (int)len, kind);
     return b->data + (ga - b->base);
 }
 

@@ -18,10 +18,11 @@ void tma_fail(const TmaIssue *x, const char *fmt, ...) __attribute__((format(pri
  * .shared::cluster address) resolved to its CTA and local offset; NULL after
  * tma_fail. what names the operand in messages. */
 SimCta *tma_shared_opnd(const TmaIssue *x, const SimOpnd *o, int cluster_ok, const char *what, uint32_t *lo);
-/* A 64-bit global address range, bounds-checked with the PTX line. The
- * cache keeps the last buffer found, so walks over a box stay cheap. */
-typedef struct { const SimBuf *buf; } TmaGcache;
-uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int store);
+/* A 64-bit global address range, bounds-checked with the PTX line and marked as the grid's (kind: SIM_ACC_R a
+ * load, SIM_ACC_W a store, both a reduce; sim_pdl_access). The cache keeps the last buffer found, so walks over a
+ * box stay cheap. */
+typedef struct { SimBuf *buf; } TmaGcache;
+uint8_t *tma_gptr(const TmaIssue *x, TmaGcache *gc, uint64_t ga, uint32_t len, int kind);
 
 /* Counts one TMA request in the global-memory counters: bytes it moves and
  * the 32-byte sectors it touches (sectors_of: those of a byte range). */

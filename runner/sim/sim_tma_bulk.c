@@ -47,7 +47,7 @@ static int to_global(const TmaIssue *x)
     TmaGcache gc = {0};
     if (size_opnd(x, &in->o[2], &size) || !tma_shared_opnd(x, &in->o[1], 0, "the source", &lo) ||
         !aligned16(x, ga, "the destination global") || !aligned16(x, lo, "the source shared") ||
-        !tma_gptr(x, &gc, ga, size, 1) || tma_store_add(x, &st, ga, 0, size))
+        !tma_gptr(x, &gc, ga, size, reduce ? SIM_ACC_RW : SIM_ACC_W) || tma_store_add(x, &st, ga, 0, size))
         return -1;
     return tma_store_push(x, &st, lo, size, 0, reduce ? "bulk reduce (cp.reduce.async.bulk)" : "bulk store (cp.async.bulk)");
 }
@@ -88,7 +88,7 @@ static int to_shared(const TmaIssue *x, int from_shared)
     } else {
         TmaGcache gc = {0};
         uint64_t ga = sim_addr(x->c, x->w, &in->o[1], x->lane);
-        if (aligned16(x, ga, "the source global") && (src = tma_gptr(x, &gc, ga, size, 0)))
+        if (aligned16(x, ga, "the source global") && (src = tma_gptr(x, &gc, ga, size, SIM_ACC_R)))
             tma_count_gmem(x, size, sectors_of(ga, size));
     }
     if (!src || x->c->failed) {

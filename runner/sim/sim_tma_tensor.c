@@ -37,7 +37,7 @@ static int fetch_map(const TmaIssue *x, const SimOpnd *o, SimTmap *t)
             tma_fail(x, "the tensor map at global 0x%llx is not 64-byte aligned", (unsigned long long)a);
             return -1;
         }
-        if (!(p = tma_gptr(x, &gc, a, TMAP_BYTES, 0))) return -1;
+        if (!(p = tma_gptr(x, &gc, a, TMAP_BYTES, SIM_ACC_R))) return -1;
     }
     char err[320];
     if (sim_tmap_decode(p, t, err, sizeof err)) {
@@ -133,7 +133,7 @@ static int load_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
         for (int i = 0; i < k->eb; i++) k->img[off + (uint32_t)i] = k->nan ? (i & 1 ? 0x7F : 0xF7) : 0;
         return 0;
     }
-    const uint8_t *p = tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 0);
+    const uint8_t *p = tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, SIM_ACC_R);
     if (!p) return -1;
     memcpy(k->img + off, p, (size_t)k->eb);
     k->bytes += (uint64_t)k->eb;
@@ -186,7 +186,7 @@ static int store_elem(void *ctx, int in_bounds, uint64_t ga, uint32_t off)
 {
     StoreWalk *k = ctx;
     if (!in_bounds) return 0;
-    if (!tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, 1)) return -1;
+    if (!tma_gptr(k->x, &k->gc, ga, (uint32_t)k->eb, k->st->redop != RO_NONE ? SIM_ACC_RW : SIM_ACC_W)) return -1;
     return tma_store_add(k->x, k->st, ga, off, (uint32_t)k->eb);
 }
 
