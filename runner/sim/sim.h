@@ -152,10 +152,11 @@ SimBuf *sim_heap_place(SimHeap *h, uint64_t base, size_t bytes, char *err, size_
 SimBuf *sim_heap_alloc(SimHeap *h, size_t bytes, uint64_t *addr, char *err, size_t errlen);
 int  sim_heap_remove(SimHeap *h, uint64_t base);   /* frees the buffer at base; -1 when none starts there */
 void sim_heap_release(SimHeap *h);                 /* frees every buffer; the heap is empty again */
-/* A grid starts: each byte's marks of the grid before become what may still run beside it (SIM_ACC_PR/PW), with
- * the older ones kept (keep: that grid was a dependent that let this one launch before its own wait) or dropped;
- * none at all after another stream operation (fresh: an upload, a copy...), which no grid overlaps. */
-void sim_heap_next_grid(SimHeap *h, int keep, int fresh);
+/* A grid starts: each byte's marks of the grid before become what may still run beside it (SIM_ACC_PW, and
+ * SIM_ACC_PR where reads: that grid triggered its dependent early), with the older ones kept (keep: that grid was a
+ * dependent that let this one launch before its own wait) or dropped; none at all after another stream operation
+ * (fresh: an upload, a copy...), which no grid overlaps. */
+void sim_heap_next_grid(SimHeap *h, int keep, int fresh, int reads);
 
 /* ---- one CTA in flight ---- */
 /* WS_CLUSTER: waiting in barrier.cluster.wait; WS_UNIT: parked by a unit
@@ -396,6 +397,10 @@ struct Sim {
     int pdl_early;          /* a thread of the dependent in flight let its own dependent launch (launch_dependents,
                              * or by exiting) before its griddepcontrol.wait: the grid before it may still run then */
     int pdl_keep;           /* the last grid was such a dependent: its overlaps carry to the next (sim_heap_next_grid) */
+    int pdl_trig;           /* a thread of the grid in flight executed griddepcontrol.launch_dependents: its dependent
+                             * may start while some of its CTAs still read, so a dependent's early store to bytes it
+                             * reads races (without it the dependent starts as its last CTA exits, its reads done) */
+    int pdl_reads;          /* the last grid did (pdl_trig): its reads count against the next (sim_heap_next_grid) */
     int stream_op;          /* an upload, download, fill or copy since the last launch: no grid overlaps the next */
     int ctas_per_sm;        /* clusters run together, the CTAs of one rank on one SM sharing its TMEM
                              * columns (an alloc waits for a co-resident CTA's dealloc); default 1 */
@@ -459,8 +464,8 @@ uint8_t *sim_smem_write(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint
 uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t addr, int bytes, int kind);   /* SIM_ACC_* */
 /* A global access by (w, lane) of `bytes` at p in buffer b (kind: SIM_ACC_R, SIM_ACC_W or both, a reduction),
  * marked as the grid in flight's; by a programmatic dependent (Sim.pdl) before the lane's griddepcontrol.wait, to
- * bytes a grid that may still run beside it writes (a store: or reads), a note (an error under strict): on a GPU
- * that grid may still be writing or reading them. */
+ * bytes a grid that may still run beside it writes (a store: or reads, where that grid triggered early; Sim.pdl_trig),
+ * a note (an error under strict): on a GPU that grid may still be writing or reading them. */
 void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimBuf *b, uint64_t p, int bytes, int kind);
 /* red/atom's operation on one element of type (IsaType) and width bytes:
  * the new value from old and v (v2: cas's new value). Also the TMA unit's

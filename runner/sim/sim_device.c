@@ -187,11 +187,12 @@ static int sd_launch(DevFunc *f_, const unsigned grid[3], const unsigned block[3
     if (n + 4 < sizeof d->launched) snprintf(d->launched + n, sizeof d->launched - n, "%s%s", n ? " + " : "", f->f->name);
     /* a dependent overlaps the grid right before it (and, where that one let it launch before its own wait, the
      * ones that grid overlapped), never across another stream operation */
-    sim_heap_next_grid(&d->sim.heap, d->sim.pdl_keep, d->sim.stream_op);
+    sim_heap_next_grid(&d->sim.heap, d->sim.pdl_keep, d->sim.stream_op, d->sim.pdl_reads);
     d->sim.pdl = how->pdl && !d->sim.stream_op;
-    d->sim.pdl_early = d->sim.stream_op = 0;
+    d->sim.pdl_early = d->sim.pdl_trig = d->sim.stream_op = 0;
     int rc = sim_launch(&d->sim, f->m->m, f->f, grid, block, cluster, dyn_smem, args);
     d->sim.pdl_keep = d->sim.pdl && d->sim.pdl_early;
+    d->sim.pdl_reads = d->sim.pdl_trig;
     d->sim.pdl = 0;
     return rc;
 }

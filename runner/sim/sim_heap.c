@@ -101,15 +101,16 @@ void sim_heap_release(SimHeap *h)
 
 /* live: bit 0, some byte holds this grid's marks; bit 1, some byte holds an earlier grid's (a buffer without
  * either is skipped) */
-void sim_heap_next_grid(SimHeap *h, int keep, int fresh)
+void sim_heap_next_grid(SimHeap *h, int keep, int fresh, int reads)
 {
+    uint8_t now = reads ? SIM_ACC_RW : SIM_ACC_W;
     for (int i = 0; i < h->n; i++) {
         SimBuf *b = &h->bufs[i];
         if (!b->live) continue;
         if (fresh) memset(b->acc, 0, b->size);
         else
             for (size_t k = 0; k < b->size; k++)
-                b->acc[k] = (uint8_t)((b->acc[k] & SIM_ACC_RW) << 2 | (keep ? b->acc[k] & ~SIM_ACC_RW : 0));
+                b->acc[k] = (uint8_t)((b->acc[k] & now) << 2 | (keep ? b->acc[k] & ~SIM_ACC_RW : 0));
         b->live = fresh ? 0 : (b->live & 1) << 1 | (keep ? b->live & 2 : 0);
     }
 }
