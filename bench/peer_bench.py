@@ -186,6 +186,7 @@ def interleaved_ms(sides, iters=30, warmup=3):
     launches into a series (BENCHMARKS.md, 2026-11-27 and 2026-11-29), so a side that always ran first would always
     meet the faster GPU; here each meets the same mix of places."""
     names = list(sides)
+    if not names: return {}   # every side refused or failed: nothing to time
     per = -(-iters // len(names))
     times = {n: [] for n in names}
     for r in range(len(names)):

@@ -392,8 +392,7 @@ struct Sim {
     int strict;             /* notes are errors (ptxgen's own kernels are held to the ISA) */
     int pdl;                /* the grid in flight is a programmatic dependent (DevLaunchHow.pdl) of the grid before
                              * it: on a GPU it may run while that grid does, so a global access by a thread not yet
-                             * past griddepcontrol.wait to bytes that grid writes (or, a store, reads) is a note
-                             * (sim_pdl_access) */
+                             * past griddepcontrol.wait that races that grid's accesses is a note (sim_pdl_access) */
     int pdl_early;          /* a thread of the dependent in flight let its own dependent launch (launch_dependents,
                              * or by exiting) before its griddepcontrol.wait: the grid before it may still run then */
     int pdl_keep;           /* the last grid was such a dependent: its overlaps carry to the next (sim_heap_next_grid) */
@@ -467,6 +466,13 @@ uint8_t *sim_gmem(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint64_t a
  * bytes a grid that may still run beside it writes (a store: or reads, where that grid triggered early; Sim.pdl_trig),
  * a note (an error under strict): on a GPU that grid may still be writing or reading them. */
 void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimBuf *b, uint64_t p, int bytes, int kind);
+/* Lanes exec of w let the grid's dependent launch: by griddepcontrol.launch_dependents (explicit) or by exiting.
+ * Before the lane's own wait, in a dependent, the grid before may then still run beside that dependent too. */
+static inline void sim_pdl_release(SimCta *c, const SimWarp *w, uint32_t exec, int explicit_trigger)
+{
+    if (explicit_trigger && exec) c->sim->pdl_trig = 1;
+    if (c->sim->pdl && exec & ~w->pdl_waited) c->sim->pdl_early = 1;
+}
 /* red/atom's operation on one element of type (IsaType) and width bytes:
  * the new value from old and v (v2: cas's new value). Also the TMA unit's
  * bulk reductions. */

@@ -234,10 +234,7 @@ int sim_cluster(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
      * before it (the grid before this one may then run beside this one's dependent too) */
     case I_GRIDDEP:
         if (in->d.sub == SUB_GRIDDEP_WAIT) w->pdl_waited |= exec;
-        else if (exec) {
-            c->sim->pdl_trig = 1;
-            if (c->sim->pdl && exec & ~w->pdl_waited) c->sim->pdl_early = 1;
-        }
+        else sim_pdl_release(c, w, exec, 1);
         return 1;
     case I_FENCE: case I_MEMBAR: case I_FENCE_MBAR_INIT: return 1;
     }

@@ -278,7 +278,7 @@ static void step(SimCta *c, SimWarp *w)
         advance(w, active);
         return;
     case I_RET: case I_EXIT:
-        if (c->sim->pdl && exec & ~w->pdl_waited) c->sim->pdl_early = 1;   /* an exit lets the dependent launch too */
+        sim_pdl_release(c, w, exec, 0);
         w->live &= ~exec;
         advance(w, active & ~exec);
         if (!w->live) {

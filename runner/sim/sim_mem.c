@@ -18,7 +18,8 @@ void sim_pdl_access(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimBuf *
     uint8_t *acc = b->acc + (p - b->base), seen = 0;
     if (c->sim->pdl && !(w->pdl_waited >> lane & 1))   /* every caller names its lane, 0..31 */
         for (int i = 0; i < bytes; i++) seen |= acc[i];
-    /* a read meets an earlier grid's writes; a write its reads or writes */
+    /* a read meets an earlier grid's writes; a write its writes, or its reads (marked only where that grid
+     * triggered its dependent early: sim_heap_next_grid) */
     int hit = (kind & SIM_ACC_R && seen & SIM_ACC_PW) || (kind & SIM_ACC_W && seen & (SIM_ACC_PR | SIM_ACC_PW));
     if (hit)
         sim_note(c, sim_warp_id(c, w), in, "pdl", "thread %d %s global memory at 0x%llx before griddepcontrol.wait in a "
