@@ -6,7 +6,9 @@
 # the benchmark shape, the profiled kernels picked by name. Output: one line of metrics per kernel.
 # Mode source: one kernel (a name regex) of one `ptxgen bench` (the arguments after it) with ncu's source counters;
 # the SASS source page (per-instruction warp stall samples) as CSV in $OUT/src_LABEL.csv.
-# usage: scripts/device_ncu.sh [issue16|sparse|source LABEL KERNEL_REGEX BENCH_ARGS...]
+# Mode dram: every kernel of the d 128 attn_bwd set (non-causal, causal) with DRAM bytes read and written and the L2's
+# read, write and reduction sectors and hit rates: what crosses to memory beyond one pass over each tensor.
+# usage: scripts/device_ncu.sh [issue16|sparse|dram|source LABEL KERNEL_REGEX BENCH_ARGS...]
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -43,6 +45,15 @@ if [ "${1:-issue16}" = source ]; then   # where the warps of one kernel stall, i
         "$NCU" -i "$rep.ncu-rep" --page source --csv >"$OUT/src_$label.csv" 2>>"$rep.err"
     echo "$label: source page $(wc -l <"$OUT/src_$label.csv") lines $(head -c 300 "$rep.err")"
     "$NCU" -i "$rep.ncu-rep" --page details --csv 2>&1 | grep -E "Duration|Warp Cycles Per Issued|Eligible|Active Warps" | head -8
+    exit 0
+fi
+if [ "${1:-issue16}" = dram ]; then
+    m="gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum"
+    m="$m,lts__t_sectors_op_write.sum,lts__t_sectors_op_red.sum,lts__t_sector_op_read_hit_rate.pct"
+    m="$m,lts__t_sector_op_red_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct"
+    S="--kernel attn_bwd --mma wgmma --b 4 --sq 4096 --sk 4096 --hdim 128 --hq 32 --hkv 32"
+    LAUNCHES=3 prof "attn_bwd d128 set" "attn_bwd" $S
+    LAUNCHES=3 prof "attn_bwd d128 causal set" "attn_bwd" $S --causal
     exit 0
 fi
 if [ "${1:-issue16}" = sparse ]; then   # both kernels of each set (the key lists, then the main kernel)
