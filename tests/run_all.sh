@@ -1736,6 +1736,7 @@ sim_tests_bwd() {
 
     section "sim device: random configurations (a new seed each run, printed; scripts/random_checks.py)"
     counted_test random_checks python3 scripts/random_checks.py --device sim --count 30 --seconds 90 --timeout 120
+    ptx_off_test
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
@@ -2084,6 +2085,26 @@ expect_output() {
 expect_rc() {
     crashed "$1" && return 1
     if [ "$rc" -ne "$2" ]; then fail "$1" "exit $rc, want $2: $(one_line "$TMP/err")"; return 1; fi
+}
+
+# scripts/ptx_off.py (upper-bound timings): the wgmma mla_bwd main kernel's 72 dkv reductions switched off by a
+# run-time-false guard: ptxas still assembles it whole (no spill, no serialised wgmma), and on the sim dq stays right
+# while dkv is left unwritten, so the guarded instructions did nothing and the rest still ran.
+ptx_off_test() {
+    local name="ptx_off: mla_bwd's reductions switched off, everything else kept"
+    run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/off_in.ptx"
+    expect_rc "$name" 0 || return
+    if ! python3 scripts/ptx_off.py "$TMP/off_in.ptx" "$TMP/off.ptx" 'red\.global\.add\.v4\.f32' --entry main \
+        >"$TMP/off.log" 2>&1 || ! grep -q ': 72 instructions switched off' "$TMP/off.log"; then
+        fail "$name" "$(one_line "$TMP/off.log")"; return
+    fi
+    ptxas -arch=sm_90a -v "$TMP/off.ptx" -o "$TMP/off.cubin" >"$TMP/off.log" 2>&1 || { fail "$name" "$(one_line "$TMP/off.log")"; return; }
+    if grep -qE '[1-9][0-9]* bytes spill' "$TMP/off.log" || [ -n "$(ptxas_wgmma_loss "$TMP/off.log")" ]; then
+        fail "$name" "ptxas: $(one_line "$TMP/off.log")"; return
+    fi
+    run_cli check --ptx "$TMP/off.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
+    crashed "$name" && return
+    expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: rel_l2=1\.000e\+00 .*FAIL' && pass "$name"
 }
 
 plan_tests() {
