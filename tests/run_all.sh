@@ -1737,6 +1737,7 @@ sim_tests_bwd() {
     section "sim device: random configurations (a new seed each run, printed; scripts/random_checks.py)"
     counted_test random_checks python3 scripts/random_checks.py --device sim --count 30 --seconds 90 --timeout 120
     ptx_off_test
+    reduce_bounds_test
 
     section "sim device: generated PTX with a planted bug is refused"
     sim_mutant "sim mutant: no cp.async.wait_group" '/cp.async.wait_group/d' "is still filling it"
@@ -2105,6 +2106,28 @@ ptx_off_test() {
     run_cli check --ptx "$TMP/off.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
     crashed "$name" && return
     expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: rel_l2=1\.000e\+00 .*FAIL' && pass "$name"
+}
+
+# scripts/mla_bwd_reduce_bounds.py writes its three timing variants from the landed PTX (it stops where the
+# generator's shape has changed): all assemble whole (no spill, no serialised wgmma); on the sim E0 leaves dkv
+# unwritten and E adds a 1 per row and line visit, both with dq right (S races with the products by design: GPU only).
+reduce_bounds_test() {
+    local name="mla_bwd_reduce_bounds: E0, E and S written, assembled, E0 and E run" v
+    run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/rb_in.ptx"
+    expect_rc "$name" 0 || return
+    python3 scripts/mla_bwd_reduce_bounds.py "$TMP/rb_in.ptx" "$TMP/rb" >"$TMP/rb.log" 2>&1 || { fail "$name" "$(one_line "$TMP/rb.log")"; return; }
+    for v in E0 E S; do
+        ptxas -arch=sm_90a -v "$TMP/rb/$v.ptx" -o "$TMP/rb/$v.cubin" >"$TMP/rb.log" 2>&1 || { fail "$name" "$v: $(one_line "$TMP/rb.log")"; return; }
+        if grep -qE '[1-9][0-9]* bytes spill' "$TMP/rb.log" || [ -n "$(ptxas_wgmma_loss "$TMP/rb.log")" ]; then
+            fail "$name" "$v: ptxas: $(one_line "$TMP/rb.log")"; return
+        fi
+    done
+    run_cli check --ptx "$TMP/rb/E0.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
+    crashed "$name" && return
+    expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: rel_l2=1\.000e\+00 .*FAIL' || return
+    run_cli check --ptx "$TMP/rb/E.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
+    crashed "$name" && return
+    expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: .*FAIL.* out [1-9][0-9]* ' && pass "$name"
 }
 
 plan_tests() {

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Upper-bound variants of the wgmma mla_bwd set for timing where its dkv reductions should be issued
+(BENCHMARKS.md, 2026-11-29; docs/design/mla_bwd_wgmma_pair.md). Each is the landed PTX edited; dkv is wrong in all
+three, so time them with `ptxgen bench --ptx`, never check them:
+
+  E0  the consumers' reductions switched off by a run-time-false guard (scripts/ptx_off.py's edit): everything
+      else, the products and the lane exchange included, still runs.
+  E   E0, and the producer warpgroup issuing the same volume of reductions right after each gather lands: each
+      thread 72 `red.global.add.v4.f32` of constants on its 4 rows of the step, 8 lanes a 128-byte line.
+  S   staged: the consumers store each value they would reduce into shared memory (`st.shared.v4.f32`, each thread
+      over its own 16 bytes of the dS and P tiles: the cost of staging, not its data), and the producer's threads
+      add the step's rows from shared memory by `cp.reduce.async.bulk` (one 128-byte segment a copy, 9 a thread), a
+      bulk group a step, waiting for the last step's group to be read before the next.
+
+usage: scripts/mla_bwd_reduce_bounds.py MAIN.ptx OUTDIR   (MAIN.ptx: `ptxgen --arch sm_90a --kernel mla_bwd`,
+       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx). The edits find the producer's loop by the generator's
+       current shape and stop with a message where it has changed."""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ptx_off import switch_off   # noqa: E402
+
+ENTRY = 'mla_bwd_main_wg_'
+ROW_BYTES = 576 * 4            # a dkv_accum row, fp32
+SEGS = ROW_BYTES // 128        # 18 lines a row
+
+
+def need(m, what):
+    if not m:
+        sys.exit(f'mla_bwd_reduce_bounds: the PTX no longer has {what}; update the script to the generator')
+    return m
+
+
+def plan_offsets():
+    """The dS and P tiles' offsets from `ptxgen --plan` (the staging of variant S goes over them)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    txt = subprocess.run([os.path.join(root, 'ptxgen'), '--arch', 'sm_90a', '--kernel', 'mla_bwd', '--plan'],
+                         capture_output=True, text=True, check=True).stdout
+    off = {}
+    for name in ('dS', 'P'):
+        off[name] = int(need(re.search(rf'^\s+{name}\s+(\d+)\s+\d+\s+8192', txt, re.M), f'a {name} region')[1])
+    return off
+
+
+def producer_regs(body):
+    """The producer's per-step index registers (4 rows a thread), its column chunk and s_kv's register."""
+    rows = re.findall(r'\tmov\.b32 (%r\d+), -1;\n\tmad\.wide\.u32 %rd\d+, %r\d+, 4, %rd\d+;\n\t@%p\d+ ld\.global\.nc\.b32 \1,',
+                      body)
+    if len(rows) != 4:
+        need(None, "the producer's four index loads a step")
+    chunk = need(re.search(r'\trem\.u32 (%r\d+), %r\d+, 8;', body), "the producer's 16-byte chunk of a row")[1]
+    skv = need(re.search(r'\tld\.param\.u32 (%r\d+), \[s_kv\];', body), 's_kv in the producer')[1]
+    return rows, chunk, skv
+
+
+def full_arrive(body):
+    return need(re.search(r'\tcp\.async\.wait_group 0;\n\tfence\.proxy\.async\.shared::cta;\n'
+                          r'\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n', body), "the producer's arrival on the slot")
+
+
+def add_decls(body, decls):
+    return body.replace('{\n', '{\n' + decls, 1)
+
+
+def variant_e(body):
+    rows, chunk, skv = producer_regs(body)
+    ins = ['\tld.param.u64 %rd_e, [dkv_accum];', '\tcvta.to.global.u64 %rd_e, %rd_e;', '\tmov.f32 %f_e, 0f3F800000;']
+    for i, r in enumerate(rows):
+        ins += [f'\tsetp.lt.u32 %p_e{i}, {r}, {skv};', f'\tmad.wide.u32 %rd_e{i}, {r}, {ROW_BYTES}, %rd_e;',
+                f'\tmad.wide.u32 %rd_e{i}, {chunk}, 16, %rd_e{i};']
+    for s in range(SEGS):
+        for i in range(4):
+            ins.append(f'\t@%p_e{i} red.global.add.v4.f32 [%rd_e{i}+{128 * s}], {{%f_e, %f_e, %f_e, %f_e}};')
+    m = full_arrive(body)
+    body = body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
+    return add_decls(body, '\t.reg .pred %p_e<4>;\n\t.reg .b64 %rd_e, %rd_e<4>;\n\t.reg .f32 %f_e;\n')
+
+
+def variant_s(body, off):
+    rows, chunk, skv = producer_regs(body)
+    # consumers: every reduction becomes a store into the thread's own 16 bytes of the dS and P tiles
+    m = need(re.search(r'\tsetmaxnreg\.inc\.sync\.aligned\.u32 \d+;\n', body), "the consumers' setmaxnreg")
+    setup = ['\tmov.u32 %r_s0, %tid.x;', '\tand.b32 %r_s0, %r_s0, 1023;', '\tmov.u32 %r_s1, ptxgen_smem;',
+             f'\tmad.lo.u32 %r_s1, %r_s0, 16, %r_s1;', f'\tadd.u32 %r_s1, %r_s1, {off["dS"]};']
+    body = body[:m.end()] + '\n'.join(setup) + '\n' + body[m.end():]
+    body, n = re.subn(r'@!?%p\d+ red\.global\.add\.v4\.f32 \[[^\]]+\], (\{[^}]+\});',
+                      r'st.shared.v4.f32 [%r_s1], \1;', body)
+    if n != 72:
+        need(None, f"the consumers' 72 reductions (found {n})")
+    # producer: the step's rows added from shared memory, one bulk group a step
+    ins = ['\tcp.async.bulk.wait_group.read 0;', '\tld.param.u64 %rd_s, [dkv_accum];', '\tcvta.to.global.u64 %rd_s, %rd_s;',
+           '\tmov.u32 %r_s2, %tid.x;', '\tand.b32 %r_s2, %r_s2, 63;', '\tmov.u32 %r_s3, ptxgen_smem;',
+           '\tmad.lo.u32 %r_s3, %r_s2, 128, %r_s3;', f'\tadd.u32 %r_s3, %r_s3, {off["P"]};']
+    for i, r in enumerate(rows):
+        ins += [f'\tsetp.lt.u32 %p_s{i}, {r}, {skv};', f'\tmad.wide.u32 %rd_s{i}, {r}, {ROW_BYTES}, %rd_s;',
+                f'\tmad.wide.u32 %rd_s{i}, {chunk}, 128, %rd_s{i};']
+    ins.append(f'\tsetp.lt.u32 %p_s4, {chunk}, {SEGS - 16};')   # the third segment of a row: chunks 0 and 1 only
+    for i in range(4):
+        for j in range(3):
+            guard = f'%p_s{i}' if j < 2 else f'%p_s5'
+            if j == 2:
+                ins.append(f'\tand.pred %p_s5, %p_s{i}, %p_s4;')
+            ins.append(f'\t@{guard} cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
+                       f'[%rd_s{i}+{1024 * j}], [%r_s3], 128;')
+    ins.append('\tcp.async.bulk.commit_group;')
+    m = full_arrive(body)
+    body = body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
+    # the producer waits for its last group before it leaves its branch
+    m = need(re.search(r'\n(\$L\d+:)\n\tbra\.uni \$L\d+;\n\$L\d+:\n\tsetmaxnreg\.inc', body), "the producer's exit")
+    body = body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
+    return add_decls(body, '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    src, outdir = sys.argv[1], sys.argv[2]
+    text = open(src).read()
+    start = text.index('{', need(re.search(r'\.entry\s+' + ENTRY + r'\w*', text), 'the wgmma main kernel').end())
+    end = text.find('.entry', start)
+    end = len(text) if end < 0 else end
+    body = text[start:end]
+    os.makedirs(outdir, exist_ok=True)
+    off, n = plan_offsets(), 0
+    e0, n = switch_off(body, re.compile(r'red\.global\.add\.v4\.f32'))
+    if n != 72:
+        need(None, f"the consumers' 72 reductions (found {n})")
+    for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, off))):
+        with open(os.path.join(outdir, name + '.ptx'), 'w') as f:
+            f.write(text[:start] + b + text[end:])
+    print(f'mla_bwd_reduce_bounds: E0, E, S in {outdir}')
+
+
+if __name__ == '__main__':
+    main()
