@@ -28,9 +28,13 @@ ROW_BYTES = 576 * 4            # a dkv_accum row, fp32
 SEGS = ROW_BYTES // 128        # 18 lines a row
 
 
+def die(what):
+    sys.exit(f'mla_bwd_reduce_bounds: the PTX no longer has {what}; update the script to the generator')
+
+
 def need(m, what):
     if not m:
-        sys.exit(f'mla_bwd_reduce_bounds: the PTX no longer has {what}; update the script to the generator')
+        die(what)
     return m
 
 
@@ -50,7 +54,7 @@ def producer_regs(body):
     rows = re.findall(r'\tmov\.b32 (%r\d+), -1;\n\tmad\.wide\.u32 %rd\d+, %r\d+, 4, %rd\d+;\n\t@%p\d+ ld\.global\.nc\.b32 \1,',
                       body)
     if len(rows) != 4:
-        need(None, "the producer's four index loads a step")
+        die("the producer's four index loads a step")
     chunk = need(re.search(r'\trem\.u32 (%r\d+), %r\d+, 8;', body), "the producer's 16-byte chunk of a row")[1]
     skv = need(re.search(r'\tld\.param\.u32 (%r\d+), \[s_kv\];', body), 's_kv in the producer')[1]
     return rows, chunk, skv
@@ -84,12 +88,12 @@ def variant_s(body, off):
     # consumers: every reduction becomes a store into the thread's own 16 bytes of the dS and P tiles
     m = need(re.search(r'\tsetmaxnreg\.inc\.sync\.aligned\.u32 \d+;\n', body), "the consumers' setmaxnreg")
     setup = ['\tmov.u32 %r_s0, %tid.x;', '\tand.b32 %r_s0, %r_s0, 1023;', '\tmov.u32 %r_s1, ptxgen_smem;',
-             f'\tmad.lo.u32 %r_s1, %r_s0, 16, %r_s1;', f'\tadd.u32 %r_s1, %r_s1, {off["dS"]};']
+             '\tmad.lo.u32 %r_s1, %r_s0, 16, %r_s1;', f'\tadd.u32 %r_s1, %r_s1, {off["dS"]};']
     body = body[:m.end()] + '\n'.join(setup) + '\n' + body[m.end():]
     body, n = re.subn(r'@!?%p\d+ red\.global\.add\.v4\.f32 \[[^\]]+\], (\{[^}]+\});',
                       r'st.shared.v4.f32 [%r_s1], \1;', body)
     if n != 72:
-        need(None, f"the consumers' 72 reductions (found {n})")
+        die(f"the consumers' 72 reductions (found {n})")
     # producer: the step's rows added from shared memory, one bulk group a step
     ins = ['\tcp.async.bulk.wait_group.read 0;', '\tld.param.u64 %rd_s, [dkv_accum];', '\tcvta.to.global.u64 %rd_s, %rd_s;',
            '\tmov.u32 %r_s2, %tid.x;', '\tand.b32 %r_s2, %r_s2, 63;', '\tmov.u32 %r_s3, ptxgen_smem;',
@@ -100,7 +104,7 @@ def variant_s(body, off):
     ins.append(f'\tsetp.lt.u32 %p_s4, {chunk}, {SEGS - 16};')   # the third segment of a row: chunks 0 and 1 only
     for i in range(4):
         for j in range(3):
-            guard = f'%p_s{i}' if j < 2 else f'%p_s5'
+            guard = f'%p_s{i}' if j < 2 else '%p_s5'
             if j == 2:
                 ins.append(f'\tand.pred %p_s5, %p_s{i}, %p_s4;')
             ins.append(f'\t@{guard} cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
@@ -124,11 +128,10 @@ def main():
     end = len(text) if end < 0 else end
     body = text[start:end]
     os.makedirs(outdir, exist_ok=True)
-    off, n = plan_offsets(), 0
     e0, n = switch_off(body, re.compile(r'red\.global\.add\.v4\.f32'))
     if n != 72:
-        need(None, f"the consumers' 72 reductions (found {n})")
-    for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, off))):
+        die(f"the consumers' 72 reductions (found {n})")
+    for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, plan_offsets()))):
         with open(os.path.join(outdir, name + '.ptx'), 'w') as f:
             f.write(text[:start] + b + text[end:])
     print(f'mla_bwd_reduce_bounds: E0, E, S in {outdir}')
