@@ -51,7 +51,8 @@ def plan_offsets():
 
 def producer_regs(body):
     """The producer's per-step index registers (4 rows a thread), its column chunk and s_kv's register."""
-    rows = re.findall(r'\tmov\.b32 (%r\d+), -1;\n\tmad\.wide\.u32 %rd\d+, %r\d+, 4, %rd\d+;\n\t@%p\d+ ld\.global\.nc\.b32 \1,',
+    rows = re.findall(r'\tmov\.b32 (%r\d+), -1;\n\tmad\.wide\.u32 %rd\d+, %r\d+, 4, %rd\d+;\n'
+                      r'\t@%p\d+ ld\.global\.nc\.b32 \1,',
                       body)
     if len(rows) != 4:
         die("the producer's four index loads a step")
@@ -60,9 +61,23 @@ def producer_regs(body):
     return rows, chunk, skv
 
 
-def full_arrive(body):
-    return need(re.search(r'\tcp\.async\.wait_group 0;\n\tfence\.proxy\.async\.shared::cta;\n'
-                          r'\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n', body), "the producer's arrival on the slot")
+def after_arrive(body, ins):
+    """ins placed right after the producer's arrival on the slot (its gather of the step has landed)."""
+    m = need(re.search(r'\tcp\.async\.wait_group 0;\n\tfence\.proxy\.async\.shared::cta;\n'
+                       r'\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n', body), "the producer's arrival on the slot")
+    return body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
+
+
+def step_rows(body, tag, chunk_bytes):
+    """The producer thread's 4 rows of the step in dkv_accum: whether each is valid (%p_TAG0..3) and where the
+    thread's chunk of it starts (%rd_TAG0..3, chunk_bytes a chunk). Returns the instructions and the chunk's
+    register."""
+    rows, chunk, skv = producer_regs(body)
+    ins = [f'\tld.param.u64 %rd_{tag}, [dkv_accum];', f'\tcvta.to.global.u64 %rd_{tag}, %rd_{tag};']
+    for i, r in enumerate(rows):
+        ins += [f'\tsetp.lt.u32 %p_{tag}{i}, {r}, {skv};', f'\tmad.wide.u32 %rd_{tag}{i}, {r}, {ROW_BYTES}, %rd_{tag};',
+                f'\tmad.wide.u32 %rd_{tag}{i}, {chunk}, {chunk_bytes}, %rd_{tag}{i};']
+    return ins, chunk
 
 
 def add_decls(body, decls):
@@ -70,21 +85,16 @@ def add_decls(body, decls):
 
 
 def variant_e(body):
-    rows, chunk, skv = producer_regs(body)
-    ins = ['\tld.param.u64 %rd_e, [dkv_accum];', '\tcvta.to.global.u64 %rd_e, %rd_e;', '\tmov.f32 %f_e, 0f3F800000;']
-    for i, r in enumerate(rows):
-        ins += [f'\tsetp.lt.u32 %p_e{i}, {r}, {skv};', f'\tmad.wide.u32 %rd_e{i}, {r}, {ROW_BYTES}, %rd_e;',
-                f'\tmad.wide.u32 %rd_e{i}, {chunk}, 16, %rd_e{i};']
+    ins, _ = step_rows(body, 'e', 16)
+    ins.append('\tmov.f32 %f_e, 0f3F800000;')
     for s in range(SEGS):
         for i in range(4):
             ins.append(f'\t@%p_e{i} red.global.add.v4.f32 [%rd_e{i}+{128 * s}], {{%f_e, %f_e, %f_e, %f_e}};')
-    m = full_arrive(body)
-    body = body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
-    return add_decls(body, '\t.reg .pred %p_e<4>;\n\t.reg .b64 %rd_e, %rd_e<4>;\n\t.reg .f32 %f_e;\n')
+    decls = '\t.reg .pred %p_e<4>;\n\t.reg .b64 %rd_e, %rd_e<4>;\n\t.reg .f32 %f_e;\n'
+    return add_decls(after_arrive(body, ins), decls)
 
 
 def variant_s(body, off):
-    rows, chunk, skv = producer_regs(body)
     # consumers: every reduction becomes a store into the thread's own 16 bytes of the dS and P tiles
     m = need(re.search(r'\tsetmaxnreg\.inc\.sync\.aligned\.u32 \d+;\n', body), "the consumers' setmaxnreg")
     setup = ['\tmov.u32 %r_s0, %tid.x;', '\tand.b32 %r_s0, %r_s0, 1023;', '\tmov.u32 %r_s1, ptxgen_smem;',
@@ -94,24 +104,22 @@ def variant_s(body, off):
                       r'st.shared.v4.f32 [%r_s1], \1;', body)
     if n != 72:
         die(f"the consumers' 72 reductions (found {n})")
-    # producer: the step's rows added from shared memory, one bulk group a step
-    ins = ['\tcp.async.bulk.wait_group.read 0;', '\tld.param.u64 %rd_s, [dkv_accum];', '\tcvta.to.global.u64 %rd_s, %rd_s;',
-           '\tmov.u32 %r_s2, %tid.x;', '\tand.b32 %r_s2, %r_s2, 63;', '\tmov.u32 %r_s3, ptxgen_smem;',
-           '\tmad.lo.u32 %r_s3, %r_s2, 128, %r_s3;', f'\tadd.u32 %r_s3, %r_s3, {off["P"]};']
-    for i, r in enumerate(rows):
-        ins += [f'\tsetp.lt.u32 %p_s{i}, {r}, {skv};', f'\tmad.wide.u32 %rd_s{i}, {r}, {ROW_BYTES}, %rd_s;',
-                f'\tmad.wide.u32 %rd_s{i}, {chunk}, 128, %rd_s{i};']
-    ins.append(f'\tsetp.lt.u32 %p_s4, {chunk}, {SEGS - 16};')   # the third segment of a row: chunks 0 and 1 only
+    # producer: the step's rows added from shared memory (128 bytes of the P tile a thread), one bulk group a step
+    rows, chunk = step_rows(body, 's', 128)
+    ins = ['\tcp.async.bulk.wait_group.read 0;'] + rows + [
+        '\tmov.u32 %r_s2, %tid.x;', '\tand.b32 %r_s2, %r_s2, 63;', '\tmov.u32 %r_s3, ptxgen_smem;',
+        '\tmad.lo.u32 %r_s3, %r_s2, 128, %r_s3;', f'\tadd.u32 %r_s3, %r_s3, {off["P"]};',
+        f'\tsetp.lt.u32 %p_s4, {chunk}, {SEGS - 16};']   # the third segment of a row: chunks 0 and 1 only
     for i in range(4):
         for j in range(3):
-            guard = f'%p_s{i}' if j < 2 else '%p_s5'
+            guard = f'%p_s{i}'
             if j == 2:
                 ins.append(f'\tand.pred %p_s5, %p_s{i}, %p_s4;')
+                guard = '%p_s5'
             ins.append(f'\t@{guard} cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
                        f'[%rd_s{i}+{1024 * j}], [%r_s3], 128;')
     ins.append('\tcp.async.bulk.commit_group;')
-    m = full_arrive(body)
-    body = body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
+    body = after_arrive(body, ins)
     # the producer waits for its last group before it leaves its branch
     m = need(re.search(r'\n(\$L\d+:)\n\tbra\.uni \$L\d+;\n\$L\d+:\n\tsetmaxnreg\.inc', body), "the producer's exit")
     body = body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
