@@ -109,6 +109,18 @@ c_tests() {
 # for one, which costs a kernel its overlap without failing anything else; empty when there is none
 ptxas_wgmma_loss() { grep -E 'Potential Performance Loss|is injected in .* by compiler' "$1" | head -n 1 | tr -s ' ' | cut -c1-240; }
 
+# ptxas_bad LOG ALLOW: why the kernels of ptxas -v's LOG break the rule that none spills or keeps more than ALLOW
+# bytes on its stack or has its wgmma serialized; empty when they keep it
+ptxas_bad() {
+    local props bad loss
+    props=$(grep 'bytes stack frame' "$1")
+    bad=$(printf '%s\n' "$props" | awk -v a="$2" '{ if ($1 > a || $5 > a || $9 > a) print }')
+    loss=$(ptxas_wgmma_loss "$1")
+    if [ -z "$props" ]; then echo "no 'bytes stack frame' line in ptxas -v output"
+    elif [ -n "$bad" ]; then echo "stack or spills: $(printf '%s' "$bad" | tr -s ' \n' ' ')"
+    elif [ -n "$loss" ]; then echo "$loss"; fi
+}
+
 # ptxas_job KERNEL ARCH DTYPE D CAUSAL(0|1): generates one config and assembles it;
 # writes "PASS name" or "FAIL name: why" to its .res file (runs in a worker).
 # No config may spill, use a stack, or have its wgmma serialized.
@@ -129,31 +141,25 @@ ptxas_job() {
         echo "FAIL $name: ptxas: ${msg:-$(one_line "$base.log")}" >"$base.res"
         return 0
     fi
-    local props bad regs loss
-    props=$(grep 'bytes stack frame' "$base.log")
-    loss=$(ptxas_wgmma_loss "$base.log")
+    local regs why
     # the deterministic mla_bwd (the wgmma main's fixed-point conversions and
     # 64-bit reductions beside a second chunk's accumulator: 44 B, faster than
     # none with one accumulator) may keep a few words on the stack; nothing
     # else may spill
     local allow=0
     [ "$kern $causal" = "mla_bwd 1" ] && allow=64
-    bad=$(printf '%s\n' "$props" | awk -v a=$allow '{ if ($1 > a || $5 > a || $9 > a) print }')
+    why=$(ptxas_bad "$base.log" $allow)
     regs=$(grep -o 'Used [0-9]* registers' "$base.log" | head -n 1)
-    if [ -z "$props" ]; then
-        echo "FAIL $name: no 'bytes stack frame' line in ptxas -v output" >"$base.res"
-    elif [ -n "$bad" ]; then
-        echo "FAIL $name: stack or spills: $(printf '%s' "$bad" | tr -s ' \n' ' ')" >"$base.res"
-    elif [ -n "$loss" ]; then
-        echo "FAIL $name: $loss" >"$base.res"
+    if [ -n "$why" ]; then
+        echo "FAIL $name: $why" >"$base.res"
     else
         local most
-        most=$(printf '%s\n' "$props" | awk '{ m = $1 > m ? $1 : m; m = $5 > m ? $5 : m } END { print m + 0 }')
+        most=$(grep 'bytes stack frame' "$base.log" | awk '{ m = $1 > m ? $1 : m; m = $5 > m ? $5 : m } END { print m + 0 }')
         if [ "$most" -gt 0 ]; then echo "PASS $name ($regs, $most B stack/spill, within the $allow B allowed)" >"$base.res"
         else echo "PASS $name ($regs, no spills)" >"$base.res"; fi
     fi
 }
-export -f ptxas_job ptxas_wgmma_loss one_line
+export -f ptxas_job ptxas_bad ptxas_wgmma_loss one_line
 
 ptxas_configs() {   # one "kernel arch dtype d causal" line per config
     local a t d c
@@ -1736,7 +1742,6 @@ sim_tests_bwd() {
 
     section "sim device: random configurations (a new seed each run, printed; scripts/random_checks.py)"
     counted_test random_checks python3 scripts/random_checks.py --device sim --count 30 --seconds 90 --timeout 120
-    ptx_off_test
     reduce_bounds_test
 
     section "sim device: generated PTX with a planted bug is refused"
@@ -2088,39 +2093,25 @@ expect_rc() {
     if [ "$rc" -ne "$2" ]; then fail "$1" "exit $rc, want $2: $(one_line "$TMP/err")"; return 1; fi
 }
 
-# scripts/ptx_off.py (upper-bound timings): the wgmma mla_bwd main kernel's 72 dkv reductions switched off by a
-# run-time-false guard: ptxas still assembles it whole (no spill, no serialised wgmma), and on the sim dq stays right
-# while dkv is left unwritten, so the guarded instructions did nothing and the rest still ran.
-ptx_off_test() {
-    local name="ptx_off: mla_bwd's reductions switched off, everything else kept"
-    run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/off_in.ptx"
-    expect_rc "$name" 0 || return
-    if ! python3 scripts/ptx_off.py "$TMP/off_in.ptx" "$TMP/off.ptx" 'red\.global\.add\.v4\.f32' --entry main \
-        >"$TMP/off.log" 2>&1 || ! grep -q ': 72 instructions switched off' "$TMP/off.log"; then
-        fail "$name" "$(one_line "$TMP/off.log")"; return
-    fi
-    ptxas -arch=sm_90a -v "$TMP/off.ptx" -o "$TMP/off.cubin" >"$TMP/off.log" 2>&1 || { fail "$name" "$(one_line "$TMP/off.log")"; return; }
-    if grep -qE '[1-9][0-9]* bytes spill' "$TMP/off.log" || [ -n "$(ptxas_wgmma_loss "$TMP/off.log")" ]; then
-        fail "$name" "ptxas: $(one_line "$TMP/off.log")"; return
-    fi
-    run_cli check --ptx "$TMP/off.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
-    crashed "$name" && return
-    expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: rel_l2=1\.000e\+00 .*FAIL' && pass "$name"
-}
-
-# scripts/mla_bwd_reduce_bounds.py writes its three timing variants from the landed PTX (it stops where the
-# generator's shape has changed): all assemble whole (no spill, no serialised wgmma); on the sim E0 leaves dkv
-# unwritten and E adds a 1 per row and line visit, both with dq right (S races with the products by design: GPU only).
+# The upper-bound timing tools on the wgmma mla_bwd main kernel. scripts/ptx_off.py switches its 72 dkv reductions
+# off by a run-time-false guard; scripts/mla_bwd_reduce_bounds.py (which stops where the generator's shape has
+# changed) writes E0, the very same edit, and E and S. All assemble whole (no spill, no serialised wgmma); on the sim
+# E0 leaves dkv unwritten and E adds a 1 per row and line visit, both with dq right, so the guarded instructions did
+# nothing and the rest still ran (S races with the products by design: GPU only).
 reduce_bounds_test() {
-    local name="mla_bwd_reduce_bounds: E0, E and S written, assembled, E0 and E run" v
+    local name="ptx_off and mla_bwd_reduce_bounds: mla_bwd's reductions switched off or moved, the rest kept" v why
     run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/rb_in.ptx"
     expect_rc "$name" 0 || return
+    if ! python3 scripts/ptx_off.py "$TMP/rb_in.ptx" "$TMP/rb_off.ptx" 'red\.global\.add\.v4\.f32' --entry main \
+        >"$TMP/rb.log" 2>&1 || ! grep -q ': 72 instructions switched off' "$TMP/rb.log"; then
+        fail "$name" "ptx_off: $(one_line "$TMP/rb.log")"; return
+    fi
     python3 scripts/mla_bwd_reduce_bounds.py "$TMP/rb_in.ptx" "$TMP/rb" >"$TMP/rb.log" 2>&1 || { fail "$name" "$(one_line "$TMP/rb.log")"; return; }
+    cmp -s "$TMP/rb_off.ptx" "$TMP/rb/E0.ptx" || { fail "$name" "E0 is not ptx_off's edit"; return; }
     for v in E0 E S; do
         ptxas -arch=sm_90a -v "$TMP/rb/$v.ptx" -o "$TMP/rb/$v.cubin" >"$TMP/rb.log" 2>&1 || { fail "$name" "$v: $(one_line "$TMP/rb.log")"; return; }
-        if grep -qE '[1-9][0-9]* bytes spill' "$TMP/rb.log" || [ -n "$(ptxas_wgmma_loss "$TMP/rb.log")" ]; then
-            fail "$name" "$v: ptxas: $(one_line "$TMP/rb.log")"; return
-        fi
+        why=$(ptxas_bad "$TMP/rb.log" 0)
+        [ -z "$why" ] || { fail "$name" "$v: ptxas: $why"; return; }
     done
     run_cli check --ptx "$TMP/rb/E0.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
     crashed "$name" && return
