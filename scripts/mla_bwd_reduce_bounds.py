@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Upper-bound variants of the wgmma mla_bwd set for timing where its dkv reductions should be issued
 (BENCHMARKS.md, 2026-11-29; docs/design/mla_bwd_wgmma_pair.md). Each is the landed PTX edited; dkv is wrong in all
-three, so time them with `ptxgen bench --ptx`, never check them:
+five, so time them with `ptxgen bench --ptx`, never check them:
 
   E0  the consumers' reductions switched off by a run-time-false guard (scripts/ptx_off.py's edit): everything
       else, the products and the lane exchange included, still runs.
@@ -11,10 +11,14 @@ three, so time them with `ptxgen bench --ptx`, never check them:
       over its own 16 bytes of the dS and P tiles: the cost of staging, not its data), and the producer's threads
       add the step's rows from shared memory by `cp.reduce.async.bulk` (one 128-byte segment a copy, 9 a thread), a
       bulk group a step, waiting for the last step's group to be read before the next.
+  B   E0, and the producer adding the step's rows from shared memory in 1152-byte bulk reduces (two a row, 128 a
+      step instead of S's 1152 copies of 128 bytes; no staging stores): the reducing role of the CTA-pair plan.
+  W   S's staging stores and B's wide bulk reduces together: staging at the cost the consumers would pay, reduced
+      in B's few large copies.
 
 usage: scripts/mla_bwd_reduce_bounds.py MAIN.ptx OUTDIR   (MAIN.ptx: `ptxgen --arch sm_90a --kernel mla_bwd`,
-       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx). The edits find the producer's loop by the generator's
-       current shape and stop with a message where it has changed."""
+       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx, B.ptx, W.ptx). The edits find the producer's loop by the
+       generator's current shape and stop with a message where it has changed."""
 import os
 import re
 import subprocess
@@ -94,8 +98,9 @@ def variant_e(body):
     return add_decls(after_arrive(body, ins), decls)
 
 
-def variant_s(body, off):
-    # consumers: every reduction becomes a store into the thread's own 16 bytes of the dS and P tiles
+def staging_stores(body, off):
+    """Every consumer reduction turned into a store into the thread's own 16 bytes of the dS and P tiles (the cost
+    of staging, not its data); uses %r_s0 and %r_s1, declared by the caller."""
     m = need(re.search(r'\tsetmaxnreg\.inc\.sync\.aligned\.u32 \d+;\n', body), "the consumers' setmaxnreg")
     setup = ['\tmov.u32 %r_s0, %tid.x;', '\tand.b32 %r_s0, %r_s0, 1023;', '\tmov.u32 %r_s1, ptxgen_smem;',
              '\tmad.lo.u32 %r_s1, %r_s0, 16, %r_s1;', f'\tadd.u32 %r_s1, %r_s1, {off["dS"]};']
@@ -104,6 +109,11 @@ def variant_s(body, off):
                       r'st.shared.v4.f32 [%r_s1], \1;', body)
     if n != 72:
         die(f"the consumers' 72 reductions (found {n})")
+    return body
+
+
+def variant_s(body, off):
+    body = staging_stores(body, off)
     # producer: the step's rows added from shared memory (128 bytes of the P tile a thread), one bulk group a step
     rows, chunk = step_rows(body, 's', 128)
     ins = ['\tcp.async.bulk.wait_group.read 0;'] + rows + [
@@ -118,12 +128,31 @@ def variant_s(body, off):
                 guard = '%p_s5'
             ins.append(f'\t@{guard} cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
                        f'[%rd_s{i}+{1024 * j}], [%r_s3], 128;')
-    ins.append('\tcp.async.bulk.commit_group;')
-    body = after_arrive(body, ins)
-    # the producer waits for its last group before it leaves its branch
+    return add_decls(bulk_group_a_step(body, ins), '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
+
+
+def bulk_group_a_step(body, ins):
+    """ins (the producer's bulk reduces of a step) placed after its arrival as one bulk group, and a wait for the
+    last group before the producer leaves its branch."""
+    body = after_arrive(body, ins + ['\tcp.async.bulk.commit_group;'])
     m = need(re.search(r'\n(\$L\d+:)\n\tbra\.uni \$L\d+;\n\$L\d+:\n\tsetmaxnreg\.inc', body), "the producer's exit")
-    body = body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
-    return add_decls(body, '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
+    return body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
+
+
+def wide_reduces(body, off):
+    """The producer adding each step's rows from shared memory in 1152-byte bulk reduces, two a row (the columns one
+    CTA of docs/design/mla_bwd_wgmma_pair.md's pair owns): the threads of 16-byte chunks 0 and 1."""
+    rows, chunk = step_rows(body, 'b', ROW_BYTES // 2)
+    ins = ['\tcp.async.bulk.wait_group.read 0;'] + rows + [
+        '\tmov.u32 %r_b0, ptxgen_smem;', f'\tadd.u32 %r_b0, %r_b0, {off["P"]};', f'\tsetp.lt.u32 %p_b4, {chunk}, 2;']
+    for i in range(4):
+        ins += [f'\tand.pred %p_b5, %p_b{i}, %p_b4;',
+                f'\t@%p_b5 cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd_b{i}], [%r_b0], {ROW_BYTES // 2};']
+    return add_decls(bulk_group_a_step(body, ins), '\t.reg .pred %p_b<6>;\n\t.reg .b32 %r_b0;\n\t.reg .b64 %rd_b, %rd_b<4>;\n')
+
+
+def variant_w(body, off):
+    return add_decls(wide_reduces(staging_stores(body, off), off), '\t.reg .b32 %r_s<2>;\n')
 
 
 def main():
@@ -139,10 +168,12 @@ def main():
     e0, n = switch_off(body, re.compile(r'red\.global\.add\.v4\.f32'))
     if n != 72:
         die(f"the consumers' 72 reductions (found {n})")
-    for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, plan_offsets()))):
+    off = plan_offsets()
+    for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, off)), ('B', wide_reduces(e0, off)),
+                    ('W', variant_w(body, off))):
         with open(os.path.join(outdir, name + '.ptx'), 'w') as f:
             f.write(text[:start] + b + text[end:])
-    print(f'mla_bwd_reduce_bounds: E0, E, S in {outdir}')
+    print(f'mla_bwd_reduce_bounds: E0, E, S, B, W in {outdir}')
 
 
 if __name__ == '__main__':

@@ -2095,9 +2095,9 @@ expect_rc() {
 
 # The upper-bound timing tools on the wgmma mla_bwd main kernel. scripts/ptx_off.py switches its 72 dkv reductions
 # off by a run-time-false guard; scripts/mla_bwd_reduce_bounds.py (which stops where the generator's shape has
-# changed) writes E0, the very same edit, and E and S. All assemble whole (no spill, no serialised wgmma); on the sim
+# changed) writes E0, the very same edit, and E, S, B and W. All assemble whole (no spill, no serialised wgmma); on the sim
 # E0 leaves dkv unwritten and E adds a 1 per row and line visit, both with dq right, so the guarded instructions did
-# nothing and the rest still ran (S races with the products by design: GPU only).
+# nothing and the rest still ran (S, B and W race with the products by design: GPU only).
 reduce_bounds_test() {
     local name="ptx_off and mla_bwd_reduce_bounds: mla_bwd's reductions switched off or moved, the rest kept" v why
     run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/rb_in.ptx"
@@ -2108,7 +2108,7 @@ reduce_bounds_test() {
     fi
     python3 scripts/mla_bwd_reduce_bounds.py "$TMP/rb_in.ptx" "$TMP/rb" >"$TMP/rb.log" 2>&1 || { fail "$name" "$(one_line "$TMP/rb.log")"; return; }
     cmp -s "$TMP/rb_off.ptx" "$TMP/rb/E0.ptx" || { fail "$name" "E0 is not ptx_off's edit"; return; }
-    for v in E0 E S; do
+    for v in E0 E S B W; do
         ptxas -arch=sm_90a -v "$TMP/rb/$v.ptx" -o "$TMP/rb/$v.cubin" >"$TMP/rb.log" 2>&1 || { fail "$name" "$v: $(one_line "$TMP/rb.log")"; return; }
         why=$(ptxas_bad "$TMP/rb.log" 0)
         [ -z "$why" ] || { fail "$name" "$v: ptxas: $why"; return; }
@@ -2119,6 +2119,17 @@ reduce_bounds_test() {
     run_cli check --ptx "$TMP/rb/E.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
     crashed "$name" && return
     expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: .*FAIL.* out [1-9][0-9]* ' && pass "$name"
+    # --half keeps the reductions in CTAs of odd %ctaid.x (two of four tokens; one token of the set has no valid
+    # slot, so two would not do) and each one's own guard (an invalid slot's row is never reduced: the sim would
+    # refuse the address): dkv partly written, dq right
+    name="ptx_off --half: mla_bwd's reductions kept in half the CTAs, under their own guards"
+    python3 scripts/ptx_off.py "$TMP/rb_in.ptx" "$TMP/rb_half.ptx" 'red\.global\.add\.v4\.f32' --entry main --half \
+        >"$TMP/rb.log" 2>&1 || { fail "$name" "$(one_line "$TMP/rb.log")"; return; }
+    [ "$(grep -c 'and\.pred %p_and, %p[0-9]*, %p_off; @%p_and red\.global' "$TMP/rb_half.ptx")" = 72 ] ||
+        { fail "$name" "not every reduction keeps its guard"; return; }
+    run_cli check --ptx "$TMP/rb_half.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 4 --skv 300 --hq 64 --topk 128
+    crashed "$name" && return
+    expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: rel_l2=[1-9]\.[0-9]*e-0[1-9] .*FAIL' && pass "$name"
 }
 
 plan_tests() {
