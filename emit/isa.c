@@ -330,6 +330,9 @@ static const char *rule_breaks(const IsaInsn *in, uint32_t seen)
         else ok = ok && t == T_B32 && in->vec <= 1;
         return ok ? NULL : "takes .is_canceled.pred.b128, .get_first_ctaid.v4.b32.b128 or .get_first_ctaid::x/y/z.b32.b128";
     }
+    case I_ST_ASYNC:   /* ptxas 13.0: a vector of 128 bits at most */
+        if (in->nspace != 1) return "needs a state space (.shared::cluster)";
+        return in->vec <= 2 || (in->vec == 4 && isa_type_bits(t) == 32) ? NULL : "takes .v2, or .v4 of 32-bit types";
     case I_PREFETCH_TENSOR:
         return in->level == 2 && in->nspace == 1 && in->space[0] == SP_GLOBAL ? NULL : "needs .L2 and .global";
     case I_TC_MMA:   /* .ws: one CTA, its own B collector buffers */

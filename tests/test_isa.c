@@ -90,7 +90,16 @@ static void modifier_rules(void)
         {"createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64", NULL},   /* primary, secondary priority */
         {"prefetch.global.L2::evict_last", NULL},
         {"mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64", NULL},
-        {"setp.lt.and.f32", NULL}};
+        {"setp.lt.and.f32", NULL},
+        /* st.async as ptxas 13.0 takes it: the completion named, 32- and 64-bit types, vectors of 128 bits at most */
+        {"st.async.shared::cluster.b32", "st.async needs .mbarrier::complete_tx::bytes"},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b64", "st.async takes .v2, or .v4 of 32-bit types"},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.b16", "st.async takes no .b16"},
+        {"st.async.mbarrier::complete_tx::bytes.b32", "st.async needs a state space"},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.bulk_group.b32", "st.async takes no .bulk_group"},
+        {"st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v2.f64", NULL},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32", NULL},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.s64", NULL}};
     char err[256], what[160];
     IsaInsn d;
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
@@ -121,6 +130,9 @@ static void needs(void)
     dec("cvt.rn.satfinite.e4m3x2.f32", &d, err, sizeof err);
     isa_needs(&d, &sm, &a, &ptx);
     check(sm == 89 && !a && ptx == 78, "isa: an fp8 cvt needs sm_89 and PTX 7.8", "sm %d a %d ptx %d", sm, a, ptx);
+    dec("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32", &d, err, sizeof err);
+    isa_needs(&d, &sm, &a, &ptx);
+    check(sm == 90 && !a && ptx == 81, "isa: st.async needs sm_90 and PTX 8.1", "sm %d a %d ptx %d", sm, a, ptx);
     dec("cvt.rn.f32.f16", &d, err, sizeof err);
     isa_needs(&d, &sm, &a, &ptx);
     check(sm < 89, "isa: other cvts run everywhere", "sm %d", sm);

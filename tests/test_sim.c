@@ -324,6 +324,12 @@ static void mem_forms(void)
         {"setmaxnreg.sync.aligned.u32 64;", "setmaxnreg needs .inc or .dec"},
         {"setmaxnreg.inc.aligned.u32 64;", "setmaxnreg needs .sync"},
         {"setmaxnreg.dec.sync.aligned.u32 20;", "setmaxnreg takes 24 to 256 registers in steps of 8, not 20"},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [smem], %r1;",
+         "st.async takes 3 operands ([addr], b, [remote_bar]), found 2"},
+        {"st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [smem], %r1, [smem];",
+         "st.async operand 2 must be a vector of 2"},
+        {"st.async.shared::cta.mbarrier::complete_tx::bytes.b32 [smem], %r1, [smem];",   /* ptxas takes it: refused by name */
+         "st.async into .shared::cta is not modelled by the sim"},
         {"griddepcontrol;", "griddepcontrol needs .launch_dependents or .wait"},
         {"griddepcontrol.wait %r1;", "griddepcontrol takes no operand, found 1"},
         {"fence.sc;", "fence needs one of .cta, .cluster, .gpu or .sys"},

@@ -149,6 +149,15 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
         nm = to_global ? "[tensorMap, {coordinates}], [src]" : "[dst], [tensorMap, {coordinates}], [mbar]";
         break;
     case I_CLC_TRY_CANCEL: k = "a a", nm = "[addr], [mbar]"; break;
+    case I_ST_ASYNC:
+        if (d->space[0] != SP_SHARED_CLUSTER) {   /* ptxas 13.0 takes .shared::cta; the sim models a peer's memory */
+            snprintf(why, n, "%s into .shared::cta is not modelled by the sim (it stores into .shared::cluster)", op);
+            return -1;
+        }
+        if (d->vec > 1) snprintf(kb, sizeof kb, "a v%d a", d->vec), k = kb;
+        else k = "a r a";
+        nm = "[addr], b, [remote_bar]";
+        break;
     case I_CLC_QUERY:
         k = d->sub == SUB_IS_CANCELED ? "P d" : d->sub == SUB_CTAID ? "V4 d" : "d d", nm = "d, response";
         break;
@@ -230,11 +239,11 @@ static int has_value(const SimFunc *f, int32_t first, int n)
 }
 
 /* The instructions whose units read a source vector's elements one by one (sim_vec_elem), so that an element may
- * be a constant or a special register as ptxas takes it: mov's pack, st, red and atom, tcgen05.st's values and
+ * be a constant or a special register as ptxas takes it: mov's pack, st, st.async, red and atom, tcgen05.st's values and
  * the tensor copies' coordinates. The others (mma, wgmma, ldmatrix, stmatrix, ...) read register slots. */
 static int reads_vec_values(int op)
 {
-    return op == I_MOV || op == I_ST || op == I_RED || op == I_ATOM || op == I_TC_ST || op == I_BULK_TENSOR ||
+    return op == I_MOV || op == I_ST || op == I_ST_ASYNC || op == I_RED || op == I_ATOM || op == I_TC_ST || op == I_BULK_TENSOR ||
            op == I_REDUCE_BULK_TENSOR || op == I_PREFETCH_TENSOR;
 }
 

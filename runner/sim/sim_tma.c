@@ -254,7 +254,8 @@ static SimCta *signal_cta(const TmaIssue *x, SimCta *dst, SimCta *bar, int multi
         if (bar == dst || (pair && (bar->rank >> 1) == (dst->rank >> 1))) return bar;
         tma_fail(x, "the mbarrier is in CTA rank %d but the destination in CTA rank %d: %s", bar->rank, dst->rank,
                  pair ? ".cta_group::2 lets it be in the destination CTA or its peer of the pair only"
-                      : "it must be in the destination CTA (.cta_group::2 would allow the peer of the pair)");
+                 : x->in->d.op == I_ST_ASYNC ? "it must be in the destination CTA"
+                                             : "it must be in the destination CTA (.cta_group::2 would allow the peer of the pair)");
         return NULL;
     }
     if (!pair) return dst;
@@ -277,8 +278,9 @@ int tma_load_dests(const TmaIssue *x, const SimOpnd *dst, const SimOpnd *mbar, c
     if (!bc) return -1;
     if (lo % align) {
         tma_fail(x, "the destination shared 0x%x is not %u-byte aligned (%s)", lo, align,
-                 align == 128 ? "a tensor copy's box starts on 128 bytes in shared memory; an H200 faults with a "
-                                "misaligned address otherwise" : "bulk copies move 16-byte aligned data");
+                 x->in->d.op == I_ST_ASYNC ? "st.async stores at an address aligned to the value's size"
+                 : align == 128 ? "a tensor copy's box starts on 128 bytes in shared memory; an H200 faults with a "
+                                  "misaligned address otherwise" : "bulk copies move 16-byte aligned data");
         return -1;
     }
     if (blo % 8) {
@@ -542,12 +544,43 @@ static int clc_try_cancel(const TmaIssue *x)
     return tma_load_push(x, &d, response, 16, 0, "a cluster launch control response (clusterlaunchcontrol.try_cancel)");
 }
 
+/* st.async: the thread's value (4 to 16 bytes: a register or a vector of them) lands in a peer CTA's shared memory
+ * and completes its bytes on the mbarrier there (PTX ISA st.async: the address aligned to the value's size, the
+ * mbarrier in the destination's CTA). Modelled as a copy into shared memory whose source is the thread's registers,
+ * read as it issues. A store into the issuing CTA's own memory is refused: on an H200 one completed its mbarrier
+ * phase (tests/sim/st_async_self.ptx run as correct, 2026-11-29), but the bytes it left were not compared. */
+static int st_async(const TmaIssue *x)
+{
+    const SimInsn *in = x->in;
+    const SimOpnd *v = &in->o[1];
+    int width = isa_type_bits(in->d.type[in->d.ntype - 1]) / 8, n = v->kind == SO_VEC ? v->n : 1;
+    uint32_t bytes = (uint32_t)(width * n);
+    TmaDests d;
+    if (tma_load_dests(x, &in->o[0], &in->o[2], NULL, bytes, &d)) return -1;
+    if (d.dst[0] == x->c) {
+        tma_fail(x, "st.async into the issuing CTA's own shared memory (rank %d) is not modelled by the sim: it names "
+                 "a peer's through mapa", x->c->rank);
+        return -1;
+    }
+    uint8_t *img = malloc(bytes);
+    if (!img) {
+        tma_fail(x, "out of host memory for st.async");
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        SimOpnd e = v->kind == SO_VEC ? sim_vec_elem(x->c->f, v, k) : *v;
+        uint64_t val = sim_read(x->c, x->w, &e, x->lane);
+        memcpy(img + width * k, &val, (size_t)width);   /* little-endian, as the registers' bytes */
+    }
+    return tma_load_push(x, &d, img, bytes, 0, "asynchronous store to a peer (st.async)");
+}
+
 /* ---- dispatch ---- */
 int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->d.op) {
     case I_BULK_TENSOR: case I_REDUCE_BULK_TENSOR: case I_BULK: case I_REDUCE_BULK: case I_BULK_COMMIT:
-    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: case I_PREFETCH_TENSOR: case I_CLC_TRY_CANCEL: break;
+    case I_BULK_WAIT: case I_PREFETCH_TENSORMAP: case I_PREFETCH_TENSOR: case I_CLC_TRY_CANCEL: case I_ST_ASYNC: break;
     default: return 0;
     }
     /* each thread issues its own copy, as on the hardware */
@@ -561,6 +594,7 @@ int sim_tma(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         case I_BULK_WAIT: wait_group(&x); break;
         case I_PREFETCH_TENSOR: tma_prefetch_tensor(&x); break;
         case I_CLC_TRY_CANCEL: clc_try_cancel(&x); break;
+        case I_ST_ASYNC: st_async(&x); break;
         default: tma_prefetch_map(&x); break;
         }
     }
