@@ -544,11 +544,11 @@ static int clc_try_cancel(const TmaIssue *x)
     return tma_load_push(x, &d, response, 16, 0, "a cluster launch control response (clusterlaunchcontrol.try_cancel)");
 }
 
-/* st.async: the thread's value (4 to 16 bytes: a register or a vector of them) lands in a peer CTA's shared memory
- * and completes its bytes on the mbarrier there (PTX ISA st.async: the address aligned to the value's size, the
- * mbarrier in the destination's CTA). Modelled as a copy into shared memory whose source is the thread's registers,
- * read as it issues. A store into the issuing CTA's own memory is refused: on an H200 one completed its mbarrier
- * phase (tests/sim/st_async_self.ptx run as correct, 2026-11-29), but the bytes it left were not compared. */
+/* st.async: the thread's value (4 to 16 bytes: a register or a vector of them) lands in the shared memory of a CTA
+ * of the cluster, a peer or its own (an H200 runs both: tests/sim/st_async.ptx and st_async_own.ptx), and completes
+ * its bytes on the mbarrier there (PTX ISA st.async: the address aligned to the value's size, the mbarrier in the
+ * destination's CTA). Modelled as a copy into shared memory whose source is the thread's registers, read as it
+ * issues. */
 static int st_async(const TmaIssue *x)
 {
     const SimInsn *in = x->in;
@@ -557,11 +557,6 @@ static int st_async(const TmaIssue *x)
     uint32_t bytes = (uint32_t)(width * n);
     TmaDests d;
     if (tma_load_dests(x, &in->o[0], &in->o[2], NULL, bytes, &d)) return -1;
-    if (d.dst[0] == x->c) {
-        tma_fail(x, "st.async into the issuing CTA's own shared memory (rank %d) is not modelled by the sim: it names "
-                 "a peer's through mapa", x->c->rank);
-        return -1;
-    }
     uint8_t *img = malloc(bytes);
     if (!img) {
         tma_fail(x, "out of host memory for st.async");
@@ -572,7 +567,7 @@ static int st_async(const TmaIssue *x)
         uint64_t val = sim_read(x->c, x->w, &e, x->lane);
         memcpy(img + width * k, &val, (size_t)width);   /* little-endian, as the registers' bytes */
     }
-    return tma_load_push(x, &d, img, bytes, 0, "asynchronous store to a peer (st.async)");
+    return tma_load_push(x, &d, img, bytes, 0, "asynchronous store (st.async)");
 }
 
 /* ---- dispatch ---- */
