@@ -150,7 +150,7 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
         break;
     case I_CLC_TRY_CANCEL: k = "a a", nm = "[addr], [mbar]"; break;
     case I_ST_ASYNC:
-        if (d->space[0] != SP_SHARED_CLUSTER) {   /* ptxas 13.0 takes .shared::cta; the sim models a peer's memory */
+        if (d->space[0] != SP_SHARED_CLUSTER) {   /* ptxas 13.0 takes .shared::cta; the sim, .shared::cluster only */
             snprintf(why, n, "%s into .shared::cta is not modelled by the sim (it stores into .shared::cluster)", op);
             return -1;
         }
@@ -239,12 +239,12 @@ static int has_value(const SimFunc *f, int32_t first, int n)
 }
 
 /* The instructions whose units read a source vector's elements one by one (sim_vec_elem), so that an element may
- * be a constant or a special register as ptxas takes it: mov's pack, st, st.async, red and atom, tcgen05.st's values and
- * the tensor copies' coordinates. The others (mma, wgmma, ldmatrix, stmatrix, ...) read register slots. */
+ * be a constant or a special register as ptxas takes it: mov's pack, st, st.async, red and atom, tcgen05.st's
+ * values and the tensor copies' coordinates. The others (mma, wgmma, ldmatrix, stmatrix, ...) read register slots. */
 static int reads_vec_values(int op)
 {
-    return op == I_MOV || op == I_ST || op == I_ST_ASYNC || op == I_RED || op == I_ATOM || op == I_TC_ST || op == I_BULK_TENSOR ||
-           op == I_REDUCE_BULK_TENSOR || op == I_PREFETCH_TENSOR;
+    return op == I_MOV || op == I_ST || op == I_ST_ASYNC || op == I_RED || op == I_ATOM || op == I_TC_ST ||
+           op == I_BULK_TENSOR || op == I_REDUCE_BULK_TENSOR || op == I_PREFETCH_TENSOR;
 }
 
 /* Where ptxas takes a negated predicate (!p): any operand read as a predicate (selp's, setp's and bar.red's c,
