@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ptx_off import switch_off   # noqa: E402
+from ptx_off import entry_span, switch_off   # noqa: E402
 
 ENTRY = 'mla_bwd_main_wg_'
 ROW_BYTES = 576 * 4            # a dkv_accum row, fp32
@@ -116,7 +116,7 @@ def variant_s(body, off):
     body = staging_stores(body, off)
     # producer: the step's rows added from shared memory (128 bytes of the P tile a thread), one bulk group a step
     rows, chunk = step_rows(body, 's', 128)
-    ins = ['\tcp.async.bulk.wait_group.read 0;'] + rows + [
+    ins = rows + [
         '\tmov.u32 %r_s2, %tid.x;', '\tand.b32 %r_s2, %r_s2, 63;', '\tmov.u32 %r_s3, ptxgen_smem;',
         '\tmad.lo.u32 %r_s3, %r_s2, 128, %r_s3;', f'\tadd.u32 %r_s3, %r_s3, {off["P"]};',
         f'\tsetp.lt.u32 %p_s4, {chunk}, {SEGS - 16};']   # the third segment of a row: chunks 0 and 1 only
@@ -128,13 +128,14 @@ def variant_s(body, off):
                 guard = '%p_s5'
             ins.append(f'\t@{guard} cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
                        f'[%rd_s{i}+{1024 * j}], [%r_s3], 128;')
-    return add_decls(bulk_group_a_step(body, ins), '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
+    return add_decls(bulk_group_a_step(body, ins),
+                     '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
 
 
 def bulk_group_a_step(body, ins):
-    """ins (the producer's bulk reduces of a step) placed after its arrival as one bulk group, and a wait for the
-    last group before the producer leaves its branch."""
-    body = after_arrive(body, ins + ['\tcp.async.bulk.commit_group;'])
+    """ins (the producer's bulk reduces of a step) placed after its arrival as one bulk group, once the last step's
+    group has been read, and a wait for the last group before the producer leaves its branch."""
+    body = after_arrive(body, ['\tcp.async.bulk.wait_group.read 0;'] + ins + ['\tcp.async.bulk.commit_group;'])
     m = need(re.search(r'\n(\$L\d+:)\n\tbra\.uni \$L\d+;\n\$L\d+:\n\tsetmaxnreg\.inc', body), "the producer's exit")
     return body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
 
@@ -143,12 +144,14 @@ def wide_reduces(body, off):
     """The producer adding each step's rows from shared memory in 1152-byte bulk reduces, two a row (the columns one
     CTA of docs/design/mla_bwd_wgmma_pair.md's pair owns): the threads of 16-byte chunks 0 and 1."""
     rows, chunk = step_rows(body, 'b', ROW_BYTES // 2)
-    ins = ['\tcp.async.bulk.wait_group.read 0;'] + rows + [
+    ins = rows + [
         '\tmov.u32 %r_b0, ptxgen_smem;', f'\tadd.u32 %r_b0, %r_b0, {off["P"]};', f'\tsetp.lt.u32 %p_b4, {chunk}, 2;']
     for i in range(4):
         ins += [f'\tand.pred %p_b5, %p_b{i}, %p_b4;',
-                f'\t@%p_b5 cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd_b{i}], [%r_b0], {ROW_BYTES // 2};']
-    return add_decls(bulk_group_a_step(body, ins), '\t.reg .pred %p_b<6>;\n\t.reg .b32 %r_b0;\n\t.reg .b64 %rd_b, %rd_b<4>;\n')
+                f'\t@%p_b5 cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd_b{i}], [%r_b0], '
+                f'{ROW_BYTES // 2};']
+    return add_decls(bulk_group_a_step(body, ins),
+                     '\t.reg .pred %p_b<6>;\n\t.reg .b32 %r_b0;\n\t.reg .b64 %rd_b, %rd_b<4>;\n')
 
 
 def variant_w(body, off):
@@ -160,9 +163,7 @@ def main():
         sys.exit(__doc__)
     src, outdir = sys.argv[1], sys.argv[2]
     text = open(src).read()
-    start = text.index('{', need(re.search(r'\.entry\s+' + ENTRY + r'\w*', text), 'the wgmma main kernel').end())
-    end = text.find('.entry', start)
-    end = len(text) if end < 0 else end
+    start, end = entry_span(text, need(re.search(r'\.entry\s+' + ENTRY + r'\w*', text), 'the wgmma main kernel'))
     body = text[start:end]
     os.makedirs(outdir, exist_ok=True)
     e0, n = switch_off(body, re.compile(r'red\.global\.add\.v4\.f32'))

@@ -4,8 +4,8 @@ feeds them. Deleting the lines lets ptxas drop every instruction whose results o
 "without its reductions" (4.18 ms) also lost its dkv products and lane exchanges that way, where the reductions
 switched off by a predicate gave 6.0 ms (BENCHMARKS.md, 2026-11-29). Here each matching instruction in the named
 entries gets a guard predicate that is false at run time (%ctaid.x > 2^31 - 1), which ptxas cannot prove, so every
-value the instruction reads is still computed. An existing guard is replaced (with --half, kept and ANDed). The output's results are wrong; time it
-with `ptxgen bench --ptx`, never check it.
+value the instruction reads is still computed. An existing guard is replaced (with --half, kept and ANDed). The
+output's results are wrong; time it with `ptxgen bench --ptx`, never check it.
 
 usage: scripts/ptx_off.py IN.ptx OUT.ptx REGEX [--entry SUBSTRING] [--half]
   REGEX: matched against each instruction without its guard (e.g. 'red\\.global\\.add')
@@ -30,9 +30,10 @@ def switch_off(body, regex, half=False):
             continue
         old = m.group(2)
         if half and old:   # the instruction's own guard still holds where it runs (an invalid row's address, say)
-            neg, p = old.strip()[1:].startswith('!'), old.strip().lstrip('@!')
-            lines[i] = (f'{m.group(1)}{{ .reg .pred %p_and; ' + (f'not.pred %p_and, {p}; and.pred %p_and, %p_and, %p_off; '
-                        if neg else f'and.pred %p_and, {p}, %p_off; ') + f'@%p_and {ins} }}')
+            p = old.strip().lstrip('@!')
+            both = (f'not.pred %p_and, {p}; and.pred %p_and, %p_and, %p_off;' if '!' in old
+                    else f'and.pred %p_and, {p}, %p_off;')
+            lines[i] = f'{m.group(1)}{{ .reg .pred %p_and; {both} @%p_and {ins} }}'
         else:
             lines[i] = f'{m.group(1)}@%p_off {ins}'
         n += 1
@@ -41,6 +42,13 @@ def switch_off(body, regex, half=False):
                'setp.gt.u32 %p_off, %r_off, 2147483647;'
         lines.insert(1, '\t.reg .pred %p_off;\n\t.reg .b32 %r_off;\n\tmov.u32 %r_off, %ctaid.x;\n\t' + test)
     return '\n'.join(lines), n
+
+
+def entry_span(text, m):
+    """The body of the entry whose `.entry NAME` match is m: from its '{' to the next entry or the end."""
+    start = text.index('{', m.end())
+    end = text.find('.entry', start)
+    return start, len(text) if end < 0 else end
 
 
 def main():
@@ -57,9 +65,7 @@ def main():
     for m in re.finditer(r'\.entry\s+(\w+)', text):
         if a.entry not in m.group(1):
             continue
-        start = text.index('{', m.end())
-        end = text.find('.entry', start)
-        end = len(text) if end < 0 else end
+        start, end = entry_span(text, m)
         body, n = switch_off(text[start:end], regex, a.half)
         out += [text[pos:start], body]
         pos, total = end, total + n

@@ -2095,9 +2095,9 @@ expect_rc() {
 
 # The upper-bound timing tools on the wgmma mla_bwd main kernel. scripts/ptx_off.py switches its 72 dkv reductions
 # off by a run-time-false guard; scripts/mla_bwd_reduce_bounds.py (which stops where the generator's shape has
-# changed) writes E0, the very same edit, and E, S, B and W. All assemble whole (no spill, no serialised wgmma); on the sim
-# E0 leaves dkv unwritten and E adds a 1 per row and line visit, both with dq right, so the guarded instructions did
-# nothing and the rest still ran (S, B and W race with the products by design: GPU only).
+# changed) writes E0, the very same edit, and E, S, B and W. All assemble whole (no spill, no serialised wgmma); on
+# the sim E0 leaves dkv unwritten and E adds a 1 per row and line visit, both with dq right, so the guarded
+# instructions did nothing and the rest still ran (S, B and W race with the products by design: GPU only).
 reduce_bounds_test() {
     local name="ptx_off and mla_bwd_reduce_bounds: mla_bwd's reductions switched off or moved, the rest kept" v why
     run_cli --arch sm_90a --kernel mla_bwd -o "$TMP/rb_in.ptx"
