@@ -8,14 +8,9 @@
 
 /* The slabs of one [rows][cols] tile at shared offset dst, rows from `row` of head `head`. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar) {
-    wg_tma_rows_at(k, map, dst, rows, 0, cols, stage_off, head, row, b, bar);
-}
-
-void wg_tma_rows_at(Kctx *k, Reg map, int dst, int rows, int col0, int cols, Reg stage_off, Reg head, Reg row, Reg b,
-                    Reg bar) {
     Emit *e = &k->e;
     for (int s = 0; s < cols / WG_SLAB_COLS; s++) {
-        Reg col = kc_imm32(k, col0 + s * WG_SLAB_COLS), a = e_reg(e, RC_B32);
+        Reg col = kc_imm32(k, s * WG_SLAB_COLS), a = e_reg(e, RC_B32);
         INS(e, ADD_U32, R(a), R(k->smem), R(stage_off));
         Reg c[4] = {col, head, row, b};
         INS(e, TMA_LOAD_4D, A(a, dst + s * rows * 128), TA(map, 4, c), A(bar, 0));

@@ -28,9 +28,6 @@ void wg_bshd_map_heads(KernelSpec *ks, const char *param, const char *tensor, co
 /* One [rows][cols] tile of head `head`, rows from `row`, batch b, by TMA into cols/64 slabs at shared
  * offset dst + stage_off, completing on barrier bar. */
 void wg_tma_rows(Kctx *k, Reg map, int dst, int rows, int cols, Reg stage_off, Reg head, Reg row, Reg b, Reg bar);
-/* The same for the tensor's columns col0 .. col0 + cols (col0 a multiple of 64). */
-void wg_tma_rows_at(Kctx *k, Reg map, int dst, int rows, int col0, int cols, Reg stage_off, Reg head, Reg row, Reg b,
-                    Reg bar);
 enum { WG_MAX_PAGES = 16 };   /* pages a key block spans at most: bn 256 over pages of 16 */
 /* Where a key block's rows come from, for its TMA loads: rows from row of batch (or, paged, page) coordinate tb; or,
  * in pages shorter than the block (spans), page j's rows from its first, page ids[j] */

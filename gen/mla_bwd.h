@@ -114,14 +114,6 @@ int  mla_bwd_set_plan(const AttnDesc *d, Plan *plans, const MlaBwdMain *mk);
 void mla_bwd_set_build(const AttnDesc *d, KernelSet *ks, Buf *module, const MlaBwdMain *mk);
 /* the wgmma main kernel (mla_bwd_wg.c; its plan and maps in mla_bwd_wg_desc.c) */
 void mla_bwd_wg_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
-/* the wgmma main kernel over a CTA pair (tile ctas=2; mla_bwd_wg_pair.c, its plan in mla_bwd_wg_desc.c): CTA r holds
- * the 64-column slabs 4 r .. 4 r + 4 of Q, dO and the gathered rows and owns dq's and dkv's columns [288 r, + 288),
- * whose dkv it stages 32 slots at a time in rows 16 bytes longer than the columns' fp32 (the lanes' stores of a
- * column, 8 rows apart, then fall in different banks) */
-#define MLA_WG2_COLS (MLA_D_QK / 2)
-#define MLA_WG2_SLABS 5
-#define MLA_WG2_PITCH (4 * MLA_WG2_COLS + 16)
-void mla_bwd_wg_pair_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);
 /* the tcgen05 main kernel (mla_bwd_tc.c) */
 void mla_bwd_tc_main_plan(const AttnDesc *d, Plan *p);
 void mla_bwd_tc_main_emit(const AttnDesc *d, const KernelSpec *ks, const Plan *p, Buf *module);

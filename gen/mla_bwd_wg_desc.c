@@ -15,9 +15,6 @@ const TileKey mla_bwd_wg_keys[] = {
      "warpgroup for S and dP; one slot of 64 x 576 rows is what shared memory holds next to Q and dO"},
     {"deterministic", offsetof(AttnTile, deterministic), {0, 1}, 2,
      MLA_DET_MEANING},
-    {"ctas", offsetof(AttnTile, ctas), {1, 2}, 2, "CTAs per token: 2 is a CTA pair (a cluster of 2), each owning half "
-     "of dq's and dkv's columns, S and dP summed over the pair by st.async, dkv staged in shared memory and added a "
-     "row at a time by cp.reduce.async.bulk"},
 };
 const int mla_bwd_wg_nkeys = (int)(sizeof mla_bwd_wg_keys / sizeof mla_bwd_wg_keys[0]);
 
@@ -28,15 +25,10 @@ const int mla_bwd_wg_nkeys = (int)(sizeof mla_bwd_wg_keys / sizeof mla_bwd_wg_ke
 AttnTile mla_bwd_wg_default_tile(const ArchInfo *a, int d, int dv) {
     (void)dv;
     (void)a, (void)d;
-    return (AttnTile){.bm = MLA_WG_BM, .bn = MLA_WG_BN, .warps = 12, .stages = 1, .producer = 4, .ctas = 1};
+    return (AttnTile){.bm = MLA_WG_BM, .bn = MLA_WG_BN, .warps = 12, .stages = 1, .producer = 4};
 }
 
 int mla_bwd_wg_check_tile(const AttnDesc *d, char *err, size_t errlen) {
-    if (d->tile.ctas == 2 && d->tile.deterministic) {
-        snprintf(err, errlen, "ctas=2 (the CTA pair) adds dkv in fp32 by bulk reductions; deterministic=1's 64-bit "
-                 "fixed-point sums are built for ctas=1 only");
-        return 1;
-    }
     return mla_wg_check_dims(d, "mla_bwd", err, errlen);
 }
 
@@ -75,50 +67,6 @@ static void main_plan(const AttnDesc *d, Plan *p) {
     }
 }
 
-_Static_assert(MLA_WG2_PITCH == 1168, "the staging note's row bytes");
-
-/* The CTA pair's main kernel (mla_bwd_wg_pair.c): per CTA half of a token's columns, so room to stage dkv. */
-static void pair_plan(const AttnDesc *d, Plan *p) {
-    const AttnTile *t = &d->tile;
-    int slabs = t->bm * MLA_WG2_SLABS * WG_SLAB_COLS * 2;
-    *p = (Plan){.threads = 32 * t->warps};
-    int q = plan_add_region(p, "Q", slabs, 1024, "the head block's queries, global slabs 4 r .. 4 r + 4 of CTA r "
-                            "(A of S; MN-major B of dkv)");
-    plan_add_region(p, "dO", slabs, 1024, "the same slabs of the output gradients where d_v has them (rank 1: 4)");
-    plan_add_region(p, "KV", t->bn * MLA_WG2_SLABS * WG_SLAB_COLS * 2, 1024, "loop: the step's gathered rows, the "
-                    "same 5 slabs (B of S and dP; MN-major B of dq); refilled once both dq products are done");
-    plan_add_region(p, "bias", t->bn * 4, 16, "loop: 0 or -inf per slot of the step");
-    plan_add_region(p, "dS", t->bm * t->bn * 2, 1024, "loop: scale * dS [heads][slots] (A of dq; MN-major A of dkv)");
-    plan_add_region(p, "P", t->bm * t->bn * 2, 1024, "loop: P [heads][slots] (MN-major A of dkv's d_v columns)");
-    plan_add_region(p, "X", 2 * 2 * t->bm * t->bn / 2 * 4, 128, "loop: the peer's partial S and dP of each consumer "
-                    "warpgroup (fp32, 16 bytes a thread at a time), written by its st.async");
-    plan_add_region(p, "staging", t->bn / 2 * MLA_WG2_PITCH, 128, "loop: dkv of 32 slots x the CTA's 288 columns "
-                    "(fp32, rows of 1168 bytes), read by the reducing warp's bulk copies");
-    plan_add_region(p, "barriers", 8 * 9, 8, "Q and dO landed; the slot full and empty; per consumer warpgroup the "
-                    "peer's partials landed and ours added; the staging full and empty");
-    plan_union_region(p, "dQ", q, slabs, "epilogue: dq staging for the TMA store, over Q");
-    /* a consumer thread: dq's 144 columns of 64 rows (72), dkv's (72) while it stages them, addresses */
-    p->regs_est = 72 + 72 + 40;
-    plan_add_role(p, "producer", 4, MLA_BWD_WG_PRODUCER_REGS);   /* warps 0-1 gather, warp 3 reduces dkv */
-    plan_add_role(p, "consumer", 8, consumer_regs(d));
-    char what[112];
-    snprintf(what, sizeof what, "mla_bwd main (wgmma, CTA pair, cluster 2x1x1) d_qk=%d d_v=%d bm=%d bn=%d", d->d,
-             d->dv, t->bm, t->bn);
-    plan_finish(p, d->arch, what);
-    if (p->ok && p->regs_est > consumer_regs(d)) {
-        p->ok = 0;
-        snprintf(p->verdict, sizeof p->verdict, "%s: a consumer thread needs about %d registers; setmaxnreg gives %d",
-                 what, p->regs_est, consumer_regs(d));
-    }
-}
-
-/* The shared main ABI with the pair's launch: CTAs 2 t and 2 t + 1 (a cluster) for token t. */
-static void pair_spec(const AttnDesc *d, const Plan *p, const MlaBwdMain *mk, KernelSpec *ks) {
-    mla_bwd_main_spec(d, p, mk, ks);
-    snprintf(ks->grid[0], sizeof ks->grid[0], "2 * s_q");
-    snprintf(ks->cluster[0], sizeof ks->cluster[0], "2");
-}
-
 static void maps(const AttnDesc *d, KernelSpec *ks) {
     const char *dt = dtype_name(d->dtype);
     static const char *const qs[] = {"q_stride_h * 2", "q_stride_s * 2", "q_stride_s * 2 * s_q"};
@@ -130,7 +78,5 @@ static void maps(const AttnDesc *d, KernelSpec *ks) {
 }
 
 static const MlaBwdMain wg_main = {main_plan, mla_bwd_wg_main_emit, "main_wg", 1, maps, NULL, NULL, NULL};
-static const MlaBwdMain pair_main = {pair_plan, mla_bwd_wg_pair_emit, "main_wg_pair", 1, maps, pair_spec, NULL, NULL};
-static const MlaBwdMain *main_of(const AttnDesc *d) { return d->tile.ctas == 2 ? &pair_main : &wg_main; }
-int mla_bwd_wg_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, main_of(d)); }
-void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, main_of(d)); }
+int mla_bwd_wg_plan(const AttnDesc *d, Plan *plans) { return mla_bwd_set_plan(d, plans, &wg_main); }
+void mla_bwd_wg_build(const AttnDesc *d, KernelSet *ks, Buf *m) { mla_bwd_set_build(d, ks, m, &wg_main); }

@@ -16,8 +16,8 @@ void mla_wg_load_tiles(Kctx *k, const MlaWgFeed *f, Reg *state, Reg *zero_reg) {
     INSP(e, lead, 1, BRA, L(loaded));
     INS(e, MBAR_ARRIVE_EXPECT_TX, R(st), A(f->bar_in, 0), I(bytes));
     for (int i = 0; i < f->ntiles; i++)
-        wg_tma_rows_at(k, kc_tmap(k, f->tiles[i].map), f->tiles[i].off, MLA_WG_BM, f->tiles[i].col0, f->tiles[i].cols,
-                       zero, cta->h0, cta->t, zero, f->bar_in);
+        wg_tma_rows(k, kc_tmap(k, f->tiles[i].map), f->tiles[i].off, MLA_WG_BM, f->tiles[i].cols, zero, cta->h0, cta->t,
+                    zero, f->bar_in);
     e_place(e, loaded);
     *state = st, *zero_reg = zero;
 }
@@ -28,14 +28,8 @@ void mla_wg_producer(Kctx *k, const MlaWgFeed *f) {
     Reg st, zero;
     mla_wg_load_tiles(k, f, &st, &zero);
 
-    MlaSlots sl = {.bn = f->bn, .skv = {f->bn, f->slot_cols ? f->slot_cols : MLA_D_QK, f->kv_off},
-                   .bias_off = f->bias_off, .rows_off = f->rows_off};
-    mla_slots_init_slabs(k, &sl, cta->t, f->gather_threads ? f->gather_threads : 128);
-    if (f->kv_col0) {   /* each row's source from kv_col0 (kc_ptr's register is the kernel's: a new one) */
-        Reg kv = e_reg(e, RC_B64);
-        INS(e, ADD_U64, R(kv), R(sl.kv), I(2 * f->kv_col0));
-        sl.kv = kv;
-    }
+    MlaSlots sl = {.bn = f->bn, .skv = {f->bn, MLA_D_QK, f->kv_off}, .bias_off = f->bias_off, .rows_off = f->rows_off};
+    mla_slots_init_slabs(k, &sl, cta->t, 128);
     int np = sl.g.passes;
     Reg idx[8], n = e_reg(e, RC_B32), more = e_reg(e, RC_PRED), next = e_reg(e, RC_B32);
     for (int i = 0; f->prefetch && i < np; i++) {

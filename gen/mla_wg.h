@@ -7,7 +7,7 @@
 #include "attn_wg.h"
 
 /* One [64 heads][cols] tile the producer's thread 0 loads by TMA before the loop. */
-typedef struct { const char *map; int off, cols, col0; /* its first column */ } MlaWgTile;
+typedef struct { const char *map; int off, cols; } MlaWgTile;
 
 /* The producer's work: the once-loaded tiles (all on bar_in, whose expected bytes are theirs), and the
  * ring of `stages` slots of bn gathered rows (slot i at kv_off + i kv_stride; bias and kv rows per slot
@@ -21,10 +21,6 @@ typedef struct {
     int prefetch;              /* 1: a step's indices are read under the last step's copies; 0: under the wait for
                                   the slot (no registers held across the loop) */
     const MlaCta *cta;         /* the token and head block (mla_cta_token) */
-    int gather_threads;        /* producer threads that gather (the first ones; 0: all 128), 8 a row */
-    int kv_col0;               /* the first kv column gathered (a multiple of 64; the ring's slots hold bn x
-                                  slot_cols from there) and the gathered width (0: all d_qk) */
-    int slot_cols;
 } MlaWgFeed;
 
 /* Thread 0 loads the tiles (the ring's fields unused); *state: a b64 register for mbarrier states, *zero_reg:

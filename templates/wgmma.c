@@ -15,8 +15,7 @@ Reg wg_desc_mn(Kctx *k, int off, int slab_bytes) {
 
 typedef struct { int n; Op ss_bf16, rs_bf16, ss_f16, rs_f16; } WgRow;
 #define ROW(n) {n, OP_WGMMA_SS_BF16_N##n, OP_WGMMA_RS_BF16_N##n, OP_WGMMA_SS_F16_N##n, OP_WGMMA_RS_F16_N##n}
-static const WgRow rows[] = {ROW(16),  ROW(32),  ROW(48),  ROW(64),  ROW(80),  ROW(96),
-                              ROW(112), ROW(128), ROW(160), ROW(176), ROW(192), ROW(256)};
+static const WgRow rows[] = {ROW(32), ROW(64), ROW(80), ROW(96), ROW(112), ROW(128), ROW(160), ROW(176), ROW(192), ROW(256)};
 #undef ROW
 
 static const WgRow *row_of(int n) {
@@ -49,8 +48,7 @@ void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, 
 
 /* Per 16 columns the pairs are (g, 2t) (g+8, 2t) (g, 8+2t) (g+8, 8+2t); chunk c of row r sits at chunk
  * c ^ (r & 7), and r & 7 = g since warp_row0 is a multiple of 8. */
-static void pairs_store(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes, Reg chunk0,
-                        int first) {
+static void pairs_store(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes, Reg chunk0) {
     Emit *e = &k->e;
     Reg g = e_reg(e, RC_B32), t4 = e_reg(e, RC_B32), row = e_reg(e, RC_B32), base = e_reg(e, RC_B32);
     INS(e, SHR_U32, R(g), R(k->lane), I(2));
@@ -64,29 +62,19 @@ static void pairs_store(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg
         sw = e_reg(e, RC_B32);
         INS(e, XOR_B32, R(sw), R(g), R(chunk0));
     }
-    for (int j = 0; j < ncols / 8; j++) {   /* column tile j: chunk c % 8 of slab c / 8, c = j + the first chunk */
+    for (int j = 0; j < ncols / 8; j++) {                       /* column tile j: chunk j % 8 of slab j / 8 */
         Reg x = e_reg(e, RC_B32), a = e_reg(e, RC_B32);
-        int c = j + first;
-        INS(e, XOR_B32, R(x), R(sw), I(c % 8));
+        INS(e, XOR_B32, R(x), R(sw), I(j % 8));
         INS(e, SHL_B32, R(x), R(x), I(4));
         INS(e, ADD_U32, R(a), R(base), R(x));
-        int slab = off + (c / 8) * slab_bytes, kk = j / 2, hi = j % 2;
+        int slab = off + (j / 8) * slab_bytes, kk = j / 2, hi = j % 2;
         INS(e, ST_SHARED_B32, A(a, slab), R(pairs[4 * kk + 2 * hi]));
         INS(e, ST_SHARED_B32, A(a, slab + 8 * 128), R(pairs[4 * kk + 2 * hi + 1]));
     }
 }
 
 void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes) {
-    pairs_store(k, pairs, ncols, warp_row0, smem, off, slab_bytes, NOGUARD, 0);
-}
-
-void wg_pairs_to_smem_from(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes,
-                           int col0) {
-    if (col0 % 8) {
-        fprintf(stderr, "ptxgen internal: pairs stored from column %d, not a chunk's first\n", col0);
-        abort();
-    }
-    pairs_store(k, pairs, ncols, warp_row0, smem, off, slab_bytes, NOGUARD, col0 / 8);
+    pairs_store(k, pairs, ncols, warp_row0, smem, off, slab_bytes, NOGUARD);
 }
 
 void wg_pairs_to_smem_at(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, Reg chunk0) {
@@ -94,5 +82,5 @@ void wg_pairs_to_smem_at(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Re
         fprintf(stderr, "ptxgen internal: %d columns from a runtime chunk do not fit one slab\n", ncols);
         abort();
     }
-    pairs_store(k, pairs, ncols, warp_row0, smem, off, 0, chunk0, 0);
+    pairs_store(k, pairs, ncols, warp_row0, smem, off, 0, chunk0);
 }

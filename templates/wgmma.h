@@ -33,9 +33,6 @@ void wg_mma(Kctx *k, Acc *d, Reg a, const Reg *a_regs, Reg b, int mn, DType dt, 
  * slab_bytes apart from shared address base + off: the warp's rows from warp_row0 (a multiple of 8), the
  * layout a TMA store and an MN-major wgmma operand read. */
 void wg_pairs_to_smem(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg base, int off, int slab_bytes);
-/* The same for the columns col0 .. col0 + ncols of the slabs (col0 a multiple of 8, a constant). */
-void wg_pairs_to_smem_from(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, int slab_bytes,
-                           int col0);
 /* The same for ncols <= 64 columns into one slab from chunk chunk0 (a register, a multiple of ncols / 8
  * that those columns never carry into): columns chunk0 * 8 .. of the slab. */
 void wg_pairs_to_smem_at(Kctx *k, const Reg *pairs, int ncols, Reg warp_row0, Reg smem, int off, Reg chunk0);

@@ -193,8 +193,6 @@ if ./ptxgen --arch sm_90 --kernel mla_bwd >/dev/null 2>&1; then
               "--sq 20 --skv 99999 --hq 48 --topk 256 --topk-length" "--sq 33 --skv 5000 --hq 128 --topk 1024 --tile deterministic=1" \
               "--sq 12 --skv 800 --hq 20 --topk 300 --topk-length --dtype fp16 --tile deterministic=1" \
               "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length --tile deterministic=1" \
-              "--sq 40 --skv 8192 --hq 64 --topk 2048 --topk-length --ref cpu --tile ctas=2" \
-              "--sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16 --tile ctas=2" \
               "--mma sync --sq 32 --skv 8192 --hq 128 --topk 2048" "--mma sync --sq 17 --skv 3000 --hq 100 --topk 520 --pad 8 --dtype fp16" \
               "--mma sync --sq 20 --skv 999 --hq 48 --topk 256 --topk-length --tile deterministic=1"; do
     run "$args" $args
@@ -203,7 +201,6 @@ if ./ptxgen --arch sm_90 --kernel mla_bwd >/dev/null 2>&1; then
   run "sim vs GPU s_q=4 h_q=32 topk=128 topk_length" --sq 4 --skv 200 --hq 32 --topk 128 --topk-length
   run "sim vs GPU deterministic s_q=4 h_q=64 topk=192" --tile deterministic=1 --sq 4 --skv 200 --hq 64 --topk 192
   run "sim vs GPU mma.sync s_q=4 h_q=40 topk=128" --mma sync --sq 4 --skv 200 --hq 40 --topk 128
-  run "sim vs GPU CTA pair (ctas=2) s_q=4 h_q=32 topk=128 topk_length" --tile ctas=2 --sq 4 --skv 200 --hq 32 --topk 128 --topk-length
   mode=check
   for tl in "" "--topk-length"; do
     ref_run "GPU ref s_q=256 s_kv=8192 h_q=128 topk=2048 ${tl:-(all slots)}" --sq 256 --skv 8192 --hq 128 --topk 2048 $tl
@@ -278,13 +275,12 @@ if command -v compute-sanitizer >/dev/null; then
             --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }
       echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
       echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool $((seed += 1))
-    # the wgmma mla_bwd: both dkv paths (fp32 reductions, fixed point), and the CTA pair
-    for tile in deterministic=0 deterministic=1 ctas=2; do
-      gate "compute-sanitizer $tool mla_bwd wgmma $tile s_q=5 h_q=40 topk=200 topk_length" bash -c '
+    for det in 0 1; do   # the wgmma mla_bwd: both dkv paths (fp32 reductions, fixed point)
+      gate "compute-sanitizer $tool mla_bwd wgmma deterministic=$det s_q=5 h_q=40 topk=200 topk_length" bash -c '
         out=$(timeout 300 compute-sanitizer --tool "$1" --error-exitcode 9 ./ptxgen check --kernel mla_bwd --mma wgmma \
-              --tile $3 --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }
+              --tile deterministic=$3 --sq 5 --skv 300 --hq 40 --topk 200 --topk-length --iters 1 --seed "$2" 2>&1) || { echo "$out"; exit 1; }
         echo "$out" | grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" || { echo "$out"; exit 1; }
-        echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool $((seed += 1)) $tile
+        echo "$out" | grep -E "SUMMARY" | tr "\n" " "' _ $tool $((seed += 1)) $det
     done
   done
 else

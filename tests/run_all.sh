@@ -129,7 +129,6 @@ ptxas_job() {
     if [ "$causal" = 1 ]; then flag=--causal; kind=causal; fi
     # mla_bwd has no causal mode: its fifth field picks the deterministic set
     if [ "$kern" = mla_bwd ]; then flag="--tile deterministic=$causal"; kind=deterministic=$causal; fi
-    if [ "$kern $causal" = "mla_bwd 2" ]; then flag="--tile ctas=2"; kind=ctas=2; fi   # the wgmma CTA pair
     local name="ptxas $kern $arch $dt d=$d $kind" base=$TMP/ptxas/${kern}_${arch}_${dt}_${d}_${causal}
     if ! timeout 120 ./ptxgen --arch "$arch" --kernel "$kern" --dtype "$dt" --hdim "$d" $flag -o "$base.ptx" \
         >"$base.gen" 2>&1; then
@@ -172,7 +171,6 @@ ptxas_configs() {   # one "kernel arch dtype d causal" line per config
         done
         echo "mla_fwd $a $t 576 0"
         echo "mla_bwd $a $t 576 0"; echo "mla_bwd $a $t 576 1"
-        [ "$a" = sm_90a ] && echo "mla_bwd $a $t 576 2"
     done; done
 }
 
@@ -1099,57 +1097,6 @@ mla_bwd_wg_sim_tests() {
         '/.entry mla_bwd_main_wg/,/^}/ s/\(shfl.sync.bfly.b32 %f[0-9]*, %f[0-9]*, \)8, 31/\116, 31/' "dkv: .* FAIL" deterministic=1
 }
 
-# sim_mla_bwd_pair_mutant NAME PERL PHRASE: the CTA-pair mla_bwd (ctas=2) edited by the perl expression PERL (over the
-# whole file) must fail on the sim with PHRASE
-sim_mla_bwd_pair_mutant() {
-    local name=$1 expr=$2 phrase=$3
-    ./ptxgen --kernel mla_bwd --arch sm_90a --tile ctas=2 | perl -0777 -pe "$expr" >"$TMP/mutant.ptx"
-    if cmp -s <(./ptxgen --kernel mla_bwd --arch sm_90a --tile ctas=2) "$TMP/mutant.ptx"; then fail "$name" "the edit changed nothing"; return; fi
-    run_cli check --device sim --kernel mla_bwd --arch sm_90a --tile ctas=2 --sq 3 --skv 300 --hq 40 --topk 150 --ptx "$TMP/mutant.ptx"
-    expect_rc "$name" 1 && expect_output "$name" "$phrase" && pass "$name"
-}
-
-# The wgmma mla_bwd over a CTA pair (ctas=2: a cluster of two CTAs a token, each half of the columns, S and dP summed
-# by st.async, dkv staged and added a row at a time by cp.reduce.async.bulk) on the sim, strict: both dtypes, one and
-# two head blocks, ragged heads, topk_length, padding, 8 steps (16 staging phases); then each wait of its exchange and
-# staging taken out, each named by the sim. A mutant that drops only a wait's spin (its one try_wait kept) passes here:
-# the sim's schedule runs the pair's CTAs together, so that try_wait already sees its phase complete.
-mla_bwd_wg_pair_sim_tests() {
-    local a=(--arch sm_90a --tile ctas=2) t
-    export PTXGEN_SIM_STRICT=1
-    for t in bf16 fp16; do
-        sim_mla_bwd "sim wgmma mla_bwd ctas=2 $t h_q=64 topk=130" "${a[@]}" --dtype $t --sq 3 --skv 300 --hq 64 --topk 130 \
-            --seed $((RANDOM + 1))
-        sim_mla_bwd "sim wgmma mla_bwd ctas=2 $t topk_length, h_q=20, pad" "${a[@]}" --dtype $t --sq 6 --skv 77 --hq 20 \
-            --topk 64 --topk-length --pad 8 --seed $((RANDOM + 1))
-    done
-    sim_mla_bwd "sim wgmma mla_bwd ctas=2 h_q=128 (two head blocks) topk_length" "${a[@]}" --sq 5 --skv 300 --hq 128 \
-        --topk 96 --topk-length --seed $((RANDOM + 1))
-    sim_mla_bwd "sim wgmma mla_bwd ctas=2 fp16 h_q=100 topk=512 (8 steps)" "${a[@]}" --dtype fp16 --sq 2 --skv 2000 \
-        --hq 100 --topk 512 --seed $((RANDOM + 1))
-    sim_mla_bwd "sim wgmma mla_bwd ctas=2 h_q=24 s_kv=2" "${a[@]}" --sq 6 --skv 2 --hq 24 --topk 40
-    unset PTXGEN_SIM_STRICT
-    local name="mla_bwd ctas=2 deterministic=1 refused, naming both keys"
-    run_cli --arch sm_90a --kernel mla_bwd --tile ctas=2,deterministic=1
-    expect_rc "$name" 2 && expect_output "$name" 'ctas=2 .*deterministic=1' && pass "$name"
-    local wait='\n[^\n]*try_wait\.parity\.' spin='[^\n]*\n\s*\@!%p\d+ bra[^\n]*'
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: the peer's S and dP read before they landed" \
-        "s/${wait}acquire\.cluster${spin}(\n\s*ld\.shared\.v4)/\$1/g" "reads shared memory .* that nothing has written"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: S sent before the peer added the last step's" \
-        "s/${wait}acquire\.cluster${spin}(\n\s*st\.async)/\$1/g" "while the asynchronous store \(st\.async\)"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: dkv staged before the last rows' copies read the staging" \
-        "s/${wait}shared::cta${spin}(\n\s*st\.shared\.v2\.f32)/\$1/g" "shared-memory race: overwrites word"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: the reducing warp copies before the rows are staged" \
-        "s/${wait}shared::cta${spin}(\n\s*\@%p\d+ cp\.reduce\.async\.bulk)/\$1/g" "the async proxy reads shared .* that nothing has written"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: the staging freed before the copies read it" \
-        's/\n\s*cp\.async\.bulk\.wait_group\.read 0;//g' "that the in-flight bulk reduce .* still reads"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: staged rows with no fence.proxy.async before the copies" \
-        's/(st\.shared\.v2\.f32[^\n]*\n)\s*fence\.proxy\.async\.shared::cta;\n/$1/g' \
-        "written by the generic proxy .* with no fence.proxy.async"
-    sim_mla_bwd_pair_mutant "sim mutant wgmma mla_bwd ctas=2: the peer never told its slot is free" \
-        's/\n[^\n]*mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64[^\n]*//g' "deadlock"
-}
-
 # mla_bwd in the tcgen05 family on the sim: every h_q of the issue (16, 32,
 # 40, 64, 128, and 20 with bm=16), both dtypes, topk_length, ragged top-k,
 # both dkv paths, sm_100a and sm_103a. Every check draws invalid indices,
@@ -1787,7 +1734,6 @@ sim_tests_bwd() {
     section "sim device: mla_bwd"
     mla_bwd_sim_tests
     mla_bwd_wg_sim_tests
-    mla_bwd_wg_pair_sim_tests
     mla_bwd_tc_sim_tests
     cancel_sim_tests
 
