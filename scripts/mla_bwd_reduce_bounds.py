@@ -15,9 +15,14 @@ five, so time them with `ptxgen bench --ptx`, never check them:
       step instead of S's 1152 copies of 128 bytes; no staging stores): the reducing role of the CTA-pair plan.
   W   S's staging stores and B's wide bulk reduces together: staging at the cost the consumers would pay, reduced
       in B's few large copies.
+  L   the landed kernel with the slot freed at the end of each step, after its dkv reductions, not after dq's
+      products: the next step's gather no longer runs under the dkv phase. Right (only slower): it checks.
+  K   the one-CTA plan that stages dkv in the slot of gathered rows once dq's products are done: W's stores, L's late
+      free, and the producer's wide copies of the step issued as soon as the slot is free, read before it gathers
+      the next step into the same bytes.
 
 usage: scripts/mla_bwd_reduce_bounds.py MAIN.ptx OUTDIR   (MAIN.ptx: `ptxgen --arch sm_90a --kernel mla_bwd`,
-       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx, B.ptx, W.ptx). The edits find the producer's loop by the
+       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx, B.ptx, W.ptx, L.ptx, K.ptx). The edits find the producer's loop by the
        generator's current shape and stop with a message where it has changed."""
 import os
 import re
@@ -132,17 +137,47 @@ def variant_s(body, off):
                      '\t.reg .pred %p_s<6>;\n\t.reg .b32 %r_s<4>;\n\t.reg .b64 %rd_s, %rd_s<4>;\n')
 
 
-def bulk_group_a_step(body, ins):
-    """ins (the producer's bulk reduces of a step) placed after its arrival as one bulk group, once the last step's
-    group has been read, and a wait for the last group before the producer leaves its branch."""
-    body = after_arrive(body, ['\tcp.async.bulk.wait_group.read 0;'] + ins + ['\tcp.async.bulk.commit_group;'])
+def late_free(body):
+    """Each consumer copy's arrival on the slot's empty barrier (after dq's products) moved to the end of its step."""
+    out, pos, n = [], 0, 0
+    for m in re.finditer(r'\twgmma\.wait_group\.sync\.aligned 1;\n(\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n)', body):
+        end = need(re.compile(r'\tadd\.u32 (%r\d+), \1, 1;\n\tbra\.uni \$L\d+;').search(body, m.end()),
+                   "a consumer step's end")
+        out += [body[pos:m.start(1)], body[m.end(1):end.start()], m[1]]
+        pos, n = end.start(), n + 1
+    if n != 2:
+        die(f"the two consumer copies' slot releases (found {n})")
+    return ''.join(out) + body[pos:]
+
+
+def before_gather(body, ins):
+    """ins placed where the producer has waited for the slot to be free, before it gathers into it."""
+    m = need(re.search(r'(\$L\d+):\n\tmbarrier\.try_wait\.parity\.shared::cta\.b64 (%p\d+), [^\n]+\n\t@!\2 bra \1;\n',
+                       body), "the producer's wait for the slot")
+    if m.start() > body.index('setmaxnreg.inc'):
+        die("the producer's wait for the slot ahead of the consumers' code")
+    return body[:m.end()] + '\n'.join(ins) + '\n' + body[m.end():]
+
+
+def producer_exit_wait(body):
+    """A wait for the producer's last bulk group before it leaves its branch."""
     m = need(re.search(r'\n(\$L\d+:)\n\tbra\.uni \$L\d+;\n\$L\d+:\n\tsetmaxnreg\.inc', body), "the producer's exit")
     return body[:m.end(1)] + '\n\tcp.async.bulk.wait_group 0;' + body[m.end(1):]
 
 
-def wide_reduces(body, off):
-    """The producer adding each step's rows from shared memory in 1152-byte bulk reduces, two a row (the columns one
-    CTA of docs/design/mla_bwd_wgmma_pair.md's pair owns): the threads of 16-byte chunks 0 and 1."""
+def bulk_group_a_step(body, ins):
+    """ins (the producer's bulk reduces of a step) placed after its arrival as one bulk group, once the last step's
+    group has been read, and a wait for the last group before the producer leaves its branch."""
+    return producer_exit_wait(after_arrive(body, ['\tcp.async.bulk.wait_group.read 0;'] + ins +
+                                           ['\tcp.async.bulk.commit_group;']))
+
+
+WIDE_DECLS = '\t.reg .pred %p_b<6>;\n\t.reg .b32 %r_b0;\n\t.reg .b64 %rd_b, %rd_b<4>;\n'
+
+
+def wide_ins(body, off):
+    """The producer's 1152-byte bulk reduces of the step's rows from shared memory, two a row (the columns one CTA of
+    docs/design/mla_bwd_wgmma_pair.md's pair owned): the threads of 16-byte chunks 0 and 1."""
     rows, chunk = step_rows(body, 'b', ROW_BYTES // 2)
     ins = rows + [
         '\tmov.u32 %r_b0, ptxgen_smem;', f'\tadd.u32 %r_b0, %r_b0, {off["P"]};', f'\tsetp.lt.u32 %p_b4, {chunk}, 2;']
@@ -150,8 +185,18 @@ def wide_reduces(body, off):
         ins += [f'\tand.pred %p_b5, %p_b{i}, %p_b4;',
                 f'\t@%p_b5 cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd_b{i}], [%r_b0], '
                 f'{ROW_BYTES // 2};']
-    return add_decls(bulk_group_a_step(body, ins),
-                     '\t.reg .pred %p_b<6>;\n\t.reg .b32 %r_b0;\n\t.reg .b64 %rd_b, %rd_b<4>;\n')
+    return ins
+
+
+def wide_reduces(body, off):
+    """The producer adding each step's rows by wide_ins once they landed, a bulk group a step."""
+    return add_decls(bulk_group_a_step(body, wide_ins(body, off)), WIDE_DECLS)
+
+
+def variant_k(body, off):
+    body = staging_stores(late_free(body), off)
+    ins = wide_ins(body, off) + ['\tcp.async.bulk.commit_group;', '\tcp.async.bulk.wait_group.read 0;']
+    return add_decls(producer_exit_wait(before_gather(body, ins)), WIDE_DECLS + '\t.reg .b32 %r_s<2>;\n')
 
 
 def variant_w(body, off):
@@ -171,10 +216,10 @@ def main():
         die(f"the consumers' 72 reductions (found {n})")
     off = plan_offsets()
     for name, b in (('E0', e0), ('E', variant_e(e0)), ('S', variant_s(body, off)), ('B', wide_reduces(e0, off)),
-                    ('W', variant_w(body, off))):
+                    ('W', variant_w(body, off)), ('L', late_free(body)), ('K', variant_k(body, off))):
         with open(os.path.join(outdir, name + '.ptx'), 'w') as f:
             f.write(text[:start] + b + text[end:])
-    print(f'mla_bwd_reduce_bounds: E0, E, S, B, W in {outdir}')
+    print(f'mla_bwd_reduce_bounds: E0, E, S, B, W, L, K in {outdir}')
 
 
 if __name__ == '__main__':

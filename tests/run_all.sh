@@ -2108,7 +2108,7 @@ reduce_bounds_test() {
     fi
     python3 scripts/mla_bwd_reduce_bounds.py "$TMP/rb_in.ptx" "$TMP/rb" >"$TMP/rb.log" 2>&1 || { fail "$name" "$(one_line "$TMP/rb.log")"; return; }
     cmp -s "$TMP/rb_off.ptx" "$TMP/rb/E0.ptx" || { fail "$name" "E0 is not ptx_off's edit"; return; }
-    for v in E0 E S B W; do
+    for v in E0 E S B W L K; do
         ptxas -arch=sm_90a -v "$TMP/rb/$v.ptx" -o "$TMP/rb/$v.cubin" >"$TMP/rb.log" 2>&1 || { fail "$name" "$v: $(one_line "$TMP/rb.log")"; return; }
         why=$(ptxas_bad "$TMP/rb.log" 0)
         [ -z "$why" ] || { fail "$name" "$v: ptxas: $why"; return; }
@@ -2119,6 +2119,14 @@ reduce_bounds_test() {
     run_cli check --ptx "$TMP/rb/E.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 2 --skv 300 --hq 64 --topk 128
     crashed "$name" && return
     expect_output "$name" '^  dq: rel_l2=.* ok$' '^  dkv: .*FAIL.* out [1-9][0-9]* ' && pass "$name"
+    # L frees the slot after the step's dkv reductions, not after dq's products: slower, and still right
+    name="mla_bwd_reduce_bounds L: the slot freed at each step's end, both consumer copies, the set still right"
+    [ "$(diff "$TMP/rb_in.ptx" "$TMP/rb/L.ptx" | grep -c '^[<>].*mbarrier\.arrive\.shared::cta\.b64')" = 4 ] ||
+        { fail "$name" "not two arrivals moved"; return; }
+    run_cli check --ptx "$TMP/rb/L.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 3 --skv 300 --hq 64 --topk 130 \
+        --topk-length
+    crashed "$name" && return
+    expect_rc "$name" 0 && expect_output "$name" '^check: PASS' && pass "$name"
     # --half keeps the reductions in CTAs of odd %ctaid.x (two of four tokens; one token of the set has no valid
     # slot, so two would not do) and each one's own guard (an invalid slot's row is never reduced: the sim would
     # refuse the address): dkv partly written, dq right
