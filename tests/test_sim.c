@@ -511,7 +511,20 @@ static void alu_forms(void)
         {"div.u32 %r1, %r0, 3;", NULL},
         {"max.f32 %f1, %f0, %f0, %f0;", NULL},
         {"cvt.rn.bf16x2.f32 %r1, %f0, %f0;", NULL},
-        {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL}};
+        {"setp.lt.and.f32 %p1, %f0, %f0, %p0;", NULL},
+        /* the 24-bit products and bit masks (values: tests/sim_cuda/mask_forms.cu, checked on an H200 too) */
+        {"mul24.lo.u32 %r1, %r0, %r0;", NULL},
+        {"mad24.hi.sat.s32 %r1, %r0, %r0, %r0;", NULL},
+        {"mul24.u32 %r1, %r0, %r0;", "mul24 needs one of .lo or .hi"},
+        {"mad24.hi.sat.u32 %r1, %r0, %r0, %r0;", "mad24 takes no .u32 here (with these modifiers it takes .s32)"},
+        {"mad24.lo.sat.s32 %r1, %r0, %r0, %r0;", ".sat other than on mad24.hi.s32"},
+        {"mul24.lo.u16 %r1, %r0, %r0;", "mul24 takes no .u16"},
+        {"bmsk.wrap.b32 %r1, %r0, 3;", NULL},
+        {"szext.clamp.s32 %r1, %r0, 40;", NULL},
+        {"bmsk.b32 %r1, %r0, %r0;", "bmsk needs one of .clamp or .wrap"},
+        {"bmsk.clamp.u32 %r1, %r0, %r0;", "bmsk takes no .u32"},
+        {"szext.wrap.b32 %r1, %r0, %r0;", "szext takes no .b32"},
+        {"szext.clamp.wrap.u32 %r1, %r0, %r0;", ".wrap cannot be combined with .clamp"}};
     /* the most negative integer constant (negated in signed arithmetic it overflowed: UBSan found it in
      * CUTLASS's PTX), to its value (another divides by zero) */
     static const Form big[] = {{"mov.b64 %rd1, -9223372036854775808;\n  setp.eq.u64 %p0, %rd1, 0x8000000000000000;\n"

@@ -196,6 +196,8 @@ static const TypeLine kTyped[] = {
     {"atom.global.add.noftz", 'x'}, {"atom.global.min", 'x'}, {"atom.global.inc", 'x'}, {"atom.global.and", 'x'},
     {"atom.global.exch", 'x'}, {"atom.global.cas", 'X'}, {"red.global.add", 'r'}, {"red.global.max", 'r'},
     {"red.global.add.noftz", 'r'}, {"red.global.add.v2", 'v'}, {"red.global.max.noftz.v2", 'v'},
+    {"mul24.lo", '3'}, {"mul24.hi", '3'}, {"mad24.lo", '4'}, {"mad24.hi", '4'}, {"mad24.hi.sat", '4'},
+    {"bmsk.clamp", '3'}, {"bmsk.wrap", '3'}, {"szext.clamp", '3'}, {"szext.wrap", '3'},
 };
 
 /* every type, with a register of its width, and the register twice as wide (mul.wide's d) */

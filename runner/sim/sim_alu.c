@@ -741,6 +741,41 @@ static int lane_op(const Ctx *x, uint64_t *out)
         *out = pos < 0 ? 0xFFFFFFFFull : (x->in->d.flags & F_SHIFTAMT) ? (uint64_t)(bits - 1 - pos) : (uint64_t)pos;
         return 1;
     }
+    case I_MUL24: case I_MAD24: {   /* the low 24 bits of a and b as 24-bit integers of the type; .lo: the 48-bit
+                                     * product's bits 0-31, .hi: its bits 16-47; mad24 adds c (.sat: .hi.s32 only) */
+        int sg = t == T_S32;
+        int64_t a = sg ? sext(24, src(x, 1)) : (int64_t)mask_bits(24, src(x, 1));
+        int64_t b = sg ? sext(24, src(x, 2)) : (int64_t)mask_bits(24, src(x, 2)), p = a * b;
+        int64_t w = (d->flags & F_HI) ? p >> 16 : p;   /* arithmetic shift: the 48 bits' sign where signed */
+        if ((d->flags & F_SAT) && !(d->op == I_MAD24 && (d->flags & F_HI) && sg))
+            return refuse(x, ".sat other than on mad24.hi.s32");
+        if (d->op == I_MUL24) { *out = (uint32_t)w; return 1; }
+        if (d->flags & F_SAT) {   /* the 32-bit word of the product plus c, saturated */
+            int64_t r = (int64_t)(int32_t)w + (int64_t)(int32_t)src(x, 3);
+            *out = (uint32_t)(r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r);
+        } else {
+            *out = (uint32_t)((uint32_t)w + (uint32_t)src(x, 3));
+        }
+        return 1;
+    }
+    case I_BMSK: {   /* b bits set from bit a; .clamp: a or b of 32 or more give no bits past 31 and no wrap */
+        uint32_t a = (uint32_t)src(x, 1), b = (uint32_t)src(x, 2), a1 = a & 31, b1 = b & 31, sum = a1 + b1;
+        int clamp = (d->flags & F_CLAMP) != 0;
+        uint64_t lo = clamp && a >= 32 ? 0 : 0xFFFFFFFFull << a1;   /* the bits from the start */
+        uint64_t hi = 0xFFFFFFFFull << sum;                            /* the bits past the end */
+        if (sum >= 32 || (clamp && b >= 32)) hi = 0;                   /* up to bit 31 */
+        else if (!b1) hi = 0xFFFFFFFFull;                              /* no bits */
+        *out = (uint32_t)(lo & ~hi);
+        return 1;
+    }
+    case I_SZEXT: {   /* the low N bits of a extended to 32 (N = b & 31; .clamp: b of 32 or more keeps all 32) */
+        uint32_t a = (uint32_t)src(x, 1), b = (uint32_t)src(x, 2), n = b & 31;
+        if ((d->flags & F_CLAMP) && b >= 32) { *out = a; return 1; }
+        if (!n) { *out = 0; return 1; }
+        uint32_t keep = (uint32_t)(0xFFFFFFFFull >> (32 - n));
+        *out = t == T_S32 && (a >> (n - 1) & 1) ? a | ~keep : a & keep;
+        return 1;
+    }
     case I_LOP3: {   /* bit i of d: bit (a_i b_i c_i) of the table's low byte, a the high one (immLut = F(0xF0, 0xCC, 0xAA)) */
         uint32_t a = (uint32_t)src(x, 1), b = (uint32_t)src(x, 2), c = (uint32_t)src(x, 3), lut = (uint32_t)src(x, 4), r = 0;
         for (int i = 0; i < 32; i++) r |= (lut >> ((a >> i & 1) << 2 | (b >> i & 1) << 1 | (c >> i & 1)) & 1u) << i;

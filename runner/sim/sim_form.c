@@ -37,7 +37,9 @@ static const Form kForm[I_COUNT] = {
     [I_BFI] = {"d r r r r", "d, a, b, pos, len"}, [I_SELP] = {"d r r p", "d, a, b, c"},
     [I_CVT] = {"d r r?", "d, a{, b}"},   /* two f32 into a packed pair */
     [I_CREATEPOLICY] = {"d r?", "policy{, fraction}"}, [I_TESTP] = {"P r", "p, a"},
-    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_LOP3] = {"d r r r i", "d, a, b, c, immLut"}, [I_BREV] = {"d r", "d, a"},
+    [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_LOP3] = {"d r r r i", "d, a, b, c, immLut"},
+    [I_MUL24] = {"d r r", "d, a, b"}, [I_MAD24] = {"d r r r", "d, a, b, c"}, [I_BMSK] = {"d r r", "d, a, b"},
+    [I_SZEXT] = {"d r r", "d, a, b"}, [I_BREV] = {"d r", "d, a"},
     [I_CLZ] = {"d r", "d, a"}, [I_POPC] = {"d r", "d, a"}, [I_BFIND] = {"d r", "d, a"}, [I_CVTA] = {"d r", "d, a"},
     [I_EX2] = {"d r", "d, a"}, [I_LG2] = {"d r", "d, a"}, [I_RCP] = {"d r", "d, a"}, [I_SQRT] = {"d r", "d, a"},
     [I_RSQRT] = {"d r", "d, a"}, [I_SIN] = {"d r", "d, a"}, [I_COS] = {"d r", "d, a"}, [I_TANH] = {"d r", "d, a"},

@@ -92,7 +92,9 @@ static Expect expect(const SimInsn *in, int k)
     case I_MATCH: return k == 1 ? ex(t0, EXACT) : fx(T_U32);
     case I_DP4A: case I_DP2A:   /* d and c are .u32 where both sources are, else .s32 */
         return k == 1 ? ex(t0, EXACT) : k == 2 ? ex(t1, EXACT) : fx(t0 == T_U32 && t1 == T_U32 ? T_U32 : T_S32);
-    case I_FNS: return ex(T_B32, EXACT);
+    case I_FNS: case I_BMSK: return ex(T_B32, EXACT);
+    case I_MUL24: case I_MAD24: return ex(t0, EXACT);
+    case I_SZEXT: return ex_or(k == 2, T_U32, t0);   /* the width: an unsigned 32-bit value */
     case I_MAPA: return k == 2 ? fx(T_U32) : ex(t0, EXACT);
     case I_BAR_SYNC: case I_BARRIER_SYNC: case I_BAR_ARRIVE: case I_NANOSLEEP: return fx(T_U32);
     case I_CREATEPOLICY: return fx(k == 0 ? T_U64 : T_F32);
@@ -297,6 +299,8 @@ static unsigned types_taken(const IsaInsn *d)
     case I_FMA: return (d->flags & F_RELU) ? HALVES : (d->flags & F_SAT) ? TS(F16) | TS(F16X2) | TS(F32) : FLOATS;
     case I_DIV: return rnd ? F3264 : approx || (d->flags & F_FULL) ? TS(F32) : INTS;
     case I_REM: case I_SAD: return INTS;
+    case I_MUL24: return TS(U32) | TS(S32);
+    case I_MAD24: return (d->flags & F_SAT) ? TS(S32) : TS(U32) | TS(S32);   /* .sat: .hi.s32 (.lo.sat: the ALU's) */
     case I_MIN: case I_MAX: return (d->flags & F_NAN) ? HALVES | TS(F32) : INTS | FLOATS;
     case I_NEG: case I_ABS: return SINTS | FLOATS;
     case I_AND: case I_OR: case I_XOR: case I_NOT: return BITS | TS(PRED);
