@@ -524,7 +524,15 @@ static void alu_forms(void)
         {"bmsk.b32 %r1, %r0, %r0;", "bmsk needs one of .clamp or .wrap"},
         {"bmsk.clamp.u32 %r1, %r0, %r0;", "bmsk takes no .u32"},
         {"szext.wrap.b32 %r1, %r0, %r0;", "szext takes no .b32"},
-        {"szext.clamp.wrap.u32 %r1, %r0, %r0;", ".wrap cannot be combined with .clamp"}};
+        {"szext.clamp.wrap.u32 %r1, %r0, %r0;", ".wrap cannot be combined with .clamp"},
+        /* which window a generic address is in (values: tests/sim_cuda/space_forms.cu, on an H200 too) */
+        {"isspacep.global %p1, %r0;", NULL},
+        {"isspacep.shared::cluster %p1, %r0;", NULL},
+        {"isspacep %p1, %r0;", "isspacep without a state space"},
+        {"isspacep.const %p1, %r0;", "isspacep.const (constant memory lives in global memory here"},
+        {"isspacep.global %p1, %f0;", "isspacep takes a .u32 (or wider) value there"},
+        {"isspacep.global.u32 %p1, %r0;", "isspacep takes no .u32"},
+        {"isspacep.global.shared %p1, %r0;", "isspacep takes one state space"}};
     /* the most negative integer constant (negated in signed arithmetic it overflowed: UBSan found it in
      * CUTLASS's PTX), to its value (another divides by zero) */
     static const Form big[] = {{"mov.b64 %rd1, -9223372036854775808;\n  setp.eq.u64 %p0, %rd1, 0x8000000000000000;\n"

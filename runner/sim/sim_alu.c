@@ -624,6 +624,29 @@ static int cvta(const Ctx *x, uint64_t *out)
     return 1;
 }
 
+/* isspacep: whether the generic address a falls in the space's window. Shared addresses carry their CTA's rank
+ * (SIM_RANK_SHIFT): .shared (::cta) is the executing CTA's, ::cluster any CTA's of the cluster; .param the kernel's
+ * parameters, which are global too (an H200 says both of a parameter's cvta.param address); global memory is all
+ * but the shared and local windows. Constant memory has no window of its own here. */
+static int isspacep(const Ctx *x, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    int sp = d->nspace ? d->space[0] : SP_NONE;
+    uint64_t a = src(x, 1);
+    int shared = a - SIM_SHARED_WINDOW < (1ull << 32), param = a - SIM_PARAM_WINDOW < (1ull << 32);
+    int local = a - SIM_LOCAL_WINDOW < (1ull << 32);
+    uint32_t rank = (uint32_t)(a - SIM_SHARED_WINDOW) >> SIM_RANK_SHIFT;
+    switch (sp) {
+    case SP_SHARED: *out = shared && rank == (uint32_t)x->c->rank; return 1;
+    case SP_SHARED_CLUSTER: *out = shared && rank < (uint32_t)x->c->cl->n; return 1;
+    case SP_PARAM: *out = param; return 1;
+    case SP_LOCAL: *out = local; return 1;
+    case SP_GLOBAL: *out = !shared && !local; return 1;
+    case SP_CONST: return refuse(x, "isspacep.const (constant memory lives in global memory here, with no window)");
+    }
+    return refuse(x, "isspacep without a state space");
+}
+
 /* createpolicy: the L2 policy only hints at what to keep cached, so its value is an opaque tag here; the
  * fraction of accesses it covers (default 1) must lie in (0, 1]. */
 static int createpolicy(const Ctx *x, uint64_t *out)
@@ -655,6 +678,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
     case I_SELP: *out = (src(x, 3) & 1) ? src(x, 1) : src(x, 2); return 1;
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);
+    case I_ISSPACEP: return isspacep(x, out);
     case I_CREATEPOLICY: return createpolicy(x, out);
     case I_SAD: {   /* sad.type d, a, b, c: c + |a - b|, a and b compared as the type */
         int bits = isa_type_bits(t), sg = isa_type_is_signed(t);

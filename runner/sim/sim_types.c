@@ -74,6 +74,7 @@ static Expect expect(const SimInsn *in, int k)
     case I_CLC_QUERY: return fx(k == 1 ? T_B128 : t0);
     case I_SHF: return ex_or(k == 3, T_U32, T_B32);
     case I_TESTP: return ex(k == 0 ? T_PRED : t0, EXACT);
+    case I_ISSPACEP: return k == 0 ? fx(T_PRED) : ex(T_U32, WIDER);   /* a 32- or 64-bit integer address */
     case I_SETP: return ex(k == 0 || k == 3 ? T_PRED : t0, EXACT);
     case I_SELP: return ex(k == 3 ? T_PRED : t0, EXACT);
     case I_MOV: return ex(t0, EXACT);
