@@ -532,7 +532,16 @@ static void alu_forms(void)
         {"isspacep.const %p1, %r0;", "isspacep.const (constant memory lives in global memory here"},
         {"isspacep.global %p1, %f0;", "isspacep takes a .u32 (or wider) value there"},
         {"isspacep.global.u32 %p1, %r0;", "isspacep takes no .u32"},
-        {"isspacep.global.shared %p1, %r0;", "isspacep takes one state space"}};
+        {"isspacep.global.shared %p1, %r0;", "isspacep takes one state space"},
+        /* an 8x8 transpose across the warp (values: tests/sim_cuda/movmatrix.cu, on an H200 too) */
+        {"movmatrix.sync.aligned.m8n8.trans.b16 %r1, %r0;", NULL},
+        {"movmatrix.sync.aligned.m8n8.trans.b16 %f1, %f0;", NULL},   /* ptxas takes any 32-bit register */
+        {"movmatrix.sync.aligned.m8n8.b16 %r1, %r0;", "movmatrix needs .trans"},
+        {"movmatrix.sync.m8n8.trans.b16 %r1, %r0;", "movmatrix needs .aligned"},
+        {"movmatrix.sync.aligned.m8n8.trans.b32 %r1, %r0;", "movmatrix takes no .b32"},
+        {"movmatrix.sync.aligned.m8n8.trans.b16 %h1, %h0;", "movmatrix takes a .b32 value there"},
+        {"movmatrix.sync.aligned.m8n8.trans.b16 %r1, 5;", "movmatrix operand 2 must be a register, not a constant"},
+        {"movmatrix.sync.aligned.m16n8.trans.b16 %r1, %r0;", "this form of movmatrix is not modelled"}};
     /* the most negative integer constant (negated in signed arithmetic it overflowed: UBSan found it in
      * CUTLASS's PTX), to its value (another divides by zero) */
     static const Form big[] = {{"mov.b64 %rd1, -9223372036854775808;\n  setp.eq.u64 %p0, %rd1, 0x8000000000000000;\n"

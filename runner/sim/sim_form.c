@@ -37,6 +37,7 @@ static const Form kForm[I_COUNT] = {
     [I_BFI] = {"d r r r r", "d, a, b, pos, len"}, [I_SELP] = {"d r r p", "d, a, b, c"},
     [I_CVT] = {"d r r?", "d, a{, b}"},   /* two f32 into a packed pair */
     [I_CREATEPOLICY] = {"d r?", "policy{, fraction}"}, [I_TESTP] = {"P r", "p, a"}, [I_ISSPACEP] = {"P r", "p, a"},
+    [I_MOVMATRIX] = {"d d", "d, a"},
     [I_NEG] = {"d r", "d, a"}, [I_ABS] = {"d r", "d, a"}, [I_NOT] = {"d r", "d, a"}, [I_CNOT] = {"d r", "d, a"}, [I_LOP3] = {"d r r r i", "d, a, b, c, immLut"},
     [I_MUL24] = {"d r r", "d, a, b"}, [I_MAD24] = {"d r r r", "d, a, b, c"}, [I_BMSK] = {"d r r", "d, a, b"},
     [I_SZEXT] = {"d r r", "d, a, b"}, [I_BREV] = {"d r", "d, a"},

@@ -93,7 +93,7 @@ static Expect expect(const SimInsn *in, int k)
     case I_MATCH: return k == 1 ? ex(t0, EXACT) : fx(T_U32);
     case I_DP4A: case I_DP2A:   /* d and c are .u32 where both sources are, else .s32 */
         return k == 1 ? ex(t0, EXACT) : k == 2 ? ex(t1, EXACT) : fx(t0 == T_U32 && t1 == T_U32 ? T_U32 : T_S32);
-    case I_FNS: case I_BMSK: return ex(T_B32, EXACT);
+    case I_FNS: case I_BMSK: case I_MOVMATRIX: return ex(T_B32, EXACT);   /* movmatrix: two b16 a register */
     case I_MUL24: case I_MAD24: return ex(t0, EXACT);
     case I_SZEXT: return ex_or(k == 2, T_U32, t0);   /* the width: an unsigned 32-bit value */
     case I_MAPA: return k == 2 ? fx(T_U32) : ex(t0, EXACT);

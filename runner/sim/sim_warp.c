@@ -28,6 +28,22 @@ static void put(SimCta *c, SimWarp *w, const SimOpnd *v, int k, int lane, uint64
     sim_write(w, c->f, &e, lane, x);
 }
 
+/* movmatrix.sync.aligned.m8n8.trans.b16 d, a: lane l holds row l / 4, columns 2 (l % 4) (low half) and + 1 of the
+ * matrix in a, and gets the same place of its transpose in d: elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4). */
+static void movmatrix(SimCta *c, SimWarp *w, const SimInsn *in)
+{
+    uint32_t a[32];
+    for (int l = 0; l < 32; l++) a[l] = (uint32_t)sim_read(c, w, &in->o[1], l);
+    for (int l = 0; l < 32; l++) {
+        uint32_t d = 0;
+        for (int h = 0; h < 2; h++) {
+            int r = 2 * (l % 4) + h, col = l / 4;   /* the source element (r, col): lane 4 r + col / 2, half col % 2 */
+            d |= (a[4 * r + col / 2] >> (16 * (col % 2)) & 0xFFFFu) << (16 * h);
+        }
+        sim_write(w, c->f, &in->o[0], l, d);
+    }
+}
+
 static void ldmatrix(SimCta *c, SimWarp *w, const SimInsn *in, int nmat, int trans)
 {
     uint16_t m[4][8][8];
@@ -272,6 +288,10 @@ int sim_collective(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     case I_STMATRIX:
         if (d->m != 8 || d->n != 8 || (d->num != 1 && d->num != 2 && d->num != 4) || d->type[0] != T_B16) break;
         if (full_warp(c, w, in, exec)) stmatrix(c, w, in, d->num, (d->flags & F_TRANS) != 0);
+        return 1;
+    case I_MOVMATRIX:   /* .m8n8.trans.b16 (the shape ptxas takes; the rest were checked at parse) */
+        if (d->m != 8 || d->n != 8) break;
+        if (full_warp(c, w, in, exec)) movmatrix(c, w, in);
         return 1;
     case I_MMA:   /* its vectors (D, A, B, C of 4, 4, 2, 4 registers) were checked at parse: a scalar once was read past */
         if (d->m != 16 || d->n != 8 || d->k != 16 || d->ntype != 4 || d->type[0] != T_F32 || d->type[3] != T_F32 ||
