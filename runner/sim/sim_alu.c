@@ -108,16 +108,25 @@ static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
     case I_DIV: r = a / b; break;
     default: r = fmaf(a, b, c); break;   /* mad.f32 / fma */
     }
-    fesetround(saved);
     float v = r;
     /* .ftz: mul and div flush a result that is subnormal before rounding, one that rounds up to the smallest normal
-     * too; fma flushes after rounding (an H100, tests/test_fuzz_alu.c: mul.rn.ftz of 1 - 2^-24 and 2^-126 gives 0,
-     * div.rp.ftz likewise, fma.rp.ftz just under 2^-126 gives 2^-126). A sum of f32 values is a multiple of the
-     * smallest subnormal, so either rule. In double a product is exact, a quotient's size exact enough. */
+     * too (an H100, tests/test_fuzz_alu.c: mul.rn.ftz of 1 - 2^-24 and 2^-126 gives 0, div.rp.ftz likewise). fma
+     * rounds to 24 bits as if the exponent had no floor and flushes what that leaves below 2^-126: fma.rp.ftz just
+     * under 2^-126 gives 2^-126 where the unbounded rounding reaches it, and 0 for 2^-126 - 2^-150, which 24 bits
+     * hold (an H200, seed 10221 of 3001-13000; the subnormals' grid would round it up to 2^-126). Scaled by 2^64 the
+     * fma is that rounding: a nonzero result this small from a nonzero product has |a|, |b| under 2^48 and |a b|, |c|
+     * under 2^-78, so nothing overflows. A sum of f32
+     * values is a multiple of the smallest subnormal, so any rule. In double a product is exact, a quotient's size
+     * exact enough. */
     if (ftzm && (op == I_MUL || op == I_DIV)) {
         double q = op == I_MUL ? (double)a * b : (double)a / b;
         v = q != 0 && fabs(q) < FLT_MIN ? copysignf(0.0f, v) : v;
+    } else if (ftzm && op != I_ADD && op != I_SUB && (double)a * b != 0 && v != 0 && fabsf(v) <= FLT_MIN) {
+        /* (a zero product leaves c, whole; a zero result is exact or flushed anyway) */
+        volatile float s = fmaf(ldexpf(a, 32), ldexpf(b, 32), ldexpf(c, 64));
+        v = fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64);
     }
+    fesetround(saved);
     if (ftzm) v = ftz(v);
     if (d->flags & F_SAT) v = (float)sat01(v);
     return U(v);
@@ -204,11 +213,20 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
         int nearest = half_round(t, hi, lo, RND_RN);
         if (half_satfinite(t, nearest) != nearest) h = nearest;
     }
-    /* .ftz flushes a result whose exact value is subnormal, one that rounds up to the smallest normal too, as f32 mul
-     * and div do and f32 fma does not: an H200's fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0 (seeds 165 and
-     * 1154 of tests/fuzz_alu.golden, where this differs; mul by the same rule, no seed tells). A sum of halves is a
-     * multiple of the smallest subnormal, so either rule for add and sub. */
-    if (ftzm && half_below_normal(t, hi, lo)) h &= 0x8000;
+    /* .ftz: fma rounds to the type's bits as if the exponent had no floor and flushes what that leaves below the
+     * smallest normal, as f32 fma does (an H200: fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0, seeds 165 and 1154
+     * of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14, -1.6 2^-14 ... and
+     * 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670 of 3001-13000): the value scaled by 2^24 rounds in the normal
+     * range. Other operations flush a result whose exact value is subnormal, one that rounds up to the smallest
+     * normal too, as f32 mul and div do (mul by that rule, no seed tells; a sum of halves is a multiple of the
+     * smallest subnormal, so either rule for add and sub). */
+    int fused = d->op == I_FMA || d->op == I_MAD;
+    if (ftzm && fused && hi != 0 && !isnan(hi) && !isinf(hi)) {
+        int s = half_round(t, ldexp(hi, 24), ldexp(lo, 24), rnd) & 0x7FFF;   /* no overflow: |hi| is a half's */
+        if (half_value(t, (uint64_t)s) < ldexp(1, 24 + 1 - (t == T_F16 ? 15 : 127))) h &= 0x8000;
+    } else if (ftzm && half_below_normal(t, hi, lo)) {
+        h &= 0x8000;
+    }
     return d->flags & F_RELU ? relu16(t, h) : h;
 }
 
