@@ -216,9 +216,10 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     /* .ftz: fma rounds to the type's bits as if the exponent had no floor and flushes what that leaves below the
      * smallest normal, as f32 fma does (an H200: fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0, seeds 165 and 1154
      * of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14, -1.61 x 2^-14 and
-     * 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670): the value scaled by 2^24 rounds in the normal range. Other operations flush a result whose exact value is subnormal, one that rounds up to the smallest
-     * normal too, as f32 mul and div do (mul by that rule, no seed tells; a sum of halves is a multiple of the
-     * smallest subnormal, so either rule for add and sub). */
+     * 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670): the value scaled by 2^24 rounds in the normal range. Other
+     * operations flush a result whose exact value is subnormal, one that rounds up to the smallest normal too, as f32
+     * mul and div do (mul by that rule, no seed tells; a sum of halves is a multiple of the smallest subnormal, so
+     * either rule for add and sub). */
     int fused = d->op == I_FMA || d->op == I_MAD;
     if (ftzm && fused && hi != 0 && !isnan(hi) && !isinf(hi)) {
         int s = half_round(t, ldexp(hi, 24), ldexp(lo, 24), rnd) & 0x7FFF;   /* no overflow: |hi| is a half's */
