@@ -22,8 +22,8 @@ five, so time them with `ptxgen bench --ptx`, never check them:
       the next step into the same bytes.
 
 usage: scripts/mla_bwd_reduce_bounds.py MAIN.ptx OUTDIR   (MAIN.ptx: `ptxgen --arch sm_90a --kernel mla_bwd`,
-       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx, B.ptx, W.ptx, L.ptx, K.ptx). The edits find the producer's loop by the
-       generator's current shape and stop with a message where it has changed."""
+       default tile; writes OUTDIR/E0.ptx, E.ptx, S.ptx, B.ptx, W.ptx, L.ptx and K.ptx). The edits find the
+       producer's loop by the generator's current shape and stop with a message where it has changed."""
 import os
 import re
 import subprocess
@@ -140,7 +140,8 @@ def variant_s(body, off):
 def late_free(body):
     """Each consumer copy's arrival on the slot's empty barrier (after dq's products) moved to the end of its step."""
     out, pos, n = [], 0, 0
-    for m in re.finditer(r'\twgmma\.wait_group\.sync\.aligned 1;\n(\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n)', body):
+    release = r'\twgmma\.wait_group\.sync\.aligned 1;\n(\tmbarrier\.arrive\.shared::cta\.b64 [^\n]+\n)'
+    for m in re.finditer(release, body):
         end = need(re.compile(r'\tadd\.u32 (%r\d+), \1, 1;\n\tbra\.uni \$L\d+;').search(body, m.end()),
                    "a consumer step's end")
         out += [body[pos:m.start(1)], body[m.end(1):end.start()], m[1]]

@@ -2123,8 +2123,8 @@ reduce_bounds_test() {
     name="mla_bwd_reduce_bounds L: the slot freed at each step's end, both consumer copies, the set still right"
     [ "$(diff "$TMP/rb_in.ptx" "$TMP/rb/L.ptx" | grep -c '^[<>].*mbarrier\.arrive\.shared::cta\.b64')" = 4 ] ||
         { fail "$name" "not two arrivals moved"; return; }
-    run_cli check --ptx "$TMP/rb/L.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 3 --skv 300 --hq 64 --topk 130 \
-        --topk-length
+    run_cli check --ptx "$TMP/rb/L.ptx" --kernel mla_bwd --arch sm_90a --device sim --sq 3 --skv 300 --hq 64 \
+        --topk 130 --topk-length
     crashed "$name" && return
     expect_rc "$name" 0 && expect_output "$name" '^check: PASS' && pass "$name"
     # --half keeps the reductions in CTAs of odd %ctaid.x (two of four tokens; one token of the set has no valid

@@ -29,7 +29,8 @@ static void put(SimCta *c, SimWarp *w, const SimOpnd *v, int k, int lane, uint64
 }
 
 /* movmatrix.sync.aligned.m8n8.trans.b16 d, a: lane l holds row l / 4, columns 2 (l % 4) (low half) and + 1 of the
- * matrix in a, and gets the same place of its transpose in d: elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4). */
+ * matrix in a, and gets the same place of its transpose in d: elements (2 (l % 4), l / 4) and (2 (l % 4) + 1,
+ * l / 4). */
 static void movmatrix(SimCta *c, SimWarp *w, const SimInsn *in)
 {
     uint32_t a[32];
