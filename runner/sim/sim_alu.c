@@ -81,6 +81,7 @@ static int refuse(const Ctx *x, const char *why)
 static uint64_t src(const Ctx *x, int k) { return x->in->nops > k ? sim_read(x->c, x->w, &x->in->o[k], x->lane) : 0; }
 
 static float round_f32(double v, int rnd);
+static float ftz_round_f32(double v, int rnd);
 
 /* sqrt of a under rounding mode rnd (the default: nearest), as IEEE 754 gives it. An f32 sqrt is this one's
  * result rounded again the same way: with 53 bits against 24, the second rounding changes nothing. */
@@ -109,21 +110,16 @@ static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
     default: r = fmaf(a, b, c); break;   /* mad.f32 / fma */
     }
     float v = r;
-    /* .ftz: mul and div flush a result that is subnormal before rounding, one that rounds up to the smallest normal
-     * too (an H100, tests/test_fuzz_alu.c: mul.rn.ftz of 1 - 2^-24 and 2^-126 gives 0, div.rp.ftz likewise). fma
-     * rounds to 24 bits as if the exponent had no floor and flushes what that leaves below 2^-126: fma.rp.ftz just
-     * under 2^-126 gives 2^-126 where the unbounded rounding reaches it, and 0 for 2^-126 - 2^-150, which 24 bits
-     * hold (an H200, seed 10221 of 3001-13000; the subnormals' grid would round it up to 2^-126). Scaled by 2^64 the
-     * fma is that rounding: a nonzero result this small from a nonzero product has |a|, |b| under 2^48 and |a b|, |c|
-     * under 2^-78, so nothing overflows. A sum of f32
-     * values is a multiple of the smallest subnormal, so any rule. In double a product is exact, a quotient's size
-     * exact enough. */
-    if (ftzm && (op == I_MUL || op == I_DIV)) {
-        double q = op == I_MUL ? (double)a * b : (double)a / b;
-        v = q != 0 && fabs(q) < FLT_MIN ? copysignf(0.0f, v) : v;
-    } else if (ftzm && op != I_ADD && op != I_SUB && (double)a * b != 0 && v != 0 && fabsf(v) <= FLT_MIN) {
-        /* (a zero product leaves c, whole; a zero result is exact or flushed anyway) */
-        volatile float s = fmaf(ldexpf(a, 32), ldexpf(b, 32), ldexpf(c, 64));
+    /* .ftz: the result rounded to 24 bits as if the exponent had no floor, and flushed if that stays below 2^-126
+     * (an H100 and an H200, tests/test_fuzz_alu.c: mul.rn.ftz of 1 - 2^-24 and 2^-126 gives 0, div.rp.ftz likewise;
+     * fma.rp.ftz just under 2^-126 gives 2^-126 where the unbounded rounding reaches it, and 0 for 2^-126 - 2^-150,
+     * which 24 bits hold, seed 10221, where the subnormals' grid rounds up to 2^-126). Scaled by 2^64 the operation
+     * is that rounding: a nonzero result this small has operands that do not overflow so (a product's factors under
+     * 2^48, a quotient's dividend under 2^4, a sum's terms under 2^-78). A sum of f32 values is a multiple of the
+     * smallest subnormal, so any rule; a zero result is exact or flushed anyway, and a zero product leaves fma c. */
+    if (ftzm && op != I_ADD && op != I_SUB && v != 0 && fabsf(v) <= FLT_MIN && (op == I_DIV || (double)a * b != 0)) {
+        volatile float s = op == I_MUL ? ldexpf(a, 32) * ldexpf(b, 32) : op == I_DIV ? ldexpf(a, 64) / b
+                         : fmaf(ldexpf(a, 32), ldexpf(b, 32), ldexpf(c, 64));
         v = fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64);
     }
     fesetround(saved);
@@ -214,11 +210,11 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
         if (half_satfinite(t, nearest) != nearest) h = nearest;
     }
     /* .ftz: fma rounds to the type's bits as if the exponent had no floor and flushes what that leaves below the
-     * smallest normal, as f32 fma does (an H200: fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0, seeds 165 and 1154
-     * of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14, -1.61 x 2^-14 and
+     * smallest normal, as f32 arithmetic does (an H200: fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0, seeds 165
+     * and 1154 of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14, -1.61 x 2^-14 and
      * 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670): the value scaled by 2^24 rounds in the normal range. Other
-     * operations flush a result whose exact value is subnormal, one that rounds up to the smallest normal too, as f32
-     * mul and div do (mul by that rule, no seed tells; a sum of halves is a multiple of the smallest subnormal, so
+     * operations flush a result whose exact value is subnormal, one that rounds up to the smallest normal too (mul
+     * by that rule, where no seed tells the two apart; a sum of halves is a multiple of the smallest subnormal, so
      * either rule for add and sub). */
     int fused = d->op == I_FMA || d->op == I_MAD;
     if (ftzm && fused && hi != 0 && !isnan(hi) && !isinf(hi)) {
@@ -480,6 +476,17 @@ static int setp(const Ctx *x, int t)
 }
 
 /* ---- conversions ---- */
+/* v rounded to f32 under .ftz: to 24 bits as if the exponent had no floor (v scaled by 2^64), flushed if that stays
+ * below 2^-126, as f32_op's arithmetic (an H200: cvt.rp.ftz.f32.f64 of 1.8 ulps of 24 bits under 2^-126 is 0, seed
+ * 13218 of test_fuzz_alu, where the subnormals' grid rounds up to 2^-126) */
+static float ftz_round_f32(double v, int rnd)
+{
+    float f = round_f32(v, rnd);
+    if (f == 0 || fabsf(f) > FLT_MIN || isnan(f)) return ftz(f);
+    float s = round_f32(ldexp(v, 64), rnd);
+    return fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64);
+}
+
 static float round_f32(double v, int rnd)
 {
     int saved = fegetround();
@@ -594,7 +601,7 @@ static int cvt(const Ctx *x, uint64_t *out)
             *out = (a >> 32 & 0x80000000u) | 0x7FC00000u | (uint32_t)(a >> 29 & 0x7FFFFFu);
             break;
         }
-        *out = nan32(U(d->flags & F_FTZ ? ftz(round_f32(v, rnd)) : round_f32(v, rnd)));
+        *out = nan32(U(d->flags & F_FTZ ? ftz_round_f32(v, rnd) : round_f32(v, rnd)));
         break;
     case T_F64:   /* a NaN passes on quieted (an f32 one widened); with .ftz an f32 NaN is the canonical one */
         if (!isnan(v)) *out = UD(v);
