@@ -82,6 +82,9 @@ static uint64_t src(const Ctx *x, int k) { return x->in->nops > k ? sim_read(x->
 
 static float round_f32(double v, int rnd);
 static float ftz_round_f32(double v, int rnd);
+/* s, an f32 result computed from operands scaled by 2^64 (so rounded to 24 bits as if the exponent had no floor),
+ * brought back under .ftz: a zero of its sign where it stays below 2^-126 */
+static float ftz_unscale(float s) { return fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64); }
 
 /* sqrt of a under rounding mode rnd (the default: nearest), as IEEE 754 gives it. An f32 sqrt is this one's
  * result rounded again the same way: with 53 bits against 24, the second rounding changes nothing. */
@@ -120,7 +123,7 @@ static uint64_t f32_op(const IsaInsn *d, int op, float a, float b, float c)
     if (ftzm && op != I_ADD && op != I_SUB && v != 0 && fabsf(v) <= FLT_MIN && (op == I_DIV || (double)a * b != 0)) {
         volatile float s = op == I_MUL ? ldexpf(a, 32) * ldexpf(b, 32) : op == I_DIV ? ldexpf(a, 64) / b
                          : fmaf(ldexpf(a, 32), ldexpf(b, 32), ldexpf(c, 64));
-        v = fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64);
+        v = ftz_unscale(s);
     }
     fesetround(saved);
     if (ftzm) v = ftz(v);
@@ -211,18 +214,13 @@ static int half_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t c)
     }
     /* .ftz: fma rounds to the type's bits as if the exponent had no floor and flushes what that leaves below the
      * smallest normal, as f32 arithmetic does (an H200: fma.rn.ftz.f16 of 1 - 2^-11, 2^-14 and 0 gives 0, seeds 165
-     * and 1154 of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14, -1.61 x 2^-14 and
-     * 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670): the value scaled by 2^24 rounds in the normal range. Other
-     * operations flush a result whose exact value is subnormal, one that rounds up to the smallest normal too (mul
-     * by that rule, where no seed tells the two apart; a sum of halves is a multiple of the smallest subnormal, so
-     * either rule for add and sub). */
+     * and 1154 of tests/fuzz_alu.golden, 2^-14 - 2^-25 being held by 11 bits; fma.rn.ftz.relu.f16x2 of 2^-14,
+     * -1.61 x 2^-14 and 2^-14, 6e-9 under 2^-14, gives 2^-14, seed 6670: half_rounds_below_normal). Other
+     * operations flush a result whose exact value is subnormal, one that rounds up to the smallest normal too (mul by
+     * that rule, where no seed tells the two apart; a sum of halves is a multiple of the smallest subnormal, so either
+     * rule for add and sub). */
     int fused = d->op == I_FMA || d->op == I_MAD;
-    if (ftzm && fused && hi != 0 && !isnan(hi) && !isinf(hi)) {
-        int s = half_round(t, ldexp(hi, 24), ldexp(lo, 24), rnd) & 0x7FFF;   /* no overflow: |hi| is a half's */
-        if (half_value(t, (uint64_t)s) < ldexp(1, 24 + 1 - (t == T_F16 ? 15 : 127))) h &= 0x8000;
-    } else if (ftzm && half_below_normal(t, hi, lo)) {
-        h &= 0x8000;
-    }
+    if (ftzm && (fused ? half_rounds_below_normal(t, hi, lo, rnd) : half_below_normal(t, hi, lo))) h &= 0x8000;
     return d->flags & F_RELU ? relu16(t, h) : h;
 }
 
@@ -483,8 +481,7 @@ static float ftz_round_f32(double v, int rnd)
 {
     float f = round_f32(v, rnd);
     if (f == 0 || fabsf(f) > FLT_MIN || isnan(f)) return ftz(f);
-    float s = round_f32(ldexp(v, 64), rnd);
-    return fabsf(s) < ldexpf(1.0f, -62) ? copysignf(0.0f, s) : ldexpf(s, -64);
+    return ftz_unscale(round_f32(ldexp(v, 64), rnd));
 }
 
 static float round_f32(double v, int rnd)

@@ -34,6 +34,14 @@ int half_below_normal(int t, double hi, double lo)
     return a < m || (a == m && lo != 0 && (lo < 0) != (hi < 0));
 }
 
+int half_rounds_below_normal(int t, double hi, double lo, int rnd)
+{
+    if (hi == 0 || isnan(hi) || isinf(hi)) return 0;
+    /* scaled by 2^24 the value rounds in the normal range (a tiny one to a subnormal or 0, still below the bound) */
+    int s = half_round(t, ldexp(hi, 24), ldexp(lo, 24), rnd) & 0x7FFF;
+    return half_value(t, (uint64_t)s) < ldexp(1, 24 + 1 - half_fmt(t).bias);
+}
+
 int half_canon_nan(int t, uint64_t h)
 {
     HalfFmt f = half_fmt(t);
