@@ -29,7 +29,7 @@ static const BaseInfo kBase[I_COUNT] = {
 /* M_HINT: a hint that changes no result, its val the MK_ kind it is of */
 typedef enum {
     M_TYPE, M_SPACE, M_CMP, M_RND, M_REDOP, M_VEC, M_FLAG, M_HINT, M_CACHEOP, M_TMSHAPE, M_KIND, M_CTAGROUP, M_BCOLLECT,
-    M_SUB
+    M_SUB, M_CC
 } ModCat;
 typedef struct { const char *text; uint8_t cat; uint64_t val; } Mod;
 static const Mod kMods[] = {
@@ -97,6 +97,7 @@ static const Mod kMods[] = {
     /* hints with no effect on results (cache operators are kept: cp.async.cg copies 16 bytes) */
     {"ca", M_CACHEOP, CO_CA}, {"cg", M_CACHEOP, CO_CG}, {"cs", M_CACHEOP, CO_CS}, {"lu", M_CACHEOP, CO_LU},
     {"cv", M_CACHEOP, CO_CV}, {"wb", M_CACHEOP, CO_WB}, {"wt", M_CACHEOP, CO_WT},
+    {"cc", M_CC, 1},
     {"L2::64B", M_HINT, MK_PREFSIZE}, {"L2::128B", M_HINT, MK_PREFSIZE}, {"L2::256B", M_HINT, MK_PREFSIZE},
     {"L1::evict_normal", M_HINT, MK_L1EVICT}, {"L1::evict_first", M_HINT, MK_L1EVICT},
     {"L1::evict_last", M_HINT, MK_L1EVICT}, {"L1::evict_unchanged", M_HINT, MK_L1EVICT},
@@ -193,6 +194,7 @@ static int apply_mod(const char *t, IsaInsn *in, uint32_t *kind, uint64_t *flag)
         case M_CTAGROUP: in->cta_group = (uint8_t)m->val, *kind = MK_CTAGROUP; return 1;
         case M_BCOLLECT: in->bcollect = (uint8_t)m->val, *kind = MK_BCOLLECT; return 1;
         case M_SUB: in->sub = (uint8_t)m->val, *kind = MK_SUB; return 1;
+        case M_CC: in->cc = 1, *kind = MK_CC; return 1;
         case M_HINT:   /* a cache level is kept: the tensor prefetch takes .L2 only; griddepcontrol's form too */
             if (m->val == MK_LEVEL) in->level = (uint8_t)(t[1] - '0');
             if (m->val == MK_GRIDDEP) in->sub = (uint8_t)(t[0] == 'w' ? SUB_GRIDDEP_WAIT : SUB_GRIDDEP_LAUNCH);
@@ -335,6 +337,11 @@ static const char *rule_breaks(const IsaInsn *in, uint32_t seen)
         return in->vec <= 2 || (in->vec == 4 && isa_type_bits(t) == 32) ? NULL : "takes .v2, or .v4 of 32-bit types";
     case I_PREFETCH_TENSOR:
         return in->level == 2 && in->nspace == 1 && in->space[0] == SP_GLOBAL ? NULL : "needs .L2 and .global";
+    case I_ADD: case I_SUB: case I_MAD:   /* .cc: integer carry arithmetic of 32 or 64 bits (ptxas 13.0) */
+        if (!in->cc) break;
+        if (in->flags & F_SAT) return "takes no .sat with .cc";
+        if (t != T_U32 && t != T_S32 && t != T_U64 && t != T_S64) return "takes .cc with .u32, .s32, .u64 or .s64 only";
+        return in->op == I_MAD && !(in->flags & (F_LO | F_HI)) ? "takes .cc with .lo or .hi only" : NULL;
     case I_TC_MMA:   /* .ws: one CTA, its own B collector buffers */
         if (ws && (in->cta_group != 1 || (in->flags & F_COLLECTOR))) return ".ws takes .cta_group::1 and no .collector::a";
         return in->bcollect && !ws ? "takes .collector::bN::... with .ws only" : NULL;
@@ -415,6 +422,8 @@ void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10)
     if ((in->op == I_RED || in->op == I_ATOM) && in->vec > 1) raise_to(sm, 90), raise_to(ptx_x10, 81);
     if (in->flags & F_MULTICAST) *arch_specific = 1;
     if (in->cta_group == 2 || (in->flags & F_GATHER4)) raise_to(sm, 100), *arch_specific = 1, raise_to(ptx_x10, 86);
+    int carry = in->cc || in->op == I_ADDC || in->op == I_SUBC || in->op == I_MADC;
+    if (carry && in->ntype && isa_type_bits(in->type[0]) == 64) raise_to(ptx_x10, 43);   /* 64-bit carries: PTX 4.3 */
     for (int i = 0; i < in->ntype; i++)   /* fp8 conversions: Ada and Hopper on */
         if (in->type[i] == T_E4M3X2 || in->type[i] == T_E5M2X2) raise_to(sm, 89), raise_to(ptx_x10, 78);
 }

@@ -87,7 +87,8 @@ enum {
     MK_CACHEOP = 1u << 20, MK_L1EVICT = 1u << 21, MK_L2EVICT = 1u << 22, MK_PREFSIZE = 1u << 23, MK_LEVEL = 1u << 24,
     MK_POLICY = 1u << 25, MK_GRIDDEP = 1u << 26,
     MK_SUB = 1u << 27,   /* clusterlaunchcontrol.query_cancel's question (IsaSub) */
-    MK_COUNT = 28
+    MK_CC = 1u << 28,    /* .cc: the carry arithmetic writes the condition code's carry flag CC.CF */
+    MK_COUNT = 29
 };
 #define TY(t) (1u << T_##t)   /* a set of IsaTypes */
 #define MK_ANYSPACE (MK_GLOBAL | MK_SHARED | MK_CLUSTER | MK_PARAM | MK_LOCAL | MK_CONST)
@@ -113,6 +114,7 @@ typedef struct {
     uint8_t cacheop;              /* IsaCacheOp */
     uint8_t level;                /* a cache level .L1 or .L2 (prefetch's): 1 or 2, 0 when not written */
     uint8_t sub;                  /* IsaSub: what clusterlaunchcontrol.query_cancel asks */
+    uint8_t cc;                   /* 1: .cc written (add, sub, mad and addc, subc, madc write CC.CF) */
     uint16_t num;                 /* .xN (ldmatrix .x4, tcgen05.ld .x128) */
     uint16_t m, n, k;             /* .mMnNkK */
     uint64_t flags;

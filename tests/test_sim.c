@@ -525,6 +525,22 @@ static void alu_forms(void)
         {"bmsk.clamp.u32 %r1, %r0, %r0;", "bmsk takes no .u32"},
         {"szext.wrap.b32 %r1, %r0, %r0;", "szext takes no .b32"},
         {"szext.clamp.wrap.u32 %r1, %r0, %r0;", ".wrap cannot be combined with .clamp"},
+        /* the carry arithmetic (values: tests/sim_cuda/int128_math.cu, on an H200 too) */
+        {"add.cc.u32 %r1, %r0, %r0;", NULL},
+        {"mad.lo.cc.u32 %r1, %r0, %r0, %r0;\n  madc.hi.cc.u32 %r1, %r0, %r0, %r0;", NULL},
+        {"sub.cc.s64 %rd1, %rd0, %rd0;\n  subc.cc.s64 %rd1, %rd0, %rd0;", NULL},
+        {"addc.u32 %r1, %r0, %r0;", "reads the carry flag CC.CF before any .cc instruction set it"},
+        {"add.cc.sat.s32 %r1, %r0, %r0;", "add takes no .sat with .cc"},
+        {"add.cc.u16 %h1, %h0, %h0;", "add takes .cc with .u32, .s32, .u64 or .s64 only"},
+        {"add.cc.f32 %f1, %f0, %f0;", "add takes .cc with .u32, .s32, .u64 or .s64 only"},
+        {"mad.cc.u32 %r1, %r0, %r0, %r0;", "mad takes .cc with .lo or .hi only"},
+        {"mad.wide.cc.u32 %rd1, %r0, %r0, %rd0;", "mad takes .cc with .lo or .hi only"},
+        {"madc.u32 %r1, %r0, %r0, %r0;", "madc needs one of .lo or .hi"},
+        {"madc.wide.u32 %rd1, %r0, %r0, %rd0;", "madc takes no .wide"},
+        {"addc.sat.s32 %r1, %r0, %r0;", "addc takes no .sat"},
+        {"subc.u16 %h1, %h0, %h0;", "subc takes no .u16"},
+        {"addc.b32 %r1, %r0, %r0;", "addc takes no .b32"},
+        {"addc.cc.cc.u32 %r1, %r0, %r0;", ".cc cannot be combined with .cc"},
         /* which window a generic address is in (values: tests/sim_cuda/space_forms.cu, on an H200 too) */
         {"isspacep.global %p1, %r0;", NULL},
         {"isspacep.shared::cluster %p1, %r0;", NULL},
@@ -547,8 +563,9 @@ static void alu_forms(void)
     static const Form big[] = {{"mov.b64 %rd1, -9223372036854775808;\n  setp.eq.u64 %p0, %rd1, 0x8000000000000000;\n"
                                 "  selp.u32 %r1, 1, 0, %p0;\n  div.u32 %r1, 1, %r1;", NULL}};
     form_cases("sm_90a", "", "  .reg .b32 %r<2>;\n  .reg .b64 %rd<2>;\n  .reg .pred %p<1>;\n", 32, big, 1);
-    form_cases("sm_90a", "", "  .reg .b16 %h<2>;\n  .reg .b32 %r<2>;\n  .reg .f32 %f<2>;\n  .reg .pred %p<2>;\n"
-               "  mov.b16 %h0, 0x3C00;\n  mov.f32 %f0, 0f3F800000;\n  mov.b32 %r0, 0;\n  setp.ne.f32 %p0, %f0, 0f00000000;\n",
+    form_cases("sm_90a", "", "  .reg .b16 %h<2>;\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<2>;\n  .reg .f32 %f<2>;\n"
+               "  .reg .pred %p<2>;\n  mov.b16 %h0, 0x3C00;\n  mov.f32 %f0, 0f3F800000;\n  mov.b32 %r0, 0;\n  mov.b64 %rd0, 0;\n"
+               "  setp.ne.f32 %p0, %f0, 0f00000000;\n",
                32, k, sizeof k / sizeof k[0]);
 }
 

@@ -196,6 +196,8 @@ typedef struct {
     uint8_t *local;         /* its lanes' local memory (32 frames of the function's local_bytes, then as many
                                written-flags), or NULL until first used */
     uint32_t pdl_waited;    /* lanes past griddepcontrol.wait (Sim.pdl) */
+    uint32_t carry;         /* each lane's CC.CF: the carry (add, mad) or borrow (sub) of its last .cc instruction */
+    uint32_t carry_set;     /* lanes whose CC.CF a .cc instruction wrote: addc, subc, madc read no other */
 } SimWarp;
 
 /* A named barrier (bar.sync / bar.arrive): warps counted this phase, warps blocked in it, and the

@@ -320,11 +320,47 @@ static uint64_t mul_int(const IsaInsn *d, int bits, int sgn, uint64_t a, uint64_
     return a * b;
 }
 
+/* The carry arithmetic: add, sub, mad with .cc, and addc, subc, madc: the operands masked to the type's bits, the c
+ * forms adding the lane's CC.CF, and .cc writing the carry out of the top bit back to CC.CF. A subtraction is the
+ * hardware's a + ~b + 1 (subc: + CC.CF), and CC.CF its carry: 1 where nothing was borrowed. The PTX ISA's text calls
+ * CC.CF a borrow for sub (subc: a - (b + CC.CF)); the two read alike along a chain of subtractions, but nvcc's own
+ * 128-bit division reads sub.cc's flag back by addc and takes 1 as "no borrow" (it adds the divisor back where it
+ * reads 0), and the H200 agrees (tests/sim_cuda/int128_math.cu). Signed types give the same bits. A c form in a
+ * lane that no .cc instruction set reads an undefined flag: refused. */
+static int carry_arith(const Ctx *x, int bits, int sgn, uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    uint32_t lane = 1u << x->lane;
+    int op = d->op, with_in = op == I_ADDC || op == I_SUBC || op == I_MADC;
+    unsigned __int128 m = bits == 64 ? ~0ull : (1ull << bits) - 1, cin = 0, r;
+    if (with_in) {
+        if (!(x->w->carry_set & lane)) {
+            sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "reads the carry flag CC.CF before any .cc instruction set it");
+            return -1;
+        }
+        cin = (x->w->carry & lane) != 0;
+    }
+    unsigned __int128 am = a & m, bm = b & m;
+    if (op == I_SUB || op == I_SUBC) r = am + (~bm & m) + (with_in ? cin : 1);
+    else {
+        if (op == I_MAD || op == I_MADC) am = mul_int(d, bits, sgn, a, b) & m, bm = c & m;
+        r = am + bm + cin;
+    }
+    int out_bit = (int)(r >> bits & 1);
+    *out = (uint64_t)(r & m);
+    if (d->cc) {
+        x->w->carry = out_bit ? x->w->carry | lane : x->w->carry & ~lane;
+        x->w->carry_set |= lane;
+    }
+    return 1;
+}
+
 static int int_arith(const Ctx *x, int t, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
     int bits = isa_type_bits(t), sgn = isa_type_is_signed(t);
     uint64_t a = src(x, 1), b = src(x, 2), c = src(x, 3);
+    if (d->cc || d->op == I_ADDC || d->op == I_SUBC || d->op == I_MADC) return carry_arith(x, bits, sgn, a, b, c, out);
     int64_t as = sext(bits, a), bs = sext(bits, b);
     uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
     switch (d->op) {

@@ -458,7 +458,7 @@ static void reset_cta(SimCta *c)
         w->vc[i] = 1;
         w->live = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
         w->state = WS_RUN, w->ncopies = 0, w->steps = 0, w->cl_arrived = 0, w->cl_phase = 0, w->parked = 0;
-        w->pdl_waited = 0;
+        w->pdl_waited = 0, w->carry = 0, w->carry_set = 0;
         c->maxnreg[i] = share;
     }
 }

@@ -32,6 +32,7 @@ static const Form kForm[I_COUNT] = {
     [I_SHL] = {"d r r", "d, a, b"}, [I_SHR] = {"d r r", "d, a, b"}, [I_COPYSIGN] = {"d r r", "d, a, b"},
     [I_MIN] = {"d r r r?", "d, a, b{, c}"}, [I_MAX] = {"d r r r?", "d, a, b{, c}"},   /* PTX 8.8's three inputs */
     [I_MAD] = {"d r r r", "d, a, b, c"}, [I_FMA] = {"d r r r", "d, a, b, c"}, [I_SAD] = {"d r r r", "d, a, b, c"},
+    [I_ADDC] = {"d r r", "d, a, b"}, [I_SUBC] = {"d r r", "d, a, b"}, [I_MADC] = {"d r r r", "d, a, b, c"},
     [I_DP4A] = {"d r r r", "d, a, b, c"}, [I_DP2A] = {"d r r r", "d, a, b, c"}, [I_PRMT] = {"d r r r", "d, a, b, c"},
     [I_SHF] = {"d r r r", "d, a, b, c"}, [I_BFE] = {"d r r r", "d, a, pos, len"}, [I_FNS] = {"d r r r", "d, mask, base, offset"},
     [I_BFI] = {"d r r r r", "d, a, b, pos, len"}, [I_SELP] = {"d r r p", "d, a, b, c"},
