@@ -39,6 +39,10 @@ static const Line kLines[] = {
     {"mul.lo.u32 $0, $1, $2;", {"%r1", "%r0", "%r0"}},
     {"mul.hi.s64 $0, $1, $2;", {"%rd1", "%rd0", "%rd0"}},
     {"addc.cc.u32 $0, $1, $2;", {"%r1", "%r0", "%r0"}},
+    {"set.lt.u32.s32 $0, $1, $2;", {"%r1", "%r0", "%r0"}},
+    {"set.gt.or.f32.f32 $0, $1, $2, $3;", {"%f1", "%f0", "%f0", "%p0"}},
+    {"set.gt.u32.f16x2 $0, $1, $2;", {"%r1", "%r0", "%r0"}},
+    {"set.ne.f16.f16 $0, $1, $2;", {"%h1", "%h0", "%h0"}},
     {"madc.hi.cc.s64 $0, $1, $2, $3;", {"%rd1", "%rd0", "%rd0", "%rd0"}},
     {"mul.wide.u32 $0, $1, $2;", {"%rd1", "%r0", "%r0"}},
     {"mul.wide.s16 $0, $1, $2;", {"%r1", "%h0", "%h0"}},
@@ -324,6 +328,14 @@ int main(int argc, char **argv)
             typed_line(&kTyped[i], (int)t, text[nl++], sizeof text[0]);
         }
     check(nl < MAXL, "sim types: every line of the tables is judged", "%d lines fill the buffer of %d: raise MAXL", nl, MAXL);
+    for (int c = 0; c < 3; c++)   /* set: every destination type with every source type, under three compares */
+        for (size_t dt = 0; dt < sizeof kTypes / sizeof kTypes[0]; dt++)
+            for (size_t st = 0; st < sizeof kTypes / sizeof kTypes[0] && nl < MAXL; st++) {
+                static const char *const cmp[3] = {"eq", "gt", "nan"};
+                line_of[nl] = -1, slot_of[nl] = -1, swap_of[nl] = "";
+                snprintf(text[nl++], sizeof text[0], "set.%s.%s.%s %s, %s, %s;", cmp[c], kTypes[dt].type, kTypes[st].type,
+                         kTypes[dt].reg, kTypes[st].reg, kTypes[st].reg);
+            }
     /* ptxas over all lines in one kernel; it names each line it refuses */
     char dir[] = "/tmp/ptxgen-types-XXXXXX", path[64], cmd[256];
     if (!mkdtemp(dir)) { check(0, "sim types: temp dir", "mkdtemp failed"); return check_summary(); }

@@ -509,6 +509,30 @@ static int setp(const Ctx *x, int t)
     return 1;
 }
 
+/* set.cmp{.bool}.dtype.stype d, a, b{, c}: the compare (setp's), combined with c, as the destination type's true
+ * (0xffffffff, 0xffff for a 16-bit integer or a half of a pair, 1.0 in the float types) or 0; a packed pair compares its halves
+ * each on its own (nvcc's __hgt2, __hbgt2 and friends, the half headers' inline PTX) */
+static int set_op(const Ctx *x, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    int dt = d->type[0], st = d->type[1], pair = st == T_F16X2 || st == T_BF16X2;
+    int e = st == T_F16X2 ? T_F16 : st == T_BF16X2 ? T_BF16 : st;
+    uint64_t a = src(x, 1), b = src(x, 2), r = 0;
+    for (int h = 0; h < (pair ? 2 : 1); h++) {
+        int v = compare(x, e, pair ? a >> (16 * h) & 0xFFFF : a, pair ? b >> (16 * h) & 0xFFFF : b);
+        if (v < 0) return refuse(x, "this comparison");
+        if (d->redop) {
+            int p = (int)(src(x, 3) & 1);
+            v = d->redop == RO_AND ? v & p : d->redop == RO_OR ? v | p : v ^ p;
+        }
+        uint64_t one = dt == T_F32 ? 0x3F800000u : dt == T_F16 || dt == T_F16X2 ? 0x3C00u
+                     : dt == T_BF16 || dt == T_BF16X2 ? 0x3F80u : pair || isa_type_bits(dt) == 16 ? 0xFFFFu : 0xFFFFFFFFu;
+        if (v) r |= one << (16 * h);
+    }
+    *out = r;
+    return 1;
+}
+
 /* ---- conversions ---- */
 /* v rounded to f32 under .ftz: to 24 bits as if the exponent had no floor (v scaled by 2^64), flushed if that stays
  * below 2^-126, as f32_op's arithmetic (an H200: cvt.rp.ftz.f32.f64 of 1.8 ulps of 24 bits under 2^-126 is 0, seed
@@ -733,6 +757,7 @@ static int lane_op(const Ctx *x, uint64_t *out)
     switch (d->op) {
     case I_MOV: *out = src(x, 1); return 1;
     case I_SETP: return setp(x, t) < 0 ? -1 : 0;
+    case I_SET: return set_op(x, out);
     case I_SELP: *out = (src(x, 3) & 1) ? src(x, 1) : src(x, 2); return 1;
     case I_CVT: return cvt(x, out);
     case I_CVTA: return cvta(x, out);

@@ -194,21 +194,31 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
         }
     int wid = sim_warp_id(c, w);
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++) {
-        if (!ordered_after_write(c, w, lane, in, wd, "reads")) return c->scratch;
+        /* a word another warp last changed by an atomic, read with no barrier between: what a CAS loop's first
+         * guess does (the headers' atomicAdd of __nv_bfloat162 on sm_80, of doubles by CAS), which the atomic then
+         * checks. Foreign PTX gets a note; under --strict (ptxgen's own kernels) it is the race it is elsewhere */
+        int writer = c->wwarp[wd];
+        if ((c->sflag[wd * 4] & SM_ATOMIC) && writer != wid && c->wclk[wd] > w->vc[writer])
+            sim_note(c, wid, in, "read of an atomic's word",
+                     "reads word 0x%x that warp %d changed by an atomic at PTX line %d with no barrier in between: a CAS "
+                     "loop's first guess may, any other read needs a bar.sync", wd * 4, writer, c->wline[wd]);
+        else if (!ordered_after_write(c, w, lane, in, wd, "reads")) return c->scratch;
         c->rclk[(size_t)wd * (size_t)c->nwarps + (size_t)wid] = w->vc[wid];
     }
     return c->smem + addr;
 }
 
 /* The checks of a write, without performing it: cp.async runs them at issue. An atomic (red/atom) needs no
- * order against the atomics before it on the same word, only against plain accesses. */
+ * order against the atomics before it on the same word, only against plain writes (and plain reads of a word
+ * that no atomic had changed yet). */
 static int smem_write_ok_as(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, int atomic)
 {
     if (!smem_in_range(c, w, lane, in, addr, bytes, "store") || !not_in_flight(c, w, lane, in, addr, bytes, "writes"))
         return 0;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
         if (!((atomic && (c->sflag[wd * 4] & SM_ATOMIC)) || ordered_after_write(c, w, lane, in, wd, "overwrites")) ||
-            !ordered_after_reads(c, w, lane, in, wd) ||
+            /* the plain reads of a word atomics already change were noted when read (sim_smem_read) */
+            !((atomic && (c->sflag[wd * 4] & SM_ATOMIC)) || ordered_after_reads(c, w, lane, in, wd)) ||
             !sim_wgmma_write_ordered(c, w, lane, in, wd) || !sim_tma_write_ordered(c, w, lane, in, wd))
             return 0;
     return 1;
@@ -411,8 +421,13 @@ uint64_t sim_red_apply(int t, int redop, uint64_t old, uint64_t v, uint64_t v2, 
     int sg = isa_type_is_signed(t);
     uint64_t m = width >= 8 ? ~0ull : (1ull << (8 * width)) - 1;
     int64_t so = (int64_t)load_elem((uint8_t *)&old, width, 1), sv = (int64_t)load_elem((uint8_t *)&v, width, 1);
-    if ((t == T_F16 || t == T_BF16) && (redop == RO_ADD || redop == RO_MIN || redop == RO_MAX))
-        return half_apply(t, redop, old, v);
+    int half_op = redop == RO_ADD || redop == RO_MIN || redop == RO_MAX;
+    if ((t == T_F16 || t == T_BF16) && half_op) return half_apply(t, redop, old, v);
+    if ((t == T_F16X2 || t == T_BF16X2) && half_op) {   /* each half on its own (nvcc's atomicAdd of __half2) */
+        int e = t == T_F16X2 ? T_F16 : T_BF16;
+        uint64_t lo = half_apply(e, redop, old & 0xFFFF, v & 0xFFFF), hi = half_apply(e, redop, old >> 16 & 0xFFFF, v >> 16 & 0xFFFF);
+        return (lo & 0xFFFF) | (hi & 0xFFFF) << 16;
+    }
     switch (redop) {
     case RO_ADD:
         if (t == T_F32) { float a, b; uint32_t o32 = (uint32_t)old, v32 = (uint32_t)v; memcpy(&a, &o32, 4); memcpy(&b, &v32, 4); a += b; memcpy(&o32, &a, 4); return o32; }

@@ -240,7 +240,11 @@ static int find_sym(Parser *P, const char *name, SimOpnd *o)
     for (int i = 0; i < f->nparams; i++)
         if (!strcmp(f->params[i].name, name)) { o->space = SPACE_PARAM; o->imm = f->params[i].offset; return 0; }
     for (int i = 0; i < P->m->nshared; i++)
-        if (!strcmp(P->m->shared[i].name, name)) { o->space = SPACE_SHARED; o->imm = P->m->shared[i].offset; return 0; }
+        if (!strcmp(P->m->shared[i].name, name)) {   /* the dynamic window's offset is added by place_extern */
+            o->space = SPACE_SHARED, o->dyn = (uint8_t)P->m->shared[i].is_extern;
+            o->imm = o->dyn ? 0 : P->m->shared[i].offset;
+            return 0;
+        }
     for (int i = 0; i < P->m->ngvars; i++)   /* its address in the module's block, placed at launch */
         if (!strcmp(P->m->gvars[i].name, name)) { o->space = SPACE_GLOBAL; o->imm = P->m->gvars[i].offset; return 0; }
     return -1;
@@ -426,6 +430,11 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
         return 0;
     }
     if (is(&P->lx, "-") || P->lx.kind == T_NUM) return parse_const(P, o);
+    if (is(&P->lx, "WARP_SZ")) {   /* PTX's predefined constant: the warp's size */
+        o->kind = SO_IMM, o->reg2 = -1, o->lit = LIT_INT, o->imm = 32;
+        next(&P->lx);
+        return 0;
+    }
     if (P->lx.kind != T_ID) return perr(P, P->lx.tline, "unexpected '%.60s' in operands", P->lx.tok);
     if (!find_sym(P, P->lx.tok, o)) { o->kind = SO_SYM; next(&P->lx); return 0; }
     if (P->err[0]) return -1;
@@ -517,6 +526,28 @@ static int skip_statement(Parser *P)
     return 0;
 }
 
+/* Debug information, which changes no result: .loc and .file end at their line (no ';'), .section's data is a
+ * braced block (nvcc -lineinfo writes all three) */
+static int skip_line(Parser *P)
+{
+    int line = P->lx.tline;
+    while (P->lx.kind != T_EOF && P->lx.tline == line) next(&P->lx);
+    return 0;
+}
+
+static int skip_section(Parser *P)
+{
+    int line = P->lx.tline, depth = 0;
+    for (next(&P->lx); !is(&P->lx, "{"); next(&P->lx))
+        if (P->lx.kind == T_EOF) return perr(P, line, ".section without its {...}");
+    do {
+        if (P->lx.kind == T_EOF) return perr(P, line, "unterminated .section");
+        depth += is(&P->lx, "{") - is(&P->lx, "}");
+        next(&P->lx);
+    } while (depth > 0);
+    return 0;
+}
+
 static int parse_block(Parser *P)
 {
     int fam_mark = P->nfam;
@@ -533,7 +564,13 @@ static int parse_block(Parser *P)
             if (decl_regs(P)) return -1;
             continue;
         }
+        if (!strncmp(P->lx.tok, ".reg.", 5)) {   /* ".reg.b32 f;" as cuda_fp16.hpp's inline PTX writes it: the type */
+            memmove(P->lx.tok, P->lx.tok + 4, strlen(P->lx.tok + 4) + 1);
+            if (decl_regs(P)) return -1;
+            continue;
+        }
         if (is(&P->lx, ".pragma")) { if (skip_statement(P)) return -1; continue; }
+        if (is(&P->lx, ".loc")) { skip_line(P); continue; }
         if (is(&P->lx, ".shared")) {   /* a function-scope __shared__ (nvcc's): static, like a module-scope one */
             if (parse_shared(P, 0)) return -1;
             continue;
@@ -770,12 +807,22 @@ static int parse_global(Parser *P)
     return expect(P, ";");
 }
 
-/* The dynamic window (every extern .shared) starts after the static ones. */
+/* The dynamic window (every extern .shared) starts after all the static ones, the .shared a body declares
+ * (nvcc's function-scope __shared__) among them, so it is placed once the module is read and added to the operands
+ * that name it (each read as its offset in the window until then). */
 static void place_extern(SimModule *m)
 {
     int at = (m->static_smem + m->dyn_align - 1) / m->dyn_align * m->dyn_align;
     for (int i = 0; i < m->nshared; i++)
         if (m->shared[i].is_extern) m->shared[i].offset = at;
+    for (int f = 0; f < m->nfuncs; f++) {
+        SimFunc *fn = &m->funcs[f];
+        for (int i = 0; i < fn->ncode; i++)
+            for (int k = 0; k < SIM_MAX_OPNDS; k++)
+                if (fn->code[i].o[k].dyn) fn->code[i].o[k].imm += at;
+        for (int i = 0; i < fn->nvelem; i++)
+            if (fn->velem[i].dyn) fn->velem[i].imm += at;
+    }
 }
 
 /* ".version MAJOR.MINOR" (digits, a dot, digits) */
@@ -810,7 +857,6 @@ static int parse_module(Parser *P)
             if (is(&P->lx, ".func")) return perr(P, P->lx.tline, "device functions (.func) are not supported");
             if (!is(&P->lx, ".shared")) return perr(P, P->lx.tline, "only .extern .shared is supported");
             if (parse_shared(P, ext)) return -1;
-            place_extern(P->m);
         } else if (is(&P->lx, ".global") || is(&P->lx, ".const")) {   /* __device__, __constant__ */
             if (parse_global(P)) return -1;
         } else if (is(&P->lx, ".visible") || is(&P->lx, ".weak") || is(&P->lx, ".entry")) {
@@ -820,11 +866,16 @@ static int parse_module(Parser *P)
             if (parse_entry(P)) return -1;
         } else if (is(&P->lx, ".func")) {
             return perr(P, P->lx.tline, "device functions (.func) are not supported");
+        } else if (is(&P->lx, ".file")) {
+            skip_line(P);
+        } else if (is(&P->lx, ".section")) {
+            if (skip_section(P)) return -1;
         } else {
             return perr(P, P->lx.tline, "unsupported top-level '%.60s'", P->lx.tok);
         }
     }
     if (!P->m->nfuncs) return perr(P, P->lx.tline, "no .entry in the module");
+    place_extern(P->m);   /* after the .shared a body declares too (nvcc's function-scope __shared__) */
     return 0;
 }
 

@@ -76,6 +76,7 @@ static Expect expect(const SimInsn *in, int k)
     case I_TESTP: return ex(k == 0 ? T_PRED : t0, EXACT);
     case I_ISSPACEP: return k == 0 ? fx(T_PRED) : ex(T_U32, WIDER);   /* a 32- or 64-bit integer address */
     case I_SETP: return ex(k == 0 || k == 3 ? T_PRED : t0, EXACT);
+    case I_SET: return ex(k == 3 ? T_PRED : k == 0 ? t0 : t1, EXACT);
     case I_SELP: return ex(k == 3 ? T_PRED : t0, EXACT);
     case I_MOV: return ex(t0, EXACT);
     case I_CVT: {   /* a conversion to or from bf16 takes registers of its types' widths only */
@@ -406,9 +407,36 @@ static int vec_regs(SimFunc *f, const SimInsn *in, int k, const SimOpnd *o, Expe
     return -1;
 }
 
+/* set.cmp.dtype.stype: stype as setp's type with that compare, and the pairs ptxas 13.0 takes: u32 or s32 of any,
+ * f32 of any but the half types, f16 and bf16 of any but the packed pairs (f16 of no bf16), u16 and s16 of f16 and
+ * bf16, a packed pair of its own kind */
+static int set_types(const IsaInsn *d, char *why, size_t n)
+{
+    if (d->ntype != 2) return snprintf(why, n, "set needs two types, .dtype.stype"), -1;
+    int dt = d->type[0], st = d->type[1];
+    IsaInsn as_setp = *d;
+    as_setp.op = I_SETP;
+    unsigned cmp_ok = types_taken(&as_setp);
+    int half = st == T_F16 || st == T_BF16 || st == T_F16X2 || st == T_BF16X2, ok;
+    switch (dt) {
+    case T_U32: case T_S32: ok = 1; break;
+    case T_F32: ok = !half; break;
+    case T_F16: case T_BF16: ok = st != T_F16X2 && st != T_BF16X2 && !(dt == T_F16 && st == T_BF16); break;
+    case T_U16: case T_S16: ok = st == T_F16 || st == T_BF16; break;
+    case T_F16X2: case T_BF16X2: ok = st == dt; break;
+    default: ok = 0;
+    }
+    if (cmp_ok >> st & 1 && ok) return 0;
+    snprintf(why, n, "set takes no %s%s here (the compare's type as setp takes it; .u32/.s32 of any, .f32 of no half "
+             "type, .f16/.bf16 of no packed pair, .u16/.s16 of .f16 or .bf16, a packed pair of its own kind)",
+             type_text(dt), type_text(st));
+    return -1;
+}
+
 int sim_type_check(SimFunc *f, SimInsn *in, char *why, size_t n)
 {
-    unsigned taken = types_taken(&in->d);
+    if (in->d.op == I_SET && set_types(&in->d, why, n)) return -1;
+    unsigned taken = in->d.op == I_SET ? 0 : types_taken(&in->d);
     int t0 = in->d.ntype ? in->d.type[0] : T_NONE;
     if (taken && t0 != T_NONE && !(taken >> t0 & 1)) {
         char list[160];
