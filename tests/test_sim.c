@@ -383,6 +383,17 @@ static void warp_forms(void)
         {"redux.sync.u32 %r2, %r1, 0xffffffff;", "redux needs an operation"},
         {"activemask %r2;", "activemask needs a type"},
         {"ldmatrix.sync.aligned.m8n8.x1.shared.b16 %r2, [smem];", "ldmatrix operand 1 must be a vector of 1"},
+        /* member masks of groups smaller than the warp (values: tests/sim_cuda/warp_groups.cu, on an H200 too) */
+        {"mov.u32 %r3, %laneid;\n  and.b32 %r3, %r3, 16;\n  mov.u32 %r2, 0xffff;\n  shl.b32 %r3, %r2, %r3;\n"
+         "  shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, %r3;\n  vote.sync.ballot.b32 %r2, %p0, %r3;\n"
+         "  redux.sync.add.u32 %r2, %r1, %r3;", NULL},
+        {"shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, 0xffff;", "member mask 0x0000ffff does not name the lane itself"},
+        {"mov.u32 %r3, %laneid;\n  setp.lt.u32 %p1, %r3, 16;\n  selp.b32 %r3, 0xffff, 0xffffffff, %p1;\n"
+         "  vote.sync.ballot.b32 %r2, %p0, %r3;", "member mask 0xffffffff differs from the mask of a lane it names"},
+        {"mov.u32 %r3, %laneid;\n  setp.lt.u32 %p1, %r3, 16;\n  @%p1 shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, 0xffffffff;",
+         "member mask 0xffffffff names lanes that do not execute it"},
+        {"mov.u32 %r3, %laneid;\n  and.b32 %r3, %r3, 16;\n  mov.u32 %r2, 0xffff;\n  shl.b32 %r3, %r2, %r3;\n"
+         "  shfl.sync.bfly.b32 %r2, %r1, 16, 0x1f, %r3;", "which is not in the lane's member mask"},
         {"shfl.sync.bfly.b32 %r2, %r1, 1, 0x1f, 0xffffffff;\n  shfl.sync.idx.b32 %r2|%p1, %r1, 0, 0x1f, 0xffffffff;", NULL},
         {"vote.sync.ballot.b32 %r2, %p0, 0xffffffff;\n  vote.sync.all.pred %p1, %p0, 0xffffffff;\n"
          "  elect.sync _|%p1, 0xffffffff;\n  match.all.sync.b32 %r2|%p1, %r1, 0xffffffff;\n  activemask.b32 %r2;", NULL},

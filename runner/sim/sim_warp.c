@@ -116,15 +116,33 @@ static void mma_16816(SimCta *c, SimWarp *w, const SimInsn *in, DType dt)
     }
 }
 
-/* The source values of a shfl.sync (operand 1) of the lanes that take part;
- * 0 when the member mask (operand 4) is not exactly those lanes. */
-static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint64_t src[32])
+/* Each executing lane's member mask (operand k) into masks: a lane may name a group of its own (cooperative_groups'
+ * tiles under 32 lanes pass 0xff << 8 i), as long as it is in its group, every lane of the group executes the
+ * instruction now, and every lane of the group names the same group (else reported, 0). */
+static int member_masks(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int k, uint32_t masks[32])
 {
-    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[4], __builtin_ctz(exec));
-    if (exec != mask) {
-        sim_fail(c, sim_warp_id(c, w), -1, in, "shfl.sync member mask 0x%08x but lanes 0x%08x execute it", mask, exec);
-        return 0;
+    for (int l = 0; l < 32; l++) masks[l] = exec >> l & 1 ? (uint32_t)sim_read(c, w, &in->o[k], l) : 0;
+    for (int l = 0; l < 32; l++) {
+        uint32_t m = masks[l];
+        if (!(exec >> l & 1)) continue;
+        const char *bad = !(m >> l & 1) ? "does not name the lane itself" : (m & ~exec) ? "names lanes that do not execute it"
+                                                                                          : NULL;
+        for (int j = 0; !bad && j < 32; j++)
+            if ((m >> j & 1) && masks[j] != m) bad = "differs from the mask of a lane it names";
+        if (bad) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "%s member mask 0x%08x %s (lanes 0x%08x execute it)",
+                     isa_base_text(in->d.op), m, bad, exec);
+            return 0;
+        }
     }
+    return 1;
+}
+
+/* The source values of a shfl.sync (operand 1) of the lanes that take part, and each lane's group (operand 4);
+ * 0 when the member masks do not hold. */
+static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, uint64_t src[32], uint32_t masks[32])
+{
+    if (!member_masks(c, w, in, exec, 4, masks)) return 0;
     for (int l = 0; l < 32; l++) src[l] = (exec >> l & 1) ? sim_read(c, w, &in->o[1], l) : 0;
     return 1;
 }
@@ -136,7 +154,8 @@ static int shfl_sources(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec,
 static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     uint64_t src[32];
-    if (!shfl_sources(c, w, in, exec, src)) return;
+    uint32_t masks[32];
+    if (!shfl_sources(c, w, in, exec, src, masks)) return;
     uint64_t f = in->d.flags;
     for (int l = 0; l < 32; l++) {
         if (!(exec >> l & 1)) continue;
@@ -150,8 +169,9 @@ static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         else if (f & F_BFLY) j = lane ^ b, ok = j <= (int64_t)maxl;
         else j = minl | (b & ~seg), ok = j <= (int64_t)maxl;
         if (!ok) j = lane;
-        if (!(exec >> j & 1)) {
-            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which does not take part", (unsigned)j);
+        if (!(masks[l] >> j & 1)) {
+            sim_fail(c, sim_warp_id(c, w), l, in, "shfl.sync reads lane %u, which is not in the lane's member mask 0x%08x",
+                     (unsigned)j, masks[l]);
             return;
         }
         sim_write(w, c->f, &in->o[0], l, (uint32_t)src[j]);
@@ -159,39 +179,31 @@ static void shfl(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
     }
 }
 
-/* Whether the member mask (operand k) names exactly the lanes executing the instruction, as vote.sync and
- * redux.sync need (else reported). */
-static int members_here(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, int k)
-{
-    uint32_t mask = (uint32_t)sim_read(c, w, &in->o[k], __builtin_ctz(exec));
-    if (exec == mask) return 1;
-    sim_fail(c, sim_warp_id(c, w), -1, in, "%s member mask 0x%08x but lanes 0x%08x execute it", isa_base_text(in->d.op),
-             mask, exec);
-    return 0;
-}
-
+/* vote.sync.ballot.b32 d, a, membermask: the lanes of the lane's group whose a holds */
 static void vote_ballot(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t ballot = 0;
-    if (!members_here(c, w, in, exec, 2)) return;
+    uint32_t ballot = 0, masks[32];
+    if (!member_masks(c, w, in, exec, 2, masks)) return;
     for (int l = 0; l < 32; l++)
         if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) ballot |= 1u << l;
     for (int l = 0; l < 32; l++)
-        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, ballot);
+        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, ballot & masks[l]);
 }
 
 /* vote.sync.all/any/uni.pred d, a, membermask: whether a holds in every / some member lane, or in all or
  * none of them (uniform). */
 static void vote_pred(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
-    uint32_t yes = 0;
-    if (!members_here(c, w, in, exec, 2)) return;
+    uint32_t all_yes = 0, masks[32];
+    if (!member_masks(c, w, in, exec, 2, masks)) return;
     for (int l = 0; l < 32; l++)
-        if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) yes |= 1u << l;
+        if ((exec >> l & 1) && (sim_read(c, w, &in->o[1], l) & 1)) all_yes |= 1u << l;
     uint64_t f = in->d.flags;   /* .all and .any sit past bit 31 */
-    uint64_t r = (f & F_ALL) ? yes == exec : (f & F_ANY) ? yes != 0 : (yes == exec || !yes);
-    for (int l = 0; l < 32; l++)
-        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, r);
+    for (int l = 0; l < 32; l++) {
+        if (!(exec >> l & 1)) continue;
+        uint32_t g = masks[l], yes = all_yes & g;
+        sim_write(w, c->f, &in->o[0], l, (f & F_ALL) ? yes == g : (f & F_ANY) ? yes != 0 : (yes == g || !yes));
+    }
 }
 
 /* redux.sync.op.type d, a, membermask: op (add, min, max of .u32/.s32; and, or, xor of .b32) over the member
@@ -205,17 +217,20 @@ static void redux(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
         sim_fail(c, sim_warp_id(c, w), -1, in, "redux.sync takes .add/.min/.max with .u32/.s32 or .and/.or/.xor with .b32");
         return;
     }
-    if (!members_here(c, w, in, exec, 2)) return;
-    uint64_t acc = 0;
-    int first = 1;
-    for (int l = 0; l < 32; l++) {
+    uint32_t masks[32];
+    if (!member_masks(c, w, in, exec, 2, masks)) return;
+    for (int l = 0; l < 32; l++) {   /* over the lane's group */
         if (!(exec >> l & 1)) continue;
-        uint64_t v = (uint32_t)sim_read(c, w, &in->o[1], l);
-        acc = first ? v : (uint32_t)sim_red_apply(t, op, acc, v, 0, 4);
-        first = 0;
+        uint64_t acc = 0;
+        int first = 1;
+        for (int j = 0; j < 32; j++) {
+            if (!(masks[l] >> j & 1)) continue;
+            uint64_t v = (uint32_t)sim_read(c, w, &in->o[1], j);
+            acc = first ? v : (uint32_t)sim_red_apply(t, op, acc, v, 0, 4);
+            first = 0;
+        }
+        sim_write(w, c->f, &in->o[0], l, acc);
     }
-    for (int l = 0; l < 32; l++)
-        if (exec >> l & 1) sim_write(w, c->f, &in->o[0], l, acc);
 }
 
 /* elect.sync d|p, membermask: the lowest lane of the mask is elected; every
@@ -241,17 +256,18 @@ static void elect(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 static void match(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     int all = (in->d.flags & F_ALL) != 0;
-    if (!members_here(c, w, in, exec, 2)) return;
+    uint32_t masks[32];
+    if (!member_masks(c, w, in, exec, 2, masks)) return;
     uint64_t v[32];
     for (int l = 0; l < 32; l++) v[l] = exec >> l & 1 ? sim_read(c, w, &in->o[1], l) : 0;
-    uint32_t same_all = exec;
-    for (int l = 0; l < 32; l++)
-        if ((exec >> l & 1) && v[l] != v[__builtin_ctz(exec)]) same_all = 0;
-    for (int l = 0; l < 32; l++) {
+    for (int l = 0; l < 32; l++) {   /* over the lane's group */
         if (!(exec >> l & 1)) continue;
-        uint32_t m = 0;
+        uint32_t g = masks[l], m = 0, same_all = g;
         for (int j = 0; j < 32; j++)
-            if ((exec >> j & 1) && v[j] == v[l]) m |= 1u << j;
+            if (g >> j & 1) {
+                if (v[j] == v[l]) m |= 1u << j;
+                else same_all = 0;
+            }
         sim_write(w, c->f, &in->o[0], l, all ? same_all : m);
         if (all && in->o[0].reg2 >= 0) sim_write(w, c->f, &(SimOpnd){.kind = SO_REG, .reg = in->o[0].reg2}, l, same_all != 0);
     }
