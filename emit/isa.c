@@ -423,6 +423,7 @@ void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10)
     if (in->flags & F_MULTICAST) *arch_specific = 1;
     if (in->cta_group == 2 || (in->flags & F_GATHER4)) raise_to(sm, 100), *arch_specific = 1, raise_to(ptx_x10, 86);
     int carry = in->cc || in->op == I_ADDC || in->op == I_SUBC || in->op == I_MADC;
+    if (in->op == I_MAD && in->cc) raise_to(ptx_x10, 30);   /* mad.cc: PTX 3.0 */
     if (carry && in->ntype && isa_type_bits(in->type[0]) == 64) raise_to(ptx_x10, 43);   /* 64-bit carries: PTX 4.3 */
     for (int i = 0; i < in->ntype; i++)   /* fp8 conversions: Ada and Hopper on */
         if (in->type[i] == T_E4M3X2 || in->type[i] == T_E5M2X2) raise_to(sm, 89), raise_to(ptx_x10, 78);

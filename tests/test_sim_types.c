@@ -327,7 +327,6 @@ int main(int argc, char **argv)
             line_of[nl] = -1, slot_of[nl] = -1, swap_of[nl] = "";
             typed_line(&kTyped[i], (int)t, text[nl++], sizeof text[0]);
         }
-    check(nl < MAXL, "sim types: every line of the tables is judged", "%d lines fill the buffer of %d: raise MAXL", nl, MAXL);
     for (int c = 0; c < 3; c++)   /* set: every destination type with every source type, under three compares */
         for (size_t dt = 0; dt < sizeof kTypes / sizeof kTypes[0]; dt++)
             for (size_t st = 0; st < sizeof kTypes / sizeof kTypes[0] && nl < MAXL; st++) {
@@ -336,6 +335,7 @@ int main(int argc, char **argv)
                 snprintf(text[nl++], sizeof text[0], "set.%s.%s.%s %s, %s, %s;", cmp[c], kTypes[dt].type, kTypes[st].type,
                          kTypes[dt].reg, kTypes[st].reg, kTypes[st].reg);
             }
+    check(nl < MAXL, "sim types: every line of the tables is judged", "%d lines fill the buffer of %d: raise MAXL", nl, MAXL);
     /* ptxas over all lines in one kernel; it names each line it refuses */
     char dir[] = "/tmp/ptxgen-types-XXXXXX", path[64], cmd[256];
     if (!mkdtemp(dir)) { check(0, "sim types: temp dir", "mkdtemp failed"); return check_summary(); }

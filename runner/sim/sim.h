@@ -167,7 +167,7 @@ enum { WS_RUN, WS_BAR, WS_MBAR, WS_CLUSTER, WS_UNIT, WS_DONE };
  * op will write it when it lands: any access is an error); held (an async op
  * in flight still reads it: a write is an error); generic (written by the
  * generic proxy and not yet fenced by fence.proxy.async from its writer). */
-enum { SM_WRITTEN = 1, SM_PENDING = 2, SM_HELD = 4, SM_GENERIC = 8, SM_ATOMIC = 16 };   /* ATOMIC: by red/atom */
+enum { SM_WRITTEN = 1, SM_PENDING = 2, SM_HELD = 4, SM_GENERIC = 8 };
 
 typedef struct {
     uint32_t lane;      /* issuing lane */
@@ -250,6 +250,7 @@ struct SimCta {
     uint8_t *gwg;                   /* per word: that op's warpgroup */
     uint32_t nops;                  /* wgmma ops issued by the CTA */
     uint8_t *wwarp, *wrank;         /* per word: the warp that last wrote it, and its CTA's rank (DSMEM writes) */
+    uint8_t *watomic;               /* per word: whether that last write was an atomic's (red/atom) */
     int32_t *wline;
     const uint8_t *params;
     SimBarrier bar[16];

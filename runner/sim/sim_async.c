@@ -69,7 +69,7 @@ void sim_async_mark_landed(SimCta *c, uint32_t lo, uint32_t bytes)
 {
     for (uint32_t i = 0; i < bytes; i++) c->sflag[lo + i] = (uint8_t)((c->sflag[lo + i] & SM_HELD) | SM_WRITTEN);
     /* ordered by the mbarrier or wait that let the reader see it, not by a warp's clock */
-    for (uint32_t wd = lo / 4; wd <= (lo + bytes - 1) / 4; wd++) c->wclk[wd] = 0, c->wwarp[wd] = 0, c->wline[wd] = 0;
+    for (uint32_t wd = lo / 4; wd <= (lo + bytes - 1) / 4; wd++) c->wclk[wd] = 0, c->wwarp[wd] = 0, c->wline[wd] = 0, c->watomic[wd] = 0;
 }
 
 static int range_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCta *rc, uint32_t lo, uint32_t bytes, const char *what)

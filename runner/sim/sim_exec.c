@@ -434,6 +434,7 @@ static void reset_cta(SimCta *c)
     memset(c->smem, 0xA5, c->smem_size);
     memset(c->wclk, 0, words * sizeof *c->wclk);
     memset(c->wwarp, 0, words);
+    memset(c->watomic, 0, words);
     memset(c->wrank, c->rank, words);
     memset(c->rclk, 0, words * (size_t)c->nwarps * sizeof *c->rclk);
     memset(c->gop, 0, words * sizeof *c->gop), memset(c->gclk, 0, words * 4 * sizeof *c->gclk), c->nops = 0;
@@ -467,7 +468,7 @@ static int cta_alloc(SimCta *c)
 {
     size_t words = c->smem_size / 4 + 1;
     c->smem = malloc(c->smem_size + 16), c->sflag = malloc(c->smem_size + 16);
-    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wrank = malloc(words), c->wline = malloc(words * sizeof *c->wline);
+    c->wclk = malloc(words * sizeof *c->wclk), c->wwarp = malloc(words), c->wrank = malloc(words), c->watomic = malloc(words), c->wline = malloc(words * sizeof *c->wline);
     c->rclk = malloc(words * (size_t)c->nwarps * sizeof *c->rclk);
     c->gop = malloc(words * sizeof *c->gop), c->gclk = malloc(words * 4 * sizeof *c->gclk), c->gwg = malloc(words);
     c->w = calloc((size_t)c->nwarps, sizeof *c->w);
@@ -487,7 +488,7 @@ static void cta_free(SimCta *c)
         free(c->w[i].r), free(c->w[i].vc), free(c->w[i].copies), free(c->w[i].local);
     }
     sim_tcgen05_reset(c);   /* before the warps: it knows their count */
-    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->wline), free(c->rclk), free(c->gop), free(c->gclk), free(c->gwg);
+    free(c->w), free(c->smem), free(c->sflag), free(c->wclk), free(c->wwarp), free(c->wrank), free(c->watomic), free(c->wline), free(c->rclk), free(c->gop), free(c->gclk), free(c->gwg);
     sim_tma_reset(c);
 }
 

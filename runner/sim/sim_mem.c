@@ -125,18 +125,36 @@ static int ordered_after_write(SimCta *c, SimWarp *w, int lane, const SimInsn *i
     return 0;
 }
 
-static int ordered_after_reads(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t word)
+/* A warp other than w's that read the word with no order to w since, or -1 */
+static int unordered_reader(SimCta *c, SimWarp *w, uint32_t word)
 {
     int wid = sim_warp_id(c, w);
     const uint32_t *r = &c->rclk[(size_t)word * (size_t)c->nwarps];
     for (int k = 0; k < c->nwarps; k++)
-        if (k != wid && r[k] > w->vc[k]) {
-            sim_fail(c, wid, lane, in,
-                     "shared-memory race: overwrites word 0x%x that warp %d read with no barrier in between "
-                     "(missing bar.sync before the buffer is reused)", word * 4, k);
-            return 0;
-        }
-    return 1;
+        if (k != wid && r[k] > w->vc[k]) return k;
+    return -1;
+}
+
+static int ordered_after_reads(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t word)
+{
+    int k = unordered_reader(c, w, word);
+    if (k < 0) return 1;
+    sim_fail(c, sim_warp_id(c, w), lane, in,
+             "shared-memory race: overwrites word 0x%x that warp %d read with no barrier in between "
+             "(missing bar.sync before the buffer is reused)", word * 4, k);
+    return 0;
+}
+
+/* A plain read and an atomic of another warp on one word with no barrier between them, in either order: what a CAS
+ * loop does (its first guess is a plain read, which the CAS then checks: the headers' atomicAdd of
+ * __nv_bfloat162 on sm_80, atomics on doubles by CAS), and a race anywhere else. Foreign PTX gets a note; under
+ * --strict (ptxgen's own kernels) it is an error, as any other unordered access. */
+static void note_atomic_race(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t word, int other, const char *what)
+{
+    sim_note(c, sim_warp_id(c, w), in, "plain access racing an atomic",
+             "shared-memory race: %s word 0x%x that warp %d %s with no barrier in between (a CAS loop's first guess "
+             "may; any other access needs a bar.sync)", what, word * 4, other,
+             !strcmp(what, "reads") ? "last changed by an atomic" : "read");
 }
 
 /* Whether an instruction may reach a peer CTA's shared memory: .shared::cluster
@@ -172,7 +190,8 @@ static uint8_t *remote(SimCta *c, SimWarp *w, int lane, const SimInsn *in, SimCt
         /* clock 0: the peer's warps are ordered after it by the cluster barrier, not by this CTA's clocks;
          * writer and rank: so the writer's fence.proxy.async finds its DSMEM writes */
         for (uint32_t wd = lo / 4; wd <= (lo + (uint32_t)bytes - 1) / 4; wd++)
-            o->wclk[wd] = 0, o->wwarp[wd] = (uint8_t)sim_warp_id(c, w), o->wrank[wd] = (uint8_t)c->rank, o->wline[wd] = in->line;
+            o->wclk[wd] = 0, o->wwarp[wd] = (uint8_t)sim_warp_id(c, w), o->wrank[wd] = (uint8_t)c->rank, o->wline[wd] = in->line,
+            o->watomic[wd] = 0;
     }
     return o->smem + lo;
 }
@@ -194,14 +213,8 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
         }
     int wid = sim_warp_id(c, w);
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++) {
-        /* a word another warp last changed by an atomic, read with no barrier between: what a CAS loop's first
-         * guess does (the headers' atomicAdd of __nv_bfloat162 on sm_80, of doubles by CAS), which the atomic then
-         * checks. Foreign PTX gets a note; under --strict (ptxgen's own kernels) it is the race it is elsewhere */
         int writer = c->wwarp[wd];
-        if ((c->sflag[wd * 4] & SM_ATOMIC) && writer != wid && c->wclk[wd] > w->vc[writer])
-            sim_note(c, wid, in, "read of an atomic's word",
-                     "reads word 0x%x that warp %d changed by an atomic at PTX line %d with no barrier in between: a CAS "
-                     "loop's first guess may, any other read needs a bar.sync", wd * 4, writer, c->wline[wd]);
+        if (c->watomic[wd] && writer != wid && c->wclk[wd] > w->vc[writer]) note_atomic_race(c, w, in, wd, writer, "reads");
         else if (!ordered_after_write(c, w, lane, in, wd, "reads")) return c->scratch;
         c->rclk[(size_t)wd * (size_t)c->nwarps + (size_t)wid] = w->vc[wid];
     }
@@ -209,18 +222,20 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
 }
 
 /* The checks of a write, without performing it: cp.async runs them at issue. An atomic (red/atom) needs no
- * order against the atomics before it on the same word, only against plain writes (and plain reads of a word
- * that no atomic had changed yet). */
+ * order against the atomics before it on the same word, only against plain writes; against plain reads it is
+ * note_atomic_race's case. */
 static int smem_write_ok_as(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint32_t addr, int bytes, int atomic)
 {
     if (!smem_in_range(c, w, lane, in, addr, bytes, "store") || !not_in_flight(c, w, lane, in, addr, bytes, "writes"))
         return 0;
-    for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
-        if (!((atomic && (c->sflag[wd * 4] & SM_ATOMIC)) || ordered_after_write(c, w, lane, in, wd, "overwrites")) ||
-            /* the plain reads of a word atomics already change were noted when read (sim_smem_read) */
-            !((atomic && (c->sflag[wd * 4] & SM_ATOMIC)) || ordered_after_reads(c, w, lane, in, wd)) ||
+    for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++) {
+        int reader = atomic ? unordered_reader(c, w, wd) : -1;
+        if (reader >= 0) note_atomic_race(c, w, in, wd, reader, "overwrites");
+        if (!((atomic && c->watomic[wd]) || ordered_after_write(c, w, lane, in, wd, "overwrites")) ||
+            (reader < 0 && !ordered_after_reads(c, w, lane, in, wd)) ||
             !sim_wgmma_write_ordered(c, w, lane, in, wd) || !sim_tma_write_ordered(c, w, lane, in, wd))
             return 0;
+    }
     return 1;
 }
 
@@ -229,12 +244,13 @@ static int smem_write_ok(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uin
     return smem_write_ok_as(c, w, lane, in, addr, bytes, 0);
 }
 
-static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, int line)
+static void smem_mark_written(SimCta *c, SimWarp *w, uint32_t addr, int bytes, int line, int atomic)
 {
     int wid = sim_warp_id(c, w);
     for (int i = 0; i < bytes; i++) c->sflag[addr + (uint32_t)i] = SM_WRITTEN | SM_GENERIC;
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++)
-        c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wrank[wd] = (uint8_t)c->rank, c->wline[wd] = line;
+        c->wclk[wd] = w->vc[wid], c->wwarp[wd] = (uint8_t)wid, c->wrank[wd] = (uint8_t)c->rank, c->wline[wd] = line,
+        c->watomic[wd] = (uint8_t)atomic;
 }
 
 /* A store (or, atomic, red/atom's read-modify-write of bytes something wrote, which races with plain accesses
@@ -253,8 +269,7 @@ static uint8_t *smem_store(SimCta *c, SimWarp *w, int lane, const SimInsn *in, u
                      addr + (uint32_t)i);
             return c->scratch;
         }
-    smem_mark_written(c, w, addr, bytes, in->line);
-    for (int i = 0; atomic && i < bytes; i++) c->sflag[addr + (uint32_t)i] |= SM_ATOMIC;
+    smem_mark_written(c, w, addr, bytes, in->line, atomic);
     return c->smem + addr;
 }
 
@@ -310,7 +325,7 @@ static void land_below(SimCta *c, SimWarp *w, int lane, uint32_t done_below)
         SimCopy *cp = &w->copies[i];
         if (cp->lane == (uint32_t)lane && cp->group < done_below) {
             memcpy(c->smem + cp->dst, cp->data, cp->size);
-            smem_mark_written(c, w, cp->dst, cp->size, cp->line);
+            smem_mark_written(c, w, cp->dst, cp->size, cp->line, 0);
         } else {
             w->copies[k++] = *cp;
         }

@@ -528,18 +528,18 @@ static int skip_statement(Parser *P)
 
 /* Debug information, which changes no result: .loc and .file end at their line (no ';'), .section's data is a
  * braced block (nvcc -lineinfo writes all three) */
-static int skip_line(Parser *P)
+static void skip_line(Parser *P)
 {
     int line = P->lx.tline;
     while (P->lx.kind != T_EOF && P->lx.tline == line) next(&P->lx);
-    return 0;
 }
 
 static int skip_section(Parser *P)
 {
     int line = P->lx.tline, depth = 0;
-    for (next(&P->lx); !is(&P->lx, "{"); next(&P->lx))
-        if (P->lx.kind == T_EOF) return perr(P, line, ".section without its {...}");
+    next(&P->lx);   /* its name */
+    next(&P->lx);
+    if (!is(&P->lx, "{")) return perr(P, line, ".section needs a name and then its {...}");
     do {
         if (P->lx.kind == T_EOF) return perr(P, line, "unterminated .section");
         depth += is(&P->lx, "{") - is(&P->lx, "}");
@@ -820,8 +820,6 @@ static void place_extern(SimModule *m)
         for (int i = 0; i < fn->ncode; i++)
             for (int k = 0; k < SIM_MAX_OPNDS; k++)
                 if (fn->code[i].o[k].dyn) fn->code[i].o[k].imm += at;
-        for (int i = 0; i < fn->nvelem; i++)
-            if (fn->velem[i].dyn) fn->velem[i].imm += at;
     }
 }
 
