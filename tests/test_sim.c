@@ -359,7 +359,13 @@ static void mem_forms(void)
         {"cp.async.ca.shared.global [smem], [g], 4, %p0;\n  cp.async.wait_all;\n  ld.shared.u32 %r2, [smem];\n"
          "  setp.ne.u32 %p1, %r2, 0;\n  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
         {"atom.global.v2.f32.add {%f1, %f2}, [g], {%f0, %f0};\n  mov.b32 %r2, %f2;\n  setp.ne.u32 %p1, %r2, 7;\n"
-         "  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL}};
+         "  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        /* ldu: ld.global's value, its address global (tests/sim_cuda/header_forms.cu, on an H200 too) */
+        {"ldu.global.u32 %r2, [g];\n  ldu.u32 %r3, [%rd0];\n  add.u32 %r2, %r2, %r3;\n  setp.ne.u32 %p1, %r2, 14;\n"
+         "  selp.u32 %r3, 0, 1, %p1;\n  div.u32 %r3, 1, %r3;", NULL},
+        {"ldu.shared.u32 %r1, [%r0];", "ldu takes no .shared"},
+        {"cvt.u64.u32 %rd1, %r0;\n  cvta.shared.u64 %rd1, %rd1;\n  ldu.u32 %r1, [%rd1];",
+         "ldu of an address outside global memory"}};
     form_cases("sm_90a", ".global .align 16 .b32 g[4] = {7, 7, 7, 7};\n",
                "  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n  .reg .f32 %f<3>;\n  .reg .pred %p<2>;\n  mov.u32 %r0, smem;\n"
                "  mov.u32 %r1, 1;\n  mov.u64 %rd0, g;\n  mov.f32 %f0, 0f3F800000;\n  setp.ne.u32 %p0, %r1, 0;\n",

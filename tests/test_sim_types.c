@@ -204,7 +204,7 @@ static const TypeLine kTyped[] = {
     {"red.global.add.noftz", 'r'}, {"red.global.add.v2", 'v'}, {"red.global.max.noftz.v2", 'v'},
     {"mul24.lo", '3'}, {"mul24.hi", '3'}, {"mad24.lo", '4'}, {"mad24.hi", '4'}, {"mad24.hi.sat", '4'},
     {"bmsk.clamp", '3'}, {"bmsk.wrap", '3'}, {"szext.clamp", '3'}, {"szext.wrap", '3'},
-    {"add.cc", '3'}, {"sub.cc", '3'}, {"mad.lo.cc", '4'}, {"mad.hi.cc", '4'}, {"mad.cc", '4'}, {"addc", '3'},
+    {"ldu.global", 'l'}, {"add.cc", '3'}, {"sub.cc", '3'}, {"mad.lo.cc", '4'}, {"mad.hi.cc", '4'}, {"mad.cc", '4'}, {"addc", '3'},
     {"addc.cc", '3'}, {"subc", '3'}, {"subc.cc", '3'}, {"madc.lo", '4'}, {"madc.hi.cc", '4'}, {"madc", '4'},
 };
 

@@ -87,7 +87,7 @@ static int build(const IsaInsn *d, Built *b, char *why, size_t n)
     switch (d->op) {
     case I_SETP: k = d->redop ? "Q r r p" : "Q r r", nm = d->redop ? "p{|q}, a, b, c" : "p{|q}, a, b"; break;
     case I_SET: k = d->redop ? "d r r p" : "d r r", nm = d->redop ? "d, a, b, c" : "d, a, b"; break;
-    case I_LD:
+    case I_LD: case I_LDU:
         if (d->vec > 1) snprintf(kb, sizeof kb, "V%d a", d->vec), k = kb;
         else k = "D1 a";   /* a register, or a vector of one (ptxas takes {r} without .v) */
         nm = "d, [a]";

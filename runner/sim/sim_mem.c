@@ -521,6 +521,10 @@ static void transfer(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec, in
         if (!(exec >> l & 1)) continue;
         uint64_t a = sim_addr(c, w, ao, l);
         int sp = ao->space == SPACE_PARAM ? SP_PARAM : resolve_space(in, &a);
+        if (in->d.op == I_LDU && sp != SP_GLOBAL) {   /* the PTX ISA: ldu's address is a global one */
+            sim_fail(c, sim_warp_id(c, w), l, in, "ldu of an address outside global memory");
+            return;
+        }
         sa[l] = (uint32_t)a, ga[l] = a;
         shared = sp == SP_SHARED, param = sp == SP_PARAM, local = sp == SP_LOCAL;
         uint8_t *p;
@@ -567,7 +571,7 @@ static void cp_async(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 int sim_mem(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec)
 {
     switch (in->d.op) {
-    case I_LD: transfer(c, w, in, exec, 0); return 1;
+    case I_LD: case I_LDU: transfer(c, w, in, exec, 0); return 1;
     case I_ST: transfer(c, w, in, exec, 1); return 1;
     case I_RED: case I_ATOM: atomic(c, w, in, exec); return 1;
     case I_CP_ASYNC: cp_async(c, w, in, exec); return 1;

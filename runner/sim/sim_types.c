@@ -83,7 +83,7 @@ static Expect expect(const SimInsn *in, int k)
         int bf = t0 == T_BF16 || t0 == T_BF16X2 || t1 == T_BF16 || t1 == T_BF16X2;
         return ex(k == 0 ? t0 : t1, bf ? EXACT : WIDER);
     }
-    case I_LD: return ex(k == 0 ? t0 : T_NONE, WIDER);
+    case I_LD: case I_LDU: return ex(k == 0 ? t0 : T_NONE, WIDER);
     case I_ST: return ex(k == 1 ? t0 : T_NONE, WIDER);
     case I_ATOM: return ex(k == 1 ? T_NONE : t0, EXACT);
     case I_RED: return ex(k == 1 ? t0 : T_NONE, EXACT);
@@ -328,6 +328,7 @@ static unsigned types_taken(const IsaInsn *d)
     case I_LG2: case I_SIN: case I_COS: return TS(F32);
     case I_TANH: return TS(F32) | HALVES;
     case I_LD: case I_ST: return BITS | INTS | F3264 | SMALL | TS(B128);
+    case I_LDU: return BITS | INTS | F3264 | SMALL;
     case I_REDUX: return d->redop == RO_AND || d->redop == RO_OR || d->redop == RO_XOR ? TS(B32) : TS(U32) | TS(S32);
     case I_ATOM: case I_RED: return atom_types(d);
     }

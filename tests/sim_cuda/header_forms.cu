@@ -4,7 +4,7 @@
 // __shared__ arrays, the kernel's own and an inlined helper's; the half comparisons that compile to `set`
 // (__hgt2 and __hbgt2 as .f16x2 and .u32 results, __hisnan, bf16 compares, which use it on sm_80); hsqrt, hexp2
 // and hrcp, whose inline PTX declares `.reg.b32` without a space; __shfl_xor_sync of __half2 (the headers'
-// WARP_SZ); `set` by inline PTX in .u32, .f32 and .s32.f16x2 and with a predicate; and all of it built with
+// WARP_SZ); `set` by inline PTX in .u32, .f32 and .s32.f16x2 and with a predicate; `ldu`; and all of it built with
 // -lineinfo, so the PTX carries .loc, .file and a .section of debug strings. A failing check flips bit n of the
 // output's .y (n: the check's number below).
 // archs: sm_80 sm_90
@@ -100,6 +100,15 @@ extern "C" __global__ void k(const int4 *in, int4 *out) {
     if (u != (x < y ? 0xFFFFFFFFu : 0u) || fr != (a0 > b0 ? 1.f : 0.f) || m != want_m ||
         c != ((unsigned)x <= (unsigned)y && !p ? 0xFFFFFFFFu : 0u))
         fail |= 1u << 8;
+
+    // 9: ldu, by inline PTX: ld.global's values, through .global and a generic address
+    unsigned l0, l1, l2;
+    asm("ldu.global.u32 %0, [%3];\n\tldu.global.v2.u32 {%1, %2}, [%4];"
+        : "=r"(l0), "=r"(l1), "=r"(l2) : "l"(&in[t].y), "l"(&in[t].z));
+    unsigned l3;
+    asm("ldu.u32 %0, [%1];" : "=r"(l3) : "l"(&in[t].x));
+    if (l0 != (unsigned)in[t].y || l1 != (unsigned)in[t].z || l2 != (unsigned)in[t].w || l3 != (unsigned)in[t].x)
+        fail |= 1u << 9;
 
     v.y ^= (int)fail;
     out[t] = v;
