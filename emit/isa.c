@@ -39,7 +39,7 @@ static const Mod kMods[] = {
     {"s32", M_TYPE, T_S32}, {"s64", M_TYPE, T_S64}, {"f16", M_TYPE, T_F16}, {"f16x2", M_TYPE, T_F16X2},
     {"bf16", M_TYPE, T_BF16}, {"bf16x2", M_TYPE, T_BF16X2}, {"f32", M_TYPE, T_F32}, {"f64", M_TYPE, T_F64},
     {"tf32", M_TYPE, T_TF32}, {"e4m3x2", M_TYPE, T_E4M3X2}, {"e5m2x2", M_TYPE, T_E5M2X2}, {"e4m3", M_TYPE, T_E4M3},
-    {"e5m2", M_TYPE, T_E5M2},
+    {"e5m2", M_TYPE, T_E5M2}, {"u16x2", M_TYPE, T_U16X2}, {"s16x2", M_TYPE, T_S16X2},
     {"global", M_SPACE, SP_GLOBAL}, {"shared", M_SPACE, SP_SHARED}, {"shared::cta", M_SPACE, SP_SHARED},
     {"shared::cluster", M_SPACE, SP_SHARED_CLUSTER}, {"param", M_SPACE, SP_PARAM}, {"param::entry", M_SPACE, SP_PARAM},
     {"local", M_SPACE, SP_LOCAL}, {"const", M_SPACE, SP_CONST},
@@ -444,7 +444,8 @@ int isa_type_bits(int t)
     case T_PRED: return 1;
     case T_B8: case T_U8: case T_S8: case T_E4M3: case T_E5M2: return 8;
     case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: case T_E4M3X2: case T_E5M2X2: return 16;
-    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: return 32;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: case T_U16X2: case T_S16X2:
+        return 32;
     case T_B64: case T_U64: case T_S64: case T_F64: return 64;
     case T_B128: return 128;
     }

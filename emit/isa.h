@@ -26,7 +26,9 @@ typedef enum {
 typedef enum {
     T_NONE, T_PRED, T_B8, T_B16, T_B32, T_B64, T_B128, T_U8, T_U16, T_U32, T_U64, T_S8, T_S16, T_S32, T_S64,
     T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_TF32, T_E4M3X2, T_E5M2X2,   /* two fp8 values in 16 bits */
-    T_E4M3, T_E5M2, T_COUNT   /* one fp8 value: wgmma's A and B */
+    T_E4M3, T_E5M2,   /* one fp8 value: wgmma's A and B */
+    T_U16X2, T_S16X2,   /* two 16-bit integers in 32 bits (add, min, max: nvcc's __vadd2 and friends on sm_90) */
+    T_COUNT
 } IsaType;
 /* .shared without a qualifier is .shared::cta */
 typedef enum { SP_NONE, SP_GLOBAL, SP_SHARED, SP_SHARED_CLUSTER, SP_PARAM, SP_LOCAL, SP_CONST } IsaSpace;

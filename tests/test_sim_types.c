@@ -213,7 +213,8 @@ static const struct { const char *type, *reg, *wide; } kTypes[] = {
     {"b16", "%h1", "%r1"}, {"b32", "%r1", "%rd1"}, {"b64", "%rd1", "%rd1"}, {"u16", "%h1", "%r1"},
     {"u32", "%r1", "%rd1"}, {"u64", "%rd1", "%rd1"}, {"s16", "%h1", "%r1"}, {"s32", "%r1", "%rd1"},
     {"s64", "%rd1", "%rd1"}, {"f16", "%h1", "%r1"}, {"f16x2", "%r1", "%rd1"}, {"bf16", "%h1", "%r1"},
-    {"bf16x2", "%r1", "%rd1"}, {"f32", "%f1", "%fd1"}, {"f64", "%fd1", "%fd1"}, {"pred", "%p1", "%p1"}};
+    {"bf16x2", "%r1", "%rd1"}, {"f32", "%f1", "%fd1"}, {"f64", "%fd1", "%fd1"}, {"pred", "%p1", "%p1"},
+    {"u16x2", "%r1", "%rd1"}, {"s16x2", "%r1", "%rd1"}};
 
 static void typed_line(const TypeLine *t, int ti, char *out, size_t n)
 {

@@ -355,11 +355,39 @@ static int carry_arith(const Ctx *x, int bits, int sgn, uint64_t a, uint64_t b, 
     return 1;
 }
 
+/* add, min, max of .u16x2/.s16x2: each 16-bit half on its own, wrapping (add) or compared as its type (min, max;
+ * .relu: a negative half becomes 0) */
+static int pair16_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t *out)
+{
+    const IsaInsn *d = &x->in->d;
+    int sgn = t == T_S16X2, relu = (d->flags & F_RELU) != 0;
+    uint64_t r = 0;
+    for (int h = 0; h < 2; h++) {
+        uint64_t ah = a >> (16 * h) & 0xFFFF, bh = b >> (16 * h) & 0xFFFF, v;
+        int64_t as = sext(16, ah), bs = sext(16, bh);
+        switch (d->op) {
+        case I_ADD: v = ah + bh; break;
+        case I_MIN: case I_MAX: {
+            int max = d->op == I_MAX;
+            int64_t m = max ? (as > bs ? as : bs) : (as < bs ? as : bs);
+            if (relu && m < 0) m = 0;
+            v = sgn ? (uint64_t)m : max ? (ah > bh ? ah : bh) : (ah < bh ? ah : bh);
+            break;
+        }
+        default: return 0;
+        }
+        r |= (v & 0xFFFF) << (16 * h);
+    }
+    *out = r;
+    return 1;
+}
+
 static int int_arith(const Ctx *x, int t, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
     int bits = isa_type_bits(t), sgn = isa_type_is_signed(t);
     uint64_t a = src(x, 1), b = src(x, 2), c = src(x, 3);
+    if (t == T_U16X2 || t == T_S16X2) return pair16_arith(x, t, a, b, out);
     if (d->cc || d->op == I_ADDC || d->op == I_SUBC || d->op == I_MADC) return carry_arith(x, bits, sgn, a, b, c, out);
     int64_t as = sext(bits, a), bs = sext(bits, b);
     uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
@@ -750,8 +778,9 @@ static int lane_op(const Ctx *x, uint64_t *out)
     const IsaInsn *d = &x->in->d;
     int t = d->ntype ? d->type[d->ntype - 1] : T_NONE;
     int half = t == T_F16 || t == T_BF16 || t == T_F16X2 || t == T_BF16X2;
-    if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half) || ((d->op == I_MIN || d->op == I_MAX) && t == T_S32)))
-        return refuse(x, ".relu other than on cvt, an f16/bf16 fma or an s32 min/max");
+    int relu_minmax = (d->op == I_MIN || d->op == I_MAX) && (t == T_S32 || t == T_S16X2);
+    if ((d->flags & F_RELU) && !(d->op == I_CVT || (d->op == I_FMA && half) || relu_minmax))
+        return refuse(x, ".relu other than on cvt, an f16/bf16 fma or an s32/s16x2 min/max");
     if ((d->flags & F_NAN) && !((d->op == I_MIN || d->op == I_MAX) && (half || t == T_F32)))
         return refuse(x, ".NaN other than on an f32, f16 or bf16 min/max");
     switch (d->op) {

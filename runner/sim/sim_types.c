@@ -114,7 +114,8 @@ static char kind_of(int t)
 {
     if (t == T_PRED) return 'p';
     if (isa_type_is_float(t)) return 'f';
-    if (t == T_U8 || t == T_U16 || t == T_U32 || t == T_U64 || t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64)
+    if (t == T_U8 || t == T_U16 || t == T_U32 || t == T_U64 || t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64 ||
+        t == T_U16X2 || t == T_S16X2)
         return 'i';
     return 'b';
 }
@@ -143,6 +144,7 @@ static const char *type_text(int t)
         [T_PRED] = ".pred", [T_B8] = ".b8", [T_B16] = ".b16", [T_B32] = ".b32", [T_B64] = ".b64", [T_B128] = ".b128",
         [T_U8] = ".u8", [T_U16] = ".u16", [T_U32] = ".u32", [T_U64] = ".u64", [T_S8] = ".s8", [T_S16] = ".s16",
         [T_S32] = ".s32", [T_S64] = ".s64", [T_F16] = ".f16", [T_F16X2] = ".f16x2", [T_BF16] = ".bf16",
+        [T_U16X2] = ".u16x2", [T_S16X2] = ".s16x2",
         [T_BF16X2] = ".bf16x2", [T_F32] = ".f32", [T_F64] = ".f64", [T_TF32] = ".tf32", [T_E4M3X2] = ".e4m3x2",
         [T_E5M2X2] = ".e5m2x2", [T_E4M3] = ".e4m3", [T_E5M2] = ".e5m2"};
     return t > T_NONE && t < T_COUNT && k[t] ? k[t] : ".?";
@@ -265,6 +267,7 @@ static void untyped(const SimInsn *in, SimOpnd *o)
 enum {
     INTS = TS(U16) | TS(U32) | TS(U64) | TS(S16) | TS(S32) | TS(S64), SINTS = TS(S16) | TS(S32) | TS(S64),
     HALVES = TS(F16) | TS(F16X2) | TS(BF16) | TS(BF16X2), F3264 = TS(F32) | TS(F64), FLOATS = HALVES | F3264,
+    PAIRS16 = TS(U16X2) | TS(S16X2),
     BITS = TS(B16) | TS(B32) | TS(B64), B3264 = TS(B32) | TS(B64), SMALL = TS(B8) | TS(U8) | TS(S8),
     WIDE32 = TS(U32) | TS(U64) | TS(S32) | TS(S64),
     NONE = 1u << 31,   /* a set that takes no type (T_COUNT < 31) */
@@ -293,8 +296,9 @@ static unsigned types_taken(const IsaInsn *d)
 {
     int rnd = d->rnd != RND_NONE, half = (d->flags & (F_LO | F_HI | F_WIDE)) != 0, approx = (d->flags & F_APPROX) != 0;
     switch (d->op) {
-    case I_ADD: case I_SUB:
-        return (d->flags & F_SAT) ? TS(S32) | TS(F16) | TS(F16X2) | TS(F32) : rnd ? FLOATS : INTS | FLOATS;
+    case I_ADD: case I_SUB:   /* add (not sub) of packed 16-bit integers, without .sat */
+        return (d->flags & F_SAT) ? TS(S32) | TS(F16) | TS(F16X2) | TS(F32) : rnd ? FLOATS
+               : INTS | FLOATS | (d->op == I_ADD && !d->cc ? PAIRS16 : 0);
     case I_MUL: case I_MAD:
         if (d->flags & F_WIDE) return TS(U16) | TS(U32) | TS(S16) | TS(S32);
         return half ? INTS : d->op == I_MUL ? FLOATS : F3264;
@@ -303,7 +307,8 @@ static unsigned types_taken(const IsaInsn *d)
     case I_REM: case I_SAD: return INTS;
     case I_MUL24: return TS(U32) | TS(S32);
     case I_MAD24: return (d->flags & F_SAT) ? TS(S32) : TS(U32) | TS(S32);   /* .sat: .hi.s32 (.lo.sat: the ALU's) */
-    case I_MIN: case I_MAX: return (d->flags & F_NAN) ? HALVES | TS(F32) : INTS | FLOATS;
+    case I_MIN: case I_MAX:   /* .relu: of s32 and s16x2 (and floats) */
+        return (d->flags & F_NAN) ? HALVES | TS(F32) : INTS | FLOATS | PAIRS16;
     case I_NEG: case I_ABS: return SINTS | FLOATS;
     case I_AND: case I_OR: case I_XOR: case I_NOT: return BITS | TS(PRED);
     case I_CNOT: return BITS;
