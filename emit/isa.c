@@ -422,9 +422,8 @@ void isa_needs(const IsaInsn *in, int *sm, int *arch_specific, int *ptx_x10)
     if ((in->op == I_RED || in->op == I_ATOM) && in->vec > 1) raise_to(sm, 90), raise_to(ptx_x10, 81);
     if (in->flags & F_MULTICAST) *arch_specific = 1;
     if (in->cta_group == 2 || (in->flags & F_GATHER4)) raise_to(sm, 100), *arch_specific = 1, raise_to(ptx_x10, 86);
-    int carry = in->cc || in->op == I_ADDC || in->op == I_SUBC || in->op == I_MADC;
     if (in->op == I_MAD && in->cc) raise_to(ptx_x10, 30);   /* mad.cc: PTX 3.0 */
-    if (carry && in->ntype && isa_type_bits(in->type[0]) == 64) raise_to(ptx_x10, 43);   /* 64-bit carries: PTX 4.3 */
+    if (isa_carry(in) && in->ntype && isa_type_bits(in->type[0]) == 64) raise_to(ptx_x10, 43);   /* 64-bit carries: PTX 4.3 */
     for (int i = 0; i < in->ntype; i++)   /* fp8 conversions: Ada and Hopper on */
         if (in->type[i] == T_E4M3X2 || in->type[i] == T_E5M2X2) raise_to(sm, 89), raise_to(ptx_x10, 78);
 }
@@ -444,8 +443,8 @@ int isa_type_bits(int t)
     case T_PRED: return 1;
     case T_B8: case T_U8: case T_S8: case T_E4M3: case T_E5M2: return 8;
     case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: case T_E4M3X2: case T_E5M2X2: return 16;
-    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: case T_U16X2: case T_S16X2:
-        return 32;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: case T_U16X2:
+    case T_S16X2: return 32;
     case T_B64: case T_U64: case T_S64: case T_F64: return 64;
     case T_B128: return 128;
     }
@@ -457,5 +456,7 @@ int isa_type_is_float(int t)
     return t == T_F16 || t == T_F16X2 || t == T_BF16 || t == T_BF16X2 || t == T_F32 || t == T_F64 || t == T_TF32 ||
            t == T_E4M3X2 || t == T_E5M2X2 || t == T_E4M3 || t == T_E5M2;
 }
+
+int isa_carry(const IsaInsn *in) { return in->cc || in->op == I_ADDC || in->op == I_SUBC || in->op == I_MADC; }
 
 int isa_type_is_signed(int t) { return t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64; }

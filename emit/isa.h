@@ -142,4 +142,6 @@ const char *isa_class_name(int cls);
 int isa_type_bits(int type);      /* 0 for T_NONE */
 int isa_type_is_float(int type);
 int isa_type_is_signed(int type);
+/* whether the instruction reads or writes the carry flag CC.CF: add/sub/mad with .cc, addc, subc, madc */
+int isa_carry(const IsaInsn *in);
 #endif

@@ -39,7 +39,7 @@ typedef struct {
     uint8_t n;          /* SO_VEC: element count; SO_ADDR: tensor coordinates after the base ([map, {x, y}]) */
     uint8_t neg;        /* SO_REG: a predicate source negated (!p), read as its complement */
     uint8_t lit;        /* SO_IMM: how the constant was written (SimLit), which sim_types.c converts by */
-    uint8_t dyn;        /* SO_ADDR/SO_SYM: an extern .shared symbol's, the dynamic window placed once the module is read */
+    uint8_t dyn;        /* SO_ADDR/SO_SYM: an extern .shared symbol's, whose window is placed once the module is read */
     int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
     int32_t reg2;       /* SO_REG: second register of a "p|q" pair or -1; SO_ADDR: first coordinate in SimFunc.vec */
     int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */
@@ -197,7 +197,7 @@ typedef struct {
     uint8_t *local;         /* its lanes' local memory (32 frames of the function's local_bytes, then as many
                                written-flags), or NULL until first used */
     uint32_t pdl_waited;    /* lanes past griddepcontrol.wait (Sim.pdl) */
-    uint32_t carry;         /* each lane's CC.CF: the carry (add, mad) or borrow (sub) of its last .cc instruction */
+    uint32_t carry;         /* each lane's CC.CF: the carry out of its last .cc instruction (sub: 1 if no borrow) */
     uint32_t carry_set;     /* lanes whose CC.CF a .cc instruction wrote: addc, subc, madc read no other */
 } SimWarp;
 

@@ -335,7 +335,8 @@ static int carry_arith(const Ctx *x, int bits, int sgn, uint64_t a, uint64_t b, 
     unsigned __int128 m = bits == 64 ? ~0ull : (1ull << bits) - 1, cin = 0, r;
     if (with_in) {
         if (!(x->w->carry_set & lane)) {
-            sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in, "reads the carry flag CC.CF before any .cc instruction set it");
+            sim_fail(x->c, sim_warp_id(x->c, x->w), x->lane, x->in,
+                     "reads the carry flag CC.CF before any .cc instruction set it");
             return -1;
         }
         cin = (x->w->carry & lane) != 0;
@@ -355,25 +356,26 @@ static int carry_arith(const Ctx *x, int bits, int sgn, uint64_t a, uint64_t b, 
     return 1;
 }
 
-/* add, min, max of .u16x2/.s16x2: each 16-bit half on its own, wrapping (add) or compared as its type (min, max;
- * .relu: a negative half becomes 0) */
+/* min or max of a and b as integers of bits bits, signed or not; .relu (signed): a negative result becomes 0 */
+static uint64_t int_minmax(const IsaInsn *d, int bits, int sgn, uint64_t a, uint64_t b)
+{
+    int max = d->op == I_MAX;
+    int64_t as = sext(bits, a), bs = sext(bits, b), r = max ? (as > bs ? as : bs) : (as < bs ? as : bs);
+    uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
+    if ((d->flags & F_RELU) && r < 0) r = 0;
+    return sgn ? (uint64_t)r : max ? (au > bu ? au : bu) : (au < bu ? au : bu);
+}
+
+/* add, min, max of .u16x2/.s16x2: each 16-bit half on its own, wrapping (add) or compared as its type (min, max) */
 static int pair16_arith(const Ctx *x, int t, uint64_t a, uint64_t b, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
-    int sgn = t == T_S16X2, relu = (d->flags & F_RELU) != 0;
     uint64_t r = 0;
     for (int h = 0; h < 2; h++) {
         uint64_t ah = a >> (16 * h) & 0xFFFF, bh = b >> (16 * h) & 0xFFFF, v;
-        int64_t as = sext(16, ah), bs = sext(16, bh);
         switch (d->op) {
         case I_ADD: v = ah + bh; break;
-        case I_MIN: case I_MAX: {
-            int max = d->op == I_MAX;
-            int64_t m = max ? (as > bs ? as : bs) : (as < bs ? as : bs);
-            if (relu && m < 0) m = 0;
-            v = sgn ? (uint64_t)m : max ? (ah > bh ? ah : bh) : (ah < bh ? ah : bh);
-            break;
-        }
+        case I_MIN: case I_MAX: v = int_minmax(d, 16, t == T_S16X2, ah, bh); break;
         default: return 0;
         }
         r |= (v & 0xFFFF) << (16 * h);
@@ -388,7 +390,7 @@ static int int_arith(const Ctx *x, int t, uint64_t *out)
     int bits = isa_type_bits(t), sgn = isa_type_is_signed(t);
     uint64_t a = src(x, 1), b = src(x, 2), c = src(x, 3);
     if (t == T_U16X2 || t == T_S16X2) return pair16_arith(x, t, a, b, out);
-    if (d->cc || d->op == I_ADDC || d->op == I_SUBC || d->op == I_MADC) return carry_arith(x, bits, sgn, a, b, c, out);
+    if (isa_carry(d)) return carry_arith(x, bits, sgn, a, b, c, out);
     int64_t as = sext(bits, a), bs = sext(bits, b);
     uint64_t au = mask_bits(bits, a), bu = mask_bits(bits, b);
     switch (d->op) {
@@ -396,13 +398,7 @@ static int int_arith(const Ctx *x, int t, uint64_t *out)
     case I_SUB: *out = a - b; break;
     case I_MUL: *out = mul_int(d, bits, sgn, a, b); break;
     case I_MAD: *out = mul_int(d, bits, sgn, a, b) + c; break;
-    case I_MIN: case I_MAX: {   /* .relu (s32): a negative result becomes 0 */
-        int max = d->op == I_MAX;
-        int64_t r = max ? (as > bs ? as : bs) : (as < bs ? as : bs);
-        if ((d->flags & F_RELU) && r < 0) r = 0;
-        *out = sgn ? (uint64_t)r : max ? (au > bu ? au : bu) : (au < bu ? au : bu);
-        break;
-    }
+    case I_MIN: case I_MAX: *out = int_minmax(d, bits, sgn, a, b); break;
     case I_NEG: *out = 0 - (uint64_t)as; break;   /* in unsigned: the most negative value is its own negation */
     case I_ABS: *out = as < 0 ? 0 - (uint64_t)as : (uint64_t)as; break;
     case I_DIV: case I_REM:
@@ -521,6 +517,9 @@ static int compare(const Ctx *x, int t, uint64_t a, uint64_t b)
 }
 
 /* setp writes its predicate (and the complement into the "|q" one). */
+/* setp's and set's .and/.or/.xor of a compare's outcome v with the predicate p */
+static int bool_combine(int ro, int v, int p) { return ro == RO_AND ? v & p : ro == RO_OR ? v | p : v ^ p; }
+
 static int setp(const Ctx *x, int t)
 {
     int r = compare(x, t, src(x, 1), src(x, 2));
@@ -528,8 +527,7 @@ static int setp(const Ctx *x, int t)
     int q = !r;
     if (x->in->d.redop) {   /* setp.cmp.bool: combine with a third predicate */
         int p = (int)(src(x, 3) & 1), ro = x->in->d.redop;
-        r = ro == RO_AND ? r & p : ro == RO_OR ? r | p : r ^ p;
-        q = ro == RO_AND ? q & p : ro == RO_OR ? q | p : q ^ p;
+        r = bool_combine(ro, r, p), q = bool_combine(ro, q, p);
     }
     const SimOpnd *o = &x->in->o[0];
     sim_write(x->w, x->c->f, o, x->lane, (uint64_t)r);
@@ -538,8 +536,8 @@ static int setp(const Ctx *x, int t)
 }
 
 /* set.cmp{.bool}.dtype.stype d, a, b{, c}: the compare (setp's), combined with c, as the destination type's true
- * (0xffffffff, 0xffff for a 16-bit integer or a half of a pair, 1.0 in the float types) or 0; a packed pair compares its halves
- * each on its own (nvcc's __hgt2, __hbgt2 and friends, the half headers' inline PTX) */
+ * (0xffffffff, 0xffff for a 16-bit integer or a half of a pair, 1.0 in the float types) or 0; a packed pair compares
+ * its halves each on its own (nvcc's __hgt2, __hbgt2 and friends, the half headers' inline PTX) */
 static int set_op(const Ctx *x, uint64_t *out)
 {
     const IsaInsn *d = &x->in->d;
@@ -549,12 +547,10 @@ static int set_op(const Ctx *x, uint64_t *out)
     for (int h = 0; h < (pair ? 2 : 1); h++) {
         int v = compare(x, e, pair ? a >> (16 * h) & 0xFFFF : a, pair ? b >> (16 * h) & 0xFFFF : b);
         if (v < 0) return refuse(x, "this comparison");
-        if (d->redop) {
-            int p = (int)(src(x, 3) & 1);
-            v = d->redop == RO_AND ? v & p : d->redop == RO_OR ? v | p : v ^ p;
-        }
+        if (d->redop) v = bool_combine(d->redop, v, (int)(src(x, 3) & 1));
         uint64_t one = dt == T_F32 ? 0x3F800000u : dt == T_F16 || dt == T_F16X2 ? 0x3C00u
-                     : dt == T_BF16 || dt == T_BF16X2 ? 0x3F80u : pair || isa_type_bits(dt) == 16 ? 0xFFFFu : 0xFFFFFFFFu;
+                     : dt == T_BF16 || dt == T_BF16X2 ? 0x3F80u
+                     : pair || isa_type_bits(dt) == 16 ? 0xFFFFu : 0xFFFFFFFFu;
         if (v) r |= one << (16 * h);
     }
     *out = r;

@@ -214,7 +214,8 @@ uint8_t *sim_smem_read(SimCta *c, SimWarp *w, int lane, const SimInsn *in, uint3
     int wid = sim_warp_id(c, w);
     for (uint32_t wd = addr / 4; wd <= (addr + (uint32_t)bytes - 1) / 4; wd++) {
         int writer = c->wwarp[wd];
-        if (c->watomic[wd] && writer != wid && c->wclk[wd] > w->vc[writer]) note_atomic_race(c, w, in, wd, writer, "reads");
+        if (c->watomic[wd] && writer != wid && c->wclk[wd] > w->vc[writer])
+            note_atomic_race(c, w, in, wd, writer, "reads");
         else if (!ordered_after_write(c, w, lane, in, wd, "reads")) return c->scratch;
         c->rclk[(size_t)wd * (size_t)c->nwarps + (size_t)wid] = w->vc[wid];
     }
@@ -440,7 +441,8 @@ uint64_t sim_red_apply(int t, int redop, uint64_t old, uint64_t v, uint64_t v2, 
     if ((t == T_F16 || t == T_BF16) && half_op) return half_apply(t, redop, old, v);
     if ((t == T_F16X2 || t == T_BF16X2) && half_op) {   /* each half on its own (nvcc's atomicAdd of __half2) */
         int e = t == T_F16X2 ? T_F16 : T_BF16;
-        uint64_t lo = half_apply(e, redop, old & 0xFFFF, v & 0xFFFF), hi = half_apply(e, redop, old >> 16 & 0xFFFF, v >> 16 & 0xFFFF);
+        uint64_t lo = half_apply(e, redop, old & 0xFFFF, v & 0xFFFF);
+        uint64_t hi = half_apply(e, redop, old >> 16 & 0xFFFF, v >> 16 & 0xFFFF);
         return (lo & 0xFFFF) | (hi & 0xFFFF) << 16;
     }
     switch (redop) {

@@ -58,9 +58,9 @@ static Expect expect(const SimInsn *in, int k)
     int t0 = d->ntype ? d->type[0] : T_NONE, t1 = d->ntype > 1 ? d->type[1] : t0;
     if ((d->flags & F_CACHE_HINT) && k == in->nops - 1) return fx(T_U64);   /* a cache policy: no float */
     switch (d->op) {
-    case I_ADD: case I_SUB: case I_ADDC: case I_SUBC: case I_MADC: case I_DIV: case I_REM: case I_MIN: case I_MAX: case I_NEG: case I_ABS: case I_AND:
-    case I_OR: case I_XOR: case I_NOT: case I_CNOT: case I_COPYSIGN: case I_EX2: case I_LG2: case I_RCP: case I_SQRT:
-    case I_RSQRT: case I_SIN: case I_COS: case I_TANH: case I_SAD: case I_BREV: case I_FMA: case I_CVTA:
+    case I_ADD: case I_SUB: case I_ADDC: case I_SUBC: case I_MADC: case I_DIV: case I_REM: case I_MIN: case I_MAX:
+    case I_NEG: case I_ABS: case I_AND: case I_OR: case I_XOR: case I_NOT: case I_CNOT: case I_COPYSIGN: case I_EX2:
+    case I_LG2: case I_RCP: case I_SQRT: case I_RSQRT: case I_SIN: case I_COS: case I_TANH: case I_SAD: case I_BREV: case I_FMA: case I_CVTA:
         return ex(t0, EXACT);
     case I_MUL: return ex((d->flags & F_WIDE) && k == 0 ? wide_of(t0) : t0, EXACT);
     case I_MAD: return ex((d->flags & F_WIDE) && (k == 0 || k == 3) ? wide_of(t0) : t0, EXACT);

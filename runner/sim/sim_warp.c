@@ -125,8 +125,8 @@ static int member_masks(SimCta *c, SimWarp *w, const SimInsn *in, uint32_t exec,
     for (int l = 0; l < 32; l++) {
         uint32_t m = masks[l];
         if (!(exec >> l & 1)) continue;
-        const char *bad = !(m >> l & 1) ? "does not name the lane itself" : (m & ~exec) ? "names lanes that do not execute it"
-                                                                                          : NULL;
+        const char *bad = !(m >> l & 1) ? "does not name the lane itself"
+                        : (m & ~exec) ? "names lanes that do not execute it" : NULL;
         for (int j = 0; !bad && j < 32; j++)
             if ((m >> j & 1) && masks[j] != m) bad = "differs from the mask of a lane it names";
         if (bad) {
