@@ -8,7 +8,8 @@
 # the SASS source page (per-instruction warp stall samples) as CSV in $OUT/src_LABEL.csv.
 # Mode dram: every kernel of the d 128 attn_bwd set (non-causal, causal) with DRAM bytes read and written and the L2's
 # read, write and reduction sectors and hit rates: what crosses to memory beyond one pass over each tensor.
-# usage: scripts/device_ncu.sh [issue16|sparse|dram|source LABEL KERNEL_REGEX BENCH_ARGS...]
+# Mode sparse_bwd: the block-sparse attn_bwd's main kernel at random:0.1 (b 16 x h 1 and b 1 x h 16).
+# usage: scripts/device_ncu.sh [issue16|sparse|sparse_bwd|dram|source LABEL KERNEL_REGEX BENCH_ARGS...]
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -54,6 +55,12 @@ if [ "${1:-issue16}" = dram ]; then
     S="--kernel attn_bwd --mma wgmma --b 4 --sq 4096 --sk 4096 --hdim 128 --hq 32 --hkv 32"
     LAUNCHES=3 prof "attn_bwd d128 set" "attn_bwd" $S
     LAUNCHES=3 prof "attn_bwd d128 causal set" "attn_bwd" $S --causal
+    exit 0
+fi
+if [ "${1:-issue16}" = sparse_bwd ]; then   # the block-sparse backward's main kernel at 10 %, both shapes
+    S="--kernel attn_bwd --arch sm_90a --sq 8192 --sk 8192 --hdim 128 --block-mask random:0.1"
+    prof "random:0.1 b16 h1" "attn_bwd_wg_main" $S --b 16 --hq 1 --hkv 1
+    prof "random:0.1 b1 h16" "attn_bwd_wg_main" $S --b 1 --hq 16 --hkv 16
     exit 0
 fi
 if [ "${1:-issue16}" = sparse ]; then   # both kernels of each set (the key lists, then the main kernel)

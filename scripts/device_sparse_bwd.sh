@@ -3,9 +3,9 @@
 # call: `ptxgen bench` (median of 20) of the set at s 8192, d 128, bf16, mask blocks 128 x 128, each kernel's median
 # as bench lists it; b 16 x h 1 (no dense head: every CTA walks its list) under local:W (2W - 1 mask blocks, 4W - 2
 # query steps of 64 rows a CTA) and random masks, then issue 18's row (b 1, h 16, head 0 dense) and the dense sets.
-# A CTA's fixed cost is the intercept of the main kernel's time against query steps. Then ncu (--clock-control
-# none, one launch) of the main kernel at random:0.1 in both shapes: SM active cycles mean / min / max (the grid's
-# idle end), tensor pipe, stalls.  usage: scripts/device_sparse_bwd.sh; logs under $OUT
+# A CTA's fixed cost is the intercept of the main kernel's time against query steps. Then ncu of the main kernel at
+# random:0.1 in both shapes (scripts/device_ncu.sh sparse_bwd): SM active cycles mean / min / max (the grid's idle
+# end), tensor pipe, stalls.  usage: scripts/device_sparse_bwd.sh; logs under $OUT
 set -u
 OUT=${OUT:-/tmp/ptxgen_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -24,16 +24,4 @@ for r in 1 2; do
         grep -E '^  attn_' "$OUT/b.log" | sed 's/^/    /'
     done
 done
-. scripts/ncu_metrics.sh
-[ -n "$NCU" ] || { echo "no ncu"; exit 0; }
-for shape in "--b 16 --hq 1 --hkv 1" "--b 1 --hq 16 --hkv 16"; do
-    # shellcheck disable=SC2086
-    timeout 300 "$NCU" --clock-control none --kernel-name regex:attn_bwd_wg_main --launch-count 1 --metrics "$m" --csv \
-        ./ptxgen bench --iters 1 --warmup 0 $S $shape --block-mask random:0.1 2>/dev/null |
-        python3 -c '
-import csv, sys
-rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
-h = rows[0]; ni, vi = h.index("Metric Name"), h.index("Metric Value")
-print(sys.argv[1] + ": " + "; ".join(r[ni].replace("smsp__warp_issue_stalled_", "stall ").replace("_per_warp_active.pct", "")
-      .replace(".pct_of_peak_sustained", "") + " " + r[vi] for r in rows[1:]))' "ncu main random:0.1 [$shape]"
-done
+scripts/device_ncu.sh sparse_bwd | grep -v '^NVIDIA'   # ncu of the main kernel at random:0.1, both shapes
