@@ -40,6 +40,7 @@ typedef struct {
     uint8_t neg;        /* SO_REG: a predicate source negated (!p), read as its complement */
     uint8_t lit;        /* SO_IMM: how the constant was written (SimLit), which sim_types.c converts by */
     uint8_t dyn;        /* SO_ADDR/SO_SYM: an extern .shared symbol's, whose window is placed once the module is read */
+    uint8_t param_var;  /* SO_ADDR/SO_SYM: names a body's .param variable, which the parser places in the frame */
     int32_t reg;        /* SO_REG slot; SO_ADDR base slot or -1; SO_VEC first index into SimFunc.vec */
     int32_t reg2;       /* SO_REG: second register of a "p|q" pair or -1; SO_ADDR: first coordinate in SimFunc.vec */
     int64_t imm;        /* SO_IMM value (floats as bits); SO_ADDR offset (+ symbol address); SO_LABEL pc; SO_SREG id */

@@ -1,6 +1,7 @@
 /* PTX text -> SimModule. The sim reads a module exactly as shipped, ours or
  * one ptxgen did not write (NVIDIA's compiler output, inline-asm blocks with
- * scoped registers and labels, aggregate .b8 parameters, mangled names).
+ * scoped registers and labels, aggregate .b8 parameters, mangled names,
+ * device functions, each call parsed again where it stands: inline_call).
  * Each mnemonic is decoded by emit/isa.c, the table the emitter uses too, so
  * an instruction or modifier outside that vocabulary, or one the instruction
  * does not take, is refused with its line rather than guessed at; so are
@@ -16,6 +17,7 @@
 #include "sim.h"
 
 enum { T_EOF, T_ID, T_NUM, T_STR, T_PUNCT };
+enum { SIM_INLINE_MAX = 16 };   /* calls inside calls being inlined */
 enum { TOK_MAX = 4096 };
 typedef struct {
     const char *p;
@@ -25,6 +27,14 @@ typedef struct {
 } Lex;
 
 typedef struct { char *name; int base, count, bits; } RegFamily;   /* count 0: a single register */
+/* A device function (.func) with a body: its return and parameter names in order, and the lexer at its body's '{',
+ * from which each call parses the body again where the call stands (inline_call) */
+typedef struct { char *name; char **ret, **param; int nret, nparam; Lex body; } FuncDef;
+/* While a call's body is parsed: the callee's parameter (or return) name, and the caller's variable it names */
+typedef struct { char *name; int local; } Alias;
+/* A body's .local or .param variable as the parser sees it: the block depth it was declared at (-1 once that block
+ * closed) and whether it is a call's .param (whose address no instruction may take) */
+typedef struct { int depth, is_param; } LocalScope;
 typedef struct { char *name; int pc, depth; } Label;
 typedef struct { int insn, opnd, tline, depth; char *name; } Fixup;
 
@@ -41,7 +51,16 @@ typedef struct {
     Fixup *fix;
     int nfix;
     int depth;          /* nesting of { } blocks inside a body */
-    struct { int famcap, veccap, velemcap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap, gicap; } caps;   /* of the arrays above */
+    FuncDef *defs;      /* the module's device functions with bodies (scan_funcs) */
+    int ndefs;
+    Alias *alias;
+    int nalias;
+    LocalScope *lscope; /* per variable of the current function's locals */
+    const char *inl[SIM_INLINE_MAX];   /* the calls being inlined, outermost first */
+    char retlab[SIM_INLINE_MAX][24];   /* each one's return label (a name no PTX label can have) */
+    int ninl, ncalls;
+    struct { int famcap, veccap, velemcap, fixcap, codecap, labcap, pcap, fcap, scap, gcap, lcap, gicap, defcap,
+             aliascap, lscap; } caps;   /* of the arrays above */
 } Parser;
 
 static int perr(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -154,7 +173,7 @@ static int parse_int(const char *t, int64_t *v)
 }
 
 static int parse_shared(Parser *P, int is_extern);
-static int parse_local(Parser *P);
+static int parse_local(Parser *P, const char *space);
 
 /* A decimal floating-point literal (1.0, 2.5e-3): PTX reads it as a double, whose bits *v gets (an operand's
  * conversion to its type: sim_types.c; an initializer's: init_value). 0 and *v set, or -1 if t is not one. */
@@ -189,7 +208,8 @@ static const char *kSregs[SR_COUNT] = {
     "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge",
     "%dynamic_smem_size", "%total_smem_size", "%clock", "%clock64", "%globaltimer", "%nsmid"};
 
-/* The innermost declaration wins: inline-asm blocks redeclare names. */
+/* The innermost declaration wins: inline-asm blocks (and inlined calls) redeclare names. A family %r<N> names %r0 ..
+ * %r(N-1) only: an inner %r<2> leaves an outer %r5 visible. */
 static int find_reg(const Parser *P, const char *name)
 {
     size_t len = strlen(name), k = len;
@@ -199,7 +219,7 @@ static int find_reg(const Parser *P, const char *name)
         if (!r->count && !strcmp(r->name, name)) return r->base;
         if (r->count && k < len && strlen(r->name) == k && !strncmp(r->name, name, k)) {
             long idx = atol(name + k);
-            return idx < r->count ? r->base + (int)idx * (r->bits == 128 ? 2 : 1) : -1;   /* .b128: two slots */
+            if (idx < r->count) return r->base + (int)idx * (r->bits == 128 ? 2 : 1);   /* .b128: two slots */
         }
     }
     return -1;
@@ -232,11 +252,26 @@ static int elem_bytes(const char *type)
 static SimFunc *cur_fn(Parser *P) { return &P->m->funcs[P->m->nfuncs - 1]; }
 
 /* A symbol operand: a parameter of the current entry, one of its local variables, or a shared variable. */
+/* The innermost visible .local or .param variable of the body named name (a callee's parameter: the caller's
+ * variable it stands for), or -1 */
+static int find_local(const Parser *P, const char *name)
+{
+    for (int i = P->nalias - 1; i >= 0; i--)
+        if (!strcmp(P->alias[i].name, name)) return P->alias[i].local;
+    const SimFunc *f = &P->m->funcs[P->m->nfuncs - 1];
+    for (int i = f->nlocals - 1; i >= 0; i--)
+        if (P->lscope[i].depth >= 0 && !strcmp(f->locals[i].name, name)) return i;
+    return -1;
+}
+
 static int find_sym(Parser *P, const char *name, SimOpnd *o)
 {
     SimFunc *f = cur_fn(P);
-    for (int i = 0; i < f->nlocals; i++)
-        if (!strcmp(f->locals[i].name, name)) { o->space = SPACE_LOCAL; o->imm = f->locals[i].offset; return 0; }
+    int v = find_local(P, name);
+    if (v >= 0) {
+        o->space = SPACE_LOCAL, o->imm = f->locals[v].offset, o->param_var = (uint8_t)P->lscope[v].is_param;
+        return 0;
+    }
     for (int i = 0; i < f->nparams; i++)
         if (!strcmp(f->params[i].name, name)) { o->space = SPACE_PARAM; o->imm = f->params[i].offset; return 0; }
     for (int i = 0; i < P->m->nshared; i++)
@@ -446,6 +481,132 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
     return 0;
 }
 
+
+/* ---- calls of device functions: each call parses its callee's body again where it stands, a block of its own
+ * whose parameters name the caller's .param variables; ret leaves that block. No call stack: a recursive call, a
+ * call through a pointer and one of a function without a body here (printf's vprintf, malloc, free, assert's
+ * __assertfail) are refused. */
+static int parse_block(Parser *P);
+static int parse_label(Parser *P, const char *name);
+
+/* An unconditional (guard < 0) or guarded branch to a label of the caller's, resolved as its block closes */
+static int emit_branch(Parser *P, int guard, int neg, const char *label, int line)
+{
+    SimFunc *f = cur_fn(P);
+    SimInsn in = {.guard = guard, .guard_neg = (uint8_t)neg, .line = line, .nops = 1};
+    char why[256];
+    if (isa_decode("bra", &in.d, why, sizeof why)) return perr(P, line, "%s", why);
+    in.o[0] = (SimOpnd){.kind = SO_LABEL, .reg2 = -1};
+    P->fix = grow(P, P->fix, P->nfix, &P->caps.fixcap, sizeof *P->fix);
+    P->fix[P->nfix++] = (Fixup){f->ncode, 0, line, P->depth, dup(P, label)};
+    f->code = grow(P, f->code, f->ncode, &P->caps.codecap, sizeof *f->code);
+    f->code[f->ncode++] = in;
+    return 0;
+}
+
+/* "(a, b, ...)" of names into names[] (at most max); returns the count or -1 */
+static int name_list(Parser *P, char names[][128], int max)
+{
+    int n = 0, line = P->lx.tline;
+    if (expect(P, "(")) return -1;
+    while (!is(&P->lx, ")")) {
+        if (P->lx.kind != T_ID || P->lx.tok[0] == '%') return perr(P, line, "a call's arguments and results must be .param variables");
+        if (n == max) return perr(P, line, "a call of more than %d arguments", max);
+        if (strlen(P->lx.tok) >= 128) return perr(P, line, "a call argument's name of 128 characters or more");
+        snprintf(names[n++], 128, "%.127s", P->lx.tok);
+        next(&P->lx);
+        if (is(&P->lx, ",")) next(&P->lx);
+        else if (!is(&P->lx, ")")) return perr(P, line, "expected ',' or ')' in a call");
+    }
+    next(&P->lx);
+    return n;
+}
+
+/* call{.uni} {(results),} name{, (arguments)}; guarded by in's guard, at the lexer's mnemonic */
+static int inline_call(Parser *P, const SimInsn *in)
+{
+    enum { MAXA = 32 };
+    char rets[MAXA][128], args[MAXA][128], fname[128];
+    int line = in->line, nret = 0, narg = 0, local[2 * MAXA];
+    next(&P->lx);
+    if (is(&P->lx, "(")) {
+        if ((nret = name_list(P, rets, MAXA)) < 0 || expect(P, ",")) return -1;
+    }
+    if (P->lx.kind != T_ID || P->lx.tok[0] == '%' || find_reg(P, P->lx.tok) >= 0)
+        return perr(P, line, "a call through a pointer (or .callprototype) is not modelled: the sim inlines each call");
+    if (strlen(P->lx.tok) >= sizeof fname) return perr(P, line, "a called function's name of 128 characters or more");
+    snprintf(fname, sizeof fname, "%.127s", P->lx.tok);
+    next(&P->lx);
+    if (is(&P->lx, ",")) {
+        next(&P->lx);
+        if ((narg = name_list(P, args, MAXA)) < 0) return -1;
+    }
+    if (is(&P->lx, ",")) return perr(P, line, "a call with a prototype (through a pointer) is not modelled");
+    if (expect(P, ";")) return -1;
+    const FuncDef *d = NULL;
+    for (int i = 0; i < P->ndefs && !d; i++)
+        if (!strcmp(P->defs[i].name, fname)) d = &P->defs[i];
+    if (!d)
+        return perr(P, line, "call of %s, which has no body in the module (an .extern function: printf's vprintf, malloc, "
+                    "free and assert's __assertfail are not modelled)", fname);
+    for (int i = 0; i < P->ninl; i++)
+        if (!strcmp(P->inl[i], fname))
+            return perr(P, line, "recursive call of %s: the sim inlines each call and has no call stack", fname);
+    if (P->ninl == SIM_INLINE_MAX) return perr(P, line, "calls nested more than %d deep", SIM_INLINE_MAX);
+    if (nret != d->nret || narg != d->nparam)
+        return perr(P, line, "call of %s with %d result(s) and %d argument(s); it has %d and %d", fname, nret, narg,
+                    d->nret, d->nparam);
+    for (int i = 0; i < nret + narg; i++) {
+        const char *name = i < nret ? rets[i] : args[i - nret];
+        local[i] = find_local(P, name);
+        if (local[i] < 0 || !P->lscope[local[i]].is_param)
+            return perr(P, line, "call argument %s is not a .param variable of the calling block", name);
+    }
+    char skip[24] = "";
+    if (in->guard >= 0) {   /* @p call: around the callee's body where p does not hold */
+        snprintf(skip, sizeof skip, "call#%d", P->ncalls);
+        if (emit_branch(P, in->guard, !in->guard_neg, skip, line)) return -1;
+    }
+    int mark = P->nalias;
+    for (int i = 0; i < nret + narg; i++) {
+        P->alias = grow(P, P->alias, P->nalias, &P->caps.aliascap, sizeof *P->alias);
+        P->alias[P->nalias++] = (Alias){i < nret ? d->ret[i] : d->param[i - nret], local[i]};
+    }
+    P->inl[P->ninl] = d->name;
+    snprintf(P->retlab[P->ninl], sizeof P->retlab[0], "ret#%d", P->ncalls++);
+    P->ninl++;
+    Lex caller = P->lx;
+    P->lx = d->body;
+    P->depth++;
+    int rc = parse_block(P);
+    P->lx = caller;
+    P->ninl--;
+    P->nalias = mark;
+    if (rc || parse_label(P, P->retlab[P->ninl])) return -1;
+    return skip[0] ? parse_label(P, skip) : 0;
+}
+
+/* ld.param/st.param of a body's .param variable (a call's argument or result, or a callee's view of one) read and
+ * write the thread's frame, where the sim keeps those variables; no other operand may name one (its address would
+ * be taken, which PTX allows only in the callee and the sim does not model) */
+static int param_to_local(Parser *P, SimInsn *in)
+{
+    for (int k = 0; k < in->nops; k++) {
+        const SimOpnd *o = &in->o[k];
+        if (o->kind != SO_SYM && o->kind != SO_ADDR) continue;
+        if (o->space != SPACE_LOCAL || !o->param_var || (o->kind == SO_ADDR && o->reg >= 0)) continue;
+        int access = o->kind == SO_ADDR && (in->d.op == I_LD || in->d.op == I_ST) && in->d.nspace == 1 &&
+                     in->d.space[0] == SP_PARAM;
+        if (!access) return perr(P, in->line, "only ld.param and st.param may name a .param variable of a body (its "
+                                 "address is not modelled)");
+        if (in->guard >= 0) return perr(P, in->line, "a guarded ld.param or st.param of a body's .param variable (ptxas "
+                                        "refuses it: branch around it)");
+        in->d.space[0] = SP_LOCAL;
+        in->d.cls = CL_GLOBAL;   /* as isa_decode classes ld.local */
+    }
+    return 0;
+}
+
 static int parse_insn(Parser *P)
 {
     SimFunc *f = cur_fn(P);
@@ -459,6 +620,11 @@ static int parse_insn(Parser *P)
         in.guard = g.reg;
     }
     if (P->lx.kind != T_ID) return perr(P, in.line, "expected an instruction, found '%.60s'", P->lx.tok);
+    if (is(&P->lx, "call") || is(&P->lx, "call.uni")) return inline_call(P, &in);
+    if (P->ninl && (is(&P->lx, "ret") || is(&P->lx, "ret.uni"))) {   /* a callee's return: past its body */
+        next(&P->lx);
+        return emit_branch(P, in.guard, in.guard_neg, P->retlab[P->ninl - 1], in.line) || expect(P, ";");
+    }
     char why[256];
     if (isa_decode(P->lx.tok, &in.d, why, sizeof why)) return perr(P, in.line, "%s", why);
     next(&P->lx);
@@ -469,6 +635,7 @@ static int parse_insn(Parser *P)
         in.nops++;
         if (is(&P->lx, ",")) next(&P->lx);
     }
+    if (param_to_local(P, &in)) return -1;
     if (sim_form_check(f, &in, why, sizeof why) || sim_type_check(f, &in, why, sizeof why))
         return perr(P, in.line, "%s", why);
     next(&P->lx);
@@ -513,6 +680,8 @@ static int close_scope(Parser *P, int fam_mark, int final)
     if (unknown >= 0) return perr(P, P->fix[unknown].tline, "unknown label or symbol %.60s", P->fix[unknown].name);
     while (P->nlabels && P->labels[P->nlabels - 1].depth == P->depth) free(P->labels[--P->nlabels].name);
     while (P->nfam > fam_mark) free(P->fam[--P->nfam].name);
+    for (int i = 0; i < f->nlocals; i++)   /* the block's variables keep their frame bytes, not their names */
+        if (P->lscope[i].depth >= P->depth) P->lscope[i].depth = -1;
     return 0;
 }
 
@@ -534,18 +703,25 @@ static void skip_line(Parser *P)
     while (P->lx.kind != T_EOF && P->lx.tline == line) next(&P->lx);
 }
 
-static int skip_section(Parser *P)
+/* At '{': past its matching '}' (what: the construct it belongs to, for the error of one left open) */
+static int skip_braces(Parser *P, const char *what)
 {
     int line = P->lx.tline, depth = 0;
-    next(&P->lx);   /* its name */
-    next(&P->lx);
-    if (!is(&P->lx, "{")) return perr(P, line, ".section needs a name and then its {...}");
     do {
-        if (P->lx.kind == T_EOF) return perr(P, line, "unterminated .section");
+        if (P->lx.kind == T_EOF) return perr(P, line, "unterminated %s", what);
         depth += is(&P->lx, "{") - is(&P->lx, "}");
         next(&P->lx);
     } while (depth > 0);
     return 0;
+}
+
+static int skip_section(Parser *P)
+{
+    int line = P->lx.tline;
+    next(&P->lx);   /* its name */
+    next(&P->lx);
+    if (!is(&P->lx, "{")) return perr(P, line, ".section needs a name and then its {...}");
+    return skip_braces(P, ".section");
 }
 
 static int parse_block(Parser *P)
@@ -575,8 +751,8 @@ static int parse_block(Parser *P)
             if (parse_shared(P, 0)) return -1;
             continue;
         }
-        if (is(&P->lx, ".local")) {
-            if (parse_local(P)) return -1;
+        if (is(&P->lx, ".local") || is(&P->lx, ".param")) {
+            if (parse_local(P, P->lx.tok[1] == 'l' ? ".local" : ".param")) return -1;
             continue;
         }
         if (P->lx.kind == T_ID && P->lx.tok[0] != '.' && P->lx.tok[0] != '%' && P->lx.p[0] == ':') {
@@ -648,7 +824,7 @@ static int parse_entry(Parser *P)
     P->m->funcs = grow(P, P->m->funcs, P->m->nfuncs, &P->caps.fcap, sizeof *P->m->funcs);
     SimFunc *f = &P->m->funcs[P->m->nfuncs++];
     memset(f, 0, sizeof *f);
-    P->caps.veccap = P->caps.velemcap = P->caps.codecap = P->caps.pcap = P->caps.lcap = 0;
+    P->caps.veccap = P->caps.velemcap = P->caps.codecap = P->caps.pcap = P->caps.lcap = 0;   /* lscope is the parser's */
     f->name = dup(P, P->lx.tok);
     next(&P->lx);
     if (parse_params(P, f)) return -1;
@@ -725,13 +901,18 @@ static int parse_shared(Parser *P, int is_extern)
     return 0;
 }
 
-/* A function's .local variable (nvcc's stack frame, __local_depot): per thread, at its offset in the frame. */
-static int parse_local(Parser *P)
+/* A function's .local variable (nvcc's stack frame, __local_depot), or a .param one a body declares for a call's
+ * arguments and results: per thread, at its offset in the frame, named in its block. */
+static int parse_local(Parser *P, const char *space)
 {
     SimFunc *f = cur_fn(P);
     f->locals = grow(P, f->locals, f->nlocals, &P->caps.lcap, sizeof *f->locals);
+    P->lscope = grow(P, P->lscope, f->nlocals, &P->caps.lscap, sizeof *P->lscope);
     SimShared *v = &f->locals[f->nlocals];
-    if (parse_var(P, ".local", v)) return -1;
+    int esize, fl;
+    if (parse_var_head(P, space, v, &esize, &fl) || expect(P, ";")) return -1;
+    if (v->align < esize) v->align = esize;   /* a variable is aligned to its type's size unless told more */
+    P->lscope[f->nlocals] = (LocalScope){P->depth, !strcmp(space, ".param")};
     f->nlocals++;
     v->offset = (f->local_bytes + v->align - 1) / v->align * v->align;
     f->local_bytes = v->offset + v->size;
@@ -823,6 +1004,93 @@ static void place_extern(SimModule *m)
     }
 }
 
+
+/* ---- device functions: their headers and bodies, found before any entry is parsed (a call may come first) ---- */
+
+/* "(.param .type {.align N} name{[N]}, ...)" of a .func header into names[], *n of them */
+static int func_params(Parser *P, Lex *L, char ***names, int *n)
+{
+    next(L);
+    while (!is(L, ")")) {
+        if (L->kind == T_EOF || !is(L, ".param")) return perr(P, L->tline, "malformed .func parameter list");
+        next(L);
+        while (L->tok[0] == '.' || L->kind == T_NUM) next(L);   /* .align N, the type, .ptr and its space */
+        if (L->kind != T_ID) return perr(P, L->tline, "malformed .func parameter");
+        *names = realloc(*names, (size_t)(*n + 1) * sizeof **names);
+        if (!*names) longjmp(P->oom, 1);
+        (*names)[(*n)++] = dup(P, L->tok);
+        next(L);
+        if (is(L, "[")) {
+            while (L->kind != T_EOF && !is(L, "]")) next(L);
+            next(L);
+        }
+        if (is(L, ",")) next(L);
+        else if (!is(L, ")")) return perr(P, L->tline, "malformed .func parameter list");
+    }
+    next(L);
+    return 0;
+}
+
+/* At ".func": its header, and (a definition) its body's place; *L past the header (at '{' or ';') */
+static int func_head(Parser *P, Lex *L, FuncDef *d)
+{
+    *d = (FuncDef){0};
+    next(L);
+    if (is(L, "(") && func_params(P, L, &d->ret, &d->nret)) return -1;
+    if (L->kind != T_ID || L->tok[0] == '.') return perr(P, L->tline, "a .func needs a name");
+    d->name = dup(P, L->tok);
+    next(L);
+    if (is(L, "(") && func_params(P, L, &d->param, &d->nparam)) return -1;
+    while (!is(L, "{") && !is(L, ";")) {   /* .noreturn, .attribute(...), .maxntid ... */
+        if (L->kind == T_EOF) return perr(P, L->tline, ".func %s has neither a body nor a ';'", d->name);
+        next(L);
+    }
+    return 0;
+}
+
+static void func_free(FuncDef *d)
+{
+    for (int j = 0; j < d->nret; j++) free(d->ret[j]);
+    for (int j = 0; j < d->nparam; j++) free(d->param[j]);
+    free(d->ret), free(d->param), free(d->name);
+}
+
+/* Every .func with a body at module scope (declarations only name one defined elsewhere or an .extern one) */
+static int scan_funcs(Parser *P, const char *ptx)
+{
+    Lex *L = calloc(1, sizeof *L);
+    if (!L) longjmp(P->oom, 1);
+    *L = (Lex){.p = ptx, .line = 1};
+    int depth = 0, rc = 0;
+    for (next(L); L->kind != T_EOF && !rc; next(L)) {
+        depth += is(L, "{") - is(L, "}");
+        if (depth || !is(L, ".func")) continue;
+        FuncDef d;
+        if ((rc = func_head(P, L, &d))) { func_free(&d); break; }
+        if (!is(L, "{")) { func_free(&d); continue; }
+        for (int i = 0; i < P->ndefs && !rc; i++)
+            if (!strcmp(P->defs[i].name, d.name)) rc = perr(P, L->tline, ".func %s is defined twice", d.name);
+        if (rc) { func_free(&d); break; }
+        d.body = *L;
+        P->defs = grow(P, P->defs, P->ndefs, &P->caps.defcap, sizeof *P->defs);
+        P->defs[P->ndefs++] = d;
+        depth = 1;
+    }
+    free(L);
+    return rc;
+}
+
+/* parse_module at ".func": past its header and body, which calls parse where they stand */
+static int skip_func(Parser *P)
+{
+    FuncDef d;
+    int rc = func_head(P, &P->lx, &d);
+    func_free(&d);
+    if (rc) return -1;
+    if (is(&P->lx, ";")) { next(&P->lx); return 0; }
+    return skip_braces(P, ".func body");
+}
+
 /* ".version MAJOR.MINOR" (digits, a dot, digits) */
 static int version_text(const char *t)
 {
@@ -852,18 +1120,24 @@ static int parse_module(Parser *P)
         } else if (is(&P->lx, ".extern") || is(&P->lx, ".shared")) {
             int ext = is(&P->lx, ".extern");
             if (ext) next(&P->lx);
-            if (is(&P->lx, ".func")) return perr(P, P->lx.tline, "device functions (.func) are not supported");
-            if (!is(&P->lx, ".shared")) return perr(P, P->lx.tline, "only .extern .shared is supported");
+            if (is(&P->lx, ".func")) {   /* a declaration: a call of it is refused where it stands */
+                if (skip_func(P)) return -1;
+                continue;
+            }
+            if (!is(&P->lx, ".shared")) return perr(P, P->lx.tline, "only .extern .shared and .extern .func are supported");
             if (parse_shared(P, ext)) return -1;
         } else if (is(&P->lx, ".global") || is(&P->lx, ".const")) {   /* __device__, __constant__ */
             if (parse_global(P)) return -1;
         } else if (is(&P->lx, ".visible") || is(&P->lx, ".weak") || is(&P->lx, ".entry")) {
             while (is(&P->lx, ".visible") || is(&P->lx, ".weak")) next(&P->lx);
-            if (is(&P->lx, ".func")) return perr(P, P->lx.tline, "device functions (.func) are not supported");
+            if (is(&P->lx, ".func")) {
+                if (skip_func(P)) return -1;
+                continue;
+            }
             if (expect(P, ".entry")) return -1;
             if (parse_entry(P)) return -1;
         } else if (is(&P->lx, ".func")) {
-            return perr(P, P->lx.tline, "device functions (.func) are not supported");
+            if (skip_func(P)) return -1;
         } else if (is(&P->lx, ".file")) {
             skip_line(P);
         } else if (is(&P->lx, ".section")) {
@@ -895,6 +1169,8 @@ static void parser_free(Parser *P)
     for (int i = 0; i < P->nlabels; i++) free(P->labels[i].name);
     for (int i = 0; i < P->nfix; i++) free(P->fix[i].name);
     free(P->fam), free(P->labels), free(P->fix);
+    for (int i = 0; i < P->ndefs; i++) func_free(&P->defs[i]);
+    free(P->defs), free(P->alias), free(P->lscope);
 }
 
 int sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen)
@@ -915,7 +1191,7 @@ int sim_parse(const char *ptx, SimModule **out, char *err, size_t errlen)
         return -1;
     }
     split_lines(P, P->m, ptx);
-    int rc = parse_module(P);
+    int rc = scan_funcs(P, ptx) || parse_module(P);
     parser_free(P);
     if (rc) { sim_module_free(P->m); *out = NULL; free(P); return -1; }
     *out = P->m;
