@@ -1791,9 +1791,18 @@ sim_tests_bwd() {
         's/\(cp.reduce.async.bulk.tensor.4d.*\[%rd[0-9]*, {\)\(%r[0-9]*\), \(%r[0-9]*\)/\1\2, %r0/' "^  dq: .*FAIL" sm_90a attn_bwd
 
     section "sim device: planted-bug PTX files assemble (the bugs are invisible to ptxas)"
-    local arch
+    local arch refuses
     for f in tests/sim/*.ptx; do
         arch=$(sed -n 's|^// arch: ||p' "$f"); arch=${arch:-sm_80}   # a file's "// arch:" header, sm_80 by default
+        # a file of PTX that ptxas refuses as the sim does says so, with ptxas's words: "// ptxas refuses: TEXT"
+        refuses=$(sed -n 's|^// ptxas refuses: ||p' "$f")
+        if [ -n "$refuses" ]; then
+            if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then
+                fail "ptxas refuses $(basename "$f")" "ptxas took it"
+            elif grep -qF "$refuses" "$TMP/ptxas.log"; then pass "ptxas refuses $(basename "$f"), as the sim does"
+            else fail "ptxas refuses $(basename "$f")" "not with '$refuses': $(one_line "$TMP/ptxas.log")"; fi
+            continue
+        fi
         if ptxas -arch="$arch" "$f" -o /dev/null >"$TMP/ptxas.log" 2>&1; then pass "ptxas accepts $(basename "$f")"
         else fail "ptxas accepts $(basename "$f")" "$(one_line "$TMP/ptxas.log")"; fi
     done
