@@ -251,7 +251,6 @@ static int elem_bytes(const char *type)
 
 static SimFunc *cur_fn(Parser *P) { return &P->m->funcs[P->m->nfuncs - 1]; }
 
-/* A symbol operand: a parameter of the current entry, one of its local variables, or a shared variable. */
 /* The innermost visible .local or .param variable of the body named name (a callee's parameter: the caller's
  * variable it stands for), or -1 */
 static int find_local(const Parser *P, const char *name)
@@ -264,6 +263,7 @@ static int find_local(const Parser *P, const char *name)
     return -1;
 }
 
+/* A symbol operand: a parameter of the current entry, one of its local variables, or a shared variable. */
 static int find_sym(Parser *P, const char *name, SimOpnd *o)
 {
     SimFunc *f = cur_fn(P);
@@ -481,7 +481,6 @@ static int parse_opnd(Parser *P, SimOpnd *o, int insn, int k)
     return 0;
 }
 
-
 /* ---- calls of device functions: each call parses its callee's body again where it stands, a block of its own
  * whose parameters name the caller's .param variables; ret leaves that block. No call stack: a recursive call, a
  * call through a pointer and one of a function without a body here (printf's vprintf, malloc, free, assert's
@@ -504,16 +503,19 @@ static int emit_branch(Parser *P, int guard, int neg, const char *label, int lin
     return 0;
 }
 
-/* "(a, b, ...)" of names into names[] (at most max); returns the count or -1 */
-static int name_list(Parser *P, char names[][128], int max)
+/* "(a, b, ...)" of a call: each the calling block's .param variable, into local[] (at most max); returns the count
+ * or -1 */
+static int param_list(Parser *P, int *local, int max)
 {
     int n = 0, line = P->lx.tline;
     if (expect(P, "(")) return -1;
     while (!is(&P->lx, ")")) {
         if (P->lx.kind != T_ID || P->lx.tok[0] == '%') return perr(P, line, "a call's arguments and results must be .param variables");
         if (n == max) return perr(P, line, "a call of more than %d arguments", max);
-        if (strlen(P->lx.tok) >= 128) return perr(P, line, "a call argument's name of 128 characters or more");
-        snprintf(names[n++], 128, "%.127s", P->lx.tok);
+        local[n] = find_local(P, P->lx.tok);
+        if (local[n] < 0 || !P->lscope[local[n]].is_param)
+            return perr(P, line, "call argument %.60s is not a .param variable of the calling block", P->lx.tok);
+        n++;
         next(&P->lx);
         if (is(&P->lx, ",")) next(&P->lx);
         else if (!is(&P->lx, ")")) return perr(P, line, "expected ',' or ')' in a call");
@@ -526,11 +528,11 @@ static int name_list(Parser *P, char names[][128], int max)
 static int inline_call(Parser *P, const SimInsn *in)
 {
     enum { MAXA = 32 };
-    char rets[MAXA][128], args[MAXA][128], fname[128];
-    int line = in->line, nret = 0, narg = 0, local[2 * MAXA];
+    char fname[128];
+    int line = in->line, nret = 0, narg = 0, local[2 * MAXA];   /* the results', then the arguments' variables */
     next(&P->lx);
     if (is(&P->lx, "(")) {
-        if ((nret = name_list(P, rets, MAXA)) < 0 || expect(P, ",")) return -1;
+        if ((nret = param_list(P, local, MAXA)) < 0 || expect(P, ",")) return -1;
     }
     if (P->lx.kind != T_ID || P->lx.tok[0] == '%' || find_reg(P, P->lx.tok) >= 0)
         return perr(P, line, "a call through a pointer (or .callprototype) is not modelled: the sim inlines each call");
@@ -539,7 +541,7 @@ static int inline_call(Parser *P, const SimInsn *in)
     next(&P->lx);
     if (is(&P->lx, ",")) {
         next(&P->lx);
-        if ((narg = name_list(P, args, MAXA)) < 0) return -1;
+        if ((narg = param_list(P, local + nret, MAXA)) < 0) return -1;
     }
     if (is(&P->lx, ",")) return perr(P, line, "a call with a prototype (through a pointer) is not modelled");
     if (expect(P, ";")) return -1;
@@ -556,12 +558,6 @@ static int inline_call(Parser *P, const SimInsn *in)
     if (nret != d->nret || narg != d->nparam)
         return perr(P, line, "call of %s with %d result(s) and %d argument(s); it has %d and %d", fname, nret, narg,
                     d->nret, d->nparam);
-    for (int i = 0; i < nret + narg; i++) {
-        const char *name = i < nret ? rets[i] : args[i - nret];
-        local[i] = find_local(P, name);
-        if (local[i] < 0 || !P->lscope[local[i]].is_param)
-            return perr(P, line, "call argument %s is not a .param variable of the calling block", name);
-    }
     char skip[24] = "";
     if (in->guard >= 0) {   /* @p call: around the callee's body where p does not hold */
         snprintf(skip, sizeof skip, "call#%d", P->ncalls);
@@ -1004,20 +1000,19 @@ static void place_extern(SimModule *m)
     }
 }
 
-
 /* ---- device functions: their headers and bodies, found before any entry is parsed (a call may come first) ---- */
 
 /* "(.param .type {.align N} name{[N]}, ...)" of a .func header into names[], *n of them */
 static int func_params(Parser *P, Lex *L, char ***names, int *n)
 {
+    int cap = 0;
     next(L);
     while (!is(L, ")")) {
         if (L->kind == T_EOF || !is(L, ".param")) return perr(P, L->tline, "malformed .func parameter list");
         next(L);
         while (L->tok[0] == '.' || L->kind == T_NUM) next(L);   /* .align N, the type, .ptr and its space */
         if (L->kind != T_ID) return perr(P, L->tline, "malformed .func parameter");
-        *names = realloc(*names, (size_t)(*n + 1) * sizeof **names);
-        if (!*names) longjmp(P->oom, 1);
+        *names = grow(P, *names, *n, &cap, sizeof **names);
         (*names)[(*n)++] = dup(P, L->tok);
         next(L);
         if (is(L, "[")) {
@@ -1074,7 +1069,7 @@ static int scan_funcs(Parser *P, const char *ptx)
         d.body = *L;
         P->defs = grow(P, P->defs, P->ndefs, &P->caps.defcap, sizeof *P->defs);
         P->defs[P->ndefs++] = d;
-        depth = 1;
+        depth = 1;   /* inside its body: the '{' the loop steps over */
     }
     free(L);
     return rc;
